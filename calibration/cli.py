@@ -1,0 +1,87 @@
+"""`role-rubric COMMAND key=value ...`: compose conf/COMMAND.yaml with Hydra overrides and run the stage.
+
+Each command is a function `run(cfg) -> result` in the module of its stage; this file only dispatches,
+so a stage can equally be called from Python with a config composed by `compose_config`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from omegaconf import DictConfig, OmegaConf
+
+from rubric.errors import InputError
+
+# command -> ("module:function", one-line help). Modules are imported lazily so `--help` is instant.
+COMMANDS: dict[str, tuple[str, str]] = {
+    "import": ("calibration.importers:run_import", "convert foreign files (source=llm-rubric) to a native dataset dir"),
+    "gather": ("rubric.gather:run_gather", "ask the LLM judge every rubric question about every turn -> llm.csv"),
+    "train": ("calibration.train:run_train", "train the calibration network on a dataset dir -> model dir"),
+    "cv": ("calibration.crossval:run_cv", "cross-validate the calibrator and the baselines -> predictions + metrics"),
+    "search": ("calibration.search:run_search", "Optuna search of hyperparameters by inner cross-validation"),
+    "predict": ("calibration.predict:run_predict", "predict per-judge / population answers -> predictions.csv"),
+    "evaluate": ("calibration.metrics:run_evaluate", "score predictions against human labels -> metrics.json"),
+    "report": ("calibration.report:run_report", "reliability diagrams, baselines, ablations -> report.html"),
+    "demo": ("calibration.demo:run_demo", "offline end-to-end run on the bundled role-adherence benchmark"),
+    "score": ("calibration.api:run_score", "score a conversations file per conversation -> CSV"),
+}
+
+
+def compose_config(command: str, overrides: Sequence[str] = ()) -> DictConfig:
+    """Compose the packaged config of a command with overrides (works from a wheel, not only a checkout)."""
+    from hydra import compose, initialize_config_module
+    from hydra.core.global_hydra import GlobalHydra
+
+    GlobalHydra.instance().clear()
+    with initialize_config_module(config_module="conf", version_base="1.3"):
+        return compose(config_name=command, overrides=list(overrides))
+
+
+def _usage() -> str:
+    lines = ["usage: role-rubric COMMAND [key=value ...]   (key=value are Hydra overrides of conf/COMMAND.yaml)", ""]
+    lines += [f"  {name:<9} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += ["", "role-rubric COMMAND --cfg prints the composed config of a command."]
+    return "\n".join(lines)
+
+
+def _resolve(target: str) -> Any:
+    module, func = target.split(":")
+    return getattr(importlib.import_module(module), func)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    if not args or args[0] in {"-h", "--help", "help"}:
+        print(_usage())
+        return 0
+    command, overrides = args[0], args[1:]
+    if command not in COMMANDS:
+        print(f"role-rubric: error: unknown command {command!r}. Fix: use one of {', '.join(COMMANDS)}.", file=sys.stderr)
+        return 2
+    show_cfg = "--cfg" in overrides
+    overrides = [o for o in overrides if o != "--cfg"]
+    try:
+        cfg = compose_config(command, overrides)
+    except Exception as exc:  # Hydra raises several types for bad overrides; all are user errors here.
+        msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        print(f"role-rubric {command}: error: bad override ({msg}). Fix: see `role-rubric {command} --cfg`.", file=sys.stderr)
+        return 2
+    if show_cfg:
+        print(OmegaConf.to_yaml(cfg))
+        return 0
+    try:
+        _resolve(COMMANDS[command][0])(cfg)
+    except InputError as exc:
+        print(f"role-rubric {command}: error: {exc.one_line()}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"role-rubric {command}: interrupted; finished work is kept.", file=sys.stderr)
+        return 130
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,193 @@
+"""The rubric: questions, their options and numeric values, loaded from YAML with clear errors.
+
+A rubric file looks like::
+
+    name: role_adherence
+    target: overall            # optional; default "overall" if present, else the last question
+    questions:
+      - id: scope
+        text: Does the reply stay within the topics and tasks the role covers?
+        options:
+          - {value: 1, label: "Clearly out of scope"}
+          - {value: 2, label: "..."}
+
+Questions may have different numbers of options; option values are numbers (the decoder takes the
+expected value over them) and must be distinct within a question.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from rubric.errors import InputError
+
+
+@dataclass(frozen=True)
+class Option:
+    """One answer option of a question."""
+
+    value: float
+    """Numeric value used for the expected answer (e.g. 1..4)."""
+    label: str
+    """What the option means, shown to the judge."""
+
+    @property
+    def key(self) -> str:
+        """The option as written in files: integers without a trailing '.0'."""
+        return format_value(self.value)
+
+
+@dataclass(frozen=True)
+class Question:
+    """One rubric question with its own options."""
+
+    id: str
+    text: str
+    options: tuple[Option, ...]
+
+    @property
+    def values(self) -> list[float]:
+        return [o.value for o in self.options]
+
+    def option_index(self, value: float) -> int | None:
+        """Index of the option with this value, or None."""
+        for i, o in enumerate(self.options):
+            if o.value == value:
+                return i
+        return None
+
+
+@dataclass(frozen=True)
+class Rubric:
+    """An ordered set of questions; one of them is the training target."""
+
+    name: str
+    questions: tuple[Question, ...]
+    target: str
+    description: str = ""
+    extra: dict[str, Any] = field(default_factory=dict, compare=False)
+
+    def __post_init__(self) -> None:
+        ids = [q.id for q in self.questions]
+        if self.target not in ids:
+            raise InputError(
+                f"target question {self.target!r} is not in the rubric (questions: {', '.join(ids)}).",
+                fix="set target= to one of the rubric's question ids.",
+            )
+
+    @property
+    def ids(self) -> list[str]:
+        return [q.id for q in self.questions]
+
+    def question(self, qid: str) -> Question:
+        for q in self.questions:
+            if q.id == qid:
+                return q
+        raise KeyError(qid)
+
+    def with_target(self, target: str | None) -> Rubric:
+        """The same rubric with another target question (None keeps the current one)."""
+        if target is None or target == self.target:
+            return self
+        return Rubric(self.name, self.questions, target, self.description, self.extra)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "target": self.target,
+            "questions": [
+                {"id": q.id, "text": q.text, "options": [{"value": o.value, "label": o.label} for o in q.options]}
+                for q in self.questions
+            ],
+        }
+
+    def fingerprint(self) -> str:
+        """Hash of what the calibration network depends on: question ids and option values, in order."""
+        shape = [[q.id, [o.value for o in q.options]] for q in self.questions]
+        return hashlib.sha256(json.dumps(shape).encode()).hexdigest()[:16]
+
+
+def format_value(value: float) -> str:
+    """'3' for 3.0, '2.5' for 2.5: how option values are written in CSV headers and files."""
+    return str(int(value)) if float(value).is_integer() else repr(float(value))
+
+
+def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str | None = None) -> Rubric:
+    """Build a Rubric from parsed YAML/JSON, failing with a message that names the source."""
+    if not isinstance(data, dict) or not isinstance(data.get("questions"), list) or not data["questions"]:
+        raise InputError(
+            "a rubric needs a non-empty 'questions' list.",
+            path=source,
+            fix="write 'questions:' with items that have id, text and options.",
+        )
+    questions = [_question(item, i, source) for i, item in enumerate(data["questions"], start=1)]
+    ids = [q.id for q in questions]
+    dup = sorted({i for i in ids if ids.count(i) > 1})
+    if dup:
+        raise InputError(f"duplicate question id(s): {', '.join(dup)}.", path=source, fix="give every question its own id.")
+    chosen = target or data.get("target") or ("overall" if "overall" in ids else ids[-1])
+    name = str(data.get("name") or Path(str(source)).stem)
+    extra = {k: v for k, v in data.items() if k not in {"name", "questions", "target", "description"}}
+    return Rubric(name, tuple(questions), str(chosen), str(data.get("description") or ""), extra)
+
+
+def _question(item: Any, index: int, source: str | Path) -> Question:
+    where = f"question {index}"
+    if not isinstance(item, dict) or "id" not in item:
+        raise InputError(f"{where} has no 'id'.", path=source, fix="give each question an id, text and options.")
+    qid = str(item["id"])
+    options = item.get("options")
+    if not isinstance(options, list) or len(options) < 2:
+        raise InputError(
+            f"question {qid!r} needs at least two options.", path=source, fix="list options with a value and a label."
+        )
+    parsed = []
+    for j, opt in enumerate(options, start=1):
+        if not isinstance(opt, dict) or "value" not in opt:
+            raise InputError(f"question {qid!r}, option {j} has no 'value'.", path=source, fix="write {value: N, label: ...}.")
+        try:
+            value = float(opt["value"])
+        except (TypeError, ValueError):
+            raise InputError(
+                f"question {qid!r}, option {j} has a non-numeric value {opt['value']!r}.",
+                path=source,
+                fix="option values must be numbers (they are averaged into an expected answer).",
+            ) from None
+        parsed.append(Option(value, str(opt.get("label") or opt.get("description") or format_value(value))))
+    values = [o.value for o in parsed]
+    if len(set(values)) != len(values):
+        raise InputError(f"question {qid!r} repeats an option value.", path=source, fix="make option values distinct.")
+    return Question(qid, str(item.get("text") or qid), tuple(parsed))
+
+
+def load_rubric(path: str | Path, *, target: str | None = None) -> Rubric:
+    """Load a rubric YAML file (or a directory containing rubric.yaml)."""
+    path = Path(path)
+    if path.is_dir():
+        path = path / "rubric.yaml"
+    if not path.exists():
+        raise InputError("rubric file not found.", path=path, fix="pass the path of a rubric.yaml.")
+    try:
+        data = yaml.safe_load(path.read_text())
+    except yaml.YAMLError as exc:
+        line = getattr(getattr(exc, "problem_mark", None), "line", None)
+        raise InputError(
+            f"not valid YAML ({getattr(exc, 'problem', exc)}).",
+            path=path,
+            row=None if line is None else line + 1,
+            fix="correct the YAML syntax.",
+        ) from None
+    return rubric_from_dict(data, source=path, target=target)
+
+
+def save_rubric(rubric: Rubric, path: str | Path) -> Path:
+    path = Path(path)
+    path.write_text(yaml.safe_dump(rubric.to_dict(), sort_keys=False, allow_unicode=True))
+    return path
