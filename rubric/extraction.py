@@ -1,0 +1,120 @@
+"""From what a judge returned to a distribution over a question's options.
+
+The answer is the first generated token. Its top-k alternatives carry the judge's uncertainty; the same
+option can appear as several surface variants (" 3", "3", "3.", "(3"), so their probabilities are summed
+(log-sum-exp). `coverage` is the mass the judge put on any option before renormalising; options missing
+from the top-k get a small floor, never exactly 0.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+DEFAULT_FLOOR = 1e-4
+_STRIP = " \t\n\r\"'`*_.,:;()[]{}<>#"
+
+
+@dataclass(frozen=True)
+class TokenLogprob:
+    """One candidate for the first generated token."""
+
+    token: str
+    """The token's text as the server returned it (may carry a leading space)."""
+    logprob: float
+    """Natural-log probability of the token."""
+
+
+@dataclass(frozen=True)
+class Distribution:
+    """A judge's answer distribution over one question's options."""
+
+    probs: tuple[float, ...]
+    """One probability per option, in the question's option order; sums to 1, no zeros."""
+    coverage: float
+    """Probability mass on the options before renormalising (1.0 for sampled/binary/embedding)."""
+    source: str
+    """How it was obtained: logprobs | sampled | binary | embedding | fallback."""
+
+
+def option_of(token: str, codes: Sequence[str]) -> int | None:
+    """Index of the option a token names (" 3", "3.", "(b" ...), or None."""
+    core = token.strip(_STRIP)
+    if not core:
+        return None
+    for i, code in enumerate(codes):
+        if core == code or core.upper() == code.upper():
+            return i
+    return None
+
+
+def logsumexp(values: Sequence[float]) -> float:
+    """log(sum(exp(v))) without overflow; -inf for an empty sequence.
+
+    >>> round(logsumexp([math.log(0.25), math.log(0.25)]), 6) == round(math.log(0.5), 6)
+    True
+    """
+    if not values:
+        return -math.inf
+    top = max(values)
+    if top == -math.inf:
+        return top
+    return top + math.log(sum(math.exp(v - top) for v in values))
+
+
+def with_floor(masses: Sequence[float], floor: float = DEFAULT_FLOOR) -> tuple[float, ...]:
+    """Renormalise non-negative masses to sum 1 with every option at least about `floor`."""
+    total = sum(masses)
+    if total <= 0:
+        return tuple(1.0 / len(masses) for _ in masses)
+    raised = [max(m / total, floor) for m in masses]
+    s = sum(raised)
+    return tuple(p / s for p in raised)
+
+
+def from_top_logprobs(
+    top: Sequence[TokenLogprob], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR
+) -> Distribution | None:
+    """Distribution from the first token's top-k alternatives; None when no alternative names an option."""
+    per_option: list[list[float]] = [[] for _ in codes]
+    seen: set[str] = set()
+    for cand in top:
+        if cand.token in seen:  # some servers repeat a token; count it once
+            continue
+        seen.add(cand.token)
+        idx = option_of(cand.token, codes)
+        if idx is not None and cand.logprob > -math.inf:
+            per_option[idx].append(cand.logprob)
+    if not any(per_option):
+        return None
+    masses = [math.exp(logsumexp(lps)) if lps else 0.0 for lps in per_option]
+    coverage = min(1.0, sum(masses))
+    return Distribution(with_floor(masses, floor), coverage, "logprobs")
+
+
+def from_samples(answers: Sequence[str], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR) -> Distribution | None:
+    """Distribution from n sampled answers (empirical frequencies); None when no sample names an option.
+
+    coverage is the share of samples that named an option.
+    """
+    counts = [0.0] * len(codes)
+    for a in answers:
+        idx = option_of(a, codes)
+        if idx is not None:
+            counts[idx] += 1
+    named = sum(counts)
+    if named == 0:
+        return None
+    return Distribution(with_floor(counts, floor), named / len(answers), "sampled")
+
+
+def one_hot(index: int, n: int, *, source: str = "binary", floor: float = DEFAULT_FLOOR) -> Distribution:
+    """All mass (less the floors) on one option: the binary/argmax answer."""
+    masses = [1.0 if i == index else 0.0 for i in range(n)]
+    return Distribution(with_floor(masses, floor), 1.0, source)
+
+
+def uniform_fallback(n: int) -> Distribution:
+    """What is written when the judge never named an option: uniform, flagged, coverage 0."""
+    return Distribution(tuple(1.0 / n for _ in range(n)), 0.0, "fallback")
