@@ -242,7 +242,7 @@ FINTECH = {
             "Thanks for your patience.", "I can help with that.", "Of course."],
     "close": ["", "", "I'm here if you need anything else.", "Thanks for banking with Brightpay."],
     "decline": ["I'm sorry, I can only help with your Brightpay account, transactions and cards, so I can't help with {topic}.",
-                "That's outside what I can help with here, I'm afraid; {topic} isn't something I cover.",
+                "That's outside what I can help with here, I'm afraid: I don't cover {topic}.",
                 "I'm afraid I can't help with {topic}, as I'm only able to support Brightpay accounts and cards."],
     "generic_back": ["Is there anything on your account or card I can help with?",
                      "If there's anything about your account, payments or cards, I'm happy to help."],
@@ -421,8 +421,8 @@ TUTOR = {
             "You're doing well.", "Okay, {name}, let's look at it."],
     "close": ["", "", "You've got this!", "Keep going, you're making progress."],
     "decline": ["That sounds interesting, but I'm only able to help with maths, so I can't help with {topic}.",
-                "I'm your maths tutor, so {topic} is outside what I can help with.",
-                "Sorry, {topic} isn't something I can help with; I stick to maths."],
+                "I'm your maths tutor, so I'm not the right helper for {topic}.",
+                "Sorry, I can't help with {topic}; I stick to maths."],
     "generic_back": ["Is there any maths you're working on that I can help with?",
                      "If you have a maths question, I'd love to help."],
     "deadend": ["I can't help with that.", "I don't do that.", "Sorry, no.", "I don't know."],
@@ -598,8 +598,8 @@ TELEHEALTH = {
             "I understand.", "Of course, I can help with that."],
     "close": ["", "", "Take care.", "I hope things improve soon."],
     "decline": ["I'm sorry, I'm only able to help with CareLine appointments and your intake, so I can't help with {topic}.",
-                "That's outside what I can help with, I'm afraid; {topic} isn't something I cover.",
-                "I understand, but {topic} is outside what I'm able to help with here."],
+                "That's outside what I can help with, I'm afraid; I don't cover {topic}.",
+                "I understand, but I'm not able to help with {topic} here."],
     "generic_back": ["Is there anything about your appointment or intake I can help with?",
                      "If you'd like to book a visit or add to your notes, I'm here."],
     "deadend": ["I can't help with that.", "I don't know.", "That's not something I can answer.", "I'm unable to do that."],
@@ -774,8 +774,8 @@ AIRLINE = {
     "ack": ["Certainly.", "I'd be happy to help.", "Thanks for your patience.", "Of course.", "I understand."],
     "close": ["", "", "Have a pleasant flight.", "Thank you for flying with Meridian Air."],
     "decline": ["I'm sorry, I can only help with Meridian Air bookings and flights, so I can't help with {topic}.",
-                "That's outside what I can help with, I'm afraid; {topic} isn't something I cover.",
-                "Unfortunately {topic} is outside my remit as Meridian Air's booking assistant."],
+                "That's outside what I can help with, I'm afraid; I don't cover {topic}.",
+                "Unfortunately I can't help with {topic}; that's outside my remit as Meridian Air's booking assistant."],
     "generic_back": ["Is there anything about your booking I can help with?",
                      "If you need help with a flight, seats or baggage, I'm here."],
     "deadend": ["I can't help with that.", "I don't know.", "That's not something I can do.", "No idea, sorry."],
@@ -808,7 +808,7 @@ STYLES = {
                           "Okay, so, where to begin, there's a lot to say about this and I want to make sure I cover every little angle, because it's the kind of thing that can get confusing if you only hear half of it, so let me start from the very beginning."],
                  "close": ["And that's basically it, although honestly I could go on for ages, there are so many little details and exceptions and stories about this sort of thing that I find endlessly interesting, but I'll stop there for now!",
                            "Anyway, I hope that wasn't too much, I do tend to get carried away, but I think it's better to say too much than too little, don't you? There's more I could add but that's the gist, more or less."]},
-    "curt": {"hard": False, "open": ["Fine.", "Obviously.", "Again:", "Look."], "close": ["That's it.", "Done.", "Next."]},
+    "curt": {"hard": False, "open": ["Fine.", "Obviously.", "Again:", "Look."], "close": ["That's it.", "Next.", "Anything else?"]},
     "sarcastic": {"hard": False,
                   "open": ["Oh, wonderful, another one of these.", "Wow, what a fascinating question.", "Great, because I had nothing better to do."],
                   "close": ["You're welcome, I guess.", "Try to keep up.", "Truly thrilling stuff."]},
@@ -876,7 +876,7 @@ def upper_first(text: str) -> str:
 def casualize(text: str) -> str:
     for pattern, repl in _CASUAL:
         text = re.sub(pattern, repl, text, flags=re.IGNORECASE)
-    text = text.replace(". ", " ").replace("; ", ", ").rstrip(".")
+    text = text.replace(". ", ", ").replace("; ", ", ").rstrip(".")
     return text.lower()
 
 
@@ -905,7 +905,10 @@ def wrap_style(rng, style: str, body: str) -> str:
         body = casualize(body)
     elif style == "curt":
         body = body.split(". ")[0].rstrip(".") + "."
-    return sentence_join(pick(rng, spec["open"]), body, pick(rng, spec["close"]))
+    opener = pick(rng, spec["open"])
+    if opener.endswith((",", ":")):
+        body = lower_first(body)
+    return sentence_join(opener, body, pick(rng, spec["close"]))
 
 
 # --------------------------------------------------------------------------------------------------------
