@@ -64,7 +64,9 @@ class Item:
 def iter_items(conversations: Iterable[Conversation], granularity: str = "turn") -> Iterator[Item]:
     """Items in file order: every assistant turn (granularity='turn') or every conversation."""
     if granularity not in ("turn", "conversation"):
-        raise InputError(f"unknown granularity {granularity!r}.", fix="use granularity=turn or granularity=conversation.")
+        raise InputError(
+            f"unknown granularity {granularity!r}.", fix="use granularity=turn or granularity=conversation."
+        )
     for conv in conversations:
         if granularity == "conversation":
             yield Item(conv, None)
@@ -79,7 +81,9 @@ def load_conversations(path: str | Path) -> list[Conversation]:
     if path.is_dir():
         path = path / "conversations.jsonl"
     if not path.exists():
-        raise InputError("conversations file not found.", path=path, fix="pass conversations=PATH to a .jsonl file.")
+        raise InputError(
+            "conversations file not found.", path=path, fix="pass conversations=PATH to a .jsonl file."
+        )
     records = []
     with path.open(encoding="utf-8") as fh:
         for line_no, line in enumerate(fh, start=1):
@@ -133,13 +137,15 @@ def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
         return InputError(problem, path=source, row=line, fix=fix)
 
     if not isinstance(rec, dict):
-        raise fail("a line must be a JSON object.", "write {\"conversation_id\", \"chatbot_role\", \"turns\"} per line.")
+        raise fail(
+            "a line must be a JSON object.", 'write {"conversation_id", "chatbot_role", "turns"} per line.'
+        )
     cid = rec.get("conversation_id", rec.get("id"))
     if cid is None or str(cid).strip() == "":
-        raise fail("missing conversation_id.", "add a \"conversation_id\" to every conversation.")
+        raise fail("missing conversation_id.", 'add a "conversation_id" to every conversation.')
     raw = rec.get("turns", rec.get("messages"))
     if not isinstance(raw, list) or not raw:
-        raise fail(f"conversation {cid!r} has no turns.", "add a non-empty \"turns\" list.")
+        raise fail(f"conversation {cid!r} has no turns.", 'add a non-empty "turns" list.')
     role = rec.get("chatbot_role")
     if all(isinstance(t, dict) and "role" in t for t in raw):
         system, turns = _from_messages(raw, fail, cid)
@@ -147,7 +153,10 @@ def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
     else:
         turns = _from_turns(raw, fail, cid)
     if not isinstance(role, str) or not role.strip():
-        raise fail(f"conversation {cid!r} has no chatbot_role.", "add \"chatbot_role\": the role the chatbot was assigned.")
+        raise fail(
+            f"conversation {cid!r} has no chatbot_role.",
+            'add "chatbot_role": the role the chatbot was assigned.',
+        )
     return Conversation(str(cid), role.strip(), tuple(turns))
 
 
@@ -159,14 +168,20 @@ def _from_turns(raw: list[Any], fail: Any, cid: Any) -> list[Turn]:
     turns = []
     for i, t in enumerate(raw):
         if not isinstance(t, dict):
-            raise fail(f"conversation {cid!r}, turn {i} is not an object.", "write turns as {\"user\": ..., \"assistant\": ...}.")
+            raise fail(
+                f"conversation {cid!r}, turn {i} is not an object.",
+                'write turns as {"user": ..., "assistant": ...}.',
+            )
         user, reply = _text(t.get("user")), _text(t.get("assistant"))
         if reply is None:
-            raise fail(f"conversation {cid!r}, turn {i} has no assistant reply.", "give every turn a non-empty \"assistant\".")
+            raise fail(
+                f"conversation {cid!r}, turn {i} has no assistant reply.",
+                'give every turn a non-empty "assistant".',
+            )
         if user is None:
             raise fail(
                 f"conversation {cid!r}, turn {i}: assistant reply without a preceding user message.",
-                "give every turn a non-empty \"user\" message.",
+                'give every turn a non-empty "user" message.',
             )
         ref = t.get("reference")
         turns.append(Turn(user, reply, ref if isinstance(ref, str) else None))
@@ -198,7 +213,9 @@ def _from_messages(raw: list[dict[str, Any]], fail: Any, cid: Any) -> tuple[str 
                 "use roles user/assistant (and one leading system message) with non-empty content.",
             )
     if pending:
-        raise fail(f"conversation {cid!r} ends with a user message that has no reply.", "drop the last user message.")
+        raise fail(
+            f"conversation {cid!r} ends with a user message that has no reply.", "drop the last user message."
+        )
     if not turns:
         raise fail(f"conversation {cid!r} has no assistant replies.", "add at least one assistant reply.")
     return system, turns

@@ -93,7 +93,9 @@ def from_top_logprobs(
     return Distribution(with_floor(masses, floor), coverage, "logprobs")
 
 
-def from_samples(answers: Sequence[str], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR) -> Distribution | None:
+def from_samples(
+    answers: Sequence[str], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR
+) -> Distribution | None:
     """Distribution from n sampled answers (empirical frequencies); None when no sample names an option.
 
     coverage is the share of samples that named an option.

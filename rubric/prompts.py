@@ -106,7 +106,9 @@ def render_question(question: Question, codes: tuple[str, ...]) -> str:
 def render_prompt(item: Item, question: Question) -> Prompt:
     codes = answer_codes(question)
     user = f"{render_context(item)}\n\n{render_question(question, codes)}"
-    return Prompt(item, question, ({"role": "system", "content": SYSTEM}, {"role": "user", "content": user}), codes)
+    return Prompt(
+        item, question, ({"role": "system", "content": SYSTEM}, {"role": "user", "content": user}), codes
+    )
 
 
 def render_reason_prompt(item: Item) -> Prompt:
@@ -116,4 +118,4 @@ def render_reason_prompt(item: Item) -> Prompt:
 
 def _turn(conv: Conversation, i: int) -> str:
     t = conv.turns[i]
-    return f"<turn index=\"{i}\">\n<user>\n{defuse(t.user)}\n</user>\n<assistant>\n{defuse(t.assistant)}\n</assistant>\n</turn>"
+    return f'<turn index="{i}">\n<user>\n{defuse(t.user)}\n</user>\n<assistant>\n{defuse(t.assistant)}\n</assistant>\n</turn>'

@@ -19,12 +19,24 @@ def write(tmp_path, lines):
 
 
 def test_turn_form_and_message_form_load_the_same(tmp_path):
-    turns = {"conversation_id": "a", "chatbot_role": ROLE, "turns": [
-        {"user": "hi", "assistant": "hello", "reference": "Hello!"}, {"user": "card?", "assistant": "sure"}]}
-    messages = {"conversation_id": "b", "messages": [
-        {"role": "system", "content": ROLE}, {"role": "user", "content": "hi"},
-        {"role": "assistant", "content": "hello", "reference": "Hello!"},
-        {"role": "user", "content": "card?"}, {"role": "assistant", "content": "sure"}]}
+    turns = {
+        "conversation_id": "a",
+        "chatbot_role": ROLE,
+        "turns": [
+            {"user": "hi", "assistant": "hello", "reference": "Hello!"},
+            {"user": "card?", "assistant": "sure"},
+        ],
+    }
+    messages = {
+        "conversation_id": "b",
+        "messages": [
+            {"role": "system", "content": ROLE},
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": "hello", "reference": "Hello!"},
+            {"role": "user", "content": "card?"},
+            {"role": "assistant", "content": "sure"},
+        ],
+    }
     a, b = load_conversations(write(tmp_path, [turns, messages]))
     assert a.turns == b.turns and a.chatbot_role == b.chatbot_role == ROLE
     assert a.turns[0].reference == "Hello!"
@@ -33,8 +45,12 @@ def test_turn_form_and_message_form_load_the_same(tmp_path):
 
 
 def test_round_trip(tmp_path):
-    convs = load_conversations(write(tmp_path, [
-        {"conversation_id": "x", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "r"}]}]))
+    convs = load_conversations(
+        write(
+            tmp_path,
+            [{"conversation_id": "x", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "r"}]}],
+        )
+    )
     out = save_conversations(convs, tmp_path / "copy.jsonl")
     assert load_conversations(out) == convs
 
@@ -48,12 +64,31 @@ GOOD = {"conversation_id": "ok", "chatbot_role": ROLE, "turns": [{"user": "u", "
         ("{not json", 2, "malformed JSON"),
         ({"conversation_id": "c", "turns": [{"user": "u", "assistant": "a"}]}, 2, "no chatbot_role"),
         ({"conversation_id": "c", "chatbot_role": ROLE, "turns": []}, 2, "has no turns"),
-        ({"conversation_id": "c", "chatbot_role": ROLE, "turns": [{"assistant": "a"}]}, 2, "without a preceding user"),
-        ({"conversation_id": "c", "chatbot_role": ROLE, "messages": [{"role": "assistant", "content": "hi"}]}, 2,
-         "without a preceding user"),
-        ({"conversation_id": "ok", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "a"}]}, 2, "duplicate"),
+        (
+            {"conversation_id": "c", "chatbot_role": ROLE, "turns": [{"assistant": "a"}]},
+            2,
+            "without a preceding user",
+        ),
+        (
+            {
+                "conversation_id": "c",
+                "chatbot_role": ROLE,
+                "messages": [{"role": "assistant", "content": "hi"}],
+            },
+            2,
+            "without a preceding user",
+        ),
+        (
+            {"conversation_id": "ok", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "a"}]},
+            2,
+            "duplicate",
+        ),
         ({"chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "a"}]}, 2, "missing conversation_id"),
-        ({"conversation_id": "c", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "  "}]}, 2, "no assistant"),
+        (
+            {"conversation_id": "c", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": "  "}]},
+            2,
+            "no assistant",
+        ),
     ],
 )
 def test_bad_lines_name_file_and_line(tmp_path, line, row, match):

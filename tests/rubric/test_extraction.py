@@ -39,8 +39,15 @@ def test_letters_are_case_insensitive():
 
 
 def test_variants_are_summed_with_log_sum_exp():
-    d = from_top_logprobs([TokenLogprob("3", math.log(0.3)), TokenLogprob(" 3", math.log(0.2)),
-                           TokenLogprob("4", math.log(0.25)), TokenLogprob("Okay", math.log(0.25))], CODES)
+    d = from_top_logprobs(
+        [
+            TokenLogprob("3", math.log(0.3)),
+            TokenLogprob(" 3", math.log(0.2)),
+            TokenLogprob("4", math.log(0.25)),
+            TokenLogprob("Okay", math.log(0.25)),
+        ],
+        CODES,
+    )
     assert d is not None and d.source == "logprobs"
     assert d.coverage == pytest.approx(0.75)
     # 0.5 of the 0.75 covered mass is on "3", 0.25 on "4"; 1 and 2 only have the floor
@@ -62,8 +69,14 @@ def test_no_option_in_top_k_returns_none():
 
 
 def test_repeated_tokens_count_once():
-    d = from_top_logprobs([TokenLogprob("2", math.log(0.4)), TokenLogprob("2", math.log(0.4)),
-                           TokenLogprob("3", math.log(0.4))], CODES)
+    d = from_top_logprobs(
+        [
+            TokenLogprob("2", math.log(0.4)),
+            TokenLogprob("2", math.log(0.4)),
+            TokenLogprob("3", math.log(0.4)),
+        ],
+        CODES,
+    )
     assert d.probs[1] == pytest.approx(d.probs[2])
 
 

@@ -11,10 +11,16 @@ from rubric.prompts import SYSTEM, answer_codes, render_prompt, render_reason_pr
 from rubric.schema import load_rubric, rubric_from_dict
 
 RUBRIC = load_rubric("conf/rubric/role_adherence.yaml")
-CONV = Conversation("c1", "Support agent for card questions only.", (
-    Turn("Hi, my card is blocked.", "I can help. Is it the debit card?"),
-    Turn("Yes. Also, which stock should I buy?", "I can't advise on investments. Let's unblock your card."),
-))
+CONV = Conversation(
+    "c1",
+    "Support agent for card questions only.",
+    (
+        Turn("Hi, my card is blocked.", "I can help. Is it the debit card?"),
+        Turn(
+            "Yes. Also, which stock should I buy?", "I can't advise on investments. Let's unblock your card."
+        ),
+    ),
+)
 
 PINNED_USER = """<role>
 Support agent for card questions only.
@@ -58,7 +64,7 @@ def test_questions_of_an_item_share_everything_but_the_question_block():
     users = [render_prompt(Item(CONV, 1), q).messages[1]["content"] for q in RUBRIC.questions]
     prefix = users[0].split("Question:")[0]
     assert all(u.startswith(prefix) for u in users)
-    assert all(u[len(prefix):].startswith("Question:") for u in users)
+    assert all(u[len(prefix) :].startswith("Question:") for u in users)
     assert render_reason_prompt(Item(CONV, 1)).messages[1]["content"].startswith(prefix)
     assert len({render_prompt(Item(CONV, 1), q).prompt_hash for q in RUBRIC.questions}) == 5
 
@@ -91,6 +97,8 @@ def test_injected_text_stays_inside_the_data_delimiters(attack):
 
 
 def test_answer_codes_fall_back_to_letters():
-    q = rubric_from_dict({"questions": [{"id": "q", "options": [{"value": v} for v in (0.5, 1, 10)]}]}).questions[0]
+    q = rubric_from_dict(
+        {"questions": [{"id": "q", "options": [{"value": v} for v in (0.5, 1, 10)]}]}
+    ).questions[0]
     assert answer_codes(q) == ("A", "B", "C")
     assert answer_codes(RUBRIC.question("scope")) == ("1", "2", "3", "4")

@@ -1,0 +1,62 @@
+"""On-disk request cache: SQLite in WAL mode, one row per finished request, committed as it finishes.
+
+A rerun reads every finished answer back and makes no request for it; a run killed at any moment loses
+at most the requests in flight, and never writes an answer twice (the key is the primary key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+
+def cache_key(identity: dict[str, Any], payload: Any) -> str:
+    """Hash of everything that changes an answer: the judge's identity and what it is asked."""
+    raw = json.dumps({"judge": identity, "ask": payload}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(raw.encode()).hexdigest()
+
+
+class RequestCache:
+    """Key -> JSON answer. `RequestCache(None)` keeps everything in memory (nothing persists)."""
+
+    def __init__(self, path: str | Path | None):
+        self.path = None if path is None else Path(path)
+        if self.path is not None:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        # check_same_thread=False: the embedding judge writes from a worker thread, one at a time.
+        self._db = sqlite3.connect(
+            ":memory:" if self.path is None else str(self.path), check_same_thread=False
+        )
+        self._db.execute("PRAGMA journal_mode=WAL")
+        # NORMAL is durable against a killed process (only an OS crash can lose the last commits).
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+        self._db.commit()
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
+        keys = list(dict.fromkeys(keys))
+        found: dict[str, str] = {}
+        for start in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
+            chunk = keys[start : start + 500]
+            marks = ",".join("?" * len(chunk))
+            found.update(
+                self._db.execute(f"SELECT key, value FROM answers WHERE key IN ({marks})", chunk).fetchall()
+            )
+        return found
+
+    def put(self, key: str, value: str) -> None:
+        self.put_many([(key, value)])
+
+    def put_many(self, rows: Iterable[tuple[str, str]]) -> None:
+        with self._db:  # one transaction, committed on exit
+            self._db.executemany("INSERT OR REPLACE INTO answers (key, value) VALUES (?, ?)", list(rows))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,421 @@
+"""The gather stage: ask the judge every rubric question about every item -> llm.csv.
+
+    role-rubric gather conversations=FILE rubric=NAME judge=NAME out=DIR
+
+Requests run with bounded concurrency in item order (the questions of a turn back to back, so a server's
+prefix cache sees the shared prefix while it is warm). Every finished answer goes to the SQLite cache at
+once; llm.csv is written at the end from the cache and fresh answers in a fixed order, so a rerun or a
+resumed run writes the same file. Requests that fail after every retry are counted, listed in
+failures.csv and left out of llm.csv (a rerun retries them); answers that never named an option are
+written as a flagged uniform fallback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rubric.backends import Answer, JudgeConfig, OpenAIBackend, RequestFailed
+from rubric.cache import RequestCache, cache_key
+from rubric.conversations import Conversation, iter_items, load_conversations, save_conversations
+from rubric.errors import InputError
+from rubric.prompts import Prompt, render_prompt, render_reason_prompt
+from rubric.schema import Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
+
+LLM_COLUMNS = [
+    "conversation_id",
+    "turn",
+    "question_id",
+    "option",
+    "prob",
+    "coverage",
+    "source",
+    "model",
+    "prompt_hash",
+]
+
+
+@dataclass
+class GatherSummary:
+    """What a gather did; printed at the end and written to gather_summary.json."""
+
+    items: int = 0
+    questions: int = 0
+    pairs: int = 0
+    """(item, question) pairs asked for."""
+    cached: int = 0
+    """Answers (pairs and reasons) read from the cache instead of requested."""
+    answered: int = 0
+    """Answers obtained from the judge in this run."""
+    http_requests: int = 0
+    retries: int = 0
+    failures: int = 0
+    """Pairs or reasons that failed after every retry (not in llm.csv; a rerun retries them)."""
+    fallbacks: int = 0
+    """Pairs whose answer never named an option (written with source=fallback)."""
+    sources: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    wall_s: float = 0.0
+
+    def line(self) -> str:
+        cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
+        return (
+            f"{self.pairs} (item, question) pairs over {self.items} items: {self.cached} from cache, "
+            f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries); "
+            f"{self.failures} failed, {self.fallbacks} fallbacks; sources {self.sources}; tokens "
+            f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s"
+        )
+
+
+@dataclass
+class GatherResult:
+    llm: pd.DataFrame
+    """Long-form llm.csv rows (LLM_COLUMNS)."""
+    reasons: pd.DataFrame | None
+    """conversation_id, turn, reason (include_reason=True only)."""
+    failures: pd.DataFrame
+    """conversation_id, turn, question_id, error: what failed after every retry."""
+    summary: GatherSummary
+
+
+def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **overrides: Any) -> JudgeConfig:
+    """A judge from a name in conf/judge/ ("openai", "vllm", "embedding", ...), a mapping or a JudgeConfig,
+    with keyword overrides (e.g. `judge_config("vllm", model="my-model", base_url="http://host:8000/v1")`)."""
+    from dataclasses import replace
+    from importlib import resources
+
+    import yaml
+
+    if isinstance(judge, JudgeConfig):
+        return replace(judge, **overrides) if overrides else judge
+    if isinstance(judge, str):
+        names = sorted(
+            p.name[:-5]
+            for p in resources.files("conf").joinpath("judge").iterdir()
+            if p.name.endswith(".yaml")
+        )
+        if judge not in names:
+            raise InputError(
+                f"unknown judge {judge!r}.", fix=f"use one of {', '.join(names)} or pass a mapping."
+            )
+        judge = yaml.safe_load(resources.files("conf").joinpath("judge", f"{judge}.yaml").read_text())
+    return JudgeConfig.from_mapping({**dict(judge), **overrides})
+
+
+def make_backend(judge: JudgeConfig, *, log: Callable[[str], None] | None = None) -> Any:
+    if judge.backend == "embedding":
+        from rubric.embedding_judge import EmbeddingBackend
+
+        return EmbeddingBackend(judge)
+    return OpenAIBackend(judge, log=log)
+
+
+def gather(
+    conversations: Sequence[Conversation],
+    rubric: Rubric,
+    judge: JudgeConfig | Mapping[str, Any],
+    *,
+    granularity: str = "turn",
+    cache: str | Path | RequestCache | None = None,
+    include_reason: bool = False,
+    progress: bool = False,
+    backend: Any = None,
+) -> GatherResult:
+    """Judge distributions for every (item, question); see `a_gather` (this runs it on a new event loop)."""
+    return asyncio.run(
+        a_gather(
+            conversations,
+            rubric,
+            judge,
+            granularity=granularity,
+            cache=cache,
+            include_reason=include_reason,
+            progress=progress,
+            backend=backend,
+        )
+    )
+
+
+async def a_gather(
+    conversations: Sequence[Conversation],
+    rubric: Rubric,
+    judge: JudgeConfig | Mapping[str, Any],
+    *,
+    granularity: str = "turn",
+    cache: str | Path | RequestCache | None = None,
+    include_reason: bool = False,
+    progress: bool = False,
+    backend: Any = None,
+) -> GatherResult:
+    """Ask `judge` every question of `rubric` about every item of `conversations`.
+
+    judge: a JudgeConfig or a mapping like conf/judge/*.yaml. cache: a path (SQLite file), an open
+    RequestCache, or None for an in-memory cache. backend: an already-built backend to reuse (its
+    config must be `judge`). Returns llm rows in item order, then question order, then option order.
+    """
+    cfg = judge if isinstance(judge, JudgeConfig) else JudgeConfig.from_mapping(judge)
+    if include_reason and cfg.backend == "embedding":
+        raise InputError(
+            "include_reason needs an LLM judge; the embedding judge cannot explain itself.",
+            fix="set include_reason=false or choose an LLM judge.",
+        )
+    started = time.perf_counter()
+    items = list(iter_items(conversations, granularity))
+    asks = [render_prompt(item, q) for item in items for q in rubric.questions]
+    asks += [render_reason_prompt(item) for item in items] if include_reason else []
+    store = cache if isinstance(cache, RequestCache) else RequestCache(cache)
+    identity = cfg.identity()
+    keys = [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in asks]
+    hits = store.get_many(keys)
+    answers: dict[str, Answer] = {k: Answer.from_json(v) for k, v in hits.items()}
+    pending = [(k, p) for k, p in zip(keys, asks, strict=True) if k not in answers]
+    summary = GatherSummary(
+        items=len(items),
+        questions=len(rubric.questions),
+        pairs=len(items) * len(rubric.questions),
+        cached=len(asks) - len(pending),
+    )
+    failures: dict[str, str] = {}
+    own_backend = backend is None and bool(pending)
+    if own_backend:
+        backend = make_backend(cfg)
+    try:
+        if pending:
+            await _run(backend, pending, store, answers, failures, cfg.concurrency, progress)
+    finally:
+        if own_backend and hasattr(backend, "close"):
+            await backend.close()
+        if not isinstance(cache, RequestCache):
+            store.close()
+    fresh = [answers[k] for k, _ in pending if k in answers]
+    _tally(summary, fresh, answers, failures, cfg)
+    result = GatherResult(
+        _llm_frame(asks, keys, answers, cfg.model),
+        _reason_frame(asks, keys, answers, include_reason),
+        _failure_frame(asks, keys, failures),
+        summary,
+    )
+    summary.wall_s = time.perf_counter() - started
+    return result
+
+
+async def _run(
+    backend: Any,
+    pending: list[tuple[str, Prompt]],
+    store: RequestCache,
+    answers: dict[str, Answer],
+    failures: dict[str, str],
+    concurrency: int,
+    progress: bool,
+) -> None:
+    from tqdm.auto import tqdm
+
+    bar = tqdm(
+        total=len(pending), disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1
+    )
+    try:
+        if getattr(backend, "batch", False):
+            await _run_batched(backend, pending, store, answers, bar)
+        else:
+            queue: asyncio.Queue[tuple[str, Prompt]] = asyncio.Queue()
+            for entry in pending:
+                queue.put_nowait(entry)
+            workers = [
+                asyncio.create_task(_worker(backend, queue, store, answers, failures, bar))
+                for _ in range(min(concurrency, len(pending)))
+            ]
+            try:
+                await asyncio.gather(*workers)
+            finally:
+                for w in workers:
+                    w.cancel()
+                await asyncio.gather(*workers, return_exceptions=True)
+    finally:
+        bar.close()
+
+
+async def _worker(
+    backend: Any,
+    queue: asyncio.Queue,
+    store: RequestCache,
+    answers: dict[str, Answer],
+    failures: dict[str, str],
+    bar: Any,
+) -> None:
+    while not queue.empty():
+        key, prompt = queue.get_nowait()
+        try:
+            ans = await (backend.judge(prompt) if prompt.question is not None else backend.reason(prompt))
+        except RequestFailed as exc:
+            failures[key] = str(exc)
+        else:
+            answers[key] = ans
+            store.put(key, ans.to_json())  # committed now: a kill after this line loses nothing
+        bar.update(1)
+
+
+async def _run_batched(
+    backend: Any, pending: list[tuple[str, Prompt]], store: RequestCache, answers: dict[str, Answer], bar: Any
+) -> None:
+    size = int(backend.batch_size)
+    for start in range(0, len(pending), size):
+        chunk = pending[start : start + size]
+        got = await asyncio.to_thread(backend.judge_batch, [p for _, p in chunk])
+        rows = [(k, a.to_json()) for (k, _), a in zip(chunk, got, strict=True)]
+        store.put_many(rows)
+        answers.update({k: a for (k, _), a in zip(chunk, got, strict=True)})
+        bar.update(len(chunk))
+
+
+def _tally(
+    summary: GatherSummary,
+    fresh: list[Answer],
+    answers: dict[str, Answer],
+    failures: dict[str, str],
+    cfg: JudgeConfig,
+) -> None:
+    summary.answered = len(fresh)
+    summary.failures = len(failures)
+    summary.http_requests = sum(a.requests for a in fresh)
+    summary.retries = sum(a.retries for a in fresh)
+    summary.prompt_tokens = sum(a.prompt_tokens for a in fresh)
+    summary.completion_tokens = sum(a.completion_tokens for a in fresh)
+    sources = [a.dist.source for a in answers.values() if a.dist is not None]
+    summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
+    summary.fallbacks = summary.sources.get("fallback", 0)
+    if cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None:
+        summary.cost_usd = (
+            summary.prompt_tokens * cfg.price_input_per_mtok
+            + summary.completion_tokens * cfg.price_output_per_mtok
+        ) / 1e6
+
+
+def _llm_frame(asks: list[Prompt], keys: list[str], answers: dict[str, Answer], model: str) -> pd.DataFrame:
+    cols: dict[str, list[Any]] = {c: [] for c in LLM_COLUMNS}
+    for p, k in zip(asks, keys, strict=True):
+        ans = answers.get(k)
+        if p.question is None or ans is None or ans.dist is None:
+            continue
+        h = p.prompt_hash
+        for opt, prob in zip(p.question.options, ans.dist.probs, strict=True):
+            cols["conversation_id"].append(p.item.conversation.conversation_id)
+            cols["turn"].append(p.item.turn)
+            cols["question_id"].append(p.question.id)
+            cols["option"].append(format_value(opt.value))
+            cols["prob"].append(prob)
+            cols["coverage"].append(ans.dist.coverage)
+            cols["source"].append(ans.dist.source)
+            cols["model"].append(model)
+            cols["prompt_hash"].append(h)
+    frame = pd.DataFrame(cols, columns=LLM_COLUMNS)
+    frame["turn"] = frame["turn"].astype("Int64")
+    return frame
+
+
+def _reason_frame(
+    asks: list[Prompt], keys: list[str], answers: dict[str, Answer], wanted: bool
+) -> pd.DataFrame | None:
+    if not wanted:
+        return None
+    rows = [
+        (p.item.conversation.conversation_id, p.item.turn, answers[k].text)
+        for p, k in zip(asks, keys, strict=True)
+        if p.question is None and k in answers
+    ]
+    frame = pd.DataFrame(rows, columns=["conversation_id", "turn", "reason"])
+    frame["turn"] = frame["turn"].astype("Int64")
+    return frame
+
+
+def _failure_frame(asks: list[Prompt], keys: list[str], failures: dict[str, str]) -> pd.DataFrame:
+    rows = [
+        (
+            p.item.conversation.conversation_id,
+            p.item.turn,
+            p.question.id if p.question else "(reason)",
+            failures[k],
+        )
+        for p, k in zip(asks, keys, strict=True)
+        if k in failures
+    ]
+    return pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "error"])
+
+
+# command line -------------------------------------------------------------------------------------------
+def rubric_from_config(cfg: Any) -> Rubric:
+    """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml)."""
+    from omegaconf import OmegaConf
+
+    target = cfg.get("target")
+    if cfg.get("rubric_file"):
+        return load_rubric(cfg.rubric_file, target=target)
+    return rubric_from_dict(
+        OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target
+    )
+
+
+def run_gather(cfg: Any) -> GatherResult:
+    """`role-rubric gather`: read conversations and rubric, gather, write a native dataset dir."""
+    from omegaconf import OmegaConf
+
+    if not cfg.get("conversations") or str(cfg.conversations) == "???":
+        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
+    conversations = load_conversations(cfg.conversations)
+    if cfg.get("limit"):
+        conversations = conversations[: int(cfg.limit)]
+    rubric = rubric_from_config(cfg)
+    judge = JudgeConfig.from_mapping(OmegaConf.to_container(cfg.judge, resolve=True))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = gather(
+        conversations,
+        rubric,
+        judge,
+        granularity=cfg.granularity,
+        cache=cfg.cache,
+        include_reason=bool(cfg.include_reason),
+        progress=bool(cfg.progress),
+    )
+    written = write_outputs(result, out, rubric, conversations, judge)
+    print(f"gather: {result.summary.line()}")
+    for path in written:
+        print(f"gather: wrote {path}")
+    return result
+
+
+def write_outputs(
+    result: GatherResult, out: Path, rubric: Rubric, conversations: Sequence[Conversation], judge: JudgeConfig
+) -> list[Path]:
+    """llm.csv, rubric.yaml, conversations.jsonl (a native dataset dir), plus reasons/failures/summary."""
+    written = [
+        out / "llm.csv",
+        save_rubric(rubric, out / "rubric.yaml"),
+        save_conversations(conversations, out / "conversations.jsonl"),
+    ]
+    result.llm.to_csv(written[0], index=False)
+    if result.reasons is not None:
+        result.reasons.to_csv(out / "reasons.csv", index=False)
+        written.append(out / "reasons.csv")
+    failures = out / "failures.csv"
+    if len(result.failures):
+        result.failures.to_csv(failures, index=False)
+        written.append(failures)
+    elif failures.exists():
+        failures.unlink()  # a stale list from an earlier run would mislead
+    summary = {
+        **asdict(result.summary),
+        "judge": {k: v for k, v in judge.to_dict().items() if k != "api_key"},
+    }
+    (out / "gather_summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    written.append(out / "gather_summary.json")
+    return written

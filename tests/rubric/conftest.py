@@ -1,0 +1,70 @@
+"""Fixtures for the rubric tests: a fake OpenAI-protocol server on 127.0.0.1 and small conversations."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from openai_server import FakeOpenAI  # noqa: E402
+
+from rubric.conversations import Conversation, Turn  # noqa: E402
+from rubric.schema import load_rubric  # noqa: E402
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def server():
+    with FakeOpenAI(timeout_s=3.0, slow_s=0.05, retry_after="0.2") as srv:
+        yield srv
+
+
+@pytest.fixture
+def judge(server):
+    """A judge config pointing at the fake server, with fast retries."""
+    return {
+        "backend": "chat",
+        "model": "fake-judge",
+        "base_url": server.base_url,
+        "api_key": "EMPTY",
+        "base_url_env": None,
+        "api_key_env": None,
+        "concurrency": 4,
+        "timeout": 1.0,
+        "max_retries": 3,
+        "backoff": 0.01,
+        "max_backoff": 1.0,
+        "samples": 8,
+    }
+
+
+@pytest.fixture(scope="session")
+def rubric():
+    return load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
+
+
+def make_conversations(n: int, turns: int = 3) -> list[Conversation]:
+    role = "Customer-support agent for a bank: account inquiries, transactions and cards only; never investment advice."
+    return [
+        Conversation(
+            f"c{i}",
+            role,
+            tuple(
+                Turn(
+                    f"Question {j} of conversation {i} about my card.",
+                    f"Reply {j}: let me check card {i}-{j} for you.",
+                )
+                for j in range(turns)
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.fixture
+def conversations():
+    return make_conversations(2)

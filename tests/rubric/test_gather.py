@@ -1,0 +1,204 @@
+"""The gather stage against a real HTTP server speaking the OpenAI protocol, with injected faults."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+
+import pytest
+from conftest import make_conversations
+from openai_server import codes_in, judge_distribution
+
+from rubric.extraction import with_floor
+from rubric.gather import LLM_COLUMNS, gather
+
+N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
+
+
+def expected_probs(prompt_text: str) -> list[float]:
+    """What the fake judge's top-k implies after extraction (the 'Okay' mass removed)."""
+    return list(with_floor(judge_distribution(prompt_text, codes_in(prompt_text)), 1e-4))
+
+
+def check_valid(llm):
+    assert list(llm.columns) == LLM_COLUMNS
+    sums = llm.groupby(["conversation_id", "turn", "question_id"])["prob"].sum()
+    assert sums.to_numpy() == pytest.approx(1.0)
+    assert (llm["prob"] > 0).all()
+
+
+def test_clean_run_matches_the_judge_and_covers_every_pair(server, judge, conversations, rubric):
+    server.keep_bodies = True
+    res = gather(conversations, rubric, judge)
+    llm = res.llm
+    check_valid(llm)
+    assert len(llm) == N_PAIRS * 4 and set(llm["source"]) == {"logprobs"}
+    assert llm["coverage"].to_numpy() == pytest.approx(0.9)  # 0.1 of the mass is on "Okay"
+    assert list(llm["option"].unique()) == ["1", "2", "3", "4"]
+    assert sorted(llm["turn"].unique()) == [0, 1, 2]
+    for body in server.bodies[:5]:
+        assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 20
+        prompt = "\n".join(m["content"] for m in body["messages"])
+        h = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:16]
+        rows = llm[llm["prompt_hash"] == h]
+        assert rows["prob"].tolist() == pytest.approx(expected_probs(prompt), rel=1e-6)
+    s = res.summary
+    assert (s.pairs, s.answered, s.cached, s.failures, s.http_requests) == (N_PAIRS, N_PAIRS, 0, 0, N_PAIRS)
+    assert s.prompt_tokens > 0 and s.completion_tokens == N_PAIRS
+
+
+def test_rerun_from_cache_makes_zero_requests(server, judge, conversations, rubric, tmp_path):
+    first = gather(conversations, rubric, judge, cache=tmp_path / "c.sqlite")
+    before = server.requests
+    again = gather(conversations, rubric, judge, cache=tmp_path / "c.sqlite")
+    assert server.requests == before
+    assert again.summary.cached == N_PAIRS and again.summary.http_requests == 0
+    assert again.llm.equals(first.llm)
+
+
+@pytest.mark.parametrize("fault", ["429", "500", "timeout", "malformed", "no_logprobs", "slow"])
+def test_transient_faults_end_in_the_right_distribution(server, judge, conversations, rubric, fault):
+    clean = gather(conversations, rubric, judge).llm
+    server.faults.extend([fault] * 3)
+    res = gather(conversations, rubric, judge)
+    check_valid(res.llm)
+    assert res.llm.equals(clean)
+    assert res.summary.failures == 0
+    if fault != "slow":
+        assert res.summary.retries >= 3 and res.summary.http_requests >= N_PAIRS + 3
+
+
+def test_retry_after_is_honoured(server, judge, rubric):
+    server.retry_after = "0.3"
+    server.faults.append("429")
+    judge = {**judge, "backoff": 0.0, "concurrency": 1}
+    res = gather(make_conversations(1, 1)[:1], rubric.with_target(None), judge)
+    assert res.summary.retries == 1
+    assert res.summary.wall_s >= 0.3
+
+
+def test_persistent_failures_are_counted_and_left_out(server, judge, conversations, rubric, tmp_path):
+    server.faults.extend(["500"] * 4)  # more than max_retries + 1 for whichever pair gets them first
+    judge = {**judge, "concurrency": 1}
+    res = gather(conversations, rubric, judge, cache=tmp_path / "c.sqlite")
+    assert res.summary.failures == 1 and len(res.failures) == 1
+    assert "HTTP 500" in res.failures["error"].iloc[0]
+    assert len(res.llm) == (N_PAIRS - 1) * 4  # never a made-up distribution for it
+    check_valid(res.llm)
+    # the failed pair was not cached: a rerun asks for it, and only it
+    before = server.requests
+    again = gather(conversations, rubric, judge, cache=tmp_path / "c.sqlite")
+    assert server.requests - before == 1 and again.summary.failures == 0 and len(again.llm) == N_PAIRS * 4
+
+
+def test_missing_options_get_the_floor(server, judge, conversations, rubric):
+    server.faults.append("missing_options")
+    res = gather(conversations, rubric, {**judge, "concurrency": 1})
+    first = res.llm.iloc[:4]
+    assert first["coverage"].iloc[0] == pytest.approx(0.7)
+    assert sorted(first["prob"])[-1] > 0.99 and (first["prob"] > 0).all()
+    assert first["prob"].sum() == pytest.approx(1.0)
+
+
+def test_no_option_token_is_re_asked_then_a_flagged_fallback(server, judge, conversations, rubric):
+    server.keep_bodies = True
+    server.faults.append("no_option")
+    res = gather(conversations, rubric, {**judge, "concurrency": 1})
+    assert res.summary.fallbacks == 0 and res.summary.http_requests == N_PAIRS + 1
+    assert "Reply with exactly one option code" in server.bodies[1]["messages"][-1]["content"]
+    server.modes.add("no_option")  # an instruction-tuned model that always starts with "Okay"
+    res = gather(conversations, rubric, {**judge, "concurrency": 1})
+    assert res.summary.fallbacks == N_PAIRS and set(res.llm["source"]) == {"fallback"}
+    assert (res.llm["coverage"] == 0).all()
+    assert res.llm["prob"].to_numpy() == pytest.approx(0.25)
+
+
+def test_rejected_logprobs_switch_to_sampling_once_and_loudly(server, judge, conversations, rubric, capsys):
+    server.modes.update({"reject_logprobs", "ignore_n"})
+    res = gather(conversations, rubric, judge)
+    err = capsys.readouterr().err
+    assert err.count("WARNING") == 1 and "samples" in err
+    assert set(res.llm["source"]) == {"sampled"}
+    check_valid(res.llm)
+    # ignore_n: one answer per request, so each pair needed `samples` requests
+    assert res.summary.http_requests >= N_PAIRS * 8
+
+
+def test_sampling_estimates_the_judge(server, judge, rubric):
+    server.keep_bodies = True
+    res = gather(make_conversations(1, 1), rubric, {**judge, "answer_mode": "sampled", "samples": 50})
+    body = server.bodies[0]
+    assert body["n"] == 50 and body["temperature"] == 1.0 and "logprobs" not in body
+    prompt = "\n".join(m["content"] for m in body["messages"])
+    truth = judge_distribution(prompt, codes_in(prompt))
+    assert res.llm["prob"].iloc[:4].to_numpy() == pytest.approx(truth, abs=0.03)
+
+
+def test_binary_mode_puts_the_mass_on_the_answer(server, judge, rubric):
+    server.keep_bodies = True
+    res = gather(make_conversations(1, 1), rubric, {**judge, "output_mode": "binary"})
+    assert server.bodies[0]["temperature"] == 0.0 and "logprobs" not in server.bodies[0]
+    assert set(res.llm["source"]) == {"binary"}
+    top = res.llm.groupby("question_id")["prob"].max()
+    assert (top > 0.99).all()
+
+
+def test_completions_endpoint(server, judge, conversations, rubric):
+    server.keep_bodies = True
+    res = gather(conversations, rubric, {**judge, "backend": "completions", "top_logprobs": 5})
+    assert "prompt" in server.bodies[0] and server.bodies[0]["logprobs"] == 5
+    check_valid(res.llm)
+    assert set(res.llm["source"]) == {"logprobs"}
+
+
+def test_conversation_granularity_and_reasons(server, judge, conversations, rubric):
+    res = gather(conversations, rubric, judge, granularity="conversation", include_reason=True)
+    assert res.llm["turn"].isna().all() and len(res.llm) == 2 * 5 * 4
+    assert len(res.reasons) == 2 and res.reasons["reason"].str.len().min() > 10
+
+
+def test_cost_is_reported_when_prices_are_set(server, judge, conversations, rubric):
+    res = gather(conversations, rubric, {**judge, "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0})
+    s = res.summary
+    assert s.cost_usd == pytest.approx((s.prompt_tokens + 2 * s.completion_tokens) / 1e6)
+    assert math.isfinite(s.cost_usd)
+
+
+def test_endpoint_that_never_returns_logprobs_switches_to_sampling(
+    server, judge, conversations, rubric, capsys
+):
+    server.modes.add("no_logprobs")
+    res = gather(conversations, rubric, {**judge, "concurrency": 1})
+    assert capsys.readouterr().err.count("WARNING") == 1
+    assert set(res.llm["source"]) == {"sampled"} and res.summary.failures == 0
+    check_valid(res.llm)
+
+
+def test_explicit_logprobs_mode_refuses_to_fall_back(server, judge, conversations, rubric):
+    from rubric.errors import InputError
+
+    server.modes.add("reject_logprobs")
+    with pytest.raises(InputError, match="answer_mode"):
+        gather(conversations, rubric, {**judge, "answer_mode": "logprobs"})
+
+
+def test_missing_key_is_one_setup_error(monkeypatch, conversations, rubric):
+    from rubric.errors import InputError
+
+    monkeypatch.delenv("RR_TEST_KEY", raising=False)
+    with pytest.raises(InputError, match="RR_TEST_KEY"):
+        gather(conversations, rubric, {"api_key_env": "RR_TEST_KEY", "base_url": "http://127.0.0.1:9/v1"})
+
+
+def test_judge_config_by_name_with_overrides():
+    from rubric import judge_config
+    from rubric.errors import InputError
+
+    cfg = judge_config("vllm", model="m", concurrency=3)
+    assert (cfg.backend, cfg.model, cfg.concurrency, cfg.api_key) == ("chat", "m", 3, "EMPTY")
+    assert judge_config("embedding").backend == "embedding"
+    with pytest.raises(InputError, match="unknown judge"):
+        judge_config("nope")
+    with pytest.raises(InputError, match="unknown judge setting"):
+        judge_config({"modle": "x"})
