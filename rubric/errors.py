@@ -19,9 +19,7 @@ class InputError(ValueError):
         fix: what the user should do about it.
     """
 
-    def __init__(
-        self, problem: str, *, path: str | Path | None = None, row: int | None = None, fix: str = ""
-    ):
+    def __init__(self, problem: str, *, path: str | Path | None = None, row: int | None = None, fix: str = ""):
         self.path = None if path is None else str(path)
         self.row = row
         self.problem = problem

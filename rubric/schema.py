@@ -103,11 +103,7 @@ class Rubric:
             "description": self.description,
             "target": self.target,
             "questions": [
-                {
-                    "id": q.id,
-                    "text": q.text,
-                    "options": [{"value": o.value, "label": o.label} for o in q.options],
-                }
+                {"id": q.id, "text": q.text, "options": [{"value": o.value, "label": o.label} for o in q.options]}
                 for q in self.questions
             ],
         }
@@ -135,9 +131,7 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
     ids = [q.id for q in questions]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        raise InputError(
-            f"duplicate question id(s): {', '.join(dup)}.", path=source, fix="give every question its own id."
-        )
+        raise InputError(f"duplicate question id(s): {', '.join(dup)}.", path=source, fix="give every question its own id.")
     chosen = target or data.get("target") or ("overall" if "overall" in ids else ids[-1])
     name = str(data.get("name") or Path(str(source)).stem)
     extra = {k: v for k, v in data.items() if k not in {"name", "questions", "target", "description"}}
@@ -147,25 +141,17 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
 def _question(item: Any, index: int, source: str | Path) -> Question:
     where = f"question {index}"
     if not isinstance(item, dict) or "id" not in item:
-        raise InputError(
-            f"{where} has no 'id'.", path=source, fix="give each question an id, text and options."
-        )
+        raise InputError(f"{where} has no 'id'.", path=source, fix="give each question an id, text and options.")
     qid = str(item["id"])
     options = item.get("options")
     if not isinstance(options, list) or len(options) < 2:
         raise InputError(
-            f"question {qid!r} needs at least two options.",
-            path=source,
-            fix="list options with a value and a label.",
+            f"question {qid!r} needs at least two options.", path=source, fix="list options with a value and a label."
         )
     parsed = []
     for j, opt in enumerate(options, start=1):
         if not isinstance(opt, dict) or "value" not in opt:
-            raise InputError(
-                f"question {qid!r}, option {j} has no 'value'.",
-                path=source,
-                fix="write {value: N, label: ...}.",
-            )
+            raise InputError(f"question {qid!r}, option {j} has no 'value'.", path=source, fix="write {value: N, label: ...}.")
         try:
             value = float(opt["value"])
         except (TypeError, ValueError):
@@ -177,9 +163,7 @@ def _question(item: Any, index: int, source: str | Path) -> Question:
         parsed.append(Option(value, str(opt.get("label") or opt.get("description") or format_value(value))))
     values = [o.value for o in parsed]
     if len(set(values)) != len(values):
-        raise InputError(
-            f"question {qid!r} repeats an option value.", path=source, fix="make option values distinct."
-        )
+        raise InputError(f"question {qid!r} repeats an option value.", path=source, fix="make option values distinct.")
     return Question(qid, str(item.get("text") or qid), tuple(parsed))
 
 
