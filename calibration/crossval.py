@@ -1,0 +1,122 @@
+"""Cross-validation grouped by conversation: the calibrated model and the baselines, out of fold.
+
+All folds x ensemble members train as one batched computation. Every method predicts the target
+question for every held-out (item, judge) row with a human answer; predictions are pooled over folds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from calibration.baselines import BASELINES
+from calibration.dataset import Dataset, load_dataset
+from calibration.metrics import agreement, mean_nll
+from calibration.predict import member_proba
+from calibration.splits import group_folds
+from calibration.train import Rows, Settings, fit_models, plan_models
+
+METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm")
+
+
+@dataclass
+class CVResult:
+    """Out-of-fold predictions of the target question (long form, see module docstring) and metrics."""
+
+    predictions: pd.DataFrame
+    metrics: dict[str, dict[str, float]]
+    seconds: float
+
+
+def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int = 0, baselines: bool = True,
+                   progress: bool = False) -> CVResult:
+    """Out-of-fold target predictions of the calibrated model (and the baselines) for every labelled row."""
+    start = time.perf_counter()
+    t = ds.target_index
+    rows = np.flatnonzero(ds.answers[:, t] >= 0)  # rows with a human answer to the target
+    fold_of_row = group_folds(ds.groups, folds, seed)[ds.label_item]
+    probs = {"calibrated": oof_network(ds, settings, fold_of_row, folds, seed, progress=progress)}
+    if baselines:
+        only_target = dataclasses.replace(
+            settings, drop_questions=tuple(q for q in ds.rubric.ids if q != ds.rubric.target), pretrain_steps=0
+        )
+        probs["calibrated_llm"] = oof_network(ds, only_target, fold_of_row, folds, seed)
+        for name, baseline in BASELINES.items():
+            probs[name] = baseline(ds, fold_of_row, folds, seed)
+    frame, metrics = _tabulate(ds, rows, fold_of_row, probs)
+    return CVResult(frame, metrics, time.perf_counter() - start)
+
+
+def oof_network(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
+                progress: bool = False) -> np.ndarray:
+    """(R, K) out-of-fold target distributions: models for every (fold, member) train at once; members
+    of a fold are averaged."""
+    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
+    X = torch.from_numpy(ds.features(spec))
+    members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
+    seeds = [seed * 100_000 + f * 100 + e for f, e in members]
+    train_rows = [np.flatnonzero(fold_of_row != f) for f, _ in members]
+    plan = plan_models(ds, train_rows, seeds, settings)
+    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                     target=ds.target_index, progress=progress)
+    test_rows = [np.flatnonzero(fold_of_row == f) for f, _ in members]
+    member_probs = member_proba(net, X, [ds.label_item[r] for r in test_rows], [ds.label_judge[r] for r in test_rows])
+    out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
+    for (f, _), rows, p in zip(members, test_rows, member_probs, strict=True):
+        out[rows] += p[:, ds.target_index] / settings.ensemble
+    return out
+
+
+def _tabulate(ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dict[str, np.ndarray]):
+    t = ds.target_index
+    values = ds.option_values()[t]
+    k = int(ds.n_options[t])
+    answer_idx = ds.answers[rows, t]
+    answer = values[answer_idx]
+    keys = ds.items.iloc[ds.label_item[rows]].reset_index(drop=True)
+    frames, metrics = [], {}
+    for method, p in probs.items():
+        p = p[rows, :k]
+        expected = p @ values[:k]
+        frame = keys.assign(judge_id=[ds.judges[j] for j in ds.label_judge[rows]], question_id=ds.rubric.target,
+                            method=method, fold=fold_of_row[rows])
+        for j in range(k):
+            frame[f"p_{ds.rubric.question(ds.rubric.target).options[j].key}"] = p[:, j]
+        frame["expected"] = expected
+        frame["answer"] = answer
+        frames.append(frame)
+        metrics[method] = agreement(expected, answer) | {"nll": mean_nll(p, answer_idx)}
+    return pd.concat(frames, ignore_index=True), metrics
+
+
+def format_table(metrics: dict[str, dict[str, float]]) -> str:
+    head = f"{'method':<16}{'rmse':>8}{'pearson':>9}{'spearman':>9}{'kendall':>9}{'nll':>8}{'n':>6}"
+    lines = [head]
+    for method, m in metrics.items():
+        lines.append(f"{method:<16}{m['rmse']:8.4f}{m['pearson']:9.4f}{m['spearman']:9.4f}{m['kendall']:9.4f}"
+                     f"{m['nll']:8.3f}{m['n']:6d}")
+    return "\n".join(lines)
+
+
+def run_cv(cfg) -> CVResult:
+    """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [model.*=..] [train.*=..]`."""
+    settings = Settings.from_cfg(cfg)
+    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), progress=True)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result.predictions.to_csv(out / "predictions.csv", index=False)
+    summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "seconds": result.seconds,
+               "settings": settings.to_dict(), "metrics": result.metrics}
+    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+    print(format_table(result.metrics))
+    print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
+    print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")
+    return result

@@ -1,0 +1,156 @@
+"""Foreign formats -> native dataset directories. `role-rubric import source=llm-rubric ...`.
+
+LLM-Rubric (Hashemi et al., 2024) files: `llm_evaluations.tsv` (one row per dialogue x question with
+answer1_prob..answer4_prob) and `human_judgments.tsv` (one row per dialogue x annotator, wide, 0 = not
+answered, DQQ0 == 2 = failed the annotators' guardrail check).
+"""
+
+from __future__ import annotations
+
+import importlib.resources
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import yaml
+
+from rubric.errors import InputError
+from rubric.schema import Rubric, format_value, rubric_from_dict, save_rubric
+
+EVAL_COLUMNS = ("text_id", "criterion", "answer1_prob", "answer2_prob", "answer3_prob", "answer4_prob")
+JUDGMENT_COLUMNS = ("text_id", "annotator_id", "DQQ0")
+
+
+def llm_rubric_template() -> dict:
+    """The packaged LLM-Rubric question texts (conf/rubric/llm_rubric.yaml)."""
+    text = importlib.resources.files("conf").joinpath("rubric/llm_rubric.yaml").read_text()
+    return yaml.safe_load(text)
+
+
+def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str | Path) -> dict[str, int]:
+    """Convert LLM-Rubric TSV files into a native dataset directory; returns counts of what was done."""
+    evaluations, judgments, out = Path(evaluations), Path(judgments), Path(out)
+    evals = _read_tsv(evaluations, EVAL_COLUMNS)
+    human = _read_tsv(judgments, JUDGMENT_COLUMNS)
+    rubric = _rubric_for(sorted(evals["criterion"].astype(str).unique(), key=_question_order), evals, evaluations)
+    llm = _llm_long(evals, rubric, evaluations)
+    human, counts = _usable_judgments(human, set(llm["conversation_id"]))
+    labels, counts["unanswered_cells"] = _labels_long(human, rubric)
+    out.mkdir(parents=True, exist_ok=True)
+    save_rubric(rubric, out / "rubric.yaml")
+    llm.to_csv(out / "llm.csv", index=False)
+    labels.to_csv(out / "labels.csv", index=False)
+    counts.update(
+        items=llm["conversation_id"].nunique(), judgment_rows=len(human), label_cells=len(labels),
+        judges=labels["judge_id"].nunique(),
+    )
+    return counts
+
+
+def _usable_judgments(human: pd.DataFrame, known: set[str]) -> tuple[pd.DataFrame, dict[str, int]]:
+    """Drop guardrail failures, judgments of dialogues without LLM distributions and repeated
+    judgments of a dialogue by the same annotator (the first round is kept); count each."""
+    failed = human["DQQ0"] == 2
+    unmatched = ~failed & ~human["text_id"].isin(known)
+    kept = human[~failed & ~unmatched]
+    repeated = kept.duplicated(["text_id", "annotator_id"], keep="first")
+    counts = {
+        "guardrail_failed_rows_excluded": int(failed.sum()),
+        "rows_without_distributions_excluded": int(unmatched.sum()),
+        "repeated_judgments_excluded": int(repeated.sum()),
+    }
+    return kept[~repeated], counts
+
+
+def _read_tsv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+    if not path.exists():
+        raise InputError("file not found.", path=path, fix="pass the path of the LLM-Rubric TSV file.")
+    try:
+        df = pd.read_csv(path, sep="\t", dtype={"text_id": str, "criterion": str, "annotator_id": str})
+    except pd.errors.EmptyDataError:
+        raise InputError("the file is empty.", path=path, fix="pass the LLM-Rubric TSV file.") from None
+    missing = [c for c in columns if c not in df.columns]
+    if missing:
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}; is this the right LLM-Rubric file?",
+            path=path,
+            fix="evaluations= takes llm_evaluations.tsv and judgments= takes human_judgments.tsv.",
+        )
+    return df
+
+
+def _question_order(qid: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in qid if ch.isdigit())
+    return (int(digits) if digits else 10**6, qid)
+
+
+def _rubric_for(qids: list[str], evals: pd.DataFrame, path: Path) -> Rubric:
+    """The packaged texts for the questions found; options are those that ever get probability mass
+    (Q8's always-zero fourth column is dropped)."""
+    template = {q["id"]: q for q in llm_rubric_template()["questions"]}
+    questions = []
+    for qid in qids:
+        mass = evals.loc[evals["criterion"] == qid, [f"answer{k}_prob" for k in range(1, 5)]].sum()
+        n = int(np.flatnonzero(mass.to_numpy() > 0).max()) + 1
+        base = template.get(qid, {"id": qid, "text": qid, "options": [{"value": v, "label": str(v)} for v in range(1, 5)]})
+        options = base["options"][:n] + [{"value": v, "label": str(v)} for v in range(len(base["options"]) + 1, n + 1)]
+        questions.append({"id": qid, "text": base["text"], "options": options})
+    target = "Q0" if "Q0" in qids else qids[0]
+    return rubric_from_dict({"name": "llm_rubric", "target": target, "questions": questions}, source=path)
+
+
+def _llm_long(evals: pd.DataFrame, rubric: Rubric, path: Path) -> pd.DataFrame:
+    dup = evals.duplicated(["text_id", "criterion"])
+    if dup.any():
+        row = int(np.flatnonzero(dup.to_numpy())[0]) + 1
+        raise InputError("duplicate (text_id, criterion) row.", path=path, row=row, fix="keep one row per dialogue and question.")
+    frames = []
+    for question in rubric.questions:
+        part = evals[evals["criterion"] == question.id]
+        for k, option in enumerate(question.options, start=1):
+            frames.append(
+                pd.DataFrame(
+                    {
+                        "conversation_id": part["text_id"].to_numpy(),
+                        "turn": "",
+                        "question_id": question.id,
+                        "option": option.key,
+                        "prob": part[f"answer{k}_prob"].to_numpy(dtype=float),
+                    }
+                )
+            )
+    llm = pd.concat(frames, ignore_index=True).sort_values(["conversation_id", "question_id", "option"], kind="stable")
+    return llm.reset_index(drop=True)
+
+
+def _labels_long(human: pd.DataFrame, rubric: Rubric) -> tuple[pd.DataFrame, int]:
+    """Wide judgments -> long labels; 0 or empty means not answered and becomes a missing row."""
+    frames, unanswered = [], 0
+    for question in rubric.questions:
+        if question.id not in human.columns:
+            continue
+        answer = pd.to_numeric(human[question.id], errors="coerce")
+        given = answer.notna() & (answer != 0)
+        unanswered += int((~given).sum())
+        frames.append(
+            pd.DataFrame(
+                {
+                    "conversation_id": human.loc[given, "text_id"].to_numpy(),
+                    "turn": "",
+                    "judge_id": human.loc[given, "annotator_id"].astype(str).to_numpy(),
+                    "question_id": question.id,
+                    "answer": [format_value(v) for v in answer[given]],
+                }
+            )
+        )
+    return pd.concat(frames, ignore_index=True), unanswered
+
+
+def run_import(cfg) -> dict[str, int]:
+    """CLI: `role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR`."""
+    if cfg.source != "llm-rubric":
+        raise InputError(f"unknown import source {cfg.source!r}.", fix="use source=llm-rubric.")
+    counts = import_llm_rubric(cfg.evaluations, cfg.judgments, cfg.out)
+    print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    print(f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv")
+    return counts

@@ -1,0 +1,82 @@
+"""Agreement between predicted expected answers and human answers: pure functions, and `evaluate`."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from scipy import stats
+
+from rubric.errors import InputError
+
+
+def agreement(expected, answers) -> dict[str, float]:
+    """RMSE, Pearson, Spearman and Kendall (tau-b) of predictions against answers; NaN where undefined
+    (a correlation with a constant side).
+
+    >>> agreement([1.0, 2.0, 3.0], [1, 2, 3])["rmse"]
+    0.0
+    >>> round(agreement([1.0, 2.0, 4.0], [1, 2, 3])["pearson"], 4)
+    0.982
+    """
+    x = np.asarray(expected, dtype=np.float64)
+    y = np.asarray(answers, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"expected and answers must be 1-D of equal length, got {x.shape} and {y.shape}.")
+    n = len(x)
+    out = {"rmse": float(np.sqrt(np.mean((x - y) ** 2))) if n else math.nan, "n": n}
+    constant = n < 2 or np.ptp(x) == 0 or np.ptp(y) == 0
+    out["pearson"] = math.nan if constant else float(stats.pearsonr(x, y)[0])
+    out["spearman"] = math.nan if constant else float(stats.spearmanr(x, y)[0])
+    out["kendall"] = math.nan if constant else float(stats.kendalltau(x, y)[0])
+    return {k: out[k] for k in ("rmse", "pearson", "spearman", "kendall", "n")}
+
+
+def mean_nll(probs: np.ndarray, answer_index: np.ndarray) -> float:
+    """Mean negative log-likelihood of the observed answers: probs (R, K), answer_index (R,) in [0, K).
+
+    >>> round(mean_nll(np.array([[0.5, 0.5], [0.25, 0.75]]), np.array([0, 1])), 4)
+    0.4904
+    """
+    picked = probs[np.arange(len(answer_index)), answer_index]
+    return float(-np.mean(np.log(np.clip(picked, 1e-12, None))))
+
+
+def evaluate_predictions(predictions: pd.DataFrame, labels: pd.DataFrame, question: str) -> dict[str, float]:
+    """Join per-judge predictions of `question` to the human labels and score the expected answer."""
+    pred = predictions[(predictions["question_id"] == question) & (predictions["judge_id"].astype(str) != "")]
+    truth = labels[labels["question_id"] == question]
+    keys = ["conversation_id", "turn", "judge_id"]
+    joined = pred.merge(truth[keys + ["answer"]], on=keys, how="inner")
+    if joined.empty:
+        raise InputError(
+            f"no prediction of question {question!r} matches a human label.",
+            fix="predict for the labelled judges (not only the population) on the same items.",
+        )
+    return agreement(joined["expected"].to_numpy(float), joined["answer"].to_numpy(float))
+
+
+def run_evaluate(cfg) -> dict:
+    """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
+    from calibration.dataset import load_dataset
+
+    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    path = Path(cfg.predictions)
+    if not path.exists():
+        raise InputError("predictions file not found.", path=path, fix="run `role-rubric predict` first.")
+    ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id")}
+    predictions = pd.read_csv(path, dtype=ids, keep_default_na=False, na_values={"expected": [""]})
+    for column in ("conversation_id", "turn", "judge_id", "question_id", "expected"):
+        if column not in predictions.columns:
+            raise InputError(f"missing column {column}.", path=path, fix="pass a file written by `role-rubric predict`.")
+    labels = pd.read_csv(Path(cfg.data) / "labels.csv", dtype=ids | {"answer": float}, keep_default_na=False)
+    metrics = evaluate_predictions(predictions, labels, ds.rubric.target)
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(metrics, indent=2))
+    print("evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()))
+    print(f"evaluate: wrote {out}")
+    return metrics

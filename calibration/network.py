@@ -1,0 +1,123 @@
+"""The judge-personalised calibration network of LLM-Rubric, with a leading model axis.
+
+For judge a and input x (the LLM judge's answer distributions, concatenated):
+    z1 = sigmoid((W1 + U1[a]) . [1; x])
+    z2 = sigmoid((W2 + U2[a]) . [1; z1])
+    p(answer to question q) = softmax((V_q + UV_q[a]) . [1; z2])   over question q's own options
+W are shared; U are per-judge offsets that start at zero and carry an L2 penalty, so a judge never seen
+in training (or judge index -1, "population") is predicted by the shared weights alone.
+
+Every parameter has a leading axis of M independent models (folds x seeds x trials), so many models
+train as one batched computation. The loss is the SUM over models of each model's own mean NLL, which
+gives each model exactly the gradient it would get alone.
+
+Weights are stored input-major, (M, inputs, outputs), so each layer is one batched matrix product.
+The judge offsets are applied by computing every judge's output and picking the row's own judge: a
+dense (B x inputs) @ (inputs x J*outputs) product per model is several times faster on a CPU than
+gathering a weight matrix per row, and its backward pass needs no scatter.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+from torch import nn
+
+
+class CalibrationNet(nn.Module):
+    """M calibration networks trained side by side.
+
+    Args:
+        n_models: M.
+        n_inputs: D, the length of x.
+        n_judges: J, the number of human judges known at training time.
+        n_options: (Q,) options per question; outputs are padded to K = max and masked.
+        hidden1, hidden2: hidden layer sizes.
+        personalised: keep per-judge offsets (False = population model only).
+        seeds: (M,) one seed per model, for the initial shared weights.
+    """
+
+    def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
+                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None):
+        super().__init__()
+        seeds = list(range(n_models)) if seeds is None else list(seeds)
+        self.personalised = personalised
+        self.n_options = list(n_options)
+        n_q, n_k = len(n_options), max(n_options)
+        judges = max(n_judges, 1) if personalised else 0
+        self.W1 = nn.Parameter(_init((n_models, n_inputs + 1, hidden1), seeds, 0))  # (M, D+1, H1)
+        self.W2 = nn.Parameter(_init((n_models, hidden1 + 1, hidden2), seeds, 1))  # (M, H1+1, H2)
+        self.V = nn.Parameter(_init((n_models, hidden2 + 1, n_q * n_k), seeds, 2))  # (M, H2+1, Q*K)
+        self.U1 = nn.Parameter(torch.zeros(n_models, n_inputs + 1, judges * hidden1))  # (M, D+1, J*H1)
+        self.U2 = nn.Parameter(torch.zeros(n_models, hidden1 + 1, judges * hidden2))  # (M, H1+1, J*H2)
+        self.UV = nn.Parameter(torch.zeros(n_models, hidden2 + 1, judges * n_q * n_k))  # (M, H2+1, J*Q*K)
+        pad = torch.arange(n_k)[None, :] >= torch.tensor(n_options)[:, None]
+        self.register_buffer("option_pad", pad)  # (Q, K) True where a question has no such option
+
+    @property
+    def n_models(self) -> int:
+        return self.W1.shape[0]
+
+    def shared_parameters(self) -> list[nn.Parameter]:
+        return [self.W1, self.W2, self.V]
+
+    def judge_parameters(self) -> list[nn.Parameter]:
+        return [self.U1, self.U2, self.UV]
+
+    def forward(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor | None = None,
+                weights: torch.Tensor | None = None):
+        """Log-probabilities of every option, and the loss if targets are given.
+
+        Args:
+            x: (M, B, D) inputs.
+            judge: (M, B) judge index; -1 = population (shared weights only).
+            targets: (M, B, Q) option index, -1 where not observed.
+            weights: (Q,) weight of each question in the loss (e.g. 1 for the target only).
+        Returns:
+            logp: (M, B, Q, K), -inf on padded options; loss: per-model mean NLL summed over models.
+        """
+        known = ((judge >= 0) & self.personalised).to(x.dtype)[..., None]  # (M, B, 1)
+        a = judge.clamp(min=0)
+        z = self._layer(x, self.W1, self.U1, a, known).sigmoid()  # (M, B, H1)
+        z = self._layer(z, self.W2, self.U2, a, known).sigmoid()  # (M, B, H2)
+        logits = self._layer(z, self.V, self.UV, a, known)  # (M, B, Q*K)
+        logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
+        logp = logits.masked_fill(self.option_pad, float("-inf")).log_softmax(dim=-1)  # (M, B, Q, K)
+        if targets is None:
+            return logp, None
+        return logp, self.nll_per_model(logp, targets, weights).sum()
+
+    def _layer(self, x: torch.Tensor, W: torch.Tensor, U: torch.Tensor, a: torch.Tensor, known: torch.Tensor):
+        """(W + U[a]) . [1; x] for every (model, row): x (M, B, In) -> (M, B, Out)."""
+        x1 = torch.cat([torch.ones_like(x[..., :1]), x], dim=-1)  # (M, B, In+1)
+        out = torch.bmm(x1, W)
+        if U.shape[-1] == 0:
+            return out
+        n_out = W.shape[-1]
+        every_judge = torch.bmm(x1, U).view(*out.shape[:2], -1, n_out)  # (M, B, J, Out)
+        own = every_judge.gather(2, a[:, :, None, None].expand(-1, -1, 1, n_out)).squeeze(2)
+        return out + own * known
+
+    @staticmethod
+    def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+        """(M,) mean NLL of each model over its observed (weighted) labels: divides by the number
+        observed, not by B x Q, so unanswered questions do not dilute the loss."""
+        observed = (targets >= 0).to(logp.dtype)  # (M, B, Q)
+        if weights is not None:
+            observed = observed * weights
+        picked = logp.gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)  # (M, B, Q)
+        picked = picked.masked_fill(targets < 0, 0.0)
+        count = observed.sum(dim=(1, 2)).clamp(min=1.0)
+        return -(picked * observed).sum(dim=(1, 2)) / count
+
+
+def _init(shape: tuple[int, ...], seeds: list[int], salt: int) -> torch.Tensor:
+    """PyTorch's default Linear init, uniform(+-1/sqrt(fan_in)), drawn per model from its own seed so
+    a model's weights do not depend on which other models share the batch."""
+    bound = 1.0 / math.sqrt(shape[1])
+    parts = []
+    for seed in seeds:
+        gen = torch.Generator().manual_seed(int(seed) * 1009 + salt)
+        parts.append(torch.rand(shape[1:], generator=gen) * 2 * bound - bound)
+    return torch.stack(parts)

@@ -1,0 +1,101 @@
+"""Predicted answer distributions: per judge, averaged over trusted judges, or population.
+
+`predict` writes one row per (item, judge, question) with the probability of every option (`p_<value>`,
+empty where a question lacks that value) and the `expected` value; `judge_id` is empty for the
+population (judge-independent) prediction. Seed-ensemble members' distributions are averaged.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+
+from rubric.errors import InputError
+from rubric.schema import Rubric, format_value
+
+
+@torch.no_grad()
+def member_proba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.ndarray]) -> list[np.ndarray]:
+    """Each model m's distributions for its own (item, judge) pairs: a list of (L_m, Q, K) arrays.
+    Judge -1 = population."""
+    length = max(1, max(len(i) for i in items))
+    item_idx = np.zeros((len(items), length), dtype=np.int64)
+    judge_idx = np.full((len(items), length), -1, dtype=np.int64)
+    for m, (i, j) in enumerate(zip(items, judges, strict=True)):
+        item_idx[m, : len(i)] = i
+        judge_idx[m, : len(j)] = j
+    logp, _ = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
+    probs = logp.exp().numpy().astype(np.float64)  # (M, L, Q, K); exp(-inf) = 0 on padded options
+    return [probs[m, : len(i)] for m, i in enumerate(items)]
+
+
+def ensemble_proba(net, X: torch.Tensor, item: np.ndarray, judge: np.ndarray) -> np.ndarray:
+    """(B, Q, K) distributions averaged over every model of `net` (one seed ensemble)."""
+    members = member_proba(net, X, [item] * net.n_models, [judge] * net.n_models)
+    return np.mean(members, axis=0)
+
+
+def expected_values(probs: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """(B, Q) expected answer: probs (B, Q, K) times option values (Q, K), summed over options."""
+    return (probs * values[None]).sum(-1)
+
+
+def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarray, rubric: Rubric,
+                      questions: list[str] | None = None) -> pd.DataFrame:
+    """Long predictions table: one row per (key row, question) with p_<value> columns and `expected`.
+
+    keys: (B,) rows with conversation_id and turn; judge_ids: (B,) ("" = population); probs: (B, Q, K).
+    """
+    all_values = sorted({v for q in rubric.questions for v in q.values})
+    frames = []
+    for q, question in enumerate(rubric.questions):
+        if questions is not None and question.id not in questions:
+            continue
+        frame = pd.DataFrame({"conversation_id": keys["conversation_id"].to_numpy(), "turn": keys["turn"].to_numpy(),
+                              "judge_id": judge_ids, "question_id": question.id})
+        for value in all_values:
+            k = question.option_index(value)
+            frame[f"p_{format_value(value)}"] = probs[:, q, k] if k is not None else np.nan
+        frame["expected"] = probs[:, q, : len(question.options)] @ np.asarray(question.values)
+        frames.append(frame)
+    return pd.concat(frames, ignore_index=True)
+
+
+def run_predict(cfg) -> Path:
+    """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`."""
+    from calibration.modelio import load_model
+
+    from calibration.dataset import load_dataset
+
+    model = load_model(cfg.model)
+    ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
+    X = torch.from_numpy(ds.features(model.spec))
+    item, judge_names = _pairs(ds, cfg.get("judges", "labelled"), cfg.data)
+    judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
+    unseen = sorted({j for j in judge_names if j and model.judge_index(j) < 0})
+    if unseen:
+        print(f"predict: {len(unseen)} judge(s) not seen in training, predicted by the population model: {unseen[:5]}")
+    frame = predictions_frame(ds.items.iloc[item], judge_names, ensemble_proba(model.net, X, item, judge), ds.rubric)
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    frame.to_csv(out, index=False)
+    print(f"predict: {len(frame)} rows ({len(item)} item-judge pairs x {len(ds.rubric.ids)} questions)")
+    print(f"predict: wrote {out}")
+    return out
+
+
+def _pairs(ds, judges, data_dir) -> tuple[np.ndarray, list[str]]:
+    """Which (item, judge) pairs to predict: every labelled pair, the population, or chosen judges."""
+    if judges in (None, "labelled"):
+        if len(ds.label_item) == 0:
+            raise InputError("there are no labels to take judges from.", path=data_dir,
+                             fix="pass judges=population or judges=[id,...].")
+        return ds.label_item.copy(), [ds.judges[j] for j in ds.label_judge]
+    n = len(ds.items)
+    if judges == "population":
+        return np.arange(n), [""] * n
+    chosen = [str(j) for j in (judges if not isinstance(judges, str) else judges.split(","))]
+    return np.tile(np.arange(n), len(chosen)), [j for j in chosen for _ in range(n)]

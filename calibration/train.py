@@ -1,0 +1,228 @@
+"""Training, top to bottom: settings, data, model, optimiser, loop with early stopping, checkpoint.
+
+`fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
+validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
+fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from calibration.dataset import Dataset, load_dataset
+from calibration.network import CalibrationNet
+from calibration.splits import subsample, validation_split
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Hyperparameters of the network and its training (conf/model and conf/train)."""
+
+    hidden1: int = 25
+    hidden2: int = 25
+    personalised: bool = True
+    use_coverage: bool = True
+    drop_questions: tuple[str, ...] = ()
+    lr: float = 0.01
+    finetune_lr: float = 0.005
+    batch_size: int = 64
+    pretrain_steps: int = 200
+    finetune_steps: int = 300
+    l2_judge: float = 1e-3
+    weight_decay: float = 0.0
+    ensemble: int = 5
+    val_fraction: float = 0.2
+    eval_every: int = 10
+    patience: int = 6
+    train_fraction: float = 1.0
+
+    @classmethod
+    def from_cfg(cls, cfg) -> Settings:
+        """Merge the `model` and `train` config groups (unknown keys are an error, not ignored)."""
+        merged = {**dict(cfg.get("model") or {}), **dict(cfg.get("train") or {})}
+        names = {f.name for f in dataclasses.fields(cls)}
+        unknown = sorted(set(merged) - names)
+        if unknown:
+            from rubric.errors import InputError
+
+            raise InputError(f"unknown setting(s) {unknown}.", fix=f"use model.*/train.* keys among {sorted(names)}.")
+        merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
+        return cls(**merged)
+
+    def to_dict(self) -> dict:
+        out = dataclasses.asdict(self)
+        out["drop_questions"] = list(self.drop_questions)
+        return out
+
+
+@dataclass
+class Rows:
+    """Label rows as tensors: the item, judge and answers (option index, -1 = none) of each."""
+
+    item: torch.Tensor  # (R,)
+    judge: torch.Tensor  # (R,)
+    answers: torch.Tensor  # (R, Q)
+
+    @classmethod
+    def of(cls, ds: Dataset) -> Rows:
+        return cls(torch.from_numpy(ds.label_item), torch.from_numpy(ds.label_judge), torch.from_numpy(ds.answers))
+
+
+@dataclass
+class Plan:
+    """What each of the M models trains and validates on, and its seed."""
+
+    fit_rows: list[np.ndarray]
+    val_rows: list[np.ndarray]
+    seeds: list[int]
+    history: dict = field(default_factory=dict)
+
+
+def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
+    """For each model: its training rows (subsampled by train_fraction), split by conversation into fit
+    and validation rows with its own seed, so ensemble members validate on different conversations."""
+    row_groups = ds.groups[ds.label_item]
+    fit, val = [], []
+    for rows, seed in zip(train_rows, seeds, strict=True):
+        rows = subsample(rows, settings.train_fraction, seed + 7)
+        f, v = validation_split(rows, row_groups, settings.val_fraction, seed + 11)
+        fit.append(f)
+        val.append(v)
+    return Plan(fit, val, list(seeds))
+
+
+def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n_judges: int, n_options: list[int],
+               target: int, progress: bool = False) -> CalibrationNet:
+    """Train len(plan.seeds) models side by side and return them with their best validation weights.
+
+    X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
+    """
+    net = CalibrationNet(
+        len(plan.seeds), X.shape[1], n_judges, n_options,
+        hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
+    )
+    all_questions = torch.ones(len(n_options))
+    target_only = torch.zeros(len(n_options))
+    target_only[target] = 1.0
+    phases = [("pretrain", settings.pretrain_steps, settings.lr, all_questions),
+              ("finetune", settings.finetune_steps, settings.finetune_lr, target_only)]
+    bar = tqdm(total=sum(p[1] for p in phases), desc=f"training {net.n_models} models", disable=None if progress else True,
+               unit="step", leave=False)
+    for name, steps, lr, weights in phases:
+        if steps > 0:
+            plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history), bar=bar)
+    bar.close()
+    return net
+
+
+def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -> dict:
+    # Fresh per phase. Adam's weight_decay adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2.
+    optimiser = torch.optim.Adam(
+        [{"params": net.shared_parameters(), "weight_decay": 2 * settings.weight_decay},
+         {"params": net.judge_parameters(), "weight_decay": 2 * settings.l2_judge}],
+        lr=lr, fused=True,
+    )
+    batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
+    val_idx, val_mask = _padded(plan.val_rows)
+    early = bool(val_mask.any())
+    best = _snapshot(net)
+    best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights) if early else None
+    stale = torch.zeros(net.n_models, dtype=torch.long)
+    ran = steps
+    for step in range(steps):
+        b = batches[:, step]  # (M, B) label-row indices
+        _, loss = net(X[rows.item[b]], rows.judge[b], rows.answers[b], weights)
+        optimiser.zero_grad(set_to_none=True)
+        loss.backward()
+        optimiser.step()
+        bar.update(1)
+        if early and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):
+            current = _val_loss(net, X, rows, val_idx, val_mask, weights)
+            improved = current < best_loss - 1e-6
+            _keep_best(best, net, improved)
+            best_loss = torch.where(improved, current, best_loss)
+            stale = torch.where(improved, torch.zeros_like(stale), stale + 1)
+            if bool((stale >= settings.patience).all()):
+                ran = step + 1
+                break
+    bar.update(steps - ran)
+    if early:
+        net.load_state_dict(best)
+    return {"steps": ran, "best_val_nll": None if best_loss is None else best_loss.tolist()}
+
+
+def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, batch: int, salt: int) -> np.ndarray:
+    """(M, steps, B) row indices: each model walks through its own reshuffled rows, epoch after epoch.
+    batch <= 0 means full batch (the largest model's row count)."""
+    if any(len(rows) == 0 for rows in fit_rows):
+        raise ValueError("a model has no training rows; use fewer folds or more labelled data.")
+    batch = batch if batch > 0 else max(len(rows) for rows in fit_rows)
+    out = np.empty((len(fit_rows), steps, batch), dtype=np.int64)
+    for m, (rows, seed) in enumerate(zip(fit_rows, seeds, strict=True)):
+        rng = np.random.default_rng([seed, salt])
+        epochs = -(-steps * batch // len(rows))
+        order = np.concatenate([rng.permutation(rows) for _ in range(epochs)])
+        out[m] = order[: steps * batch].reshape(steps, batch)
+    return out
+
+
+def _padded(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    """Ragged per-model row lists -> (M, L) indices and a (M, L) mask."""
+    length = max(1, max(len(g) for g in groups))
+    idx = np.zeros((len(groups), length), dtype=np.int64)
+    mask = np.zeros((len(groups), length), dtype=bool)
+    for m, g in enumerate(groups):
+        idx[m, : len(g)] = g
+        mask[m, : len(g)] = True
+    return torch.from_numpy(idx), torch.from_numpy(mask)
+
+
+@torch.no_grad()
+def _val_loss(net, X, rows, idx, mask, weights) -> torch.Tensor:
+    targets = rows.answers[idx].masked_fill(~mask[..., None], -1)
+    logp, _ = net(X[rows.item[idx]], rows.judge[idx])
+    return CalibrationNet.nll_per_model(logp, targets, weights)
+
+
+def _snapshot(net) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in net.state_dict().items()}
+
+
+def _keep_best(best: dict[str, torch.Tensor], net, improved: torch.Tensor) -> None:
+    for name, value in net.state_dict().items():
+        if value.dim() > 0 and value.shape[0] == improved.shape[0]:
+            best[name][improved] = value[improved]
+
+
+def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: bool = False):
+    """Train the final ensemble on every label row of `ds`; returns (net, feature spec, plan)."""
+    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
+    X = torch.from_numpy(ds.features(spec))
+    seeds = [seed * 1000 + e for e in range(settings.ensemble)]
+    all_rows = np.arange(len(ds.label_item))
+    plan = plan_models(ds, [all_rows] * settings.ensemble, seeds, settings)
+    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                     target=ds.target_index, progress=progress)
+    return net, spec, plan
+
+
+def run_train(cfg) -> Path:
+    """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [model.*=..] [train.*=..]`."""
+    from calibration.modelio import save_model
+
+    settings = Settings.from_cfg(cfg)
+    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    start = time.perf_counter()
+    net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
+    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history)
+    print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
+          f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
+    print(f"train: wrote model to {out}")
+    return out
