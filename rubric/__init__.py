@@ -1,6 +1,6 @@
 """Rubrics, conversations, prompt rendering, judge backends and the gather stage.
 
-Public API (imported lazily, so `import rubric.errors` stays instant)::
+Public API (the openai client is imported only when an LLM judge is built)::
 
     from rubric import gather, load_conversations, load_rubric, JudgeConfig
     result = gather(conversations, rubric, {"backend": "embedding"})   # -> GatherResult(llm=DataFrame, ...)
@@ -8,47 +8,65 @@ Public API (imported lazily, so `import rubric.errors` stays instant)::
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from rubric.backends import JudgeConfig
+from rubric.cache import RequestCache
+from rubric.conversations import (
+    Conversation,
+    Item,
+    Turn,
+    conversations_from_records,
+    iter_items,
+    load_conversations,
+    save_conversations,
+)
+from rubric.errors import InputError
+from rubric.extraction import Distribution, TokenLogprob, from_top_logprobs
+from rubric.gather import (
+    LLM_COLUMNS,
+    GatherResult,
+    GatherSummary,
+    a_gather,
+    gather,
+    judge_config,
+    make_backend,
+    rubric_from_config,
+    run_gather,
+    write_outputs,
+)
+from rubric.prompts import Prompt, render_prompt
+from rubric.schema import Option, Question, Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
 
-_EXPORTS = {
-    "InputError": "rubric.errors",
-    "Rubric": "rubric.schema",
-    "Question": "rubric.schema",
-    "Option": "rubric.schema",
-    "load_rubric": "rubric.schema",
-    "rubric_from_dict": "rubric.schema",
-    "save_rubric": "rubric.schema",
-    "format_value": "rubric.schema",
-    "Conversation": "rubric.conversations",
-    "Turn": "rubric.conversations",
-    "Item": "rubric.conversations",
-    "load_conversations": "rubric.conversations",
-    "conversations_from_records": "rubric.conversations",
-    "save_conversations": "rubric.conversations",
-    "iter_items": "rubric.conversations",
-    "Prompt": "rubric.prompts",
-    "render_prompt": "rubric.prompts",
-    "Distribution": "rubric.extraction",
-    "TokenLogprob": "rubric.extraction",
-    "from_top_logprobs": "rubric.extraction",
-    "JudgeConfig": "rubric.backends",
-    "RequestCache": "rubric.cache",
-    "gather": "rubric.gather",
-    "a_gather": "rubric.gather",
-    "make_backend": "rubric.gather",
-    "run_gather": "rubric.gather",
-    "write_outputs": "rubric.gather",
-    "GatherResult": "rubric.gather",
-    "GatherSummary": "rubric.gather",
-    "LLM_COLUMNS": "rubric.gather",
-    "judge_config": "rubric.gather",
-}
-
-__all__ = sorted(_EXPORTS)
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _EXPORTS:
-        raise AttributeError(f"module 'rubric' has no attribute {name!r}")
-    return getattr(importlib.import_module(_EXPORTS[name]), name)
+__all__ = [
+    "LLM_COLUMNS",
+    "Conversation",
+    "Distribution",
+    "GatherResult",
+    "GatherSummary",
+    "InputError",
+    "Item",
+    "JudgeConfig",
+    "Option",
+    "Prompt",
+    "Question",
+    "RequestCache",
+    "Rubric",
+    "TokenLogprob",
+    "Turn",
+    "a_gather",
+    "conversations_from_records",
+    "format_value",
+    "from_top_logprobs",
+    "gather",
+    "iter_items",
+    "judge_config",
+    "load_conversations",
+    "load_rubric",
+    "make_backend",
+    "render_prompt",
+    "rubric_from_config",
+    "rubric_from_dict",
+    "run_gather",
+    "save_conversations",
+    "save_rubric",
+    "write_outputs",
+]

@@ -23,8 +23,6 @@ import time
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-import openai
-
 from rubric.errors import InputError
 from rubric.extraction import (
     Distribution,
@@ -36,11 +34,6 @@ from rubric.extraction import (
     uniform_fallback,
 )
 from rubric.prompts import Prompt
-
-try:  # the openai client is built on httpx (published as httpx2 for openai>=3)
-    import httpx2 as httpx
-except ImportError:  # pragma: no cover - older openai releases
-    import httpx
 
 REASK = "Reply with exactly one option code ({codes}) and nothing else."
 
@@ -224,6 +217,8 @@ class OpenAIBackend:
                 f"no API key: the environment variable {cfg.api_key_env} is not set.",
                 fix=f"export {cfg.api_key_env}=... or set judge.api_key=EMPTY for a local server.",
             )
+        import openai  # imported here: it takes ~0.6 s and only LLM judges need it
+
         self.client = openai.AsyncOpenAI(
             api_key=key, base_url=cfg.resolved_base_url(), max_retries=0, timeout=cfg.timeout
         )
@@ -360,8 +355,10 @@ class OpenAIBackend:
         return min(self.cfg.backoff * 2**attempt * (0.5 + self._rng.random()), self.cfg.max_backoff)
 
     async def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        import openai
+
         try:
-            resp = await self.client.post(path, body=body, cast_to=httpx.Response)
+            resp = await self.client.post(path, body=body, cast_to=_httpx_response())
         except openai.APIStatusError as exc:
             raise self._classify(exc) from None
         except (openai.APITimeoutError, openai.APIConnectionError) as exc:
@@ -374,7 +371,7 @@ class OpenAIBackend:
             raise _Retryable("response without choices")
         return data
 
-    def _classify(self, exc: openai.APIStatusError) -> Exception:
+    def _classify(self, exc: Any) -> Exception:
         status, message = exc.status_code, _error_message(exc)
         if status in (408, 409, 429) or status >= 500:
             return _Retryable(f"HTTP {status}", retry_after(exc.response.headers))
@@ -393,7 +390,16 @@ class OpenAIBackend:
         return RequestFailed(f"HTTP {status}: {message}")
 
 
-def _error_message(exc: openai.APIStatusError) -> str:
+def _httpx_response() -> type:
+    """The raw response type of the openai client's HTTP library (httpx2 for openai>=3, httpx before)."""
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - older openai releases
+        import httpx
+    return httpx.Response
+
+
+def _error_message(exc: Any) -> str:
     body = exc.body if isinstance(exc.body, dict) else {}
     err = body.get("error", body)
     return str(err.get("message") if isinstance(err, dict) else err or exc.message)[:200]

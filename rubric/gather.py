@@ -198,7 +198,7 @@ async def a_gather(
         if not isinstance(cache, RequestCache):
             store.close()
     fresh = [answers[k] for k, _ in pending if k in answers]
-    _tally(summary, fresh, answers, failures, cfg)
+    _tally(summary, fresh, keys, answers, failures, cfg)
     result = GatherResult(
         _llm_frame(asks, keys, answers, cfg.model),
         _reason_frame(asks, keys, answers, include_reason),
@@ -280,6 +280,7 @@ async def _run_batched(
 def _tally(
     summary: GatherSummary,
     fresh: list[Answer],
+    keys: list[str],
     answers: dict[str, Answer],
     failures: dict[str, str],
     cfg: JudgeConfig,
@@ -290,7 +291,7 @@ def _tally(
     summary.retries = sum(a.retries for a in fresh)
     summary.prompt_tokens = sum(a.prompt_tokens for a in fresh)
     summary.completion_tokens = sum(a.completion_tokens for a in fresh)
-    sources = [a.dist.source for a in answers.values() if a.dist is not None]
+    sources = [answers[k].dist.source for k in keys if k in answers and answers[k].dist is not None]
     summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
     summary.fallbacks = summary.sources.get("fallback", 0)
     if cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None:
