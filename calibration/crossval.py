@@ -69,7 +69,7 @@ def oof_network(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds:
     test_rows = [np.flatnonzero(fold_of_row == f) for f, _ in members]
     member_probs = member_proba(net, X, [ds.label_item[r] for r in test_rows], [ds.label_judge[r] for r in test_rows])
     out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
-    for (f, _), rows, p in zip(members, test_rows, member_probs, strict=True):
+    for rows, p in zip(test_rows, member_probs, strict=True):
         out[rows] += p[:, ds.target_index] / settings.ensemble
     return out
 
@@ -106,7 +106,7 @@ def format_table(metrics: dict[str, dict[str, float]]) -> str:
 
 
 def run_cv(cfg) -> CVResult:
-    """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [model.*=..] [train.*=..]`."""
+    """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), progress=True)

@@ -66,9 +66,8 @@ def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarra
 
 def run_predict(cfg) -> Path:
     """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`."""
-    from calibration.modelio import load_model
-
     from calibration.dataset import load_dataset
+    from calibration.modelio import load_model
 
     model = load_model(cfg.model)
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)

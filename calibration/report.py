@@ -268,12 +268,13 @@ def prepare_per_judge(
             got = point_agreement(part["expected"].to_numpy(float), part["answer"].to_numpy(float))
             records.append({"judge_id": judge, "method": method, "n": len(part), **got})
     frame = pd.DataFrame.from_records(records)
-    order = frame[frame["method"] == REFERENCE].sort_values(["rmse", "judge_id"], ascending=[False, True])[
-        "judge_id"
-    ]
-    rank = {j: i for i, j in enumerate(order)}
-    frame["order"] = frame["judge_id"].map(rank)
-    return frame.sort_values(["order", "method"], kind="stable").drop(columns="order").reset_index(drop=True)
+    worst_first = frame[frame["method"] == REFERENCE].sort_values(
+        ["rmse", "judge_id"], ascending=[False, True]
+    )
+    judge_rank = {j: i for i, j in enumerate(worst_first["judge_id"])}
+    method_rank = {m: i for i, m in enumerate(methods)}
+    order = np.lexsort((frame["method"].map(method_rank), frame["judge_id"].map(judge_rank)))
+    return frame.iloc[order].reset_index(drop=True)
 
 
 def plot_per_judge(frame: pd.DataFrame, ax: Any = None) -> tuple[Figure, Any]:
@@ -284,7 +285,7 @@ def plot_per_judge(frame: pd.DataFrame, ax: Any = None) -> tuple[Figure, Any]:
     a = axes[0]
     height = 0.8 / len(methods)
     y = np.arange(len(judges))[::-1]
-    palette = ["#c44e52", "#4c72b0", "#8c8c8c", "#55a868", "#8172b2"]
+    palette = {REFERENCE: "#c44e52", "judge_mean": "#4c72b0", "expected_llm": "#8c8c8c"}
     for i, method in enumerate(methods):
         part = frame[frame["method"] == method].set_index("judge_id").reindex(judges)
         a.barh(
@@ -292,7 +293,7 @@ def plot_per_judge(frame: pd.DataFrame, ax: Any = None) -> tuple[Figure, Any]:
             part["rmse"],
             height,
             label=METHOD_LABELS.get(method, method),
-            color=palette[i % len(palette)],
+            color=palette.get(method, "#55a868"),
         )
     n = frame[frame["method"] == methods[0]].set_index("judge_id").reindex(judges)["n"]
     a.set_yticks(y, [f"{j} (n={k})" for j, k in zip(judges, n, strict=True)], fontsize=7)
@@ -720,7 +721,7 @@ def _section(title: str, note: str, image: tuple[str, str] | None, table: str = 
 
 
 def run_report(cfg: Any) -> dict[str, Any]:
-    """CLI: `role-rubric report data=DIR out=DIR [cv=DIR] [target=Q] [report.*=..] [model.*=..] [train.*=..]`.
+    """CLI: `role-rubric report data=DIR out=DIR [cv=DIR] [target=Q] [report.*=..] [network.*=..] [train.*=..]`.
 
     Writes out/report.html (self-contained, images embedded), out/*.png and out/metrics.json; returns
     the metrics.json content.

@@ -23,7 +23,7 @@ from calibration.splits import subsample, validation_split
 
 @dataclass(frozen=True)
 class Settings:
-    """Hyperparameters of the network and its training (conf/model and conf/train)."""
+    """Hyperparameters of the network and its training (conf/network and conf/train)."""
 
     hidden1: int = 25
     hidden2: int = 25
@@ -45,14 +45,14 @@ class Settings:
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:
-        """Merge the `model` and `train` config groups (unknown keys are an error, not ignored)."""
-        merged = {**dict(cfg.get("model") or {}), **dict(cfg.get("train") or {})}
+        """Merge the `network` and `train` config groups (unknown keys are an error, not ignored)."""
+        merged = {**dict(cfg.get("network") or {}), **dict(cfg.get("train") or {})}
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(merged) - names)
         if unknown:
             from rubric.errors import InputError
 
-            raise InputError(f"unknown setting(s) {unknown}.", fix=f"use model.*/train.* keys among {sorted(names)}.")
+            raise InputError(f"unknown setting(s) {unknown}.", fix=f"use network.*/train.* keys among {sorted(names)}.")
         merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
         return cls(**merged)
 
@@ -214,7 +214,7 @@ def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: 
 
 
 def run_train(cfg) -> Path:
-    """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [model.*=..] [train.*=..]`."""
+    """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [network.*=..] [train.*=..]`."""
     from calibration.modelio import save_model
 
     settings = Settings.from_cfg(cfg)

@@ -1,0 +1,112 @@
+"""Model directories: weights in safetensors, everything else in JSON; never pickle.
+
+A model directory holds `weights.safetensors` (the ensemble's tensors, leading model axis) and
+`model.json` (format version, settings, feature spec, rubric, judge map, package version, training
+history), so a saved model loads with nothing else.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+import torch
+from safetensors import SafetensorError
+from safetensors.torch import load_file, save_file
+
+from calibration.network import CalibrationNet
+from calibration.train import Settings
+from rubric.errors import InputError
+from rubric.schema import Rubric, load_rubric, rubric_from_dict
+
+FORMAT = "role-rubric-calibrator/1"
+
+
+@dataclass
+class LoadedModel:
+    """A trained seed ensemble with what is needed to rebuild its inputs."""
+
+    net: CalibrationNet
+    rubric: Rubric
+    spec: dict
+    judges: list[str]
+    settings: Settings
+    meta: dict
+
+    def judge_index(self, judge_id: str) -> int:
+        """Index of a training judge, or -1 (population model) for a judge never seen in training."""
+        try:
+            return self.judges.index(str(judge_id))
+        except ValueError:
+            return -1
+
+    def check_rubric(self, path: str | Path) -> Rubric:
+        """The model's rubric, after checking that the data's rubric (if any) asks the same questions."""
+        path = Path(path)
+        if path.exists():
+            theirs = load_rubric(path, target=self.rubric.target)
+            if theirs.fingerprint() != self.rubric.fingerprint():
+                raise InputError(
+                    f"this rubric (questions {theirs.ids}) differs from the one the model was trained on "
+                    f"(questions {self.rubric.ids}, same option values required).",
+                    path=path,
+                    fix="gather with the model's rubric, or train a model on this rubric.",
+                )
+        return self.rubric
+
+
+def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None) -> Path:
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
+    save_file(tensors, str(out / "weights.safetensors"), metadata={"format": FORMAT})
+    meta = {
+        "format": FORMAT,
+        "package_version": _version(),
+        "torch_version": torch.__version__,
+        "settings": settings.to_dict(),
+        "spec": spec,
+        "n_inputs": int(net.W1.shape[1] - 1),
+        "n_models": net.n_models,
+        "judges": list(ds.judges),
+        "rubric": ds.rubric.to_dict(),
+        "rubric_fingerprint": ds.rubric.fingerprint(),
+        "history": history or {},
+    }
+    (out / "model.json").write_text(json.dumps(meta, indent=2))
+    return out
+
+
+def load_model(path: str | Path) -> LoadedModel:
+    path = Path(path)
+    meta_path, weights_path = path / "model.json", path / "weights.safetensors"
+    if not path.is_dir() or not meta_path.exists() or not weights_path.exists():
+        raise InputError("not a model directory (needs model.json and weights.safetensors).", path=path,
+                         fix="pass model=DIR written by `role-rubric train`.")
+    try:
+        meta = json.loads(meta_path.read_text())
+    except json.JSONDecodeError as exc:
+        raise InputError(f"model.json is not valid JSON ({exc.msg}).", path=meta_path, row=exc.lineno,
+                         fix="retrain the model.") from None
+    if not isinstance(meta, dict) or meta.get("format") != FORMAT:
+        raise InputError(f"unknown model format {meta.get('format') if isinstance(meta, dict) else None!r}.",
+                         path=meta_path, fix=f"pass a model written by role-rubric ({FORMAT}).")
+    settings = Settings(**{**meta["settings"], "drop_questions": tuple(meta["settings"]["drop_questions"])})
+    rubric = rubric_from_dict(meta["rubric"], source=meta_path)
+    net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
+                         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised)
+    try:
+        net.load_state_dict(load_file(str(weights_path)))
+    except (SafetensorError, RuntimeError, OSError) as exc:
+        raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
+                         fix="retrain the model; do not mix files of different models.") from None
+    net.eval()
+    return LoadedModel(net, rubric, meta["spec"], list(meta["judges"]), settings, meta)
+
+
+def _version() -> str:
+    try:
+        return metadata.version("role-rubric")
+    except metadata.PackageNotFoundError:
+        return "unknown"
