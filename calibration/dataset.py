@@ -126,16 +126,49 @@ def load_dataset(
         raise InputError("dataset directory not found.", path=root, fix="pass data=DIR with rubric.yaml and llm.csv.")
     rubric = (rubric or load_rubric(root / "rubric.yaml")).with_target(target)
     llm_path = _find(root, "llm", required=True)
-    llm = _read_table(llm_path, LLM_COLUMNS)
-    items, probs, present, coverage = _distributions(llm, rubric, llm_path)
-    report: dict[str, int] = {}
     label_path = _find(root, "labels", required=require_labels)
-    if label_path is None:
+    return dataset_from_frames(
+        rubric,
+        _read_table(llm_path, LLM_COLUMNS),
+        None if label_path is None else _read_table(label_path, LABEL_COLUMNS),
+        llm_source=llm_path,
+        labels_source=label_path,
+        unmatched_labels=unmatched_labels,
+    )
+
+
+def dataset_from_frames(
+    rubric: Rubric,
+    llm: pd.DataFrame,
+    labels: pd.DataFrame | None = None,
+    *,
+    llm_source: str | Path = "<llm>",
+    labels_source: str | Path | None = "<labels>",
+    unmatched_labels: str = "error",
+) -> Dataset:
+    """Validate in-memory tables in the native long formats (ids as strings) and build a Dataset."""
+    llm = _as_text_ids(llm)
+    items, probs, present, coverage = _distributions(llm, rubric, Path(str(llm_source)))
+    report: dict[str, int] = {}
+    if labels is None:
         empty = np.zeros(0, dtype=np.int64)
-        return Dataset(rubric, items, probs, present, coverage, empty, empty, np.zeros((0, len(rubric.ids)), np.int64), [], report)
-    labels = _read_table(label_path, LABEL_COLUMNS)
-    label_item, label_judge, answers, judges = _labels(labels, rubric, items, label_path, unmatched_labels, report)
+        answers = np.zeros((0, len(rubric.ids)), np.int64)
+        return Dataset(rubric, items, probs, present, coverage, empty, empty, answers, [], report)
+    labels = _as_text_ids(labels)
+    label_item, label_judge, answers, judges = _labels(
+        labels, rubric, items, Path(str(labels_source)), unmatched_labels, report
+    )
     return Dataset(rubric, items, probs, present, coverage, label_item, label_judge, answers, judges, report)
+
+
+def _as_text_ids(df: pd.DataFrame) -> pd.DataFrame:
+    """Id columns as plain strings ("" for a missing turn), whatever types the caller used."""
+    df = df.reset_index(drop=True).copy()
+    for col in ("conversation_id", "turn", "judge_id", "question_id", "option"):
+        if col in df.columns:
+            df[col] = df[col].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else _id_text(v))
+            df[col] = df[col].astype(object)
+    return df
 
 
 def _find(root: Path, stem: str, *, required: bool) -> Path | None:
