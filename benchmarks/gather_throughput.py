@@ -1,0 +1,148 @@
+"""Gather throughput against a local OpenAI-protocol server with a fixed latency; prints JSON.
+
+    python benchmarks/gather_throughput.py [--turns 1000] [--latency 0.05] [--concurrency 32 64]
+
+1,000 turns x 5 questions by default. For each concurrency: wall time, the ideal (requests x latency /
+concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and the share of
+each turn's prompt that its five questions have in common (what a server prefix cache can reuse).
+The server (tests/rubric/openai_server.py) runs in its own process, as a real endpoint would.
+`client_cpu_ms_per_request` is the gathering process's CPU time per request: when requests_per_s x that
+approaches 1000 ms, one Python process is CPU-bound and more concurrency cannot help.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+from rubric import Conversation, Turn, gather, iter_items, load_rubric, render_prompt  # noqa: E402
+
+USER = "Hi, I have a question about a payment of {n} pounds to a shop on my statement from last week. Can you check it?"
+REPLY = (
+    "I'm sorry for the worry. I can see the payment of {n} pounds on your statement; it was made with your card "
+    "ending 4411. If you don't recognise it, I can freeze the card and open a dispute for you right now."
+)
+ROLE = (
+    "You are Nova, the customer-support assistant of a retail banking app. Scope: account inquiries, transaction "
+    "history and card management. Tone: professional, empathetic and concise. Never give financial or "
+    "investment advice. Always end with a concrete next step."
+)
+
+
+def conversations(turns: int, per_conversation: int = 5) -> list[Conversation]:
+    n_conv = turns // per_conversation
+    return [
+        Conversation(
+            f"b{i:04d}",
+            ROLE,
+            tuple(
+                Turn(USER.format(n=i * 10 + j), REPLY.format(n=i * 10 + j)) for j in range(per_conversation)
+            ),
+        )
+        for i in range(n_conv)
+    ]
+
+
+def start_server(latency: float) -> tuple[subprocess.Popen, str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(ROOT / "tests/rubric/openai_server.py"), "--latency", str(latency)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    port = proc.stdout.readline().strip()
+    return proc, f"http://127.0.0.1:{port}/v1"
+
+
+def judge(base_url: str, concurrency: int) -> dict:
+    return {
+        "backend": "chat",
+        "model": "bench",
+        "base_url": base_url,
+        "api_key": "EMPTY",
+        "base_url_env": None,
+        "api_key_env": None,
+        "concurrency": concurrency,
+        "timeout": 30.0,
+        "backoff": 0.05,
+    }
+
+
+def shared_prefix_share(convs: list[Conversation], rubric) -> float:
+    """Mean over turns of (common prefix of the five prompts) / (mean prompt length), in characters."""
+    shares = []
+    for item in iter_items(convs):
+        texts = ["\n".join(m["content"] for m in render_prompt(item, q).messages) for q in rubric.questions]
+        prefix = os.path.commonprefix(texts)
+        shares.append(len(prefix) / (sum(map(len, texts)) / len(texts)))
+    return sum(shares) / len(shares)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--turns", type=int, default=1000)
+    parser.add_argument("--latency", type=float, default=0.05)
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
+    args = parser.parse_args()
+    rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
+    convs = conversations(args.turns)
+    proc, url = start_server(args.latency)
+    out: dict = {
+        "turns": args.turns,
+        "questions": len(rubric.questions),
+        "latency_s": args.latency,
+        "cpus": os.cpu_count(),
+        "load_avg_1m_before": os.getloadavg()[0],
+        "runs": [],
+    }
+    try:
+        with tempfile.TemporaryDirectory() as tmp:
+            gather(conversations(20), rubric, judge(url, 8))  # warm up imports and the server
+            for c in args.concurrency:
+                cache = Path(tmp) / f"c{c}.sqlite"
+                t, cpu = time.perf_counter(), time.process_time()
+                res = gather(convs, rubric, judge(url, c), cache=cache)
+                wall, cpu = time.perf_counter() - t, time.process_time() - cpu
+                ideal = res.summary.http_requests * args.latency / c
+                out["runs"].append(
+                    {
+                        "concurrency": c,
+                        "requests": res.summary.http_requests,
+                        "wall_s": round(wall, 3),
+                        "ideal_s": round(ideal, 3),
+                        "ratio": round(wall / ideal, 3),
+                        "requests_per_s": round(res.summary.http_requests / wall, 1),
+                        "client_cpu_ms_per_request": round(cpu / res.summary.http_requests * 1000, 3),
+                        "failures": res.summary.failures,
+                    }
+                )
+            t = time.perf_counter()
+            again = gather(
+                convs,
+                rubric,
+                judge(url, args.concurrency[0]),
+                cache=Path(tmp) / f"c{args.concurrency[0]}.sqlite",
+            )
+            out["cache_rerun"] = {
+                "pairs": again.summary.pairs,
+                "cached": again.summary.cached,
+                "requests": again.summary.http_requests,
+                "wall_s": round(time.perf_counter() - t, 3),
+            }
+    finally:
+        proc.terminate()
+        proc.wait()
+    out["shared_prefix_share"] = round(shared_prefix_share(convs, rubric), 3)
+    out["load_avg_1m_after"] = os.getloadavg()[0]
+    print(json.dumps(out, indent=2))
+
+
+if __name__ == "__main__":
+    main()
