@@ -35,13 +35,17 @@ class CVResult:
     seconds: float
 
 
-def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int = 0, baselines: bool = True,
-                   progress: bool = False) -> CVResult:
-    """Out-of-fold target predictions of the calibrated model (and the baselines) for every labelled row."""
+def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int = 0, fold_seed: int = 0,
+                   baselines: bool = True, progress: bool = False) -> CVResult:
+    """Out-of-fold target predictions of the calibrated model (and the baselines) for every labelled row.
+
+    `fold_seed` fixes which conversations share a fold; `seed` fixes everything random in training
+    (initial weights, batch order, validation splits), so seeds can be compared on the same folds.
+    """
     start = time.perf_counter()
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)  # rows with a human answer to the target
-    fold_of_row = group_folds(ds.groups, folds, seed)[ds.label_item]
+    fold_of_row = group_folds(ds.groups, folds, fold_seed)[ds.label_item]
     probs = {"calibrated": oof_network(ds, settings, fold_of_row, folds, seed, progress=progress)}
     if baselines:
         only_target = dataclasses.replace(
@@ -55,12 +59,13 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
 
 
 def oof_network(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
-                progress: bool = False) -> np.ndarray:
+                first_member: int = 0, progress: bool = False) -> np.ndarray:
     """(R, K) out-of-fold target distributions: models for every (fold, member) train at once; members
-    of a fold are averaged."""
+    of a fold are averaged. Members are numbered from `first_member`, so an ensemble can be grown in
+    steps (search's pruning rungs) with the same members a single call would train."""
     spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
     X = torch.from_numpy(ds.features(spec))
-    members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
+    members = [(f, e) for f in range(folds) for e in range(first_member, first_member + settings.ensemble)]
     seeds = [seed * 100_000 + f * 100 + e for f, e in members]
     train_rows = [np.flatnonzero(fold_of_row != f) for f, _ in members]
     plan = plan_models(ds, train_rows, seeds, settings)
@@ -109,11 +114,12 @@ def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
     ds = load_dataset(cfg.data, target=cfg.get("target"))
-    result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), progress=True)
+    result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
+                            progress=True)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     result.predictions.to_csv(out / "predictions.csv", index=False)
-    summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "seconds": result.seconds,
+    summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
                "settings": settings.to_dict(), "metrics": result.metrics}
     (out / "metrics.json").write_text(json.dumps(summary, indent=2))
     print(format_table(result.metrics))

@@ -1,0 +1,137 @@
+"""Hyperparameter search with Optuna: TPE sampling, pruning, SQLite storage, resumable.
+
+The objective is the held-out log-likelihood of the target question by inner cross-validation
+(lower NLL is better). Each trial is pruned in two rungs: one ensemble member per fold first
+(reported to the pruner), then the rest of the ensemble, averaged with the first.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+import optuna
+import yaml
+from tqdm.auto import tqdm
+
+from calibration.crossval import oof_network
+from calibration.dataset import Dataset, load_dataset
+from calibration.metrics import mean_nll
+from calibration.splits import group_folds
+from calibration.train import Settings
+
+NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
+
+
+def suggest(trial: optuna.Trial, space: dict) -> dict:
+    """Settings overrides for one trial from a search space: a list = categorical choices, a dict with
+    low/high (and log: true, step) = a numeric range."""
+    out = {}
+    for name, spec in space.items():
+        if isinstance(spec, (list, tuple)):
+            out[name] = trial.suggest_categorical(name, list(spec))
+        elif isinstance(spec.get("low"), int) and isinstance(spec.get("high"), int) and not spec.get("log"):
+            out[name] = trial.suggest_int(name, spec["low"], spec["high"], step=spec.get("step", 1))
+        else:
+            out[name] = trial.suggest_float(name, float(spec["low"]), float(spec["high"]), log=bool(spec.get("log")))
+    return out
+
+
+def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, trial: optuna.Trial | None = None) -> float:
+    """Held-out target NLL of `settings` by `folds`-fold cross-validation of `ds`, pruned after one member."""
+    t = ds.target_index
+    fold_of_row = group_folds(ds.groups, folds, seed)[ds.label_item]
+    rows = np.flatnonzero(ds.answers[:, t] >= 0)
+    first = oof_network(ds, dataclasses.replace(settings, ensemble=1), fold_of_row, folds, seed)
+    score = mean_nll(first[rows, : ds.n_options[t]], ds.answers[rows, t])
+    if trial is not None:
+        trial.report(score, step=1)
+        if trial.should_prune():
+            raise optuna.TrialPruned()
+    if settings.ensemble > 1:
+        rest = oof_network(ds, dataclasses.replace(settings, ensemble=settings.ensemble - 1), fold_of_row, folds, seed,
+                           first_member=1)
+        probs = (first + rest * (settings.ensemble - 1)) / settings.ensemble
+        score = mean_nll(probs[rows, : ds.n_options[t]], ds.answers[rows, t])
+    return score
+
+
+def open_study(storage: str | None, name: str, seed: int) -> optuna.Study:
+    """Create or resume a study; trials left RUNNING by a killed process are marked failed and redone."""
+    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
+    pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
+    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
+                                direction="minimize", load_if_exists=True)
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    return study
+
+
+def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
+           storage: str | None = None, study_name: str = "role-rubric", timeout: float | None = None,
+           progress: bool = False) -> optuna.Study:
+    """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(storage, study_name, seed)
+    done = _finished(study)
+    bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
+
+    def objective(trial: optuna.Trial) -> float:
+        settings = dataclasses.replace(base, **suggest(trial, space))
+        return inner_objective(ds, settings, folds=folds, seed=seed, trial=trial)
+
+    def tick(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        bar.update(1)
+        if _finished(study) and any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
+            bar.set_postfix(best_nll=f"{study.best_value:.4f}")
+        if _finished(study) >= trials:
+            study.stop()
+
+    if done < trials:
+        study.optimize(objective, n_trials=trials - done, timeout=timeout, callbacks=[tick], gc_after_trial=False)
+    bar.close()
+    return study
+
+
+def _finished(study: optuna.Study) -> int:
+    states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    return len(study.get_trials(deepcopy=False, states=states))
+
+
+def best_overrides(study: optuna.Study) -> dict[str, dict]:
+    """The best trial's parameters split into the `network` and `train` config groups."""
+    params = study.best_params
+    return {"network": {k: v for k, v in params.items() if k in NETWORK_KEYS},
+            "train": {k: v for k, v in params.items() if k not in NETWORK_KEYS}}
+
+
+def run_search(cfg) -> optuna.Study:
+    """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`."""
+    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
+    space = _plain(cfg.search.space)
+    start = time.perf_counter()
+    study = search(ds, Settings.from_cfg(cfg), space, trials=int(cfg.search.trials), folds=int(cfg.search.inner_folds),
+                   seed=int(cfg.seed), storage=storage, study_name=cfg.search.study, timeout=cfg.search.timeout,
+                   progress=True)
+    best = best_overrides(study)
+    (out / "best.yaml").write_text(yaml.safe_dump(best, sort_keys=False))
+    summary = {"best_nll": study.best_value, "best": best, "finished_trials": _finished(study),
+               "seconds": time.perf_counter() - start, "storage": storage, "study": cfg.search.study}
+    (out / "search.json").write_text(json.dumps(summary, indent=2))
+    flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
+    print(f"search: {_finished(study)} trials, best held-out NLL {study.best_value:.4f} in {summary['seconds']:.0f}s")
+    print(f"search: best overrides: {flat}")
+    print(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {storage}")
+    return study
+
+
+def _plain(node) -> dict:
+    from omegaconf import OmegaConf
+
+    return OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else node
