@@ -1,0 +1,458 @@
+"""The Python API: score a conversation's role adherence, calibrated to human judges (or with the raw judge).
+
+    from calibration.api import RoleAdherence
+    metric = RoleAdherence(calibrator="runs/demo/model", judge="embedding")
+    result = metric.measure({"conversation_id": "c1", "chatbot_role": "...", "turns": [{"user": ..., "assistant": ...}]})
+    result.score, result.success, result.turns[0].adherence, result.turns[0].expected["overall"]
+
+Definitions (what the numbers mean):
+- Per turn, every rubric question gets a distribution over its options: the calibrated model's prediction
+  of what the chosen human judges would answer, or (no calibrator) the judge's own distribution.
+- `expected[q]` = the expected answer value of question q under that distribution (this minimises
+  squared error against a human answer).
+- `adherence` = the **adherence probability** of a turn: P(answer to the target question >= `adheres_at`)
+  under that distribution. For the role-adherence rubric the target is `overall` (1-4) and `adheres_at`
+  defaults to the lower edge of the upper half of the scale (3 = "mostly adheres"), so adherence is the
+  probability that a human judge would call the turn at least "mostly adherent".
+- `turn_score` = `adherence` (output_mode="continuous") or 1.0/0.0 for adherence >= threshold ("binary").
+- `score` = the mean turn_score over the conversation's turns (the session score).
+- `success` = every turn's adherence >= threshold (strict_mode=True), else score >= threshold.
+
+Which human judges (`judges=`): None (default) averages the personalised predicted distributions over every
+judge the calibrator was trained on, i.e. "what a randomly chosen member of the training panel would
+answer", idiosyncrasies included; a list averages over those trusted judges only (a judge never seen in
+training is predicted by the population model); "population" uses the shared weights only (the
+judge-independent model). Without a calibrator `judges` is ignored.
+
+`role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv` scores a whole file.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rubric.conversations import Conversation, conversations_from_records, load_conversations
+from rubric.errors import InputError
+from rubric.gather import GatherResult, a_gather, judge_config, make_backend
+from rubric.schema import Rubric, load_rubric, rubric_from_dict
+
+OUTPUT_MODES = ("continuous", "binary")
+
+
+@dataclass
+class TurnResult:
+    """One scored item: an assistant turn (or, granularity="conversation", the whole conversation)."""
+
+    turn: int | None
+    distributions: dict[str, dict[float, float]]
+    """question id -> {option value: probability} (calibrated if a calibrator is used, else the raw judge)."""
+    expected: dict[str, float]
+    """question id -> expected answer value under `distributions`."""
+    adherence: float
+    """P(target answer >= adheres_at) under `distributions`."""
+    adheres: bool
+    """adherence >= threshold."""
+    turn_score: float
+    """adherence (continuous) or 1.0/0.0 (binary)."""
+    judge_distributions: dict[str, dict[float, float]] = field(default_factory=dict)
+    """The raw judge's distributions for the same item (equal to `distributions` without a calibrator)."""
+    reason: str | None = None
+    """The judge's short justification (include_reason=True, LLM judges only)."""
+
+
+@dataclass
+class AdherenceResult:
+    """The role-adherence measurement of one conversation."""
+
+    conversation_id: str
+    score: float
+    """Mean turn_score over the turns (the session score)."""
+    success: bool
+    threshold: float
+    strict_mode: bool
+    output_mode: str
+    calibrated: bool
+    """True if the distributions come from a calibrator, False if from the raw judge."""
+    target: str
+    adheres_at: float
+    judges: str
+    """Whose answers are predicted: "raw judge", "population", "all N training judges" or a list."""
+    turns: list[TurnResult]
+
+    @property
+    def violating_turns(self) -> list[int | None]:
+        return [t.turn for t in self.turns if not t.adheres]
+
+    @property
+    def reason(self) -> str:
+        """A one-line account of the score."""
+        bad = self.violating_turns
+        where = "no turn below the threshold" if not bad else f"turn(s) {bad} below the threshold"
+        source = "calibrated to " + self.judges if self.calibrated else "raw judge, not calibrated"
+        return (
+            f"score {self.score:.3f} ({'pass' if self.success else 'fail'} at threshold {self.threshold:g}"
+            f"{', strict' if self.strict_mode else ''}); {where}; {source}."
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"violating_turns": self.violating_turns, "reason": self.reason}
+
+
+class RoleAdherence:
+    """Role adherence of a chatbot, turn by turn, as (calibrated) human judges would rate it.
+
+    Args:
+        calibrator: a model directory written by `role-rubric train` (or the demo), or None to report the
+            raw judge. The calibrator must have been trained on distributions from the same judge.
+        judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...), a mapping or a JudgeConfig.
+        threshold: adherence probability a turn needs to adhere, and the session score needed for success.
+        strict_mode: success only if every turn adheres.
+        output_mode: "continuous" (turn score = adherence probability) or "binary" (1/0 at threshold).
+        granularity: "turn" (one item per assistant turn) or "conversation" (one item per conversation).
+        judges: None (average over all training judges), a list of trusted judge ids, or "population".
+        include_reason: ask the judge for a short justification per item (LLM judges only).
+        rubric: the rubric when there is no calibrator: a path, a Rubric or a name in conf/rubric
+            (default role_adherence). With a calibrator the calibrator's rubric is used.
+        adheres_at: an answer >= this value adheres; default the lowest value of the upper half of the target's
+            options (3 on a 1-4 scale).
+        cache: SQLite request cache path (None: in memory; reruns then ask the judge again).
+    """
+
+    def __init__(
+        self,
+        calibrator: str | Path | None = None,
+        judge: str | Mapping[str, Any] | Any = "embedding",
+        threshold: float = 0.5,
+        strict_mode: bool = False,
+        output_mode: str = "continuous",
+        granularity: str = "turn",
+        judges: None | str | Sequence[str] = None,
+        include_reason: bool = False,
+        *,
+        rubric: str | Path | Rubric | None = None,
+        adheres_at: float | None = None,
+        cache: str | Path | None = None,
+    ):
+        if output_mode not in OUTPUT_MODES:
+            raise InputError(f"unknown output_mode {output_mode!r}.", fix="use continuous or binary.")
+        if granularity not in ("turn", "conversation"):
+            raise InputError(f"unknown granularity {granularity!r}.", fix="use turn or conversation.")
+        if not 0.0 <= float(threshold) <= 1.0:
+            raise InputError(f"threshold {threshold} is outside [0, 1].", fix="pass a probability threshold.")
+        if isinstance(judges, str) and judges != "population":
+            judges = [j.strip() for j in judges.split(",") if j.strip()]
+        self.threshold = float(threshold)
+        self.strict_mode = bool(strict_mode)
+        self.output_mode = output_mode
+        self.granularity = granularity
+        self.include_reason = bool(include_reason)
+        self.judge = judge_config(judge)
+        self.cache = cache
+        self.model = None
+        if calibrator is not None:
+            from calibration.modelio import load_model
+
+            self.model = load_model(calibrator)
+            self.rubric = self.model.rubric
+        else:
+            self.rubric = _rubric(rubric)
+        self.judges = judges
+        self._judge_idx, self.judges_label, self.unseen_judges = self._judge_indices(judges)
+        target = self.rubric.question(self.rubric.target)
+        values = sorted(target.values)
+        self.adheres_at = float(values[len(values) // 2] if adheres_at is None else adheres_at)
+        self._above = np.array([v >= self.adheres_at for v in target.values])
+        if not self._above.any():
+            raise InputError(
+                f"adheres_at={self.adheres_at:g} is above every option of {target.id!r}.",
+                fix=f"use a value among {target.values}.",
+            )
+        self._backend = None
+
+    # public ---------------------------------------------------------------------------------------------
+    def measure(self, conversation: Conversation | Mapping[str, Any]) -> AdherenceResult:
+        """Score one conversation (a Conversation or a record as in conversations.jsonl)."""
+        return self.measure_many([conversation])[0]
+
+    async def a_measure(self, conversation: Conversation | Mapping[str, Any]) -> AdherenceResult:
+        """`measure` for async code: the judge is queried on the running event loop."""
+        return (await self.a_measure_many([conversation]))[0]
+
+    def measure_many(
+        self, conversations: Iterable[Conversation | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[AdherenceResult]:
+        """Score many conversations with one gather (one batch for the embedding judge)."""
+        return asyncio.run(self.a_measure_many(conversations, progress=progress))
+
+    async def a_measure_many(
+        self, conversations: Iterable[Conversation | Mapping[str, Any]], *, progress: bool = False
+    ) -> list[AdherenceResult]:
+        convs = _as_conversations(conversations)
+        gathered = await a_gather(
+            convs,
+            self.rubric,
+            self.judge,
+            granularity=self.granularity,
+            cache=self.cache,
+            include_reason=self.include_reason,
+            progress=progress,
+            backend=self._reusable_backend(),
+        )
+        return self._results(convs, gathered)
+
+    # internals ------------------------------------------------------------------------------------------
+    def _reusable_backend(self) -> Any:
+        # The embedding judge is a local model: load it once per RoleAdherence. LLM clients are bound to an
+        # event loop, so gather builds (and closes) them per call.
+        if self.judge.backend == "embedding":
+            if self._backend is None:
+                self._backend = make_backend(self.judge)
+            return self._backend
+        return None
+
+    def _judge_indices(self, judges) -> tuple[np.ndarray | None, str, list[str]]:
+        if self.model is None:
+            return None, "raw judge", []
+        trained = self.model.judges
+        if judges == "population" or not trained or not self.model.settings.personalised:
+            return np.array([-1]), "population", []
+        if judges is None:
+            return np.arange(len(trained)), f"all {len(trained)} training judges", []
+        chosen = [str(j) for j in judges]
+        if not chosen:
+            raise InputError("judges is an empty list.", fix="pass judges=None, 'population' or judge ids.")
+        unseen = [j for j in chosen if self.model.judge_index(j) < 0]
+        return np.array([self.model.judge_index(j) for j in chosen]), "judges " + ", ".join(chosen), unseen
+
+    def _results(self, convs: list[Conversation], gathered: GatherResult) -> list[AdherenceResult]:
+        from calibration.dataset import dataset_from_frames
+
+        if gathered.llm.empty:
+            raise InputError(
+                "the judge answered no question.", fix="check the judge (see failures) and retry."
+            )
+        llm = gathered.llm.copy()
+        llm["turn"] = llm["turn"].map(lambda t: "" if pd.isna(t) else str(int(t)))  # conversation items: ""
+        ds = dataset_from_frames(self.rubric, llm)
+        raw = ds.probs.astype(np.float64)
+        probs = raw if self.model is None else self._calibrated(ds)
+        index = {key: i for i, key in enumerate(ds.item_keys())}
+        reasons = {}
+        if gathered.reasons is not None:
+            reasons = {
+                (str(c), "" if pd.isna(t) else str(t)): r
+                for c, t, r in gathered.reasons.itertuples(index=False)
+            }
+        t = ds.target_index
+        k = len(self.rubric.questions[t].options)
+        out = []
+        for conv in convs:
+            turns = range(len(conv.turns)) if self.granularity == "turn" else [None]
+            results = []
+            for turn in turns:
+                key = (conv.conversation_id, "" if turn is None else str(turn))
+                if key not in index:
+                    raise InputError(
+                        f"no judge answers for conversation {conv.conversation_id!r} turn {turn}.",
+                        fix="the judge failed on this item; check the endpoint and retry.",
+                    )
+                i = index[key]
+                adherence = float(probs[i, t, :k][self._above].sum())
+                adheres = adherence >= self.threshold
+                results.append(
+                    TurnResult(
+                        turn=turn,
+                        distributions=self._dists(probs[i]),
+                        expected={
+                            q.id: float(probs[i, n, : len(q.options)] @ np.asarray(q.values))
+                            for n, q in enumerate(self.rubric.questions)
+                        },
+                        adherence=adherence,
+                        adheres=adheres,
+                        turn_score=adherence if self.output_mode == "continuous" else float(adheres),
+                        judge_distributions=self._dists(raw[i]),
+                        reason=reasons.get(key),
+                    )
+                )
+            score = float(np.mean([r.turn_score for r in results]))
+            success = all(r.adheres for r in results) if self.strict_mode else score >= self.threshold
+            out.append(
+                AdherenceResult(
+                    conv.conversation_id,
+                    score,
+                    bool(success),
+                    self.threshold,
+                    self.strict_mode,
+                    self.output_mode,
+                    self.model is not None,
+                    self.rubric.target,
+                    self.adheres_at,
+                    self.judges_label,
+                    results,
+                )
+            )
+        return out
+
+    def _calibrated(self, ds) -> np.ndarray:
+        """(N, Q, K) calibrated distributions averaged over the chosen judges (mixture of their answers)."""
+        import torch
+
+        from calibration.predict import ensemble_proba
+
+        X = torch.from_numpy(ds.features(self.model.spec))
+        items = np.arange(len(ds.items))
+        total = np.zeros(ds.probs.shape, dtype=np.float64)
+        for j in self._judge_idx:
+            total += ensemble_proba(self.model.net, X, items, np.full(len(items), int(j), dtype=np.int64))
+        return total / len(self._judge_idx)
+
+    def _dists(self, p: np.ndarray) -> dict[str, dict[float, float]]:
+        return {
+            q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
+            for n, q in enumerate(self.rubric.questions)
+        }
+
+
+def _rubric(rubric: str | Path | Rubric | None) -> Rubric:
+    if isinstance(rubric, Rubric):
+        return rubric
+    name = "role_adherence" if rubric is None else str(rubric)
+    if Path(name).suffix in (".yaml", ".yml") or Path(name).exists():
+        return load_rubric(name)
+    from importlib import resources
+
+    import yaml
+
+    path = resources.files("conf").joinpath("rubric", f"{name}.yaml")
+    if not path.is_file():
+        raise InputError(f"unknown rubric {name!r}.", fix="pass a rubric.yaml path or a name in conf/rubric.")
+    return rubric_from_dict(yaml.safe_load(path.read_text()), source=f"conf/rubric/{name}.yaml")
+
+
+def _as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]]) -> list[Conversation]:
+    items = list(conversations)
+    if not items:
+        raise InputError("no conversations to measure.", fix="pass at least one conversation.")
+    if all(isinstance(c, Conversation) for c in items):
+        return items
+    return conversations_from_records(
+        [c.to_record() if isinstance(c, Conversation) else dict(c) for c in items], source="<measure>"
+    )
+
+
+# command line -------------------------------------------------------------------------------------------
+def results_frames(results: Sequence[AdherenceResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-conversation frame, per-turn frame) of measurement results."""
+    conv_rows, turn_rows = [], []
+    for r in results:
+        conv_rows.append(
+            {
+                "conversation_id": r.conversation_id,
+                "turns": len(r.turns),
+                "score": r.score,
+                "success": r.success,
+                "min_adherence": min(t.adherence for t in r.turns),
+                "violating_turns": " ".join("" if t is None else str(t) for t in r.violating_turns),
+                "calibrated": r.calibrated,
+                "judges": r.judges,
+            }
+        )
+        for t in r.turns:
+            row = {
+                "conversation_id": r.conversation_id,
+                "turn": "" if t.turn is None else t.turn,
+                "adherence": t.adherence,
+                "adheres": t.adheres,
+                "turn_score": t.turn_score,
+            }
+            row |= {f"expected_{q}": v for q, v in t.expected.items()}
+            row |= {
+                f"judge_expected_{q}": sum(v * p for v, p in d.items())
+                for q, d in t.judge_distributions.items()
+            }
+            if t.reason is not None:
+                row["reason"] = t.reason
+            turn_rows.append(row)
+    return pd.DataFrame(conv_rows), pd.DataFrame(turn_rows)
+
+
+def format_results(frame: pd.DataFrame, limit: int | None = 40) -> str:
+    """A fixed-width per-conversation table (the first `limit` rows)."""
+    head = f"{'conversation_id':<24}{'turns':>6}{'score':>8}{'min':>7}  {'success':<8}violating turns"
+    lines = [head]
+    shown = frame if limit is None else frame.head(limit)
+    for row in shown.itertuples(index=False):
+        lines.append(
+            f"{str(row.conversation_id)[:23]:<24}{row.turns:>6}{row.score:8.3f}{row.min_adherence:7.3f}  "
+            f"{'yes' if row.success else 'no':<8}{row.violating_turns or '-'}"
+        )
+    if limit is not None and len(frame) > limit:
+        lines.append(f"... {len(frame) - limit} more rows in the CSV")
+    return "\n".join(lines)
+
+
+def run_score(cfg) -> pd.DataFrame:
+    """CLI: `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv`."""
+    from omegaconf import OmegaConf
+
+    if not cfg.get("conversations") or str(cfg.conversations) == "???":
+        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
+    conversations = load_conversations(cfg.conversations)
+    out = Path(cfg.out)
+    judges = cfg.get("judges")
+    if judges is not None and not isinstance(judges, str):
+        judges = [str(j) for j in OmegaConf.to_container(judges)]
+    rubric = None
+    if cfg.get("calibrator") is None:
+        from rubric.gather import rubric_from_config
+
+        rubric = rubric_from_config(cfg)
+    cache = cfg.get("cache") or out.with_suffix(".cache.sqlite")
+    metric = RoleAdherence(
+        calibrator=cfg.get("calibrator"),
+        judge=OmegaConf.to_container(cfg.judge, resolve=True),
+        threshold=float(cfg.threshold),
+        strict_mode=bool(cfg.strict_mode),
+        output_mode=str(cfg.output_mode),
+        granularity=str(cfg.granularity),
+        judges=judges,
+        include_reason=bool(cfg.include_reason),
+        rubric=rubric,
+        adheres_at=cfg.get("adheres_at"),
+        cache=cache,
+    )
+    results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
+    conv_frame, turn_frame = results_frames(results)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    conv_frame.to_csv(out, index=False)
+    turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
+    turn_frame.to_csv(turns_out, index=False)
+    print(format_results(conv_frame, limit=cfg.get("show")))
+    mean = conv_frame["score"].mean()
+    print(
+        f"score: {len(conv_frame)} conversations, mean score {mean:.3f}, "
+        f"{int(conv_frame['success'].sum())} pass at threshold {metric.threshold:g}"
+        f"{' (strict)' if metric.strict_mode else ''}; "
+        + (
+            "calibrated to " + metric.judges_label
+            if metric.model is not None
+            else "raw judge (no calibrator)"
+        )
+        + f"; adherence = P({metric.rubric.target} >= {metric.adheres_at:g})"
+    )
+    if metric.unseen_judges:
+        print(
+            f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}"
+        )
+    print(f"score: wrote {out} (per conversation) and {turns_out} (per turn); cache {cache}")
+    if math.isnan(mean):
+        raise InputError("no scores were produced.", fix="check the conversations file.")
+    return conv_frame
