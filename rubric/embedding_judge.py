@@ -15,9 +15,10 @@ distinct text is embedded once per batch, so ~500 turns x 5 questions take secon
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 import numpy as np
@@ -27,7 +28,13 @@ from rubric.errors import InputError
 from rubric.extraction import Distribution, with_floor
 from rubric.prompts import Prompt
 
-DEFAULTS = {"scale": 20.0, "relevance_weight": 6.0, "relevance_center": 0.25, "batch_size": 1000}
+DEFAULTS = {
+    "scale": 20.0,
+    "relevance_weight": 6.0,
+    "relevance_center": 0.25,
+    "batch_size": 1000,
+    "threads": None,
+}
 
 
 @functools.lru_cache(maxsize=1)
@@ -58,6 +65,23 @@ def option_texts(prompt: Prompt) -> list[str]:
     q = prompt.question
     assert q is not None
     return [f"{q.text} {o.label}" for o in q.options]
+
+
+@contextlib.contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    """Run torch with n intra-op threads, then restore: on a busy machine one thread beats two that
+    wait for each other."""
+    if not n:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
 
 
 class EmbeddingBackend:
