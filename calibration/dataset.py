@@ -195,8 +195,8 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
                 if col in df.columns:
                     df[col] = df[col].map(lambda v: "" if pd.isna(v) else _id_text(v)).astype(object)
         else:
-            ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id", "option")}
-            df = pd.read_csv(path, dtype=ids, keep_default_na=False, na_values={"prob": [""], "answer": [""]})
+            # Everything as text: ids stay exact ("007" is not 7) and errors quote what the user wrote.
+            df = pd.read_csv(path, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty.", path=path, fix=f"write a header row: {','.join(columns)}.") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:

@@ -46,7 +46,7 @@ class LoadedModel:
         """The model's rubric, after checking that the data's rubric (if any) asks the same questions."""
         path = Path(path)
         if path.exists():
-            theirs = load_rubric(path, target=self.rubric.target)
+            theirs = load_rubric(path)
             if theirs.fingerprint() != self.rubric.fingerprint():
                 raise InputError(
                     f"this rubric (questions {theirs.ids}) differs from the one the model was trained on "

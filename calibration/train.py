@@ -72,7 +72,7 @@ class Rows:
 
     @classmethod
     def of(cls, ds: Dataset) -> Rows:
-        return cls(torch.from_numpy(ds.label_item), torch.from_numpy(ds.label_judge), torch.from_numpy(ds.answers))
+        return cls(*(torch.tensor(a, dtype=torch.long) for a in (ds.label_item, ds.label_judge, ds.answers)))
 
 
 @dataclass

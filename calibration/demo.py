@@ -1,0 +1,414 @@
+"""`role-rubric demo`: the whole method offline, on the bundled role-adherence benchmark.
+
+    role-rubric demo [data=DIR] [out=runs/demo] [judge=embedding] [limit=N] [folds=5]
+
+1. gather: the offline embedding judge answers every rubric question about every assistant turn
+   (SQLite cache in out/cache.sqlite, so a rerun asks nothing) -> out/dataset/ (a native dataset dir);
+2. cross-validate the calibrator and the baselines (grouped by conversation) -> out/cv/;
+3. train the final calibrator on every label -> out/model/ (use it with RoleAdherence or `role-rubric score`);
+4. the reliability report (calibration/report.py) -> out/report/report.html;
+5. score every conversation with the final model through the API -> out/scores.csv;
+6. print and write the summary -> out/summary.json: calibrated against raw-judge agreement with the human
+   judges (RMSE, Pearson), smECE, per-role adherence, adherent-against-violation AUC per violation type.
+
+The bundled data lives in the repository (data/role_adherence), not in the wheel: from a checkout (or an
+editable install) it is found automatically; otherwise pass data=DIR.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import shutil
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rubric.errors import InputError
+
+BENCHMARK = "role_adherence"
+RAW = "expected_llm"  # the raw judge's expected answer: the uncalibrated baseline
+
+
+def bundled_data() -> Path:
+    """The bundled benchmark directory of a checkout (or an editable install); InputError if absent."""
+    here = Path(__file__).resolve().parent.parent / "data" / BENCHMARK
+    if (here / "conversations.jsonl").exists():
+        return here
+    raise InputError(
+        f"the bundled benchmark data/{BENCHMARK} is not part of this installation (it ships with the "
+        "repository, not the wheel).",
+        fix=f"clone the repository and pass data=PATH/TO/data/{BENCHMARK} (or run from the checkout).",
+    )
+
+
+def prepare_dataset(
+    data: str | Path | None, out: Path, judge: Any, *, limit: int | None = None, progress: bool = False
+) -> tuple[Path, Any]:
+    """Gather the judge's distributions for the benchmark into out/dataset (cached in out/cache.sqlite).
+    Returns (dataset dir, GatherSummary)."""
+    from rubric import gather, judge_config, load_conversations, load_rubric, write_outputs
+
+    src = bundled_data() if data is None else Path(data)
+    for name in ("conversations.jsonl", "labels.csv", "rubric.yaml"):
+        if not (src / name).exists():
+            raise InputError(
+                f"no {name} in the benchmark directory.",
+                path=src,
+                fix="pass data=DIR holding conversations.jsonl, labels.csv and rubric.yaml.",
+            )
+    conversations = load_conversations(src / "conversations.jsonl")
+    if limit:
+        conversations = conversations[: int(limit)]
+    rubric = load_rubric(src / "rubric.yaml")
+    judge = judge_config(judge)
+    dataset = out / "dataset"
+    dataset.mkdir(parents=True, exist_ok=True)
+    result = gather(conversations, rubric, judge, cache=out / "cache.sqlite", progress=progress)
+    write_outputs(result, dataset, rubric, conversations, judge)
+    keep = {c.conversation_id for c in conversations}
+    labels = pd.read_csv(src / "labels.csv", dtype=str, keep_default_na=False)
+    labels[labels["conversation_id"].isin(keep)].to_csv(dataset / "labels.csv", index=False)
+    if (src / "turn_designs.csv").exists():
+        designs = pd.read_csv(src / "turn_designs.csv", dtype={"conversation_id": str, "turn": str})
+        designs[designs["conversation_id"].isin(keep)].to_csv(dataset / "turn_designs.csv", index=False)
+    return dataset, result.summary
+
+
+def item_adherence(predictions: pd.DataFrame, method: str, *, adheres_at: float = 3.0) -> pd.DataFrame:
+    """Per item (conversation_id, turn): the mean over its labelled judges of P(answer >= adheres_at) under
+    `method`'s out-of-fold distributions, and the human adherence rate (share of answers >= adheres_at)."""
+    rows = predictions[predictions["method"] == method]
+    columns = [c for c in rows.columns if c.startswith("p_") and float(c[2:]) >= adheres_at]
+    frame = rows.assign(
+        adherence=rows[columns].sum(axis=1), human=(rows["answer"] >= adheres_at).astype(float)
+    )
+    return frame.groupby(["conversation_id", "turn"], as_index=False)[["adherence", "human"]].mean()
+
+
+def oof_item_adherence(ds: Any, settings: Any, *, folds: int = 5, seed: int = 0, fold_seed: int = 0,
+                       adheres_at: float = 3.0, judges: str = "all") -> pd.DataFrame:
+    """Out-of-fold per-item adherence P(target >= adheres_at) of the calibrated model, judge-independent.
+
+    Same folds and members as `cross_validate`; each held-out item is predicted for every training judge
+    and the distributions averaged (judges="all", what RoleAdherence does by default) or by the population
+    model (judges="population"). Also returns the raw judge's P(target >= adheres_at) ("raw").
+    """
+    import torch
+
+    from calibration.predict import member_proba
+    from calibration.splits import group_folds
+    from calibration.train import Rows, fit_models, plan_models
+
+    t = ds.target_index
+    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
+    X = torch.from_numpy(ds.features(spec))
+    fold_of_item = group_folds(ds.groups, folds, fold_seed)
+    fold_of_row = fold_of_item[ds.label_item]
+    members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
+    seeds = [seed * 100_000 + f * 100 + e for f, e in members]
+    plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
+    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                     target=t)
+    panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])
+    above = ds.option_values()[t] >= adheres_at
+    above[int(ds.n_options[t]):] = False
+    score = np.zeros(len(ds.items))
+    for f in range(folds):
+        held = np.flatnonzero(fold_of_item == f)
+        items = np.tile(held, len(panel))
+        who = np.repeat(panel, len(held))
+        mine = [m for m, (g, _) in enumerate(members) if g == f]
+        per_member = member_proba(net, X, [items if m in mine else items[:0] for m in range(len(members))],
+                                  [who if m in mine else who[:0] for m in range(len(members))])
+        p = np.mean([per_member[m][:, t] for m in mine], axis=0)  # (len(panel) * len(held), K)
+        score[held] = p[:, above].sum(axis=1).reshape(len(panel), len(held)).mean(axis=0)
+    raw = ds.probs[:, t][:, above].sum(axis=1)
+    return ds.items.assign(adherence=score, raw=raw)
+
+
+def auc(positive: np.ndarray, negative: np.ndarray) -> float:
+    """P(a positive scores above a negative), ties counting one half (the Mann-Whitney AUC)."""
+    pos, neg = np.asarray(positive, float), np.asarray(negative, float)
+    if len(pos) == 0 or len(neg) == 0:
+        return math.nan
+    diff = pos[:, None] - neg[None, :]
+    return float((diff > 0).mean() + 0.5 * (diff == 0).mean())
+
+
+def violation_aucs(scores: pd.DataFrame, designs: pd.DataFrame, column: str = "adherence") -> dict[str, dict]:
+    """AUC of `column` for telling adherent turns from each violation type (design in turn_designs.csv).
+
+    scores: per item (conversation_id, turn, column); designs: conversation_id, turn, design.
+    Returns {violation type: {"auc", "n_adherent", "n_violation"}}, plus "all violations".
+    """
+    merged = scores.merge(
+        designs[["conversation_id", "turn", "design"]].astype({"turn": str}),
+        on=["conversation_id", "turn"],
+        how="inner",
+    )
+    adherent = merged.loc[merged["design"] == "adherent", column].to_numpy()
+    out = {}
+    kinds = sorted(d for d in merged["design"].unique() if d != "adherent")
+    for kind in [*kinds, "all violations"]:
+        bad = merged.loc[
+            merged["design"] != "adherent" if kind == "all violations" else merged["design"] == kind, column
+        ].to_numpy()
+        out[kind] = {"auc": auc(adherent, bad), "n_adherent": len(adherent), "n_violation": len(bad)}
+    return out
+
+
+def per_role(
+    items: dict[str, pd.DataFrame], designs: pd.DataFrame | None, conversations: Path
+) -> pd.DataFrame:
+    """Mean adherence per role of every method in `items` (name -> item_adherence frame), with the human rate."""
+    roles = _roles(designs, conversations)
+    frames = []
+    for name, frame in items.items():
+        merged = frame.merge(roles, on="conversation_id", how="left").fillna({"role": "(unknown)"})
+        grouped = merged.groupby("role")
+        if not frames:
+            frames.append(grouped["human"].mean().rename("human"))
+            frames.append(grouped.size().rename("turns"))
+        frames.append(grouped["adherence"].mean().rename(name))
+    return pd.concat(frames, axis=1).reset_index()
+
+
+def _roles(designs: pd.DataFrame | None, conversations: Path) -> pd.DataFrame:
+    if designs is not None and "role" in designs.columns:
+        return designs[["conversation_id", "role"]].drop_duplicates("conversation_id")
+    rows = []
+    with conversations.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                rec = json.loads(line)
+                rows.append(
+                    (str(rec.get("conversation_id")), rec.get("role") or rec.get("chatbot_role", "")[:30])
+                )
+    return pd.DataFrame(rows, columns=["conversation_id", "role"])
+
+
+def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict | None, str]:
+    """The reliability report via calibration.report; degrade to the reliability diagram alone (or nothing)
+    if the report module cannot run here. Returns (report metrics or None, a one-line status)."""
+    from omegaconf import OmegaConf
+
+    report_cfg = OmegaConf.create(
+        {
+            "data": str(dataset),
+            "out": str(out),
+            "cv": str(cv_dir),
+            "folds": int(cfg.folds),
+            "seed": int(cfg.seed),
+            "target": cfg.get("target"),
+            "network": OmegaConf.to_container(cfg.network),
+            "train": OmegaConf.to_container(cfg.train),
+            "report": OmegaConf.to_container(cfg.report),
+        }
+    )
+    try:
+        from calibration.report import run_report
+
+        return run_report(report_cfg), f"report: {out / 'report.html'}"
+    except InputError:
+        raise
+    except Exception as exc:  # the report is an extra: keep the demo's results if it fails
+        reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+    try:
+        from calibration.reliability import plot_reliability, prepare_reliability
+        from calibration.report import method_arrays, read_cv_folder
+
+        predictions, _ = read_cv_folder(cv_dir, "overall" if cfg.get("target") is None else cfg.target)
+        arrays = method_arrays(predictions)
+        data = prepare_reliability(
+            arrays["probs"],
+            arrays["answers"],
+            values=arrays["values"],
+            threshold=cfg.report.adheres_threshold,
+            groups=arrays["groups"],
+            seed=int(cfg.seed),
+            n_boot=int(cfg.report.smece_boot),
+            band_bootstrap=int(cfg.report.band_bootstrap),
+        )
+        out.mkdir(parents=True, exist_ok=True)
+        fig, _ = plot_reliability(data)
+        fig.savefig(out / "reliability.png", dpi=90, metadata={"Software": None})
+        curves = [{k: v for k, v in c.items() if k != "diagram"} for c in data["curves"]]
+        return {
+            "reliability": curves
+        }, f"report: full report failed ({reason}); wrote {out / 'reliability.png'}"
+    except Exception as exc2:  # noqa: BLE001
+        return None, f"report: skipped ({reason}; reliability fallback: {type(exc2).__name__})"
+
+
+def run_demo(cfg: Any) -> dict[str, Any]:
+    """CLI: `role-rubric demo [data=DIR] [out=runs/demo] [limit=N] [folds=5] [report.*=..] [train.*=..]`."""
+    from omegaconf import OmegaConf
+
+    from calibration.api import RoleAdherence, results_frames
+    from calibration.crossval import cross_validate, format_table
+    from calibration.dataset import load_dataset
+    from calibration.modelio import save_model
+    from calibration.train import Settings, train_ensemble
+
+    start = time.perf_counter()
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    settings = Settings.from_cfg(cfg)
+    folds, seed, progress = int(cfg.folds), int(cfg.seed), bool(cfg.progress)
+    timings: dict[str, float] = {}
+
+    tick = time.perf_counter()
+    judge = OmegaConf.to_container(cfg.judge, resolve=True)
+    dataset, gathered = prepare_dataset(
+        cfg.get("data"), out, judge, limit=cfg.get("limit"), progress=progress
+    )
+    timings["gather"] = time.perf_counter() - tick
+    print(f"demo: gather: {gathered.line()}")
+
+    tick = time.perf_counter()
+    ds = load_dataset(dataset, target=cfg.get("target"))
+    cv = cross_validate(ds, settings, folds=folds, seed=seed, progress=progress)
+    cv_dir = out / "cv"
+    cv_dir.mkdir(exist_ok=True)
+    cv.predictions.to_csv(cv_dir / "predictions.csv", index=False)
+    (cv_dir / "metrics.json").write_text(
+        json.dumps(
+            {
+                "target": ds.rubric.target,
+                "folds": folds,
+                "seed": seed,
+                "seconds": cv.seconds,
+                "settings": settings.to_dict(),
+                "metrics": cv.metrics,
+            },
+            indent=2,
+        )
+    )
+    timings["cross-validation"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    net, spec, plan = train_ensemble(ds, settings, seed=seed, progress=progress)
+    model_dir = out / "model"
+    if model_dir.exists():
+        shutil.rmtree(model_dir)
+    save_model(model_dir, net, ds, spec, settings, history=plan.history)
+    timings["final model"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    report, report_line = write_report(cfg, dataset, cv_dir, out / "report")
+    timings["report"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    metric = RoleAdherence(model_dir, judge=judge, cache=out / "cache.sqlite")
+    from rubric import load_conversations
+
+    conv_frame, turn_frame = results_frames(
+        metric.measure_many(load_conversations(dataset / "conversations.jsonl"))
+    )
+    conv_frame.to_csv(out / "scores.csv", index=False)
+    turn_frame.to_csv(out / "scores_turns.csv", index=False)
+    timings["scoring"] = time.perf_counter() - tick
+
+    adheres_at = metric.adheres_at
+    designs_path = dataset / "turn_designs.csv"
+    designs = (
+        pd.read_csv(designs_path, dtype={"conversation_id": str, "turn": str})
+        if designs_path.exists()
+        else None
+    )
+    items = {
+        "calibrated": item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at),
+        "raw judge": item_adherence(cv.predictions, RAW, adheres_at=adheres_at),
+    }
+    roles = per_role(items, designs, dataset / "conversations.jsonl")
+    aucs = (
+        {name: violation_aucs(frame, designs) for name, frame in items.items()} if designs is not None else {}
+    )
+    smece = (
+        []
+        if not report
+        else [{k: c[k] for k in ("name", "smece", "low", "high", "n")} for c in report.get("reliability", [])]
+    )
+    summary = {
+        "data": str(cfg.get("data") or bundled_data()),
+        "items": len(ds.items),
+        "label_rows": len(ds.label_item),
+        "judges": len(ds.judges),
+        "target": ds.rubric.target,
+        "adheres_at": adheres_at,
+        "folds": folds,
+        "seed": seed,
+        "agreement": {m: cv.metrics[m] for m in cv.metrics},
+        "smece": smece,
+        "per_role": roles.to_dict(orient="records"),
+        "violation_auc": aucs,
+        "gather": {"cached": gathered.cached, "answered": gathered.answered},
+        "timings_s": timings,
+        "wall_s": time.perf_counter() - start,
+    }
+    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
+    _print_summary(summary, cv.metrics, roles, aucs, format_table)
+    wall = time.perf_counter() - start
+    print("demo: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {wall:.1f}s")
+    print(
+        f"demo: wrote {dataset} (llm.csv, labels.csv, rubric.yaml, conversations.jsonl), cache {out / 'cache.sqlite'}"
+    )
+    print(f"demo: wrote {cv_dir / 'predictions.csv'} and {cv_dir / 'metrics.json'} (out-of-fold)")
+    print(
+        f"demo: wrote {model_dir} (try: role-rubric score conversations=FILE calibrator={model_dir} out=scores.csv)"
+    )
+    print(f"demo: {report_line}")
+    print(f"demo: wrote {out / 'scores.csv'} and {out / 'scores_turns.csv'} (final model, via RoleAdherence)")
+    print(f"demo: wrote {out / 'summary.json'}")
+    return summary
+
+
+def _print_summary(summary: dict, metrics: dict, roles: pd.DataFrame, aucs: dict, format_table) -> None:
+    print(
+        f"\ndemo: {summary['items']} turns, {summary['label_rows']} (turn, human judge) pairs, {summary['judges']} "
+        f"judges; {summary['folds']}-fold cross-validation grouped by conversation, target {summary['target']!r}"
+    )
+    cal, raw = metrics["calibrated"], metrics[RAW]
+    print(f"\nAgreement with the human judges (out of fold, {cal['n']} judgments):")
+    print(f"  calibrated  RMSE {cal['rmse']:.3f}  Pearson {cal['pearson']:.3f}")
+    print(
+        f"  raw judge   RMSE {raw['rmse']:.3f}  Pearson {raw['pearson']:.3f}   (expected answer of the judge)"
+    )
+    print("\n" + format_table(metrics))
+    if summary["smece"]:
+        print("\nReliability of the calibrated distribution (smECE, 95% interval over conversations):")
+        for c in summary["smece"]:
+            print(f"  {c['name']:<14} {c['smece']:.3f}  [{c['low']:.3f}, {c['high']:.3f}]")
+    print(
+        f"\nPer role: mean adherence P({summary['target']} >= {summary['adheres_at']:g}) (out of fold) "
+        "and the human adherence rate:"
+    )
+    print(roles.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    if aucs:
+        print("\nAUC, adherent turns against each violation type (per-turn adherence, out of fold):")
+        kinds = list(next(iter(aucs.values())))
+        print(f"  {'violation':<28}" + "".join(f"{name:>12}" for name in aucs) + f"{'n':>10}")
+        for kind in kinds:
+            first = next(iter(aucs.values()))[kind]
+            print(
+                f"  {kind:<28}"
+                + "".join(f"{aucs[name][kind]['auc']:12.3f}" for name in aucs)
+                + f"{first['n_adherent']:>5}/{first['n_violation']:<4}"
+            )
+    print()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value

@@ -1,0 +1,87 @@
+"""Properties of the calibration network: valid distributions, masking, population fallback, and that
+batching models changes nothing about any one of them."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from calibration.dataset import load_dataset
+from calibration.network import CalibrationNet
+from calibration.train import Plan, Rows, Settings, fit_models
+
+N_OPTIONS = [4, 3, 4]
+
+
+def _net(models=3, judges=5, **kw):
+    return CalibrationNet(models, 7, judges, N_OPTIONS, hidden1=6, hidden2=5, seeds=list(range(models)), **kw)
+
+
+def test_distributions_sum_to_one_and_padding_is_zero():
+    net = _net()
+    x = torch.rand(3, 8, 7)
+    logp, _ = net(x, torch.randint(-1, 5, (3, 8)))
+    p = logp.exp()
+    assert torch.allclose(p.sum(-1), torch.ones(3, 8, 3))
+    assert torch.all(p[:, :, 1, 3] == 0)  # the 3-option question has no 4th option
+
+
+def test_unseen_judge_is_the_population_model():
+    net = _net()
+    with torch.no_grad():
+        for u in net.judge_parameters():
+            u.normal_()  # make the offsets matter
+    x = torch.rand(3, 4, 7)
+    population, _ = net(x, torch.full((3, 4), -1))
+    personal, _ = net(x, torch.zeros(3, 4, dtype=torch.long))
+    assert not torch.allclose(population, personal)
+    unpersonalised = _net(personalised=False)
+    unpersonalised.load_state_dict({k: v for k, v in net.state_dict().items() if not k.startswith("U")}, strict=False)
+    same, _ = unpersonalised(x, torch.zeros(3, 4, dtype=torch.long))
+    assert torch.allclose(population, same, atol=1e-6)
+
+
+def test_judge_offsets_start_at_zero():
+    net = _net()
+    assert all(float(u.detach().abs().sum()) == 0.0 for u in net.judge_parameters())
+
+
+def test_loss_is_mean_over_observed_labels_only():
+    logp = torch.log(torch.full((1, 2, 3, 4), 0.25))
+    targets = torch.tensor([[[0, -1, -1], [-1, -1, -1]]])
+    # one observed label of probability 1/4: mean NLL = log 4, not diluted by the 5 missing ones
+    assert CalibrationNet.nll_per_model(logp, targets).item() == pytest.approx(np.log(4))
+
+
+def test_models_are_independent_of_their_batch_mates(synthetic_dir):
+    ds = load_dataset(synthetic_dir)
+    X = torch.from_numpy(ds.features(ds.feature_spec()))
+    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=30, finetune_steps=30, ensemble=1, eval_every=10)
+    rows = np.arange(len(ds.label_item))
+    splits = [(rows[rows % 3 != k], rows[rows % 3 == k]) for k in range(3)]
+
+    def train(indices):
+        plan = Plan([splits[i][0] for i in indices], [splits[i][1] for i in indices], [10 + i for i in indices])
+        net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                         target=ds.target_index)
+        return net.state_dict()
+
+    together = train([0, 1, 2])
+    alone = train([1])
+    for name, value in alone.items():
+        if value.dim() and value.shape[0] == 1:
+            assert torch.allclose(together[name][1], value[0], atol=1e-5), name
+
+
+def test_settings_reject_unknown_keys():
+    from omegaconf import OmegaConf
+
+    from rubric.errors import InputError
+
+    with pytest.raises(InputError, match="unknown setting"):
+        Settings.from_cfg(OmegaConf.create({"network": {"hidden3": 4}}))
+    s = Settings.from_cfg(OmegaConf.create({"network": {"drop_questions": ["a"]}, "train": {"lr": 0.1}}))
+    assert dataclasses.replace(s).drop_questions == ("a",) and s.lr == 0.1

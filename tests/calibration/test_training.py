@@ -1,0 +1,123 @@
+"""Training, cross-validation, model files and prediction on small seeded data."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibration.cli import main
+from calibration.crossval import cross_validate
+from calibration.dataset import load_dataset
+from calibration.modelio import load_model
+from calibration.train import Settings
+
+FAST = Settings(hidden1=10, hidden2=10, pretrain_steps=60, finetune_steps=80, ensemble=2, eval_every=10)
+
+
+def test_same_seed_gives_bitwise_identical_predictions(synthetic_dir):
+    ds = load_dataset(synthetic_dir)
+    a = cross_validate(ds, FAST, folds=3, seed=4, baselines=False).predictions
+    b = cross_validate(ds, FAST, folds=3, seed=4, baselines=False).predictions
+    c = cross_validate(ds, FAST, folds=3, seed=5, baselines=False).predictions
+    pd.testing.assert_frame_equal(a, b, check_exact=True)
+    assert not np.array_equal(a["expected"].to_numpy(), c["expected"].to_numpy())
+
+
+def test_calibration_beats_the_raw_judge_and_constant(synthetic_dir):
+    ds = load_dataset(synthetic_dir)
+    metrics = cross_validate(ds, FAST, folds=4, seed=0).metrics
+    assert metrics["calibrated"]["rmse"] < metrics["expected_llm"]["rmse"]
+    assert metrics["calibrated"]["rmse"] < metrics["constant"]["rmse"]
+    assert metrics["calibrated"]["nll"] < metrics["constant"]["nll"]
+    assert metrics["calibrated"]["pearson"] > 0.5
+
+
+def test_out_of_fold_predictions_cover_every_labelled_row_once(synthetic_dir):
+    ds = load_dataset(synthetic_dir)
+    pred = cross_validate(ds, FAST, folds=3, seed=0).predictions
+    calibrated = pred[pred["method"] == "calibrated"]
+    assert len(calibrated) == int((ds.answers[:, ds.target_index] >= 0).sum())
+    assert not calibrated.duplicated(["conversation_id", "turn", "judge_id"]).any()
+    probs = calibrated[["p_1", "p_2", "p_3", "p_4"]].to_numpy()
+    assert np.allclose(probs.sum(1), 1) and (probs > 0).all()
+    # no conversation is in two folds
+    assert calibrated.groupby("conversation_id")["fold"].nunique().max() == 1
+
+
+def test_train_predict_evaluate_from_the_command_line(synthetic_dir, tmp_path, capsys):
+    model, pred, metrics = tmp_path / "model", tmp_path / "pred.csv", tmp_path / "metrics.json"
+    fast = ["train.pretrain_steps=40", "train.finetune_steps=40", "train.ensemble=2", "network.hidden1=8"]
+    assert main(["train", f"data={synthetic_dir}", f"out={model}", *fast]) == 0
+    assert f"wrote model to {model}" in capsys.readouterr().out
+    assert (model / "weights.safetensors").exists() and json.loads((model / "model.json").read_text())["judges"]
+    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={pred}"]) == 0
+    frame = pd.read_csv(pred, dtype={"judge_id": str})
+    assert set(frame["question_id"]) == {"scope", "tone", "overall"}
+    assert frame.loc[frame["question_id"] == "tone", "p_4"].isna().all()  # tone has 3 options
+    assert main(["evaluate", f"predictions={pred}", f"data={synthetic_dir}", f"out={metrics}"]) == 0
+    assert set(json.loads(metrics.read_text())) == {"rmse", "pearson", "spearman", "kendall", "n"}
+    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}",
+                 "judges=population"]) == 0
+    pop = pd.read_csv(tmp_path / "pop.csv", keep_default_na=False)
+    assert (pop["judge_id"] == "").all()
+
+
+def test_saved_model_predicts_exactly_what_it_predicted_in_memory(synthetic_dir, tmp_path):
+    from calibration.modelio import save_model
+    from calibration.predict import ensemble_proba
+    from calibration.train import train_ensemble
+
+    ds = load_dataset(synthetic_dir)
+    net, spec, plan = train_ensemble(ds, FAST, seed=1)
+    save_model(tmp_path / "m", net, ds, spec, FAST, history=plan.history)
+    loaded = load_model(tmp_path / "m")
+    import torch
+
+    X = torch.from_numpy(ds.features(spec))
+    items, judges = ds.label_item[:20], ds.label_judge[:20]
+    assert np.array_equal(ensemble_proba(net, X, items, judges), ensemble_proba(loaded.net, X, items, judges))
+
+
+def test_unseen_judge_at_predict_time_gets_the_population_model(synthetic_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    assert main(["train", f"data={synthetic_dir}", f"out={model}", "train.pretrain_steps=20",
+                 "train.finetune_steps=20", "train.ensemble=1"]) == 0
+    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'new.csv'}",
+                 "judges=[newcomer]"]) == 0
+    assert "not seen in training, predicted by the population model: ['newcomer']" in capsys.readouterr().out
+    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}",
+                 "judges=population"]) == 0
+    new = pd.read_csv(tmp_path / "new.csv")
+    pop = pd.read_csv(tmp_path / "pop.csv")
+    assert np.array_equal(new["expected"].to_numpy(), pop["expected"].to_numpy())
+
+
+@pytest.mark.parametrize(
+    ("corrupt", "message"),
+    [
+        (lambda m: (m / "model.json").write_text("{"), "model.json is not valid JSON"),
+        (lambda m: (m / "model.json").write_text('{"format": "pickle"}'), "unknown model format 'pickle'"),
+        (lambda m: (m / "weights.safetensors").write_bytes(b"not a tensor file"), "weights do not match model.json"),
+        (lambda m: (m / "weights.safetensors").unlink(), "not a model directory"),
+    ],
+    ids=["json", "format", "weights", "missing"],
+)
+def test_wrong_model_file_fails_clearly(corrupt, message, synthetic_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    assert main(["train", f"data={synthetic_dir}", f"out={model}", "train.pretrain_steps=5", "train.finetune_steps=5",
+                 "train.ensemble=1"]) == 0
+    corrupt(model)
+    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_model_refuses_data_with_another_rubric(synthetic_dir, llm_rubric_dir, tmp_path, capsys):
+    model = tmp_path / "model"
+    assert main(["train", f"data={synthetic_dir}", f"out={model}", "train.pretrain_steps=5", "train.finetune_steps=5",
+                 "train.ensemble=1"]) == 0
+    assert main(["predict", f"model={model}", f"data={llm_rubric_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
+    assert "differs from the one the model was trained on" in capsys.readouterr().err
