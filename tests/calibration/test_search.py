@@ -1,0 +1,55 @@
+"""search: finishes the requested trials, writes its best settings, and resumes after SIGKILL."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import optuna
+import yaml
+
+from calibration.cli import main
+
+TINY = ["search.trials=4", "search.inner_folds=2", "search.space.ensemble={low: 1, high: 2}",
+        "search.space.pretrain_steps={low: 0, high: 40, step: 20}", "search.space.finetune_steps={low: 20, high: 40, step: 20}",
+        "search.space.hidden1=[4,8]", "search.space.hidden2=[4,8]", "search.space.batch_size=[32,64]"]
+
+
+def test_search_writes_best_settings(synthetic_dir, tmp_path, capsys):
+    assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *TINY]) == 0
+    best = yaml.safe_load((tmp_path / "best.yaml").read_text())
+    assert set(best) == {"network", "train"} and best["network"]["hidden1"] in (4, 8)
+    summary = json.loads((tmp_path / "search.json").read_text())
+    assert summary["finished_trials"] == 4 and summary["best_nll"] < 1.4
+    assert "search.db" in capsys.readouterr().out
+
+
+def test_killed_search_resumes_where_it_was(synthetic_dir, tmp_path):
+    cmd = [sys.executable, "-m", "calibration.cli", "search", f"data={synthetic_dir}", f"out={tmp_path}", *TINY]
+    cmd[cmd.index("search.trials=4")] = "search.trials=40"
+    env = {**os.environ, "OMP_NUM_THREADS": "1"}
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    storage = f"sqlite:///{tmp_path / 'search.db'}"
+    deadline = time.time() + 120
+    finished = 0
+    while time.time() < deadline and finished < 2:
+        time.sleep(0.5)
+        try:
+            study = optuna.load_study(study_name="role-rubric", storage=storage)
+            finished = sum(t.state.is_finished() for t in study.trials)
+        except (KeyError, Exception):  # the study may not exist yet
+            finished = 0
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    before = optuna.load_study(study_name="role-rubric", storage=storage)
+    done_before = sum(t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED) for t in before.trials)
+    assert 2 <= done_before < 40
+    assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *TINY[1:], f"search.trials={done_before + 2}"]) == 0
+    after = optuna.load_study(study_name="role-rubric", storage=storage)
+    finished_after = [t for t in after.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    assert len(finished_after) == done_before + 2  # earlier trials kept, only the missing ones run
+    assert all(t.state != optuna.trial.TrialState.RUNNING for t in after.trials)
