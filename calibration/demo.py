@@ -89,8 +89,16 @@ def item_adherence(predictions: pd.DataFrame, method: str, *, adheres_at: float 
     return frame.groupby(["conversation_id", "turn"], as_index=False)[["adherence", "human"]].mean()
 
 
-def oof_item_adherence(ds: Any, settings: Any, *, folds: int = 5, seed: int = 0, fold_seed: int = 0,
-                       adheres_at: float = 3.0, judges: str = "all") -> pd.DataFrame:
+def oof_item_adherence(
+    ds: Any,
+    settings: Any,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    fold_seed: int = 0,
+    adheres_at: float = 3.0,
+    judges: str = "all",
+) -> pd.DataFrame:
     """Out-of-fold per-item adherence P(target >= adheres_at) of the calibrated model, judge-independent.
 
     Same folds and members as `cross_validate`; each held-out item is predicted for every training judge
@@ -111,19 +119,24 @@ def oof_item_adherence(ds: Any, settings: Any, *, folds: int = 5, seed: int = 0,
     members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
     seeds = [seed * 100_000 + f * 100 + e for f, e in members]
     plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
-    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                     target=t)
+    net = fit_models(
+        X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t
+    )
     panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])
     above = ds.option_values()[t] >= adheres_at
-    above[int(ds.n_options[t]):] = False
+    above[int(ds.n_options[t]) :] = False
     score = np.zeros(len(ds.items))
     for f in range(folds):
         held = np.flatnonzero(fold_of_item == f)
         items = np.tile(held, len(panel))
         who = np.repeat(panel, len(held))
         mine = [m for m, (g, _) in enumerate(members) if g == f]
-        per_member = member_proba(net, X, [items if m in mine else items[:0] for m in range(len(members))],
-                                  [who if m in mine else who[:0] for m in range(len(members))])
+        per_member = member_proba(
+            net,
+            X,
+            [items if m in mine else items[:0] for m in range(len(members))],
+            [who if m in mine else who[:0] for m in range(len(members))],
+        )
         p = np.mean([per_member[m][:, t] for m in mine], axis=0)  # (len(panel) * len(held), K)
         score[held] = p[:, above].sum(axis=1).reshape(len(panel), len(held)).mean(axis=0)
     raw = ds.probs[:, t][:, above].sum(axis=1)
@@ -162,19 +175,16 @@ def violation_aucs(scores: pd.DataFrame, designs: pd.DataFrame, column: str = "a
 
 
 def per_role(
-    items: dict[str, pd.DataFrame], designs: pd.DataFrame | None, conversations: Path
+    items: pd.DataFrame,
+    designs: pd.DataFrame | None,
+    conversations: Path,
+    columns: tuple[str, ...] = ("human", "calibrated", "raw judge"),
 ) -> pd.DataFrame:
-    """Mean adherence per role of every method in `items` (name -> item_adherence frame), with the human rate."""
-    roles = _roles(designs, conversations)
-    frames = []
-    for name, frame in items.items():
-        merged = frame.merge(roles, on="conversation_id", how="left").fillna({"role": "(unknown)"})
-        grouped = merged.groupby("role")
-        if not frames:
-            frames.append(grouped["human"].mean().rename("human"))
-            frames.append(grouped.size().rename("turns"))
-        frames.append(grouped["adherence"].mean().rename(name))
-    return pd.concat(frames, axis=1).reset_index()
+    """Mean of each score column per role (items: conversation_id, turn and the columns), with turn counts."""
+    merged = items.merge(_roles(designs, conversations), on="conversation_id", how="left")
+    merged["role"] = merged["role"].fillna("(unknown)")
+    grouped = merged.groupby("role")
+    return pd.concat([grouped.size().rename("turns"), grouped[list(columns)].mean()], axis=1).reset_index()
 
 
 def _roles(designs: pd.DataFrame | None, conversations: Path) -> pd.DataFrame:
@@ -320,14 +330,21 @@ def run_demo(cfg: Any) -> dict[str, Any]:
         if designs_path.exists()
         else None
     )
-    items = {
-        "calibrated": item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at),
-        "raw judge": item_adherence(cv.predictions, RAW, adheres_at=adheres_at),
-    }
-    roles = per_role(items, designs, dataset / "conversations.jsonl")
-    aucs = (
-        {name: violation_aucs(frame, designs) for name, frame in items.items()} if designs is not None else {}
+    tick = time.perf_counter()
+    oof = oof_item_adherence(ds, settings, folds=folds, seed=seed, adheres_at=adheres_at)
+    human = item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at)[
+        ["conversation_id", "turn", "human"]
+    ]
+    items = oof.rename(columns={"adherence": "calibrated", "raw": "raw judge"}).merge(
+        human, on=["conversation_id", "turn"], how="left"
     )
+    items.to_csv(out / "item_adherence.csv", index=False)
+    roles = per_role(items, designs, dataset / "conversations.jsonl")
+    aucs = {}
+    if designs is not None:
+        for name in ("calibrated", "raw judge"):
+            aucs[name] = violation_aucs(items.rename(columns={name: "adherence"}), designs)
+    timings["per-turn out-of-fold scores"] = time.perf_counter() - tick
     smece = (
         []
         if not report
@@ -363,7 +380,9 @@ def run_demo(cfg: Any) -> dict[str, Any]:
     )
     print(f"demo: {report_line}")
     print(f"demo: wrote {out / 'scores.csv'} and {out / 'scores_turns.csv'} (final model, via RoleAdherence)")
-    print(f"demo: wrote {out / 'summary.json'}")
+    print(
+        f"demo: wrote {out / 'item_adherence.csv'} (out-of-fold per-turn adherence) and {out / 'summary.json'}"
+    )
     return summary
 
 
@@ -384,8 +403,8 @@ def _print_summary(summary: dict, metrics: dict, roles: pd.DataFrame, aucs: dict
         for c in summary["smece"]:
             print(f"  {c['name']:<14} {c['smece']:.3f}  [{c['low']:.3f}, {c['high']:.3f}]")
     print(
-        f"\nPer role: mean adherence P({summary['target']} >= {summary['adheres_at']:g}) (out of fold) "
-        "and the human adherence rate:"
+        f"\nPer role: mean adherence P({summary['target']} >= {summary['adheres_at']:g}) (out of fold; "
+        "calibrated = mixture of all training judges) and the human rate of answers at or above it:"
     )
     print(roles.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if aucs:
