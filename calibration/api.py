@@ -190,7 +190,7 @@ class RoleAdherence:
         self, conversations: Iterable[Conversation | Mapping[str, Any]], *, progress: bool = False
     ) -> list[AdherenceResult]:
         """Score many conversations with one gather (one batch for the embedding judge)."""
-        return asyncio.run(self.a_measure_many(conversations, progress=progress))
+        return run_sync(self.a_measure_many(conversations, progress=progress))
 
     async def a_measure_many(
         self, conversations: Iterable[Conversation | Mapping[str, Any]], *, progress: bool = False
@@ -319,6 +319,19 @@ class RoleAdherence:
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, also where an event loop is already running (Jupyter):
+    then it runs on a fresh loop in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 def _rubric(rubric: str | Path | Rubric | None) -> Rubric:

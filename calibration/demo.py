@@ -50,7 +50,8 @@ def prepare_dataset(
 ) -> tuple[Path, Any]:
     """Gather the judge's distributions for the benchmark into out/dataset (cached in out/cache.sqlite).
     Returns (dataset dir, GatherSummary)."""
-    from rubric import gather, judge_config, load_conversations, load_rubric, write_outputs
+    from calibration.api import run_sync
+    from rubric import a_gather, judge_config, load_conversations, load_rubric, write_outputs
 
     src = bundled_data() if data is None else Path(data)
     for name in ("conversations.jsonl", "labels.csv", "rubric.yaml"):
@@ -67,7 +68,8 @@ def prepare_dataset(
     judge = judge_config(judge)
     dataset = out / "dataset"
     dataset.mkdir(parents=True, exist_ok=True)
-    result = gather(conversations, rubric, judge, cache=out / "cache.sqlite", progress=progress)
+    # a_gather through run_sync: works from scripts and from notebooks (where an event loop is running)
+    result = run_sync(a_gather(conversations, rubric, judge, cache=out / "cache.sqlite", progress=progress))
     write_outputs(result, dataset, rubric, conversations, judge)
     keep = {c.conversation_id for c in conversations}
     labels = pd.read_csv(src / "labels.csv", dtype=str, keep_default_na=False)
