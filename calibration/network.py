@@ -12,9 +12,10 @@ train as one batched computation. The loss is the SUM over models of each model'
 gives each model exactly the gradient it would get alone.
 
 Weights are stored input-major, (M, inputs, outputs), so each layer is one batched matrix product.
-The judge offsets are applied by computing every judge's output and picking the row's own judge: a
-dense (B x inputs) @ (inputs x J*outputs) product per model is several times faster on a CPU than
-gathering a weight matrix per row, and its backward pass needs no scatter.
+The judge offsets are applied by grouping each model's rows by judge (padded to the largest group) and
+multiplying every (model, judge) group by its own offset matrix in one batched product: this does the
+minimal arithmetic, where computing every judge's output for every row would do J times more, and
+gathering a weight matrix per row would move B full matrices through memory.
 """
 
 from __future__ import annotations
@@ -49,9 +50,9 @@ class CalibrationNet(nn.Module):
         self.W1 = nn.Parameter(_init((n_models, n_inputs + 1, hidden1), seeds, 0))  # (M, D+1, H1)
         self.W2 = nn.Parameter(_init((n_models, hidden1 + 1, hidden2), seeds, 1))  # (M, H1+1, H2)
         self.V = nn.Parameter(_init((n_models, hidden2 + 1, n_q * n_k), seeds, 2))  # (M, H2+1, Q*K)
-        self.U1 = nn.Parameter(torch.zeros(n_models, n_inputs + 1, judges * hidden1))  # (M, D+1, J*H1)
-        self.U2 = nn.Parameter(torch.zeros(n_models, hidden1 + 1, judges * hidden2))  # (M, H1+1, J*H2)
-        self.UV = nn.Parameter(torch.zeros(n_models, hidden2 + 1, judges * n_q * n_k))  # (M, H2+1, J*Q*K)
+        self.U1 = nn.Parameter(torch.zeros(n_models, judges, n_inputs + 1, hidden1))  # (M, J, D+1, H1)
+        self.U2 = nn.Parameter(torch.zeros(n_models, judges, hidden1 + 1, hidden2))  # (M, J, H1+1, H2)
+        self.UV = nn.Parameter(torch.zeros(n_models, judges, hidden2 + 1, n_q * n_k))  # (M, J, H2+1, Q*K)
         pad = torch.arange(n_k)[None, :] >= torch.tensor(n_options)[:, None]
         self.register_buffer("option_pad", pad)  # (Q, K) True where a question has no such option
 
@@ -78,26 +79,29 @@ class CalibrationNet(nn.Module):
             logp: (M, B, Q, K), -inf on padded options; loss: per-model mean NLL summed over models.
         """
         known = ((judge >= 0) & self.personalised).to(x.dtype)[..., None]  # (M, B, 1)
-        a = judge.clamp(min=0)
-        z = self._layer(x, self.W1, self.U1, a, known).sigmoid()  # (M, B, H1)
-        z = self._layer(z, self.W2, self.U2, a, known).sigmoid()  # (M, B, H2)
-        logits = self._layer(z, self.V, self.UV, a, known)  # (M, B, Q*K)
+        groups = _group_by_judge(judge.clamp(min=0), self.U1.shape[1]) if self.personalised else None
+        z = self._layer(x, self.W1, self.U1, groups, known).sigmoid()  # (M, B, H1)
+        z = self._layer(z, self.W2, self.U2, groups, known).sigmoid()  # (M, B, H2)
+        logits = self._layer(z, self.V, self.UV, groups, known)  # (M, B, Q*K)
         logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
-        logp = logits.masked_fill(self.option_pad, float("-inf")).log_softmax(dim=-1)  # (M, B, Q, K)
+        logp = _log_softmax(logits.masked_fill(self.option_pad, float("-inf")))  # (M, B, Q, K)
         if targets is None:
             return logp, None
         return logp, self.nll_per_model(logp, targets, weights).sum()
 
-    def _layer(self, x: torch.Tensor, W: torch.Tensor, U: torch.Tensor, a: torch.Tensor, known: torch.Tensor):
+    def _layer(self, x: torch.Tensor, W: torch.Tensor, U: torch.Tensor, groups, known: torch.Tensor):
         """(W + U[a]) . [1; x] for every (model, row): x (M, B, In) -> (M, B, Out)."""
         x1 = torch.cat([torch.ones_like(x[..., :1]), x], dim=-1)  # (M, B, In+1)
         out = torch.bmm(x1, W)
-        if U.shape[-1] == 0:
+        if groups is None:
             return out
-        n_out = W.shape[-1]
-        every_judge = torch.bmm(x1, U).view(*out.shape[:2], -1, n_out)  # (M, B, J, Out)
-        own = every_judge.gather(2, a[:, :, None, None].expand(-1, -1, 1, n_out)).squeeze(2)
-        return out + own * known
+        slot_row, row_slot, size = groups
+        n_models, n_judges, n_in, n_out = U.shape
+        padded = torch.cat([x1, x1.new_zeros(n_models, 1, n_in)], dim=1)  # row B is the zero padding row
+        grouped = padded.gather(1, slot_row[..., None].expand(-1, -1, n_in))  # (M, J*C, In+1)
+        offset = torch.bmm(grouped.view(n_models * n_judges, size, n_in), U.view(n_models * n_judges, n_in, n_out))
+        offset = offset.view(n_models, n_judges * size, n_out).gather(1, row_slot[..., None].expand(-1, -1, n_out))
+        return out + offset * known
 
     @staticmethod
     def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
@@ -110,6 +114,34 @@ class CalibrationNet(nn.Module):
         picked = picked.masked_fill(targets < 0, 0.0)
         count = observed.sum(dim=(1, 2)).clamp(min=1.0)
         return -(picked * observed).sum(dim=(1, 2)) / count
+
+
+def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
+    """log_softmax over a short last axis. PyTorch's CPU kernel is tuned for long rows; over K <= ~10
+    options these few elementwise operations are several times faster."""
+    shifted = logits - logits.detach().amax(dim=-1, keepdim=True)
+    return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+
+
+def _group_by_judge(judge: torch.Tensor, n_judges: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Slots that put each model's rows in groups of equal judge, padded to C = the largest group.
+
+    Returns slot_row (M, J*C): the row in each slot (B = the padding row), row_slot (M, B): the slot of
+    each row, and C.
+    """
+    n_models, n_rows = judge.shape
+    order = torch.argsort(judge, dim=1, stable=True)  # rows sorted by judge
+    sorted_judge = judge.gather(1, order)
+    position = torch.arange(n_rows).expand(n_models, n_rows)
+    starts = torch.ones_like(sorted_judge, dtype=torch.bool)
+    starts[:, 1:] = sorted_judge[:, 1:] != sorted_judge[:, :-1]
+    group_start = torch.cummax(torch.where(starts, position, torch.zeros_like(position)), dim=1).values
+    rank = position - group_start  # place of each sorted row within its judge's group
+    size = int(rank.max()) + 1 if n_rows else 1
+    slot = sorted_judge * size + rank
+    slot_row = torch.full((n_models, n_judges * size), n_rows, dtype=torch.long).scatter_(1, slot, order)
+    row_slot = torch.empty_like(judge).scatter_(1, order, slot)
+    return slot_row, row_slot, size
 
 
 def _init(shape: tuple[int, ...], seeds: list[int], salt: int) -> torch.Tensor:
