@@ -110,17 +110,53 @@ def format_table(metrics: dict[str, dict[str, float]]) -> str:
     return "\n".join(lines)
 
 
+def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trials: int, inner_folds: int,
+                          folds: int = 5, seed: int = 0, fold_seed: int = 0, progress: bool = False):
+    """Nested cross-validation: for each outer fold, search on the other folds only (inner CV), then
+    train the chosen settings there and predict the outer fold, so selection never sees its test rows.
+    Returns (R, K) out-of-fold target distributions and the settings chosen per fold."""
+    from calibration.search import search
+
+    fold_of_row = group_folds(ds.groups, folds, fold_seed)[ds.label_item]
+    out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
+    chosen = []
+    for f in range(folds):
+        inner = np.flatnonzero(fold_of_row != f)
+        inner_ds = dataclasses.replace(ds, label_item=ds.label_item[inner], label_judge=ds.label_judge[inner],
+                                       answers=ds.answers[inner])
+        study = search(inner_ds, settings, space, trials=trials, folds=inner_folds, seed=seed + f, progress=progress)
+        best = dataclasses.replace(settings, **study.best_params)
+        chosen.append({"fold": f, "inner_nll": study.best_value, **study.best_params})
+        is_test = (fold_of_row == f).astype(np.int64)  # fold index 0 = this outer fold's test rows
+        out[fold_of_row == f] = oof_network(ds, best, 1 - is_test, 1, seed)[fold_of_row == f]
+    return out, chosen
+
+
 def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
                             progress=True)
+    chosen = None
+    if cfg.get("nested"):
+        from omegaconf import OmegaConf
+
+        nested, chosen = nested_cross_validate(
+            ds, settings, OmegaConf.to_container(cfg.search.space, resolve=True), trials=int(cfg.search.trials),
+            inner_folds=int(cfg.search.inner_folds), folds=int(cfg.folds), seed=int(cfg.seed),
+            fold_seed=int(cfg.fold_seed), progress=True,
+        )
+        rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
+        fold_of_row = group_folds(ds.groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
+        frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
+        result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
+        result.metrics.update(metrics)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     result.predictions.to_csv(out / "predictions.csv", index=False)
     summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
-               "settings": settings.to_dict(), "metrics": result.metrics}
+               "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen}
     (out / "metrics.json").write_text(json.dumps(summary, indent=2))
     print(format_table(result.metrics))
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")

@@ -70,12 +70,24 @@ def open_study(storage: str | None, name: str, seed: int) -> optuna.Study:
     return study
 
 
+def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
+    """Start a new study from the current settings, so the search can only improve on them."""
+    if study.trials:
+        return
+    params = {k: getattr(base, k) for k in space if hasattr(base, k)}
+    ok = all(v in space[k] if isinstance(space[k], (list, tuple)) else space[k]["low"] <= v <= space[k]["high"]
+             for k, v in params.items())
+    if ok:
+        study.enqueue_trial(params)
+
+
 def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
            storage: str | None = None, study_name: str = "role-rubric", timeout: float | None = None,
            progress: bool = False) -> optuna.Study:
     """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials."""
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed)
+    _enqueue_base(study, base, space)
     done = _finished(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
 
