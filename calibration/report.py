@@ -17,12 +17,13 @@ identical PNG bytes.
 from __future__ import annotations
 
 import base64
+import contextlib
 import dataclasses
 import html
 import json
 import math
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -362,7 +363,7 @@ def prepare_ablations(
     """Cross-validated metrics of the full model and each ablation, with CIs and a swap test against the
     full model's predictions `full` (its calibrated rows, same folds and seed).
 
-    Returns one row per variant: variant, rmse, rmse_low, rmse_high, ..., p_rmse, p_pearson, seconds.
+    Returns one row per variant: variant, rmse, rmse_low, rmse_high, ..., p_rmse, p_pearson.
     """
     full = method_rows(full, REFERENCE)
     records = [
@@ -371,7 +372,6 @@ def prepare_ablations(
             **_scored(full, seed=seed, n_boot=n_boot),
             "p_rmse": math.nan,
             "p_pearson": math.nan,
-            "seconds": math.nan,
         }
     ]
     variants = ablation_variants(settings, ds.rubric.ids, ds.rubric.target)
@@ -392,7 +392,6 @@ def prepare_ablations(
                 **_scored(rows, seed=seed, n_boot=n_boot),
                 "p_rmse": test["rmse"]["p_value"],
                 "p_pearson": test["pearson"]["p_value"],
-                "seconds": seconds,
             }
         )
         if progress:
@@ -720,12 +719,38 @@ def _section(title: str, note: str, image: tuple[str, str] | None, table: str = 
     return f'<h2>{html.escape(title)}</h2>\n<p class="note">{note}</p>\n{img}\n{table}\n'
 
 
+@contextlib.contextmanager
+def _torch_threads(n: int | None) -> Iterator[None]:
+    """Run torch with `n` intra-op threads inside the block (None: leave as is), then restore.
+
+    The report trains dozens of small batched models one after another; with more than one thread each
+    tiny matmul pays a thread hand-off, and on a busy 2-core machine that costs 10-100x (measured: a
+    2-fold cv of 2 small models took 3-14 s with 2 threads and 0.1 s with 1).
+    """
+    if n is None:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(int(n))
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
 def run_report(cfg: Any) -> dict[str, Any]:
     """CLI: `role-rubric report data=DIR out=DIR [cv=DIR] [target=Q] [report.*=..] [network.*=..] [train.*=..]`.
 
     Writes out/report.html (self-contained, images embedded), out/*.png and out/metrics.json; returns
     the metrics.json content.
     """
+    with _torch_threads(cfg.report.get("torch_threads")):
+        return _run_report(cfg)
+
+
+def _run_report(cfg: Any) -> dict[str, Any]:
     from calibration.crossval import cross_validate
     from calibration.dataset import load_dataset
     from calibration.train import Settings
