@@ -258,6 +258,18 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
 
 def run_demo(cfg: Any) -> dict[str, Any]:
     """CLI: `role-rubric demo [data=DIR] [out=runs/demo] [limit=N] [folds=5] [report.*=..] [train.*=..]`."""
+    import torch
+
+    threads = torch.get_num_threads()
+    # The network's tensors are tiny: one thread is several times faster than many on a busy 2-core machine.
+    torch.set_num_threads(max(1, int(cfg.get("threads") or 1)))
+    try:
+        return _run_demo(cfg)
+    finally:
+        torch.set_num_threads(threads)
+
+
+def _run_demo(cfg: Any) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
     from calibration.api import RoleAdherence, results_frames
