@@ -166,7 +166,7 @@ def _as_text_ids(df: pd.DataFrame) -> pd.DataFrame:
     df = df.reset_index(drop=True).copy()
     for col in ("conversation_id", "turn", "judge_id", "question_id", "option"):
         if col in df.columns:
-            df[col] = df[col].map(lambda v: "" if v is None or (isinstance(v, float) and np.isnan(v)) else _id_text(v))
+            df[col] = df[col].map(lambda v: "" if _missing(v) else _id_text(v))
             df[col] = df[col].astype(object)
     return df
 
@@ -209,6 +209,14 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     if df.empty:
         raise InputError("the file has a header but no rows.", path=path, fix="add data rows.")
     return df.reset_index(drop=True)
+
+
+def _missing(value: object) -> bool:
+    """None, NaN, pd.NA or NaT (e.g. a conversation-level turn in a nullable integer column)."""
+    try:
+        return bool(pd.isna(value))
+    except (TypeError, ValueError):
+        return False
 
 
 def _id_text(value: object) -> str:
