@@ -22,8 +22,10 @@ import dataclasses
 import html
 import json
 import math
+import multiprocessing
 import time
 from collections.abc import Iterator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -307,12 +309,45 @@ def plot_per_judge(frame: pd.DataFrame, ax: Any = None) -> tuple[Figure, Any]:
 # ----------------------------------------------------------------------------- cross-validated variants
 
 
-def _cv_calibrated(ds: Any, settings: Any, *, folds: int, seed: int) -> tuple[pd.DataFrame, float]:
+def _cv_calibrated(ds: Any, settings: Any, *, folds: int, seed: int) -> pd.DataFrame:
     from calibration.crossval import cross_validate
 
-    start = time.perf_counter()
     result = cross_validate(ds, settings, folds=folds, seed=seed, baselines=False)
-    return method_rows(result.predictions, REFERENCE), time.perf_counter() - start
+    return method_rows(result.predictions, REFERENCE)
+
+
+def _cv_job(job: tuple[Any, Any, int, int, int | None]) -> tuple[pd.DataFrame, float]:
+    """One cross-validation (top-level so a process pool can pickle it): (ds, settings, folds, seed, threads)."""
+    ds, settings, folds, seed, threads = job
+    start = time.perf_counter()
+    with _torch_threads(threads):
+        rows = _cv_calibrated(ds, settings, folds=folds, seed=seed)
+    return rows, time.perf_counter() - start
+
+
+def run_cvs(
+    jobs: Sequence[tuple[str, Any, Any, int]],
+    *,
+    folds: int = 5,
+    executor: Executor | None = None,
+    threads: int | None = None,
+    progress: bool = False,
+) -> list[pd.DataFrame]:
+    """Cross-validate the calibrated model for each job (label, dataset, settings, seed), in job order.
+
+    Every job is seeded and self-contained, so running them on a process pool (`executor`) gives the
+    same predictions as running them here one after another.
+    """
+    args = [(ds, settings, folds, seed, threads) for _, ds, settings, seed in jobs]
+    results = executor.map(_cv_job, args) if executor is not None else map(_cv_job, args)
+    out = []
+    for i, ((label, *_), (rows, seconds)) in enumerate(zip(jobs, results, strict=True)):
+        out.append(rows)
+        if progress:
+            print(
+                f"report: {label} ({i + 1}/{len(jobs)}): rmse {np.sqrt(np.mean((rows['expected'] - rows['answer']) ** 2)):.3f} ({seconds:.1f}s)"
+            )
+    return out
 
 
 def _scored(rows: pd.DataFrame, *, seed: int, n_boot: int) -> dict[str, float]:
@@ -358,10 +393,13 @@ def prepare_ablations(
     seed: int = 0,
     n_boot: int = 1000,
     n_perm: int = 1000,
+    executor: Executor | None = None,
+    threads: int | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Cross-validated metrics of the full model and each ablation, with CIs and a swap test against the
-    full model's predictions `full` (its calibrated rows, same folds and seed).
+    full model's predictions `full` (its calibrated rows, same folds and seed). `executor`, `threads`:
+    see `run_cvs`.
 
     Returns one row per variant: variant, rmse, rmse_low, rmse_high, ..., p_rmse, p_pearson.
     """
@@ -375,8 +413,9 @@ def prepare_ablations(
         }
     ]
     variants = ablation_variants(settings, ds.rubric.ids, ds.rubric.target)
-    for i, (name, variant) in enumerate(variants):
-        rows, seconds = _cv_calibrated(ds, variant, folds=folds, seed=seed)
+    jobs = [(f"ablation {name}", ds, variant, seed) for name, variant in variants]
+    all_rows = run_cvs(jobs, folds=folds, executor=executor, threads=threads, progress=progress)
+    for i, ((name, _), rows) in enumerate(zip(variants, all_rows, strict=True)):
         _check_aligned(full, rows, f"ablation {name!r} and the full model")
         test = permutation_test(
             rows["expected"].to_numpy(float),
@@ -394,10 +433,6 @@ def prepare_ablations(
                 "p_pearson": test["pearson"]["p_value"],
             }
         )
-        if progress:
-            print(
-                f"report: ablation {i + 1}/{len(variants)} {name}: rmse {records[-1]['rmse']:.3f} ({seconds:.1f}s)"
-            )
     return pd.DataFrame.from_records(records)
 
 
@@ -461,34 +496,37 @@ def prepare_targets(
     folds: int = 5,
     seed: int = 0,
     n_boot: int = 1000,
+    executor: Executor | None = None,
+    threads: int | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Each question as the training target in turn: expected-LLM against the calibrated model (CV).
 
     `reuse` maps a question to calibrated predictions already computed (e.g. the main target's).
+    `executor`, `threads`: see `run_cvs`.
     Returns one row per (question, method): question, method, n, rmse, rmse_low, ..., kendall_high.
     """
     from calibration.dataset import load_dataset
 
     reuse = reuse or {}
-    records = []
     all_questions = list(questions) if questions is not None else load_dataset(data).rubric.ids
-    for i, q in enumerate(all_questions):
-        ds = load_dataset(data, target=q)
-        llm = expected_llm_rows(ds)
-        calibrated = (
-            method_rows(reuse[q], REFERENCE)
-            if q in reuse
-            else _cv_calibrated(ds, settings, folds=folds, seed=seed)[0]
+    datasets = {q: load_dataset(data, target=q) for q in all_questions}
+    jobs = [(f"target {q}", datasets[q], settings, seed) for q in all_questions if q not in reuse]
+    computed = dict(
+        zip(
+            (job[0][7:] for job in jobs),
+            run_cvs(jobs, folds=folds, executor=executor, threads=threads, progress=progress),
+            strict=True,
         )
+    )
+    records = []
+    for q in all_questions:
+        llm = expected_llm_rows(datasets[q])
+        calibrated = method_rows(reuse[q], REFERENCE) if q in reuse else computed[q]
         _check_aligned(llm, calibrated, f"question {q}'s LLM and calibrated predictions")
         for method, rows in (("expected_llm", llm), (REFERENCE, calibrated)):
             records.append(
                 {"question": q, "method": method, "n": len(rows), **_scored(rows, seed=seed, n_boot=n_boot)}
-            )
-        if progress:
-            print(
-                f"report: target {i + 1}/{len(all_questions)} {q}: calibrated rmse {records[-1]['rmse']:.3f}"
             )
     return pd.DataFrame.from_records(records)
 
@@ -532,26 +570,30 @@ def prepare_learning_curve(
     folds: int = 5,
     seed: int = 0,
     reuse: pd.DataFrame | None = None,
+    executor: Executor | None = None,
+    threads: int | None = None,
     progress: bool = False,
 ) -> pd.DataFrame:
     """Cross-validated metrics when each model trains on a random `fraction` of its training judgments.
 
     Repeat r uses seed + r (new folds, subsample and initialisation), so the spread over repeats shows how
     much the estimate moves. `reuse` = calibrated predictions already computed at fraction 1 with `seed`.
+    `executor`, `threads`: see `run_cvs`.
     Returns one row per (fraction, repeat): fraction, repeat, rmse, pearson, spearman, kendall.
     """
+    points = [(float(f), r) for f in fractions for r in range(repeats)]
+    reused = {(f, r) for f, r in points if reuse is not None and f >= 1 and r == 0}
+    jobs = [
+        (f"learning curve {f:g} repeat {r}", ds, dataclasses.replace(settings, train_fraction=f), seed + r)
+        for f, r in points
+        if (f, r) not in reused
+    ]
+    computed = iter(run_cvs(jobs, folds=folds, executor=executor, threads=threads, progress=progress))
     records = []
-    for fraction in fractions:
-        for r in range(repeats):
-            if reuse is not None and fraction >= 1 and r == 0:
-                rows = method_rows(reuse, REFERENCE)
-            else:
-                variant = dataclasses.replace(settings, train_fraction=float(fraction))
-                rows, _ = _cv_calibrated(ds, variant, folds=folds, seed=seed + r)
-            got = point_agreement(rows["expected"].to_numpy(float), rows["answer"].to_numpy(float))
-            records.append({"fraction": float(fraction), "repeat": r, **got})
-        if progress:
-            print(f"report: learning curve at {fraction:g} of the training judgments done")
+    for f, r in points:
+        rows = method_rows(reuse, REFERENCE) if (f, r) in reused else next(computed)
+        got = point_agreement(rows["expected"].to_numpy(float), rows["answer"].to_numpy(float))
+        records.append({"fraction": f, "repeat": r, **got})
     return pd.DataFrame.from_records(records)
 
 
@@ -794,7 +836,7 @@ def _run_report(cfg: Any) -> dict[str, Any]:
         "variant_ensemble": light.ensemble,
     }
     html_sections = []
-    with plt.style.context("default"):
+    with contextlib.ExitStack() as stack, plt.style.context("default"):
         tick = time.perf_counter()
         arrays = method_arrays(predictions, REFERENCE)
         threshold = opts.get("adheres_threshold")
@@ -869,14 +911,26 @@ def _run_report(cfg: Any) -> dict[str, Any]:
         timings["tables"] = time.perf_counter() - tick
 
         reference = main_calibrated
-        if light != settings and (opts.ablations or opts.learning_curve.repeats):
+        variants = bool(opts.ablations or opts.targets or opts.learning_curve.repeats)
+        workers = int(opts.get("workers") or 1)
+        # Spawned (not forked) workers: forking a process that has started torch's thread pools can hang.
+        pool = (
+            ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
+            if variants and workers > 1
+            else None
+        )
+        if pool is not None:
+            stack.callback(pool.shutdown)
+        runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True}
+        if light != settings and variants:
             tick = time.perf_counter()
-            reference = _cv_calibrated(ds, light, folds=folds, seed=seed)[0]
+            jobs = [(f"full model with an ensemble of {light.ensemble}", ds, light, seed)]
+            reference = run_cvs(jobs, folds=folds, **runner)[0]
             timings["variant reference cv"] = time.perf_counter() - tick
         if opts.ablations:
             tick = time.perf_counter()
             ablations = prepare_ablations(
-                ds, light, reference, folds=folds, seed=seed, n_boot=n_boot, n_perm=n_perm, progress=True
+                ds, light, reference, folds=folds, seed=seed, n_boot=n_boot, n_perm=n_perm, **runner
             )
             results["ablations"] = _records(ablations)
             shown = ablations[["variant"]].assign(
@@ -904,7 +958,7 @@ def _run_report(cfg: Any) -> dict[str, Any]:
                 folds=folds,
                 seed=seed,
                 n_boot=n_boot,
-                progress=True,
+                **runner,
             )
             results["targets"] = _records(targets)
             shown = targets[["question", "method", "n"]].assign(
@@ -932,7 +986,7 @@ def _run_report(cfg: Any) -> dict[str, Any]:
                 folds=folds,
                 seed=seed,
                 reuse=reference,
-                progress=True,
+                **runner,
             )
             results["learning_curve"] = _records(curve)
             judge_mean = table[table["method"] == "judge_mean"].set_index("metric")["value"].to_dict()

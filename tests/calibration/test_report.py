@@ -220,6 +220,7 @@ FAST = [
     "report.band_bootstrap=10",
     "report.learning_curve.fractions=[0.5,1.0]",
     "report.learning_curve.repeats=1",
+    "report.workers=1",
 ]
 
 
@@ -276,10 +277,11 @@ def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:
 
 
 @pytest.mark.slow
-def test_report_is_repeatable(tiny_report: tuple[Path, dict]) -> None:
+def test_report_is_repeatable_with_or_without_a_process_pool(tiny_report: tuple[Path, dict]) -> None:
     a, _ = tiny_report
     b = a.parent / "b"
-    report.run_report(compose_config("report", [f"data={a.parent / 'data'}", f"out={b}", *FAST]))
+    overrides = [f"data={a.parent / 'data'}", f"out={b}", *FAST, "report.workers=2"]
+    report.run_report(compose_config("report", overrides))
     assert (a / "metrics.json").read_bytes() == (b / "metrics.json").read_bytes()
     for png in sorted(a.glob("*.png")):
         assert png.read_bytes() == (b / png.name).read_bytes(), png.name
