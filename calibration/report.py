@@ -735,6 +735,25 @@ def _metrics_html(table: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(list(wide.values()))
 
 
+def _per_judge_html(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per judge: n, then RMSE and Pearson of every method side by side."""
+    wide = frame.pivot(index="judge_id", columns="method", values=["rmse", "pearson"])
+    methods = list(dict.fromkeys(frame["method"]))
+    judges = list(dict.fromkeys(frame["judge_id"]))
+    out = pd.DataFrame(
+        {
+            "judge": judges,
+            "n": frame.drop_duplicates("judge_id").set_index("judge_id").loc[judges, "n"].to_numpy(),
+        }
+    )
+    for metric in ("rmse", "pearson"):
+        for method in methods:
+            out[f"{metric} {METHOD_LABELS.get(method, method)}"] = wide.loc[
+                judges, (metric, method)
+            ].to_numpy()
+    return out
+
+
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
 <title>role-rubric report: {title}</title>
@@ -877,7 +896,9 @@ def _run_report(cfg: Any) -> dict[str, Any]:
                 f"Out-of-fold predictions of {target} pooled over {folds} folds (grouped by conversation). RMSE in answer "
                 "units (lower is better); Pearson, Spearman, Kendall tau-b (higher is better). Brackets: bootstrap 95% "
                 "intervals over conversations. p: paired permutation test (predictions swapped per conversation) of "
-                "each baseline against the calibrated model, two-sided.",
+                f"each baseline against the calibrated model, two-sided; with {n_perm} swaps the smallest possible p "
+                f"is {1 / (1 + n_perm):.2g}. The test treats the trained models as fixed: it measures the evidence over conversations, "
+                "not over training seeds (the learning curve's repeats show the spread over seeds).",
                 ("metrics.png", _encode_png(plot_metrics_table(table)[0], out / "metrics.png")),
                 _html_table(_metrics_html(table)),
             )
@@ -903,9 +924,7 @@ def _run_report(cfg: Any) -> dict[str, Any]:
                 "RMSE of each method on each judge's judgments, the judge the calibrated model predicts worst on top; "
                 "correlations are undefined (–) for a judge whose answers are all the same.",
                 ("per_judge.png", _encode_png(plot_per_judge(per_judge)[0], out / "per_judge.png")),
-                _html_table(
-                    per_judge.assign(method=per_judge["method"].map(lambda m: METHOD_LABELS.get(m, m)))
-                ),
+                _html_table(_per_judge_html(per_judge)),
             )
         )
         timings["tables"] = time.perf_counter() - tick
@@ -943,7 +962,8 @@ def _run_report(cfg: Any) -> dict[str, Any]:
                     "Ablations (cross-validated)",
                     f"The model without pretraining, without fine-tuning, without per-judge parameters, and without "
                     f"each input question in turn (the paper's Table 2); ensemble of {light.ensemble}. p: permutation "
-                    "test against the full model.",
+                    "test against the full model (same folds and seeds, so even small consistent differences can be "
+                    "significant; read them with the intervals).",
                     ("ablations.png", _encode_png(plot_ablations(ablations)[0], out / "ablations.png")),
                     _html_table(shown),
                 )
