@@ -121,3 +121,34 @@ def test_model_refuses_data_with_another_rubric(synthetic_dir, llm_rubric_dir, t
                  "train.ensemble=1"]) == 0
     assert main(["predict", f"model={model}", f"data={llm_rubric_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
     assert "differs from the one the model was trained on" in capsys.readouterr().err
+
+
+def test_folds_follow_fold_seed_not_training_seed(synthetic_dir):
+    ds = load_dataset(synthetic_dir)
+    a = cross_validate(ds, FAST, folds=3, seed=1, fold_seed=0, baselines=False).predictions
+    b = cross_validate(ds, FAST, folds=3, seed=2, fold_seed=0, baselines=False).predictions
+    c = cross_validate(ds, FAST, folds=3, seed=1, fold_seed=9, baselines=False).predictions
+    assert a["fold"].tolist() == b["fold"].tolist()
+    assert a["fold"].tolist() != c["fold"].tolist()
+
+
+def test_nested_cv_adds_a_nested_estimate(synthetic_dir, tmp_path, capsys):
+    out = tmp_path / "cv"
+    assert main(["cv", f"data={synthetic_dir}", f"out={out}", "folds=3", "nested=true", "search.trials=2",
+                 "search.inner_folds=2", "train.ensemble=1", "train.pretrain_steps=20", "train.finetune_steps=20",
+                 "search.space.ensemble={low: 1, high: 1}", "search.space.hidden1=[4]", "search.space.hidden2=[4]",
+                 "search.space.pretrain_steps={low: 0, high: 20, step: 20}",
+                 "search.space.finetune_steps={low: 20, high: 40, step: 20}"]) == 0
+    summary = json.loads((out / "metrics.json").read_text())
+    assert "calibrated_nested" in summary["metrics"] and len(summary["nested_choices"]) == 3
+    assert f"wrote {out / 'predictions.csv'}" in capsys.readouterr().out
+
+
+def test_in_memory_tables_accept_nullable_turns(synthetic_dir):
+    from calibration.dataset import dataset_from_frames
+    from rubric.schema import load_rubric
+
+    llm = pd.read_csv(synthetic_dir / "llm.csv")
+    llm = llm[llm["turn"] == 0].assign(turn=pd.array([pd.NA] * int((llm["turn"] == 0).sum()), dtype="Int64"))
+    ds = dataset_from_frames(load_rubric(synthetic_dir), llm)
+    assert (ds.items["turn"] == "").all() and len(ds.items) == llm["conversation_id"].nunique()
