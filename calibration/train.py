@@ -23,22 +23,22 @@ from calibration.splits import subsample, validation_split
 
 @dataclass(frozen=True)
 class Settings:
-    """Hyperparameters of the network and its training (conf/network and conf/train)."""
+    """Hyperparameters of the network and its training; the defaults equal conf/network and conf/train."""
 
     hidden1: int = 25
     hidden2: int = 25
     personalised: bool = True
     use_coverage: bool = True
     drop_questions: tuple[str, ...] = ()
-    lr: float = 0.01
-    finetune_lr: float = 0.005
-    batch_size: int = 64
+    lr: float = 0.02
+    finetune_lr: float = 0.01
+    batch_size: int = 128
     pretrain_steps: int = 200
     finetune_steps: int = 300
-    l2_judge: float = 1e-3
+    l2_judge: float = 1e-2
     weight_decay: float = 0.0
-    ensemble: int = 5
-    val_fraction: float = 0.2
+    ensemble: int = 16
+    val_fraction: float = 0.1
     eval_every: int = 10
     patience: int = 6
     train_fraction: float = 1.0

@@ -30,3 +30,9 @@ def test_every_group_option_is_valid_yaml(group):
     assert options, f"conf/{group} is empty"
     for option in options:
         assert isinstance(yaml.safe_load(option.read_text()), dict), option.name
+
+
+def test_settings_defaults_equal_the_packaged_config():
+    from calibration.train import Settings
+
+    assert Settings.from_cfg(compose_config("train", ["data=x", "out=y"])) == Settings()
