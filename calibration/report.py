@@ -350,6 +350,40 @@ def run_cvs(
     return out
 
 
+class _Prefetched(Executor):
+    """A process pool whose cross-validations were submitted ahead of time, so the workers train while
+    this process computes the other sections. `map(_cv_job, jobs)` hands back the result of a matching
+    earlier submission (same target, settings, folds, seed) and submits anything it has not seen, so a
+    prefetch list that misses a job costs time, never correctness."""
+
+    def __init__(self, pool: Executor) -> None:
+        self.pool = pool
+        self.pending: dict[tuple, Any] = {}
+
+    @staticmethod
+    def _key(job: tuple) -> tuple:
+        ds, settings, folds, seed, _ = job
+        return (ds.rubric.target, settings, folds, seed)
+
+    def prefetch(self, jobs: Sequence[tuple]) -> None:
+        for job in jobs:
+            self.pending.setdefault(self._key(job), self.pool.submit(_cv_job, job))
+
+    def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
+        return self.pool.submit(fn, *args, **kwargs)
+
+    def map(
+        self, fn: Any, *iterables: Any, timeout: float | None = None, chunksize: int = 1
+    ) -> Iterator[Any]:
+        futures = [
+            self.pending.pop(self._key(job), None) or self.pool.submit(fn, job) for job in iterables[0]
+        ]
+        return (f.result() for f in futures)
+
+    def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
+        self.pool.shutdown(wait, cancel_futures=cancel_futures)
+
+
 def _scored(rows: pd.DataFrame, *, seed: int, n_boot: int) -> dict[str, float]:
     """Metrics of one method's rows with CIs, flattened: rmse, rmse_low, rmse_high, pearson, ..."""
     ci = bootstrap_agreement(
@@ -807,11 +841,11 @@ def run_report(cfg: Any) -> dict[str, Any]:
     Writes out/report.html (self-contained, images embedded), out/*.png and out/metrics.json; returns
     the metrics.json content.
     """
-    with _torch_threads(cfg.report.get("torch_threads")):
-        return _run_report(cfg)
+    with _torch_threads(cfg.report.get("torch_threads")), contextlib.ExitStack() as stack:
+        return _run_report(cfg, stack)
 
 
-def _run_report(cfg: Any) -> dict[str, Any]:
+def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     from calibration.crossval import cross_validate
     from calibration.dataset import load_dataset
     from calibration.train import Settings
@@ -832,10 +866,6 @@ def _run_report(cfg: Any) -> dict[str, Any]:
             settings = dataclasses.replace(settings, **saved)
         folds, seed = int(info.get("folds", folds)), int(info.get("seed", seed))
         print(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
-    else:
-        print(f"report: cross-validating the calibrated model and baselines ({folds} folds, seed {seed})")
-        predictions = cross_validate(ds, settings, folds=folds, seed=seed, progress=True).predictions
-    timings = {"main cv": time.perf_counter() - start}
     n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
@@ -844,6 +874,39 @@ def _run_report(cfg: Any) -> dict[str, Any]:
         if opts.get("ensemble") is None
         else dataclasses.replace(settings, ensemble=int(opts.ensemble))
     )
+    threads = opts.get("torch_threads")
+    curve_points = [
+        (float(f), r) for f in opts.learning_curve.fractions for r in range(int(opts.learning_curve.repeats))
+    ]
+    variant_jobs = []
+    if light != settings:
+        variant_jobs.append((ds, light, folds, seed, threads))
+    if opts.ablations:
+        variant_jobs += [
+            (ds, v, folds, seed, threads) for _, v in ablation_variants(light, ds.rubric.ids, target)
+        ]
+    if opts.targets:
+        variant_jobs += [
+            (load_dataset(cfg.data, target=q), light, folds, seed, threads)
+            for q in ds.rubric.ids
+            if q != target
+        ]
+    variant_jobs += [
+        (ds, dataclasses.replace(light, train_fraction=f), folds, seed + r, threads)
+        for f, r in curve_points
+        if not (f >= 1 and r == 0)
+    ]
+    workers = int(opts.get("workers") or 1)
+    pool = None
+    if variant_jobs and workers > 1:
+        # Spawned (not forked) workers: forking a process that has started torch's thread pools can hang.
+        pool = _Prefetched(ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")))
+        pool.prefetch(variant_jobs)
+        stack.callback(pool.shutdown, cancel_futures=True)
+    if not cfg.get("cv"):
+        print(f"report: cross-validating the calibrated model and baselines ({folds} folds, seed {seed})")
+        predictions = cross_validate(ds, settings, folds=folds, seed=seed, progress=True).predictions
+    timings = {"main cv": time.perf_counter() - start}
     main_calibrated = method_rows(predictions, REFERENCE)
 
     results: dict[str, Any] = {
@@ -855,7 +918,7 @@ def _run_report(cfg: Any) -> dict[str, Any]:
         "variant_ensemble": light.ensemble,
     }
     html_sections = []
-    with contextlib.ExitStack() as stack, plt.style.context("default"):
+    with plt.style.context("default"):
         tick = time.perf_counter()
         arrays = method_arrays(predictions, REFERENCE)
         threshold = opts.get("adheres_threshold")
@@ -931,15 +994,6 @@ def _run_report(cfg: Any) -> dict[str, Any]:
 
         reference = main_calibrated
         variants = bool(opts.ablations or opts.targets or opts.learning_curve.repeats)
-        workers = int(opts.get("workers") or 1)
-        # Spawned (not forked) workers: forking a process that has started torch's thread pools can hang.
-        pool = (
-            ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"))
-            if variants and workers > 1
-            else None
-        )
-        if pool is not None:
-            stack.callback(pool.shutdown)
         runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True}
         if light != settings and variants:
             tick = time.perf_counter()
