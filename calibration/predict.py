@@ -27,7 +27,10 @@ def member_proba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.
     for m, (i, j) in enumerate(zip(items, judges, strict=True)):
         item_idx[m, : len(i)] = i
         judge_idx[m, : len(j)] = j
-    logp, _ = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
+    from calibration.train import torch_threads
+
+    with torch_threads(None):
+        logp, _ = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
     probs = logp.exp().numpy().astype(np.float64)  # (M, L, Q, K); exp(-inf) = 0 on padded options
     return [probs[m, : len(i)] for m, i in enumerate(items)]
 
