@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import multiprocessing
+import os
 import time
 from pathlib import Path
 
@@ -59,15 +61,24 @@ def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, t
     return score
 
 
-def open_study(storage: str | None, name: str, seed: int) -> optuna.Study:
-    """Create or resume a study; trials left RUNNING by a killed process are marked failed and redone."""
+def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True) -> optuna.Study:
+    """Create or resume a study. With `clean`, trials left RUNNING by a killed process are marked failed
+    (and so redone); only the process that starts a search cleans, never its workers."""
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
-    study = optuna.create_study(study_name=name, storage=storage, sampler=sampler, pruner=pruner,
+    study = optuna.create_study(study_name=name, storage=_storage(storage), sampler=sampler, pruner=pruner,
                                 direction="minimize", load_if_exists=True)
-    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    if clean:
+        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+            study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
     return study
+
+
+def _storage(url: str | None):
+    """An RDB storage that waits for a lock instead of failing when several processes share SQLite."""
+    if url is None or not url.startswith("sqlite"):
+        return url
+    return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
 
 
 def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
@@ -83,29 +94,59 @@ def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
 
 def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
            storage: str | None = None, study_name: str = "role-rubric", timeout: float | None = None,
-           progress: bool = False) -> optuna.Study:
-    """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials."""
+           workers: int = 1, progress: bool = False) -> optuna.Study:
+    """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials.
+
+    workers > 1 adds processes that share the study through its storage (one core each; the networks
+    are too small to use more than one thread well). They need a storage URL, not the in-memory default.
+    """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed)
     _enqueue_base(study, base, space)
     done = _finished(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
+    job = (ds, base, space, trials, folds, seed, storage, study_name, timeout)
+    extra = []
+    if done < trials and workers > 1 and storage is not None:
+        context = multiprocessing.get_context("spawn")
+        extra = [context.Process(target=_work, args=(*job, w, os.getpid()), daemon=True) for w in range(1, workers)]
+        for process in extra:
+            process.start()
 
+    def tick(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        finished = _finished(study)
+        bar.update(min(finished, trials) - bar.n)
+        if any(t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)):
+            bar.set_postfix(best_nll=f"{study.best_value:.4f}")
+
+    if done < trials:
+        _optimize(study, *job, callbacks=[tick])
+    for process in extra:
+        process.join()
+    bar.close()
+    return open_study(storage, study_name, seed, clean=False) if storage is not None else study
+
+
+def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, *, callbacks=(),
+              parent: int | None = None) -> None:
     def objective(trial: optuna.Trial) -> float:
         settings = dataclasses.replace(base, **suggest(trial, space))
         return inner_objective(ds, settings, folds=folds, seed=seed, trial=trial)
 
-    def tick(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        bar.update(1)
-        if _finished(study) and any(t.state == optuna.trial.TrialState.COMPLETE for t in study.trials):
-            bar.set_postfix(best_nll=f"{study.best_value:.4f}")
-        if _finished(study) >= trials:
+    def stop_when_done(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
+        # A worker whose parent was killed stops too (its parent id changes), like the parent did.
+        if _finished(study) >= trials or (parent is not None and os.getppid() != parent):
             study.stop()
 
-    if done < trials:
-        study.optimize(objective, n_trials=trials - done, timeout=timeout, callbacks=[tick], gc_after_trial=False)
-    bar.close()
-    return study
+    study.optimize(objective, timeout=timeout, callbacks=[*callbacks, stop_when_done], gc_after_trial=False)
+
+
+def _work(ds, base, space, trials, folds, seed, storage, study_name, timeout, index: int, parent: int) -> None:
+    """A worker process: its own sampler seed, the shared study, stops when the study is complete."""
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    study = open_study(storage, study_name, seed + index, clean=False)
+    if _finished(study) < trials:
+        _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, parent=parent)
 
 
 def _finished(study: optuna.Study) -> int:
@@ -130,7 +171,7 @@ def run_search(cfg) -> optuna.Study:
     start = time.perf_counter()
     study = search(ds, Settings.from_cfg(cfg), space, trials=int(cfg.search.trials), folds=int(cfg.search.inner_folds),
                    seed=int(cfg.seed), storage=storage, study_name=cfg.search.study, timeout=cfg.search.timeout,
-                   progress=True)
+                   workers=int(cfg.search.workers), progress=True)
     best = best_overrides(study)
     (out / "best.yaml").write_text(yaml.safe_dump(best, sort_keys=False))
     summary = {"best_nll": study.best_value, "best": best, "finished_trials": _finished(study),

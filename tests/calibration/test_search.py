@@ -14,7 +14,7 @@ import yaml
 
 from calibration.cli import main
 
-TINY = ["search.trials=4", "search.inner_folds=2", "search.space.ensemble={low: 1, high: 2}",
+TINY = ["search.trials=4", "search.workers=1", "search.inner_folds=2", "search.space.ensemble={low: 1, high: 2}",
         "search.space.pretrain_steps={low: 0, high: 40, step: 20}", "search.space.finetune_steps={low: 20, high: 40, step: 20}",
         "search.space.hidden1=[4,8]", "search.space.hidden2=[4,8]", "search.space.batch_size=[32,64]"]
 
@@ -53,3 +53,13 @@ def test_killed_search_resumes_where_it_was(synthetic_dir, tmp_path):
     finished_after = [t for t in after.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
     assert len(finished_after) == done_before + 2  # earlier trials kept, only the missing ones run
     assert all(t.state != optuna.trial.TrialState.RUNNING for t in after.trials)
+
+
+def test_two_worker_processes_share_one_study(synthetic_dir, tmp_path):
+    overrides = [o for o in TINY if not o.startswith(("search.trials", "search.workers"))]
+    assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", "search.trials=6", "search.workers=2",
+                 *overrides]) == 0
+    study = optuna.load_study(study_name="role-rubric", storage=f"sqlite:///{tmp_path / 'search.db'}")
+    finished = [t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    assert 6 <= len(finished) <= 7  # both stop once the study holds 6; one may be mid-trial then
+    assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
