@@ -18,7 +18,7 @@ import torch
 
 from calibration.baselines import BASELINES
 from calibration.dataset import Dataset, load_dataset
-from calibration.metrics import agreement, mean_nll
+from calibration.metrics import agreement, jsonable, mean_nll
 from calibration.predict import member_proba
 from calibration.splits import group_folds
 from calibration.train import Rows, Settings, fit_models, plan_models
@@ -157,7 +157,7 @@ def run_cv(cfg) -> CVResult:
     result.predictions.to_csv(out / "predictions.csv", index=False)
     summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
                "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen}
-    (out / "metrics.json").write_text(json.dumps(summary, indent=2))
+    (out / "metrics.json").write_text(json.dumps(jsonable(summary), indent=2))
     print(format_table(result.metrics))
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
     print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")

@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calibration.metrics import jsonable
 from rubric.errors import InputError
 
 BENCHMARK = "role_adherence"
@@ -381,7 +382,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         "timings_s": timings,
         "wall_s": time.perf_counter() - start,
     }
-    (out / "summary.json").write_text(json.dumps(_jsonable(summary), indent=2) + "\n")
+    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
     _print_summary(summary, cv.metrics, roles, aucs, format_table)
     wall = time.perf_counter() - start
     print("demo: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {wall:.1f}s")
@@ -433,15 +434,3 @@ def _print_summary(summary: dict, metrics: dict, roles: pd.DataFrame, aucs: dict
                 + f"{first['n_adherent']:>5}/{first['n_violation']:<4}"
             )
     print()
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value

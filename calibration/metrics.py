@@ -45,6 +45,23 @@ def mean_nll(probs: np.ndarray, answer_index: np.ndarray) -> float:
     return float(-np.mean(np.log(np.clip(picked, 1e-12, None))))
 
 
+def jsonable(value):
+    """NaN/inf -> None and numpy scalars -> Python, recursively, so metrics files are strict JSON.
+
+    >>> jsonable({"pearson": float("nan"), "n": np.int64(3)})
+    {'pearson': None, 'n': 3}
+    """
+    if isinstance(value, dict):
+        return {str(k): jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
 def evaluate_predictions(predictions: pd.DataFrame, labels: pd.DataFrame, question: str) -> dict[str, float]:
     """Join per-judge predictions of `question` to the human labels and score the expected answer."""
     pred = predictions[(predictions["question_id"] == question) & (predictions["judge_id"].astype(str) != "")]
@@ -76,7 +93,7 @@ def run_evaluate(cfg) -> dict:
     metrics = evaluate_predictions(predictions, labels, ds.rubric.target)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(metrics, indent=2))
+    out.write_text(json.dumps(jsonable(metrics), indent=2))
     print("evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()))
     print(f"evaluate: wrote {out}")
     return metrics
