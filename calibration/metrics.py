@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import math
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -29,9 +30,11 @@ def agreement(expected, answers) -> dict[str, float]:
     n = len(x)
     out = {"rmse": float(np.sqrt(np.mean((x - y) ** 2))) if n else math.nan, "n": n}
     constant = n < 2 or np.ptp(x) == 0 or np.ptp(y) == 0
-    out["pearson"] = math.nan if constant else float(stats.pearsonr(x, y)[0])
-    out["spearman"] = math.nan if constant else float(stats.spearmanr(x, y)[0])
-    out["kendall"] = math.nan if constant else float(stats.kendalltau(x, y)[0])
+    with warnings.catch_warnings():  # nearly constant inputs (tiny ablation runs) still have a correlation
+        warnings.simplefilter("ignore", stats.NearConstantInputWarning)
+        out["pearson"] = math.nan if constant else float(stats.pearsonr(x, y)[0])
+        out["spearman"] = math.nan if constant else float(stats.spearmanr(x, y)[0])
+        out["kendall"] = math.nan if constant else float(stats.kendalltau(x, y)[0])
     return {k: out[k] for k in ("rmse", "pearson", "spearman", "kendall", "n")}
 
 

@@ -82,14 +82,19 @@ def _storage(url: str | None):
 
 
 def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
-    """Start a new study from the current settings, so the search can only improve on them."""
+    """Start a new study from the current settings (clipped into the space; a categorical value outside
+    its choices is left to the sampler), so the search starts from what is known to work."""
     if study.trials:
         return
-    params = {k: getattr(base, k) for k in space if hasattr(base, k)}
-    ok = all(v in space[k] if isinstance(space[k], (list, tuple)) else space[k]["low"] <= v <= space[k]["high"]
-             for k, v in params.items())
-    if ok:
-        study.enqueue_trial(params)
+    params = {}
+    for name, spec in space.items():
+        value = getattr(base, name, None)
+        if isinstance(spec, (list, tuple)):
+            if value in spec:
+                params[name] = value
+        elif value is not None:
+            params[name] = min(max(value, spec["low"]), spec["high"])
+    study.enqueue_trial(params)
 
 
 def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
