@@ -1,0 +1,115 @@
+"""The out-of-fold predictions frame that `role-rubric cv` writes, as the report reads it.
+
+One row per (conversation_id, turn, judge_id, method) with p_<value> columns (the predicted distribution
+over the target's options), `expected` (its mean) and the human `answer`. This module names the methods,
+reads the frame from a cv output folder, and hands out one method's rows sorted by
+(conversation_id, turn, judge_id) so that two methods can be compared row by row; `check_aligned` refuses
+a pair that does not predict the same rows.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from rubric.errors import InputError
+
+KEYS = ["conversation_id", "turn", "judge_id"]
+REFERENCE = "calibrated"
+METHOD_LABELS = {
+    "calibrated": "calibrated (ours)",
+    "constant": "constant (training mean)",
+    "judge_mean": "per-judge mean",
+    "random": "random answer",
+    "argmax_llm": "argmax LLM",
+    "expected_llm": "expected LLM",
+    "calibrated_llm": "calibrated LLM (target only)",
+}
+
+
+def option_values(predictions: pd.DataFrame) -> list[float]:
+    """Option values of the target, read from the p_<value> columns in their order."""
+    columns = [c for c in predictions.columns if c.startswith("p_")]
+    if not columns:
+        raise ValueError("predictions have no p_<value> columns; pass the frame written by `role-rubric cv`.")
+    return [float(c[2:]) for c in columns]
+
+
+def method_rows(predictions: pd.DataFrame, method: str) -> pd.DataFrame:
+    """The rows of one method, sorted by (conversation_id, turn, judge_id) so methods align row by row."""
+    rows = predictions[predictions["method"] == method]
+    if rows.empty:
+        present = sorted(predictions["method"].unique())
+        raise ValueError(f"no predictions for method {method!r}; methods present: {present}.")
+    return rows.sort_values(KEYS, kind="stable").reset_index(drop=True)
+
+
+def method_arrays(predictions: pd.DataFrame, method: str = REFERENCE) -> dict[str, np.ndarray]:
+    """One method's arrays: probs (n, K), expected (n,), answers (n,), groups (n,) conversation ids,
+    judges (n,), values (K,)."""
+    rows = method_rows(predictions, method)
+    values = option_values(predictions)
+    return {
+        "probs": rows[[c for c in rows.columns if c.startswith("p_")]].to_numpy(float),
+        "expected": rows["expected"].to_numpy(float),
+        "answers": rows["answer"].to_numpy(float),
+        "groups": rows["conversation_id"].astype(str).to_numpy(),
+        "judges": rows["judge_id"].astype(str).to_numpy(),
+        "values": np.asarray(values),
+    }
+
+
+def ordered_methods(predictions: pd.DataFrame) -> list[str]:
+    """The methods present, those of METHOD_LABELS first in its order, then the others as they appear."""
+    present = list(dict.fromkeys(predictions["method"]))
+    known = [m for m in METHOD_LABELS if m in present]
+    return known + [m for m in present if m not in known]
+
+
+def check_aligned(a: pd.DataFrame, b: pd.DataFrame, what: str) -> None:
+    """Refuse two sorted method frames (`method_rows`) that do not predict the same rows; `what` names them."""
+    if len(a) != len(b) or not (a[KEYS].astype(str).to_numpy() == b[KEYS].astype(str).to_numpy()).all():
+        raise ValueError(
+            f"{what} do not predict the same (conversation, turn, judge) rows; cannot pair them."
+        )
+
+
+def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """predictions.csv (and metrics.json, if present) of a `role-rubric cv` output folder."""
+    folder = Path(folder)
+    path = folder / "predictions.csv"
+    if not path.exists():
+        raise InputError(
+            "no predictions.csv in the cv folder.",
+            path=folder,
+            fix="pass cv=DIR written by `role-rubric cv`.",
+        )
+    ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id", "method")}
+    predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
+    missing = [
+        c for c in [*KEYS, "question_id", "method", "expected", "answer"] if c not in predictions.columns
+    ]
+    if missing:
+        raise InputError(
+            f"missing column(s) {missing}.",
+            path=path,
+            fix="pass a predictions.csv written by `role-rubric cv`.",
+        )
+    if REFERENCE not in set(predictions["method"]):
+        raise InputError(
+            "no rows of method 'calibrated'.", path=path, fix="rerun `role-rubric cv` on this dataset."
+        )
+    found = sorted(set(predictions["question_id"]))
+    if found != [target]:
+        raise InputError(
+            f"predictions are for question(s) {found}, the report's target is {target!r}.",
+            path=path,
+            fix=f"pass target={found[0]} or a cv folder for {target}.",
+        )
+    info_path = folder / "metrics.json"
+    info = json.loads(info_path.read_text()) if info_path.exists() else {}
+    return predictions, info

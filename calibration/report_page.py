@@ -1,0 +1,112 @@
+"""The report's HTML page: one self-contained file, every figure embedded as a base64 PNG.
+
+`encode_png` saves a figure without varying metadata (a rerun gives identical bytes) and returns it
+base64-encoded; `section_html` renders one section (title, note, image, table) and `PAGE` wraps the
+sections. `html_table` renders a frame, formatting floats to 3 decimals and undefined values as "–";
+`interval_column`, `metrics_for_html` and `per_judge_for_html` reshape the report's frames into the
+tables shown.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+from pathlib import Path
+from typing import Any
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from calibration.cv_predictions import METHOD_LABELS, REFERENCE
+
+
+def encode_png(fig: Figure, path: Path) -> str:
+    """Save `fig` as PNG with no varying metadata (so reruns give identical bytes); return base64."""
+    fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+    plt.close(fig)
+    return base64.b64encode(path.read_bytes()).decode("ascii")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float | np.floating):
+        return "–" if not np.isfinite(value) else f"{value:.3f}"
+    return html.escape(str(value))
+
+
+def interval_column(frame: pd.DataFrame, metric: str) -> pd.Series:
+    return frame.apply(
+        lambda r: (
+            "–"
+            if not np.isfinite(r[metric])
+            else f"{r[metric]:.3f} [{r[metric + '_low']:.3f}, {r[metric + '_high']:.3f}]"
+        ),
+        axis=1,
+    )
+
+
+def html_table(frame: pd.DataFrame) -> str:
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = "".join(
+        "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>"
+        for row in frame.itertuples(index=False)
+    )
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
+
+
+def metrics_for_html(table: pd.DataFrame) -> pd.DataFrame:
+    wide = {}
+    for method, part in table.groupby("method", sort=False):
+        row = {"method": METHOD_LABELS.get(method, method), "n": int(part["n"].iloc[0])}
+        for r in part.itertuples():
+            row[r.metric] = "–" if not np.isfinite(r.value) else f"{r.value:.3f} [{r.low:.3f}, {r.high:.3f}]"
+            if method != REFERENCE:
+                row[f"p {r.metric}"] = r.p_value
+        wide[method] = row
+    return pd.DataFrame(list(wide.values()))
+
+
+def per_judge_for_html(frame: pd.DataFrame) -> pd.DataFrame:
+    """One row per judge: n, then RMSE and Pearson of every method side by side."""
+    wide = frame.pivot(index="judge_id", columns="method", values=["rmse", "pearson"])
+    methods = list(dict.fromkeys(frame["method"]))
+    judges = list(dict.fromkeys(frame["judge_id"]))
+    out = pd.DataFrame(
+        {
+            "judge": judges,
+            "n": frame.drop_duplicates("judge_id").set_index("judge_id").loc[judges, "n"].to_numpy(),
+        }
+    )
+    for metric in ("rmse", "pearson"):
+        for method in methods:
+            out[f"{metric} {METHOD_LABELS.get(method, method)}"] = wide.loc[
+                judges, (metric, method)
+            ].to_numpy()
+    return out
+
+
+PAGE = """<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
+<title>role-rubric report: {title}</title>
+<style>
+body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}
+h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }}
+table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }}
+th, td {{ padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: right; }}
+th:first-child, td:first-child {{ text-align: left; }}
+img {{ max-width: 100%; }} .note {{ color: #555; font-size: 0.9em; }} code {{ background: #f4f4f4; }}
+</style></head><body>
+<h1>role-rubric report: target {title}</h1>
+<p class="note">{intro}</p>
+{sections}
+</body></html>
+"""
+
+
+def section_html(title: str, note: str, image: tuple[str, str] | None, table: str = "") -> str:
+    img = ""
+    if image is not None:
+        name, data = image
+        img = f'<p><img src="data:image/png;base64,{data}" alt="{html.escape(title)}" data-file="{name}"></p>'
+    return f'<h2>{html.escape(title)}</h2>\n<p class="note">{note}</p>\n{img}\n{table}\n'
