@@ -32,12 +32,12 @@ class Settings:
     personalised: bool = True
     use_coverage: bool = True
     drop_questions: tuple[str, ...] = ()
-    lr: float = 0.02
-    finetune_lr: float = 0.01
+    lr: float = 0.03
+    finetune_lr: float = 0.0015
     batch_size: int = 128
-    pretrain_steps: int = 200
-    finetune_steps: int = 300
-    l2_judge: float = 1e-2
+    pretrain_steps: int = 250
+    finetune_steps: int = 400
+    l2_judge: float = 2e-3
     weight_decay: float = 0.0
     ensemble: int = 16
     val_fraction: float = 0.1
