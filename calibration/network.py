@@ -97,10 +97,11 @@ class CalibrationNet(nn.Module):
             return out
         slot_row, row_slot, size = groups
         n_models, n_judges, n_in, n_out = U.shape
-        padded = torch.cat([x1, x1.new_zeros(n_models, 1, n_in)], dim=1)  # row B is the zero padding row
-        grouped = padded.gather(1, slot_row[..., None].expand(-1, -1, n_in))  # (M, J*C, In+1)
+        # Whole-row index_select (backward: index_add) is several times faster than an element-wise gather.
+        padded = torch.cat([x1, x1.new_zeros(n_models, 1, n_in)], dim=1).view(-1, n_in)  # row B of each model = 0
+        grouped = padded.index_select(0, slot_row)  # (M*J*C, In+1)
         offset = torch.bmm(grouped.view(n_models * n_judges, size, n_in), U.view(n_models * n_judges, n_in, n_out))
-        offset = offset.view(n_models, n_judges * size, n_out).gather(1, row_slot[..., None].expand(-1, -1, n_out))
+        offset = offset.view(-1, n_out).index_select(0, row_slot).view(n_models, -1, n_out)  # (M, B, Out)
         return out + offset * known
 
     @staticmethod
@@ -126,8 +127,8 @@ def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
 def _group_by_judge(judge: torch.Tensor, n_judges: int) -> tuple[torch.Tensor, torch.Tensor, int]:
     """Slots that put each model's rows in groups of equal judge, padded to C = the largest group.
 
-    Returns slot_row (M, J*C): the row in each slot (B = the padding row), row_slot (M, B): the slot of
-    each row, and C.
+    Returns slot_row (M*J*C,): the flat padded row in each slot (row B of each model is the padding row),
+    row_slot (M*B,): the flat slot of each row, and C.
     """
     n_models, n_rows = judge.shape
     order = torch.argsort(judge, dim=1, stable=True)  # rows sorted by judge
@@ -141,7 +142,9 @@ def _group_by_judge(judge: torch.Tensor, n_judges: int) -> tuple[torch.Tensor, t
     slot = sorted_judge * size + rank
     slot_row = torch.full((n_models, n_judges * size), n_rows, dtype=torch.long).scatter_(1, slot, order)
     row_slot = torch.empty_like(judge).scatter_(1, order, slot)
-    return slot_row, row_slot, size
+    # As flat indices into the (M*(B+1), .) padded rows and the (M*J*C, .) grouped rows.
+    models = torch.arange(n_models)[:, None]
+    return (slot_row + models * (n_rows + 1)).view(-1), (row_slot + models * (n_judges * size)).view(-1), size
 
 
 def _init(shape: tuple[int, ...], seeds: list[int], salt: int) -> torch.Tensor:
