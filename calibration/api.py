@@ -29,7 +29,6 @@ judge-independent model). Without a calibrator `judges` is ignored.
 
 from __future__ import annotations
 
-import asyncio
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -41,7 +40,7 @@ import pandas as pd
 
 from rubric.conversations import Conversation, conversations_from_records, load_conversations
 from rubric.errors import InputError
-from rubric.gather import GatherResult, a_gather, judge_config, make_backend
+from rubric.gather import GatherResult, a_gather, judge_config, make_backend, run_sync
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
 OUTPUT_MODES = ("continuous", "binary")
@@ -319,19 +318,6 @@ class RoleAdherence:
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
-
-
-def run_sync(coro: Any) -> Any:
-    """Run a coroutine to completion from sync code, also where an event loop is already running (Jupyter):
-    then it runs on a fresh loop in a helper thread."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coro)
-    from concurrent.futures import ThreadPoolExecutor
-
-    with ThreadPoolExecutor(max_workers=1) as pool:
-        return pool.submit(asyncio.run, coro).result()
 
 
 def _rubric(rubric: str | Path | Rubric | None) -> Rubric:

@@ -51,8 +51,8 @@ def prepare_dataset(
 ) -> tuple[Path, Any]:
     """Gather the judge's distributions for the benchmark into out/dataset (cached in out/cache.sqlite).
     Returns (dataset dir, GatherSummary)."""
-    from calibration.api import run_sync
     from rubric import a_gather, judge_config, load_conversations, load_rubric, write_outputs
+    from rubric.gather import run_sync
 
     src = bundled_data() if data is None else Path(data)
     for name in ("conversations.jsonl", "labels.csv", "rubric.yaml"):

@@ -131,8 +131,9 @@ def gather(
     progress: bool = False,
     backend: Any = None,
 ) -> GatherResult:
-    """Judge distributions for every (item, question); see `a_gather` (this runs it on a new event loop)."""
-    return asyncio.run(
+    """Judge distributions for every (item, question); see `a_gather` (this runs it on a new event loop,
+    also from a notebook where one is already running)."""
+    return run_sync(
         a_gather(
             conversations,
             rubric,
@@ -144,6 +145,19 @@ def gather(
             backend=backend,
         )
     )
+
+
+def run_sync(coro: Any) -> Any:
+    """Run a coroutine to completion from sync code, also where an event loop is already running (Jupyter):
+    then it runs on a fresh loop in a helper thread."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coro)
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        return pool.submit(asyncio.run, coro).result()
 
 
 async def a_gather(
