@@ -127,6 +127,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
+    fold_seed = int(cfg.get("fold_seed") or 0)
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     target = ds.rubric.target
     if cfg.get("cv"):
@@ -137,6 +138,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             saved["drop_questions"] = tuple(saved.get("drop_questions") or ())
             settings = dataclasses.replace(settings, **saved)
         folds, seed = int(info.get("folds", folds)), int(info.get("seed", seed))
+        fold_seed = int(info.get("fold_seed", fold_seed))
         print(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
     n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
@@ -152,19 +154,19 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     ]
     variant_jobs = []
     if light != settings:
-        variant_jobs.append((ds, light, folds, seed, threads))
+        variant_jobs.append((ds, light, folds, fold_seed, seed, threads))
     if opts.ablations:
         variant_jobs += [
-            (ds, v, folds, seed, threads) for _, v in ablation_variants(light, ds.rubric.ids, target)
+            (ds, v, folds, fold_seed, seed, threads) for _, v in ablation_variants(light, ds.rubric.ids, target)
         ]
     if opts.targets:
         variant_jobs += [
-            (load_dataset(cfg.data, target=q), light, folds, seed, threads)
+            (load_dataset(cfg.data, target=q), light, folds, fold_seed, seed, threads)
             for q in ds.rubric.ids
             if q != target
         ]
     variant_jobs += [
-        (ds, dataclasses.replace(light, train_fraction=f), folds, seed + r, threads)
+        (ds, dataclasses.replace(light, train_fraction=f), folds, fold_seed, seed + r, threads)
         for f, r in curve_points
         if not (f >= 1 and r == 0)
     ]
@@ -175,7 +177,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         stack.callback(pool.shutdown, cancel_futures=True)
     if not cfg.get("cv"):
         print(f"report: cross-validating the calibrated model and baselines ({folds} folds, seed {seed})")
-        predictions = cross_validate(ds, settings, folds=folds, seed=seed, progress=True).predictions
+        predictions = cross_validate(ds, settings, folds=folds, seed=seed, fold_seed=fold_seed, progress=True).predictions
     timings = {"main cv": time.perf_counter() - start}
     main_calibrated = method_rows(predictions, REFERENCE)
 
@@ -183,6 +185,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         "target": target,
         "data": str(cfg.data),
         "folds": folds,
+        "fold_seed": fold_seed,
         "seed": seed,
         "settings": settings.to_dict(),
         "variant_ensemble": light.ensemble,
@@ -264,7 +267,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
 
         reference = main_calibrated
         variants = bool(opts.ablations or opts.targets or opts.learning_curve.repeats)
-        runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True}
+        runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True, "fold_seed": fold_seed}
         if light != settings and variants:
             tick = time.perf_counter()
             jobs = [(f"full model with an ensemble of {light.ensemble}", ds, light, seed)]

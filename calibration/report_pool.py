@@ -38,19 +38,20 @@ def report_threads(n: int | None) -> contextlib.AbstractContextManager[None]:
     return torch_threads(int(n))
 
 
-def _cv_calibrated(ds: Any, settings: Any, *, folds: int, seed: int) -> pd.DataFrame:
+def _cv_calibrated(ds: Any, settings: Any, *, folds: int, fold_seed: int, seed: int) -> pd.DataFrame:
     from calibration.crossval import cross_validate
 
-    result = cross_validate(ds, settings, folds=folds, seed=seed, baselines=False)
+    result = cross_validate(ds, settings, folds=folds, seed=seed, fold_seed=fold_seed, baselines=False)
     return method_rows(result.predictions, REFERENCE)
 
 
-def _cv_job(job: tuple[Any, Any, int, int, int | None]) -> tuple[pd.DataFrame, float]:
-    """One cross-validation (top-level so a process pool can pickle it): (ds, settings, folds, seed, threads)."""
-    ds, settings, folds, seed, threads = job
+def _cv_job(job: tuple[Any, Any, int, int, int, int | None]) -> tuple[pd.DataFrame, float]:
+    """One cross-validation (top-level so a process pool can pickle it):
+    (ds, settings, folds, fold_seed, seed, threads)."""
+    ds, settings, folds, fold_seed, seed, threads = job
     start = time.perf_counter()
     with report_threads(threads):
-        rows = _cv_calibrated(ds, settings, folds=folds, seed=seed)
+        rows = _cv_calibrated(ds, settings, folds=folds, fold_seed=fold_seed, seed=seed)
     return rows, time.perf_counter() - start
 
 
@@ -58,6 +59,7 @@ def run_cvs(
     jobs: Sequence[tuple[str, Any, Any, int]],
     *,
     folds: int = 5,
+    fold_seed: int = 0,
     executor: Executor | None = None,
     threads: int | None = None,
     progress: bool = False,
@@ -67,7 +69,7 @@ def run_cvs(
     Every job is seeded and self-contained, so running them on a process pool (`executor`) gives the
     same predictions as running them here one after another.
     """
-    args = [(ds, settings, folds, seed, threads) for _, ds, settings, seed in jobs]
+    args = [(ds, settings, folds, fold_seed, seed, threads) for _, ds, settings, seed in jobs]
     results = executor.map(_cv_job, args) if executor is not None else map(_cv_job, args)
     out = []
     for i, ((label, *_), (rows, seconds)) in enumerate(zip(jobs, results, strict=True)):
@@ -82,7 +84,7 @@ def run_cvs(
 class PrefetchedPool(Executor):
     """A process pool whose cross-validations were submitted ahead of time, so the workers train while
     this process computes the other sections. `map(_cv_job, jobs)` hands back the result of a matching
-    earlier submission (same target, settings, folds, seed) and submits anything it has not seen, so a
+    earlier submission (same target, settings, folds, fold seed, seed) and submits anything it has not seen, so a
     prefetch list that misses a job costs time, never correctness."""
 
     def __init__(self, pool: Executor) -> None:
@@ -91,8 +93,8 @@ class PrefetchedPool(Executor):
 
     @staticmethod
     def _key(job: tuple) -> tuple:
-        ds, settings, folds, seed, _ = job
-        return (ds.rubric.target, settings, folds, seed)
+        ds, settings, folds, fold_seed, seed, _ = job
+        return (ds.rubric.target, settings, folds, fold_seed, seed)
 
     def prefetch(self, jobs: Sequence[tuple]) -> None:
         for job in jobs:

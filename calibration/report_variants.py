@@ -71,6 +71,7 @@ def prepare_ablations(
     full: pd.DataFrame,
     *,
     folds: int = 5,
+    fold_seed: int = 0,
     seed: int = 0,
     n_boot: int = 1000,
     n_perm: int = 1000,
@@ -95,7 +96,7 @@ def prepare_ablations(
     ]
     variants = ablation_variants(settings, ds.rubric.ids, ds.rubric.target)
     jobs = [(f"ablation {name}", ds, variant, seed) for name, variant in variants]
-    all_rows = run_cvs(jobs, folds=folds, executor=executor, threads=threads, progress=progress)
+    all_rows = run_cvs(jobs, folds=folds, fold_seed=fold_seed, executor=executor, threads=threads, progress=progress)
     for i, ((name, _), rows) in enumerate(zip(variants, all_rows, strict=True)):
         check_aligned(full, rows, f"ablation {name!r} and the full model")
         test = permutation_test(
@@ -175,6 +176,7 @@ def prepare_targets(
     questions: Sequence[str] | None = None,
     reuse: dict[str, pd.DataFrame] | None = None,
     folds: int = 5,
+    fold_seed: int = 0,
     seed: int = 0,
     n_boot: int = 1000,
     executor: Executor | None = None,
@@ -196,7 +198,7 @@ def prepare_targets(
     computed = dict(
         zip(
             (job[0][7:] for job in jobs),
-            run_cvs(jobs, folds=folds, executor=executor, threads=threads, progress=progress),
+            run_cvs(jobs, folds=folds, fold_seed=fold_seed, executor=executor, threads=threads, progress=progress),
             strict=True,
         )
     )
@@ -249,6 +251,7 @@ def prepare_learning_curve(
     fractions: Sequence[float] = (0.1, 0.25, 0.5, 0.75, 1.0),
     repeats: int = 3,
     folds: int = 5,
+    fold_seed: int = 0,
     seed: int = 0,
     reuse: pd.DataFrame | None = None,
     executor: Executor | None = None,
@@ -257,8 +260,8 @@ def prepare_learning_curve(
 ) -> pd.DataFrame:
     """Cross-validated metrics when each model trains on a random `fraction` of its training judgments.
 
-    Repeat r uses seed + r (new folds, subsample and initialisation), so the spread over repeats shows how
-    much the estimate moves. `reuse` = calibrated predictions already computed at fraction 1 with `seed`.
+    Repeat r uses seed + r (new subsample, validation splits and initialisation, same folds), so the spread
+    over repeats shows how much the estimate moves with training randomness. `reuse` = calibrated predictions already computed at fraction 1 with `seed`.
     `executor`, `threads`: see `run_cvs`.
     Returns one row per (fraction, repeat): fraction, repeat, rmse, pearson, spearman, kendall.
     """
@@ -269,7 +272,7 @@ def prepare_learning_curve(
         for f, r in points
         if (f, r) not in reused
     ]
-    computed = iter(run_cvs(jobs, folds=folds, executor=executor, threads=threads, progress=progress))
+    computed = iter(run_cvs(jobs, folds=folds, fold_seed=fold_seed, executor=executor, threads=threads, progress=progress))
     records = []
     for f, r in points:
         rows = method_rows(reuse, REFERENCE) if (f, r) in reused else next(computed)

@@ -295,6 +295,7 @@ def test_report_reuses_a_cv_folder(tiny_report: tuple[Path, dict], tmp_path: Pat
     cv.mkdir()
     predictions = _predictions().assign(question_id="overall")
     predictions.to_csv(cv / "predictions.csv", index=False)
+    (cv / "metrics.json").write_text(json.dumps({"folds": 5, "seed": 0, "fold_seed": 3}))
     overrides = [
         f"data={data}",
         f"out={tmp_path / 'r'}",
@@ -309,6 +310,7 @@ def test_report_reuses_a_cv_folder(tiny_report: tuple[Path, dict], tmp_path: Pat
     reused = report.run_report(compose_config("report", overrides))
     assert reused["metrics"][0]["n"] == 180  # the cv folder's rows, not a new cross-validation
     assert "ablations" not in reused and (tmp_path / "r" / "report.html").exists()
+    assert reused["fold_seed"] == 3  # the variants are trained on the cv folder's folds
 
 
 @pytest.mark.parametrize(
