@@ -79,6 +79,15 @@ def evaluate_predictions(predictions: pd.DataFrame, labels: pd.DataFrame, questi
     return agreement(joined["expected"].to_numpy(float), joined["answer"].to_numpy(float))
 
 
+def _target_labels(ds) -> pd.DataFrame:
+    """The dataset's validated human answers to its target, long form (labels.csv or .parquet alike)."""
+    t = ds.target_index
+    rows = np.flatnonzero(ds.answers[:, t] >= 0)
+    keys = ds.items.iloc[ds.label_item[rows]].reset_index(drop=True)
+    return keys.assign(judge_id=[ds.judges[j] for j in ds.label_judge[rows]], question_id=ds.rubric.target,
+                       answer=ds.option_values()[t][ds.answers[rows, t]])
+
+
 def run_evaluate(cfg) -> dict:
     """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
     from calibration.dataset import load_dataset
@@ -92,8 +101,7 @@ def run_evaluate(cfg) -> dict:
     for column in ("conversation_id", "turn", "judge_id", "question_id", "expected"):
         if column not in predictions.columns:
             raise InputError(f"missing column {column}.", path=path, fix="pass a file written by `role-rubric predict`.")
-    labels = pd.read_csv(Path(cfg.data) / "labels.csv", dtype=ids | {"answer": float}, keep_default_na=False)
-    metrics = evaluate_predictions(predictions, labels, ds.rubric.target)
+    metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps(jsonable(metrics), indent=2))

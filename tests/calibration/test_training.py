@@ -152,3 +152,16 @@ def test_in_memory_tables_accept_nullable_turns(synthetic_dir):
     llm = llm[llm["turn"] == 0].assign(turn=pd.array([pd.NA] * int((llm["turn"] == 0).sum()), dtype="Int64"))
     ds = dataset_from_frames(load_rubric(synthetic_dir), llm)
     assert (ds.items["turn"] == "").all() and len(ds.items) == llm["conversation_id"].nunique()
+
+
+def test_parquet_dataset_trains_and_evaluates(synthetic_copy, tmp_path):
+    for stem in ("llm", "labels"):
+        pd.read_csv(synthetic_copy / f"{stem}.csv").to_parquet(synthetic_copy / f"{stem}.parquet")
+        (synthetic_copy / f"{stem}.csv").unlink()
+    model, pred = tmp_path / "m", tmp_path / "p.csv"
+    assert main(["train", f"data={synthetic_copy}", f"out={model}", "train.pretrain_steps=10",
+                 "train.finetune_steps=10", "train.ensemble=1"]) == 0
+    assert main(["predict", f"model={model}", f"data={synthetic_copy}", f"out={pred}"]) == 0
+    assert main(["evaluate", f"predictions={pred}", f"data={synthetic_copy}", f"out={tmp_path / 'm.json'}"]) == 0
+    assert json.loads((tmp_path / "m.json").read_text())["n"] == len(pd.read_parquet(
+        synthetic_copy / "labels.parquet").query("question_id == 'overall'"))
