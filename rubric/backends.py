@@ -59,6 +59,10 @@ class JudgeConfig:
     samples: int = 10
     sample_temperature: float = 1.0
     concurrency: int = 16
+    processes: int | str = "auto"
+    """Worker processes that share the HTTP work of one gather (the parent keeps the cache): "auto" (or 0)
+    uses several only for large, highly concurrent runs, where one process would be CPU-bound; an integer
+    forces that many (rubric/parallel.py). Does not change answers, so it is not part of the cache key."""
     timeout: float = 60.0
     max_retries: int = 6
     backoff: float = 1.0
@@ -103,12 +107,20 @@ class JudgeConfig:
                 )
         if self.concurrency < 1 or self.samples < 1 or not 1 <= self.top_logprobs <= 20:
             raise InputError("judge.concurrency and judge.samples must be >= 1, judge.top_logprobs 1..20.")
+        if self.processes != "auto" and (
+            isinstance(self.processes, bool) or not isinstance(self.processes, int) or self.processes < 0
+        ):
+            raise InputError(
+                f"judge.processes={self.processes!r} is not valid.",
+                fix="use auto (or 0) for automatic, or a number of worker processes >= 1.",
+            )
 
     def resolved_base_url(self) -> str | None:
         return self.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or None
 
     def identity(self) -> dict[str, Any]:
-        """What changes an answer (goes into cache keys); retries, timeouts and concurrency do not."""
+        """What changes an answer (goes into cache keys); retries, timeouts, concurrency and processes do
+        not."""
         return {
             "backend": self.backend,
             "model": self.model,

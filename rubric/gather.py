@@ -3,7 +3,9 @@
     role-rubric gather conversations=FILE rubric=NAME judge=NAME out=DIR
 
 Requests run with bounded concurrency in item order (the questions of a turn back to back, so a server's
-prefix cache sees the shared prefix while it is warm). Every finished answer goes to the SQLite cache at
+prefix cache sees the shared prefix while it is warm). Large, highly concurrent runs spread the HTTP work
+over a few worker processes (judge.processes; rubric/parallel.py), since the openai client's CPU cost per
+request caps one process near 1,000 requests/s; this process alone writes the cache. Every finished answer goes to the SQLite cache at
 once; llm.csv is written at the end from the cache and fresh answers in a fixed order, so a rerun or a
 resumed run writes the same file. Requests that fail after every retry are counted, listed in
 failures.csv and left out of llm.csv (a rerun retries them); answers that never named an option are
@@ -27,6 +29,7 @@ from rubric.backends import Answer, JudgeConfig, OpenAIBackend, RequestFailed
 from rubric.cache import RequestCache, cache_key
 from rubric.conversations import Conversation, iter_items, load_conversations, save_conversations
 from rubric.errors import InputError
+from rubric.parallel import run_sharded, worker_processes
 from rubric.prompts import Prompt, render_prompt, render_reason_prompt
 from rubric.schema import Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
 
@@ -65,13 +68,16 @@ class GatherSummary:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    processes: int = 1
+    """Processes that made the requests (1: this one; more: rubric/parallel.py)."""
     wall_s: float = 0.0
 
     def line(self) -> str:
         cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
         return (
             f"{self.pairs} (item, question) pairs over {self.items} items: {self.cached} from cache, "
-            f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries); "
+            f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries"
+            f"{'' if self.processes <= 1 else f', {self.processes} processes'}); "
             f"{self.failures} failed, {self.fallbacks} fallbacks; sources {self.sources}; tokens "
             f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s"
         )
@@ -200,11 +206,17 @@ async def a_gather(
         cached=len(asks) - len(pending),
     )
     failures: dict[str, str] = {}
-    own_backend = backend is None and bool(pending)
+    processes = (
+        1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, len(pending))
+    )
+    summary.processes = processes if pending else 0
+    own_backend = backend is None and bool(pending) and processes == 1
     if own_backend:
         backend = make_backend(cfg)
     try:
-        if pending:
+        if pending and processes > 1:  # the HTTP work in child processes; the cache stays here
+            summary.processes = await run_sharded(cfg, pending, store, answers, failures, processes, progress)
+        elif pending:
             await _run(backend, pending, store, answers, failures, cfg.concurrency, progress)
     finally:
         if own_backend and hasattr(backend, "close"):
@@ -237,45 +249,63 @@ async def _run(
     bar = tqdm(
         total=len(pending), disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1
     )
+
+    def answered(key: str, ans: Answer) -> None:
+        answers[key] = ans
+        store.put(key, ans.to_json())  # committed now: a kill after this line loses nothing
+        bar.update(1)
+
+    def failed(key: str, why: str) -> None:
+        failures[key] = why
+        bar.update(1)
+
     try:
         if getattr(backend, "batch", False):
             await _run_batched(backend, pending, store, answers, bar)
         else:
-            queue: asyncio.Queue[tuple[str, Prompt]] = asyncio.Queue()
-            for entry in pending:
-                queue.put_nowait(entry)
-            workers = [
-                asyncio.create_task(_worker(backend, queue, store, answers, failures, bar))
-                for _ in range(min(concurrency, len(pending)))
-            ]
-            try:
-                await asyncio.gather(*workers)
-            finally:
-                for w in workers:
-                    w.cancel()
-                await asyncio.gather(*workers, return_exceptions=True)
+            await run_workers(backend, pending, concurrency, answered, failed)
     finally:
         bar.close()
+
+
+async def run_workers(
+    backend: Any,
+    pending: Sequence[tuple[str, Prompt]],
+    concurrency: int,
+    answered: Callable[[str, Answer], None],
+    failed: Callable[[str, str], None],
+) -> None:
+    """Ask `backend` every pending prompt, `concurrency` at a time, in order; report each as it finishes.
+    RequestFailed is a counted failure; anything else (InputError...) stops the run."""
+    queue: asyncio.Queue[tuple[str, Prompt]] = asyncio.Queue()
+    for entry in pending:
+        queue.put_nowait(entry)
+    workers = [
+        asyncio.create_task(_worker(backend, queue, answered, failed))
+        for _ in range(min(concurrency, len(pending)))
+    ]
+    try:
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
 
 
 async def _worker(
     backend: Any,
     queue: asyncio.Queue,
-    store: RequestCache,
-    answers: dict[str, Answer],
-    failures: dict[str, str],
-    bar: Any,
+    answered: Callable[[str, Answer], None],
+    failed: Callable[[str, str], None],
 ) -> None:
     while not queue.empty():
         key, prompt = queue.get_nowait()
         try:
             ans = await (backend.judge(prompt) if prompt.question is not None else backend.reason(prompt))
         except RequestFailed as exc:
-            failures[key] = str(exc)
+            failed(key, str(exc))
         else:
-            answers[key] = ans
-            store.put(key, ans.to_json())  # committed now: a kill after this line loses nothing
-        bar.update(1)
+            answered(key, ans)
 
 
 async def _run_batched(

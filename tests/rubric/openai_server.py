@@ -9,7 +9,8 @@ Faults: "429" (with Retry-After), "500", "timeout" (sleeps past any sane client 
 (200 with a broken JSON body), "no_logprobs", "missing_options" (only one option in the top-k),
 "no_option" (top-k of "Okay"-like tokens only), "slow" (sleeps `slow_s`).
 Modes: "reject_logprobs" (400 whenever logprobs are requested, like providers without them), "no_logprobs",
-"ignore_n" (one choice whatever n asks for), "no_option" (every answer lacks an option token).
+"ignore_n" (one choice whatever n asks for), "no_option" (every answer lacks an option token), "bad_key"
+(401 for everything). `server.fail_when = "text"`: HTTP 500 for every request whose prompt contains it.
 
 Run standalone for benchmarks: `python tests/rubric/openai_server.py --latency 0.05` prints the port.
 """
@@ -58,6 +59,7 @@ class FakeOpenAI:
         self.retry_after = retry_after
         self.faults: deque[str] = deque()
         self.modes: set[str] = set()
+        self.fail_when: str | None = None
         self.requests = 0
         self.answered = Counter()  # kind of reply -> count
         self.bodies: list[dict[str, Any]] = []
@@ -146,7 +148,9 @@ class FakeOpenAI:
             return self._count(
                 429, {"retry-after": self.retry_after}, _error("rate limited", "rate_limit_exceeded")
             )
-        if fault == "500":
+        if "bad_key" in self.modes:
+            return self._count(401, {}, _error("Incorrect API key provided", "invalid_api_key"))
+        if fault == "500" or (self.fail_when and self.fail_when in json.dumps(body)):
             return self._count(500, {}, _error("internal error", "server_error"))
         if fault == "timeout":
             await asyncio.sleep(self.timeout_s)

@@ -99,10 +99,27 @@ sys.exit(main(sys.argv[1:]))
 """
 
 
-def test_sigkill_halfway_then_rerun_gives_the_same_llm_csv(server, tmp_path):
+def processes_mentioning(text: str) -> list[int]:
+    """Live processes whose command line contains `text` (a killed gather's worker processes would)."""
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                cmdline = fh.read().decode(errors="replace")
+            with open(f"/proc/{entry}/stat") as fh:
+                zombie = fh.read().rsplit(")", 1)[1].split()[0] == "Z"
+        except (OSError, IndexError):
+            continue
+        if text in cmdline and not zombie:
+            found.append(int(entry))
+    return found
+
+
+@pytest.mark.parametrize("processes", [1, 2])
+def test_sigkill_halfway_then_rerun_gives_the_same_llm_csv(server, tmp_path, processes):
     save_conversations(make_conversations(20, 3), tmp_path / "conversations.jsonl")  # 300 pairs
     server.latency = 0.02
-    args = overrides(server, tmp_path, "judge.concurrency=8")
+    args = overrides(server, tmp_path, "judge.concurrency=8", f"judge.processes={processes}")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_RUN, "gather", *args],
@@ -116,14 +133,27 @@ def test_sigkill_halfway_then_rerun_gives_the_same_llm_csv(server, tmp_path):
         time.sleep(0.01)
     os.kill(proc.pid, signal.SIGKILL)
     proc.wait()
+    deadline = time.time() + 1
+    while processes_mentioning(str(tmp_path)) and time.time() < deadline:
+        time.sleep(0.01)
+    assert not processes_mentioning(str(tmp_path))  # no orphaned worker process goes on asking
+    time.sleep(0.1)
     assert 100 < server.requests < 300 and not (tmp_path / "out/llm.csv").exists()
     killed_at = server.requests
     assert main(["gather", *args]) == 0
     resumed_requests = server.requests - killed_at
-    # an uninterrupted run into a fresh dir and cache
-    assert main(["gather", *overrides(server, tmp_path, f"out={tmp_path / 'clean'}")]) == 0
+    # an uninterrupted run into a fresh dir and cache, in one process
+    clean = overrides(server, tmp_path, f"out={tmp_path / 'clean'}", "judge.processes=1")
+    assert main(["gather", *clean]) == 0
     resumed = (tmp_path / "out/llm.csv").read_bytes()
     assert resumed == (tmp_path / "clean/llm.csv").read_bytes()
     # each pair was requested once, apart from the few in flight at the kill
     assert resumed_requests <= 300 - killed_at + 8 + 8
     assert resumed_requests < 300
+
+
+def test_an_endpoint_error_in_a_worker_process_exits_2_with_one_line(server, tmp_path, convs_file, capsys):
+    server.modes.add("bad_key")
+    assert main(["gather", *overrides(server, tmp_path, "judge.processes=2")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "refused the key" in err and "Fix:" in err

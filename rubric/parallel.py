@@ -1,0 +1,294 @@
+"""One gather's HTTP work spread over a few worker processes; this process keeps everything else.
+
+Why: the openai client spends about 1 ms of CPU per request, so one Python process tops out near 1,000
+requests/s, below what concurrency 64 against a 50 ms endpoint needs (1,280/s). Each child builds its own
+OpenAIBackend from the JudgeConfig (the same `openai` client, the same retry and answer logic) and runs the
+same worker loop as an in-process gather (`rubric.gather.run_workers`) over its shard, with its share of
+the concurrency. It sends every finished result back through a pipe as soon as it has it; the parent alone
+owns the SQLite cache, the answers, the failures, the progress bar and the summary, and commits each answer
+to the cache the moment it arrives, so a killed gather loses at most the requests in flight.
+
+- Shards are whole items dealt round-robin, so a turn's questions stay together and in order (a server
+  prefix cache sees them back to back) and the children work through the same region of the input.
+- Children are forked on Linux (a few ms each, the imported openai client included) and spawned elsewhere.
+  A child ignores Ctrl-C (the parent terminates it), and exits when the parent dies: PR_SET_PDEATHSIG
+  where available, a parent-pid check every 0.2 s, and a broken pipe on its next result.
+- Log lines from children (the one loud "switching to sampling" warning) are printed once per gather.
+- An InputError in a child (bad key, unknown model, logprobs required but refused) stops the gather and is
+  raised here as the same InputError; RequestFailed stays a counted failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from rubric.errors import InputError
+
+if TYPE_CHECKING:
+    from rubric.backends import Answer, JudgeConfig
+    from rubric.cache import RequestCache
+    from rubric.prompts import Prompt
+
+# Automatic choice (judge.processes=auto). Several processes pay off only where one process would be
+# CPU-bound: on the bundled benchmark (50 ms endpoint, 2 cores) one process reaches 1.3x of the ideal wall
+# time at concurrency 32 and 1.6x at 64, and 2 processes bring both under 1.2x (README, gather). Below
+# AUTO_MIN_CONCURRENCY a single process has ample CPU headroom at any realistic latency; below
+# AUTO_MIN_PENDING the run takes seconds and forking (about 5 ms a child) plus each child's first
+# connections are not worth it. More than AUTO_MAX_PROCESSES adds start-up and memory for no gain: four
+# processes already give 4,000 requests/s of client CPU.
+AUTO_MIN_PENDING = 1000
+AUTO_MIN_CONCURRENCY = 16
+AUTO_MAX_PROCESSES = 4
+PARENT_CHECK_S = 0.2
+
+
+def available_cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # pragma: no cover - not Linux
+        return os.cpu_count() or 1
+
+
+def worker_processes(cfg: JudgeConfig, pending: int) -> int:
+    """How many processes should make the requests of a gather with `pending` requests to make."""
+    if cfg.processes not in ("auto", 0):
+        return max(1, min(int(cfg.processes), cfg.concurrency, max(pending, 1)))
+    if pending < AUTO_MIN_PENDING or cfg.concurrency < AUTO_MIN_CONCURRENCY:
+        return 1
+    return max(1, min(available_cpus(), AUTO_MAX_PROCESSES, cfg.concurrency))
+
+
+def shard(pending: Sequence[tuple[str, Prompt]], n: int) -> list[list[tuple[str, Prompt]]]:
+    """Split into at most n non-empty shards of whole items (consecutive prompts about one item), dealt
+    round-robin; each shard keeps the original order."""
+    groups: list[list[tuple[str, Prompt]]] = []
+    for key, prompt in pending:
+        if groups and groups[-1][-1][1].item is prompt.item:
+            groups[-1].append((key, prompt))
+        else:
+            groups.append([(key, prompt)])
+    shards: list[list[tuple[str, Prompt]]] = [[] for _ in range(min(n, len(groups)))]
+    for i, group in enumerate(groups):
+        shards[i % len(shards)].extend(group)
+    return shards
+
+
+def slots(concurrency: int, n: int) -> list[int]:
+    """concurrency split over n processes (at least 1 each), e.g. 64 over 3 -> [22, 21, 21]."""
+    return [max(1, concurrency // n + (1 if i < concurrency % n else 0)) for i in range(n)]
+
+
+def _context() -> Any:
+    method = "fork" if sys.platform.startswith("linux") else "spawn"
+    return multiprocessing.get_context(method)
+
+
+# parent ---------------------------------------------------------------------------------------------
+async def run_sharded(
+    cfg: JudgeConfig,
+    pending: Sequence[tuple[str, Prompt]],
+    store: RequestCache,
+    answers: dict[str, Answer],
+    failures: dict[str, str],
+    processes: int,
+    progress: bool,
+) -> int:
+    """Make the pending requests in up to `processes` child processes; returns how many were used."""
+    from tqdm.auto import tqdm
+
+    from rubric.backends import Answer
+
+    ctx = _context()
+    if ctx.get_start_method() == "fork":
+        import openai  # noqa: F401  - imported once here (0.6 s), inherited by every child
+
+        with contextlib.suppress(ImportError):
+            import aiohttp  # noqa: F401
+    parts = shard(pending, processes)
+    children: list[Any] = []
+    readers: list[Any] = []
+    loop = asyncio.get_running_loop()
+    done: asyncio.Future[None] = loop.create_future()
+    state: dict[str, Any] = {"open": 0, "finished": set(), "logged": set()}
+    bar = None
+
+    def finish(exc: BaseException | None = None) -> None:
+        if not done.done():
+            done.set_exception(exc) if exc is not None else done.set_result(None)
+
+    def handle(msg: tuple) -> None:
+        kind = msg[0]
+        if kind == "ans":
+            _, key, raw, requests, retries = msg
+            ans = Answer.from_json(raw)
+            ans.requests, ans.retries = requests, retries
+            answers[key] = ans
+            store.put(key, raw)  # committed now: a kill after this line loses nothing
+            bar.update(1)
+        elif kind == "fail":
+            failures[msg[1]] = msg[2]
+            bar.update(1)
+        elif kind == "log":
+            if msg[1] not in state["logged"]:  # one warning per gather, not one per child
+                state["logged"].add(msg[1])
+                print(msg[1], file=sys.stderr)
+        elif kind == "input_error":
+            problem, path, row, fix = msg[1:]
+            finish(InputError(problem, path=path, row=row, fix=fix))
+        elif kind == "crash":
+            finish(RuntimeError(f"a gather worker process failed: {msg[1]}"))
+
+    def readable(conn: Any) -> None:
+        while not done.done():
+            try:
+                if not conn.poll():
+                    return
+                msg = conn.recv()
+            except (EOFError, OSError):  # the child closed its end: it is exiting
+                closed(conn)
+                return
+            if msg[0] == "done":
+                state["finished"].add(conn)
+                continue
+            try:
+                handle(msg)
+            except Exception as exc:  # e.g. the cache could not be written: stop, do not hang
+                finish(exc)
+
+    def closed(conn: Any) -> None:
+        loop.remove_reader(conn.fileno())
+        state["open"] -= 1
+        if conn not in state["finished"]:  # it exited without finishing (killed, out of memory...)
+            finish(RuntimeError("a gather worker process died; finished answers are cached."))
+        elif state["open"] == 0:
+            finish()
+
+    try:
+        for part, n_slots in zip(parts, slots(cfg.concurrency, len(parts)), strict=True):
+            recv, send = ctx.Pipe(duplex=False)
+            # Forked, the child also holds the read ends (its own, the other children's); it closes them,
+            # so that its writes fail at once when this process dies.
+            inherited = [*readers, recv] if ctx.get_start_method() == "fork" else []
+            child = ctx.Process(
+                target=_child_main,
+                args=(cfg, part, n_slots, send, os.getpid(), inherited),
+                name="rubric-gather",
+                daemon=True,
+            )
+            child.start()
+            send.close()  # the child holds the only write end: EOF here when it exits
+            children.append(child)
+            readers.append(recv)
+        bar = tqdm(
+            total=len(pending),
+            disable=not progress,
+            unit="ask",
+            desc="gather",
+            file=sys.stderr,
+            smoothing=0.1,
+        )
+        for recv in readers:
+            state["open"] += 1
+            loop.add_reader(recv.fileno(), readable, recv)
+        await done
+    finally:
+        for recv in readers:
+            with contextlib.suppress(OSError, ValueError):
+                loop.remove_reader(recv.fileno())
+        for child in children:
+            if child.is_alive():
+                child.terminate()
+        for child in children:
+            child.join(5.0)
+            if child.is_alive():  # pragma: no cover - ignored SIGTERM
+                child.kill()
+                child.join()
+        for recv in readers:
+            recv.close()
+        if bar is not None:
+            bar.close()
+    return len(parts)
+
+
+# child ----------------------------------------------------------------------------------------------
+def _child_main(
+    cfg: JudgeConfig,
+    part: list[tuple[str, Prompt]],
+    n_slots: int,
+    conn: Any,
+    parent_pid: int,
+    inherited: list[Any],
+) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent stops us
+    for read_end in inherited:  # the pipes' read ends, inherited through fork
+        read_end.close()
+    _die_with_parent(parent_pid)
+    # A fresh thread: a forked child still carries the parent's running event loop in this one.
+    worker = threading.Thread(target=_child_thread, args=(cfg, part, n_slots, conn, parent_pid))
+    worker.start()
+    worker.join()
+
+
+def _child_thread(cfg: JudgeConfig, part: list, n_slots: int, conn: Any, parent_pid: int) -> None:
+    def send(msg: tuple) -> None:
+        try:
+            conn.send(msg)
+        except OSError:  # the parent is gone: stop making requests at once
+            os._exit(1)
+
+    try:
+        asyncio.run(_child_gather(cfg, part, n_slots, send, parent_pid))
+    except InputError as exc:
+        send(("input_error", exc.problem, exc.path, exc.row, exc.fix))
+    except BaseException as exc:  # noqa: BLE001 - reported to the parent, which raises
+        send(("crash", f"{type(exc).__name__}: {exc}"))
+    conn.close()
+
+
+async def _child_gather(cfg: JudgeConfig, part: list, n_slots: int, send: Any, parent_pid: int) -> None:
+    from rubric.backends import OpenAIBackend
+    from rubric.gather import run_workers
+
+    watchdog = asyncio.create_task(_watch_parent(parent_pid))
+    backend = OpenAIBackend(cfg, log=lambda msg: send(("log", msg)))
+    try:
+        await run_workers(
+            backend,
+            part,
+            n_slots,
+            lambda key, ans: send(("ans", key, ans.to_json(), ans.requests, ans.retries)),
+            lambda key, why: send(("fail", key, why)),
+        )
+        send(("done",))
+    finally:
+        watchdog.cancel()
+        await backend.close()
+
+
+async def _watch_parent(parent_pid: int) -> None:
+    while True:
+        await asyncio.sleep(PARENT_CHECK_S)
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Ask Linux to SIGKILL this process when the parent dies (best effort; the watchdog backs it up)."""
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            libc = ctypes.CDLL(None, use_errno=True)
+            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):  # pragma: no cover
+            pass
+    if os.getppid() != parent_pid:  # died before prctl took effect
+        os._exit(1)

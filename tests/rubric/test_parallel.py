@@ -1,0 +1,139 @@
+"""A gather whose HTTP work runs in worker processes (rubric/parallel.py), against the real HTTP server."""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+
+import pytest
+from conftest import make_conversations
+
+from rubric import parallel
+from rubric.backends import JudgeConfig
+from rubric.cache import RequestCache
+from rubric.errors import InputError
+from rubric.gather import gather
+
+N_PAIRS = 4 * 3 * 5  # conversations x turns x questions
+
+
+@pytest.fixture
+def convs():
+    return make_conversations(4)
+
+
+def no_children_left():
+    return multiprocessing.active_children() == [] and not child_pids()
+
+
+def child_pids():
+    """Live (not zombie) processes whose parent is this one, read from /proc."""
+    me, found = os.getpid(), []
+    for entry in os.listdir("/proc"):
+        if entry.isdigit():
+            try:
+                with open(f"/proc/{entry}/stat") as fh:
+                    stat = fh.read()
+            except OSError:
+                continue
+            fields = stat.rsplit(")", 1)[1].split()
+            if int(fields[1]) == me and fields[0] != "Z":
+                found.append(int(entry))
+    return found
+
+
+def test_sharded_gather_is_identical_to_one_process(server, judge, convs, rubric, tmp_path):
+    one = gather(convs, rubric, {**judge, "processes": 1})
+    two = gather(convs, rubric, {**judge, "processes": 2}, cache=tmp_path / "c.sqlite")
+    assert (one.summary.processes, two.summary.processes) == (1, 2)
+    assert two.llm.to_csv(index=False) == one.llm.to_csv(index=False)
+    s1, s2 = one.summary, two.summary
+    assert (s2.pairs, s2.answered, s2.http_requests, s2.failures) == (N_PAIRS, N_PAIRS, N_PAIRS, 0)
+    assert (s2.prompt_tokens, s2.completion_tokens) == (s1.prompt_tokens, s1.completion_tokens)
+    assert len(RequestCache(tmp_path / "c.sqlite")) == N_PAIRS  # the parent wrote every answer
+    before = server.requests
+    again = gather(convs, rubric, {**judge, "processes": 2}, cache=tmp_path / "c.sqlite")
+    assert server.requests == before and again.summary.processes == 0 and again.llm.equals(two.llm)
+    assert no_children_left()
+
+
+def test_retries_are_counted_across_processes(server, judge, convs, rubric):
+    server.faults.extend(["429"] * 3)
+    res = gather(convs, rubric, {**judge, "processes": 2})
+    assert res.summary.retries == 3 and res.summary.http_requests == N_PAIRS + 3
+    assert res.summary.failures == 0 and len(res.llm) == N_PAIRS * 4
+
+
+def test_failures_are_counted_and_left_out(server, judge, rubric):
+    server.fail_when = "conversation 1 "  # every request about conversation c1 gets HTTP 500
+    convs = make_conversations(4, 1)
+    res = gather(convs, rubric, {**judge, "processes": 2, "max_retries": 1})
+    assert res.summary.failures == 5 and set(res.failures["conversation_id"]) == {"c1"}
+    assert "HTTP 500" in res.failures["error"].iloc[0]
+    assert len(res.llm) == 3 * 5 * 4 and "c1" not in set(res.llm["conversation_id"])
+    # like one process, the summary counts the requests of answered pairs only
+    assert res.summary.retries == 0 and res.summary.http_requests == 15
+
+
+def test_sampling_warning_is_printed_once(server, judge, convs, rubric, capsys):
+    server.modes.update({"reject_logprobs"})
+    res = gather(convs, rubric, {**judge, "processes": 2})
+    err = capsys.readouterr().err
+    assert err.count("WARNING") == 1 and "samples" in err
+    assert set(res.llm["source"]) == {"sampled"} and res.summary.processes == 2
+
+
+@pytest.mark.parametrize(
+    ("mode", "answer_mode", "match"),
+    [("reject_logprobs", "logprobs", "answer_mode"), ("bad_key", "auto", "refused the key")],
+)
+def test_input_error_in_a_child_surfaces(server, judge, convs, rubric, mode, answer_mode, match):
+    server.modes.add(mode)
+    with pytest.raises(InputError, match=match) as info:
+        gather(convs, rubric, {**judge, "processes": 2, "answer_mode": answer_mode})
+    assert info.value.fix  # the same error, fix included
+    assert no_children_left()
+
+
+class BrokenCache(RequestCache):
+    def put(self, key, value):
+        raise OSError("disk full")
+
+
+def test_an_error_in_the_parent_stops_the_children(server, judge, convs, rubric):
+    with pytest.raises(OSError, match="disk full"):
+        gather(convs, rubric, {**judge, "processes": 2}, cache=BrokenCache(None))
+    assert no_children_left()
+
+
+def test_shards_keep_items_whole_and_in_order(rubric):
+    from rubric.conversations import iter_items
+    from rubric.prompts import render_prompt
+
+    asks = [render_prompt(i, q) for i in iter_items(make_conversations(3, 2)) for q in rubric.questions]
+    pending = [(str(n), p) for n, p in enumerate(asks)]
+    shards = parallel.shard(pending, 4)
+    assert [len(s) for s in shards] == [10, 10, 5, 5]  # six items dealt round-robin
+    for part in shards:
+        assert [int(k) for k, _ in part] == sorted(int(k) for k, _ in part)
+        for start in range(0, len(part), 5):  # whole items: one item's five questions, in order
+            block = part[start : start + 5]
+            assert len({id(p.item) for _, p in block}) == 1
+            assert [p.question.id for _, p in block] == [q.id for q in rubric.questions]
+    assert sorted(k for s in shards for k, _ in s) == sorted(k for k, _ in pending)
+    assert len(parallel.shard(pending[:5], 4)) == 1  # one item: one process
+    assert parallel.slots(64, 3) == [22, 21, 21] and parallel.slots(2, 4) == [1, 1, 1, 1]
+
+
+def test_automatic_process_count():
+    auto = JudgeConfig(concurrency=64)
+    many = min(parallel.available_cpus(), parallel.AUTO_MAX_PROCESSES)
+    assert parallel.worker_processes(auto, 999) == 1
+    assert parallel.worker_processes(auto, 5000) == many
+    assert parallel.worker_processes(JudgeConfig(concurrency=8), 5000) == 1
+    assert parallel.worker_processes(JudgeConfig(concurrency=64, processes=0), 5000) == many
+    assert parallel.worker_processes(JudgeConfig(concurrency=64, processes=3), 10) == 3
+    assert parallel.worker_processes(JudgeConfig(concurrency=2, processes=3), 10) == 2
+    with pytest.raises(InputError, match="processes"):
+        JudgeConfig.from_mapping({"processes": "many"})
+    assert JudgeConfig(processes=4).identity() == JudgeConfig().identity()  # not in the cache key
