@@ -2,9 +2,12 @@
 
 The paper's configuration: hidden 25 and 25, batch 64, 200 pretraining and 300 fine-tuning steps
 (no early stopping, so every model runs all 500 steps), on the LLM-Rubric synthetic label rows.
-Batched = 5 folds x 8 seeds = 40 models in one computation. Prints JSON with medians over repeats.
+Batched = 5 folds x 8 seeds = 40 models in one computation, timed twice: in one slice on one core
+(workers=1) and split into slices trained by Python threads (workers=N, the default on N cores; see
+calibration.train.fit_models). One at a time is one model per computation, one thread: a single tiny
+model cannot use a second core. Prints JSON with medians over repeats, all measured side by side.
 
-    python benchmarks/train_speed.py [--anchors ../shared/anchors/llm_rubric_synth] [--repeats 3]
+    python benchmarks/train_speed.py [--anchors ../shared/anchors/llm_rubric_synth] [--repeats 3] [--workers 2]
 """
 
 from __future__ import annotations
@@ -29,10 +32,10 @@ PAPER = Settings(hidden1=25, hidden2=25, batch_size=64, pretrain_steps=200, fine
                  finetune_lr=0.01, val_fraction=0.0, ensemble=1)
 
 
-def _train(ds, X, rows, plan_rows, seeds):
+def _train(ds, X, rows, plan_rows, seeds, workers=1):
     plan = Plan(plan_rows, [r[:0] for r in plan_rows], seeds)
     return fit_models(X, rows, plan, PAPER, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                      target=ds.target_index)
+                      target=ds.target_index, threads=1, workers=workers)
 
 
 def main() -> None:
@@ -40,9 +43,8 @@ def main() -> None:
     parser.add_argument("--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"))
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--single-models", type=int, default=4, help="models timed one at a time per repeat")
-    parser.add_argument("--threads", type=int, default=torch.get_num_threads())
+    parser.add_argument("--workers", type=int, default=os.cpu_count(), help="slices for the sliced batched run")
     args = parser.parse_args()
-    torch.set_num_threads(args.threads)
     anchors = Path(args.anchors)
     with tempfile.TemporaryDirectory() as tmp:
         import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", tmp)
@@ -54,7 +56,7 @@ def main() -> None:
     train_rows = [np.flatnonzero(folds != f) for f, _ in members]
     seeds = [f * 100 + s for f, s in members]
 
-    single, batched = [], []
+    single, batched, sliced = [], [], []
     for _ in range(args.repeats):
         start = time.perf_counter()
         for m in range(args.single_models):
@@ -63,14 +65,19 @@ def main() -> None:
         start = time.perf_counter()
         _train(ds, X, rows, train_rows, seeds)
         batched.append(len(members) / (time.perf_counter() - start))
+        start = time.perf_counter()
+        _train(ds, X, rows, train_rows, seeds, workers=args.workers)
+        sliced.append(len(members) / (time.perf_counter() - start))
     result = {
         "config": {"hidden": [25, 25], "batch_size": 64, "steps": [200, 300], "label_rows": len(ds.label_item),
                    "train_rows_per_model": int(np.mean([len(r) for r in train_rows])), "batched_models": len(members),
-                   "threads": args.threads, "cpus": os.cpu_count(), "repeats": args.repeats},
+                   "torch_threads": 1, "workers": args.workers, "cpus": os.cpu_count(), "repeats": args.repeats},
         "one_at_a_time_models_per_s": round(statistics.median(single), 3),
         "one_at_a_time_s_per_model": round(1 / statistics.median(single), 3),
         "batched_models_per_s": round(statistics.median(batched), 3),
         "speedup": round(statistics.median(batched) / statistics.median(single), 2),
+        f"batched_{args.workers}_workers_models_per_s": round(statistics.median(sliced), 3),
+        f"speedup_{args.workers}_workers": round(statistics.median(sliced) / statistics.median(single), 2),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(result, indent=2))

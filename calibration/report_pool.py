@@ -48,9 +48,13 @@ def _cv_calibrated(ds: Any, settings: Any, *, folds: int, fold_seed: int, seed: 
 def _cv_job(job: tuple[Any, Any, int, int, int, int | None]) -> tuple[pd.DataFrame, float]:
     """One cross-validation (top-level so a process pool can pickle it):
     (ds, settings, folds, fold_seed, seed, threads)."""
+    from calibration.train import default_training_workers
+
     ds, settings, folds, fold_seed, seed, threads = job
     start = time.perf_counter()
-    with report_threads(threads):
+    # In a pool the processes fill the cores; here, on the main process, slices in threads do (fit_models).
+    in_pool = multiprocessing.parent_process() is not None
+    with report_threads(threads), default_training_workers(1) if in_pool else contextlib.nullcontext():
         rows = _cv_calibrated(ds, settings, folds=folds, fold_seed=fold_seed, seed=seed)
     return rows, time.perf_counter() - start
 

@@ -7,6 +7,7 @@ The objective is the held-out log-likelihood of the target question by inner cro
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import multiprocessing
@@ -23,7 +24,7 @@ from calibration.crossval import oof_network
 from calibration.dataset import Dataset, load_dataset
 from calibration.metrics import mean_nll
 from calibration.splits import group_folds
-from calibration.train import Settings
+from calibration.train import Settings, default_training_workers
 
 NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
 
@@ -111,8 +112,19 @@ def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int 
     done = _finished(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
     job = (ds, base, space, trials, folds, seed, storage, study_name, timeout)
+    parallel = done < trials and workers > 1 and storage is not None
+    # Processes already fill the cores: each trains its models in one slice (see fit_models).
+    with default_training_workers(1) if parallel else contextlib.nullcontext():
+        _search_until_done(study, job, trials, workers if parallel else 1, bar)
+    bar.close()
+    return open_study(storage, study_name, seed, clean=False) if storage is not None else study
+
+
+def _search_until_done(study, job, trials: int, workers: int, bar) -> None:
+    """Optimise here, with workers - 1 more processes, until the study holds `trials` finished trials."""
+    done = _finished(study)
     extra = []
-    if done < trials and workers > 1 and storage is not None:
+    if workers > 1:
         context = multiprocessing.get_context("spawn")
         extra = [context.Process(target=_work, args=(*job, w, os.getpid()), daemon=True) for w in range(1, workers)]
         for process in extra:
@@ -128,8 +140,6 @@ def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int 
         _optimize(study, *job, callbacks=[tick])
     for process in extra:
         process.join()
-    bar.close()
-    return open_study(storage, study_name, seed, clean=False) if storage is not None else study
 
 
 def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, *, callbacks=(),

@@ -57,23 +57,37 @@ def test_loss_is_mean_over_observed_labels_only():
 
 
 def test_models_are_independent_of_their_batch_mates(synthetic_dir):
+    """A model ends with the same weights beside any batch mates, also when they train on after its own
+    early stopping: bit for bit however `workers` slices the batch, to rounding when it trains alone
+    (a one-model batch takes other matrix kernels)."""
     ds = load_dataset(synthetic_dir)
     X = torch.from_numpy(ds.features(ds.feature_spec()))
-    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=30, finetune_steps=30, ensemble=1, eval_every=10)
+    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=40, finetune_steps=60, ensemble=1, eval_every=5,
+                        patience=1, lr=0.1, finetune_lr=0.05)
     rows = np.arange(len(ds.label_item))
-    splits = [(rows[rows % 3 != k], rows[rows % 3 == k]) for k in range(3)]
+    splits = [(rows[rows % 4 != k], rows[rows % 4 == k]) for k in range(4)]
 
-    def train(indices):
+    def train(indices, workers=1):
         plan = Plan([splits[i][0] for i in indices], [splits[i][1] for i in indices], [10 + i for i in indices])
         net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                         target=ds.target_index)
-        return net.state_dict()
+                         target=ds.target_index, workers=workers)
+        return net.state_dict(), plan.history
 
-    together = train([0, 1, 2])
-    alone = train([1])
-    for name, value in alone.items():
-        if value.dim() and value.shape[0] == 1:
-            assert torch.allclose(together[name][1], value[0], atol=1e-5), name
+    together, history = train([0, 1, 2, 3])
+    stopped = history["pretrain"]["steps"]
+    assert stopped < settings.pretrain_steps  # early stopping did end this phase...
+    for workers in (2, 3):
+        sliced, sliced_history = train([0, 1, 2, 3], workers=workers)
+        assert sliced_history == history
+        for name, value in together.items():
+            assert torch.equal(sliced[name], value), (workers, name)
+    for alone_index in range(4):
+        alone, alone_history = train([alone_index])
+        for name, value in alone.items():
+            if value.dim() and value.shape[0] == 1:
+                assert torch.allclose(together[name][alone_index], value[0], atol=1e-5), (alone_index, name)
+    # ...and at least one model stopped before its batch mates (the case this test is about)
+    assert any(train([i])[1]["pretrain"]["steps"] < stopped for i in range(4))
 
 
 def test_settings_reject_unknown_keys():
