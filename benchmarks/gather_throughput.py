@@ -1,13 +1,17 @@
 """Gather throughput against a local OpenAI-protocol server with a fixed latency; prints JSON.
 
     python benchmarks/gather_throughput.py [--turns 1000] [--latency 0.05] [--concurrency 32 64]
+        [--processes auto]
 
-1,000 turns x 5 questions by default. For each concurrency: wall time, the ideal (requests x latency /
-concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and the share of
-each turn's prompt that its five questions have in common (what a server prefix cache can reuse).
+1,000 turns x 5 questions by default. For each concurrency (and each --processes value: auto, or a
+number of worker processes; see rubric/parallel.py): the processes used, wall time, the ideal (requests
+x latency / concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and
+the share of each turn's prompt that its five questions have in common (what a server prefix cache can
+reuse).
 The server (tests/rubric/openai_server.py) runs in its own process, as a real endpoint would.
-`client_cpu_ms_per_request` is the gathering process's CPU time per request: when requests_per_s x that
-approaches 1000 ms, one Python process is CPU-bound and more concurrency cannot help.
+`client_cpu_ms_per_request` is the CPU time per request of the gathering process and its worker
+processes together (`parent_cpu_ms_per_request`: the gathering process alone): when requests_per_s x
+that approaches 1000 ms x processes, the client is CPU-bound and more concurrency cannot help.
 """
 
 from __future__ import annotations
@@ -61,7 +65,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def judge(base_url: str, concurrency: int) -> dict:
+def judge(base_url: str, concurrency: int, processes: int | str = "auto") -> dict:
     return {
         "backend": "chat",
         "model": "bench",
@@ -70,6 +74,7 @@ def judge(base_url: str, concurrency: int) -> dict:
         "base_url_env": None,
         "api_key_env": None,
         "concurrency": concurrency,
+        "processes": processes,
         "timeout": 30.0,
         "backoff": 0.05,
     }
@@ -85,11 +90,21 @@ def shared_prefix_share(convs: list[Conversation], rubric) -> float:
     return sum(shares) / len(shares)
 
 
+def _cpu_with_children() -> float:
+    """CPU seconds of this process plus its finished (waited-for) child processes; not the server's,
+    which is still running."""
+    t = os.times()
+    return t.user + t.system + t.children_user + t.children_system
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
+    parser.add_argument(
+        "--processes", nargs="+", default=["auto"], help="auto and/or numbers of worker processes"
+    )
     args = parser.parse_args()
     rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
     convs = conversations(args.turns)
@@ -106,29 +121,35 @@ def main() -> None:
         with tempfile.TemporaryDirectory() as tmp:
             gather(conversations(20), rubric, judge(url, 8))  # warm up imports and the server
             for c in args.concurrency:
-                cache = Path(tmp) / f"c{c}.sqlite"
-                t, cpu = time.perf_counter(), time.process_time()
-                res = gather(convs, rubric, judge(url, c), cache=cache)
-                wall, cpu = time.perf_counter() - t, time.process_time() - cpu
-                ideal = res.summary.http_requests * args.latency / c
-                out["runs"].append(
-                    {
-                        "concurrency": c,
-                        "requests": res.summary.http_requests,
-                        "wall_s": round(wall, 3),
-                        "ideal_s": round(ideal, 3),
-                        "ratio": round(wall / ideal, 3),
-                        "requests_per_s": round(res.summary.http_requests / wall, 1),
-                        "client_cpu_ms_per_request": round(cpu / res.summary.http_requests * 1000, 3),
-                        "failures": res.summary.failures,
-                    }
-                )
+                for p in [x if x == "auto" else int(x) for x in args.processes]:
+                    cache = Path(tmp) / f"c{c}-p{p}.sqlite"
+                    t, cpu, own = time.perf_counter(), _cpu_with_children(), time.process_time()
+                    res = gather(convs, rubric, judge(url, c, p), cache=cache)
+                    wall, cpu = time.perf_counter() - t, _cpu_with_children() - cpu
+                    own = time.process_time() - own
+                    ideal = res.summary.http_requests * args.latency / c
+                    out["runs"].append(
+                        {
+                            "concurrency": c,
+                            "processes_setting": p,
+                            "processes": res.summary.processes,
+                            "requests": res.summary.http_requests,
+                            "wall_s": round(wall, 3),
+                            "ideal_s": round(ideal, 3),
+                            "ratio": round(wall / ideal, 3),
+                            "requests_per_s": round(res.summary.http_requests / wall, 1),
+                            "client_cpu_ms_per_request": round(cpu / res.summary.http_requests * 1000, 3),
+                            "parent_cpu_ms_per_request": round(own / res.summary.http_requests * 1000, 3),
+                            "failures": res.summary.failures,
+                        }
+                    )
             t = time.perf_counter()
+            first = out["runs"][0]
             again = gather(
                 convs,
                 rubric,
-                judge(url, args.concurrency[0]),
-                cache=Path(tmp) / f"c{args.concurrency[0]}.sqlite",
+                judge(url, first["concurrency"], first["processes_setting"]),
+                cache=Path(tmp) / f"c{first['concurrency']}-p{first['processes_setting']}.sqlite",
             )
             out["cache_rerun"] = {
                 "pairs": again.summary.pairs,

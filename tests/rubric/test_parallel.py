@@ -96,7 +96,7 @@ def test_input_error_in_a_child_surfaces(server, judge, convs, rubric, mode, ans
 
 
 class BrokenCache(RequestCache):
-    def put(self, key, value):
+    def put_many(self, rows):
         raise OSError("disk full")
 
 
@@ -137,3 +137,14 @@ def test_automatic_process_count():
     with pytest.raises(InputError, match="processes"):
         JudgeConfig.from_mapping({"processes": "many"})
     assert JudgeConfig(processes=4).identity() == JudgeConfig().identity()  # not in the cache key
+
+
+def test_inside_a_running_event_loop(server, judge, convs, rubric):
+    import asyncio
+
+    async def notebook_cell():  # gather() from a running loop, as in Jupyter: a helper thread forks
+        return gather(convs, rubric, {**judge, "processes": 2})
+
+    res = asyncio.run(notebook_cell())
+    assert res.summary.processes == 2 and len(res.llm) == N_PAIRS * 4
+    assert no_children_left()
