@@ -12,6 +12,8 @@ The server (tests/rubric/openai_server.py) runs in its own process, as a real en
 `client_cpu_ms_per_request` is the CPU time per request of the gathering process and its worker
 processes together (`parent_cpu_ms_per_request`: the gathering process alone): when requests_per_s x
 that approaches 1000 ms x processes, the client is CPU-bound and more concurrency cannot help.
+`other_processes_cpu_s` is the CPU time the rest of the machine used during the run (Linux): well above
+0, the figures are not from a quiet machine.
 """
 
 from __future__ import annotations
@@ -90,6 +92,26 @@ def shared_prefix_share(convs: list[Conversation], rubric) -> float:
     return sum(shares) / len(shares)
 
 
+def _machine_busy_s() -> float:
+    """CPU seconds all processes on the machine have used since boot (Linux; 0 elsewhere)."""
+    try:
+        with open("/proc/stat") as fh:
+            ticks = [int(x) for x in fh.readline().split()[1:9]]
+    except OSError:  # pragma: no cover
+        return 0.0
+    user, nice, system, _idle, _iowait, irq, softirq, steal = ticks
+    return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+
+def _process_cpu_s(pid: int) -> float:
+    try:
+        with open(f"/proc/{pid}/stat") as fh:
+            fields = fh.read().rsplit(")", 1)[1].split()
+    except OSError:  # pragma: no cover
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def _cpu_with_children() -> float:
     """CPU seconds of this process plus its finished (waited-for) child processes; not the server's,
     which is still running."""
@@ -124,9 +146,12 @@ def main() -> None:
                 for p in [x if x == "auto" else int(x) for x in args.processes]:
                     cache = Path(tmp) / f"c{c}-p{p}.sqlite"
                     t, cpu, own = time.perf_counter(), _cpu_with_children(), time.process_time()
+                    busy, server = _machine_busy_s(), _process_cpu_s(proc.pid)
                     res = gather(convs, rubric, judge(url, c, p), cache=cache)
                     wall, cpu = time.perf_counter() - t, _cpu_with_children() - cpu
                     own = time.process_time() - own
+                    server = _process_cpu_s(proc.pid) - server
+                    others = _machine_busy_s() - busy - cpu - server
                     ideal = res.summary.http_requests * args.latency / c
                     out["runs"].append(
                         {
@@ -140,6 +165,8 @@ def main() -> None:
                             "requests_per_s": round(res.summary.http_requests / wall, 1),
                             "client_cpu_ms_per_request": round(cpu / res.summary.http_requests * 1000, 3),
                             "parent_cpu_ms_per_request": round(own / res.summary.http_requests * 1000, 3),
+                            "server_cpu_ms_per_request": round(server / res.summary.http_requests * 1000, 3),
+                            "other_processes_cpu_s": round(max(others, 0.0), 2),
                             "failures": res.summary.failures,
                         }
                     )

@@ -10,7 +10,7 @@ to the cache the moment it arrives, so a killed gather loses at most the request
 
 - Shards are whole items dealt round-robin, so a turn's questions stay together and in order (a server
   prefix cache sees them back to back) and the children work through the same region of the input.
-- Children are forked on Linux (a few ms each, the imported openai client included) and spawned elsewhere.
+- Children are forked on Linux (about 7 ms each, the imported openai client included) and spawned elsewhere.
   A child ignores Ctrl-C (the parent terminates it), and exits when the parent dies: PR_SET_PDEATHSIG
   where available, a parent-pid check every 0.2 s, and a broken pipe on its next result.
 - Log lines from children (the one loud "switching to sampling" warning) are printed once per gather.
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import multiprocessing
 import os
 import signal
@@ -37,13 +38,15 @@ if TYPE_CHECKING:
     from rubric.cache import RequestCache
     from rubric.prompts import Prompt
 
-# Automatic choice (judge.processes=auto). Several processes pay off only where one process would be
-# CPU-bound: on the bundled benchmark (50 ms endpoint, 2 cores) one process reaches 1.3x of the ideal wall
-# time at concurrency 32 and 1.6x at 64, and 2 processes bring both under 1.2x (README, gather). Below
-# AUTO_MIN_CONCURRENCY a single process has ample CPU headroom at any realistic latency; below
-# AUTO_MIN_PENDING the run takes seconds and forking (about 5 ms a child) plus each child's first
-# connections are not worth it. More than AUTO_MAX_PROCESSES adds start-up and memory for no gain: four
-# processes already give 4,000 requests/s of client CPU.
+# Automatic choice (judge.processes=auto). Several processes pay off where one process is CPU-bound: the
+# openai client needs about 1 ms of CPU per request, so one process tops out near 1,000 requests/s, and
+# concurrency C against an endpoint answering in L seconds asks for C / L per second. Below concurrency 16
+# that stays under 1,000/s for any L above 16 ms, so one process suffices. Below 1,000 pending requests
+# the run is over in seconds: on benchmarks/gather_throughput.py (2 cores, 50 ms) 1,000 requests at
+# concurrency 64 took 1.7-2.1 s either way (two processes 0.1-0.4 s faster on a busy machine), and each
+# child costs a fork (7 ms with openai imported) plus its own client and connections. More processes than
+# cores measured slower (3 on 2 cores lost to 2 at concurrency 32 and 64); the cap of 4 bounds start-up and
+# memory on big machines (4 processes give about 4,000 requests/s; not measured beyond 2 cores).
 AUTO_MIN_PENDING = 1000
 AUTO_MIN_CONCURRENCY = 16
 AUTO_MAX_PROCESSES = 4
@@ -173,6 +176,9 @@ async def run_sharded(
         elif state["open"] == 0:
             finish()
 
+    # Forked children share this process's memory copy-on-write; frozen objects are left out of their
+    # garbage collections, which would otherwise walk (and so copy) the whole inherited heap.
+    gc.freeze()
     try:
         for part, n_slots in zip(parts, slots(cfg.concurrency, len(parts)), strict=True):
             recv, send = ctx.Pipe(duplex=False)
@@ -189,6 +195,7 @@ async def run_sharded(
             send.close()  # the child holds the only write end: EOF here when it exits
             children.append(child)
             readers.append(recv)
+        gc.unfreeze()
         bar = tqdm(
             total=len(pending),
             disable=not progress,
@@ -202,6 +209,7 @@ async def run_sharded(
             loop.add_reader(recv.fileno(), readable, recv)
         await done
     finally:
+        gc.unfreeze()
         for recv in readers:
             with contextlib.suppress(OSError, ValueError):
                 loop.remove_reader(recv.fileno())
