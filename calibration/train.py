@@ -161,7 +161,13 @@ def training_workers(n: int | None) -> int:
     """How many model slices train at once (see fit_models): n, else ROLE_RUBRIC_WORKERS, else the CPU count
     (at most 4: beyond that the slices get too small to keep a core busy)."""
     if n is None:
-        n = int(os.environ.get("ROLE_RUBRIC_WORKERS", "0")) or min(os.cpu_count() or 1, 4)
+        raw = os.environ.get("ROLE_RUBRIC_WORKERS", "0")
+        if not raw.strip().isdigit():
+            from rubric.errors import InputError
+
+            raise InputError(f"ROLE_RUBRIC_WORKERS={raw!r} is not a whole number.", fix="set it to 1, 2, ... or unset it.")
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        n = int(raw) or min(cpus, 4)
     return max(1, int(n))
 
 
