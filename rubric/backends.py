@@ -13,6 +13,7 @@ Answer modes (`answer_mode`): `logprobs` (first token's top-k), `sampled` (n sam
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import email.utils
 import json
 import math
@@ -20,6 +21,7 @@ import os
 import random
 import sys
 import time
+from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
@@ -182,7 +184,10 @@ class Answer:
 
 
 class RequestFailed(Exception):
-    """A request that still failed after every retry."""
+    """A request that still failed after every retry. `spent`: what the failed pair cost (requests,
+    retries, tokens), with `error` set; judge() and reason() attach it, so the summary counts it."""
+
+    spent: Answer | None = None
 
 
 class _Retryable(Exception):
@@ -245,18 +250,20 @@ class OpenAIBackend:
     # one (item, question) --------------------------------------------------------------------------
     async def judge(self, prompt: Prompt) -> Answer:
         ans = Answer(None)
-        for ask in range(self.cfg.reasks + 1):
-            dist = await self._ask(prompt, ans, reask=ask > 0)
-            if dist is not None:
-                ans.dist = dist
-                return ans
+        with _charged_on_failure(ans):
+            for ask in range(self.cfg.reasks + 1):
+                dist = await self._ask(prompt, ans, reask=ask > 0)
+                if dist is not None:
+                    ans.dist = dist
+                    return ans
         ans.dist = uniform_fallback(len(prompt.codes))  # flagged: source=fallback, coverage 0
         return ans
 
     async def reason(self, prompt: Prompt) -> Answer:
         ans = Answer(None)
         body = self._body(prompt, reask=False, max_tokens=self.cfg.reason_max_tokens, temperature=0.0)
-        data = await self._post(body, ans)
+        with _charged_on_failure(ans):
+            data = await self._post(body, ans)
         ans.text = _texts(data, self.cfg.backend)[0].strip()
         return ans
 
@@ -404,6 +411,17 @@ class OpenAIBackend:
                 fix="check judge.base_url and judge.model.",
             )
         return RequestFailed(f"HTTP {status}: {message}")
+
+
+@contextlib.contextmanager
+def _charged_on_failure(ans: Answer) -> Iterator[None]:
+    """Attach what a failing pair spent to its RequestFailed."""
+    try:
+        yield
+    except RequestFailed as exc:
+        ans.error = str(exc)
+        exc.spent = ans
+        raise
 
 
 def _http_client(openai: Any, timeout: float) -> Any:

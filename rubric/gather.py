@@ -205,7 +205,7 @@ async def a_gather(
         pairs=len(items) * len(rubric.questions),
         cached=len(asks) - len(pending),
     )
-    failures: dict[str, str] = {}
+    failures: dict[str, Answer] = {}
     processes = (
         1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, len(pending))
     )
@@ -240,7 +240,7 @@ async def _run(
     pending: list[tuple[str, Prompt]],
     store: RequestCache,
     answers: dict[str, Answer],
-    failures: dict[str, str],
+    failures: dict[str, Answer],
     concurrency: int,
     progress: bool,
 ) -> None:
@@ -255,8 +255,8 @@ async def _run(
         store.put(key, ans.to_json())  # committed now: a kill after this line loses nothing
         bar.update(1)
 
-    def failed(key: str, why: str) -> None:
-        failures[key] = why
+    def failed(key: str, spent: Answer) -> None:
+        failures[key] = spent
         bar.update(1)
 
     try:
@@ -273,7 +273,7 @@ async def run_workers(
     pending: Sequence[tuple[str, Prompt]],
     concurrency: int,
     answered: Callable[[str, Answer], None],
-    failed: Callable[[str, str], None],
+    failed: Callable[[str, Answer], None],
 ) -> None:
     """Ask `backend` every pending prompt, `concurrency` at a time, in order; report each as it finishes.
     RequestFailed is a counted failure; anything else (InputError...) stops the run."""
@@ -296,14 +296,14 @@ async def _worker(
     backend: Any,
     queue: asyncio.Queue,
     answered: Callable[[str, Answer], None],
-    failed: Callable[[str, str], None],
+    failed: Callable[[str, Answer], None],
 ) -> None:
     while not queue.empty():
         key, prompt = queue.get_nowait()
         try:
             ans = await (backend.judge(prompt) if prompt.question is not None else backend.reason(prompt))
         except RequestFailed as exc:
-            failed(key, str(exc))
+            failed(key, exc.spent or Answer(None, error=str(exc)))
         else:
             answered(key, ans)
 
@@ -326,15 +326,16 @@ def _tally(
     fresh: list[Answer],
     keys: list[str],
     answers: dict[str, Answer],
-    failures: dict[str, str],
+    failures: dict[str, Answer],
     cfg: JudgeConfig,
 ) -> None:
     summary.answered = len(fresh)
     summary.failures = len(failures)
-    summary.http_requests = sum(a.requests for a in fresh)
-    summary.retries = sum(a.retries for a in fresh)
-    summary.prompt_tokens = sum(a.prompt_tokens for a in fresh)
-    summary.completion_tokens = sum(a.completion_tokens for a in fresh)
+    spent = fresh + list(failures.values())  # failed pairs cost requests (and tokens) too
+    summary.http_requests = sum(a.requests for a in spent)
+    summary.retries = sum(a.retries for a in spent)
+    summary.prompt_tokens = sum(a.prompt_tokens for a in spent)
+    summary.completion_tokens = sum(a.completion_tokens for a in spent)
     sources = [answers[k].dist.source for k in keys if k in answers and answers[k].dist is not None]
     summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
     summary.fallbacks = summary.sources.get("fallback", 0)
@@ -382,13 +383,13 @@ def _reason_frame(
     return frame
 
 
-def _failure_frame(asks: list[Prompt], keys: list[str], failures: dict[str, str]) -> pd.DataFrame:
+def _failure_frame(asks: list[Prompt], keys: list[str], failures: dict[str, Answer]) -> pd.DataFrame:
     rows = [
         (
             p.item.conversation.conversation_id,
             p.item.turn,
             p.question.id if p.question else "(reason)",
-            failures[k],
+            failures[k].error,
         )
         for p, k in zip(asks, keys, strict=True)
         if k in failures

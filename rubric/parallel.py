@@ -100,7 +100,7 @@ async def run_sharded(
     pending: Sequence[tuple[str, Prompt]],
     store: RequestCache,
     answers: dict[str, Answer],
-    failures: dict[str, str],
+    failures: dict[str, Answer],
     processes: int,
     progress: bool,
 ) -> int:
@@ -139,7 +139,8 @@ async def run_sharded(
                 ans.requests, ans.retries = requests, retries
                 answers[key] = ans
             elif kind == "fail":
-                failures[msg[1]] = msg[2]
+                _, key, why, requests, retries, prompt_tokens, completion_tokens = msg
+                failures[key] = Answer(None, None, prompt_tokens, completion_tokens, requests, retries, why)
             elif kind == "log":
                 if msg[1] not in state["logged"]:  # one warning per gather, not one per child
                     state["logged"].add(msg[1])
@@ -296,7 +297,10 @@ async def _child_gather(cfg: JudgeConfig, part: list, n_slots: int, out: _Outbox
                 part,
                 n_slots,
                 lambda key, ans: out.put(("ans", key, ans.to_json(), ans.requests, ans.retries)),
-                lambda key, why: out.put(("fail", key, why)),
+                lambda key, spent: out.put(
+                    ("fail", key, spent.error, spent.requests, spent.retries, spent.prompt_tokens,
+                     spent.completion_tokens)
+                ),
             )
             out.put(("done",))
         finally:

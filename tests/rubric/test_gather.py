@@ -84,6 +84,8 @@ def test_persistent_failures_are_counted_and_left_out(server, judge, conversatio
     res = gather(conversations, rubric, judge, cache=tmp_path / "c.sqlite")
     assert res.summary.failures == 1 and len(res.failures) == 1
     assert "HTTP 500" in res.failures["error"].iloc[0]
+    # what the failed pair spent is counted: 1 + max_retries requests
+    assert res.summary.http_requests == N_PAIRS - 1 + 4 and res.summary.retries == 3
     assert len(res.llm) == (N_PAIRS - 1) * 4  # never a made-up distribution for it
     check_valid(res.llm)
     # the failed pair was not cached: a rerun asks for it, and only it

@@ -71,8 +71,8 @@ def test_failures_are_counted_and_left_out(server, judge, rubric):
     assert res.summary.failures == 5 and set(res.failures["conversation_id"]) == {"c1"}
     assert "HTTP 500" in res.failures["error"].iloc[0]
     assert len(res.llm) == 3 * 5 * 4 and "c1" not in set(res.llm["conversation_id"])
-    # like one process, the summary counts the requests of answered pairs only
-    assert res.summary.retries == 0 and res.summary.http_requests == 15
+    # the summary counts what the failed pairs spent too: 2 requests (1 retry) each, from the children
+    assert res.summary.retries == 5 and res.summary.http_requests == 15 + 5 * 2
 
 
 def test_sampling_warning_is_printed_once(server, judge, convs, rubric, capsys):
