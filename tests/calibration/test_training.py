@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pandas as pd
@@ -165,3 +166,20 @@ def test_parquet_dataset_trains_and_evaluates(synthetic_copy, tmp_path):
     assert main(["evaluate", f"predictions={pred}", f"data={synthetic_copy}", f"out={tmp_path / 'm.json'}"]) == 0
     assert json.loads((tmp_path / "m.json").read_text())["n"] == len(pd.read_parquet(
         synthetic_copy / "labels.parquet").query("question_id == 'overall'"))
+
+
+def test_training_workers_setting(monkeypatch):
+    from calibration.train import default_training_workers, training_workers
+    from rubric.errors import InputError
+
+    monkeypatch.delenv("ROLE_RUBRIC_WORKERS", raising=False)
+    assert training_workers(3) == 3 and training_workers(0) == 1
+    with default_training_workers(1):
+        assert training_workers(None) == 1  # e.g. inside search's worker processes
+    assert "ROLE_RUBRIC_WORKERS" not in os.environ  # restored
+    monkeypatch.setenv("ROLE_RUBRIC_WORKERS", "2")
+    with default_training_workers(1):
+        assert training_workers(None) == 2  # the user's setting wins
+    monkeypatch.setenv("ROLE_RUBRIC_WORKERS", "two")
+    with pytest.raises(InputError, match="ROLE_RUBRIC_WORKERS='two' is not a whole number"):
+        training_workers(None)
