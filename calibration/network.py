@@ -20,6 +20,7 @@ gathering a weight matrix per row would move B full matrices through memory.
 
 from __future__ import annotations
 
+import copy
 import math
 
 import torch
@@ -59,6 +60,12 @@ class CalibrationNet(nn.Module):
     @property
     def n_models(self) -> int:
         return self.W1.shape[0]
+
+    def subset(self, models: torch.Tensor) -> CalibrationNet:
+        """A new CalibrationNet holding copies of the models `models` (indices on the model axis)."""
+        smaller = copy.copy(self)  # the same settings and buffers; new parameters below
+        smaller._parameters = {name: nn.Parameter(p.detach()[models].clone()) for name, p in self._parameters.items()}
+        return smaller
 
     def shared_parameters(self) -> list[nn.Parameter]:
         return [self.W1, self.W2, self.V]

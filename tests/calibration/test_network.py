@@ -58,8 +58,8 @@ def test_loss_is_mean_over_observed_labels_only():
 
 def test_models_are_independent_of_their_batch_mates(synthetic_dir):
     """A model ends with the same weights beside any batch mates, also when they train on after its own
-    early stopping: bit for bit however `workers` slices the batch, to rounding when it trains alone
-    (a one-model batch takes other matrix kernels)."""
+    early stopping, however `workers` slices the batch and stopped models leave it: equal to float
+    rounding (the padded judge-group size depends on the whole batch, and with it the matrix kernels)."""
     ds = load_dataset(synthetic_dir)
     X = torch.from_numpy(ds.features(ds.feature_spec()))
     settings = Settings(hidden1=8, hidden2=8, pretrain_steps=40, finetune_steps=60, ensemble=1, eval_every=5,
@@ -78,9 +78,11 @@ def test_models_are_independent_of_their_batch_mates(synthetic_dir):
     assert stopped < settings.pretrain_steps  # early stopping did end this phase...
     for workers in (2, 3):
         sliced, sliced_history = train([0, 1, 2, 3], workers=workers)
-        assert sliced_history == history
+        for phase in ("pretrain", "finetune"):
+            assert sliced_history[phase]["steps"] == history[phase]["steps"]
+            assert np.allclose(sliced_history[phase]["best_val_nll"], history[phase]["best_val_nll"], atol=1e-6)
         for name, value in together.items():
-            assert torch.equal(sliced[name], value), (workers, name)
+            assert torch.allclose(sliced[name], value, atol=1e-6), (workers, name)
     for alone_index in range(4):
         alone, alone_history = train([alone_index])
         for name, value in alone.items():
