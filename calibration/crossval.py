@@ -49,7 +49,7 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
     probs = {"calibrated": oof_network(ds, settings, fold_of_row, folds, seed, progress=progress)}
     if baselines:
         only_target = dataclasses.replace(
-            settings, drop_questions=tuple(q for q in ds.rubric.ids if q != ds.rubric.target), pretrain_steps=0
+            settings.without_pretraining(), drop_questions=tuple(q for q in ds.rubric.ids if q != ds.rubric.target)
         )
         probs["calibrated_llm"] = oof_network(ds, only_target, fold_of_row, folds, seed)
         for name, baseline in BASELINES.items():

@@ -54,7 +54,7 @@ def ablation_variants(settings: Any, questions: Sequence[str], target: str) -> l
     """(name, settings) of every ablation: the paper's Table 2 plus one variant per non-target question."""
     replace = dataclasses.replace
     variants = [
-        ("no pretraining", replace(settings, pretrain_steps=0)),
+        ("no pretraining", settings.without_pretraining()),
         ("no fine-tuning", replace(settings, finetune_steps=0)),
         ("no personalisation", replace(settings, personalised=False)),
     ]

@@ -59,6 +59,12 @@ class Settings:
         merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
         return cls(**merged)
 
+    def without_pretraining(self) -> Settings:
+        """Train on the target only, from scratch, at the pretraining learning rate: `finetune_lr` is tuned
+        for adjusting a pretrained network and leaves a fresh one under-trained (on the LLM-Rubric data the
+        calibrated-LLM baseline scored RMSE 0.776 at the fine-tune rate and 0.757 at this one)."""
+        return dataclasses.replace(self, pretrain_steps=0, finetune_lr=self.lr)
+
     def to_dict(self) -> dict:
         out = dataclasses.asdict(self)
         out["drop_questions"] = list(self.drop_questions)

@@ -167,6 +167,8 @@ def test_ablation_variants_cover_the_paper_table() -> None:
     assert names == ["no pretraining", "no fine-tuning", "no personalisation", "without Q1", "without Q2"]
     variants = dict(report.ablation_variants(Settings(), ["Q0", "Q1", "Q2"], "Q0"))
     assert variants["no pretraining"].pretrain_steps == 0 and variants["without Q2"].drop_questions == ("Q2",)
+    # trained from scratch, so at the pretraining rate (the fine-tune rate would under-train it)
+    assert variants["no pretraining"].finetune_lr == Settings().lr != Settings().finetune_lr
     assert variants["no personalisation"].personalised is False
 
 
