@@ -246,6 +246,9 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     best = _snapshot(net)
     best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights) if early else None
     stale = torch.zeros(net.n_models, dtype=torch.long)
+    # A model without a validation label for this phase (its validation rows answer no weighted question,
+    # or it has none) cannot stop early: it trains every step and keeps its last weights.
+    unvalidated = ~_has_validation_labels(rows, val_idx, val_mask, weights)
     ran = steps
     for step in range(steps):
         b = batches[alive, step]  # (M', B) label-row indices
@@ -259,6 +262,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
             # A model whose patience ran out has stopped: it takes no later improvement (a companion kept
             # in the batch still trains), so its result never depends on the models beside it.
             improved = (current < best_loss[alive] - 1e-6) & (stale[alive] < settings.patience)
+            improved |= unvalidated[alive]
             _keep_best(best, work, alive, improved)
             best_loss[alive] = torch.where(improved, current, best_loss[alive])
             stale[alive] = torch.where(improved, torch.zeros_like(improved, dtype=torch.long), stale[alive] + 1)
@@ -273,6 +277,12 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     if early:
         net.load_state_dict(best)
     return {"steps": ran, "best_val_nll": None if best_loss is None else best_loss.tolist()}
+
+
+def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+    """(M,) whether each model's validation rows hold at least one answer the phase's loss weighs."""
+    observed = (rows.answers[val_idx] >= 0) & val_mask[..., None]  # (M, L, Q)
+    return (observed * (weights > 0)).flatten(1).any(dim=1)
 
 
 def _adam(net: CalibrationNet, settings: Settings, lr: float) -> torch.optim.Adam:

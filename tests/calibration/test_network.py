@@ -92,6 +92,31 @@ def test_models_are_independent_of_their_batch_mates(synthetic_dir):
     assert any(train([i])[1]["pretrain"]["steps"] < stopped for i in range(4))
 
 
+def test_a_model_without_validation_labels_trains_every_step(synthetic_dir):
+    """Beside models that stop early, one with no validation rows (or none answering the phase's questions)
+    must not keep its untrained weights: it trains every step, like a model trained without validation."""
+    ds = load_dataset(synthetic_dir)
+    X = torch.from_numpy(ds.features(ds.feature_spec()))
+    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=40, finetune_steps=30, ensemble=1, eval_every=5,
+                        patience=1, lr=0.1, finetune_lr=0.05)
+    rows = np.arange(len(ds.label_item))
+    fit, val = rows[rows % 3 != 0], rows[rows % 3 == 0]
+    none = val[:0]  # no validation rows at all
+
+    def train(val_rows):
+        plan = Plan([fit] * len(val_rows), val_rows, [7] * len(val_rows))
+        net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                         target=ds.target_index, workers=1)
+        return net.state_dict(), plan.history
+
+    mixed, history = train([val, val, none])
+    assert history["pretrain"]["steps"] == settings.pretrain_steps  # the unvalidated model ran every step
+    without_validation, _ = train([none, none])
+    for name in ("W1", "U1", "V"):
+        assert torch.allclose(mixed[name][2], without_validation[name][0], atol=1e-5), name
+        assert not torch.allclose(mixed[name][0], mixed[name][2])  # the validated one did stop early
+
+
 def test_settings_reject_unknown_keys():
     from omegaconf import OmegaConf
 
