@@ -5,8 +5,8 @@
 Requests run with bounded concurrency in item order (the questions of a turn back to back, so a server's
 prefix cache sees the shared prefix while it is warm). Large, highly concurrent runs spread the HTTP work
 over a few worker processes (judge.processes; rubric/parallel.py), since the openai client's CPU cost per
-request caps one process near 1,000 requests/s; this process alone writes the cache. Every finished answer goes to the SQLite cache at
-once; llm.csv is written at the end from the cache and fresh answers in a fixed order, so a rerun or a
+request caps one process near 1,000 requests/s; this process alone writes the cache. Every finished
+answer goes to the SQLite cache at once; llm.csv is written at the end from the cache and fresh answers in a fixed order, so a rerun or a
 resumed run writes the same file. Requests that fail after every retry are counted, listed in
 failures.csv and left out of llm.csv (a rerun retries them); answers that never named an option are
 written as a flagged uniform fallback.

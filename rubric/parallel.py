@@ -107,8 +107,6 @@ async def run_sharded(
     """Make the pending requests in up to `processes` child processes; returns how many were used."""
     from tqdm.auto import tqdm
 
-    from rubric.backends import Answer
-
     ctx = _context()
     if ctx.get_start_method() == "fork":
         import openai  # noqa: F401  - imported once here (0.6 s), inherited by every child
@@ -128,19 +126,15 @@ async def run_sharded(
             done.set_exception(exc) if exc is not None else done.set_result(None)
 
     def handle(batch: list[tuple], conn: Any) -> None:
-        rows = [(msg[1], msg[2]) for msg in batch if msg[0] == "ans"]
+        rows = [(msg[1], msg[2].to_json()) for msg in batch if msg[0] == "ans"]
         if rows:
             store.put_many(rows)  # committed now: a kill after this line loses none of them
         for msg in batch:
             kind = msg[0]
             if kind == "ans":
-                _, key, raw, requests, retries = msg
-                ans = Answer.from_json(raw)
-                ans.requests, ans.retries = requests, retries
-                answers[key] = ans
+                answers[msg[1]] = msg[2]
             elif kind == "fail":
-                _, key, why, requests, retries, prompt_tokens, completion_tokens = msg
-                failures[key] = Answer(None, None, prompt_tokens, completion_tokens, requests, retries, why)
+                failures[msg[1]] = msg[2]
             elif kind == "log":
                 if msg[1] not in state["logged"]:  # one warning per gather, not one per child
                     state["logged"].add(msg[1])
@@ -296,11 +290,8 @@ async def _child_gather(cfg: JudgeConfig, part: list, n_slots: int, out: _Outbox
                 backend,
                 part,
                 n_slots,
-                lambda key, ans: out.put(("ans", key, ans.to_json(), ans.requests, ans.retries)),
-                lambda key, spent: out.put(
-                    ("fail", key, spent.error, spent.requests, spent.retries, spent.prompt_tokens,
-                     spent.completion_tokens)
-                ),
+                lambda key, ans: out.put(("ans", key, ans)),  # pickled whole: counts, tokens, error
+                lambda key, spent: out.put(("fail", key, spent)),
             )
             out.put(("done",))
         finally:
