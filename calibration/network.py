@@ -67,6 +67,17 @@ class CalibrationNet(nn.Module):
         smaller._parameters = {name: nn.Parameter(p.detach()[models].clone()) for name, p in self._parameters.items()}
         return smaller
 
+    @staticmethod
+    def concat(nets: list[CalibrationNet]) -> CalibrationNet:
+        """One CalibrationNet holding the models of `nets` in order (the inverse of `subset`)."""
+        if len(nets) == 1:
+            return nets[0]
+        joined = copy.copy(nets[0])
+        joined._parameters = {
+            name: nn.Parameter(torch.cat([n._parameters[name].detach() for n in nets])) for name in nets[0]._parameters
+        }
+        return joined
+
     def shared_parameters(self) -> list[nn.Parameter]:
         return [self.W1, self.W2, self.V]
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import multiprocessing
+import os
 import time
 from collections.abc import Iterator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor
@@ -48,13 +49,9 @@ def _cv_calibrated(ds: Any, settings: Any, *, folds: int, fold_seed: int, seed: 
 def _cv_job(job: tuple[Any, Any, int, int, int, int | None]) -> tuple[pd.DataFrame, float]:
     """One cross-validation (top-level so a process pool can pickle it):
     (ds, settings, folds, fold_seed, seed, threads)."""
-    from calibration.train import default_training_workers
-
     ds, settings, folds, fold_seed, seed, threads = job
     start = time.perf_counter()
-    # In a pool the processes fill the cores; here, on the main process, slices in threads do (fit_models).
-    in_pool = multiprocessing.parent_process() is not None
-    with report_threads(threads), default_training_workers(1) if in_pool else contextlib.nullcontext():
+    with report_threads(threads):
         rows = _cv_calibrated(ds, settings, folds=folds, fold_seed=fold_seed, seed=seed)
     return rows, time.perf_counter() - start
 
@@ -119,9 +116,19 @@ class PrefetchedPool(Executor):
         self.pool.shutdown(wait, cancel_futures=cancel_futures)
 
 
+def _one_training_slice() -> None:
+    """Pool worker start-up: the processes fill the cores, so each trains its models in one slice (see
+    calibration.train.fit_models) unless ROLE_RUBRIC_WORKERS says otherwise."""
+    os.environ.setdefault("ROLE_RUBRIC_WORKERS", "1")
+
+
 def prefetching_pool(workers: int, jobs: Sequence[tuple]) -> PrefetchedPool:
     """A pool of `workers` processes with every job of `jobs` (`_cv_job` tuples) already submitted."""
     # Spawned (not forked) workers: forking a process that has started torch's thread pools can hang.
-    pool = PrefetchedPool(ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn")))
+    pool = PrefetchedPool(
+        ProcessPoolExecutor(
+            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_training_slice
+        )
+    )
     pool.prefetch(jobs)
     return pool

@@ -161,7 +161,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
             with ThreadPoolExecutor(len(slices)) as pool:
                 fitted = list(pool.map(fit, slices))
     plan.history.update(_merge_histories([h for _, h in fitted]))
-    return _concat_models([net for net, _ in fitted])
+    return CalibrationNet.concat([net for net, _ in fitted])
 
 
 def training_workers(n: int | None) -> int:
@@ -173,8 +173,9 @@ def training_workers(n: int | None) -> int:
             from rubric.errors import InputError
 
             raise InputError(f"ROLE_RUBRIC_WORKERS={raw!r} is not a whole number.", fix="set it to 1, 2, ... or unset it.")
-        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-        n = int(raw) or min(cpus, 4)
+        from rubric.parallel import available_cpus
+
+        n = int(raw) or min(available_cpus(), 4)
     return max(1, int(n))
 
 
@@ -206,17 +207,6 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar) ->
         if steps > 0:
             plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history), bar=bar)
     return net
-
-
-def _concat_models(nets: list[CalibrationNet]) -> CalibrationNet:
-    """One CalibrationNet holding the models of `nets` in order (parameters joined on the model axis)."""
-    if len(nets) == 1:
-        return nets[0]
-    merged = nets[0]
-    with torch.no_grad():
-        for name, param in merged.named_parameters():
-            param.data = torch.cat([dict(n.named_parameters())[name].data for n in nets])
-    return merged
 
 
 def _merge_histories(histories: list[dict]) -> dict:
