@@ -1,9 +1,9 @@
 """Judge backends for any OpenAI-compatible endpoint (OpenAI, vLLM, TGI, Ollama, llama.cpp server).
 
-Requests go through the `openai` package's client (auth, base URL, timeouts, error types) with its own
-retries switched off: retries happen here, so they can be counted, honour Retry-After and re-ask on
-answers that name no option. Responses are read as plain JSON, which tolerates the small differences
-between servers and costs far less CPU per request than building typed response objects.
+Requests go out through rubric/http.py (aiohttp with the `openai` client's URL and headers, or the
+`openai` client itself) with no retries of their own: retries happen here, so they can be counted,
+honour Retry-After and re-ask on answers that name no option. Responses are read as plain JSON, which
+tolerates the small differences between servers and costs far less CPU per request than typed objects.
 
 Answer modes (`answer_mode`): `logprobs` (first token's top-k), `sampled` (n samples at temperature 1),
 `auto` (logprobs, switching once, loudly, to sampled when the endpoint rejects or omits logprobs).
@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import email.utils
 import json
 import math
 import os
 import random
 import sys
-import time
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
@@ -35,6 +33,7 @@ from rubric.extraction import (
     option_of,
     uniform_fallback,
 )
+from rubric.http import HTTP_CLIENTS, Reply, Retryable, error_message, make_channel, retry_after
 from rubric.prompts import Prompt
 
 REASK = "Reply with exactly one option code ({codes}) and nothing else."
@@ -65,6 +64,9 @@ class JudgeConfig:
     """Worker processes that share the HTTP work of one gather (the parent keeps the cache): "auto" (or 0)
     uses several only for large, highly concurrent runs, where one process would be CPU-bound; an integer
     forces that many (rubric/parallel.py). Does not change answers, so it is not part of the cache key."""
+    http_client: str = "aiohttp"
+    """aiohttp | openai: how requests reach the endpoint (rubric/http.py); answers are the same, aiohttp
+    costs a third of the CPU per request. Not part of the cache key."""
     timeout: float = 60.0
     max_retries: int = 6
     backoff: float = 1.0
@@ -100,6 +102,7 @@ class JudgeConfig:
             "backend": ("chat", "completions", "embedding"),
             "output_mode": ("distribution", "binary"),
             "answer_mode": ("auto", "logprobs", "sampled"),
+            "http_client": HTTP_CLIENTS,
         }
         for name, allowed in choices.items():
             if getattr(self, name) not in allowed:
@@ -190,31 +193,8 @@ class RequestFailed(Exception):
     spent: Answer | None = None
 
 
-class _Retryable(Exception):
-    def __init__(self, why: str, wait: float | None = None):
-        super().__init__(why)
-        self.wait = wait
-
-
 class _LogprobsUnsupported(Exception):
     pass
-
-
-def retry_after(headers: Any) -> float | None:
-    """Seconds the server asked us to wait (retry-after-ms, retry-after as seconds or an HTTP date)."""
-    if headers is None:
-        return None
-    for name, scale in (("retry-after-ms", 1000.0), ("retry-after", 1.0)):
-        raw = headers.get(name)
-        if raw is None:
-            continue
-        try:
-            return max(0.0, float(raw) / scale)
-        except ValueError:
-            parsed = email.utils.parsedate_to_datetime(raw) if name == "retry-after" else None
-            if parsed is not None:
-                return max(0.0, parsed.timestamp() - time.time())
-    return None
 
 
 class OpenAIBackend:
@@ -234,18 +214,13 @@ class OpenAIBackend:
                 f"no API key: the environment variable {cfg.api_key_env} is not set.",
                 fix=f"export {cfg.api_key_env}=... or set judge.api_key=EMPTY for a local server.",
             )
-        import openai  # imported here: it takes ~0.6 s and only LLM judges need it
-
-        self.client = openai.AsyncOpenAI(
-            api_key=key,
-            base_url=cfg.resolved_base_url(),
-            max_retries=0,
-            timeout=cfg.timeout,
-            http_client=_http_client(openai, cfg.timeout),
+        # openai is imported in there: it takes ~0.6 s and only LLM judges need it.
+        self.channel = make_channel(
+            cfg.http_client, key, cfg.resolved_base_url(), cfg.timeout, cfg.concurrency
         )
 
     async def close(self) -> None:
-        await self.client.close()
+        await self.channel.close()
 
     # one (item, question) --------------------------------------------------------------------------
     async def judge(self, prompt: Prompt) -> Answer:
@@ -364,7 +339,7 @@ class OpenAIBackend:
                 ans.prompt_tokens += int(usage.get("prompt_tokens") or 0)
                 ans.completion_tokens += int(usage.get("completion_tokens") or 0)
                 return data
-            except _Retryable as exc:
+            except Retryable as exc:
                 last = str(exc)
                 if attempt == self.cfg.max_retries:
                     break
@@ -378,26 +353,21 @@ class OpenAIBackend:
         return min(self.cfg.backoff * 2**attempt * (0.5 + self._rng.random()), self.cfg.max_backoff)
 
     async def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
-        import openai
-
+        reply = await self.channel.post(path, body)
+        if reply.status >= 400:
+            raise self._classify(reply)
         try:
-            resp = await self.client.post(path, body=body, cast_to=_httpx_response())
-        except openai.APIStatusError as exc:
-            raise self._classify(exc) from None
-        except (openai.APITimeoutError, openai.APIConnectionError) as exc:
-            raise _Retryable(type(exc).__name__) from None
-        try:
-            data = json.loads(resp.content)
+            data = json.loads(reply.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise _Retryable("malformed JSON in the response") from None
+            raise Retryable("malformed JSON in the response") from None
         if not isinstance(data, dict) or not data.get("choices"):
-            raise _Retryable("response without choices")
+            raise Retryable("response without choices")
         return data
 
-    def _classify(self, exc: Any) -> Exception:
-        status, message = exc.status_code, _error_message(exc)
+    def _classify(self, reply: Reply) -> Exception:
+        status, message = reply.status, error_message(reply.content)
         if status in (408, 409, 429) or status >= 500:
-            return _Retryable(f"HTTP {status}", retry_after(exc.response.headers))
+            return Retryable(f"HTTP {status}", retry_after(reply.headers))
         if status in (400, 422) and "logprob" in message.lower():
             return _LogprobsUnsupported(f"the endpoint rejects logprobs ({message})")
         if status in (401, 403):
@@ -422,34 +392,6 @@ def _charged_on_failure(ans: Answer) -> Iterator[None]:
         ans.error = str(exc)
         exc.spent = ans
         raise
-
-
-def _http_client(openai: Any, timeout: float) -> Any:
-    """The openai client's aiohttp transport (the `openai[aiohttp]` extra) where it is installed: it costs
-    about 1.0 ms of CPU per request against 1.7 ms for the default httpx2 transport, whose connection pool
-    scans every connection on each request. At concurrency 64 one process is CPU-bound either way, so
-    this decides the throughput (benchmarks/gather_throughput.py). None: the client's default."""
-    try:
-        import aiohttp  # noqa: F401
-    except ImportError:
-        return None
-    factory = getattr(openai, "DefaultAioHttpClient", None)
-    return None if factory is None else factory(timeout=timeout)
-
-
-def _httpx_response() -> type:
-    """The raw response type of the openai client's HTTP library (httpx2 for openai>=3, httpx before)."""
-    try:
-        import httpx2 as httpx
-    except ImportError:  # pragma: no cover - older openai releases
-        import httpx
-    return httpx.Response
-
-
-def _error_message(exc: Any) -> str:
-    body = exc.body if isinstance(exc.body, dict) else {}
-    err = body.get("error", body)
-    return str(err.get("message") if isinstance(err, dict) else err or exc.message)[:200]
 
 
 def _top_logprobs(data: dict[str, Any], backend: str) -> list[TokenLogprob] | None:

@@ -24,9 +24,16 @@ def server():
 
 
 @pytest.fixture
-def judge(server):
+def http_client():
+    """How requests are sent (rubric/http.py); test_gather.py runs every test with each."""
+    return "aiohttp"
+
+
+@pytest.fixture
+def judge(server, http_client):
     """A judge config pointing at the fake server, with fast retries."""
     return {
+        "http_client": http_client,
         "backend": "chat",
         "model": "fake-judge",
         "base_url": server.base_url,

@@ -64,6 +64,7 @@ class FakeOpenAI:
         self.answered = Counter()  # kind of reply -> count
         self.bodies: list[dict[str, Any]] = []
         self.keep_bodies = False
+        self.last_headers: dict[str, str] = {}  # of the latest request, names in lower case
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
@@ -121,6 +122,7 @@ class FakeOpenAI:
                 headers = {
                     k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines[1:] if ":" in h)
                 }
+                self.last_headers = headers
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
                 status, extra, payload = await self._respond(path, body)
                 out = payload if isinstance(payload, bytes) else json.dumps(payload).encode()

@@ -12,8 +12,15 @@ from openai_server import codes_in, judge_distribution
 
 from rubric.extraction import with_floor
 from rubric.gather import LLM_COLUMNS, gather
+from rubric.http import HTTP_CLIENTS
 
 N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
+
+
+@pytest.fixture(params=HTTP_CLIENTS)
+def http_client(request):
+    """Every test here runs with each way of sending requests: they must behave the same."""
+    return request.param
 
 
 def expected_probs(prompt_text: str) -> list[float]:
@@ -204,3 +211,79 @@ def test_judge_config_by_name_with_overrides():
         judge_config("nope")
     with pytest.raises(InputError, match="unknown judge setting"):
         judge_config({"modle": "x"})
+
+
+def test_requests_carry_the_key_and_the_clients_headers(server, judge, conversations, rubric):
+    gather(conversations, rubric, {**judge, "api_key": "sk-test-123"})
+    sent = server.last_headers
+    assert sent["authorization"] == "Bearer sk-test-123"
+    assert sent["content-type"] == "application/json"
+    assert sent["user-agent"].startswith("AsyncOpenAI/Python")  # the openai client's conventions
+
+
+def test_unreachable_endpoint_is_a_counted_failure_not_a_crash(judge, conversations, rubric):
+    import socket
+
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    res = gather(
+        conversations, rubric, {**judge, "base_url": f"http://127.0.0.1:{port}/v1", "max_retries": 1}
+    )
+    assert res.llm.empty and len(res.failures) == N_PAIRS
+    assert res.summary.failures == N_PAIRS and res.summary.http_requests == 2 * N_PAIRS
+    assert "connection" in res.failures["error"].iloc[0]
+
+
+def test_unknown_http_client_is_one_setup_error(judge, conversations, rubric):
+    from rubric.errors import InputError
+
+    with pytest.raises(InputError, match="http_client"):
+        gather(conversations, rubric, {**judge, "http_client": "curl"})
+
+
+@pytest.mark.parametrize(
+    ("env", "url", "expected"),
+    [
+        ({}, "https://api.example.com/v1", None),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "https://api.example.com/v1", "http://proxy:3128"),
+        ({"HTTPS_PROXY": "http://proxy:3128"}, "http://127.0.0.1:8000/v1", None),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "internal.lan"}, "http://vllm.internal.lan/v1", None),
+        ({"HTTP_PROXY": "http://p:1", "NO_PROXY": "internal.lan"}, "http://other.org/v1", "http://p:1"),
+    ],
+)
+def test_proxy_comes_from_the_environment_once(monkeypatch, env, url, expected):
+    from rubric.http import env_proxy
+
+    for name in (
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "NO_PROXY",
+        "http_proxy",
+        "https_proxy",
+        "no_proxy",
+        "ALL_PROXY",
+        "all_proxy",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert env_proxy(url) == expected
+
+
+def test_a_cache_that_cannot_be_written_stops_the_run(server, judge, rubric, tmp_path):
+    """Commits are batched per event-loop iteration; a failing one must still stop the gather, not
+    vanish into the event loop's log while requests go on."""
+    import sqlite3
+
+    from rubric.cache import RequestCache
+
+    class FullDisk(RequestCache):
+        def put_many(self, rows):
+            raise sqlite3.OperationalError("database or disk is full")
+
+    store = FullDisk(tmp_path / "c.sqlite")
+    with pytest.raises(sqlite3.OperationalError, match="disk is full"):
+        gather(make_conversations(20), rubric, {**judge, "concurrency": 2}, cache=store)
+    assert server.requests < 20 * 3 * 5  # stopped early
+    store.close()
