@@ -14,10 +14,19 @@ from pathlib import Path
 from typing import Any
 
 
-def cache_key(identity: dict[str, Any], payload: Any) -> str:
-    """Hash of everything that changes an answer: the judge's identity and what it is asked."""
-    raw = json.dumps({"judge": identity, "ask": payload}, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(raw.encode()).hexdigest()
+def cache_key(identity: dict[str, Any] | str, payload: Any) -> str:
+    """Hash of everything that changes an answer: the judge's identity and what it is asked.
+
+    The hash of json.dumps({"judge": identity, "ask": payload}, sort_keys=True, ensure_ascii=False),
+    written out by hand so that `identity` can be passed already encoded (identity_json), once for
+    thousands of keys."""
+    judge = identity if isinstance(identity, str) else identity_json(identity)
+    ask = json.dumps(payload, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(f'{{"ask": {ask}, "judge": {judge}}}'.encode()).hexdigest()
+
+
+def identity_json(identity: dict[str, Any]) -> str:
+    return json.dumps(identity, sort_keys=True, ensure_ascii=False)
 
 
 class RequestCache:

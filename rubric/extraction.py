@@ -11,14 +11,15 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
+from typing import NamedTuple
 
 DEFAULT_FLOOR = 1e-4
 _STRIP = " \t\n\r\"'`*_.,:;()[]{}<>#"
 
 
-@dataclass(frozen=True)
-class TokenLogprob:
-    """One candidate for the first generated token."""
+class TokenLogprob(NamedTuple):
+    """One candidate for the first generated token (a NamedTuple: twenty are built per request)."""
 
     token: str
     """The token's text as the server returned it (may carry a leading space)."""
@@ -39,14 +40,18 @@ class Distribution:
 
 
 def option_of(token: str, codes: Sequence[str]) -> int | None:
-    """Index of the option a token names (" 3", "3.", "(b" ...), or None."""
+    """Index of the option a token names (" 3", "3.", "(b" ...), or None. Case-insensitive."""
     core = token.strip(_STRIP)
-    if not core:
-        return None
+    return _code_index(tuple(codes)).get(core.upper()) if core else None
+
+
+@lru_cache(maxsize=256)
+def _code_index(codes: tuple[str, ...]) -> dict[str, int]:
+    """Upper-cased code -> option index; the first wins if two codes differ only in case."""
+    index: dict[str, int] = {}
     for i, code in enumerate(codes):
-        if core == code or core.upper() == code.upper():
-            return i
-    return None
+        index.setdefault(code.upper(), i)
+    return index
 
 
 def logsumexp(values: Sequence[float]) -> float:

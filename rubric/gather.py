@@ -26,11 +26,11 @@ from typing import Any
 import pandas as pd
 
 from rubric.backends import Answer, JudgeConfig, OpenAIBackend, RequestFailed
-from rubric.cache import RequestCache, cache_key
-from rubric.conversations import Conversation, iter_items, load_conversations, save_conversations
+from rubric.cache import RequestCache, cache_key, identity_json
+from rubric.conversations import Conversation, Item, iter_items, load_conversations, save_conversations
 from rubric.errors import InputError
 from rubric.parallel import run_sharded, worker_processes
-from rubric.prompts import Prompt, render_prompt, render_reason_prompt
+from rubric.prompts import Prompt, render_context, render_prompt, render_reason_prompt
 from rubric.schema import Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
 
 LLM_COLUMNS = [
@@ -191,10 +191,10 @@ async def a_gather(
         )
     started = time.perf_counter()
     items = list(iter_items(conversations, granularity))
-    asks = [render_prompt(item, q) for item in items for q in rubric.questions]
+    asks = [p for item in items for p in _render_all(item, rubric)]
     asks += [render_reason_prompt(item) for item in items] if include_reason else []
     store = cache if isinstance(cache, RequestCache) else RequestCache(cache)
-    identity = cfg.identity()
+    identity = identity_json(cfg.identity())
     keys = [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in asks]
     hits = store.get_many(keys)
     answers: dict[str, Answer] = {k: Answer.from_json(v) for k, v in hits.items()}
@@ -235,6 +235,11 @@ async def a_gather(
     return result
 
 
+def _render_all(item: Item, rubric: Rubric) -> list[Prompt]:
+    context = render_context(item)  # the shared prefix, rendered once for all the questions
+    return [render_prompt(item, q, context) for q in rubric.questions]
+
+
 async def _run(
     backend: Any,
     pending: list[tuple[str, Prompt]],
@@ -250,9 +255,11 @@ async def _run(
         total=len(pending), disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1
     )
 
+    writer = TickWriter(store)
+
     def answered(key: str, ans: Answer) -> None:
         answers[key] = ans
-        store.put(key, ans.to_json())  # committed now: a kill after this line loses nothing
+        writer.put(key, ans)
         bar.update(1)
 
     def failed(key: str, spent: Answer) -> None:
@@ -265,7 +272,40 @@ async def _run(
         else:
             await run_workers(backend, pending, concurrency, answered, failed)
     finally:
+        writer.flush()
         bar.close()
+
+
+class TickWriter:
+    """Commits the answers that finish in one event-loop iteration together, at the end of it.
+
+    Why: one SQLite commit per answer cost about 0.07 ms each, a tenth of a request's CPU. A kill loses
+    at most the answers of the iteration it lands in: responses read microseconds before, as good as in
+    flight. A failed commit keeps its rows and stops the run at the next answer; call flush() when the
+    run ends, however it ends."""
+
+    def __init__(self, store: RequestCache):
+        self.store = store
+        self.rows: list[tuple[str, str]] = []
+        self.error: Exception | None = None
+
+    def put(self, key: str, ans: Answer) -> None:
+        if self.error is not None:
+            raise self.error
+        if not self.rows:
+            asyncio.get_running_loop().call_soon(self._flush_soon)
+        self.rows.append((key, ans.to_json()))
+
+    def flush(self) -> None:
+        if self.rows:
+            self.store.put_many(self.rows)
+            self.rows = []
+
+    def _flush_soon(self) -> None:
+        try:
+            self.flush()
+        except Exception as exc:  # raised from put(), in the run, not lost in the event loop's log
+            self.error = exc
 
 
 async def run_workers(

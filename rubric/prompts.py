@@ -103,9 +103,10 @@ def render_question(question: Question, codes: tuple[str, ...]) -> str:
     return "\n".join(lines)
 
 
-def render_prompt(item: Item, question: Question) -> Prompt:
+def render_prompt(item: Item, question: Question, context: str | None = None) -> Prompt:
+    """context: render_context(item), when the caller renders several questions about one item."""
     codes = answer_codes(question)
-    user = f"{render_context(item)}\n\n{render_question(question, codes)}"
+    user = f"{render_context(item) if context is None else context}\n\n{render_question(question, codes)}"
     return Prompt(
         item, question, ({"role": "system", "content": SYSTEM}, {"role": "user", "content": user}), codes
     )
