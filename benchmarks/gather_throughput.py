@@ -1,11 +1,12 @@
 """Gather throughput against a local OpenAI-protocol server with a fixed latency; prints JSON.
 
     python benchmarks/gather_throughput.py [--turns 1000] [--latency 0.05] [--concurrency 32 64]
-        [--processes auto]
+        [--processes auto] [--http-client aiohttp] [--repeats 3]
 
-1,000 turns x 5 questions by default. For each concurrency (and each --processes value: auto, or a
-number of worker processes; see rubric/parallel.py): the processes used, wall time, the ideal (requests
-x latency / concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and
+1,000 turns x 5 questions by default. For each setting (concurrency x --processes x --http-client;
+processes: auto, or a number of worker processes, see rubric/parallel.py; http_client: see
+rubric/http.py), run --repeats times, interleaved: the processes used, the median wall time (and each
+one), the ideal (requests x latency / concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and
 the share of each turn's prompt that its five questions have in common (what a server prefix cache can
 reuse).
 The server (tests/rubric/openai_server.py) runs in its own process, as a real endpoint would.
@@ -21,6 +22,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -30,6 +32,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 
 from rubric import Conversation, Turn, gather, iter_items, load_rubric, render_prompt  # noqa: E402
+from rubric.http import HTTP_CLIENTS  # noqa: E402
 
 USER = "Hi, I have a question about a payment of {n} pounds to a shop on my statement from last week. Can you check it?"
 REPLY = (
@@ -67,8 +70,11 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def judge(base_url: str, concurrency: int, processes: int | str = "auto") -> dict:
+def judge(
+    base_url: str, concurrency: int, processes: int | str = "auto", http_client: str = "aiohttp"
+) -> dict:
     return {
+        "http_client": http_client,
         "backend": "chat",
         "model": "bench",
         "base_url": base_url,
@@ -119,6 +125,51 @@ def _cpu_with_children() -> float:
     return t.user + t.system + t.children_user + t.children_system
 
 
+def measure(convs, rubric, proc, url: str, latency: float, setting: tuple, cache: Path) -> dict:
+    """One gather with one (concurrency, processes, http_client) setting, from an empty cache."""
+    c, p, h = setting
+    t, cpu, own = time.perf_counter(), _cpu_with_children(), time.process_time()
+    busy, server = _machine_busy_s(), _process_cpu_s(proc.pid)
+    res = gather(convs, rubric, judge(url, c, p, h), cache=cache)
+    wall, cpu = time.perf_counter() - t, _cpu_with_children() - cpu
+    own = time.process_time() - own
+    server = _process_cpu_s(proc.pid) - server
+    others = _machine_busy_s() - busy - cpu - server
+    n = res.summary.http_requests
+    return {
+        "processes": res.summary.processes,
+        "requests": n,
+        "wall_s": wall,
+        "ideal_s": n * latency / c,
+        "client_cpu_ms_per_request": cpu / n * 1000,
+        "parent_cpu_ms_per_request": own / n * 1000,
+        "server_cpu_ms_per_request": server / n * 1000,
+        "other_processes_cpu_s": max(others, 0.0),
+        "failures": res.summary.failures,
+    }
+
+
+def summarise(setting: tuple, runs: list[dict]) -> dict:
+    """Medians over the repeats of one setting (walls listed too)."""
+    c, p, h = setting
+    med = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k not in ("processes", "requests")}
+    return {
+        "concurrency": c,
+        "processes_setting": p,
+        "http_client": h,
+        "processes": runs[0]["processes"],
+        "requests": runs[0]["requests"],
+        "wall_s": round(med["wall_s"], 3),
+        "wall_s_each": [round(r["wall_s"], 3) for r in runs],
+        "ideal_s": round(med["ideal_s"], 3),
+        "ratio": round(med["wall_s"] / med["ideal_s"], 3),
+        "requests_per_s": round(runs[0]["requests"] / med["wall_s"], 1),
+        **{k: round(med[k], 3) for k in med if k.endswith("per_request")},
+        "other_processes_cpu_s": round(med["other_processes_cpu_s"], 2),
+        "failures": max(r["failures"] for r in runs),
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--turns", type=int, default=1000)
@@ -127,56 +178,48 @@ def main() -> None:
     parser.add_argument(
         "--processes", nargs="+", default=["auto"], help="auto and/or numbers of worker processes"
     )
+    parser.add_argument(
+        "--http-client",
+        nargs="+",
+        default=["aiohttp"],
+        choices=HTTP_CLIENTS,
+        help="judge.http_client value(s)",
+    )
+    parser.add_argument("--repeats", type=int, default=3, help="runs of each setting, interleaved; medians")
     args = parser.parse_args()
     rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
     convs = conversations(args.turns)
+    settings = [
+        (c, p if p == "auto" else int(p), h)
+        for c in args.concurrency
+        for p in args.processes
+        for h in args.http_client
+    ]
     proc, url = start_server(args.latency)
     out: dict = {
         "turns": args.turns,
         "questions": len(rubric.questions),
         "latency_s": args.latency,
         "cpus": os.cpu_count(),
+        "repeats": args.repeats,
         "load_avg_1m_before": os.getloadavg()[0],
-        "runs": [],
     }
     try:
         with tempfile.TemporaryDirectory() as tmp:
             gather(conversations(20), rubric, judge(url, 8))  # warm up imports and the server
-            for c in args.concurrency:
-                for p in [x if x == "auto" else int(x) for x in args.processes]:
-                    cache = Path(tmp) / f"c{c}-p{p}.sqlite"
-                    t, cpu, own = time.perf_counter(), _cpu_with_children(), time.process_time()
-                    busy, server = _machine_busy_s(), _process_cpu_s(proc.pid)
-                    res = gather(convs, rubric, judge(url, c, p), cache=cache)
-                    wall, cpu = time.perf_counter() - t, _cpu_with_children() - cpu
-                    own = time.process_time() - own
-                    server = _process_cpu_s(proc.pid) - server
-                    others = _machine_busy_s() - busy - cpu - server
-                    ideal = res.summary.http_requests * args.latency / c
-                    out["runs"].append(
-                        {
-                            "concurrency": c,
-                            "processes_setting": p,
-                            "processes": res.summary.processes,
-                            "requests": res.summary.http_requests,
-                            "wall_s": round(wall, 3),
-                            "ideal_s": round(ideal, 3),
-                            "ratio": round(wall / ideal, 3),
-                            "requests_per_s": round(res.summary.http_requests / wall, 1),
-                            "client_cpu_ms_per_request": round(cpu / res.summary.http_requests * 1000, 3),
-                            "parent_cpu_ms_per_request": round(own / res.summary.http_requests * 1000, 3),
-                            "server_cpu_ms_per_request": round(server / res.summary.http_requests * 1000, 3),
-                            "other_processes_cpu_s": round(max(others, 0.0), 2),
-                            "failures": res.summary.failures,
-                        }
-                    )
+            runs: dict[tuple, list[dict]] = {s: [] for s in settings}
+            for rep in range(args.repeats):  # interleaved, so a busy spell hits every setting alike
+                for s in settings:
+                    cache = Path(tmp) / f"{rep}-{'-'.join(map(str, s))}.sqlite"
+                    runs[s].append(measure(convs, rubric, proc, url, args.latency, s, cache))
+                    print(f"{s}: {runs[s][-1]['wall_s']:.2f} s", file=sys.stderr, flush=True)
+            out["runs"] = [summarise(s, runs[s]) for s in settings]
             t = time.perf_counter()
-            first = out["runs"][0]
             again = gather(
                 convs,
                 rubric,
-                judge(url, first["concurrency"], first["processes_setting"]),
-                cache=Path(tmp) / f"c{first['concurrency']}-p{first['processes_setting']}.sqlite",
+                judge(url, *settings[0]),
+                cache=Path(tmp) / f"0-{'-'.join(map(str, settings[0]))}.sqlite",
             )
             out["cache_rerun"] = {
                 "pairs": again.summary.pairs,
