@@ -304,13 +304,11 @@ class RoleAdherence:
         """(N, Q, K) calibrated distributions averaged over the chosen judges (mixture of their answers)."""
         import torch
 
-        from calibration.predict import ensemble_proba
-
         X = torch.from_numpy(ds.features(self.model.spec))
         items = np.arange(len(ds.items))
         total = np.zeros(ds.probs.shape, dtype=np.float64)
         for j in self._judge_idx:
-            total += ensemble_proba(self.model.net, X, items, np.full(len(items), int(j), dtype=np.int64))
+            total += self.model.proba(X, items, np.full(len(items), int(j), dtype=np.int64))
         return total / len(self._judge_idx)
 
     def _dists(self, p: np.ndarray) -> dict[str, dict[float, float]]:

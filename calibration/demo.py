@@ -110,9 +110,10 @@ def oof_item_adherence(
     """
     import torch
 
-    from calibration.predict import member_proba
+    from calibration.predict import member_logproba
+    from calibration.recalibrate import pool
     from calibration.splits import group_folds
-    from calibration.train import Rows, fit_models, plan_models
+    from calibration.train import Rows, fit_models, plan_models, recalibrations
 
     t = ds.target_index
     spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
@@ -125,6 +126,8 @@ def oof_item_adherence(
     net = fit_models(
         X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t
     )
+    recal = recalibrations(net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)],
+                           settings)
     panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])
     above = ds.option_values()[t] >= adheres_at
     above[int(ds.n_options[t]) :] = False
@@ -134,13 +137,15 @@ def oof_item_adherence(
         items = np.tile(held, len(panel))
         who = np.repeat(panel, len(held))
         mine = [m for m, (g, _) in enumerate(members) if g == f]
-        per_member = member_proba(
+        per_member = member_logproba(
             net,
             X,
             [items if m in mine else items[:0] for m in range(len(members))],
             [who if m in mine else who[:0] for m in range(len(members))],
         )
-        p = np.mean([per_member[m][:, t] for m in mine], axis=0)  # (len(panel) * len(held), K)
+        p = pool(np.stack([per_member[m][:, t] for m in mine]), settings.pool)  # (len(panel) * len(held), K)
+        if recal[f] is not None:
+            p = recal[f].apply_target(p)
         score[held] = p[:, above].sum(axis=1).reshape(len(panel), len(held)).mean(axis=0)
     raw = ds.probs[:, t][:, above].sum(axis=1)
     return ds.items.assign(adherence=score, raw=raw)
@@ -320,7 +325,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     model_dir = out / "model"
     if model_dir.exists():
         shutil.rmtree(model_dir)
-    save_model(model_dir, net, ds, spec, settings, history=plan.history)
+    save_model(model_dir, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration)
     timings["final model"] = time.perf_counter() - tick
 
     tick = time.perf_counter()

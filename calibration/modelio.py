@@ -17,6 +17,7 @@ from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
 from calibration.network import CalibrationNet
+from calibration.recalibrate import Recalibration
 from calibration.train import Settings
 from rubric.errors import InputError
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
@@ -34,6 +35,13 @@ class LoadedModel:
     judges: list[str]
     settings: Settings
     meta: dict
+    recalibration: Recalibration | None = None
+
+    def proba(self, X: torch.Tensor, item, judge):
+        """(B, Q, K) distributions of the ensemble for (item, judge) pairs: pooled, target recalibrated."""
+        from calibration.predict import ensemble_proba
+
+        return ensemble_proba(self.net, X, item, judge, pool=self.settings.pool, recalibration=self.recalibration)
 
     def judge_index(self, judge_id: str) -> int:
         """Index of a training judge, or -1 (population model) for a judge never seen in training."""
@@ -57,7 +65,8 @@ class LoadedModel:
         return self.rubric
 
 
-def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None) -> Path:
+def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
+               recalibration: Recalibration | None = None) -> Path:
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     save_file(tensors, str(out / "weights.safetensors"), metadata={"format": FORMAT})
@@ -73,6 +82,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "rubric": ds.rubric.to_dict(),
         "rubric_fingerprint": ds.rubric.fingerprint(),
         "history": history or {},
+        "recalibration": None if recalibration is None else recalibration.to_dict(),
     }
     (out / "model.json").write_text(json.dumps(meta, indent=2))
     return out
@@ -92,7 +102,9 @@ def load_model(path: str | Path) -> LoadedModel:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"unknown model format {meta.get('format') if isinstance(meta, dict) else None!r}.",
                          path=meta_path, fix=f"pass a model written by role-rubric ({FORMAT}).")
-    settings = Settings(**{**meta["settings"], "drop_questions": tuple(meta["settings"]["drop_questions"])})
+    # Models saved before pooling and recalibration were settings averaged their members arithmetically.
+    legacy = {"pool": "arithmetic", "recalibrate": "none"}
+    settings = Settings(**{**legacy, **meta["settings"], "drop_questions": tuple(meta["settings"]["drop_questions"])})
     rubric = rubric_from_dict(meta["rubric"], source=meta_path)
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised)
@@ -102,7 +114,8 @@ def load_model(path: str | Path) -> LoadedModel:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
     net.eval()
-    return LoadedModel(net, rubric, meta["spec"], list(meta["judges"]), settings, meta)
+    recalibration = Recalibration.from_dict(meta["recalibration"]) if meta.get("recalibration") else None
+    return LoadedModel(net, rubric, meta["spec"], list(meta["judges"]), settings, meta, recalibration)
 
 
 def _version() -> str:

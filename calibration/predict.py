@@ -2,7 +2,8 @@
 
 `predict` writes one row per (item, judge, question) with the probability of every option (`p_<value>`,
 empty where a question lacks that value) and the `expected` value; `judge_id` is empty for the
-population (judge-independent) prediction. Seed-ensemble members' distributions are averaged.
+population (judge-independent) prediction. Seed-ensemble members' distributions are pooled (by default their
+normalised geometric mean) and the target's is recalibrated (see calibration/recalibrate.py).
 """
 
 from __future__ import annotations
@@ -13,14 +14,21 @@ import numpy as np
 import pandas as pd
 import torch
 
+from calibration import recalibrate
+from calibration.recalibrate import Recalibration
 from rubric.errors import InputError
 from rubric.schema import Rubric, format_value
 
 
-@torch.no_grad()
 def member_proba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.ndarray]) -> list[np.ndarray]:
     """Each model m's distributions for its own (item, judge) pairs: a list of (L_m, Q, K) arrays.
     Judge -1 = population."""
+    return [np.exp(lp) for lp in member_logproba(net, X, items, judges)]  # exp(-inf) = 0 on padded options
+
+
+@torch.no_grad()
+def member_logproba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.ndarray]) -> list[np.ndarray]:
+    """Like member_proba, as log-probabilities (-inf on options a question lacks)."""
     length = max(1, max(len(i) for i in items))
     item_idx = np.zeros((len(items), length), dtype=np.int64)
     judge_idx = np.full((len(items), length), -1, dtype=np.int64)
@@ -31,14 +39,17 @@ def member_proba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.
 
     with torch_threads(None):
         logp, _ = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
-    probs = logp.exp().numpy().astype(np.float64)  # (M, L, Q, K); exp(-inf) = 0 on padded options
-    return [probs[m, : len(i)] for m, i in enumerate(items)]
+    logp = logp.numpy().astype(np.float64)  # (M, L, Q, K)
+    return [logp[m, : len(i)] for m, i in enumerate(items)]
 
 
-def ensemble_proba(net, X: torch.Tensor, item: np.ndarray, judge: np.ndarray) -> np.ndarray:
-    """(B, Q, K) distributions averaged over every model of `net` (one seed ensemble)."""
-    members = member_proba(net, X, [item] * net.n_models, [judge] * net.n_models)
-    return np.mean(members, axis=0)
+def ensemble_proba(net, X: torch.Tensor, item: np.ndarray, judge: np.ndarray, *, pool: str = "geometric",
+                   recalibration: Recalibration | None = None) -> np.ndarray:
+    """(B, Q, K) distributions of one seed ensemble (every model of `net`), pooled (`calibration.recalibrate`)
+    and, given its recalibration, with the target question recalibrated."""
+    members = member_logproba(net, X, [item] * net.n_models, [judge] * net.n_models)
+    probs = recalibrate.pool(np.stack(members), pool)
+    return probs if recalibration is None else recalibration.apply(probs)
 
 
 def expected_values(probs: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -80,7 +91,7 @@ def run_predict(cfg) -> Path:
     unseen = sorted({j for j in judge_names if j and model.judge_index(j) < 0})
     if unseen:
         print(f"predict: {len(unseen)} judge(s) not seen in training, predicted by the population model: {unseen[:5]}")
-    frame = predictions_frame(ds.items.iloc[item], judge_names, ensemble_proba(model.net, X, item, judge), ds.rubric)
+    frame = predictions_frame(ds.items.iloc[item], judge_names, model.proba(X, item, judge), ds.rubric)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     frame.to_csv(out, index=False)

@@ -20,7 +20,7 @@ import optuna
 import yaml
 from tqdm.auto import tqdm
 
-from calibration.crossval import oof_network
+from calibration.crossval import oof_members, pool_members
 from calibration.dataset import Dataset, load_dataset
 from calibration.metrics import mean_nll
 from calibration.splits import group_folds
@@ -48,16 +48,17 @@ def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, t
     t = ds.target_index
     fold_of_row = group_folds(ds.groups, folds, seed)[ds.label_item]
     rows = np.flatnonzero(ds.answers[:, t] >= 0)
-    first = oof_network(ds, dataclasses.replace(settings, ensemble=1), fold_of_row, folds, seed)
-    score = mean_nll(first[rows, : ds.n_options[t]], ds.answers[rows, t])
+    first = oof_members(ds, dataclasses.replace(settings, ensemble=1), fold_of_row, folds, seed)
+    probs = pool_members(ds, settings, fold_of_row, [first])
+    score = mean_nll(probs[rows, : ds.n_options[t]], ds.answers[rows, t])
     if trial is not None:
         trial.report(score, step=1)
         if trial.should_prune():
             raise optuna.TrialPruned()
     if settings.ensemble > 1:
-        rest = oof_network(ds, dataclasses.replace(settings, ensemble=settings.ensemble - 1), fold_of_row, folds, seed,
-                           first_member=1)
-        probs = (first + rest * (settings.ensemble - 1)) / settings.ensemble
+        rest = oof_members(ds, dataclasses.replace(settings, ensemble=settings.ensemble - 1), fold_of_row, folds,
+                           seed, first_member=1)
+        probs = pool_members(ds, settings, fold_of_row, [first, rest])
         score = mean_nll(probs[rows, : ds.n_options[t]], ds.answers[rows, t])
     return score
 

@@ -21,6 +21,7 @@ from tqdm.auto import tqdm
 
 from calibration.dataset import Dataset, load_dataset
 from calibration.network import CalibrationNet
+from calibration.recalibrate import Recalibration, fit_recalibration
 from calibration.splits import subsample, validation_split
 
 
@@ -45,6 +46,9 @@ class Settings:
     eval_every: int = 10
     patience: int = 12
     train_fraction: float = 1.0
+    pool: str = "geometric"
+    recalibrate: str = "vector"
+    recalibrate_prior: float = 0.25
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:
@@ -57,7 +61,19 @@ class Settings:
 
             raise InputError(f"unknown setting(s) {unknown}.", fix=f"use network.*/train.* keys among {sorted(names)}.")
         merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
-        return cls(**merged)
+        return cls(**merged).checked()
+
+    def checked(self) -> Settings:
+        """Self, after checking the settings that take one of a few names."""
+        from calibration.recalibrate import METHODS, POOLS
+
+        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS)):
+            if getattr(self, name) not in allowed:
+                from rubric.errors import InputError
+
+                raise InputError(f"train.{name}={getattr(self, name)!r} is not one of {list(allowed)}.",
+                                 fix=f"set train.{name} to one of {list(allowed)}.")
+        return self
 
     def without_pretraining(self) -> Settings:
         """Train on the target only, from scratch, at the pretraining learning rate: `finetune_lr` is tuned
@@ -92,6 +108,7 @@ class Plan:
     val_rows: list[np.ndarray]
     seeds: list[int]
     history: dict = field(default_factory=dict)
+    recalibration: Recalibration | None = None  # train_ensemble's, fitted after training
 
     def subset(self, models: np.ndarray) -> Plan:
         """The plan of some of the models (a fresh history)."""
@@ -349,8 +366,25 @@ def _keep_best(best: dict[str, torch.Tensor], work: CalibrationNet, alive: torch
         best[name][alive[improved]] = value.detach()[improved]
 
 
+def recalibrations(net: CalibrationNet, X: torch.Tensor, ds: Dataset, plan: Plan, ensembles: list[list[int]],
+                   settings: Settings) -> list[Recalibration | None]:
+    """The target recalibration of each ensemble (a list of model indices of `net`), fitted on its
+    members' validation rows (calibration/recalibrate.py); None for each with train.recalibrate=none."""
+    if settings.recalibrate == "none":
+        return [None] * len(ensembles)
+    from calibration.predict import member_logproba
+
+    t = ds.target_index
+    val_logp = member_logproba(net, X, [ds.label_item[v] for v in plan.val_rows],
+                               [ds.label_judge[v] for v in plan.val_rows])
+    return [fit_recalibration([plan.val_rows[m] for m in members], [val_logp[m][:, t] for m in members],
+                              ds.answers[:, t], question=t, n_options=int(ds.n_options[t]), how=settings.pool,
+                              prior=settings.recalibrate_prior) for members in ensembles]
+
+
 def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: bool = False):
-    """Train the final ensemble on every label row of `ds`; returns (net, feature spec, plan)."""
+    """Train the final ensemble on every label row of `ds`; returns (net, feature spec, plan), with the
+    ensemble's target recalibration in plan.recalibration."""
     spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
     X = torch.from_numpy(ds.features(spec))
     seeds = [seed * 1000 + e for e in range(settings.ensemble)]
@@ -358,6 +392,7 @@ def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: 
     plan = plan_models(ds, [all_rows] * settings.ensemble, seeds, settings)
     net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
                      target=ds.target_index, progress=progress)
+    plan.recalibration = recalibrations(net, X, ds, plan, [list(range(net.n_models))], settings)[0]
     return net, spec, plan
 
 
@@ -369,7 +404,7 @@ def run_train(cfg) -> Path:
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     start = time.perf_counter()
     net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history)
+    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration)
     print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
     print(f"train: wrote model to {out}")

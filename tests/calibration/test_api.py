@@ -50,7 +50,7 @@ def model_dir(convs, cache, tmp_path_factory):
     )
     ds = load_dataset(root)
     net, spec, plan = train_ensemble(ds, TINY, seed=0)
-    save_model(root / "model", net, ds, spec, TINY, history=plan.history)
+    save_model(root / "model", net, ds, spec, TINY, history=plan.history, recalibration=plan.recalibration)
     return root / "model", ds.judges, cache
 
 

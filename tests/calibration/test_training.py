@@ -73,13 +73,16 @@ def test_saved_model_predicts_exactly_what_it_predicted_in_memory(synthetic_dir,
 
     ds = load_dataset(synthetic_dir)
     net, spec, plan = train_ensemble(ds, FAST, seed=1)
-    save_model(tmp_path / "m", net, ds, spec, FAST, history=plan.history)
+    assert plan.recalibration is not None and plan.recalibration.question == ds.target_index
+    save_model(tmp_path / "m", net, ds, spec, FAST, history=plan.history, recalibration=plan.recalibration)
     loaded = load_model(tmp_path / "m")
     import torch
 
     X = torch.from_numpy(ds.features(spec))
     items, judges = ds.label_item[:20], ds.label_judge[:20]
-    assert np.array_equal(ensemble_proba(net, X, items, judges), ensemble_proba(loaded.net, X, items, judges))
+    in_memory = ensemble_proba(net, X, items, judges, recalibration=plan.recalibration)
+    assert np.array_equal(in_memory, loaded.proba(X, items, judges))
+    assert not np.array_equal(in_memory, ensemble_proba(net, X, items, judges))  # the recalibration is used
 
 
 def test_unseen_judge_at_predict_time_gets_the_population_model(synthetic_dir, tmp_path, capsys):
