@@ -5,7 +5,8 @@ log-probabilities, renormalised), or by their arithmetic mean.
 
 Recalibration (vector scaling, Guo et al. 2017): the pooled target distribution p becomes
 softmax(a * log p + b), one scale a_k and one bias b_k per option (b of the first option fixed at 0).
-It is fitted by maximum likelihood with a Gaussian prior around the identity (a = 1, b = 0), on
+It is fitted by maximum a posteriori: the summed log-likelihood minus prior * |(a, b) - (1, 0)|^2 (a Gaussian
+prior around the identity with variance 1 / (2 * prior), so its weight does not grow with the rows), on
 out-of-bag rows: each ensemble member stops early on its own validation split (grouped by conversation),
 so a training row that some members validated on has a prediction from those members that never trained
 on it. With 16 members and 10% validation about 80% of the training rows have one. The rows the ensemble
@@ -13,8 +14,10 @@ is evaluated on are never used, so in `cv` each fold's map is fitted on that fol
 
 Why: on the LLM-Rubric data the pooled out-of-fold P(answer = 3) spreads too much, and within a judge
 its variation from item to item is anti-correlated with the observed frequency (regression slope about
--1.3 over 5 seeds); between judges it is calibrated. The fitted scales shrink log P(3) (and P(2)) and
-sharpen P(4), which the data supports.
+-1.3 over 5 seeds); between judges it is calibrated. Single members are worse, so pooling does not cause
+it, and a temperature alone does not fix it. The fitted maps (seed 0, per fold) scale log P(3) by 0.0-0.7 and
+log P(2) by 0.4-0.7, and sharpen log P(4) by 1.1-1.6: P(3) spreads less. The within-judge anti-correlation
+remains (the map has no judge term); the map only stops it from costing calibration.
 """
 
 from __future__ import annotations
