@@ -3,11 +3,12 @@
     role-rubric gather conversations=FILE rubric=NAME judge=NAME out=DIR
 
 Requests run with bounded concurrency in item order (the questions of a turn back to back, so a server's
-prefix cache sees the shared prefix while it is warm). Large, highly concurrent runs spread the HTTP work
-over a few worker processes (judge.processes; rubric/parallel.py), since the openai client's CPU cost per
-request caps one process near 1,000 requests/s; this process alone writes the cache. Every finished
-answer goes to the SQLite cache at once; llm.csv is written at the end from the cache and fresh answers in a fixed order, so a rerun or a
-resumed run writes the same file. Requests that fail after every retry are counted, listed in
+prefix cache sees the shared prefix while it is warm). In one process the first requests go out while
+the later prompts are still being rendered and looked up in the cache. Very concurrent runs spread the
+HTTP work over a few worker processes (judge.processes; rubric/parallel.py), since each request's CPU
+caps what one process can do; this process alone writes the cache. Every finished answer goes to the
+SQLite cache within the event-loop iteration it arrives in; llm.csv is written at the end from the cache
+and fresh answers in a fixed order, so a rerun or a resumed run writes the same file. Requests that fail after every retry are counted, listed in
 failures.csv and left out of llm.csv (a rerun retries them); answers that never named an option are
 written as a flagged uniform fallback.
 """
@@ -18,7 +19,7 @@ import asyncio
 import json
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -191,38 +192,48 @@ async def a_gather(
         )
     started = time.perf_counter()
     items = list(iter_items(conversations, granularity))
-    asks = [p for item in items for p in _render_all(item, rubric)]
-    asks += [render_reason_prompt(item) for item in items] if include_reason else []
     store = cache if isinstance(cache, RequestCache) else RequestCache(cache)
     identity = identity_json(cfg.identity())
-    keys = [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in asks]
-    hits = store.get_many(keys)
-    answers: dict[str, Answer] = {k: Answer.from_json(v) for k, v in hits.items()}
-    pending = [(k, p) for k, p in zip(keys, asks, strict=True) if k not in answers]
+    n_asks = len(items) * (len(rubric.questions) + int(include_reason))
+    answers: dict[str, Answer] = {}
+    failures: dict[str, Answer] = {}
+    # Streaming (prompts rendered, hashed and looked up in the cache while the first requests are out)
+    # wherever one process makes every request; otherwise the pending count decides the processes first.
+    streams = cfg.backend != "embedding" and (backend is not None or worker_processes(cfg, n_asks) == 1)
+    try:
+        if streams:
+            asks, keys, pending, processes = await _gather_streaming(
+                cfg,
+                backend,
+                _prompt_chunks(items, rubric, include_reason),
+                identity,
+                store,
+                answers,
+                failures,
+                progress,
+                n_asks,
+            )
+        else:
+            asks, keys, pending, processes = await _gather_upfront(
+                cfg,
+                backend,
+                _prompt_chunks(items, rubric, include_reason),
+                identity,
+                store,
+                answers,
+                failures,
+                progress,
+            )
+    finally:
+        if not isinstance(cache, RequestCache):
+            store.close()
     summary = GatherSummary(
         items=len(items),
         questions=len(rubric.questions),
         pairs=len(items) * len(rubric.questions),
         cached=len(asks) - len(pending),
+        processes=processes,
     )
-    failures: dict[str, Answer] = {}
-    processes = (
-        1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, len(pending))
-    )
-    summary.processes = processes if pending else 0
-    own_backend = backend is None and bool(pending) and processes == 1
-    if own_backend:
-        backend = make_backend(cfg)
-    try:
-        if pending and processes > 1:  # the HTTP work in child processes; the cache stays here
-            summary.processes = await run_sharded(cfg, pending, store, answers, failures, processes, progress)
-        elif pending:
-            await _run(backend, pending, store, answers, failures, cfg.concurrency, progress)
-    finally:
-        if own_backend and hasattr(backend, "close"):
-            await backend.close()
-        if not isinstance(cache, RequestCache):
-            store.close()
     fresh = [answers[k] for k, _ in pending if k in answers]
     _tally(summary, fresh, keys, answers, failures, cfg)
     result = GatherResult(
@@ -233,6 +244,118 @@ async def a_gather(
     )
     summary.wall_s = time.perf_counter() - started
     return result
+
+
+def _prompt_chunks(
+    items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32
+) -> Iterator[list[Prompt]]:
+    """Every prompt in request order (all the questions, item by item; then the reasons), `size` items a
+    chunk."""
+    for start in range(0, len(items), size):
+        yield [p for item in items[start : start + size] for p in _render_all(item, rubric)]
+    if include_reason:
+        for start in range(0, len(items), size):
+            yield [render_reason_prompt(item) for item in items[start : start + size]]
+
+
+def _keys(prompts: list[Prompt], identity: str) -> list[str]:
+    return [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in prompts]
+
+
+async def _gather_upfront(
+    cfg: JudgeConfig,
+    backend: Any,
+    chunks: Iterator[list[Prompt]],
+    identity: str,
+    store: RequestCache,
+    answers: dict[str, Answer],
+    failures: dict[str, Answer],
+    progress: bool,
+) -> tuple[list[Prompt], list[str], list[tuple[str, Prompt]], int]:
+    """Every prompt rendered and looked up first; then the pending ones asked, in this process or in
+    worker processes. Returns (asks, keys, pending, processes used)."""
+    asks = [p for chunk in chunks for p in chunk]
+    keys = _keys(asks, identity)
+    answers.update({k: Answer.from_json(v) for k, v in store.get_many(keys).items()})
+    pending = [(k, p) for k, p in zip(keys, asks, strict=True) if k not in answers]
+    if not pending:
+        return asks, keys, pending, 0
+    processes = (
+        1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, len(pending))
+    )
+    if processes > 1:  # the HTTP work in child processes; the cache stays here
+        used = await run_sharded(cfg, pending, store, answers, failures, processes, progress)
+        return asks, keys, pending, used
+    own = backend is None
+    backend = backend or make_backend(cfg)
+    try:
+        await _run(backend, pending, store, answers, failures, cfg.concurrency, progress)
+    finally:
+        if own and hasattr(backend, "close"):
+            await backend.close()
+    return asks, keys, pending, 1
+
+
+async def _gather_streaming(
+    cfg: JudgeConfig,
+    backend: Any,
+    chunks: Iterator[list[Prompt]],
+    identity: str,
+    store: RequestCache,
+    answers: dict[str, Answer],
+    failures: dict[str, Answer],
+    progress: bool,
+    total: int,
+) -> tuple[list[Prompt], list[str], list[tuple[str, Prompt]], int]:
+    """As _gather_upfront in one process, but the requests start with the first chunk of prompts: the
+    rest are rendered, hashed and looked up between responses (about 0.25 s for 5,000 prompts that would
+    otherwise come before the first request). The judge client is made at the first prompt to ask, so a
+    rerun from the cache never builds one."""
+    from tqdm.auto import tqdm
+
+    asks: list[Prompt] = []
+    keys: list[str] = []
+    pending: list[tuple[str, Prompt]] = []
+    queue: asyncio.Queue[tuple[str, Prompt] | None] = asyncio.Queue()
+    workers: list[asyncio.Task] = []
+    own = backend is None
+    bar = tqdm(total=total, disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1)
+    writer = TickWriter(store)
+    answered, failed = _recorders(answers, failures, writer, bar)
+    try:
+        for chunk in chunks:
+            chunk_keys = _keys(chunk, identity)
+            hits = store.get_many(chunk_keys)
+            asks += chunk
+            keys += chunk_keys
+            for k, p in zip(chunk_keys, chunk, strict=True):
+                if k in hits:
+                    answers[k] = Answer.from_json(hits[k])
+                    bar.update(1)
+                else:
+                    pending.append((k, p))
+                    queue.put_nowait((k, p))
+            if pending and not workers:
+                backend = backend or make_backend(cfg)
+                workers = [
+                    asyncio.create_task(_worker(backend, queue, answered, failed))
+                    for _ in range(cfg.concurrency)
+                ]
+            await asyncio.sleep(0)  # let the workers send what is queued
+            if any(w.done() for w in workers):  # one stopped the run (InputError...): raise it below
+                break
+        for _ in workers:
+            queue.put_nowait(None)  # no more prompts: each worker stops at one of these
+        await asyncio.gather(*workers)
+    finally:
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)
+        writer.flush()
+        bar.close()
+        if own and workers and hasattr(backend, "close"):
+            await backend.close()
+    return asks, keys, pending, 1 if pending else 0
 
 
 def _render_all(item: Item, rubric: Rubric) -> list[Prompt]:
@@ -256,6 +379,21 @@ async def _run(
     )
 
     writer = TickWriter(store)
+    answered, failed = _recorders(answers, failures, writer, bar)
+    try:
+        if getattr(backend, "batch", False):
+            await _run_batched(backend, pending, store, answers, bar)
+        else:
+            await run_workers(backend, pending, concurrency, answered, failed)
+    finally:
+        writer.flush()
+        bar.close()
+
+
+def _recorders(
+    answers: dict[str, Answer], failures: dict[str, Answer], writer: TickWriter, bar: Any
+) -> tuple[Callable[[str, Answer], None], Callable[[str, Answer], None]]:
+    """The callbacks the workers report each finished prompt to: (answered, failed)."""
 
     def answered(key: str, ans: Answer) -> None:
         answers[key] = ans
@@ -266,14 +404,7 @@ async def _run(
         failures[key] = spent
         bar.update(1)
 
-    try:
-        if getattr(backend, "batch", False):
-            await _run_batched(backend, pending, store, answers, bar)
-        else:
-            await run_workers(backend, pending, concurrency, answered, failed)
-    finally:
-        writer.flush()
-        bar.close()
+    return answered, failed
 
 
 class TickWriter:
@@ -317,13 +448,11 @@ async def run_workers(
 ) -> None:
     """Ask `backend` every pending prompt, `concurrency` at a time, in order; report each as it finishes.
     RequestFailed is a counted failure; anything else (InputError...) stops the run."""
-    queue: asyncio.Queue[tuple[str, Prompt]] = asyncio.Queue()
-    for entry in pending:
+    queue: asyncio.Queue[tuple[str, Prompt] | None] = asyncio.Queue()
+    n_workers = min(concurrency, len(pending))
+    for entry in [*pending, *[None] * n_workers]:
         queue.put_nowait(entry)
-    workers = [
-        asyncio.create_task(_worker(backend, queue, answered, failed))
-        for _ in range(min(concurrency, len(pending)))
-    ]
+    workers = [asyncio.create_task(_worker(backend, queue, answered, failed)) for _ in range(n_workers)]
     try:
         await asyncio.gather(*workers)
     finally:
@@ -338,8 +467,8 @@ async def _worker(
     answered: Callable[[str, Answer], None],
     failed: Callable[[str, Answer], None],
 ) -> None:
-    while not queue.empty():
-        key, prompt = queue.get_nowait()
+    while (entry := await queue.get()) is not None:  # None: no more prompts
+        key, prompt = entry
         try:
             ans = await (backend.judge(prompt) if prompt.question is not None else backend.reason(prompt))
         except RequestFailed as exc:

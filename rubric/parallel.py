@@ -1,12 +1,14 @@
 """One gather's HTTP work spread over a few worker processes; this process keeps everything else.
 
-Why: the openai client spends about 1 ms of CPU per request, so one Python process tops out near 1,000
-requests/s, below what concurrency 64 against a 50 ms endpoint needs (1,280/s). Each child builds its own
-OpenAIBackend from the JudgeConfig (the same `openai` client, the same retry and answer logic) and runs the
-same worker loop as an in-process gather (`rubric.gather.run_workers`) over its shard, with its share of
-the concurrency. It sends every finished result back through a pipe as soon as it has it; the parent alone
-owns the SQLite cache, the answers, the failures, the progress bar and the summary, and commits each answer
-to the cache the moment it arrives, so a killed gather loses at most the requests in flight.
+Why: each request costs CPU in the process that makes it (about 0.6 ms with judge.http_client=aiohttp,
+1.5 ms through the openai client, on the 2-core benchmark machine), so one Python process tops out at
+some hundreds to a couple of thousand requests/s; a high concurrency against a fast endpoint asks for more
+(64 against 50 ms: 1,280/s). Each child builds its own OpenAIBackend from the JudgeConfig (the same HTTP
+client, the same retry and answer logic) and runs the same worker loop as an in-process gather
+(`rubric.gather.run_workers`) over its shard, with its share of the concurrency. It sends every finished
+result back through a pipe as soon as it has it; the parent alone owns the SQLite cache, the answers, the
+failures, the progress bar and the summary, and commits each answer to the cache the moment it arrives,
+so a killed gather loses at most the requests in flight.
 
 - Shards are whole items dealt round-robin, so a turn's questions stay together and in order (a server
   prefix cache sees them back to back) and the children work through the same region of the input.
@@ -38,17 +40,19 @@ if TYPE_CHECKING:
     from rubric.cache import RequestCache
     from rubric.prompts import Prompt
 
-# Automatic choice (judge.processes=auto). Several processes pay off where one process is CPU-bound: the
-# openai client needs about 1 ms of CPU per request, so one process tops out near 1,000 requests/s, and
-# concurrency C against an endpoint answering in L seconds asks for C / L per second. Below concurrency 16
-# that stays under 1,000/s for any L above 16 ms, so one process suffices. Below 1,000 pending requests
-# the run is over in seconds: on benchmarks/gather_throughput.py (2 cores, 50 ms) 1,000 requests at
-# concurrency 64 took 1.7-2.1 s either way (two processes 0.1-0.4 s faster on a busy machine), and each
-# child costs a fork (7 ms with openai imported) plus its own client and connections. More processes than
-# cores measured slower (3 on 2 cores lost to 2 at concurrency 32 and 64); the cap of 4 bounds start-up and
-# memory on big machines (4 processes give about 4,000 requests/s; not measured beyond 2 cores).
+# Automatic choice (judge.processes=auto). Several processes pay off only where one process is CPU-bound,
+# and otherwise cost CPU of their own (pipes, a client each: 0.75 against 0.63 ms per request at
+# concurrency 64). Measured on benchmarks/gather_throughput.py (2 cores shared with the server, 50 ms,
+# median of 3, wall / ideal):
+#   aiohttp: concurrency 32: 1.16 (2 processes) vs 1.20 (1); 64: 1.20 vs 1.18; 128: 1.58 vs 1.77.
+#   openai:  concurrency 32: 1.24 vs 1.29; 64: 1.47 vs 1.91; 128: 2.50 vs 4.45.
+# So from concurrency 128 with aiohttp (64 and 128 level; in between not measured) and from 16 through the
+# openai client (whose 1.5 ms a request bind one process near 650 requests/s). Below 1,000 pending requests
+# the run is over in seconds and start-up dominates: each child costs a fork (7 ms with openai imported)
+# plus its own client and connections. More processes than cores measured slower (3 on 2 cores lost to
+# 2); the cap of 4 bounds start-up and memory on big machines (not measured beyond 2 cores).
 AUTO_MIN_PENDING = 1000
-AUTO_MIN_CONCURRENCY = 16
+AUTO_MIN_CONCURRENCY = {"aiohttp": 128, "openai": 16}
 AUTO_MAX_PROCESSES = 4
 PARENT_CHECK_S = 0.2
 
@@ -64,7 +68,7 @@ def worker_processes(cfg: JudgeConfig, pending: int) -> int:
     """How many processes should make the requests of a gather with `pending` requests to make."""
     if cfg.processes not in ("auto", 0):
         return max(1, min(int(cfg.processes), cfg.concurrency, max(pending, 1)))
-    if pending < AUTO_MIN_PENDING or cfg.concurrency < AUTO_MIN_CONCURRENCY:
+    if pending < AUTO_MIN_PENDING or cfg.concurrency < AUTO_MIN_CONCURRENCY[cfg.http_client]:
         return 1
     return max(1, min(available_cpus(), AUTO_MAX_PROCESSES, cfg.concurrency))
 

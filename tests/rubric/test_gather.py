@@ -287,3 +287,48 @@ def test_a_cache_that_cannot_be_written_stops_the_run(server, judge, rubric, tmp
         gather(make_conversations(20), rubric, {**judge, "concurrency": 2}, cache=store)
     assert server.requests < 20 * 3 * 5  # stopped early
     store.close()
+
+
+def test_requests_start_before_every_prompt_is_prepared(monkeypatch, rubric):
+    """In one process, prompts are rendered, hashed and looked up chunk by chunk while the first
+    requests are already out."""
+    import asyncio
+    import importlib
+
+    from rubric.backends import Answer
+    from rubric.extraction import uniform_fallback
+
+    gathering = importlib.import_module("rubric.gather")  # the module; rubric.gather is the function
+    events: list[str] = []
+
+    class RecordingJudge:
+        async def judge(self, prompt):
+            events.append("request")
+            await asyncio.sleep(0)
+            return Answer(uniform_fallback(len(prompt.codes)))
+
+    real_chunks = gathering._prompt_chunks
+
+    def chunks(*args, **kwargs):
+        for chunk in real_chunks(*args, size=2):
+            events.append("chunk")
+            yield chunk
+
+    monkeypatch.setattr(gathering, "_prompt_chunks", chunks)
+    res = gather(
+        make_conversations(4), rubric, {"api_key": "EMPTY", "concurrency": 3}, backend=RecordingJudge()
+    )
+    assert events.count("chunk") == 6 and events.count("request") == 4 * 3 * 5
+    assert events.index("request") < len(events) - events[::-1].index("chunk") - 1  # before the last chunk
+    assert res.summary.answered == 60 and res.summary.processes == 1
+
+
+def test_a_rerun_from_the_cache_builds_no_client(server, judge, conversations, rubric, tmp_path, monkeypatch):
+    """Everything cached: no judge client is made, so not even a key is needed."""
+    first = gather(conversations, rubric, judge, cache=tmp_path / "c.sqlite")
+    monkeypatch.delenv("RR_NO_KEY", raising=False)
+    keyless = {**judge, "api_key": None, "api_key_env": "RR_NO_KEY"}
+    again = gather(conversations, rubric, keyless, cache=tmp_path / "c.sqlite")
+    assert again.llm.equals(first.llm) and again.summary.processes == 0
+    with pytest.raises(Exception, match="RR_NO_KEY"):  # the key is needed as soon as one pair is missing
+        gather(make_conversations(3), rubric, keyless, cache=tmp_path / "c.sqlite")

@@ -133,12 +133,14 @@ def test_shards_keep_items_whole_and_in_order(rubric):
 
 
 def test_automatic_process_count():
-    auto = JudgeConfig(concurrency=64)
+    auto = JudgeConfig(concurrency=128)
     many = min(parallel.available_cpus(), parallel.AUTO_MAX_PROCESSES)
     assert parallel.worker_processes(auto, 999) == 1
     assert parallel.worker_processes(auto, 5000) == many
-    assert parallel.worker_processes(JudgeConfig(concurrency=8), 5000) == 1
-    assert parallel.worker_processes(JudgeConfig(concurrency=64, processes=0), 5000) == many
+    assert parallel.worker_processes(JudgeConfig(concurrency=64), 5000) == 1  # aiohttp: one keeps up
+    assert parallel.worker_processes(JudgeConfig(concurrency=16, http_client="openai"), 5000) == many
+    assert parallel.worker_processes(JudgeConfig(concurrency=8, http_client="openai"), 5000) == 1
+    assert parallel.worker_processes(JudgeConfig(concurrency=128, processes=0), 5000) == many
     assert parallel.worker_processes(JudgeConfig(concurrency=64, processes=3), 10) == 3
     assert parallel.worker_processes(JudgeConfig(concurrency=2, processes=3), 10) == 2
     with pytest.raises(InputError, match="processes"):
