@@ -114,7 +114,7 @@ def pool_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, parts
     for f in sorted(set(fold)):
         mine = [m for m, g in enumerate(fold) if g == f]
         probs = pool(np.stack([test_logp[m] for m in mine]), settings.pool)
-        if settings.recalibrate != "none":
+        if settings.recalibrates(len(mine)):
             recal = fit_recalibration([val_rows[m] for m in mine], [val_logp[m] for m in mine], ds.answers[:, t],
                                       question=t, n_options=k, how=settings.pool, prior=settings.recalibrate_prior)
             probs = recal.apply_target(probs)

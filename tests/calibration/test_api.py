@@ -22,7 +22,7 @@ from rubric.errors import InputError  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "data" / "role_adherence"
-TINY = Settings(ensemble=2, pretrain_steps=40, finetune_steps=40, eval_every=10, patience=2)
+TINY = Settings(ensemble=2, pretrain_steps=40, finetune_steps=40, eval_every=10, patience=2, recalibrate_min_members=2)
 
 
 @pytest.fixture(scope="module")

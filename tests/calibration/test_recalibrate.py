@@ -14,7 +14,14 @@ from calibration.recalibrate import Recalibration, fit_recalibration, fit_vector
 from calibration.train import Settings
 
 FAST = Settings(
-    hidden1=10, hidden2=10, pretrain_steps=60, finetune_steps=80, ensemble=3, eval_every=10, val_fraction=0.3
+    hidden1=10,
+    hidden2=10,
+    pretrain_steps=60,
+    finetune_steps=80,
+    ensemble=3,
+    eval_every=10,
+    val_fraction=0.3,
+    recalibrate_min_members=1,  # recalibrate even these 3-member ensembles, to test it
 )
 
 
@@ -145,15 +152,32 @@ def test_a_model_saved_before_recalibration_loads_with_arithmetic_pooling(synthe
                 "train.pretrain_steps=20",
                 "train.finetune_steps=20",
                 "train.ensemble=2",
+                "train.recalibrate_min_members=2",
             ]
         )
         == 0
     )
     meta = json.loads((model / "model.json").read_text())
     assert meta["settings"]["pool"] == "geometric" and len(meta["recalibration"]["scale"]) == 4
-    for key in ("pool", "recalibrate", "recalibrate_prior"):
+    for key in ("pool", "recalibrate", "recalibrate_prior", "recalibrate_min_members"):
         del meta["settings"][key]
     del meta["recalibration"]
     (model / "model.json").write_text(json.dumps(meta))
     old = load_model(model)
     assert old.settings.pool == "arithmetic" and old.recalibration is None
+
+
+def test_small_ensembles_are_not_recalibrated(synthetic_dir):
+    """Below recalibrate_min_members too few rows are out of bag: the pooled members are used as they are."""
+    ds = load_dataset(synthetic_dir)
+    p = ["p_1", "p_2", "p_3", "p_4"]
+    assert not Settings(ensemble=5).recalibrates(5) and Settings().recalibrates(16)
+    assert not Settings(recalibrate="none").recalibrates(16)
+
+    def probs(**kw):
+        settings = dataclasses.replace(FAST, **kw)
+        return cross_validate(ds, settings, folds=3, seed=0, baselines=False).predictions[p].to_numpy()
+
+    too_few = probs(recalibrate_min_members=4)  # 3 members per fold
+    assert np.array_equal(too_few, probs(recalibrate="none"))
+    assert not np.array_equal(too_few, probs(recalibrate_min_members=3))

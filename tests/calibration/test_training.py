@@ -15,7 +15,9 @@ from calibration.dataset import load_dataset
 from calibration.modelio import load_model
 from calibration.train import Settings
 
-FAST = Settings(hidden1=10, hidden2=10, pretrain_steps=60, finetune_steps=80, ensemble=2, eval_every=10)
+FAST = Settings(
+    hidden1=10, hidden2=10, pretrain_steps=60, finetune_steps=80, ensemble=2, eval_every=10, recalibrate_min_members=2
+)
 
 
 def test_same_seed_gives_bitwise_identical_predictions(synthetic_dir):
