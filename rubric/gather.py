@@ -16,6 +16,7 @@ written as a flagged uniform fallback.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import sys
 import time
@@ -200,30 +201,12 @@ async def a_gather(
     # Streaming (prompts rendered, hashed and looked up in the cache while the first requests are out)
     # wherever one process makes every request; otherwise the pending count decides the processes first.
     streams = cfg.backend != "embedding" and (backend is not None or worker_processes(cfg, n_asks) == 1)
+    run = functools.partial(_gather_streaming, total=n_asks) if streams else _gather_upfront
+    chunks = _prompt_chunks(items, rubric, include_reason)
     try:
-        if streams:
-            asks, keys, pending, processes = await _gather_streaming(
-                cfg,
-                backend,
-                _prompt_chunks(items, rubric, include_reason),
-                identity,
-                store,
-                answers,
-                failures,
-                progress,
-                n_asks,
-            )
-        else:
-            asks, keys, pending, processes = await _gather_upfront(
-                cfg,
-                backend,
-                _prompt_chunks(items, rubric, include_reason),
-                identity,
-                store,
-                answers,
-                failures,
-                progress,
-            )
+        asks, keys, pending, processes = await run(
+            cfg, backend, chunks, identity, store, answers, failures, progress
+        )
     finally:
         if not isinstance(cache, RequestCache):
             store.close()
