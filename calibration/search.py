@@ -2,7 +2,7 @@
 
 The objective is the held-out log-likelihood of the target question by inner cross-validation
 (lower NLL is better). Each trial is pruned in two rungs: one ensemble member per fold first
-(reported to the pruner), then the rest of the ensemble, averaged with the first.
+(reported to the pruner), then the rest of the ensemble, pooled with the first (`train.pool`).
 """
 
 from __future__ import annotations
