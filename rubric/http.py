@@ -81,6 +81,19 @@ def env_proxy(url: str) -> str | None:
     return getproxies().get(parts.scheme)
 
 
+def ssl_context_for(url: str) -> Any:
+    """For https: the SSL context the openai client's transports build (httpx's create_ssl_context:
+    certifi's CA bundle, SSL_CERT_FILE / SSL_CERT_DIR honoured), so both ways of sending trust the same
+    certificates. True (aiohttp's default) for plain http, where it is never used."""
+    if not url.lower().startswith("https:"):
+        return True
+    try:
+        import httpx2 as httpx
+    except ImportError:  # pragma: no cover - older openai releases
+        import httpx
+    return httpx.create_ssl_context()
+
+
 def make_channel(kind: str, api_key: str, base_url: str | None, timeout: float, connections: int) -> Any:
     import openai  # both need it: it knows the endpoint's URL and headers conventions
 
@@ -111,7 +124,7 @@ class AiohttpChannel:
             # Not trust_env=True: it reads the proxy variables again on every request (0.6 ms each).
             self._session = aiohttp.ClientSession(
                 timeout=aiohttp.ClientTimeout(total=self._timeout),
-                connector=aiohttp.TCPConnector(limit=self._connections),
+                connector=aiohttp.TCPConnector(limit=self._connections, ssl=ssl_context_for(self._base)),
                 proxy=env_proxy(self._base),
             )
         try:

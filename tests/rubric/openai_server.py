@@ -51,8 +51,15 @@ class FakeOpenAI:
     """Start with `with FakeOpenAI(latency=0.05) as server: server.base_url`."""
 
     def __init__(
-        self, *, latency: float = 0.0, slow_s: float = 0.3, timeout_s: float = 5.0, retry_after: str = "0.2"
+        self,
+        *,
+        latency: float = 0.0,
+        slow_s: float = 0.3,
+        timeout_s: float = 5.0,
+        retry_after: str = "0.2",
+        ssl_context: Any = None,
     ):
+        self.ssl_context = ssl_context  # an ssl.SSLContext: serve HTTPS
         self.latency = latency
         self.slow_s = slow_s
         self.timeout_s = timeout_s
@@ -73,7 +80,7 @@ class FakeOpenAI:
     # lifecycle -------------------------------------------------------------------------------------
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.ssl_context else 'http'}://127.0.0.1:{self.port}/v1"
 
     def __enter__(self) -> FakeOpenAI:
         ready = threading.Event()
@@ -92,7 +99,7 @@ class FakeOpenAI:
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=512)
+            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=512, ssl=self.ssl_context)
         )
         self.port = server.sockets[0].getsockname()[1]
         ready.set()

@@ -332,3 +332,38 @@ def test_a_rerun_from_the_cache_builds_no_client(server, judge, conversations, r
     assert again.llm.equals(first.llm) and again.summary.processes == 0
     with pytest.raises(Exception, match="RR_NO_KEY"):  # the key is needed as soon as one pair is missing
         gather(make_conversations(3), rubric, keyless, cache=tmp_path / "c.sqlite")
+
+
+def test_https_trusts_what_the_openai_client_trusts():
+    import ssl
+
+    from rubric.http import ssl_context_for
+
+    assert ssl_context_for("http://127.0.0.1:8000/v1") is True
+    ctx = ssl_context_for("https://api.openai.com/v1")
+    assert isinstance(ctx, ssl.SSLContext) and ctx.verify_mode == ssl.CERT_REQUIRED and ctx.check_hostname
+    assert ctx.cert_store_stats()["x509_ca"] > 0  # a CA bundle is loaded
+
+
+def test_https_endpoint_with_a_private_ca(judge, conversations, rubric, tmp_path, monkeypatch):
+    """Over TLS, with the certificate checked: trusted through SSL_CERT_FILE (as for the openai client),
+    refused (a counted failure, not a crash) without it."""
+    import ssl
+
+    import trustme
+    from openai_server import FakeOpenAI
+
+    ca = trustme.CA()
+    server_ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert("127.0.0.1").configure_cert(server_ctx)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    with FakeOpenAI(ssl_context=server_ctx) as secure:
+        https_judge = {**judge, "base_url": secure.base_url, "max_retries": 0}
+        assert https_judge["base_url"].startswith("https://")
+        monkeypatch.delenv("SSL_CERT_FILE", raising=False)
+        untrusted = gather(conversations, rubric, https_judge)
+        assert untrusted.summary.failures == N_PAIRS and secure.requests == 0
+        monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))
+        trusted = gather(conversations, rubric, https_judge)
+        assert trusted.summary.failures == 0 and secure.requests == N_PAIRS
+        check_valid(trusted.llm)
