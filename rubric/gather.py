@@ -200,7 +200,7 @@ async def a_gather(
     failures: dict[str, Answer] = {}
     # Streaming (prompts rendered, hashed and looked up in the cache while the first requests are out)
     # wherever one process makes every request; otherwise the pending count decides the processes first.
-    streams = cfg.backend != "embedding" and (backend is not None or worker_processes(cfg, n_asks) == 1)
+    streams = cfg.backend != "embedding" and _processes(cfg, backend, n_asks) == 1
     run = functools.partial(_gather_streaming, total=n_asks) if streams else _gather_upfront
     chunks = _prompt_chunks(items, rubric, include_reason)
     try:
@@ -227,6 +227,18 @@ async def a_gather(
     )
     summary.wall_s = time.perf_counter() - started
     return result
+
+
+def _processes(cfg: JudgeConfig, backend: Any, pending: int) -> int:
+    """Processes to make `pending` requests: one for a given backend or the embedding judge, else
+    judge.processes (rubric/parallel.py)."""
+    return 1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, pending)
+
+
+def progress_bar(total: int, progress: bool) -> Any:
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1)
 
 
 def _prompt_chunks(
@@ -263,9 +275,7 @@ async def _gather_upfront(
     pending = [(k, p) for k, p in zip(keys, asks, strict=True) if k not in answers]
     if not pending:
         return asks, keys, pending, 0
-    processes = (
-        1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, len(pending))
-    )
+    processes = _processes(cfg, backend, len(pending))
     if processes > 1:  # the HTTP work in child processes; the cache stays here
         used = await run_sharded(cfg, pending, store, answers, failures, processes, progress)
         return asks, keys, pending, used
@@ -294,15 +304,12 @@ async def _gather_streaming(
     rest are rendered, hashed and looked up between responses (about 0.25 s for 5,000 prompts that would
     otherwise come before the first request). The judge client is made at the first prompt to ask, so a
     rerun from the cache never builds one."""
-    from tqdm.auto import tqdm
-
     asks: list[Prompt] = []
     keys: list[str] = []
     pending: list[tuple[str, Prompt]] = []
-    queue: asyncio.Queue[tuple[str, Prompt] | None] = asyncio.Queue()
-    workers: list[asyncio.Task] = []
+    pool = WorkerPool()
     own = backend is None
-    bar = tqdm(total=total, disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1)
+    bar = progress_bar(total, progress)
     writer = TickWriter(store)
     answered, failed = _recorders(answers, failures, writer, bar)
     try:
@@ -317,26 +324,19 @@ async def _gather_streaming(
                     bar.update(1)
                 else:
                     pending.append((k, p))
-                    queue.put_nowait((k, p))
-            if pending and not workers:
+                    pool.queue.put_nowait((k, p))
+            if pending and not pool.started:
                 backend = backend or make_backend(cfg)
-                workers = [
-                    asyncio.create_task(_worker(backend, queue, answered, failed))
-                    for _ in range(cfg.concurrency)
-                ]
+                pool.start(backend, cfg.concurrency, answered, failed)
             await asyncio.sleep(0)  # let the workers send what is queued
-            if any(w.done() for w in workers):  # one stopped the run (InputError...): raise it below
+            if pool.stopped_early():  # a worker stopped the run (InputError...): finish() raises it
                 break
-        for _ in workers:
-            queue.put_nowait(None)  # no more prompts: each worker stops at one of these
-        await asyncio.gather(*workers)
+        await pool.finish()
     finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await pool.cancel()
         writer.flush()
         bar.close()
-        if own and workers and hasattr(backend, "close"):
+        if own and pool.started and hasattr(backend, "close"):
             await backend.close()
     return asks, keys, pending, 1 if pending else 0
 
@@ -355,11 +355,7 @@ async def _run(
     concurrency: int,
     progress: bool,
 ) -> None:
-    from tqdm.auto import tqdm
-
-    bar = tqdm(
-        total=len(pending), disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1
-    )
+    bar = progress_bar(len(pending), progress)
 
     writer = TickWriter(store)
     answered, failed = _recorders(answers, failures, writer, bar)
@@ -431,17 +427,45 @@ async def run_workers(
 ) -> None:
     """Ask `backend` every pending prompt, `concurrency` at a time, in order; report each as it finishes.
     RequestFailed is a counted failure; anything else (InputError...) stops the run."""
-    queue: asyncio.Queue[tuple[str, Prompt] | None] = asyncio.Queue()
-    n_workers = min(concurrency, len(pending))
-    for entry in [*pending, *[None] * n_workers]:
-        queue.put_nowait(entry)
-    workers = [asyncio.create_task(_worker(backend, queue, answered, failed)) for _ in range(n_workers)]
+    pool = WorkerPool()
+    for entry in pending:
+        pool.queue.put_nowait(entry)
+    pool.start(backend, min(concurrency, len(pending)), answered, failed)
     try:
-        await asyncio.gather(*workers)
+        await pool.finish()
     finally:
-        for w in workers:
-            w.cancel()
-        await asyncio.gather(*workers, return_exceptions=True)
+        await pool.cancel()
+
+
+class WorkerPool:
+    """Tasks that ask the backend about the prompts put in `queue`, each one at a time, in queue order."""
+
+    def __init__(self) -> None:
+        self.queue: asyncio.Queue[tuple[str, Prompt] | None] = asyncio.Queue()
+        self.tasks: list[asyncio.Task] = []
+
+    @property
+    def started(self) -> bool:
+        return bool(self.tasks)
+
+    def start(self, backend: Any, n: int, answered: Callable, failed: Callable) -> None:
+        self.tasks = [asyncio.create_task(_worker(backend, self.queue, answered, failed)) for _ in range(n)]
+
+    def stopped_early(self) -> bool:
+        """A worker ends only at the end of the queue, or on an error that stops the run."""
+        return any(t.done() for t in self.tasks)
+
+    async def finish(self) -> None:
+        """No more prompts: wait until every one is answered; the first error (not RequestFailed) raises."""
+        for _ in self.tasks:
+            self.queue.put_nowait(None)  # each worker stops at one of these
+        await asyncio.gather(*self.tasks)
+
+    async def cancel(self) -> None:
+        """Stop whatever is still running (after finish(), nothing is)."""
+        for t in self.tasks:
+            t.cancel()
+        await asyncio.gather(*self.tasks, return_exceptions=True)
 
 
 async def _worker(

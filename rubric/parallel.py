@@ -109,7 +109,7 @@ async def run_sharded(
     progress: bool,
 ) -> int:
     """Make the pending requests in up to `processes` child processes; returns how many were used."""
-    from tqdm.auto import tqdm
+    from rubric.gather import progress_bar
 
     ctx = _context()
     if ctx.get_start_method() == "fork":
@@ -195,14 +195,7 @@ async def run_sharded(
             children.append(child)
             readers.append(recv)
         gc.unfreeze()
-        bar = tqdm(
-            total=len(pending),
-            disable=not progress,
-            unit="ask",
-            desc="gather",
-            file=sys.stderr,
-            smoothing=0.1,
-        )
+        bar = progress_bar(len(pending), progress)
         for recv in readers:
             state["open"] += 1
             loop.add_reader(recv.fileno(), readable, recv)
