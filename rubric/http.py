@@ -87,11 +87,7 @@ def ssl_context_for(url: str) -> Any:
     certificates. True (aiohttp's default) for plain http, where it is never used."""
     if not url.lower().startswith("https:"):
         return True
-    try:
-        import httpx2 as httpx
-    except ImportError:  # pragma: no cover - older openai releases
-        import httpx
-    return httpx.create_ssl_context()
+    return _sdk_httpx().create_ssl_context()
 
 
 def make_channel(kind: str, api_key: str, base_url: str | None, timeout: float, connections: int) -> Any:
@@ -152,7 +148,7 @@ class OpenAIClientChannel:
         import openai
 
         try:
-            resp = await self.client.post(path, body=body, cast_to=_sdk_response_type())
+            resp = await self.client.post(path, body=body, cast_to=_sdk_httpx().Response)
         except openai.APIStatusError as exc:
             return Reply(exc.status_code, exc.response.headers, exc.response.content)
         except openai.APIConnectionError as exc:  # APITimeoutError included
@@ -186,10 +182,10 @@ def _sdk_http_client(openai: Any, timeout: float) -> Any:
     return None if factory is None else factory(timeout=timeout)
 
 
-def _sdk_response_type() -> type:
-    """The raw response type of the openai client's HTTP library (httpx2 for openai>=3, httpx before)."""
+def _sdk_httpx() -> Any:
+    """The openai client's HTTP library: httpx2 for openai>=3, httpx before."""
     try:
         import httpx2 as httpx
     except ImportError:  # pragma: no cover - older openai releases
         import httpx
-    return httpx.Response
+    return httpx
