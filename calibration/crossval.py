@@ -21,9 +21,9 @@ from calibration.baselines import BASELINES
 from calibration.dataset import Dataset, load_dataset
 from calibration.metrics import agreement, jsonable, mean_nll
 from calibration.predict import member_logproba
-from calibration.recalibrate import fit_recalibration, pool
+from calibration.recalibrate import pool
 from calibration.splits import group_folds
-from calibration.train import Rows, Settings, fit_models, plan_models
+from calibration.train import Rows, Settings, fit_models, plan_models, target_recalibration
 
 METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm")
 
@@ -104,8 +104,6 @@ def oof_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds:
 def pool_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, parts: list[Members]) -> np.ndarray:
     """(R, K) out-of-fold target distributions: per fold, its members (from every part) pooled, then
     recalibrated with a map fitted on their validation rows (calibration/recalibrate.py)."""
-    t = ds.target_index
-    k = int(ds.n_options[t])
     out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
     fold = [f for part in parts for f in part.fold]
     test_logp = [lp for part in parts for lp in part.test_logp]
@@ -114,9 +112,8 @@ def pool_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, parts
     for f in sorted(set(fold)):
         mine = [m for m, g in enumerate(fold) if g == f]
         probs = pool(np.stack([test_logp[m] for m in mine]), settings.pool)
-        if settings.recalibrates(len(mine)):
-            recal = fit_recalibration([val_rows[m] for m in mine], [val_logp[m] for m in mine], ds.answers[:, t],
-                                      question=t, n_options=k, how=settings.pool, prior=settings.recalibrate_prior)
+        recal = target_recalibration(ds, settings, [val_rows[m] for m in mine], [val_logp[m] for m in mine])
+        if recal is not None:
             probs = recal.apply_target(probs)
         out[fold_of_row == f] = probs
     return out

@@ -386,10 +386,19 @@ def recalibrations(net: CalibrationNet, X: torch.Tensor, ds: Dataset, plan: Plan
     t = ds.target_index
     val_logp = member_logproba(net, X, [ds.label_item[v] for v in plan.val_rows],
                                [ds.label_judge[v] for v in plan.val_rows])
-    return [fit_recalibration([plan.val_rows[m] for m in members], [val_logp[m][:, t] for m in members],
-                              ds.answers[:, t], question=t, n_options=int(ds.n_options[t]), how=settings.pool,
-                              prior=settings.recalibrate_prior) if settings.recalibrates(len(members)) else None
-            for members in ensembles]
+    return [target_recalibration(ds, settings, [plan.val_rows[m] for m in members],
+                                 [val_logp[m][:, t] for m in members]) for members in ensembles]
+
+
+def target_recalibration(ds: Dataset, settings: Settings, val_rows: list[np.ndarray],
+                         val_logp: list[np.ndarray]) -> Recalibration | None:
+    """The target recalibration of one ensemble from its members' validation rows and target
+    log-probabilities there; None where Settings.recalibrates says no."""
+    if not settings.recalibrates(len(val_rows)):
+        return None
+    t = ds.target_index
+    return fit_recalibration(val_rows, val_logp, ds.answers[:, t], question=t, n_options=int(ds.n_options[t]),
+                             how=settings.pool, prior=settings.recalibrate_prior)
 
 
 def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: bool = False):
