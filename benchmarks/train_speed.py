@@ -7,6 +7,10 @@ Batched = 5 folds x 8 seeds = 40 models in one computation, timed twice: in one 
 calibration.train.fit_models). One at a time is one model per computation, one thread: a single tiny
 model cannot use a second core. Prints JSON with medians over repeats, all measured side by side.
 
+`per_model_step_ms` splits one batched step of the 40 models (one core) into forward + backward and the
+Adam update, per model, beside the budget a 30x speed-up leaves per model and step (one model's step /
+30 on one core, twice that with two cores at perfect scaling): it shows where the time goes.
+
     python benchmarks/train_speed.py [--anchors ../shared/anchors/llm_rubric_synth] [--repeats 3] [--workers 2]
 """
 
@@ -25,8 +29,9 @@ import torch
 
 from calibration.dataset import load_dataset
 from calibration.importers import import_llm_rubric
+from calibration.network import CalibrationNet
 from calibration.splits import group_folds
-from calibration.train import Plan, Rows, Settings, fit_models
+from calibration.train import Plan, Rows, Settings, _adam, _batch_indices, fit_models, torch_threads
 
 PAPER = Settings(hidden1=25, hidden2=25, batch_size=64, pretrain_steps=200, finetune_steps=300, lr=0.01,
                  finetune_lr=0.01, val_fraction=0.0, ensemble=1)
@@ -36,6 +41,28 @@ def _train(ds, X, rows, plan_rows, seeds, workers=1):
     plan = Plan(plan_rows, [r[:0] for r in plan_rows], seeds)
     return fit_models(X, rows, plan, PAPER, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
                       target=ds.target_index, threads=1, workers=workers)
+
+
+def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float, float]:
+    """Median ms of one batched training step's forward + backward and of its Adam update, one core."""
+    net = CalibrationNet(len(seeds), X.shape[1], len(ds.judges), ds.n_options.tolist(), hidden1=PAPER.hidden1,
+                         hidden2=PAPER.hidden2, seeds=seeds)
+    optimiser = _adam(net, PAPER, PAPER.lr)
+    batches = torch.from_numpy(_batch_indices(train_rows, seeds, steps, PAPER.batch_size, 0))
+    weights = torch.ones(len(ds.n_options))
+    forward_backward, adam = [], []
+    with torch_threads(1):
+        for step in range(steps):
+            b = batches[:, step]
+            start = time.perf_counter()
+            _, loss = net(X[rows.item[b]], rows.judge[b], rows.answers[b], weights)
+            optimiser.zero_grad(set_to_none=True)
+            loss.backward()
+            middle = time.perf_counter()
+            optimiser.step()
+            forward_backward.append(middle - start)
+            adam.append(time.perf_counter() - middle)
+    return statistics.median(forward_backward) * 1e3, statistics.median(adam) * 1e3
 
 
 def main() -> None:
@@ -56,8 +83,9 @@ def main() -> None:
     train_rows = [np.flatnonzero(folds != f) for f, _ in members]
     seeds = [f * 100 + s for f, s in members]
 
-    single, batched, sliced = [], [], []
+    single, batched, sliced, parts = [], [], [], []
     for _ in range(args.repeats):
+        parts.append(_batched_step_parts(ds, X, rows, train_rows, seeds))
         start = time.perf_counter()
         for m in range(args.single_models):
             _train(ds, X, rows, [train_rows[m]], [seeds[m]])
@@ -78,9 +106,19 @@ def main() -> None:
         "speedup": round(statistics.median(batched) / statistics.median(single), 2),
         f"batched_{args.workers}_workers_models_per_s": round(statistics.median(sliced), 3),
         f"speedup_{args.workers}_workers": round(statistics.median(sliced) / statistics.median(single), 2),
+        "per_model_step_ms": _per_model_step(parts, statistics.median(single), len(members)),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     print(json.dumps(result, indent=2))
+
+
+def _per_model_step(parts: list[tuple[float, float]], single_models_per_s: float, models: int) -> dict:
+    one = 1e3 / single_models_per_s / (PAPER.pretrain_steps + PAPER.finetune_steps)
+    return {"one_at_a_time": round(one, 4),
+            "batched_forward_backward": round(statistics.median(p[0] for p in parts) / models, 4),
+            "batched_adam": round(statistics.median(p[1] for p in parts) / models, 4),
+            "budget_for_30x_one_core": round(one / 30, 4),
+            "budget_for_30x_two_cores": round(2 * one / 30, 4)}
 
 
 if __name__ == "__main__":

@@ -1,0 +1,58 @@
+"""The benchmarks run end to end in a small configuration and print the JSON the README quotes.
+
+Slow (about a minute in all): they train and gather for real. The figures they print are checked for
+sense (a batched run beats one model at a time, the calibrated model beats the constant baseline, a
+cached rerun makes no request), not for the README's values, which need the full settings.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"
+
+pytestmark = pytest.mark.slow
+
+
+def _run(script: str, *args: str) -> dict:
+    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return json.loads(done.stdout)
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_train_speed_prints_models_per_second_and_the_step_split():
+    out = _run("train_speed.py", "--anchors", str(ANCHORS), "--repeats", "1", "--single-models", "1")
+    assert out["config"]["batched_models"] == 40
+    assert out["speedup"] > 1.5  # 40 models as one computation against one at a time
+    step = out["per_model_step_ms"]
+    assert 0 < step["batched_adam"] < step["one_at_a_time"]
+    assert 0 < step["batched_forward_backward"] < step["one_at_a_time"]
+    assert step["budget_for_30x_two_cores"] == pytest.approx(2 * step["budget_for_30x_one_core"], abs=2e-4)
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_llm_rubric_cv_prints_the_table_and_smece():
+    out = _run("llm_rubric_cv.py", "--anchors", str(ANCHORS), "--seeds", "0", "--override", "train.ensemble=2")
+    assert out["settings"]["ensemble"] == 2
+    assert [r["seed"] for r in out["per_seed"]] == [0]
+    assert out["calibrated"]["rmse"]["mean"] < out["baselines_seed0"]["constant"]["rmse"]
+    assert out["calibrated"]["pearson"]["mean"] > 0.3
+    assert set(out["smece_one_vs_rest"]["0"]) == {"1", "2", "3", "4"}
+    assert 0 < out["smece_max"] < 0.2
+
+
+def test_gather_throughput_prints_runs_and_a_cached_rerun():
+    out = _run("gather_throughput.py", "--turns", "40", "--concurrency", "8", "--repeats", "1", "--latency", "0.01")
+    [run] = out["runs"]
+    assert run["concurrency"] == 8 and run["failures"] == 0
+    assert run["ratio"] >= 0.9  # never faster than the server's latency allows
+    assert out["cache_rerun"]["requests"] == 0
+    assert out["cache_rerun"]["cached"] == out["cache_rerun"]["pairs"] > 0
