@@ -40,7 +40,8 @@ import pandas as pd
 
 from rubric.conversations import Conversation, conversations_from_records, load_conversations
 from rubric.errors import InputError
-from rubric.gather import GatherResult, a_gather, judge_config, make_backend, run_sync
+from rubric.gather import a_gather, judge_config, make_backend, run_sync
+from rubric.outputs import GatherResult
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
 OUTPUT_MODES = ("continuous", "binary")

@@ -21,18 +21,8 @@ from rubric.conversations import (
 )
 from rubric.errors import InputError
 from rubric.extraction import Distribution, TokenLogprob, from_top_logprobs
-from rubric.gather import (
-    LLM_COLUMNS,
-    GatherResult,
-    GatherSummary,
-    a_gather,
-    gather,
-    judge_config,
-    make_backend,
-    rubric_from_config,
-    run_gather,
-    write_outputs,
-)
+from rubric.gather import a_gather, gather, judge_config, make_backend, rubric_from_config, run_gather
+from rubric.outputs import LLM_COLUMNS, GatherResult, GatherSummary, write_outputs
 from rubric.prompts import Prompt, render_prompt
 from rubric.schema import Option, Question, Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
 

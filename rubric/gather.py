@@ -17,83 +17,28 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import json
-import sys
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
-from rubric.backends import Answer, JudgeConfig, OpenAIBackend, RequestFailed
+from rubric.backends import Answer, JudgeConfig, OpenAIBackend
 from rubric.cache import RequestCache, cache_key, identity_json
-from rubric.conversations import Conversation, Item, iter_items, load_conversations, save_conversations
+from rubric.conversations import Conversation, Item, iter_items, load_conversations
 from rubric.errors import InputError
+from rubric.outputs import (
+    GatherResult,
+    GatherSummary,
+    failure_frame,
+    llm_frame,
+    reason_frame,
+    tally,
+    write_outputs,
+)
 from rubric.parallel import run_sharded, worker_processes
 from rubric.prompts import Prompt, render_context, render_prompt, render_reason_prompt
-from rubric.schema import Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
-
-LLM_COLUMNS = [
-    "conversation_id",
-    "turn",
-    "question_id",
-    "option",
-    "prob",
-    "coverage",
-    "source",
-    "model",
-    "prompt_hash",
-]
-
-
-@dataclass
-class GatherSummary:
-    """What a gather did; printed at the end and written to gather_summary.json."""
-
-    items: int = 0
-    questions: int = 0
-    pairs: int = 0
-    """(item, question) pairs asked for."""
-    cached: int = 0
-    """Answers (pairs and reasons) read from the cache instead of requested."""
-    answered: int = 0
-    """Answers obtained from the judge in this run."""
-    http_requests: int = 0
-    retries: int = 0
-    failures: int = 0
-    """Pairs or reasons that failed after every retry (not in llm.csv; a rerun retries them)."""
-    fallbacks: int = 0
-    """Pairs whose answer never named an option (written with source=fallback)."""
-    sources: dict[str, int] = field(default_factory=dict)
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float | None = None
-    processes: int = 1
-    """Processes that made the requests (1: this one; more: rubric/parallel.py)."""
-    wall_s: float = 0.0
-
-    def line(self) -> str:
-        cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
-        return (
-            f"{self.pairs} (item, question) pairs over {self.items} items: {self.cached} from cache, "
-            f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries"
-            f"{'' if self.processes <= 1 else f', {self.processes} processes'}); "
-            f"{self.failures} failed, {self.fallbacks} fallbacks; sources {self.sources}; tokens "
-            f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s"
-        )
-
-
-@dataclass
-class GatherResult:
-    llm: pd.DataFrame
-    """Long-form llm.csv rows (LLM_COLUMNS)."""
-    reasons: pd.DataFrame | None
-    """conversation_id, turn, reason (include_reason=True only)."""
-    failures: pd.DataFrame
-    """conversation_id, turn, question_id, error: what failed after every retry."""
-    summary: GatherSummary
+from rubric.schema import Rubric, load_rubric, rubric_from_dict
+from rubric.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
 
 
 def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **overrides: Any) -> JudgeConfig:
@@ -218,11 +163,11 @@ async def a_gather(
         processes=processes,
     )
     fresh = [answers[k] for k, _ in pending if k in answers]
-    _tally(summary, fresh, keys, answers, failures, cfg)
+    tally(summary, fresh, keys, answers, failures, cfg)
     result = GatherResult(
-        _llm_frame(asks, keys, answers, cfg.model),
-        _reason_frame(asks, keys, answers, include_reason),
-        _failure_frame(asks, keys, failures),
+        llm_frame(asks, keys, answers, cfg.model),
+        reason_frame(asks, keys, answers, include_reason),
+        failure_frame(asks, keys, failures),
         summary,
     )
     summary.wall_s = time.perf_counter() - started
@@ -233,12 +178,6 @@ def _processes(cfg: JudgeConfig, backend: Any, pending: int) -> int:
     """Processes to make `pending` requests: one for a given backend or the embedding judge, else
     judge.processes (rubric/parallel.py)."""
     return 1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, pending)
-
-
-def progress_bar(total: int, progress: bool) -> Any:
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1)
 
 
 def _prompt_chunks(
@@ -282,7 +221,7 @@ async def _gather_upfront(
     own = backend is None
     backend = backend or make_backend(cfg)
     try:
-        await _run(backend, pending, store, answers, failures, cfg.concurrency, progress)
+        await run_in_process(backend, pending, store, answers, failures, cfg.concurrency, progress)
     finally:
         if own and hasattr(backend, "close"):
             await backend.close()
@@ -311,7 +250,7 @@ async def _gather_streaming(
     own = backend is None
     bar = progress_bar(total, progress)
     writer = TickWriter(store)
-    answered, failed = _recorders(answers, failures, writer, bar)
+    answered, failed = recorders(answers, failures, writer, bar)
     try:
         for chunk in chunks:
             chunk_keys = _keys(chunk, identity)
@@ -344,233 +283,6 @@ async def _gather_streaming(
 def _render_all(item: Item, rubric: Rubric) -> list[Prompt]:
     context = render_context(item)  # the shared prefix, rendered once for all the questions
     return [render_prompt(item, q, context) for q in rubric.questions]
-
-
-async def _run(
-    backend: Any,
-    pending: list[tuple[str, Prompt]],
-    store: RequestCache,
-    answers: dict[str, Answer],
-    failures: dict[str, Answer],
-    concurrency: int,
-    progress: bool,
-) -> None:
-    bar = progress_bar(len(pending), progress)
-
-    writer = TickWriter(store)
-    answered, failed = _recorders(answers, failures, writer, bar)
-    try:
-        if getattr(backend, "batch", False):
-            await _run_batched(backend, pending, store, answers, bar)
-        else:
-            await run_workers(backend, pending, concurrency, answered, failed)
-    finally:
-        writer.flush()
-        bar.close()
-
-
-def _recorders(
-    answers: dict[str, Answer], failures: dict[str, Answer], writer: TickWriter, bar: Any
-) -> tuple[Callable[[str, Answer], None], Callable[[str, Answer], None]]:
-    """The callbacks the workers report each finished prompt to: (answered, failed)."""
-
-    def answered(key: str, ans: Answer) -> None:
-        answers[key] = ans
-        writer.put(key, ans)
-        bar.update(1)
-
-    def failed(key: str, spent: Answer) -> None:
-        failures[key] = spent
-        bar.update(1)
-
-    return answered, failed
-
-
-class TickWriter:
-    """Commits the answers that finish in one event-loop iteration together, at the end of it.
-
-    Why: one SQLite commit per answer cost about 0.07 ms each, a tenth of a request's CPU. A kill loses
-    at most the answers of the iteration it lands in: responses read microseconds before, as good as in
-    flight. A failed commit keeps its rows and stops the run at the next answer; call flush() when the
-    run ends, however it ends."""
-
-    def __init__(self, store: RequestCache):
-        self.store = store
-        self.rows: list[tuple[str, str]] = []
-        self.error: Exception | None = None
-
-    def put(self, key: str, ans: Answer) -> None:
-        if self.error is not None:
-            raise self.error
-        if not self.rows:
-            asyncio.get_running_loop().call_soon(self._flush_soon)
-        self.rows.append((key, ans.to_json()))
-
-    def flush(self) -> None:
-        if self.rows:
-            self.store.put_many(self.rows)
-            self.rows = []
-
-    def _flush_soon(self) -> None:
-        try:
-            self.flush()
-        except Exception as exc:  # raised from put(), in the run, not lost in the event loop's log
-            self.error = exc
-
-
-async def run_workers(
-    backend: Any,
-    pending: Sequence[tuple[str, Prompt]],
-    concurrency: int,
-    answered: Callable[[str, Answer], None],
-    failed: Callable[[str, Answer], None],
-) -> None:
-    """Ask `backend` every pending prompt, `concurrency` at a time, in order; report each as it finishes.
-    RequestFailed is a counted failure; anything else (InputError...) stops the run."""
-    pool = WorkerPool()
-    for entry in pending:
-        pool.queue.put_nowait(entry)
-    pool.start(backend, min(concurrency, len(pending)), answered, failed)
-    try:
-        await pool.finish()
-    finally:
-        await pool.cancel()
-
-
-class WorkerPool:
-    """Tasks that ask the backend about the prompts put in `queue`, each one at a time, in queue order."""
-
-    def __init__(self) -> None:
-        self.queue: asyncio.Queue[tuple[str, Prompt] | None] = asyncio.Queue()
-        self.tasks: list[asyncio.Task] = []
-
-    @property
-    def started(self) -> bool:
-        return bool(self.tasks)
-
-    def start(self, backend: Any, n: int, answered: Callable, failed: Callable) -> None:
-        self.tasks = [asyncio.create_task(_worker(backend, self.queue, answered, failed)) for _ in range(n)]
-
-    def stopped_early(self) -> bool:
-        """A worker ends only at the end of the queue, or on an error that stops the run."""
-        return any(t.done() for t in self.tasks)
-
-    async def finish(self) -> None:
-        """No more prompts: wait until every one is answered; the first error (not RequestFailed) raises."""
-        for _ in self.tasks:
-            self.queue.put_nowait(None)  # each worker stops at one of these
-        await asyncio.gather(*self.tasks)
-
-    async def cancel(self) -> None:
-        """Stop whatever is still running (after finish(), nothing is)."""
-        for t in self.tasks:
-            t.cancel()
-        await asyncio.gather(*self.tasks, return_exceptions=True)
-
-
-async def _worker(
-    backend: Any,
-    queue: asyncio.Queue,
-    answered: Callable[[str, Answer], None],
-    failed: Callable[[str, Answer], None],
-) -> None:
-    while (entry := await queue.get()) is not None:  # None: no more prompts
-        key, prompt = entry
-        try:
-            ans = await (backend.judge(prompt) if prompt.question is not None else backend.reason(prompt))
-        except RequestFailed as exc:
-            failed(key, exc.spent or Answer(None, error=str(exc)))
-        else:
-            answered(key, ans)
-
-
-async def _run_batched(
-    backend: Any, pending: list[tuple[str, Prompt]], store: RequestCache, answers: dict[str, Answer], bar: Any
-) -> None:
-    size = int(backend.batch_size)
-    for start in range(0, len(pending), size):
-        chunk = pending[start : start + size]
-        got = await asyncio.to_thread(backend.judge_batch, [p for _, p in chunk])
-        rows = [(k, a.to_json()) for (k, _), a in zip(chunk, got, strict=True)]
-        store.put_many(rows)
-        answers.update({k: a for (k, _), a in zip(chunk, got, strict=True)})
-        bar.update(len(chunk))
-
-
-def _tally(
-    summary: GatherSummary,
-    fresh: list[Answer],
-    keys: list[str],
-    answers: dict[str, Answer],
-    failures: dict[str, Answer],
-    cfg: JudgeConfig,
-) -> None:
-    summary.answered = len(fresh)
-    summary.failures = len(failures)
-    spent = fresh + list(failures.values())  # failed pairs cost requests (and tokens) too
-    summary.http_requests = sum(a.requests for a in spent)
-    summary.retries = sum(a.retries for a in spent)
-    summary.prompt_tokens = sum(a.prompt_tokens for a in spent)
-    summary.completion_tokens = sum(a.completion_tokens for a in spent)
-    sources = [answers[k].dist.source for k in keys if k in answers and answers[k].dist is not None]
-    summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
-    summary.fallbacks = summary.sources.get("fallback", 0)
-    if cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None:
-        summary.cost_usd = (
-            summary.prompt_tokens * cfg.price_input_per_mtok
-            + summary.completion_tokens * cfg.price_output_per_mtok
-        ) / 1e6
-
-
-def _llm_frame(asks: list[Prompt], keys: list[str], answers: dict[str, Answer], model: str) -> pd.DataFrame:
-    cols: dict[str, list[Any]] = {c: [] for c in LLM_COLUMNS}
-    for p, k in zip(asks, keys, strict=True):
-        ans = answers.get(k)
-        if p.question is None or ans is None or ans.dist is None:
-            continue
-        h = p.prompt_hash
-        for opt, prob in zip(p.question.options, ans.dist.probs, strict=True):
-            cols["conversation_id"].append(p.item.conversation.conversation_id)
-            cols["turn"].append(p.item.turn)
-            cols["question_id"].append(p.question.id)
-            cols["option"].append(format_value(opt.value))
-            cols["prob"].append(prob)
-            cols["coverage"].append(ans.dist.coverage)
-            cols["source"].append(ans.dist.source)
-            cols["model"].append(model)
-            cols["prompt_hash"].append(h)
-    frame = pd.DataFrame(cols, columns=LLM_COLUMNS)
-    frame["turn"] = frame["turn"].astype("Int64")
-    return frame
-
-
-def _reason_frame(
-    asks: list[Prompt], keys: list[str], answers: dict[str, Answer], wanted: bool
-) -> pd.DataFrame | None:
-    if not wanted:
-        return None
-    rows = [
-        (p.item.conversation.conversation_id, p.item.turn, answers[k].text)
-        for p, k in zip(asks, keys, strict=True)
-        if p.question is None and k in answers
-    ]
-    frame = pd.DataFrame(rows, columns=["conversation_id", "turn", "reason"])
-    frame["turn"] = frame["turn"].astype("Int64")
-    return frame
-
-
-def _failure_frame(asks: list[Prompt], keys: list[str], failures: dict[str, Answer]) -> pd.DataFrame:
-    rows = [
-        (
-            p.item.conversation.conversation_id,
-            p.item.turn,
-            p.question.id if p.question else "(reason)",
-            failures[k].error,
-        )
-        for p, k in zip(asks, keys, strict=True)
-        if k in failures
-    ]
-    return pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "error"])
 
 
 # command line -------------------------------------------------------------------------------------------
@@ -613,31 +325,3 @@ def run_gather(cfg: Any) -> GatherResult:
     for path in written:
         print(f"gather: wrote {path}")
     return result
-
-
-def write_outputs(
-    result: GatherResult, out: Path, rubric: Rubric, conversations: Sequence[Conversation], judge: JudgeConfig
-) -> list[Path]:
-    """llm.csv, rubric.yaml, conversations.jsonl (a native dataset dir), plus reasons/failures/summary."""
-    written = [
-        out / "llm.csv",
-        save_rubric(rubric, out / "rubric.yaml"),
-        save_conversations(conversations, out / "conversations.jsonl"),
-    ]
-    result.llm.to_csv(written[0], index=False)
-    if result.reasons is not None:
-        result.reasons.to_csv(out / "reasons.csv", index=False)
-        written.append(out / "reasons.csv")
-    failures = out / "failures.csv"
-    if len(result.failures):
-        result.failures.to_csv(failures, index=False)
-        written.append(failures)
-    elif failures.exists():
-        failures.unlink()  # a stale list from an earlier run would mislead
-    summary = {
-        **asdict(result.summary),
-        "judge": {k: v for k, v in judge.to_dict().items() if k != "api_key"},
-    }
-    (out / "gather_summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    written.append(out / "gather_summary.json")
-    return written

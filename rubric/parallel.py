@@ -5,7 +5,7 @@ Why: each request costs CPU in the process that makes it (about 0.6 ms with judg
 some hundreds to a couple of thousand requests/s; a high concurrency against a fast endpoint asks for more
 (64 against 50 ms: 1,280/s). Each child builds its own OpenAIBackend from the JudgeConfig (the same HTTP
 client, the same retry and answer logic) and runs the same worker loop as an in-process gather
-(`rubric.gather.run_workers`) over its shard, with its share of the concurrency. It sends every finished
+(`rubric.workers.run_workers`) over its shard, with its share of the concurrency. It sends every finished
 result back through a pipe as soon as it has it; the parent alone owns the SQLite cache, the answers, the
 failures, the progress bar and the summary, and commits each answer to the cache the moment it arrives,
 so a killed gather loses at most the requests in flight.
@@ -109,7 +109,7 @@ async def run_sharded(
     progress: bool,
 ) -> int:
     """Make the pending requests in up to `processes` child processes; returns how many were used."""
-    from rubric.gather import progress_bar
+    from rubric.workers import progress_bar
 
     ctx = _context()
     if ctx.get_start_method() == "fork":
@@ -276,7 +276,7 @@ def _child_thread(cfg: JudgeConfig, part: list, n_slots: int, conn: Any, parent_
 
 async def _child_gather(cfg: JudgeConfig, part: list, n_slots: int, out: _Outbox, parent_pid: int) -> None:
     from rubric.backends import OpenAIBackend
-    from rubric.gather import run_workers
+    from rubric.workers import run_workers
 
     out.loop = asyncio.get_running_loop()
     watchdog = asyncio.create_task(_watch_parent(parent_pid))

@@ -11,8 +11,9 @@ from conftest import make_conversations
 from openai_server import codes_in, judge_distribution
 
 from rubric.extraction import with_floor
-from rubric.gather import LLM_COLUMNS, gather
+from rubric.gather import gather
 from rubric.http import HTTP_CLIENTS
+from rubric.outputs import LLM_COLUMNS
 
 N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
 

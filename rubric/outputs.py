@@ -1,0 +1,181 @@
+"""What a gather produces: its summary, the llm.csv / reasons / failures frames built from the answers in
+a fixed order (so a rerun or a resumed run writes the same bytes), and the native dataset directory."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from rubric.backends import Answer, JudgeConfig
+from rubric.conversations import Conversation, save_conversations
+from rubric.prompts import Prompt
+from rubric.schema import Rubric, format_value, save_rubric
+
+LLM_COLUMNS = [
+    "conversation_id",
+    "turn",
+    "question_id",
+    "option",
+    "prob",
+    "coverage",
+    "source",
+    "model",
+    "prompt_hash",
+]
+
+
+@dataclass
+class GatherSummary:
+    """What a gather did; printed at the end and written to gather_summary.json."""
+
+    items: int = 0
+    questions: int = 0
+    pairs: int = 0
+    """(item, question) pairs asked for."""
+    cached: int = 0
+    """Answers (pairs and reasons) read from the cache instead of requested."""
+    answered: int = 0
+    """Answers obtained from the judge in this run."""
+    http_requests: int = 0
+    retries: int = 0
+    failures: int = 0
+    """Pairs or reasons that failed after every retry (not in llm.csv; a rerun retries them)."""
+    fallbacks: int = 0
+    """Pairs whose answer never named an option (written with source=fallback)."""
+    sources: dict[str, int] = field(default_factory=dict)
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = None
+    processes: int = 1
+    """Processes that made the requests (1: this one; more: rubric/parallel.py)."""
+    wall_s: float = 0.0
+
+    def line(self) -> str:
+        cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
+        return (
+            f"{self.pairs} (item, question) pairs over {self.items} items: {self.cached} from cache, "
+            f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries"
+            f"{'' if self.processes <= 1 else f', {self.processes} processes'}); "
+            f"{self.failures} failed, {self.fallbacks} fallbacks; sources {self.sources}; tokens "
+            f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s"
+        )
+
+
+@dataclass
+class GatherResult:
+    llm: pd.DataFrame
+    """Long-form llm.csv rows (LLM_COLUMNS)."""
+    reasons: pd.DataFrame | None
+    """conversation_id, turn, reason (include_reason=True only)."""
+    failures: pd.DataFrame
+    """conversation_id, turn, question_id, error: what failed after every retry."""
+    summary: GatherSummary
+
+
+def tally(
+    summary: GatherSummary,
+    fresh: list[Answer],
+    keys: list[str],
+    answers: dict[str, Answer],
+    failures: dict[str, Answer],
+    cfg: JudgeConfig,
+) -> None:
+    summary.answered = len(fresh)
+    summary.failures = len(failures)
+    spent = fresh + list(failures.values())  # failed pairs cost requests (and tokens) too
+    summary.http_requests = sum(a.requests for a in spent)
+    summary.retries = sum(a.retries for a in spent)
+    summary.prompt_tokens = sum(a.prompt_tokens for a in spent)
+    summary.completion_tokens = sum(a.completion_tokens for a in spent)
+    sources = [answers[k].dist.source for k in keys if k in answers and answers[k].dist is not None]
+    summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
+    summary.fallbacks = summary.sources.get("fallback", 0)
+    if cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None:
+        summary.cost_usd = (
+            summary.prompt_tokens * cfg.price_input_per_mtok
+            + summary.completion_tokens * cfg.price_output_per_mtok
+        ) / 1e6
+
+
+def llm_frame(asks: list[Prompt], keys: list[str], answers: dict[str, Answer], model: str) -> pd.DataFrame:
+    cols: dict[str, list[Any]] = {c: [] for c in LLM_COLUMNS}
+    for p, k in zip(asks, keys, strict=True):
+        ans = answers.get(k)
+        if p.question is None or ans is None or ans.dist is None:
+            continue
+        h = p.prompt_hash
+        for opt, prob in zip(p.question.options, ans.dist.probs, strict=True):
+            cols["conversation_id"].append(p.item.conversation.conversation_id)
+            cols["turn"].append(p.item.turn)
+            cols["question_id"].append(p.question.id)
+            cols["option"].append(format_value(opt.value))
+            cols["prob"].append(prob)
+            cols["coverage"].append(ans.dist.coverage)
+            cols["source"].append(ans.dist.source)
+            cols["model"].append(model)
+            cols["prompt_hash"].append(h)
+    frame = pd.DataFrame(cols, columns=LLM_COLUMNS)
+    frame["turn"] = frame["turn"].astype("Int64")
+    return frame
+
+
+def reason_frame(
+    asks: list[Prompt], keys: list[str], answers: dict[str, Answer], wanted: bool
+) -> pd.DataFrame | None:
+    if not wanted:
+        return None
+    rows = [
+        (p.item.conversation.conversation_id, p.item.turn, answers[k].text)
+        for p, k in zip(asks, keys, strict=True)
+        if p.question is None and k in answers
+    ]
+    frame = pd.DataFrame(rows, columns=["conversation_id", "turn", "reason"])
+    frame["turn"] = frame["turn"].astype("Int64")
+    return frame
+
+
+def failure_frame(asks: list[Prompt], keys: list[str], failures: dict[str, Answer]) -> pd.DataFrame:
+    rows = [
+        (
+            p.item.conversation.conversation_id,
+            p.item.turn,
+            p.question.id if p.question else "(reason)",
+            failures[k].error,
+        )
+        for p, k in zip(asks, keys, strict=True)
+        if k in failures
+    ]
+    return pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "error"])
+
+
+def write_outputs(
+    result: GatherResult, out: Path, rubric: Rubric, conversations: Sequence[Conversation], judge: JudgeConfig
+) -> list[Path]:
+    """llm.csv, rubric.yaml, conversations.jsonl (a native dataset dir), plus reasons/failures/summary."""
+    written = [
+        out / "llm.csv",
+        save_rubric(rubric, out / "rubric.yaml"),
+        save_conversations(conversations, out / "conversations.jsonl"),
+    ]
+    result.llm.to_csv(written[0], index=False)
+    if result.reasons is not None:
+        result.reasons.to_csv(out / "reasons.csv", index=False)
+        written.append(out / "reasons.csv")
+    failures = out / "failures.csv"
+    if len(result.failures):
+        result.failures.to_csv(failures, index=False)
+        written.append(failures)
+    elif failures.exists():
+        failures.unlink()  # a stale list from an earlier run would mislead
+    summary = {
+        **asdict(result.summary),
+        "judge": {k: v for k, v in judge.to_dict().items() if k != "api_key"},
+    }
+    (out / "gather_summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    written.append(out / "gather_summary.json")
+    return written
