@@ -13,6 +13,8 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from rubric.errors import InputError
+
 
 def cache_key(identity: dict[str, Any] | str, payload: Any) -> str:
     """Hash of everything that changes an answer: the judge's identity and what it is asked.
@@ -34,17 +36,36 @@ class RequestCache:
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
+        try:
+            self._db = self._open()
+        except (OSError, sqlite3.Error) as exc:
+            what = "a folder" if self.path is not None and self.path.is_dir() else f"not usable ({exc})"
+            raise InputError(
+                f"the request cache is {what}.",
+                path=self.path,
+                fix="set cache= to a new file path (or delete a file that is not a role-rubric cache).",
+            ) from None
+
+    def _open(self) -> sqlite3.Connection:
         if self.path is not None:
+            if self.path.is_dir():
+                raise IsADirectoryError(str(self.path))
             self.path.parent.mkdir(parents=True, exist_ok=True)
         # check_same_thread=False: the embedding judge writes from a worker thread, one at a time.
-        self._db = sqlite3.connect(
-            ":memory:" if self.path is None else str(self.path), check_same_thread=False
-        )
-        self._db.execute("PRAGMA journal_mode=WAL")
-        # NORMAL is durable against a killed process (only an OS crash can lose the last commits).
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-        self._db.commit()
+        db = sqlite3.connect(":memory:" if self.path is None else str(self.path), check_same_thread=False)
+        try:
+            db.execute("PRAGMA journal_mode=WAL")
+            # NORMAL is durable against a killed process (only an OS crash can lose the last commits).
+            db.execute("PRAGMA synchronous=NORMAL")
+            db.execute("CREATE TABLE IF NOT EXISTS answers (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+            columns = [row[1] for row in db.execute("PRAGMA table_info(answers)")]
+            if columns != ["key", "value"]:
+                raise sqlite3.DatabaseError(f"its answers table has columns {columns}, not key, value")
+            db.commit()
+        except BaseException:
+            db.close()
+            raise
+        return db
 
     def get_many(self, keys: Iterable[str]) -> dict[str, str]:
         keys = list(dict.fromkeys(keys))

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from rubric.errors import InputError
+from rubric.errors import InputError, read_text_file
 
 
 @dataclass(frozen=True)
@@ -85,19 +85,18 @@ def load_conversations(path: str | Path) -> list[Conversation]:
             "conversations file not found.", path=path, fix="pass conversations=PATH to a .jsonl file."
         )
     records = []
-    with path.open(encoding="utf-8") as fh:
-        for line_no, line in enumerate(fh, start=1):
-            if not line.strip():
-                continue
-            try:
-                records.append((line_no, json.loads(line)))
-            except json.JSONDecodeError as exc:
-                raise InputError(
-                    f"malformed JSON ({exc.msg} at column {exc.colno}).",
-                    path=path,
-                    row=line_no,
-                    fix="write one JSON object per line.",
-                ) from None
+    for line_no, line in enumerate(read_text_file(path).split("\n"), start=1):
+        if not line.strip():
+            continue
+        try:
+            records.append((line_no, json.loads(line)))
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f"malformed JSON ({exc.msg} at column {exc.colno}).",
+                path=path,
+                row=line_no,
+                fix="write one JSON object per line.",
+            ) from None
     if not records:
         raise InputError("no conversations in the file.", path=path, fix="write one conversation per line.")
     return conversations_from_records(records, source=path)
@@ -125,11 +124,14 @@ def conversations_from_records(
 
 
 def save_conversations(conversations: Iterable[Conversation], path: str | Path) -> Path:
-    path = Path(path)
-    with path.open("w", encoding="utf-8") as fh:
-        for conv in conversations:
-            fh.write(json.dumps(conv.to_record(), ensure_ascii=False) + "\n")
-    return path
+    from rubric.files import atomic_write_text
+
+    return atomic_write_text(path, conversations_jsonl(conversations))
+
+
+def conversations_jsonl(conversations: Iterable[Conversation]) -> str:
+    """The text of a conversations.jsonl file, one conversation per line."""
+    return "".join(json.dumps(conv.to_record(), ensure_ascii=False) + "\n" for conv in conversations)
 
 
 def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
@@ -140,9 +142,19 @@ def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
         raise fail(
             "a line must be a JSON object.", 'write {"conversation_id", "chatbot_role", "turns"} per line.'
         )
+    try:
+        json.dumps(rec, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise fail(
+            f"text with an unpaired surrogate ({exc.object[exc.start : exc.end].encode('unicode_escape').decode()}), "
+            "which is not valid Unicode.",
+            "remove the lone \\ud800-\\udfff escape or write the full surrogate pair.",
+        ) from None
     cid = rec.get("conversation_id", rec.get("id"))
     if cid is None or str(cid).strip() == "":
         raise fail("missing conversation_id.", 'add a "conversation_id" to every conversation.')
+    if isinstance(cid, bool) or not isinstance(cid, (str, int)):
+        raise fail(f"conversation_id {cid!r} is not text.", 'write "conversation_id" as a string.')
     raw = rec.get("turns", rec.get("messages"))
     if not isinstance(raw, list) or not raw:
         raise fail(f"conversation {cid!r} has no turns.", 'add a non-empty "turns" list.')

@@ -25,7 +25,8 @@ from typing import Any
 from rubric.backends import Answer, JudgeConfig, OpenAIBackend
 from rubric.cache import RequestCache, cache_key, identity_json
 from rubric.conversations import Conversation, Item, iter_items, load_conversations
-from rubric.errors import InputError
+from rubric.errors import IncompleteRun, InputError
+from rubric.files import out_lock
 from rubric.outputs import (
     GatherResult,
     GatherSummary,
@@ -299,29 +300,76 @@ def rubric_from_config(cfg: Any) -> Rubric:
 
 
 def run_gather(cfg: Any) -> GatherResult:
-    """`role-rubric gather`: read conversations and rubric, gather, write a native dataset dir."""
+    """`role-rubric gather`: read conversations and rubric, gather, write a native dataset dir.
+
+    The output folder is locked for the run; it may not hold the run's own inputs unless they are the
+    files it would write. Requests that failed after every retry end the command with IncompleteRun
+    (exit 3) after everything else is written."""
     from omegaconf import OmegaConf
 
     if not cfg.get("conversations") or str(cfg.conversations) == "???":
         raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
     conversations = load_conversations(cfg.conversations)
-    if cfg.get("limit"):
+    if cfg.get("limit") is not None:
         conversations = conversations[: int(cfg.limit)]
     rubric = rubric_from_config(cfg)
     judge = JudgeConfig.from_mapping(OmegaConf.to_container(cfg.judge, resolve=True))
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    result = gather(
-        conversations,
-        rubric,
-        judge,
-        granularity=cfg.granularity,
-        cache=cfg.cache,
-        include_reason=bool(cfg.include_reason),
-        progress=bool(cfg.progress),
-    )
-    written = write_outputs(result, out, rubric, conversations, judge)
+    with out_lock(out):
+        _refuse_overwriting_inputs(cfg, out, rubric, conversations)
+        result = gather(
+            conversations,
+            rubric,
+            judge,
+            granularity=cfg.granularity,
+            cache=cfg.cache,
+            include_reason=bool(cfg.include_reason),
+            progress=bool(cfg.progress),
+        )
+        written = write_outputs(result, out, rubric, conversations, judge)
     print(f"gather: {result.summary.line()}")
     for path in written:
         print(f"gather: wrote {path}")
+    failed = result.summary.failures
+    if failed:
+        asked = result.summary.pairs + (result.summary.items if cfg.include_reason else 0)
+        raise IncompleteRun(
+            f"{failed} of {asked} requests failed after every retry; they are listed here and left out of llm.csv"
+            f" ({len(result.llm)} rows written).",
+            path=out / "failures.csv",
+            fix="see the error column, fix the endpoint or judge settings and rerun: answered pairs come from the cache.",
+        )
     return result
+
+
+def _refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversations: Sequence[Conversation]) -> None:
+    """gather writes rubric.yaml and conversations.jsonl into `out`. An existing one there is replaced only
+    when it is what gather would write anyway, or when it came from an earlier gather into `out` and is not
+    this run's input: a dataset folder of the user's own is never rewritten."""
+    import yaml
+
+    from rubric.conversations import conversations_jsonl
+
+    inputs = {Path(str(cfg.conversations)).resolve()}
+    if Path(str(cfg.conversations)).is_dir():
+        inputs.add((Path(str(cfg.conversations)) / "conversations.jsonl").resolve())
+    if cfg.get("rubric_file"):
+        inputs |= {Path(str(cfg.rubric_file)).resolve(), (Path(str(cfg.rubric_file)) / "rubric.yaml").resolve()}
+    earlier_gather = (out / "gather_summary.json").exists()
+    planned = {
+        "conversations.jsonl": conversations_jsonl(conversations),
+        "rubric.yaml": yaml.safe_dump(rubric.to_dict(), sort_keys=False, allow_unicode=True),
+    }
+    for name, text in planned.items():
+        target = out / name
+        if not target.exists() or (earlier_gather and target.resolve() not in inputs):
+            continue
+        if target.is_file() and target.read_bytes() == text.encode("utf-8"):
+            continue
+        what = "is this run's input" if target.resolve() in inputs else "was not written by an earlier gather"
+        raise InputError(
+            f"the output folder already holds {name}, which {what} and would be overwritten with different "
+            "content.",
+            path=target,
+            fix="choose another out= (a new folder for the gathered dataset).",
+        )

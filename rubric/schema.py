@@ -19,13 +19,15 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
 
-from rubric.errors import InputError
+from rubric.errors import InputError, read_text_file
 
 
 @dataclass(frozen=True)
@@ -132,17 +134,49 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
         raise InputError(f"duplicate question id(s): {', '.join(dup)}.", path=source, fix="give every question its own id.")
+    for key in ("name", "description", "target"):
+        _text_field(data.get(key), f"the rubric's {key!r}", source, required=False)
+    if target is not None and not isinstance(target, str):
+        raise InputError(f"target={target!r} is not a question id.", fix="set target= to one of the rubric's question ids.")
     chosen = target or data.get("target") or ("overall" if "overall" in ids else ids[-1])
     name = str(data.get("name") or Path(str(source)).stem)
     extra = {k: v for k, v in data.items() if k not in {"name", "questions", "target", "description"}}
     return Rubric(name, tuple(questions), str(chosen), str(data.get("description") or ""), extra)
 
 
+def _text_field(value: Any, what: str, source: str | Path, *, required: bool = True) -> str | None:
+    """A text field: a string (a plain number is taken as its text); a list, mapping or true/false is an
+    error, never its Python repr in a judge prompt."""
+    if value is None:
+        if required:
+            raise InputError(f"{what} is empty (null).", path=source, fix="write it as text.")
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise InputError(
+            f"{what} must be text, not {type(value).__name__} {_short(value)}.",
+            path=source,
+            fix="write it as a plain string (quote it in YAML).",
+        )
+    return str(value)
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
 def _question(item: Any, index: int, source: str | Path) -> Question:
     where = f"question {index}"
     if not isinstance(item, dict) or "id" not in item:
         raise InputError(f"{where} has no 'id'.", path=source, fix="give each question an id, text and options.")
-    qid = str(item["id"])
+    raw_id = item["id"]
+    if isinstance(raw_id, bool) or not isinstance(raw_id, (str, int)) or not str(raw_id).strip():
+        raise InputError(
+            f"{where} has id {_short(raw_id)}, not a name.",
+            path=source,
+            fix="give each question a non-empty text id such as 'scope'.",
+        )
+    qid = str(raw_id)
     options = item.get("options")
     if not isinstance(options, list) or len(options) < 2:
         raise InputError(
@@ -152,19 +186,44 @@ def _question(item: Any, index: int, source: str | Path) -> Question:
     for j, opt in enumerate(options, start=1):
         if not isinstance(opt, dict) or "value" not in opt:
             raise InputError(f"question {qid!r}, option {j} has no 'value'.", path=source, fix="write {value: N, label: ...}.")
+        raw = opt["value"]
         try:
-            value = float(opt["value"])
+            if isinstance(raw, bool):
+                raise TypeError
+            value = float(raw)
         except (TypeError, ValueError):
             raise InputError(
-                f"question {qid!r}, option {j} has a non-numeric value {opt['value']!r}.",
+                f"question {qid!r}, option {j} has a non-numeric value {_short(raw)}.",
                 path=source,
                 fix="option values must be numbers (they are averaged into an expected answer).",
             ) from None
-        parsed.append(Option(value, str(opt.get("label") or opt.get("description") or format_value(value))))
+        if not math.isfinite(value):
+            raise InputError(
+                f"question {qid!r}, option {j} has the value {raw!r}, not a finite number.",
+                path=source,
+                fix="option values must be finite numbers such as 1, 2, 3.",
+            )
+        label = opt.get("label", opt.get("description"))
+        label = _text_field(label, f"question {qid!r}, option {j}'s label", source, required=False)
+        parsed.append(Option(value, label or format_value(value)))
     values = [o.value for o in parsed]
     if len(set(values)) != len(values):
         raise InputError(f"question {qid!r} repeats an option value.", path=source, fix="make option values distinct.")
-    return Question(qid, str(item.get("text") or qid), tuple(parsed))
+    text = _text_field(item.get("text"), f"question {qid!r}'s text", source, required=False)
+    return Question(qid, text or qid, tuple(parsed))
+
+
+class _Yaml12BoolLoader(yaml.SafeLoader):
+    """SafeLoader where only true/false are booleans (YAML 1.2), so `label: no` stays the text "no"."""
+
+
+_Yaml12BoolLoader.yaml_implicit_resolvers = {
+    first: [(tag, rx) for tag, rx in resolvers if tag != "tag:yaml.org,2002:bool"]
+    for first, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+_Yaml12BoolLoader.add_implicit_resolver(
+    "tag:yaml.org,2002:bool", re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF")
+)
 
 
 def load_rubric(path: str | Path, *, target: str | None = None) -> Rubric:
@@ -175,7 +234,7 @@ def load_rubric(path: str | Path, *, target: str | None = None) -> Rubric:
     if not path.exists():
         raise InputError("rubric file not found.", path=path, fix="pass the path of a rubric.yaml.")
     try:
-        data = yaml.safe_load(path.read_text())
+        data = yaml.load(read_text_file(path), Loader=_Yaml12BoolLoader)  # noqa: S506 (a SafeLoader)
     except yaml.YAMLError as exc:
         line = getattr(getattr(exc, "problem_mark", None), "line", None)
         raise InputError(
@@ -188,6 +247,6 @@ def load_rubric(path: str | Path, *, target: str | None = None) -> Rubric:
 
 
 def save_rubric(rubric: Rubric, path: str | Path) -> Path:
-    path = Path(path)
-    path.write_text(yaml.safe_dump(rubric.to_dict(), sort_keys=False, allow_unicode=True))
-    return path
+    from rubric.files import atomic_write_text
+
+    return atomic_write_text(path, yaml.safe_dump(rubric.to_dict(), sort_keys=False, allow_unicode=True))

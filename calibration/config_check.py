@@ -1,0 +1,327 @@
+"""Types and ranges of every config value, checked once before a command starts any long work.
+
+One table, `RULES`: a dotted key (as on the command line) -> what it must be. A key absent from a
+command's config is skipped, so one table serves every command; a new setting is one line here. Keys
+that name files are checked elsewhere (by the loaders, which can name the row); here only that an output
+path is not a file where a folder is expected, or a folder where a file is.
+
+Unknown keys and bad config-group choices are Hydra's (calibration/cli.py); this is the values.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from rubric.errors import InputError
+
+
+@dataclass(frozen=True)
+class Rule:
+    """What one config value must be. `check(value) -> None | str`: the problem, if any."""
+
+    check: Callable[[Any], str | None]
+    want: str
+    """The fix's description of a good value, e.g. 'a number > 0'."""
+
+
+def _is_int(v: Any) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool)
+
+
+def _is_number(v: Any) -> bool:
+    return (isinstance(v, (int, float)) and not isinstance(v, bool)) and math.isfinite(v)
+
+
+def integer(low: int | None = None, high: int | None = None, *, optional: bool = False) -> Rule:
+    lo, hi = "" if low is None else f" >= {low}", "" if high is None else f" <= {high}"
+    want = f"a whole number{lo}{' and' if lo and hi else ''}{hi}" + (" (or null)" if optional else "")
+
+    def check(v: Any) -> str | None:
+        if v is None and optional:
+            return None
+        if isinstance(v, float) and v.is_integer():
+            v = int(v)
+        if not _is_int(v):
+            return "is not a whole number"
+        if (low is not None and v < low) or (high is not None and v > high):
+            return "is out of range"
+        return None
+
+    return Rule(check, want)
+
+
+def number(
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    above: float | None = None,
+    below: float | None = None,
+    optional: bool = False,
+) -> Rule:
+    bounds = [
+        f">= {low}" if low is not None else "",
+        f"> {above}" if above is not None else "",
+        f"<= {high}" if high is not None else "",
+        f"< {below}" if below is not None else "",
+    ]
+    want = "a number " + " and ".join(b for b in bounds if b) + (" (or null)" if optional else "")
+
+    def check(v: Any) -> str | None:
+        if v is None and optional:
+            return None
+        if not _is_number(v):
+            return "is not a finite number"
+        if (
+            (low is not None and v < low)
+            or (high is not None and v > high)
+            or (above is not None and v <= above)
+            or (below is not None and v >= below)
+        ):
+            return "is out of range"
+        return None
+
+    return Rule(check, want.strip())
+
+
+def boolean() -> Rule:
+    return Rule(lambda v: None if isinstance(v, bool) else "is not true or false", "true or false")
+
+
+def choice(*allowed: Any) -> Rule:
+    return Rule(
+        lambda v: None if v in allowed else "is not one of the choices",
+        f"one of {', '.join(map(str, allowed))}",
+    )
+
+
+def text(*, optional: bool = False) -> Rule:
+    def check(v: Any) -> str | None:
+        if v is None and optional:
+            return None
+        return None if isinstance(v, str) and v.strip() else "is not a non-empty text"
+
+    return Rule(check, "a text" + (" (or null)" if optional else ""))
+
+
+def text_list(*, non_empty: bool = False) -> Rule:
+    def check(v: Any) -> str | None:
+        if not isinstance(v, (list, tuple)) or not all(
+            isinstance(x, (str, int)) and not isinstance(x, bool) for x in v
+        ):
+            return "is not a list of names"
+        return "is an empty list" if non_empty and not v else None
+
+    return Rule(check, "a list like [a, b]" + (" with at least one entry" if non_empty else ""))
+
+
+def either(*rules: Rule) -> Rule:
+    def check(v: Any) -> str | None:
+        problems = [r.check(v) for r in rules]
+        return None if any(p is None for p in problems) else problems[-1]
+
+    return Rule(check, " or ".join(r.want for r in rules))
+
+
+def storage_url() -> Rule:
+    schemes = ("sqlite", "postgresql", "mysql", "oracle", "mssql")
+
+    def check(v: Any) -> str | None:
+        if v is None:
+            return None
+        if not isinstance(v, str) or "://" not in v:
+            return "is not a database URL"
+        scheme = v.split("://", 1)[0].split("+", 1)[0].lower()
+        return None if scheme in schemes else f"has the unknown scheme {scheme!r}"
+
+    return Rule(
+        check, "null (OUT/search.db) or a database URL such as sqlite:///path.db or postgresql://host/db"
+    )
+
+
+def _judges() -> Rule:
+    """predict: labelled | population | [ids]; score: null (every training judge) | population | [ids]."""
+    return either(choice("labelled", "population", None), text_list(non_empty=True))
+
+
+# Settings of the network and its training, by field name (calibration/model/settings.py); also used to
+# check the settings stored in a model file.
+SETTINGS_RULES: dict[str, Rule] = {
+    "hidden1": integer(1, 4096),
+    "hidden2": integer(1, 4096),
+    "personalised": boolean(),
+    "use_coverage": boolean(),
+    "drop_questions": text_list(),
+    "lr": number(above=0, high=10),
+    "finetune_lr": number(above=0, high=10),
+    "batch_size": integer(1),
+    "pretrain_steps": integer(0),
+    "finetune_steps": integer(1),
+    "l2_judge": number(0),
+    "weight_decay": number(0),
+    "ensemble": integer(1, 1024),
+    "val_fraction": number(above=0, high=0.5),
+    "eval_every": integer(1),
+    "patience": integer(1),
+    "train_fraction": number(above=0, high=1),
+    "pool": choice("geometric", "arithmetic"),
+    "recalibrate": choice("vector", "none"),
+    "recalibrate_prior": number(0),
+    "recalibrate_min_members": integer(1),
+}
+
+RULES: dict[str, Rule] = {
+    **{
+        f"network.{k}": v
+        for k, v in SETTINGS_RULES.items()
+        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
+    },
+    **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
+    # commands
+    "seed": integer(0, 2**32 - 1),
+    "fold_seed": integer(0, 2**32 - 1),
+    "folds": integer(2, 1000),
+    "limit": integer(1, optional=True),
+    "target": text(optional=True),
+    "nested": boolean(),
+    "progress": boolean(),
+    "include_reason": boolean(),
+    "granularity": choice("turn", "conversation"),
+    "threads": integer(1, 1024),
+    "judges": _judges(),
+    "threshold": number(0, 1),
+    "strict_mode": boolean(),
+    "output_mode": choice("continuous", "binary"),
+    "adheres_at": number(optional=True),
+    "show": integer(0, optional=True),
+    "source": choice("llm-rubric"),
+    # search
+    "search.trials": integer(1),
+    "search.inner_folds": integer(2, 100),
+    "search.storage": storage_url(),
+    "search.study": text(),
+    "search.timeout": number(above=0, optional=True),
+    "search.workers": integer(1, 256),
+    "search.resume": boolean(),
+    # judge (rubric/backends.py JudgeConfig)
+    "judge.backend": choice("chat", "completions", "embedding"),
+    "judge.model": text(),
+    "judge.output_mode": choice("distribution", "binary"),
+    "judge.answer_mode": choice("auto", "logprobs", "sampled"),
+    "judge.top_logprobs": integer(1, 20),
+    "judge.samples": integer(1, 1000),
+    "judge.sample_temperature": number(0, 5),
+    "judge.concurrency": integer(1, 10000),
+    "judge.processes": either(choice("auto"), integer(0, 256)),
+    "judge.http_client": choice("aiohttp", "openai"),
+    "judge.timeout": number(above=0),
+    "judge.max_retries": integer(0, 100),
+    "judge.backoff": number(0),
+    "judge.max_backoff": number(0),
+    "judge.reasks": integer(0, 10),
+    "judge.floor": number(above=0, below=0.05),
+    "judge.reason_max_tokens": integer(1),
+    "judge.price_input_per_mtok": number(0, optional=True),
+    "judge.price_output_per_mtok": number(0, optional=True),
+    "judge.seed": integer(0),
+    # report
+    "report.adheres_threshold": number(optional=True),
+    "report.n_boot": integer(1),
+    "report.n_perm": integer(1),
+    "report.smece_boot": integer(1),
+    "report.band_bootstrap": integer(1),
+    "report.max_judges": integer(1),
+    "report.ensemble": integer(1, 1024, optional=True),
+    "report.torch_threads": integer(1, 1024, optional=True),
+    "report.workers": integer(1, 256),
+    "report.ablations": boolean(),
+    "report.targets": boolean(),
+    "report.learning_curve.repeats": integer(0),
+}
+
+# Output paths: which commands write a folder and which a single file.
+OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo"}
+OUT_FILE = {"predict", "evaluate", "score"}
+
+
+def check_config(command: str, cfg: Mapping[str, Any]) -> None:
+    """Raise InputError (one line: the key, its value, what it must be) on the first bad config value."""
+    from omegaconf import OmegaConf
+
+    plain = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else cfg
+    for key, rule in RULES.items():
+        found, value = _lookup(plain, key)
+        if not found:
+            continue
+        problem = rule.check(value)
+        if problem is not None:
+            raise InputError(f"{key}={_show(value)} {problem}.", fix=f"set {key} to {rule.want}.")
+    _check_fractions(plain)
+    _check_out(command, plain)
+
+
+def check_settings(settings: Mapping[str, Any], *, source: str | Path | None = None) -> None:
+    """The same checks for a Settings mapping (e.g. the `settings` block of a model.json)."""
+    for key, value in settings.items():
+        rule = SETTINGS_RULES.get(key)
+        problem = None if rule is None else rule.check(value)
+        if problem is not None:
+            raise InputError(
+                f"setting {key}={_show(value)} {problem}.",
+                path=source,
+                fix=f"it must be {rule.want}; retrain the model.",
+            )
+
+
+def _check_fractions(cfg: Mapping[str, Any]) -> None:
+    fractions = _lookup(cfg, "report.learning_curve.fractions")
+    if fractions[0]:
+        v = fractions[1]
+        if not isinstance(v, list) or not v or not all(_is_number(x) and 0 < x <= 1 for x in v):
+            raise InputError(
+                f"report.learning_curve.fractions={_show(v)} is not a list of fractions.",
+                fix="set it to a list of numbers in (0, 1], e.g. [0.25, 0.5, 1.0].",
+            )
+
+
+def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
+    found, out = _lookup(cfg, "out")
+    if not found or out is None or out == "???":
+        return
+    path = Path(str(out))
+    if command in OUT_FOLDER and path.exists() and not path.is_dir():
+        raise InputError(
+            "out= is a file, but this command writes a folder.", path=path, fix="set out= to a folder."
+        )
+    if command in OUT_FILE and path.is_dir():
+        raise InputError(
+            "out= is a folder, but this command writes a file.", path=path, fix="set out= to a file path."
+        )
+    # the nearest existing ancestor must be writable, or the run would fail only at its end
+    probe = path if command in OUT_FOLDER else path.parent
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    if probe.exists() and (not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK)):
+        raise InputError(
+            f"cannot write there: {probe} is {'not a folder' if not probe.is_dir() else 'not writable'}.",
+            path=path,
+            fix="set out= to a path you can write to.",
+        )
+
+
+def _lookup(cfg: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
+    node: Any = cfg
+    for part in dotted.split("."):
+        if not isinstance(node, Mapping) or part not in node:
+            return False, None
+        node = node[part]
+    return True, node
+
+
+def _show(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

@@ -1,0 +1,124 @@
+"""Writing outputs without ever leaving a half-written file, and one run at a time per output folder.
+
+Every output goes to a temporary file beside its destination and is renamed over it when complete
+(`os.replace` is atomic on one filesystem), so a kill during a write leaves the earlier file whole.
+`out_lock` takes an exclusive lock on an output folder for the length of a run; a second run into the
+same folder fails at once with one clear line that names the holder's PID.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import tempfile
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+from rubric.errors import InputError
+
+LOCK_NAME = ".role-rubric.lock"
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A temporary path beside `path`; renamed over `path` when the block ends without an error, removed
+    otherwise."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        with open(tmp, "rb+") as fh:  # the bytes reach the disk before the name points at them
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write(path: str | Path, write: Callable[[Path], Any]) -> Path:
+    """Call `write(tmp_path)`, then move the finished file to `path`."""
+    path = Path(path)
+    with atomic_path(path) as tmp:
+        write(tmp)
+    return path
+
+
+def atomic_write_text(path: str | Path, text: str, *, encoding: str = "utf-8") -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_text(text, encoding=encoding))
+
+
+def atomic_write_bytes(path: str | Path, data: bytes) -> Path:
+    return atomic_write(path, lambda tmp: tmp.write_bytes(data))
+
+
+def atomic_to_csv(frame: Any, path: str | Path, **kwargs: Any) -> Path:
+    """`frame.to_csv(path, index=False, **kwargs)`, atomically."""
+    kwargs.setdefault("index", False)
+    return atomic_write(path, lambda tmp: frame.to_csv(tmp, **kwargs))
+
+
+def ensure_out_dir(out: str | Path, *, key: str = "out") -> Path:
+    """Create the output folder, or fail with one line when the path is a file or cannot be created."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        raise InputError("the output path is a file, not a folder.", path=out, fix=f"set {key}= to a folder.")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create the output folder ({exc.strerror or exc}).",
+            path=out,
+            fix=f"set {key}= to a writable folder.",
+        ) from None
+    if not os.access(out, os.W_OK | os.X_OK):
+        raise InputError(
+            "the output folder is not writable.", path=out, fix=f"set {key}= to a writable folder."
+        )
+    return out
+
+
+@contextlib.contextmanager
+def out_lock(out: str | Path, *, key: str = "out") -> Iterator[Path]:
+    """Hold an exclusive lock on the output folder `out` (created if needed) for the block.
+
+    The lock is an advisory `flock` on `out/.role-rubric.lock`, released by the kernel when the process
+    ends however it ends, so a killed run never leaves a stale lock; the file holds the holder's PID so a
+    refused run can name it."""
+    import fcntl
+
+    out = ensure_out_dir(out, key=key)
+    lock_path = out / LOCK_NAME
+    try:
+        fd = os.open(lock_path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise InputError(
+            f"cannot create the lock file ({exc.strerror or exc}).",
+            path=lock_path,
+            fix=f"set {key}= to a writable folder.",
+        ) from None
+    try:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError as exc:
+            if exc.errno not in (errno.EAGAIN, errno.EACCES, errno.EWOULDBLOCK):
+                raise
+            holder = os.pread(fd, 64, 0).decode("ascii", "replace").strip() or "unknown"
+            raise InputError(
+                f"another role-rubric run (PID {holder}) is writing to this folder.",
+                path=out,
+                fix=f"wait for it to finish, or choose another {key}=.",
+            ) from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        try:
+            yield out
+        finally:
+            with contextlib.suppress(OSError):
+                os.ftruncate(fd, 0)
+            fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
