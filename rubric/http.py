@@ -53,7 +53,10 @@ def retry_after(headers: Any) -> float | None:
         try:
             return max(0.0, float(raw) / scale)
         except ValueError:
-            parsed = email.utils.parsedate_to_datetime(raw) if name == "retry-after" else None
+            try:
+                parsed = email.utils.parsedate_to_datetime(raw) if name == "retry-after" else None
+            except (TypeError, ValueError, IndexError):  # "soon": not a date either, so no advice
+                parsed = None
             if parsed is not None:
                 return max(0.0, parsed.timestamp() - time.time())
     return None
