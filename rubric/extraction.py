@@ -1,15 +1,18 @@
 """From what a judge returned to a distribution over a question's options.
 
-The answer is the first generated token. Its top-k alternatives carry the judge's uncertainty; the same
-option can appear as several surface variants (" 3", "3", "3.", "(3"), so their probabilities are summed
-(log-sum-exp). `coverage` is the mass the judge put on any option before renormalising; options missing
-from the top-k get a small floor, never exactly 0.
+The answer is the first generated token that is not whitespace. Its top-k alternatives carry the judge's
+uncertainty; the same option can appear as several surface variants (" 3", "3", "3.", "(3"), so their
+probabilities are summed (log-sum-exp). A base model after "Answer:" often writes a space or a newline
+first and the digit as the next token (Gemma writes " 3" as " " then "3"): the option mass is then read
+over the continuations, P(option first) + P(" ") * P(option | " ") (`from_answer_steps`). `coverage` is
+the mass the judge put on any option before renormalising; options missing from the top-k get a small
+floor, never exactly 0.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import NamedTuple
@@ -83,14 +86,67 @@ def from_top_logprobs(
 ) -> Distribution | None:
     """Distribution from the first token's top-k alternatives; None when no alternative names an option."""
     per_option: list[list[float]] = [[] for _ in codes]
-    seen: set[str] = set()
-    for cand in top:
-        if cand.token in seen:  # some servers repeat a token; count it once
-            continue
-        seen.add(cand.token)
+    for cand in _unique(top):
         idx = option_of(cand.token, codes)
         if idx is not None and cand.logprob > -math.inf:
             per_option[idx].append(cand.logprob)
+    return _distribution(per_option, floor)
+
+
+class AnswerStep(NamedTuple):
+    """One generated position: the token the server produced there and the alternatives it reported."""
+
+    sampled: TokenLogprob
+    """The generated token and its log-probability."""
+    top: Sequence[TokenLogprob]
+    """The top-k candidates for this position."""
+
+
+def from_answer_steps(
+    steps: Sequence[AnswerStep], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR
+) -> Distribution | None:
+    """Distribution read at the first non-whitespace generated token, summed over the continuations.
+
+    Position i counts with the probability of the whitespace generated before it, so an option's mass is
+    P(option at 0) + P(ws_0) * P(option at 1 | ws_0) + ...; only the generated whitespace can be
+    followed, so mass on other whitespace tokens stays uncovered. Stops at the first generated token that
+    is not whitespace. None when no candidate names an option.
+
+    >>> ws = AnswerStep(TokenLogprob(" ", math.log(0.8)), [TokenLogprob(" ", math.log(0.8))])
+    >>> digit = AnswerStep(TokenLogprob("3", math.log(0.5)), [TokenLogprob("3", math.log(0.5))])
+    >>> d = from_answer_steps([ws, digit], ("1", "2", "3"))
+    >>> round(d.coverage, 3), d.probs.index(max(d.probs))
+    (0.4, 2)
+    """
+    per_option: list[list[float]] = [[] for _ in codes]
+    before = 0.0  # log-probability of the whitespace generated before this position
+    for step in steps:
+        for cand in _unique(step.top):
+            idx = option_of(cand.token, codes)
+            if idx is not None and cand.logprob > -math.inf:
+                per_option[idx].append(before + cand.logprob)
+        if step.sampled.token.strip() or not step.sampled.token:
+            break
+        before += step.sampled.logprob
+    return _distribution(per_option, floor)
+
+
+def first_word(text: str) -> str:
+    """The answer in a generated text: its first whitespace-separated word ("" for blank text)."""
+    words = text.split(maxsplit=1)
+    return words[0] if words else ""
+
+
+def _unique(top: Sequence[TokenLogprob]) -> Iterator[TokenLogprob]:
+    """Each token once: some servers repeat a token in the top-k."""
+    seen: set[str] = set()
+    for cand in top:
+        if cand.token not in seen:
+            seen.add(cand.token)
+            yield cand
+
+
+def _distribution(per_option: list[list[float]], floor: float = DEFAULT_FLOOR) -> Distribution | None:
     if not any(per_option):
         return None
     masses = [math.exp(logsumexp(lps)) if lps else 0.0 for lps in per_option]
@@ -107,7 +163,7 @@ def from_samples(
     """
     counts = [0.0] * len(codes)
     for a in answers:
-        idx = option_of(a, codes)
+        idx = option_of(first_word(a), codes)
         if idx is not None:
             counts[idx] += 1
     named = sum(counts)

@@ -13,6 +13,8 @@ import pandas as pd
 
 from rubric.backends import Answer, JudgeConfig
 from rubric.conversations import Conversation, save_conversations
+from rubric.files import atomic_to_csv, atomic_write_text
+from rubric.health import QUANTILES, Health, health_of
 from rubric.prompts import Prompt
 from rubric.schema import Rubric, format_value, save_rubric
 
@@ -47,10 +49,17 @@ class GatherSummary:
     """Pairs or reasons that failed after every retry (not in llm.csv; a rerun retries them)."""
     fallbacks: int = 0
     """Pairs whose answer never named an option (written with source=fallback)."""
+    fallback_share: float = 0.0
+    """fallbacks / pairs with a distribution (cached ones included)."""
+    coverage: dict[str, float] = field(default_factory=dict)
+    """Quantiles of the pairs' coverage (rubric/health.py)."""
+    warning: str | None = None
+    """Why the output is unreliable (median coverage < 0.5 or fallbacks > 5%), or None."""
     sources: dict[str, int] = field(default_factory=dict)
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float | None = None
+    """None without prices, and for a loopback (local) server."""
     processes: int = 1
     """Processes that made the requests (1: this one; more: rubric/parallel.py)."""
     wall_s: float = 0.0
@@ -62,8 +71,13 @@ class GatherSummary:
             f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries"
             f"{'' if self.processes <= 1 else f', {self.processes} processes'}); "
             f"{self.failures} failed, {self.fallbacks} fallbacks; sources {self.sources}; tokens "
-            f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s"
+            f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s; "
+            f"health: {self.health().describe()}"
         )
+
+    def health(self) -> Health:
+        pairs = sum(self.sources.values())
+        return Health(pairs, self.fallback_share, self.coverage or {k: float("nan") for k in QUANTILES})
 
 
 @dataclass
@@ -92,14 +106,44 @@ def tally(
     summary.retries = sum(a.retries for a in spent)
     summary.prompt_tokens = sum(a.prompt_tokens for a in spent)
     summary.completion_tokens = sum(a.completion_tokens for a in spent)
-    sources = [answers[k].dist.source for k in keys if k in answers and answers[k].dist is not None]
+    dists = [answers[k].dist for k in keys if k in answers and answers[k].dist is not None]
+    sources = [d.source for d in dists]
     summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
     summary.fallbacks = summary.sources.get("fallback", 0)
-    if cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None:
+    health = health_of([d.coverage for d in dists], sources)
+    summary.fallback_share, summary.coverage, summary.warning = (
+        health.fallback_share,
+        health.coverage if health.pairs else {},
+        health.warning(),
+    )
+    priced = cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None
+    if priced and not is_loopback(cfg.resolved_base_url()):
         summary.cost_usd = (
             summary.prompt_tokens * cfg.price_input_per_mtok
             + summary.completion_tokens * cfg.price_output_per_mtok
         ) / 1e6
+
+
+def is_loopback(base_url: str | None) -> bool:
+    """A server on this machine (localhost, 127.x, ::1, or one role-rubric starts): no per-token price.
+
+    >>> is_loopback("http://127.0.0.1:8080/v1"), is_loopback("https://api.openai.com/v1"), is_loopback(None)
+    (True, False, False)
+    """
+    import ipaddress
+    from urllib.parse import urlsplit
+
+    if base_url == "local":
+        return True
+    host = urlsplit(base_url or "").hostname
+    if not host:
+        return False
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
 
 
 def llm_frame(asks: list[Prompt], keys: list[str], answers: dict[str, Answer], model: str) -> pd.DataFrame:
@@ -158,24 +202,20 @@ def write_outputs(
 ) -> list[Path]:
     """llm.csv, rubric.yaml, conversations.jsonl (a native dataset dir), plus reasons/failures/summary."""
     written = [
-        out / "llm.csv",
+        atomic_to_csv(result.llm, out / "llm.csv"),
         save_rubric(rubric, out / "rubric.yaml"),
         save_conversations(conversations, out / "conversations.jsonl"),
     ]
-    result.llm.to_csv(written[0], index=False)
     if result.reasons is not None:
-        result.reasons.to_csv(out / "reasons.csv", index=False)
-        written.append(out / "reasons.csv")
+        written.append(atomic_to_csv(result.reasons, out / "reasons.csv"))
     failures = out / "failures.csv"
     if len(result.failures):
-        result.failures.to_csv(failures, index=False)
-        written.append(failures)
+        written.append(atomic_to_csv(result.failures, failures))
     elif failures.exists():
         failures.unlink()  # a stale list from an earlier run would mislead
     summary = {
         **asdict(result.summary),
         "judge": {k: v for k, v in judge.to_dict().items() if k != "api_key"},
     }
-    (out / "gather_summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    written.append(out / "gather_summary.json")
+    written.append(atomic_write_text(out / "gather_summary.json", json.dumps(summary, indent=2, default=str)))
     return written

@@ -46,7 +46,8 @@ def test_clean_run_matches_the_judge_and_covers_every_pair(server, judge, conver
     assert list(llm["option"].unique()) == ["1", "2", "3", "4"]
     assert sorted(llm["turn"].unique()) == [0, 1, 2]
     for body in server.bodies[:5]:
-        assert body["max_tokens"] == 1 and body["logprobs"] is True and body["top_logprobs"] == 20
+        assert body["max_tokens"] == 3 and body["logprobs"] is True and body["top_logprobs"] == 20
+        assert body["temperature"] == 0.0
         prompt = "\n".join(m["content"] for m in body["messages"])
         h = hashlib.sha256(json.dumps(body["messages"]).encode()).hexdigest()[:16]
         rows = llm[llm["prompt_hash"] == h]
@@ -168,9 +169,11 @@ def test_conversation_granularity_and_reasons(server, judge, conversations, rubr
     assert len(res.reasons) == 2 and res.reasons["reason"].str.len().min() > 10
 
 
-def test_cost_is_reported_when_prices_are_set(server, judge, conversations, rubric):
-    res = gather(conversations, rubric, {**judge, "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0})
-    s = res.summary
+def test_cost_is_reported_when_prices_are_set(server, judge, conversations, rubric, monkeypatch):
+    priced = {**judge, "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0}
+    assert gather(conversations, rubric, priced).summary.cost_usd is None  # a loopback server costs nothing
+    monkeypatch.setattr("rubric.outputs.is_loopback", lambda url: False)  # as if it were a hosted API
+    s = gather(conversations, rubric, priced).summary
     assert s.cost_usd == pytest.approx((s.prompt_tokens + 2 * s.completion_tokens) / 1e6)
     assert math.isfinite(s.cost_usd)
 
