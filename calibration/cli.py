@@ -73,10 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(OmegaConf.to_yaml(cfg))
         return 0
     try:
+        from calibration.config_check import check_config
+
+        check_config(command, cfg)  # every value's type and range, before any long work
         _resolve(COMMANDS[command][0])(cfg)
     except InputError as exc:
         print(f"role-rubric {command}: error: {exc.one_line()}", file=sys.stderr)
-        return 2
+        return exc.exit_code
     except KeyboardInterrupt:
         print(f"role-rubric {command}: interrupted; finished work is kept.", file=sys.stderr)
         return 130
