@@ -27,6 +27,7 @@ from rubric.cache import RequestCache, cache_key, identity_json
 from rubric.conversations import Conversation, Item, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
+from rubric.health import check_gather
 from rubric.outputs import (
     GatherResult,
     GatherSummary,
@@ -304,7 +305,8 @@ def run_gather(cfg: Any) -> GatherResult:
 
     The output folder is locked for the run; it may not hold the run's own inputs unless they are the
     files it would write. Requests that failed after every retry end the command with IncompleteRun
-    (exit 3) after everything else is written."""
+    (exit 3) after everything else is written; a judge that mostly named no option, with LowCoverage
+    (exit 4; rubric/health.py) unless judge.allow_low_coverage=true."""
     from omegaconf import OmegaConf
 
     if not cfg.get("conversations") or str(cfg.conversations) == "???":
@@ -339,6 +341,7 @@ def run_gather(cfg: Any) -> GatherResult:
             path=out / "failures.csv",
             fix="see the error column, fix the endpoint or judge settings and rerun: answered pairs come from the cache.",
         )
+    check_gather(result.summary, allow=judge.allow_low_coverage, path=out / "gather_summary.json")
     return result
 
 

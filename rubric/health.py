@@ -9,11 +9,16 @@ and `train` / `cv` warn when they are given it.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
+
+from rubric.errors import InputError
 
 MIN_MEDIAN_COVERAGE = 0.5
 MAX_FALLBACK_SHARE = 0.05
@@ -81,3 +86,26 @@ def health_of_llm(llm: pd.DataFrame) -> Health | None:
     coverage = pairs["coverage"].astype(float) if "coverage" in pairs else pd.Series(1.0, index=pairs.index)
     sources = pairs["source"].astype(str) if "source" in pairs else pd.Series("", index=pairs.index)
     return health_of(coverage.fillna(1.0).tolist(), sources.tolist())
+
+
+class LowCoverage(InputError):
+    """The gather finished and wrote its output, but the judge mostly named no option; the command line
+    exits 4 with this as its last line (judge.allow_low_coverage=true accepts such output)."""
+
+    exit_code = 4
+
+
+def check_gather(summary: Any, *, allow: bool, path: Path | None = None) -> None:
+    """After `role-rubric gather`: print the warning of an unhealthy gather (summary.warning) and raise
+    LowCoverage unless `allow`."""
+    if summary.warning is None:
+        return
+    print(f"gather: {summary.warning}", file=sys.stderr)
+    if not allow:
+        raise LowCoverage(
+            f"the judge's answers are unreliable ({summary.health().describe()}); llm.csv is written but a "
+            "calibrator would learn noise from it.",
+            path=path,
+            fix="use a larger or instruction-tuned judge, check its prompt format (judge.backend, "
+            "judge.system_role, the server's chat format), or set judge.allow_low_coverage=true to keep it.",
+        )
