@@ -52,7 +52,7 @@ def entropy(p: np.ndarray) -> np.ndarray:
     >>> entropy(np.array([[0.5, 0.5], [1.0, 0.0]])).round(4).tolist()
     [0.6931, 0.0]
     """
-    return -(p * np.log(np.clip(p, 1e-12, None))).sum(-1)
+    return 0.0 - (p * np.log(np.clip(p, 1e-12, None))).sum(-1)  # 0.0 - : no negative zero
 
 
 def acquisition(
