@@ -20,10 +20,10 @@ from pathlib import Path
 import relplot
 
 from calibration.cli import compose_config
-from calibration.crossval import cross_validate
-from calibration.dataset import load_dataset
-from calibration.importers import import_llm_rubric
-from calibration.train import Settings
+from calibration.data.dataset import load_dataset
+from calibration.data.importers import import_llm_rubric
+from calibration.evaluation.crossval import cross_validate
+from calibration.model.settings import Settings
 
 REFERENCE = {"released_pytorch_code_21_seeds": {"pearson": "0.406 +- 0.019", "rmse": "0.766 +- 0.010"},
              "per_judge_mean": {"rmse": 0.78, "pearson": 0.34}, "constant": {"rmse": 0.82}}

@@ -4,7 +4,7 @@ The paper's configuration: hidden 25 and 25, batch 64, 200 pretraining and 300 f
 (no early stopping, so every model runs all 500 steps), on the LLM-Rubric synthetic label rows.
 Batched = 5 folds x 8 seeds = 40 models in one computation, timed twice: in one slice on one core
 (workers=1) and split into slices trained by Python threads (workers=N, the default on N cores; see
-calibration.train.fit_models). One at a time is one model per computation, one thread: a single tiny
+calibration.model.train.fit_models). One at a time is one model per computation, one thread: a single tiny
 model cannot use a second core. Prints JSON with medians over repeats, all measured side by side.
 
 `per_model_step_ms` splits one batched step of the 40 models (one core) into forward + backward and the
@@ -27,11 +27,12 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from calibration.dataset import load_dataset
-from calibration.importers import import_llm_rubric
-from calibration.network import CalibrationNet
-from calibration.splits import group_folds
-from calibration.train import Plan, Rows, Settings, _adam, _batch_indices, fit_models, torch_threads
+from calibration.data.dataset import load_dataset
+from calibration.data.importers import import_llm_rubric
+from calibration.data.splits import group_folds
+from calibration.model.network import CalibrationNet
+from calibration.model.settings import Settings, torch_threads
+from calibration.model.train import Plan, Rows, _adam, _batch_indices, fit_models
 
 PAPER = Settings(hidden1=25, hidden2=25, batch_size=64, pretrain_steps=200, finetune_steps=300, lr=0.01,
                  finetune_lr=0.01, val_fraction=0.0, ensemble=1)

@@ -1,9 +1,10 @@
 """Calibration of LLM-judge answer distributions to human judges (the LLM-Rubric network).
 
-Stages: `dataset` (native files -> arrays), `network` (the batched personalised network), `train`
-(pretrain + fine-tune with early stopping), `crossval` (+ `baselines`), `search` (Optuna), `predict`,
-`metrics`, `modelio` (safetensors + JSON), `importers` (LLM-Rubric files), `cli` (the dispatcher).
-Heavy modules are imported on first use so `import calibration` stays fast.
+Sub-packages, each importing only the ones before it: `data` (dataset dirs -> arrays, splits, importers),
+`model` (network, settings, training loop, ensemble, model files, predict), `evaluation` (metrics, baselines,
+significance, cross-validation, search, adherence), `report` (the report page and its sections); on top the
+entry points `api` (RoleAdherence), `demo` and `cli` (the dispatcher). The public names below are
+re-exported here and imported on first use, so `import calibration` stays fast.
 """
 
 from __future__ import annotations
@@ -12,23 +13,25 @@ import importlib
 from typing import Any
 
 _EXPORTS = {
-    "Dataset": "calibration.dataset",
-    "load_dataset": "calibration.dataset",
-    "dataset_from_frames": "calibration.dataset",
-    "CalibrationNet": "calibration.network",
-    "Settings": "calibration.train",
-    "fit_models": "calibration.train",
-    "train_ensemble": "calibration.train",
-    "cross_validate": "calibration.crossval",
-    "CVResult": "calibration.crossval",
-    "search": "calibration.search",
-    "ensemble_proba": "calibration.predict",
-    "predictions_frame": "calibration.predict",
-    "agreement": "calibration.metrics",
-    "mean_nll": "calibration.metrics",
-    "save_model": "calibration.modelio",
-    "load_model": "calibration.modelio",
-    "import_llm_rubric": "calibration.importers",
+    "Dataset": "calibration.data.dataset",
+    "load_dataset": "calibration.data.dataset",
+    "dataset_from_frames": "calibration.data.dataset",
+    "import_llm_rubric": "calibration.data.importers",
+    "CalibrationNet": "calibration.model.network",
+    "Settings": "calibration.model.settings",
+    "fit_models": "calibration.model.train",
+    "train_ensemble": "calibration.model.ensemble",
+    "ensemble_proba": "calibration.model.ensemble",
+    "save_model": "calibration.model.files",
+    "load_model": "calibration.model.files",
+    "predictions_frame": "calibration.model.predict",
+    "agreement": "calibration.evaluation.metrics",
+    "mean_nll": "calibration.evaluation.metrics",
+    "cross_validate": "calibration.evaluation.crossval",
+    "CVResult": "calibration.evaluation.crossval",
+    "search": "calibration.evaluation.search",
+    "run_report": "calibration.report.build",
+    "RoleAdherence": "calibration.api",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -17,16 +17,16 @@ from rubric.errors import InputError
 
 # command -> ("module:function", one-line help). Modules are imported lazily so `--help` is instant.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "import": ("calibration.importers:run_import", "convert foreign files (source=llm-rubric) to a native dataset dir"),
+    "import": ("calibration.data.importers:run_import", "convert foreign files (source=llm-rubric) to a native dataset dir"),
     "gather": ("rubric.gather:run_gather", "ask the LLM judge every rubric question about every turn -> llm.csv"),
-    "train": ("calibration.train:run_train", "train the calibration network on a dataset dir -> model dir"),
-    "cv": ("calibration.crossval:run_cv", "cross-validate the calibrator and the baselines -> predictions + metrics"),
-    "search": ("calibration.search:run_search", "Optuna search of hyperparameters by inner cross-validation"),
-    "predict": ("calibration.predict:run_predict", "predict per-judge / population answers -> predictions.csv"),
-    "evaluate": ("calibration.metrics:run_evaluate", "score predictions against human labels -> metrics.json"),
-    "report": ("calibration.report:run_report", "reliability diagrams, baselines, ablations -> report.html"),
+    "train": ("calibration.model.files:run_train", "train the calibration network on a dataset dir -> model dir"),
+    "cv": ("calibration.evaluation.crossval:run_cv", "cross-validate the calibrator and the baselines -> predictions + metrics"),
+    "search": ("calibration.evaluation.search:run_search", "Optuna search of hyperparameters by inner cross-validation"),
+    "predict": ("calibration.model.predict:run_predict", "predict per-judge / population answers -> predictions.csv"),
+    "evaluate": ("calibration.evaluation.metrics:run_evaluate", "score predictions against human labels -> metrics.json"),
+    "report": ("calibration.report.build:run_report", "reliability diagrams, baselines, ablations -> report.html"),
     "demo": ("calibration.demo:run_demo", "offline end-to-end run on the bundled role-adherence benchmark"),
-    "score": ("calibration.api:run_score", "score a conversations file per conversation -> CSV"),
+    "score": ("calibration.score:run_score", "score a conversations file per conversation -> CSV"),
 }
 
 

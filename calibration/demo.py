@@ -6,7 +6,7 @@
    (SQLite cache in out/cache.sqlite, so a rerun asks nothing) -> out/dataset/ (a native dataset dir);
 2. cross-validate the calibrator and the baselines (grouped by conversation) -> out/cv/;
 3. train the final calibrator on every label -> out/model/ (use it with RoleAdherence or `role-rubric score`);
-4. the reliability report (calibration/report.py) -> out/report/report.html;
+4. the reliability report (calibration/report/) -> out/report/report.html;
 5. score every conversation with the final model through the API -> out/scores.csv;
 6. print and write the summary -> out/summary.json: calibrated against raw-judge agreement with the human
    judges (RMSE, Pearson), smECE, per-role adherence, adherent-against-violation AUC per violation type.
@@ -18,16 +18,15 @@ editable install) it is found automatically; otherwise pass data=DIR.
 from __future__ import annotations
 
 import json
-import math
 import shutil
 import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pandas as pd
 
-from calibration.metrics import jsonable
+from calibration.evaluation.adherence import item_adherence, oof_item_adherence, per_role, violation_aucs
+from calibration.evaluation.metrics import jsonable
 from rubric.errors import InputError
 
 BENCHMARK = "role_adherence"
@@ -81,134 +80,6 @@ def prepare_dataset(
     return dataset, result.summary
 
 
-def item_adherence(predictions: pd.DataFrame, method: str, *, adheres_at: float = 3.0) -> pd.DataFrame:
-    """Per item (conversation_id, turn): the mean over its labelled judges of P(answer >= adheres_at) under
-    `method`'s out-of-fold distributions, and the human adherence rate (share of answers >= adheres_at)."""
-    rows = predictions[predictions["method"] == method]
-    columns = [c for c in rows.columns if c.startswith("p_") and float(c[2:]) >= adheres_at]
-    frame = rows.assign(
-        adherence=rows[columns].sum(axis=1), human=(rows["answer"] >= adheres_at).astype(float)
-    )
-    return frame.groupby(["conversation_id", "turn"], as_index=False)[["adherence", "human"]].mean()
-
-
-def oof_item_adherence(
-    ds: Any,
-    settings: Any,
-    *,
-    folds: int = 5,
-    seed: int = 0,
-    fold_seed: int = 0,
-    adheres_at: float = 3.0,
-    judges: str = "all",
-) -> pd.DataFrame:
-    """Out-of-fold per-item adherence P(target >= adheres_at) of the calibrated model, judge-independent.
-
-    Same folds and members as `cross_validate`; each held-out item is predicted for every training judge
-    and the distributions averaged (judges="all", what RoleAdherence does by default) or by the population
-    model (judges="population"). Also returns the raw judge's P(target >= adheres_at) ("raw").
-    """
-    import torch
-
-    from calibration.predict import member_logproba
-    from calibration.recalibrate import pool
-    from calibration.splits import group_folds
-    from calibration.train import Rows, fit_models, plan_models, recalibrations
-
-    t = ds.target_index
-    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
-    X = torch.from_numpy(ds.features(spec))
-    fold_of_item = group_folds(ds.groups, folds, fold_seed)
-    fold_of_row = fold_of_item[ds.label_item]
-    members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
-    seeds = [seed * 100_000 + f * 100 + e for f, e in members]
-    plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
-    net = fit_models(
-        X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t
-    )
-    recal = recalibrations(net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)],
-                           settings)
-    panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])
-    above = ds.option_values()[t] >= adheres_at
-    above[int(ds.n_options[t]) :] = False
-    score = np.zeros(len(ds.items))
-    for f in range(folds):
-        held = np.flatnonzero(fold_of_item == f)
-        items = np.tile(held, len(panel))
-        who = np.repeat(panel, len(held))
-        mine = [m for m, (g, _) in enumerate(members) if g == f]
-        per_member = member_logproba(
-            net,
-            X,
-            [items if m in mine else items[:0] for m in range(len(members))],
-            [who if m in mine else who[:0] for m in range(len(members))],
-        )
-        p = pool(np.stack([per_member[m][:, t] for m in mine]), settings.pool)  # (len(panel) * len(held), K)
-        if recal[f] is not None:
-            p = recal[f].apply_target(p)
-        score[held] = p[:, above].sum(axis=1).reshape(len(panel), len(held)).mean(axis=0)
-    raw = ds.probs[:, t][:, above].sum(axis=1)
-    return ds.items.assign(adherence=score, raw=raw)
-
-
-def auc(positive: np.ndarray, negative: np.ndarray) -> float:
-    """P(a positive scores above a negative), ties counting one half (the Mann-Whitney AUC)."""
-    pos, neg = np.asarray(positive, float), np.asarray(negative, float)
-    if len(pos) == 0 or len(neg) == 0:
-        return math.nan
-    diff = pos[:, None] - neg[None, :]
-    return float((diff > 0).mean() + 0.5 * (diff == 0).mean())
-
-
-def violation_aucs(scores: pd.DataFrame, designs: pd.DataFrame, column: str = "adherence") -> dict[str, dict]:
-    """AUC of `column` for telling adherent turns from each violation type (design in turn_designs.csv).
-
-    scores: per item (conversation_id, turn, column); designs: conversation_id, turn, design.
-    Returns {violation type: {"auc", "n_adherent", "n_violation"}}, plus "all violations".
-    """
-    merged = scores.merge(
-        designs[["conversation_id", "turn", "design"]].astype({"turn": str}),
-        on=["conversation_id", "turn"],
-        how="inner",
-    )
-    adherent = merged.loc[merged["design"] == "adherent", column].to_numpy()
-    out = {}
-    kinds = sorted(d for d in merged["design"].unique() if d != "adherent")
-    for kind in [*kinds, "all violations"]:
-        bad = merged.loc[
-            merged["design"] != "adherent" if kind == "all violations" else merged["design"] == kind, column
-        ].to_numpy()
-        out[kind] = {"auc": auc(adherent, bad), "n_adherent": len(adherent), "n_violation": len(bad)}
-    return out
-
-
-def per_role(
-    items: pd.DataFrame,
-    designs: pd.DataFrame | None,
-    conversations: Path,
-    columns: tuple[str, ...] = ("human", "calibrated", "raw judge"),
-) -> pd.DataFrame:
-    """Mean of each score column per role (items: conversation_id, turn and the columns), with turn counts."""
-    merged = items.merge(_roles(designs, conversations), on="conversation_id", how="left")
-    merged["role"] = merged["role"].fillna("(unknown)")
-    grouped = merged.groupby("role")
-    return pd.concat([grouped.size().rename("turns"), grouped[list(columns)].mean()], axis=1).reset_index()
-
-
-def _roles(designs: pd.DataFrame | None, conversations: Path) -> pd.DataFrame:
-    if designs is not None and "role" in designs.columns:
-        return designs[["conversation_id", "role"]].drop_duplicates("conversation_id")
-    rows = []
-    with conversations.open(encoding="utf-8") as fh:
-        for line in fh:
-            if line.strip():
-                rec = json.loads(line)
-                rows.append(
-                    (str(rec.get("conversation_id")), rec.get("role") or rec.get("chatbot_role", "")[:30])
-                )
-    return pd.DataFrame(rows, columns=["conversation_id", "role"])
-
-
 def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict | None, str]:
     """The reliability report via calibration.report; degrade to the reliability diagram alone (or nothing)
     if the report module cannot run here. Returns (report metrics or None, a one-line status)."""
@@ -236,8 +107,8 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
     except Exception as exc:  # the report is an extra: keep the demo's results if it fails
         reason = f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
     try:
-        from calibration.reliability import plot_reliability, prepare_reliability
         from calibration.report import method_arrays, read_cv_folder
+        from calibration.report.reliability import plot_reliability, prepare_reliability
 
         predictions, _ = read_cv_folder(cv_dir, "overall" if cfg.get("target") is None else cfg.target)
         arrays = method_arrays(predictions)
@@ -278,11 +149,13 @@ def run_demo(cfg: Any) -> dict[str, Any]:
 def _run_demo(cfg: Any) -> dict[str, Any]:
     from omegaconf import OmegaConf
 
-    from calibration.api import RoleAdherence, results_frames
-    from calibration.crossval import cross_validate, format_table
-    from calibration.dataset import load_dataset
-    from calibration.modelio import save_model
-    from calibration.train import Settings, train_ensemble
+    from calibration.api import RoleAdherence
+    from calibration.data.dataset import load_dataset
+    from calibration.evaluation.crossval import cross_validate, format_table
+    from calibration.model.ensemble import train_ensemble
+    from calibration.model.files import save_model
+    from calibration.model.settings import Settings
+    from calibration.score import results_frames
 
     start = time.perf_counter()
     out = Path(cfg.out)

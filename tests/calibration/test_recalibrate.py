@@ -1,4 +1,4 @@
-"""Pooling ensemble members and recalibrating the target on held-out rows (calibration/recalibrate.py)."""
+"""Pooling ensemble members and recalibrating the target on held-out rows (calibration/model/recalibrate.py)."""
 
 from __future__ import annotations
 
@@ -8,10 +8,16 @@ import json
 import numpy as np
 import pytest
 
-from calibration.crossval import cross_validate
-from calibration.dataset import load_dataset
-from calibration.recalibrate import Recalibration, fit_recalibration, fit_vector_scaling, out_of_bag, pool
-from calibration.train import Settings
+from calibration.data.dataset import load_dataset
+from calibration.evaluation.crossval import cross_validate
+from calibration.model.recalibrate import (
+    Recalibration,
+    fit_recalibration,
+    fit_vector_scaling,
+    out_of_bag,
+    pool,
+)
+from calibration.model.settings import Settings
 
 FAST = Settings(
     hidden1=10,
@@ -95,7 +101,7 @@ def test_cv_recalibration_never_sees_the_test_fold(synthetic_dir):
     fold0 = first["fold"].to_numpy() == 0
     t = ds.target_index
     answers = ds.answers.copy()
-    from calibration.splits import group_folds
+    from calibration.data.splits import group_folds
 
     test0 = (group_folds(ds.groups, 3, 0)[ds.label_item] == 0) & (answers[:, t] >= 0)
     answers[test0, t] = 3 - answers[test0, t]  # flip every answer of fold 0
@@ -140,7 +146,7 @@ def test_bad_pool_or_recalibration_setting_is_one_clear_error(synthetic_dir, tmp
 
 def test_a_model_saved_before_recalibration_loads_with_arithmetic_pooling(synthetic_dir, tmp_path):
     from calibration.cli import main
-    from calibration.modelio import load_model
+    from calibration.model.files import load_model
 
     model = tmp_path / "m"
     assert (

@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
-from calibration import reliability
-from calibration.reliability import plot_reliability, prepare_reliability
+from calibration.report import reliability
+from calibration.report.reliability import plot_reliability, prepare_reliability
 
 VALUES = [1, 2, 3, 4]
 FAST = {"n_boot": 20, "band_bootstrap": 20}

@@ -161,7 +161,7 @@ def test_learning_curve_and_targets_plots_from_frames() -> None:
 
 
 def test_ablation_variants_cover_the_paper_table() -> None:
-    from calibration.train import Settings
+    from calibration.model.settings import Settings
 
     names = [name for name, _ in report.ablation_variants(Settings(), ["Q0", "Q1", "Q2"], "Q0")]
     assert names == ["no pretraining", "no fine-tuning", "no personalisation", "without Q1", "without Q2"]
@@ -408,7 +408,7 @@ def test_report_page_in_headless_chromium(tiny_report: tuple[Path, dict], tmp_pa
 @pytest.mark.slow
 @pytest.mark.skipif(not ANCHORS.is_dir(), reason="LLM-Rubric reference data not found at ../shared/anchors")
 def test_full_report_on_llm_rubric_data_is_fast_and_repeatable(tmp_path: Path) -> None:
-    from calibration.importers import import_llm_rubric
+    from calibration.data.importers import import_llm_rubric
 
     data = tmp_path / "llm_rubric"
     import_llm_rubric(ANCHORS / "llm_evaluations.tsv", ANCHORS / "human_judgments.tsv", data)

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from calibration import significance
-from calibration.significance import (
+from calibration.evaluation import significance
+from calibration.evaluation.significance import (
     bootstrap_agreement,
     bootstrap_counts,
     permutation_test,

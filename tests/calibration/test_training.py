@@ -10,10 +10,10 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
-from calibration.crossval import cross_validate
-from calibration.dataset import load_dataset
-from calibration.modelio import load_model
-from calibration.train import Settings
+from calibration.data.dataset import load_dataset
+from calibration.evaluation.crossval import cross_validate
+from calibration.model.files import load_model
+from calibration.model.settings import Settings
 
 FAST = Settings(
     hidden1=10, hidden2=10, pretrain_steps=60, finetune_steps=80, ensemble=2, eval_every=10, recalibrate_min_members=2
@@ -69,9 +69,8 @@ def test_train_predict_evaluate_from_the_command_line(synthetic_dir, tmp_path, c
 
 
 def test_saved_model_predicts_exactly_what_it_predicted_in_memory(synthetic_dir, tmp_path):
-    from calibration.modelio import save_model
-    from calibration.predict import ensemble_proba
-    from calibration.train import train_ensemble
+    from calibration.model.ensemble import ensemble_proba, train_ensemble
+    from calibration.model.files import save_model
 
     ds = load_dataset(synthetic_dir)
     net, spec, plan = train_ensemble(ds, FAST, seed=1)
@@ -151,7 +150,7 @@ def test_nested_cv_adds_a_nested_estimate(synthetic_dir, tmp_path, capsys):
 
 
 def test_in_memory_tables_accept_nullable_turns(synthetic_dir):
-    from calibration.dataset import dataset_from_frames
+    from calibration.data.dataset import dataset_from_frames
     from rubric.schema import load_rubric
 
     llm = pd.read_csv(synthetic_dir / "llm.csv")
@@ -174,7 +173,7 @@ def test_parquet_dataset_trains_and_evaluates(synthetic_copy, tmp_path):
 
 
 def test_training_workers_setting(monkeypatch):
-    from calibration.train import default_training_workers, training_workers
+    from calibration.model.settings import default_training_workers, training_workers
     from rubric.errors import InputError
 
     monkeypatch.delenv("ROLE_RUBRIC_WORKERS", raising=False)

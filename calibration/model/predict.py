@@ -3,7 +3,7 @@
 `predict` writes one row per (item, judge, question) with the probability of every option (`p_<value>`,
 empty where a question lacks that value) and the `expected` value; `judge_id` is empty for the
 population (judge-independent) prediction. Seed-ensemble members' distributions are pooled (by default their
-normalised geometric mean) and the target's is recalibrated (see calibration/recalibrate.py).
+normalised geometric mean) and the target's is recalibrated (see calibration/model/ensemble.py).
 """
 
 from __future__ import annotations
@@ -14,42 +14,10 @@ import numpy as np
 import pandas as pd
 import torch
 
-from calibration import recalibrate
-from calibration.recalibrate import Recalibration
+from calibration.data.dataset import load_dataset
+from calibration.model.files import load_model
 from rubric.errors import InputError
 from rubric.schema import Rubric, format_value
-
-
-def member_proba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.ndarray]) -> list[np.ndarray]:
-    """Each model m's distributions for its own (item, judge) pairs: a list of (L_m, Q, K) arrays.
-    Judge -1 = population."""
-    return [np.exp(lp) for lp in member_logproba(net, X, items, judges)]  # exp(-inf) = 0 on padded options
-
-
-@torch.no_grad()
-def member_logproba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.ndarray]) -> list[np.ndarray]:
-    """Like member_proba, as log-probabilities (-inf on options a question lacks)."""
-    length = max(1, max(len(i) for i in items))
-    item_idx = np.zeros((len(items), length), dtype=np.int64)
-    judge_idx = np.full((len(items), length), -1, dtype=np.int64)
-    for m, (i, j) in enumerate(zip(items, judges, strict=True)):
-        item_idx[m, : len(i)] = i
-        judge_idx[m, : len(j)] = j
-    from calibration.train import torch_threads
-
-    with torch_threads(None):
-        logp, _ = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
-    logp = logp.numpy().astype(np.float64)  # (M, L, Q, K)
-    return [logp[m, : len(i)] for m, i in enumerate(items)]
-
-
-def ensemble_proba(net, X: torch.Tensor, item: np.ndarray, judge: np.ndarray, *, pool: str = "geometric",
-                   recalibration: Recalibration | None = None) -> np.ndarray:
-    """(B, Q, K) distributions of one seed ensemble (every model of `net`), pooled (`calibration.recalibrate`)
-    and, given its recalibration, with the target question recalibrated."""
-    members = member_logproba(net, X, [item] * net.n_models, [judge] * net.n_models)
-    probs = recalibrate.pool(np.stack(members), pool)
-    return probs if recalibration is None else recalibration.apply(probs)
 
 
 def expected_values(probs: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -80,9 +48,6 @@ def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarra
 
 def run_predict(cfg) -> Path:
     """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`."""
-    from calibration.dataset import load_dataset
-    from calibration.modelio import load_model
-
     model = load_model(cfg.model)
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
     X = torch.from_numpy(ds.features(model.spec))

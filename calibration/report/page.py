@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from calibration.cv_predictions import METHOD_LABELS, REFERENCE
+from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE
 
 
 def encode_png(fig: Figure, path: Path) -> str:

@@ -1,21 +1,5 @@
-"""`role-rubric report`: everything a user needs to decide whether to trust a calibrator, with uncertainty.
-
-`run_report(cfg)` (the CLI entry) cross-validates the calibrated model and its baselines, or reuses a
-`role-rubric cv` folder, then writes out/report.html (self-contained), out/*.png and out/metrics.json.
-Sections (LLM-Rubric paper in brackets), each a `prepare_*` (numbers, no drawing) and `plot_*(data, ax=None)
--> (fig, ax)` pair that notebooks use directly, all importable from here:
-  reliability diagrams of the target (relplot smECE)                   calibration/reliability.py
-  judges' answer distributions: observed, calibrated, raw LLM [Fig. 2]  calibration/report_tables.py
-  metrics table: calibrated vs baselines, bootstrap CIs, perm. p [Table 1]  calibration/report_tables.py
-  per-judge metrics                                                     calibration/report_tables.py
-  ablations: no pretraining / fine-tuning / personalisation / question [Table 2]  report_variants.py
-  every question as the target: expected-LLM vs calibrated [Table 3]    calibration/report_variants.py
-  learning curve over the fraction of training judgments [Appendix J]  calibration/report_variants.py
-The variants' cross-validations run on a process pool (calibration/report_pool.py), the page is built by
-calibration/report_page.py, and the predictions frame is read by calibration/cv_predictions.py (one row per
-item, judge, method; p_<value> columns; expected; answer). Everything is seeded: a rerun writes identical
-numbers and identical PNG bytes.
-"""
+"""`role-rubric report` (`run_report`): cross-validate, or reuse a cv folder, then write every section of the
+report page, its PNGs and metrics.json."""
 
 from __future__ import annotations
 
@@ -30,18 +14,16 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
-from calibration.cv_predictions import (
-    KEYS,
+from calibration.evaluation.cv_predictions import (
     METHOD_LABELS,
     REFERENCE,
     method_arrays,
     method_rows,
-    option_values,
     read_cv_folder,
 )
-from calibration.metrics import jsonable
-from calibration.reliability import plot_reliability, prepare_reliability
-from calibration.report_page import (
+from calibration.evaluation.metrics import jsonable
+from calibration.evaluation.significance import METRICS
+from calibration.report.page import (
     PAGE,
     encode_png,
     html_table,
@@ -50,9 +32,9 @@ from calibration.report_page import (
     per_judge_for_html,
     section_html,
 )
-from calibration.report_pool import prefetching_pool, report_threads, run_cvs
-from calibration.report_tables import (
-    COLORS,
+from calibration.report.pool import prefetching_pool, report_threads, run_cvs
+from calibration.report.reliability import plot_reliability, prepare_reliability
+from calibration.report.tables import (
     plot_distributions,
     plot_metrics_table,
     plot_per_judge,
@@ -60,9 +42,8 @@ from calibration.report_tables import (
     prepare_metrics_table,
     prepare_per_judge,
 )
-from calibration.report_variants import (
+from calibration.report.variants import (
     ablation_variants,
-    expected_llm_rows,
     plot_ablations,
     plot_learning_curve,
     plot_targets,
@@ -70,37 +51,6 @@ from calibration.report_variants import (
     prepare_learning_curve,
     prepare_targets,
 )
-from calibration.significance import METRICS
-
-__all__ = [
-    "COLORS",
-    "KEYS",
-    "METHOD_LABELS",
-    "PAGE",
-    "REFERENCE",
-    "ablation_variants",
-    "expected_llm_rows",
-    "method_arrays",
-    "method_rows",
-    "option_values",
-    "plot_ablations",
-    "plot_distributions",
-    "plot_learning_curve",
-    "plot_metrics_table",
-    "plot_per_judge",
-    "plot_reliability",
-    "plot_targets",
-    "prepare_ablations",
-    "prepare_distributions",
-    "prepare_learning_curve",
-    "prepare_metrics_table",
-    "prepare_per_judge",
-    "prepare_reliability",
-    "prepare_targets",
-    "read_cv_folder",
-    "run_cvs",
-    "run_report",
-]
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -118,9 +68,9 @@ def run_report(cfg: Any) -> dict[str, Any]:
 
 
 def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
-    from calibration.crossval import cross_validate
-    from calibration.dataset import load_dataset
-    from calibration.train import Settings
+    from calibration.data.dataset import load_dataset
+    from calibration.evaluation.crossval import cross_validate
+    from calibration.model.settings import Settings
 
     start = time.perf_counter()
     opts = cfg.report

@@ -18,7 +18,7 @@ import numpy as np
 import relplot
 from matplotlib.figure import Figure
 
-from calibration.significance import bootstrap_counts
+from calibration.evaluation.significance import bootstrap_counts
 
 
 @contextmanager

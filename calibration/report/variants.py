@@ -1,7 +1,7 @@
 """The report's sections that retrain the model: ablations, every question as the target, learning curve.
 
 Each is a `prepare_*` that cross-validates variants of the calibrated model (through
-`calibration.report_pool.run_cvs`, so an executor can run them in parallel) and scores them, and a
+`calibration.report.pool.run_cvs`, so an executor can run them in parallel) and scores them, and a
 `plot_*(frame, ax=None) -> (fig, ax)` that draws the result. Ablations (the paper's Table 2) drop
 pretraining, fine-tuning, personalisation or one input question and are tested against the full model
 with a paired permutation test; "every question as the target" (Table 3) compares the raw LLM's expected
@@ -22,10 +22,15 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from calibration.cv_predictions import KEYS, METHOD_LABELS, REFERENCE, check_aligned, method_rows
-from calibration.report_pool import run_cvs
-from calibration.report_tables import figure_panels
-from calibration.significance import METRICS, bootstrap_agreement, permutation_test, point_agreement
+from calibration.evaluation.cv_predictions import KEYS, METHOD_LABELS, REFERENCE, check_aligned, method_rows
+from calibration.evaluation.significance import (
+    METRICS,
+    bootstrap_agreement,
+    permutation_test,
+    point_agreement,
+)
+from calibration.report.pool import run_cvs
+from calibration.report.tables import figure_panels
 
 
 def _scored(rows: pd.DataFrame, *, seed: int, n_boot: int) -> dict[str, float]:
@@ -189,7 +194,7 @@ def prepare_targets(
     `executor`, `threads`: see `run_cvs`.
     Returns one row per (question, method): question, method, n, rmse, rmse_low, ..., kendall_high.
     """
-    from calibration.dataset import load_dataset
+    from calibration.data.dataset import load_dataset
 
     reuse = reuse or {}
     all_questions = list(questions) if questions is not None else load_dataset(data).rubric.ids

@@ -1,99 +1,26 @@
-"""Training, top to bottom: settings, data, model, optimiser, loop with early stopping, checkpoint.
+"""Training, top to bottom: rows, plan, model, optimiser, loop with early stopping, best weights.
 
 `fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
+The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
+and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
 
 from __future__ import annotations
 
-import contextlib
-import dataclasses
-import os
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
-from calibration.dataset import Dataset, load_dataset
-from calibration.network import CalibrationNet
-from calibration.recalibrate import Recalibration, fit_recalibration
-from calibration.splits import subsample, validation_split
-
-
-@dataclass(frozen=True)
-class Settings:
-    """Hyperparameters of the network and its training; the defaults equal conf/network and conf/train."""
-
-    hidden1: int = 25
-    hidden2: int = 25
-    personalised: bool = True
-    use_coverage: bool = True
-    drop_questions: tuple[str, ...] = ()
-    lr: float = 0.03
-    finetune_lr: float = 0.0015
-    batch_size: int = 128
-    pretrain_steps: int = 250
-    finetune_steps: int = 400
-    l2_judge: float = 2e-3
-    weight_decay: float = 0.0
-    ensemble: int = 16
-    val_fraction: float = 0.1
-    eval_every: int = 10
-    patience: int = 12
-    train_fraction: float = 1.0
-    pool: str = "geometric"
-    recalibrate: str = "vector"
-    recalibrate_prior: float = 0.25
-    recalibrate_min_members: int = 8
-    """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
-
-    @classmethod
-    def from_cfg(cls, cfg) -> Settings:
-        """Merge the `network` and `train` config groups (unknown keys are an error, not ignored)."""
-        merged = {**dict(cfg.get("network") or {}), **dict(cfg.get("train") or {})}
-        names = {f.name for f in dataclasses.fields(cls)}
-        unknown = sorted(set(merged) - names)
-        if unknown:
-            from rubric.errors import InputError
-
-            raise InputError(f"unknown setting(s) {unknown}.", fix=f"use network.*/train.* keys among {sorted(names)}.")
-        merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
-        return cls(**merged).checked()
-
-    def checked(self) -> Settings:
-        """Self, after checking the settings that take one of a few names."""
-        from calibration.recalibrate import METHODS, POOLS
-
-        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS)):
-            if getattr(self, name) not in allowed:
-                from rubric.errors import InputError
-
-                raise InputError(f"train.{name}={getattr(self, name)!r} is not one of {list(allowed)}.",
-                                 fix=f"set train.{name} to one of {list(allowed)}.")
-        return self
-
-    def recalibrates(self, members: int) -> bool:
-        """Whether an ensemble of `members` gets the target recalibration. With few members few training
-        rows are out of bag (19% with 2, 41% with 5, 57% with 8), and the map costs more accuracy than it
-        gives: on the LLM-Rubric data 5 members went from Pearson 0.449 / RMSE 0.737 to 0.440 / 0.741
-        (5 seeds), and the report's 2-member ablation reference from 0.432 / 0.744 to 0.422 / 0.750."""
-        return self.recalibrate != "none" and members >= self.recalibrate_min_members
-
-    def without_pretraining(self) -> Settings:
-        """Train on the target only, from scratch, at the pretraining learning rate: `finetune_lr` is tuned
-        for adjusting a pretrained network and leaves a fresh one under-trained (on the LLM-Rubric data the
-        calibrated-LLM baseline scored RMSE 0.776 at the fine-tune rate and 0.757 at this one)."""
-        return dataclasses.replace(self, pretrain_steps=0, finetune_lr=self.lr)
-
-    def to_dict(self) -> dict:
-        out = dataclasses.asdict(self)
-        out["drop_questions"] = list(self.drop_questions)
-        return out
+from calibration.data.dataset import Dataset
+from calibration.data.splits import subsample, validation_split
+from calibration.model.network import CalibrationNet
+from calibration.model.recalibrate import Recalibration
+from calibration.model.settings import Settings, torch_threads, training_workers
 
 
 @dataclass
@@ -138,22 +65,6 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
     return Plan(fit, val, list(seeds))
 
 
-@contextlib.contextmanager
-def torch_threads(n: int | None):
-    """Run with `n` torch threads (None: ROLE_RUBRIC_THREADS, default 1), then restore the setting.
-
-    The network's tensors are small: with several threads each operation pays for waking and joining
-    them, and on a busy machine spinning threads wait on each other. Measured on 2 cores under load, a
-    5-seed cv took 12 s on one thread and 320 s on two."""
-    n = int(os.environ.get("ROLE_RUBRIC_THREADS", "1")) if n is None else n
-    before = torch.get_num_threads()
-    torch.set_num_threads(max(1, n))
-    try:
-        yield
-    finally:
-        torch.set_num_threads(before)
-
-
 def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n_judges: int, n_options: list[int],
                target: int, progress: bool = False, threads: int | None = None,
                workers: int | None = None) -> CalibrationNet:
@@ -188,35 +99,6 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
                 fitted = list(pool.map(fit, slices))
     plan.history.update(_merge_histories([h for _, h in fitted]))
     return CalibrationNet.concat([net for net, _ in fitted])
-
-
-def training_workers(n: int | None) -> int:
-    """How many model slices train at once (see fit_models): n, else ROLE_RUBRIC_WORKERS, else the CPU count
-    (at most 4: beyond that the slices get too small to keep a core busy)."""
-    if n is None:
-        raw = os.environ.get("ROLE_RUBRIC_WORKERS", "0")
-        if not raw.strip().isdigit():
-            from rubric.errors import InputError
-
-            raise InputError(f"ROLE_RUBRIC_WORKERS={raw!r} is not a whole number.", fix="set it to 1, 2, ... or unset it.")
-        from rubric.parallel import available_cpus
-
-        n = int(raw) or min(available_cpus(), 4)
-    return max(1, int(n))
-
-
-@contextlib.contextmanager
-def default_training_workers(n: int):
-    """Make `n` the default of fit_models' `workers` inside the block and in processes started from it,
-    unless ROLE_RUBRIC_WORKERS is set. For callers that already run trainings in parallel processes."""
-    before = os.environ.get("ROLE_RUBRIC_WORKERS")
-    if before is None:
-        os.environ["ROLE_RUBRIC_WORKERS"] = str(n)
-    try:
-        yield
-    finally:
-        if before is None:
-            os.environ.pop("ROLE_RUBRIC_WORKERS", None)
 
 
 def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar) -> CalibrationNet:
@@ -373,58 +255,3 @@ def _keep_best(best: dict[str, torch.Tensor], work: CalibrationNet, alive: torch
     """Copy the improved models of `work` (which holds the models `alive` of the full batch) into `best`."""
     for name, value in work.named_parameters():
         best[name][alive[improved]] = value.detach()[improved]
-
-
-def recalibrations(net: CalibrationNet, X: torch.Tensor, ds: Dataset, plan: Plan, ensembles: list[list[int]],
-                   settings: Settings) -> list[Recalibration | None]:
-    """The target recalibration of each ensemble (a list of model indices of `net`), fitted on its
-    members' validation rows (calibration/recalibrate.py); None where Settings.recalibrates says no."""
-    if not any(settings.recalibrates(len(members)) for members in ensembles):
-        return [None] * len(ensembles)
-    from calibration.predict import member_logproba
-
-    t = ds.target_index
-    val_logp = member_logproba(net, X, [ds.label_item[v] for v in plan.val_rows],
-                               [ds.label_judge[v] for v in plan.val_rows])
-    return [target_recalibration(ds, settings, [plan.val_rows[m] for m in members],
-                                 [val_logp[m][:, t] for m in members]) for members in ensembles]
-
-
-def target_recalibration(ds: Dataset, settings: Settings, val_rows: list[np.ndarray],
-                         val_logp: list[np.ndarray]) -> Recalibration | None:
-    """The target recalibration of one ensemble from its members' validation rows and target
-    log-probabilities there; None where Settings.recalibrates says no."""
-    if not settings.recalibrates(len(val_rows)):
-        return None
-    t = ds.target_index
-    return fit_recalibration(val_rows, val_logp, ds.answers[:, t], question=t, n_options=int(ds.n_options[t]),
-                             how=settings.pool, prior=settings.recalibrate_prior)
-
-
-def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: bool = False):
-    """Train the final ensemble on every label row of `ds`; returns (net, feature spec, plan), with the
-    ensemble's target recalibration in plan.recalibration."""
-    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
-    X = torch.from_numpy(ds.features(spec))
-    seeds = [seed * 1000 + e for e in range(settings.ensemble)]
-    all_rows = np.arange(len(ds.label_item))
-    plan = plan_models(ds, [all_rows] * settings.ensemble, seeds, settings)
-    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                     target=ds.target_index, progress=progress)
-    plan.recalibration = recalibrations(net, X, ds, plan, [list(range(net.n_models))], settings)[0]
-    return net, spec, plan
-
-
-def run_train(cfg) -> Path:
-    """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [network.*=..] [train.*=..]`."""
-    from calibration.modelio import save_model
-
-    settings = Settings.from_cfg(cfg)
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
-    start = time.perf_counter()
-    net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration)
-    print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
-          f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
-    print(f"train: wrote model to {out}")
-    return out

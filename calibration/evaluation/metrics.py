@@ -90,7 +90,7 @@ def _target_labels(ds) -> pd.DataFrame:
 
 def run_evaluate(cfg) -> dict:
     """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
-    from calibration.dataset import load_dataset
+    from calibration.data.dataset import load_dataset
 
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     path = Path(cfg.predictions)

@@ -5,7 +5,7 @@ and `plot_*(data, ax=None) -> (fig, ax)` draws them, so a notebook can call eith
 the judges' answer distributions (observed, calibrated, raw LLM; the paper's Figure 2), the metrics table
 (every method with grouped bootstrap 95% intervals and a paired permutation test against the calibrated
 model; Table 1) and per-judge metrics. `figure_panels` is the shared "new figure or the axes passed in"
-helper, also used by `calibration.report_variants`.
+helper, also used by `calibration.report.variants`.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from calibration.cv_predictions import (
+from calibration.evaluation.cv_predictions import (
     METHOD_LABELS,
     REFERENCE,
     check_aligned,
@@ -28,7 +28,12 @@ from calibration.cv_predictions import (
     option_values,
     ordered_methods,
 )
-from calibration.significance import METRICS, bootstrap_agreement, permutation_test, point_agreement
+from calibration.evaluation.significance import (
+    METRICS,
+    bootstrap_agreement,
+    permutation_test,
+    point_agreement,
+)
 
 COLORS = {"observed": "#4c72b0", "predicted": "#dd8452", "llm": "#8c8c8c"}
 

@@ -1,4 +1,4 @@
-"""Model directories: weights in safetensors, everything else in JSON; never pickle.
+"""Model directories (weights in safetensors, everything else in JSON; never pickle) and `role-rubric train`.
 
 A model directory holds `weights.safetensors` (the ensemble's tensors, leading model axis) and
 `model.json` (format version, settings, feature spec, rubric, judge map, package version, training
@@ -8,6 +8,7 @@ history), so a saved model loads with nothing else.
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -16,9 +17,11 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from calibration.network import CalibrationNet
-from calibration.recalibrate import Recalibration
-from calibration.train import Settings
+from calibration.data.dataset import load_dataset
+from calibration.model.ensemble import ensemble_proba, train_ensemble
+from calibration.model.network import CalibrationNet
+from calibration.model.recalibrate import Recalibration
+from calibration.model.settings import Settings
 from rubric.errors import InputError
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
@@ -39,8 +42,6 @@ class LoadedModel:
 
     def proba(self, X: torch.Tensor, item, judge):
         """(B, Q, K) distributions of the ensemble for (item, judge) pairs: pooled, target recalibrated."""
-        from calibration.predict import ensemble_proba
-
         return ensemble_proba(self.net, X, item, judge, pool=self.settings.pool, recalibration=self.recalibration)
 
     def judge_index(self, judge_id: str) -> int:
@@ -123,3 +124,16 @@ def _version() -> str:
         return metadata.version("role-rubric")
     except metadata.PackageNotFoundError:
         return "unknown"
+
+
+def run_train(cfg) -> Path:
+    """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [network.*=..] [train.*=..]`."""
+    settings = Settings.from_cfg(cfg)
+    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    start = time.perf_counter()
+    net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
+    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration)
+    print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
+          f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
+    print(f"train: wrote model to {out}")
+    return out

@@ -21,26 +21,26 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration.cv_predictions import REFERENCE, method_rows
+from calibration.evaluation.cv_predictions import REFERENCE, method_rows
 
 
 def report_threads(n: int | None) -> contextlib.AbstractContextManager[None]:
     """Run torch with `n` intra-op threads inside the block, then restore (`report.torch_threads`).
 
-    None or 0 leaves the caller's setting as it is, unlike `calibration.train.torch_threads`, where None
+    None or 0 leaves the caller's setting as it is, unlike `calibration.model.settings.torch_threads`, where None
     means ROLE_RUBRIC_THREADS. The report trains dozens of small batched models one after another; with
     more than one thread each tiny matmul pays a thread hand-off, and on a busy 2-core machine that costs
     10-100x (measured: a 2-fold cv of 2 small models took 3-14 s with 2 threads and 0.1 s with 1).
     """
     if not n:
         return contextlib.nullcontext()
-    from calibration.train import torch_threads
+    from calibration.model.settings import torch_threads
 
     return torch_threads(int(n))
 
 
 def _cv_calibrated(ds: Any, settings: Any, *, folds: int, fold_seed: int, seed: int) -> pd.DataFrame:
-    from calibration.crossval import cross_validate
+    from calibration.evaluation.crossval import cross_validate
 
     result = cross_validate(ds, settings, folds=folds, seed=seed, fold_seed=fold_seed, baselines=False)
     return method_rows(result.predictions, REFERENCE)
@@ -118,7 +118,7 @@ class PrefetchedPool(Executor):
 
 def _one_training_slice() -> None:
     """Pool worker start-up: the processes fill the cores, so each trains its models in one slice (see
-    calibration.train.fit_models) unless ROLE_RUBRIC_WORKERS says otherwise."""
+    calibration.model.train.fit_models) unless ROLE_RUBRIC_WORKERS says otherwise."""
     os.environ.setdefault("ROLE_RUBRIC_WORKERS", "1")
 
 

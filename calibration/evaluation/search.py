@@ -20,11 +20,11 @@ import optuna
 import yaml
 from tqdm.auto import tqdm
 
-from calibration.crossval import oof_members, pool_members
-from calibration.dataset import Dataset, load_dataset
-from calibration.metrics import mean_nll
-from calibration.splits import group_folds
-from calibration.train import Settings, default_training_workers
+from calibration.data.dataset import Dataset, load_dataset
+from calibration.data.splits import group_folds
+from calibration.evaluation.metrics import mean_nll
+from calibration.evaluation.out_of_fold import oof_members, pool_members
+from calibration.model.settings import Settings, default_training_workers
 
 NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
 

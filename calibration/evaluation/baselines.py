@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from calibration.dataset import Dataset
+from calibration.data.dataset import Dataset
 
 JUDGE_PRIOR_STRENGTH = 2.0  # pseudo-answers from the pooled distribution added to each judge's counts
 

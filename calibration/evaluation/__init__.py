@@ -1,0 +1,1 @@
+"""Evaluation: metrics, baselines, significance, cross-validation, hyperparameter search, adherence analysis."""

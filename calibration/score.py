@@ -1,0 +1,122 @@
+"""`role-rubric score`: a conversations file -> per-conversation and per-turn CSVs, through `RoleAdherence`."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from pathlib import Path
+
+import pandas as pd
+
+from calibration.api import AdherenceResult, RoleAdherence
+from rubric.conversations import load_conversations
+from rubric.errors import InputError
+
+
+def results_frames(results: Sequence[AdherenceResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-conversation frame, per-turn frame) of measurement results."""
+    conv_rows, turn_rows = [], []
+    for r in results:
+        conv_rows.append(
+            {
+                "conversation_id": r.conversation_id,
+                "turns": len(r.turns),
+                "score": r.score,
+                "success": r.success,
+                "min_adherence": min(t.adherence for t in r.turns),
+                "violating_turns": " ".join("" if t is None else str(t) for t in r.violating_turns),
+                "calibrated": r.calibrated,
+                "judges": r.judges,
+            }
+        )
+        for t in r.turns:
+            row = {
+                "conversation_id": r.conversation_id,
+                "turn": "" if t.turn is None else t.turn,
+                "adherence": t.adherence,
+                "adheres": t.adheres,
+                "turn_score": t.turn_score,
+            }
+            row |= {f"expected_{q}": v for q, v in t.expected.items()}
+            row |= {
+                f"judge_expected_{q}": sum(v * p for v, p in d.items())
+                for q, d in t.judge_distributions.items()
+            }
+            if t.reason is not None:
+                row["reason"] = t.reason
+            turn_rows.append(row)
+    return pd.DataFrame(conv_rows), pd.DataFrame(turn_rows)
+
+
+def format_results(frame: pd.DataFrame, limit: int | None = 40) -> str:
+    """A fixed-width per-conversation table (the first `limit` rows)."""
+    head = f"{'conversation_id':<24}{'turns':>6}{'score':>8}{'min':>7}  {'success':<8}violating turns"
+    lines = [head]
+    shown = frame if limit is None else frame.head(limit)
+    for row in shown.itertuples(index=False):
+        lines.append(
+            f"{str(row.conversation_id)[:23]:<24}{row.turns:>6}{row.score:8.3f}{row.min_adherence:7.3f}  "
+            f"{'yes' if row.success else 'no':<8}{row.violating_turns or '-'}"
+        )
+    if limit is not None and len(frame) > limit:
+        lines.append(f"... {len(frame) - limit} more rows in the CSV")
+    return "\n".join(lines)
+
+
+def run_score(cfg) -> pd.DataFrame:
+    """CLI: `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv`."""
+    from omegaconf import OmegaConf
+
+    if not cfg.get("conversations") or str(cfg.conversations) == "???":
+        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
+    conversations = load_conversations(cfg.conversations)
+    out = Path(cfg.out)
+    judges = cfg.get("judges")
+    if judges is not None and not isinstance(judges, str):
+        judges = [str(j) for j in OmegaConf.to_container(judges)]
+    rubric = None
+    if cfg.get("calibrator") is None:
+        from rubric.gather import rubric_from_config
+
+        rubric = rubric_from_config(cfg)
+    cache = cfg.get("cache") or out.with_suffix(".cache.sqlite")
+    metric = RoleAdherence(
+        calibrator=cfg.get("calibrator"),
+        judge=OmegaConf.to_container(cfg.judge, resolve=True),
+        threshold=float(cfg.threshold),
+        strict_mode=bool(cfg.strict_mode),
+        output_mode=str(cfg.output_mode),
+        granularity=str(cfg.granularity),
+        judges=judges,
+        include_reason=bool(cfg.include_reason),
+        rubric=rubric,
+        adheres_at=cfg.get("adheres_at"),
+        cache=cache,
+    )
+    results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
+    conv_frame, turn_frame = results_frames(results)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    conv_frame.to_csv(out, index=False)
+    turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
+    turn_frame.to_csv(turns_out, index=False)
+    print(format_results(conv_frame, limit=cfg.get("show")))
+    mean = conv_frame["score"].mean()
+    print(
+        f"score: {len(conv_frame)} conversations, mean score {mean:.3f}, "
+        f"{int(conv_frame['success'].sum())} pass at threshold {metric.threshold:g}"
+        f"{' (strict)' if metric.strict_mode else ''}; "
+        + (
+            "calibrated to " + metric.judges_label
+            if metric.model is not None
+            else "raw judge (no calibrator)"
+        )
+        + f"; adherence = P({metric.rubric.target} >= {metric.adheres_at:g})"
+    )
+    if metric.unseen_judges:
+        print(
+            f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}"
+        )
+    print(f"score: wrote {out} (per conversation) and {turns_out} (per turn); cache {cache}")
+    if math.isnan(mean):
+        raise InputError("no scores were produced.", fix="check the conversations file.")
+    return conv_frame
