@@ -34,6 +34,14 @@ LAYERS = {
     "calibration": 10,  # the entry points at the top: api, score, demo, cli and the package's re-exports
 }
 
+# Import edges left out of the cycle test, each with the reason and who removes it. An entry that no longer
+# matches an import fails the test, so the list only shrinks.
+KNOWN_CIRCLES = {
+    # rubric/local_server.py (commit 8b19c30) imports JudgeConfig from backends, and backends starts the
+    # local server lazily: the judge work on rubric/backends.py (issue 16) breaks this circle.
+    ("rubric.backends", "rubric.local_server"): "issue 16",
+}
+
 
 def module_name(path: Path) -> str:
     parts = list(path.relative_to(ROOT).with_suffix("").parts)
@@ -116,6 +124,10 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 def test_no_import_cycles():
     graph = import_graph()
     assert {"calibration.model.train", "rubric.gather"} <= set(graph)  # the walk found the packages
+    stale = [edge for edge in KNOWN_CIRCLES if edge[1] not in graph.get(edge[0], ())]
+    assert not stale, f"remove these from KNOWN_CIRCLES, the imports are gone: {stale}"
+    for a, b in KNOWN_CIRCLES:
+        graph[a] = graph[a] - {b}
     cycle = find_cycle(graph)
     assert cycle is None, "import cycle: " + " -> ".join(cycle)
 
