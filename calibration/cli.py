@@ -27,6 +27,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("calibration.report.build:run_report", "reliability diagrams, baselines, ablations -> report.html"),
     "demo": ("calibration.demo:run_demo", "offline end-to-end run on the bundled role-adherence benchmark"),
     "score": ("calibration.score:run_score", "score a conversations file per conversation -> CSV"),
+    "serve-fake-judge": ("rubric.fake_server:run_serve", "a local OpenAI-protocol judge for trying the pipeline (judge=fake)"),
 }
 
 
@@ -42,8 +43,13 @@ def compose_config(command: str, overrides: Sequence[str] = ()) -> DictConfig:
 
 def _usage() -> str:
     lines = ["usage: role-rubric COMMAND [key=value ...]   (key=value are Hydra overrides of conf/COMMAND.yaml)", ""]
-    lines += [f"  {name:<9} {help_}" for name, (_, help_) in COMMANDS.items()]
-    lines += ["", "role-rubric COMMAND --cfg prints the composed config of a command."]
+    width = max(len(name) for name in COMMANDS) + 2
+    lines += [f"  {name:<{width}} {help_}" for name, (_, help_) in COMMANDS.items()]
+    lines += [
+        "",
+        "role-rubric COMMAND --help (or -h) lists its keys, defaults and what each does;",
+        "role-rubric COMMAND --cfg prints the composed config of a command.",
+    ]
     return "\n".join(lines)
 
 
@@ -59,15 +65,28 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 0
     command, overrides = args[0], args[1:]
     if command not in COMMANDS:
-        print(f"role-rubric: error: unknown command {command!r}. Fix: use one of {', '.join(COMMANDS)}.", file=sys.stderr)
+        from calibration.cli_help import did_you_mean
+
+        hint = did_you_mean(command, COMMANDS)
+        print(f"role-rubric: error: unknown command {command!r}.{hint} Fix: use one of {', '.join(COMMANDS)}.", file=sys.stderr)
         return 2
+    if any(o in {"-h", "--help"} for o in overrides):
+        from calibration.cli_help import command_help
+
+        print(command_help(command, COMMANDS[command][1]))
+        return 0
     show_cfg = "--cfg" in overrides
     overrides = [o for o in overrides if o != "--cfg"]
     try:
         cfg = compose_config(command, overrides)
     except Exception as exc:  # Hydra raises several types for bad overrides; all are user errors here.
+        from calibration.cli_help import diagnose_overrides
+
         msg = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        print(f"role-rubric {command}: error: bad override ({msg}). Fix: see `role-rubric {command} --cfg`.", file=sys.stderr)
+        explained = diagnose_overrides(command, overrides)
+        if explained is None:
+            explained = f"bad override ({msg}). Fix: see `role-rubric {command} --help`."
+        print(f"role-rubric {command}: error: {explained}", file=sys.stderr)
         return 2
     if show_cfg:
         print(OmegaConf.to_yaml(cfg))

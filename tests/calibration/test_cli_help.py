@@ -1,0 +1,64 @@
+"""`role-rubric COMMAND --help` documents every key from the YAML; bad overrides get "did you mean"."""
+
+from __future__ import annotations
+
+import pytest
+from omegaconf import OmegaConf
+
+from calibration.cli import COMMANDS, compose_config, main
+from calibration.cli_help import _flatten, parse_yaml_doc
+
+
+@pytest.mark.parametrize("command", sorted(COMMANDS))
+def test_help_lists_every_key_with_its_default(command, capsys):
+    assert main([command, "--help"]) == 0
+    text = capsys.readouterr().out
+    assert text.startswith(f"usage: role-rubric {command}") and COMMANDS[command][1] in text
+    flat = _flatten(OmegaConf.to_container(compose_config(command), resolve=False))
+    for key, value in flat.items():
+        assert f"  {key}=" in text, key
+        if value == "???":
+            assert f"{key}=???  (required)" in text
+
+
+def test_short_flag_and_yaml_comments(capsys):
+    assert main(["train", "-h"]) == 0
+    text = capsys.readouterr().out
+    assert "train.patience=12" in text and "evaluations without improvement" in text
+    assert "train=default" in text and "Training: pretrain on all questions" in text  # the group's header
+    assert main(["gather", "--help", "judge=vllm"]) == 0  # other arguments do not stop --help
+    text = capsys.readouterr().out
+    assert "judge=openai" in text and "vllm-completions" in text  # the group's choices
+    assert "cache=${out}/cache.sqlite" in text  # defaults as written, interpolation kept
+
+
+def test_top_level_help_lists_every_command(capsys):
+    assert main(["--help"]) == 0
+    text = capsys.readouterr().out
+    assert all(f"  {name} " in text for name in COMMANDS) and "--help" in text
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"),
+    [
+        (
+            ["train", "data=x", "out=y", "train.ensembel=4"],
+            "unknown key 'train.ensembel'. Did you mean 'train.ensemble'?",
+        ),
+        (["gather", "conversations=x", "judge=opanai"], "unknown judge 'opanai'. Did you mean 'openai'?"),
+        (["report", "data=x", "out=y", "report.nboot=3"], "Did you mean 'report.n_boot'?"),
+        (["cv", "data=x", "out=y", "fold=3"], "unknown key 'fold'. Did you mean 'folds'?"),
+        (["traim"], "unknown command 'traim'. Did you mean 'train'?"),
+    ],
+)
+def test_unknown_names_get_did_you_mean_and_the_valid_list(argv, expected, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert expected in err and err.count("\n") == 1
+    assert "Fix:" in err and ("openai, tgi" in err or "Valid" in err or "use one of" in err)
+
+
+def test_parse_yaml_doc_joins_continued_comments():
+    doc = parse_yaml_doc("# header\nreport:\n  ensemble: 2   # first\n                # second\n  n: 1\n")
+    assert doc.header == ["header"] and doc.comments["report.ensemble"] == "first second"
+    assert doc.raw["report.n"] == "1" and doc.comments["report.n"] == ""
