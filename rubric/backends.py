@@ -169,7 +169,10 @@ class JudgeConfig:
         if self.is_local:
             from rubric.local_server import served_model_name
 
-            local = {"file": served_model_name(self), "chat_format": self.server.get("chat_format")}
+            local = {
+                "file": served_model_name(self.model_path),
+                "chat_format": self.server.get("chat_format"),
+            }
         return {
             "backend": self.backend,
             "model": self.model,
@@ -269,7 +272,7 @@ class OpenAIBackend:
         if cfg.is_local:  # serve the model ourselves, on a free loopback port, until close()
             from rubric.local_server import LocalServer
 
-            self._server = LocalServer(cfg).start()
+            self._server = LocalServer(cfg.model_path, alias=cfg.model, options=cfg.server).start()
             base_url = self._server.base_url
         try:  # openai is imported in there: it takes ~0.6 s and only LLM judges need it.
             self.channel = make_channel(cfg.http_client, key, base_url, cfg.timeout, cfg.concurrency)

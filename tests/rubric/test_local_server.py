@@ -100,15 +100,15 @@ def test_the_cache_key_names_the_model_file_and_chat_format(model_file, tmp_path
 def test_a_server_that_cannot_start_is_one_clear_error(fake_llama, model_file, monkeypatch):
     monkeypatch.setenv("FAKE_LLAMA_FAIL", "1")
     with pytest.raises(InputError, match="cannot load the model"):
-        LocalServer(local_judge(model_file)).start()
+        LocalServer(str(model_file)).start()
 
 
 def test_a_missing_model_file_or_library_is_one_clear_error(fake_llama, tmp_path, monkeypatch):
     with pytest.raises(InputError, match="does not exist"):
-        LocalServer(local_judge(tmp_path / "nope.gguf")).start()
+        LocalServer(str(tmp_path / "nope.gguf")).start()
     monkeypatch.setattr("importlib.util.find_spec", lambda name: None)
     with pytest.raises(InputError, match=r"role-rubric\[local\]"):
-        LocalServer(local_judge(tmp_path / "nope.gguf")).start()
+        LocalServer(str(tmp_path / "nope.gguf")).start()
 
 
 @pytest.mark.parametrize("bad", [{"processes": 2}, {"concurrency": 64}])
@@ -119,9 +119,8 @@ def test_a_local_server_is_not_sharded(model_file, bad):
 
 PARENT = """
 import sys, time
-from rubric.gather import judge_config
 from rubric.local_server import LocalServer
-server = LocalServer(judge_config("local", model_path=sys.argv[1])).start()
+server = LocalServer(sys.argv[1]).start()
 print(server.process.pid, flush=True)
 time.sleep(60)
 """
