@@ -27,6 +27,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "report": ("calibration.report.build:run_report", "reliability diagrams, baselines, ablations -> report.html"),
     "demo": ("calibration.demo:run_demo", "offline end-to-end run on the bundled role-adherence benchmark"),
     "score": ("calibration.score:run_score", "score a conversations file per conversation -> CSV"),
+    "suggest": ("calibration.suggest:run_suggest", "rank unlabelled (turn, reviewer) pairs by what a label would teach -> CSV"),
+    "decide": ("calibration.decide:run_decide", "adheres / violates / escalate per turn at a guaranteed disagreement risk"),
     "serve-fake-judge": ("rubric.fake_server:run_serve", "a local OpenAI-protocol judge for trying the pipeline (judge=fake)"),
 }
 
