@@ -38,6 +38,7 @@ import numpy as np
 import pandas as pd
 
 from rubric.conversations import Conversation, conversations_from_records
+from calibration.decide import decide
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
 from rubric.outputs import GatherResult
@@ -65,6 +66,8 @@ class TurnResult:
     """The raw judge's distributions for the same item (equal to `distributions` without a calibrator)."""
     reason: str | None = None
     """The judge's short justification (include_reason=True, LLM judges only)."""
+    decision: str | None = None
+    """With risk=: 'adheres', 'violates' or 'escalate' (calibration/decide.py); else None."""
 
 
 @dataclass
@@ -120,9 +123,14 @@ class RoleAdherence:
         include_reason: ask the judge for a short justification per item (LLM judges only).
         rubric: the rubric when there is no calibrator: a path, a Rubric or a name in conf/rubric
             (default role_adherence). With a calibrator the calibrator's rubric is used.
+        risk, delta: decide each turn (`TurnResult.decision`) so that, with probability 1 - delta, the
+            disagreement with the reviewers on decided turns is <= risk, escalating the rest; needs a calibrator
+            on which `role-rubric decide` has run (its held-out calibration turns) and judges=None.
         adheres_at: an answer >= this value adheres; default the lowest value of the upper half of the target's
             options (3 on a 1-4 scale).
         cache: SQLite request cache path (None: in memory; reruns then ask the judge again).
+        allow_judge_mismatch: use a calibrator with distributions from another judge than the one it was
+            trained on (model.json records it); by default that is refused, naming what differs.
     """
 
     def __init__(
@@ -136,9 +144,12 @@ class RoleAdherence:
         judges: None | str | Sequence[str] = None,
         include_reason: bool = False,
         *,
+        risk: float | None = None,
+        delta: float = 0.1,
         rubric: str | Path | Rubric | None = None,
         adheres_at: float | None = None,
         cache: str | Path | None = None,
+        allow_judge_mismatch: bool = False,
     ):
         if output_mode not in OUTPUT_MODES:
             raise InputError(f"unknown output_mode {output_mode!r}.", fix="use continuous or binary.")
@@ -156,11 +167,23 @@ class RoleAdherence:
         self.judge = judge_config(judge)
         self.cache = cache
         self.model = None
+        self.judge_mismatch: list[str] = []
         if calibrator is not None:
             from calibration.model.files import load_model
+            from rubric.identity import check_same_judge, judge_identity
 
+            if not Path(calibrator).is_dir():
+                raise InputError(
+                    "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
+                )
             self.model = load_model(calibrator)
             self.rubric = self.model.rubric
+            self.judge_mismatch = check_same_judge(
+                self.model.judge_identity,
+                judge_identity(self.judge, self.rubric),
+                allow=allow_judge_mismatch,
+                command="score",
+            )
         else:
             self.rubric = _rubric(rubric)
         self.judges = judges
@@ -175,6 +198,7 @@ class RoleAdherence:
                 fix=f"use a value among {target.values}.",
             )
         self._backend = None
+        self.decision_threshold = None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
 
     # public ---------------------------------------------------------------------------------------------
     def measure(self, conversation: Conversation | Mapping[str, Any]) -> AdherenceResult:
@@ -279,6 +303,8 @@ class RoleAdherence:
                         turn_score=adherence if self.output_mode == "continuous" else float(adheres),
                         judge_distributions=self._dists(raw[i]),
                         reason=reasons.get(key),
+                        decision=None if self.decision_threshold is None
+                        else str(decide(np.array([adherence]), self.decision_threshold)[0]),
                     )
                 )
             score = float(np.mean([r.turn_score for r in results]))
@@ -310,6 +336,19 @@ class RoleAdherence:
         for j in self._judge_idx:
             total += self.model.proba(X, items, np.full(len(items), int(j), dtype=np.int64))
         return total / len(self._judge_idx)
+
+    def _decision_threshold(self, calibrator, risk: float, delta: float) -> float:
+        """The Learn-then-Test threshold for (risk, delta) from the calibration turns stored with the model."""
+        from calibration.decide import load_calibration, threshold_from
+
+        if self.model is None or self.judges is not None:
+            raise InputError("risk= needs a calibrator and judges=None (decide calibrates the panel average).",
+                             fix="pass calibrator=DIR and leave judges unset, or leave risk unset.")
+        table = load_calibration(calibrator)
+        if not np.allclose(table["adheres_at"], self.adheres_at):
+            raise InputError(f"decide calibrated adheres_at={table['adheres_at'].iloc[0]:g}, not {self.adheres_at:g}.",
+                             fix="rerun `role-rubric decide` with this adheres_at, or pass the calibrated one.")
+        return threshold_from(table, risk=risk, delta=delta).threshold
 
     def _dists(self, p: np.ndarray) -> dict[str, dict[float, float]]:
         return {

@@ -247,7 +247,7 @@ def diagnose_overrides(command: str, overrides: Sequence[str]) -> str | None:
     for item in overrides:
         key, sep, value = item.partition("=")
         if not sep:
-            return f"{item!r} is not key=value. Fix: write KEY=VALUE (see `role-rubric {command} --help`)."
+            return f"bad override {item!r}: not key=value. Fix: write KEY=VALUE (see `role-rubric {command} --help`)."
         key = key.lstrip("+~")
         if key in all_groups or key in groups:
             choices = group_choices(key)

@@ -156,6 +156,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     from calibration.model.files import save_model
     from calibration.model.settings import Settings
     from calibration.score import results_frames
+    from rubric.identity import dataset_judge_identity
 
     start = time.perf_counter()
     out = Path(cfg.out)
@@ -198,7 +199,8 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     model_dir = out / "model"
     if model_dir.exists():
         shutil.rmtree(model_dir)
-    save_model(model_dir, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration)
+    save_model(model_dir, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
+               judge=dataset_judge_identity(dataset))
     timings["final model"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
@@ -209,9 +211,8 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     metric = RoleAdherence(model_dir, judge=judge, cache=out / "cache.sqlite")
     from rubric import load_conversations
 
-    conv_frame, turn_frame = results_frames(
-        metric.measure_many(load_conversations(dataset / "conversations.jsonl"))
-    )
+    scored = load_conversations(dataset / "conversations.jsonl")
+    conv_frame, turn_frame = results_frames(metric.measure_many(scored), scored)
     conv_frame.to_csv(out / "scores.csv", index=False)
     turn_frame.to_csv(out / "scores_turns.csv", index=False)
     timings["scoring"] = time.perf_counter() - tick
@@ -272,6 +273,11 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         f"demo: wrote {model_dir} (try: role-rubric score conversations=FILE calibrator={model_dir} out=scores.csv)"
     )
     print(f"demo: {report_line}")
+    if report:
+        print(
+            f"demo: open {out / 'report' / 'report.html'} in a browser: the verdict on top, every turn with its "
+            "text at the bottom (section 'Every turn'), worst disagreement with the humans first"
+        )
     print(f"demo: wrote {out / 'scores.csv'} and {out / 'scores_turns.csv'} (final model, via RoleAdherence)")
     print(
         f"demo: wrote {out / 'item_adherence.csv'} (out-of-fold per-turn adherence) and {out / 'summary.json'}"

@@ -9,21 +9,26 @@ from pathlib import Path
 import pandas as pd
 
 from calibration.api import AdherenceResult, RoleAdherence
-from rubric.conversations import load_conversations
+from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError
 
 
-def results_frames(results: Sequence[AdherenceResult]) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """(per-conversation frame, per-turn frame) of measurement results."""
+def results_frames(
+    results: Sequence[AdherenceResult], conversations: Sequence[Conversation] | None = None
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(per-conversation frame, per-turn frame) of measurement results; with the conversations, the
+    per-turn frame carries each turn's user message and assistant reply. Probabilities are rounded to 4
+    decimals, expected answers to 3."""
+    texts = {c.conversation_id: c for c in conversations or ()}
     conv_rows, turn_rows = [], []
     for r in results:
         conv_rows.append(
             {
                 "conversation_id": r.conversation_id,
                 "turns": len(r.turns),
-                "score": r.score,
+                "score": round(r.score, 4),
                 "success": r.success,
-                "min_adherence": min(t.adherence for t in r.turns),
+                "min_adherence": round(min(t.adherence for t in r.turns), 4),
                 "violating_turns": " ".join("" if t is None else str(t) for t in r.violating_turns),
                 "calibrated": r.calibrated,
                 "judges": r.judges,
@@ -33,15 +38,18 @@ def results_frames(results: Sequence[AdherenceResult]) -> tuple[pd.DataFrame, pd
             row = {
                 "conversation_id": r.conversation_id,
                 "turn": "" if t.turn is None else t.turn,
-                "adherence": t.adherence,
+                "adherence": round(t.adherence, 4),
                 "adheres": t.adheres,
-                "turn_score": t.turn_score,
+                "turn_score": round(t.turn_score, 4),
             }
-            row |= {f"expected_{q}": v for q, v in t.expected.items()}
+            row |= {f"expected_{q}": round(v, 3) for q, v in t.expected.items()}
             row |= {
-                f"judge_expected_{q}": sum(v * p for v, p in d.items())
+                f"judge_expected_{q}": round(sum(v * p for v, p in d.items()), 3)
                 for q, d in t.judge_distributions.items()
             }
+            conv = texts.get(r.conversation_id)
+            if conv is not None and t.turn is not None:
+                row |= {"user": conv.turns[t.turn].user, "assistant": conv.turns[t.turn].assistant}
             if t.reason is not None:
                 row["reason"] = t.reason
             turn_rows.append(row)
@@ -92,9 +100,10 @@ def run_score(cfg) -> pd.DataFrame:
         rubric=rubric,
         adheres_at=cfg.get("adheres_at"),
         cache=cache,
+        allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
     )
     results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
-    conv_frame, turn_frame = results_frames(results)
+    conv_frame, turn_frame = results_frames(results, conversations)
     out.parent.mkdir(parents=True, exist_ok=True)
     conv_frame.to_csv(out, index=False)
     turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))

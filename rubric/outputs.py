@@ -15,6 +15,7 @@ from rubric.backends import Answer, JudgeConfig
 from rubric.conversations import Conversation, save_conversations
 from rubric.files import atomic_to_csv, atomic_write_text
 from rubric.health import QUANTILES, Health, health_of
+from rubric.identity import judge_identity
 from rubric.prompts import Prompt
 from rubric.schema import Rubric, format_value, save_rubric
 
@@ -216,6 +217,7 @@ def write_outputs(
     summary = {
         **asdict(result.summary),
         "judge": {k: v for k, v in judge.to_dict().items() if k != "api_key"},
+        "judge_identity": judge_identity(judge, rubric),  # copied into model.json by `train`
     }
     written.append(atomic_write_text(out / "gather_summary.json", json.dumps(summary, indent=2, default=str)))
     return written

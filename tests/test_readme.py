@@ -3,12 +3,14 @@ verbatim (the worked example: fake judge, gather, cv, report, train, score, pred
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -62,4 +64,8 @@ def test_readme_blocks_run_verbatim(tmp_path):
     ):
         assert (runs / name).stat().st_size > 0, name
     assert "http://127.0.0.1:8765/v1" in done.stdout  # the server printed its base URL
+    assert json.loads((runs / "model" / "model.json").read_text())["judge"]["model"] == "fake-judge"
+    turns = pd.read_csv(runs / "scores_turns.csv")
+    assert {"user", "assistant", "adherence"} <= set(turns.columns) and turns["assistant"].str.len().min() > 0
+    assert 'id="turns"' in (runs / "report" / "report.html").read_text()  # the per-turn drill-down
     assert "Traceback" not in done.stderr, log

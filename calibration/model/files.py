@@ -23,6 +23,7 @@ from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings
 from rubric.errors import InputError
+from rubric.identity import dataset_judge_identity, describe
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
 FORMAT = "role-rubric-calibrator/1"
@@ -43,6 +44,11 @@ class LoadedModel:
     def proba(self, X: torch.Tensor, item, judge):
         """(B, Q, K) distributions of the ensemble for (item, judge) pairs: pooled, target recalibrated."""
         return ensemble_proba(self.net, X, item, judge, pool=self.settings.pool, recalibration=self.recalibration)
+
+    @property
+    def judge_identity(self) -> dict | None:
+        """The judge whose distributions the model was trained on (None: not recorded, e.g. imported data)."""
+        return self.meta.get("judge")
 
     def judge_index(self, judge_id: str) -> int:
         """Index of a training judge, or -1 (population model) for a judge never seen in training."""
@@ -67,7 +73,8 @@ class LoadedModel:
 
 
 def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
-               recalibration: Recalibration | None = None) -> Path:
+               recalibration: Recalibration | None = None, judge: dict | None = None) -> Path:
+    """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None."""
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     save_file(tensors, str(out / "weights.safetensors"), metadata={"format": FORMAT})
@@ -84,6 +91,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "rubric_fingerprint": ds.rubric.fingerprint(),
         "history": history or {},
         "recalibration": None if recalibration is None else recalibration.to_dict(),
+        "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
     }
     (out / "model.json").write_text(json.dumps(meta, indent=2))
     return out
@@ -131,9 +139,12 @@ def run_train(cfg) -> Path:
     settings = Settings.from_cfg(cfg)
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     start = time.perf_counter()
+    judge = dataset_judge_identity(cfg.data)
     net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration)
+    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
+                     judge=judge)
     print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
+    print(f"train: trained on the distributions of the {describe(judge)}")
     print(f"train: wrote model to {out}")
     return out

@@ -17,6 +17,7 @@ import torch
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
 from rubric.errors import InputError
+from rubric.identity import check_same_judge, dataset_judge_identity
 from rubric.schema import Rubric, format_value
 
 
@@ -49,6 +50,8 @@ def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarra
 def run_predict(cfg) -> Path:
     """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`."""
     model = load_model(cfg.model)
+    check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data),
+                     allow=bool(cfg.get("allow_judge_mismatch", False)), command="predict")
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = _pairs(ds, cfg.get("judges", "labelled"), cfg.data)

@@ -1,0 +1,77 @@
+"""model.json records which judge produced the training distributions; predict and score refuse another
+judge's distributions unless allow_judge_mismatch=true, naming what differs."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from calibration.api import RoleAdherence
+from calibration.cli import compose_config
+from calibration.model.files import load_model, run_train
+from calibration.model.predict import run_predict
+from rubric.errors import InputError
+from rubric.gather import judge_config
+from rubric.identity import IDENTITY_KEYS, check_same_judge, judge_identity
+from rubric.schema import load_rubric
+
+from .conftest import make_native_dataset
+
+FAST = ["network.hidden1=4", "network.hidden2=4", "train.ensemble=1", "train.pretrain_steps=5",
+        "train.finetune_steps=5", "train.eval_every=5"]  # fmt: skip
+
+
+def test_identity_names_backend_model_host_prompt_rubric_and_answer_mode(tmp_path):
+    rubric = load_rubric(make_native_dataset(tmp_path / "d", n_conversations=2) / "rubric.yaml")
+    fake = judge_identity(judge_config("fake"), rubric)
+    assert set(fake) == set(IDENTITY_KEYS)
+    assert fake["model"] == "fake-judge" and fake["base_url_host"] == "127.0.0.1:8765"
+    other = judge_identity(
+        judge_config("fake", base_url="https://api.example.com/v1", answer_mode="sampled"), rubric
+    )
+    assert other["base_url_host"] == "api.example.com" and other["prompt_template"] == fake["prompt_template"]
+    with pytest.raises(
+        InputError,
+        match=r"endpoint host: trained on '127.0.0.1:8765'.*answer mode.*allow_judge_mismatch=true",
+    ):
+        check_same_judge(fake, other, allow=False, command="score")
+    assert len(check_same_judge(fake, other, allow=True, command="score")) == 2
+    assert check_same_judge(None, other, allow=False, command="score") == []  # unknown: not compared
+
+
+@pytest.fixture(scope="module")
+def trained(tmp_path_factory):
+    root = tmp_path_factory.mktemp("identity")
+    data = make_native_dataset(root / "data", n_conversations=12)
+    identity = judge_identity(judge_config("embedding"), load_rubric(data / "rubric.yaml"))
+    (data / "gather_summary.json").write_text(json.dumps({"judge_identity": identity}))
+    run_train(compose_config("train", [f"data={data}", f"out={root / 'model'}", *FAST]))
+    return root, data, identity
+
+
+def test_train_records_the_judge_and_predict_refuses_another(trained):
+    root, data, identity = trained
+    assert load_model(root / "model").judge_identity == identity
+    other = root / "other"
+    shutil.copytree(data, other)
+    (other / "gather_summary.json").write_text(
+        json.dumps({"judge_identity": {**identity, "model": "gpt-4o-mini"}})
+    )
+    args = [f"model={root / 'model'}", f"data={other}", f"out={root / 'p.csv'}"]
+    with pytest.raises(InputError, match="model: trained on 'all-MiniLM-L6-v2', given 'gpt-4o-mini'"):
+        run_predict(compose_config("predict", args))
+    assert not (root / "p.csv").exists()
+    run_predict(compose_config("predict", [*args, "allow_judge_mismatch=true"]))
+    assert (root / "p.csv").stat().st_size > 0
+
+
+def test_score_refuses_a_calibrator_of_another_judge(trained):
+    root, _, _ = trained
+    with pytest.raises(InputError, match="backend: trained on 'embedding', given 'chat'"):
+        RoleAdherence(calibrator=root / "model", judge="fake")
+    metric = RoleAdherence(calibrator=root / "model", judge="fake", allow_judge_mismatch=True)
+    assert metric.judge_mismatch and any("model" in d for d in metric.judge_mismatch)
+    with pytest.raises(InputError, match="calibrator=DIR"):
+        RoleAdherence(calibrator=root / "absent", judge="fake")
