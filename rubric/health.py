@@ -83,7 +83,11 @@ def health_of_llm(llm: pd.DataFrame) -> Health | None:
         return None
     keys = [c for c in ("conversation_id", "turn", "question_id") if c in llm.columns]
     pairs = llm.drop_duplicates(keys)
-    coverage = pairs["coverage"].astype(float) if "coverage" in pairs else pd.Series(1.0, index=pairs.index)
+    coverage = (
+        pd.to_numeric(pairs["coverage"], errors="coerce")  # text where read with dtype=str; "" = not recorded
+        if "coverage" in pairs
+        else pd.Series(1.0, index=pairs.index)
+    )
     sources = pairs["source"].astype(str) if "source" in pairs else pd.Series("", index=pairs.index)
     return health_of(coverage.fillna(1.0).tolist(), sources.tolist())
 

@@ -7,6 +7,7 @@ conversation. Every problem raises `InputError` naming the file, the 1-based dat
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -14,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from rubric.errors import InputError
+from rubric.health import health_of_llm
 from rubric.schema import Rubric, load_rubric
 
 LLM_COLUMNS = ("conversation_id", "turn", "question_id", "option", "prob")
@@ -127,14 +129,25 @@ def load_dataset(
     rubric = (rubric or load_rubric(root / "rubric.yaml")).with_target(target)
     llm_path = _find(root, "llm", required=True)
     label_path = _find(root, "labels", required=require_labels)
-    return dataset_from_frames(
+    llm = _read_table(llm_path, LLM_COLUMNS)
+    ds = dataset_from_frames(
         rubric,
-        _read_table(llm_path, LLM_COLUMNS),
+        llm,
         None if label_path is None else _read_table(label_path, LABEL_COLUMNS),
         llm_source=llm_path,
         labels_source=label_path,
         unmatched_labels=unmatched_labels,
     )
+    _warn_if_unreliable(llm, llm_path)
+    return ds
+
+
+def _warn_if_unreliable(llm: pd.DataFrame, path: Path) -> None:
+    """A judge that mostly named no option (median coverage < 0.5 or > 5% fallbacks) gives distributions that
+    are renormalised noise: train, cv and the rest say so (rubric/health.py), and go on."""
+    health = health_of_llm(llm)
+    if health is not None and health.warning():
+        print(f"{path}: {health.warning()} ({health.describe()})", file=sys.stderr)
 
 
 def dataset_from_frames(

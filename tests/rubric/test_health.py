@@ -94,3 +94,20 @@ def test_health_of_an_llm_csv_counts_pairs_not_rows():
     assert len(h.problems) == 2
     assert health_of_llm(llm.drop(columns=["coverage", "source"])) is None
     assert health_of([], []).warning() is None
+
+
+def test_training_data_from_an_unreliable_judge_is_flagged_on_load(shy, tmp_path, capsys):
+    from calibration.data.dataset import load_dataset
+
+    assert cli(shy, tmp_path, "judge.allow_low_coverage=true") == 0
+    llm = pd.read_csv(tmp_path / "out/llm.csv")
+    items = llm[["conversation_id", "turn"]].drop_duplicates()
+    labels = items.assign(judge_id="J1", question_id="overall", answer=3)
+    labels.to_csv(tmp_path / "out/labels.csv", index=False)
+    capsys.readouterr()
+    ds = load_dataset(tmp_path / "out")
+    err = capsys.readouterr().err
+    assert "llm.csv: WARNING: unreliable judge output: median coverage" in err and len(ds.items) == 4
+    llm.assign(coverage=0.9).to_csv(tmp_path / "out/llm.csv", index=False)
+    load_dataset(tmp_path / "out")
+    assert capsys.readouterr().err == ""
