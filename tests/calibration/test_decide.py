@@ -139,3 +139,16 @@ def test_decide_command_stores_calibration_and_decides_every_turn(
 def test_decide_without_labels_is_one_clear_error(tiny_model, tmp_path, capsys):
     assert main(["decide", f"model={tiny_model}", f"calibration={tmp_path}", f"out={tmp_path / 'x'}"]) == 2
     assert "error" in capsys.readouterr().err
+
+
+def test_role_adherence_with_risk_uses_the_stored_calibration(tiny_model, synthetic_dir, tmp_path):
+    from calibration.api import RoleAdherence
+    from calibration.decide import load_calibration, threshold_from
+
+    assert main(["decide", f"model={tiny_model}", f"calibration={synthetic_dir}", f"out={tmp_path}"]) == 0
+    metric = RoleAdherence(calibrator=tiny_model, risk=0.3, delta=0.2)
+    expected = threshold_from(load_calibration(tiny_model), risk=0.3, delta=0.2).threshold
+    assert metric.decision_threshold == expected
+    assert RoleAdherence(calibrator=tiny_model).decision_threshold is None
+    with pytest.raises(InputError, match="judges=None"):
+        RoleAdherence(calibrator=tiny_model, risk=0.3, judges=["j0"])
