@@ -129,6 +129,8 @@ class RoleAdherence:
         adheres_at: an answer >= this value adheres; default the lowest value of the upper half of the target's
             options (3 on a 1-4 scale).
         cache: SQLite request cache path (None: in memory; reruns then ask the judge again).
+        allow_judge_mismatch: use a calibrator with distributions from another judge than the one it was
+            trained on (model.json records it); by default that is refused, naming what differs.
     """
 
     def __init__(
@@ -147,6 +149,7 @@ class RoleAdherence:
         rubric: str | Path | Rubric | None = None,
         adheres_at: float | None = None,
         cache: str | Path | None = None,
+        allow_judge_mismatch: bool = False,
     ):
         if output_mode not in OUTPUT_MODES:
             raise InputError(f"unknown output_mode {output_mode!r}.", fix="use continuous or binary.")
@@ -164,11 +167,23 @@ class RoleAdherence:
         self.judge = judge_config(judge)
         self.cache = cache
         self.model = None
+        self.judge_mismatch: list[str] = []
         if calibrator is not None:
             from calibration.model.files import load_model
+            from rubric.identity import check_same_judge, judge_identity
 
+            if not Path(calibrator).is_dir():
+                raise InputError(
+                    "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
+                )
             self.model = load_model(calibrator)
             self.rubric = self.model.rubric
+            self.judge_mismatch = check_same_judge(
+                self.model.judge_identity,
+                judge_identity(self.judge, self.rubric),
+                allow=allow_judge_mismatch,
+                command="score",
+            )
         else:
             self.rubric = _rubric(rubric)
         self.judges = judges
