@@ -23,7 +23,8 @@ from pathlib import Path
 import numpy as np
 
 from calibration import Settings, import_llm_rubric, load_dataset, train_ensemble
-from calibration.decide import RISK_LEVELS, adherence_probability, default_adheres_at, turn_votes, validate
+from calibration.decide import adherence_probability, default_adheres_at, turn_votes
+from calibration.evaluation.risk_control import RISK_LEVELS, validate
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"

@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from calibration.evaluation.risk_control import decide
 from rubric.conversations import Conversation, conversations_from_records
-from calibration.decide import decide
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
 from rubric.outputs import GatherResult

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
-from calibration.decide import calibrate, decide, losses, p_value, validate
+from calibration.evaluation.risk_control import calibrate, decide, losses, p_value, validate
 from rubric.errors import InputError
 
 
