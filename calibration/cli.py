@@ -29,6 +29,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("calibration.score:run_score", "score a conversations file per conversation -> CSV"),
     "suggest": ("calibration.suggest:run_suggest", "rank unlabelled (turn, reviewer) pairs by what a label would teach -> CSV"),
     "decide": ("calibration.decide:run_decide", "adheres / violates / escalate per turn at a guaranteed disagreement risk"),
+    "compare": ("calibration.compare.stage:run_compare", "reference-based scorers and judges on one scale: AUC table -> compare.json/html"),
     "serve-fake-judge": ("rubric.fake_server:run_serve", "a local OpenAI-protocol judge for trying the pipeline (judge=fake)"),
 }
 

@@ -309,6 +309,10 @@ def run_gather(cfg: Any) -> GatherResult:
     (exit 4; rubric/health.py) unless judge.allow_low_coverage=true."""
     from omegaconf import OmegaConf
 
+    if cfg.get("scorer"):  # a reference-based scorer instead of a judge (rubric/scorers/features.py)
+        from rubric.scorers.features import run_scorer_gather
+
+        return run_scorer_gather(cfg)
     if not cfg.get("conversations") or str(cfg.conversations) == "???":
         raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
     conversations = load_conversations(cfg.conversations)

