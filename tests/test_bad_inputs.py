@@ -1,0 +1,523 @@
+"""Every bad input an adversarial user tried (issue 13), one row each: the command line, in process, must
+exit with the documented status and one clear last line `role-rubric CMD: error: [FILE[, row N]: ]what.
+Fix: what to do.` naming the file or key, and nothing may be half-written.
+
+Rows are (id, setup, argv, exit status, pattern). `setup(tmp)` writes the files the row needs; argv may
+use {tmp}, {conv}, {rubric}, {data} and {url} (a tiny endpoint that answers whatever the row asks).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pandas as pd
+import pytest
+import yaml
+
+from calibration.cli import main
+from tests.calibration.conftest import make_native_dataset
+
+CONVERSATIONS = [
+    {"conversation_id": f"c{i}", "chatbot_role": "A bank's support agent.", "turns": [
+        {"user": f"Card question {i}.{t}", "assistant": f"Let me check card {i}.{t}."} for t in range(2)]}
+    for i in range(2)
+]
+RUBRIC = {"questions": [
+    {"id": "scope", "text": "In scope?", "options": [{"value": 1, "label": "no"}, {"value": 2, "label": "yes"}]},
+    {"id": "overall", "text": "Adheres?", "options": [{"value": v, "label": f"o{v}"} for v in (1, 2, 3, 4)]},
+]}
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    argv: list[str]
+    code: int
+    pattern: str
+    setup: Callable[[Path], None] | None = None
+    reply: tuple[int, dict[str, str], bytes] | None = None
+    """For gather rows: what the endpoint answers to every request."""
+    after: Callable[[Path, str], None] | None = None
+    """Further checks on the output folder and stderr."""
+
+
+def _write(name: str, content: str | bytes) -> Callable[[Path], None]:
+    def apply(tmp: Path) -> None:
+        path = tmp / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(content if isinstance(content, bytes) else content.encode())
+
+    return apply
+
+
+def _jsonl(*records: object) -> bytes:
+    return b"".join(json.dumps(r).encode() + b"\n" for r in records)
+
+
+def _rubric_with(**question: object) -> str:
+    """The valid rubric with its first question's fields replaced (None: removed)."""
+    rub = json.loads(json.dumps(RUBRIC))
+    rub["questions"][0].update(question)
+    return yaml.safe_dump(rub, sort_keys=False)
+
+
+def _option(**fields: object) -> str:
+    rub = json.loads(json.dumps(RUBRIC))
+    rub["questions"][0]["options"][0].update(fields)
+    return yaml.safe_dump(rub, sort_keys=False)
+
+
+def _conv(**fields: object) -> dict:
+    conv = json.loads(json.dumps(CONVERSATIONS[0]))
+    conv.update(fields)
+    return {k: v for k, v in conv.items() if v is not None}
+
+
+# -- config values: `CMD key=value` -> exit 2, naming the key and the range --------------------------------
+NEEDS = {
+    "train": ["data={data}", "out={tmp}/model"],
+    "cv": ["data={data}", "out={tmp}/cv"],
+    "search": ["data={data}", "out={tmp}/search"],
+    "predict": ["model={tmp}/model", "data={data}", "out={tmp}/p.csv"],
+    "evaluate": ["predictions={tmp}/p.csv", "data={data}", "out={tmp}/m.json"],
+    "report": ["data={data}", "out={tmp}/report"],
+    "demo": ["out={tmp}/demo"],
+    "score": ["conversations={conv}", "out={tmp}/s.csv"],
+    "gather": ["conversations={conv}", "judge=vllm", "out={tmp}/g"],
+    "import": ["evaluations={tmp}/e.tsv", "judgments={tmp}/j.tsv", "out={tmp}/i"],
+}
+
+CONFIG_VALUES = [
+    ("train", "train.lr=fast", r"train\.lr='fast' is not a finite number\. Fix: set train\.lr to a number > 0"),
+    ("train", "train.lr=0", r"train\.lr=0 is out of range"),
+    ("train", "train.lr=-0.1", r"train\.lr=-0\.1 is out of range"),
+    ("train", "train.lr=nan", r"train\.lr=nan is not a finite number"),
+    ("train", "train.lr=true", r"train\.lr=True is not a finite number"),
+    ("train", "train.finetune_lr=0", r"train\.finetune_lr=0 is out of range"),
+    ("train", "train.ensemble=0", r"train\.ensemble=0 is out of range\. Fix: set train\.ensemble to a whole number >= 1"),
+    ("train", "train.ensemble=-2", r"train\.ensemble=-2 is out of range"),
+    ("train", "train.ensemble=2.5", r"train\.ensemble=2\.5 is not a whole number"),
+    ("train", "train.ensemble=many", r"train\.ensemble='many' is not a whole number"),
+    ("train", "train.val_fraction=2", r"train\.val_fraction=2 is out of range.*<= 0\.5"),
+    ("train", "train.val_fraction=0", r"train\.val_fraction=0 is out of range"),
+    ("train", "train.val_fraction=0.9", r"train\.val_fraction=0\.9 is out of range"),
+    ("train", "train.batch_size=0", r"train\.batch_size=0 is out of range"),
+    ("train", "train.pretrain_steps=-1", r"train\.pretrain_steps=-1 is out of range"),
+    ("train", "train.finetune_steps=0", r"train\.finetune_steps=0 is out of range"),
+    ("train", "train.l2_judge=-1", r"train\.l2_judge=-1 is out of range"),
+    ("train", "train.weight_decay=-0.1", r"train\.weight_decay=-0\.1 is out of range"),
+    ("train", "train.eval_every=0", r"train\.eval_every=0 is out of range"),
+    ("train", "train.patience=0", r"train\.patience=0 is out of range"),
+    ("train", "train.train_fraction=0", r"train\.train_fraction=0 is out of range"),
+    ("train", "train.train_fraction=1.5", r"train\.train_fraction=1\.5 is out of range"),
+    ("train", "train.pool=median", r"train\.pool='median' is not one of the choices\. Fix: .*geometric, arithmetic"),
+    ("train", "train.recalibrate=platt", r"train\.recalibrate='platt' is not one of the choices"),
+    ("train", "train.recalibrate_prior=-1", r"train\.recalibrate_prior=-1 is out of range"),
+    ("train", "train.recalibrate_min_members=0", r"train\.recalibrate_min_members=0 is out of range"),
+    ("train", "network.hidden1=0", r"network\.hidden1=0 is out of range"),
+    ("train", "network.hidden2=-5", r"network\.hidden2=-5 is out of range"),
+    ("train", "network.hidden1=big", r"network\.hidden1='big' is not a whole number"),
+    ("train", "network.hidden1=100000", r"network\.hidden1=100000 is out of range.*<= 4096"),
+    ("train", "network.personalised=maybe", r"network\.personalised='maybe' is not true or false"),
+    ("train", "network.use_coverage=2", r"network\.use_coverage=2 is not true or false"),
+    ("train", "network.drop_questions=scope", r"network\.drop_questions='scope' is not a list of names"),
+    ("train", "seed=abc", r"seed='abc' is not a whole number"),
+    ("train", "seed=-1", r"seed=-1 is out of range"),
+    ("train", "seed=1.5", r"seed=1\.5 is not a whole number"),
+    ("train", "target=[a,b]", r"target=\['a', 'b'\] is not a non-empty text"),
+    ("cv", "folds=abc", r"folds='abc' is not a whole number\. Fix: set folds to a whole number >= 2"),
+    ("cv", "folds=-3", r"folds=-3 is out of range"),
+    ("cv", "folds=1", r"folds=1 is out of range"),
+    ("cv", "folds=0", r"folds=0 is out of range"),
+    ("cv", "folds=5000", r"folds=5000 is out of range"),
+    ("cv", "fold_seed=x", r"fold_seed='x' is not a whole number"),
+    ("cv", "nested=perhaps", r"nested='perhaps' is not true or false"),
+    ("cv", "search.inner_folds=1", r"search\.inner_folds=1 is out of range"),
+    ("search", "search.trials=0", r"search\.trials=0 is out of range"),
+    ("search", "search.trials=many", r"search\.trials='many' is not a whole number"),
+    ("search", "search.inner_folds=1", r"search\.inner_folds=1 is out of range"),
+    ("search", "search.storage=notaurl://x", r"search\.storage='notaurl://x' has the unknown scheme 'notaurl'"),
+    ("search", "search.storage=just-a-path.db", r"search\.storage='just-a-path\.db' is not a database URL\. Fix: .*sqlite:///"),
+    ("search", "search.workers=0", r"search\.workers=0 is out of range"),
+    ("search", "search.timeout=0", r"search\.timeout=0 is out of range"),
+    ("search", "search.timeout=-5", r"search\.timeout=-5 is out of range"),
+    ("search", "search.timeout=soon", r"search\.timeout='soon' is not a finite number"),
+    ("search", "search.study=''", r"search\.study='' is not a non-empty text"),
+    ("gather", "judge.timeout=0", r"judge\.timeout=0 is out of range\. Fix: set judge\.timeout to a number > 0"),
+    ("gather", "judge.timeout=-5", r"judge\.timeout=-5 is out of range"),
+    ("gather", "judge.timeout=slow", r"judge\.timeout='slow' is not a finite number"),
+    ("gather", "judge.max_retries=-1", r"judge\.max_retries=-1 is out of range"),
+    ("gather", "judge.concurrency=many", r"judge\.concurrency='many' is not a whole number"),
+    ("gather", "judge.concurrency=0", r"judge\.concurrency=0 is out of range"),
+    ("gather", "judge.floor=2", r"judge\.floor=2 is out of range.*< 0\.05"),
+    ("gather", "judge.floor=0", r"judge\.floor=0 is out of range"),
+    ("gather", "judge.floor=-0.1", r"judge\.floor=-0\.1 is out of range"),
+    ("gather", "limit=-1", r"limit=-1 is out of range\. Fix: set limit to a whole number >= 1 \(or null\)"),
+    ("gather", "limit=0", r"limit=0 is out of range"),
+    ("gather", "limit=all", r"limit='all' is not a whole number"),
+    ("gather", "judge.top_logprobs=0", r"judge\.top_logprobs=0 is out of range"),
+    ("gather", "judge.top_logprobs=21", r"judge\.top_logprobs=21 is out of range.*<= 20"),
+    ("gather", "judge.samples=0", r"judge\.samples=0 is out of range"),
+    ("gather", "judge.backoff=-1", r"judge\.backoff=-1 is out of range"),
+    ("gather", "judge.max_backoff=-1", r"judge\.max_backoff=-1 is out of range"),
+    ("gather", "judge.reasks=-1", r"judge\.reasks=-1 is out of range"),
+    ("gather", "judge.processes=-2", r"judge\.processes=-2 is out of range"),
+    ("gather", "judge.processes=many", r"judge\.processes='many' is not a whole number.*auto"),
+    ("gather", "judge.sample_temperature=-1", r"judge\.sample_temperature=-1 is out of range"),
+    ("gather", "judge.price_input_per_mtok=-1", r"judge\.price_input_per_mtok=-1 is out of range"),
+    ("gather", "judge.reason_max_tokens=0", r"judge\.reason_max_tokens=0 is out of range"),
+    ("gather", "granularity=sentence", r"granularity='sentence' is not one of the choices.*turn, conversation"),
+    ("gather", "include_reason=maybe", r"include_reason='maybe' is not true or false"),
+    ("gather", "progress=2", r"progress=2 is not true or false"),
+    ("gather", "judge.http_client=curl", r"judge\.http_client='curl' is not one of the choices"),
+    ("gather", "judge.answer_mode=always", r"judge\.answer_mode='always' is not one of the choices"),
+    ("gather", "judge.output_mode=text", r"judge\.output_mode='text' is not one of the choices"),
+    ("gather", "judge.backend=grpc", r"judge\.backend='grpc' is not one of the choices"),
+    ("gather", "judge.seed=x", r"judge\.seed='x' is not a whole number"),
+    ("predict", "judges=[]", r"judges=\[\] is an empty list"),
+    ("predict", "judges=everyone", r"judges='everyone' is not a list of names.*labelled, population"),
+    ("predict", "judges=5", r"judges=5 is not a list of names"),
+    ("score", "threshold=2", r"threshold=2 is out of range"),
+    ("score", "threshold=-0.1", r"threshold=-0\.1 is out of range"),
+    ("score", "output_mode=fuzzy", r"output_mode='fuzzy' is not one of the choices"),
+    ("score", "show=-1", r"show=-1 is out of range"),
+    ("score", "strict_mode=maybe", r"strict_mode='maybe' is not true or false"),
+    ("report", "report.n_boot=0", r"report\.n_boot=0 is out of range"),
+    ("report", "report.workers=0", r"report\.workers=0 is out of range"),
+    ("report", "report.learning_curve.fractions=[0,2]", r"report\.learning_curve\.fractions=\[0, 2\] is not a list of fractions"),
+    ("report", "report.ensemble=0", r"report\.ensemble=0 is out of range"),
+    ("report", "report.max_judges=0", r"report\.max_judges=0 is out of range"),
+    ("report", "folds=1", r"folds=1 is out of range"),
+    ("demo", "threads=0", r"threads=0 is out of range"),
+    ("demo", "folds=1", r"folds=1 is out of range"),
+    ("demo", "limit=-2", r"limit=-2 is out of range"),
+    ("import", "source=other", r"source='other' is not one of the choices"),
+]
+
+CASES = [Case(f"{cmd} {ov}", [cmd, *NEEDS[cmd], ov], 2, pat) for cmd, ov, pat in CONFIG_VALUES]
+
+# -- output paths --------------------------------------------------------------------------------------------
+CASES += [
+    Case("train out is a file", ["train", "data={data}", "out={tmp}/f"], 2, r"/f: out= is a file, but this command writes a folder",
+         setup=_write("f", "x")),
+    Case("cv out is a file", ["cv", "data={data}", "out={tmp}/f"], 2, r"out= is a file", setup=_write("f", "x")),
+    Case("train out below a file", ["train", "data={data}", "out={tmp}/f/model"], 2,
+         r"cannot write there: .*/f is not a folder\. Fix: set out= to a path", setup=_write("f", "x")),
+    Case("predict out is a folder", ["predict", "model={tmp}/m", "data={data}", "out={tmp}"], 2,
+         r"out= is a folder, but this command writes a file"),
+    Case("evaluate out is a folder", ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}"], 2,
+         r"out= is a folder, but this command writes a file"),
+    Case("gather out is a file", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/f"], 2,
+         r"out= is a file", setup=_write("f", "x")),
+    Case("gather cache is a folder", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "cache={tmp}"], 2,
+         r"the request cache is a folder\. Fix: set cache="),
+    Case("gather cache is not a database", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
+                                            "cache={tmp}/c.sqlite"], 2,
+         r"c\.sqlite: the request cache is not usable \(file is not a database\)", setup=_write("c.sqlite", "hello" * 400)),
+    Case("gather cache below a file", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
+                                       "cache={tmp}/f/c.sqlite"], 2, r"the request cache is not usable",
+         setup=_write("f", "x")),
+]
+
+
+# -- gather's out holding its own inputs: refused, inputs untouched -----------------------------------------
+def _unchanged(name: str, content: bytes) -> Callable[[Path, str], None]:
+    def check(tmp: Path, err: str) -> None:
+        assert (tmp / name).read_bytes() == content
+
+    return check
+
+
+_OWN = _jsonl(*CONVERSATIONS[:1], {**CONVERSATIONS[1], "extra": "kept"})
+_HAND_RUBRIC = yaml.safe_dump(RUBRIC, sort_keys=False)
+CASES += [
+    Case("gather into the conversations' own folder", ["gather", "conversations={tmp}/ds", "judge=embedding",
+                                                       "out={tmp}/ds", "limit=1"], 2,
+         r"ds/conversations\.jsonl: the output folder already holds conversations\.jsonl, which is this run's input",
+         setup=_write("ds/conversations.jsonl", _OWN), after=_unchanged("ds/conversations.jsonl", _OWN)),
+    Case("gather over a hand-written rubric", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds"], 2,
+         r"ds/rubric\.yaml: the output folder already holds rubric\.yaml, which was not written by an earlier gather",
+         setup=_write("ds/rubric.yaml", _HAND_RUBRIC), after=_unchanged("ds/rubric.yaml", _HAND_RUBRIC.encode())),
+    Case("gather over its own rubric_file", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds",
+                                             "rubric_file={tmp}/ds/rubric.yaml"], 2,
+         r"rubric\.yaml, which is this run's input",
+         setup=_write("ds/rubric.yaml", "# mine\n" + _HAND_RUBRIC),
+         after=_unchanged("ds/rubric.yaml", ("# mine\n" + _HAND_RUBRIC).encode())),
+]
+
+# -- rubric files (gather rubric_file=...) ---------------------------------------------------------------------
+RUBRIC_FILES = [
+    ("id null", _rubric_with(id=None), r"question 1 has id None, not a name"),
+    ("id list", _rubric_with(id=["a"]), r"question 1 has id \['a'\], not a name"),
+    ("id empty", _rubric_with(id=""), r"question 1 has id '', not a name"),
+    ("id boolean", _rubric_with(id=True), r"question 1 has id True"),
+    ("value nan", _option(value=float("nan")), r"option 1 has the value nan, not a finite number"),
+    ("value inf", _option(value=float("inf")), r"option 1 has the value inf, not a finite number"),
+    ("value -inf", _option(value=float("-inf")), r"option 1 has the value -inf"),
+    ("value true", _option(value=True), r"option 1 has a non-numeric value True"),
+    ("value text", _option(value="high"), r"option 1 has a non-numeric value 'high'"),
+    ("value list", _option(value=[1]), r"option 1 has a non-numeric value \[1\]"),
+    ("text list", _rubric_with(text=["a", "b"]), r"question 'scope''s text must be text, not list"),
+    ("text mapping", _rubric_with(text={"a": 1}), r"question 'scope''s text must be text, not dict"),
+    ("text boolean", _rubric_with(text=True), r"text must be text, not bool"),
+    ("label list", _option(label=["x"]), r"option 1's label must be text, not list"),
+    ("label mapping", _option(label={"x": 1}), r"option 1's label must be text, not dict"),
+    ("label true", _option(label=True), r"option 1's label must be text, not bool.*quote it"),
+    ("one option", _rubric_with(options=[{"value": 1}]), r"question 'scope' needs at least two options"),
+    ("options not a list", _rubric_with(options="1,2"), r"needs at least two options"),
+    ("option without value", _rubric_with(options=[{"label": "a"}, {"value": 2}]), r"option 1 has no 'value'"),
+    ("repeated value", _rubric_with(options=[{"value": 1}, {"value": 1.0}]), r"repeats an option value"),
+    ("no questions", "name: x\n", r"a rubric needs a non-empty 'questions' list"),
+    ("questions empty", "questions: []\n", r"non-empty 'questions' list"),
+    ("not a mapping", "- a\n- b\n", r"non-empty 'questions' list"),
+    ("empty file", "", r"non-empty 'questions' list"),
+    ("name is a list", "name: [a]\n" + yaml.safe_dump(RUBRIC), r"the rubric's 'name' must be text, not list"),
+    ("invalid yaml", "questions: [\n  - id: a\n    options: {", r"row \d+: not valid YAML"),
+    ("not UTF-8", b"questions:\n  - id: \xff\n", r", row 2: not UTF-8 text.*Fix: save the file as UTF-8"),
+    ("duplicate ids", yaml.safe_dump({"questions": [RUBRIC["questions"][0]] * 2}), r"duplicate question id\(s\): scope"),
+]
+CASES += [
+    Case(f"rubric {name}", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
+                            "rubric_file={tmp}/r/rubric.yaml"], 2, "rubric\\.yaml.*" + pat,
+         setup=_write("r/rubric.yaml", text))
+    for name, text, pat in RUBRIC_FILES
+]
+CASES += [
+    Case("rubric folder without rubric.yaml", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
+                                               "rubric_file={tmp}"], 2, r"rubric\.yaml: rubric file not found"),
+    Case("target not in the rubric", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "target=nope"], 2,
+         r"target question 'nope' is not in the rubric"),
+]
+
+# -- conversations files (gather conversations=...) -------------------------------------------------------------
+GOOD = CONVERSATIONS[0]
+CONV_FILES = [
+    ("malformed JSON", _jsonl(GOOD) + b"{oops\n", r"row 2: malformed JSON"),
+    ("a list per line", _jsonl([GOOD]), r"row 1: a line must be a JSON object"),
+    ("missing id", _jsonl(_conv(conversation_id=None)), r"row 1: missing conversation_id"),
+    ("id is a list", _jsonl(_conv(conversation_id=["a"])), r"row 1: conversation_id \['a'\] is not text"),
+    ("id is a mapping", _jsonl(_conv(conversation_id={"a": 1})), r"row 1: conversation_id \{'a': 1\} is not text"),
+    ("no turns", _jsonl(_conv(turns=[])), r"row 1: conversation 'c0' has no turns"),
+    ("turns not a list", _jsonl(_conv(turns="hello")), r"has no turns"),
+    ("turn not an object", _jsonl(_conv(turns=["hi"])), r"turn 0 is not an object"),
+    ("turn without reply", _jsonl(_conv(turns=[{"user": "u"}])), r"turn 0 has no assistant reply"),
+    ("reply without user", _jsonl(_conv(turns=[{"assistant": "a"}])), r"turn 0: assistant reply without a preceding user"),
+    ("reply is a number", _jsonl(_conv(turns=[{"user": "u", "assistant": 3}])), r"turn 0 has no assistant reply"),
+    ("missing role", _jsonl(_conv(chatbot_role=None)), r"row 1: conversation 'c0' has no chatbot_role"),
+    ("role is a list", _jsonl(_conv(chatbot_role=["x"])), r"has no chatbot_role"),
+    ("duplicate id", _jsonl(GOOD, GOOD), r"row 2: duplicate conversation_id 'c0' \(first on line 1\)"),
+    ("lone surrogate", _jsonl(GOOD)[:-1] + b"\n" + b'{"conversation_id": "x", "chatbot_role": "r", "turns": '
+     b'[{"user": "u\\ud800", "assistant": "a"}]}\n', r"row 2: text with an unpaired surrogate \(\\ud800\)"),
+    ("not UTF-8", _jsonl(GOOD) + b'{"conversation_id": "\xff"}\n', r", row 2: not UTF-8 text"),
+    ("Latin-1 text", _jsonl(GOOD).replace(b"Card", b"Caf\xe9"), r"row 1: not UTF-8 text \(byte 0xe9"),
+    ("empty file", b"", r"no conversations in the file"),
+    ("blank lines only", b"\n\n  \n", r"no conversations in the file"),
+    ("messages: reply first", _jsonl(_conv(turns=[{"role": "assistant", "content": "a"}])),
+     r"message 0: assistant reply without a preceding user message"),
+    ("messages: ends with user", _jsonl(_conv(turns=[{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
+                                                     {"role": "user", "content": "u2"}])), r"ends with a user message"),
+    ("messages: unknown role", _jsonl(_conv(turns=[{"role": "user", "content": "u"}, {"role": "bot", "content": "a"}])),
+     r"message 1 has role 'bot'"),
+]
+CASES += [
+    Case(f"conversations {name}", ["gather", "conversations={tmp}/c/conversations.jsonl", "judge=embedding", "out={tmp}/g"],
+         2, "conversations\\.jsonl.*" + pat, setup=_write("c/conversations.jsonl", content))
+    for name, content, pat in CONV_FILES
+]
+CASES += [
+    Case("conversations missing", ["gather", "conversations={tmp}/none.jsonl", "judge=embedding", "out={tmp}/g"], 2,
+         r"none\.jsonl: conversations file not found"),
+    Case("conversations folder without the file", ["gather", "conversations={tmp}", "judge=embedding", "out={tmp}/g"], 2,
+         r"conversations\.jsonl: conversations file not found"),
+    Case("conversations not given", ["gather", "judge=embedding", "out={tmp}/g"], 2, r"no conversations file given"),
+]
+
+
+# -- endpoint answers of the wrong shape: every pair a counted failure with its reason; exit 3 -------------------
+def _reply(body: object, status: int = 200, headers: dict[str, str] | None = None) -> tuple[int, dict[str, str], bytes]:
+    raw = body if isinstance(body, bytes) else json.dumps(body).encode()
+    return status, headers or {}, raw
+
+
+def _failures_say(reason: str) -> Callable[[Path, str], None]:
+    def check(tmp: Path, err: str) -> None:
+        failures = pd.read_csv(tmp / "g" / "failures.csv")
+        assert len(failures) == 8 and failures["error"].str.contains(reason, regex=True).all(), failures["error"][0]
+        assert (tmp / "g" / "llm.csv").exists() and (tmp / "g" / "gather_summary.json").exists()
+
+    return check
+
+
+def _no_key(tmp: Path, err: str) -> None:
+    assert SECRET not in err and SECRET not in (tmp / "g" / "failures.csv").read_text()
+    assert "***" in (tmp / "g" / "failures.csv").read_text()
+
+
+SECRET = "sk-test-0123456789abcdef"
+GOOD_LP = {"content": [{"token": "2", "logprob": -0.1, "top_logprobs": [{"token": "2", "logprob": -0.1}]}]}
+ENDPOINT = [
+    ("choices of text", _reply({"choices": ["x"]}), r"choices\[0\] is a str 'x', not an object"),
+    ("choices an object", _reply({"choices": {"a": 1}}), r"response choices is a dict, not a non-empty list"),
+    ("choices empty", _reply({"choices": []}), r"response choices is a list, not a non-empty list"),
+    ("no choices", _reply({"id": "x"}), r"response choices is None"),
+    ("body a list", _reply([1, 2]), r"response body is a list, not an object"),
+    ("body not JSON", _reply(b"<html>oops</html>"), r"malformed JSON in the response"),
+    ("logprobs.content text", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": "abc"}}]}),
+     r"logprobs\.content is a str 'abc', not a list"),
+    ("top_logprobs an object", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
+        {"token": "2", "logprob": -0.1, "top_logprobs": {"2": -0.1}}]}}]}), r"top_logprobs is a dict, not a list"),
+    ("logprob text", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
+        {"token": "2", "logprob": "high"}]}}]}), r"content\[0\]\.logprob is a str 'high', not a number"),
+    ("logprob positive", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
+        {"token": "2", "logprob": 3.5}]}}]}), r"logprob is 3\.5, not a number <= 0"),
+    ("token a number", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
+        {"token": 2, "logprob": -0.1}]}}]}), r"content\[0\]\.token is 2, not a text"),
+    ("message a list", _reply({"choices": [{"message": ["2"], "logprobs": GOOD_LP}]}), r"choices\[0\]\.message is a list"),
+    ("content a number", _reply({"choices": [{"message": {"content": 2}, "logprobs": GOOD_LP}]}),
+     r"message\.content is 2, not a text"),
+    ("usage a list", _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}], "usage": [1]}),
+     r"response usage is a list, not an object"),
+    ("usage tokens text", _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}],
+                                  "usage": {"prompt_tokens": "many"}}), r"usage\.prompt_tokens is a str 'many'"),
+    ("usage tokens negative", _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}],
+                                      "usage": {"completion_tokens": -3}}), r"usage\.completion_tokens is -3"),
+    ("HTTP 500 always", _reply({"error": "boom"}, status=500), r"HTTP 500 \(after 1 retries\)"),
+    ("HTTP 429 with Retry-After soon", _reply({"error": "slow"}, status=429, headers={"Retry-After": "soon"}), r"HTTP 429"),
+    ("HTTP 400 echoing the key", _reply({"error": {"message": f"bad request; Authorization: Bearer {SECRET}"}}, status=400),
+     r"HTTP 400: bad request; Authorization: Bearer \*\*\*"),
+]
+_GATHER = ["gather", "conversations={conv}", "rubric_file={rubric}", "out={tmp}/g", "judge=vllm", "judge.base_url={url}",
+           "judge.model=m", f"judge.api_key={SECRET}", "judge.max_retries=1", "judge.backoff=0", "judge.max_backoff=0",
+           "judge.answer_mode=logprobs", "progress=false", "judge.processes=1", "judge.allow_low_coverage=true"]
+CASES += [
+    Case(f"endpoint {name}", _GATHER, 3,
+         r"g/failures\.csv: 8 of 8 requests failed after every retry; they are listed here and left out of llm\.csv "
+         r"\(0 rows written\)\. Fix: ", reply=reply,
+         after=_no_key if "key" in name else _failures_say(reason))
+    for name, reply, reason in ENDPOINT
+]
+
+
+# -- the runner ----------------------------------------------------------------------------------------------------
+class _Endpoint(BaseHTTPRequestHandler):
+    reply: tuple[int, dict[str, str], bytes] = (500, {}, b"{}")
+
+    def do_POST(self) -> None:  # noqa: N802 (http.server's name)
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        status, headers, body = type(self).reply
+        self.send_response(status)
+        for k, v in {"content-type": "application/json", **headers}.items():
+            self.send_header(k, v)
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+@pytest.fixture(scope="module")
+def endpoint():
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}/v1"
+    server.shutdown()
+
+
+@pytest.fixture(scope="module")
+def good_files(tmp_path_factory):
+    root = tmp_path_factory.mktemp("good")
+    (root / "conversations.jsonl").write_bytes(_jsonl(*CONVERSATIONS))
+    (root / "rubric.yaml").write_text(yaml.safe_dump(RUBRIC, sort_keys=False))
+    make_native_dataset(root / "data", n_conversations=8)
+    return root
+
+
+_GROUPS = {"judge", "rubric", "network", "train", "search"}
+_BASE: dict[tuple[str, tuple[str, ...]], object] = {}
+
+
+def _fast_compose(real: Callable) -> Callable:
+    """Hydra's compose takes 0.2 s; the table composes each command (and config-group choice) once and
+    applies each row's key=value overrides as Hydra parses them. Anything else (an unknown key, +key)
+    goes to the real compose."""
+    import copy
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from hydra.core.override_parser.types import OverrideType
+    from omegaconf import DictConfig, OmegaConf
+
+    parser = OverridesParser.create()
+
+    def compose(command: str, overrides=()) -> object:
+        parsed = parser.parse_overrides(list(overrides))
+        if any(o.type != OverrideType.CHANGE or o.package is not None for o in parsed):
+            return real(command, overrides)
+        groups = tuple(o.input_line for o in parsed if o.key_or_group in _GROUPS)
+        values = [o for o in parsed if o.key_or_group not in _GROUPS]
+        key = (command, groups)
+        if key not in _BASE:
+            _BASE[key] = real(command, list(groups))
+        cfg = copy.deepcopy(_BASE[key])
+        for o in values:
+            parent, _, leaf = o.key_or_group.rpartition(".")
+            node = OmegaConf.select(cfg, parent) if parent else cfg
+            if not isinstance(node, DictConfig) or leaf not in list(node):  # `in` skips ??? values
+                return real(command, overrides)
+            OmegaConf.update(cfg, o.key_or_group, o.value(), merge=False)
+        return cfg
+
+    return compose
+
+
+@pytest.fixture(autouse=True)
+def quick_compose(monkeypatch):
+    import calibration.cli
+
+    monkeypatch.setattr(calibration.cli, "compose_config", _fast_compose(calibration.cli.compose_config))
+
+
+def test_quick_compose_equals_hydra():
+    from omegaconf import OmegaConf
+
+    import calibration.cli
+
+    argv = ["judge=vllm", "judge.timeout=-5", "limit=all", "conversations=x", "out=/tmp/o"]
+    fast = _fast_compose(calibration.cli.compose_config)("gather", argv)
+    assert OmegaConf.to_container(fast) == OmegaConf.to_container(calibration.cli.compose_config("gather", argv))
+
+
+def run_case(case: Case, tmp: Path, good: Path, url: str, capsys) -> str:
+    if case.setup is not None:
+        case.setup(tmp)
+    _Endpoint.reply = case.reply or (500, {}, b"{}")
+    fill = {"tmp": tmp, "conv": good / "conversations.jsonl", "rubric": good / "rubric.yaml", "data": good / "data", "url": url}
+    code = main([a.format(**fill) for a in case.argv])
+    err = capsys.readouterr().err.strip()
+    assert code == case.code, err
+    last = err.splitlines()[-1] if err else ""
+    command = case.argv[0]
+    assert last.startswith(f"role-rubric {command}: error: "), err
+    assert re.search(case.pattern, last), last
+    assert " Fix: " in last and last.endswith("."), last
+    if case.code == 2:
+        assert len(err.splitlines()) == 1, err
+    if case.after is not None:
+        case.after(tmp, err)
+    return last
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_clear_line(case, tmp_path, good_files, endpoint, capsys):
+    run_case(case, tmp_path, good_files, endpoint, capsys)
+
+
+def test_the_table_covers_enough_cases():
+    assert len(CASES) >= 150, len(CASES)
