@@ -246,11 +246,12 @@ def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:
         "ablations",
         "targets",
         "learning_curve",
+        "decisions",
     ):
         png = out / f"{name}.png"
         assert png.read_bytes().startswith(b"\x89PNG")
         assert f'data-file="{name}.png"' in page
-    assert page.count("<img ") == 7
+    assert page.count("<img ") == 8
     saved = json.loads(
         (out / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}")
     )
@@ -273,6 +274,10 @@ def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:
         (q, m) for q in ("overall", "scope") for m in ("expected_llm", "calibrated")
     }
     assert len(saved["learning_curve"]) == 2
+    decisions = saved["decisions"]  # one row per risk level; a looser risk never decides fewer turns
+    assert [r["risk"] for r in decisions] == sorted(r["risk"] for r in decisions)
+    coverage = [r["coverage_mean"] for r in decisions]
+    assert coverage == sorted(coverage) and all(0 <= c <= 1 for c in coverage)
     methods = {r["method"] for r in saved["metrics"]}
     assert {"calibrated", "judge_mean", "expected_llm", "constant"} <= methods
     assert results["target"] == saved["target"]
