@@ -131,6 +131,12 @@ class RoleAdherence:
         cache: SQLite request cache path (None: in memory; reruns then ask the judge again).
         allow_judge_mismatch: use a calibrator with distributions from another judge than the one it was
             trained on (model.json records it); by default that is refused, naming what differs.
+        scorer: a reference-based scorer (rubric/scorers: "cosine", "knn", "bertscore", "nli",
+            "mahalanobis", "pca_mahalanobis", "kl", or {"name": ..., "params": {...}}); every turn needs a
+            `reference`. Without a calibrator, adherence = the score itself (the only question is
+            `ref_<name>`) and no judge is asked. With a calibrator trained on `gather scorer=` features,
+            the score is its `ref_<name>` input, beside the judge's distributions unless judge=None.
+            Distribution scorers and kNN are fitted on the references of the conversations measured together.
     """
 
     def __init__(
@@ -150,6 +156,7 @@ class RoleAdherence:
         adheres_at: float | None = None,
         cache: str | Path | None = None,
         allow_judge_mismatch: bool = False,
+        scorer: str | Mapping[str, Any] | None = None,
     ):
         if output_mode not in OUTPUT_MODES:
             raise InputError(f"unknown output_mode {output_mode!r}.", fix="use continuous or binary.")
@@ -164,7 +171,12 @@ class RoleAdherence:
         self.output_mode = output_mode
         self.granularity = granularity
         self.include_reason = bool(include_reason)
-        self.judge = judge_config(judge)
+        self.scorer = _scorer_spec(scorer)
+        if self.scorer is not None and calibrator is None:
+            judge = None  # the raw score is the measurement
+        self.judge = None if judge is None else judge_config(judge)
+        if self.judge is None and self.scorer is None:
+            raise InputError("neither a judge nor a scorer.", fix="pass judge= or scorer=.")
         self.cache = cache
         self.model = None
         self.judge_mismatch: list[str] = []
@@ -174,16 +186,24 @@ class RoleAdherence:
 
             if not Path(calibrator).is_dir():
                 raise InputError(
-                    "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
+                    "calibrator not found.",
+                    path=calibrator,
+                    fix="pass calibrator=DIR written by `role-rubric train`.",
                 )
             self.model = load_model(calibrator)
             self.rubric = self.model.rubric
-            self.judge_mismatch = check_same_judge(
-                self.model.judge_identity,
-                judge_identity(self.judge, self.rubric),
-                allow=allow_judge_mismatch,
-                command="score",
-            )
+            if self.judge is not None and self.scorer is None:
+                self.judge_mismatch = check_same_judge(
+                    self.model.judge_identity,
+                    judge_identity(self.judge, self.rubric),
+                    allow=allow_judge_mismatch,
+                    command="score",
+                )
+        elif self.scorer is not None:
+            from rubric.scorers.features import feature_question
+
+            question = feature_question(self.scorer["name"])
+            self.rubric = Rubric(f"reference_{self.scorer['name']}", (question,), question.id)
         else:
             self.rubric = _rubric(rubric)
         self.judges = judges
@@ -198,7 +218,10 @@ class RoleAdherence:
                 fix=f"use a value among {target.values}.",
             )
         self._backend = None
-        self.decision_threshold = None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
+        self._scorer = None
+        self.decision_threshold = (
+            None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
+        )
 
     # public ---------------------------------------------------------------------------------------------
     def measure(self, conversation: Conversation | Mapping[str, Any]) -> AdherenceResult:
@@ -219,23 +242,57 @@ class RoleAdherence:
         self, conversations: Iterable[Conversation | Mapping[str, Any]], *, progress: bool = False
     ) -> list[AdherenceResult]:
         convs = _as_conversations(conversations)
-        gathered = await a_gather(
-            convs,
-            self.rubric,
-            self.judge,
-            granularity=self.granularity,
-            cache=self.cache,
-            include_reason=self.include_reason,
-            progress=progress,
-            backend=self._reusable_backend(),
-        )
+        gathered = None
+        if self.judge is not None:
+            gathered = await a_gather(
+                convs,
+                self._judge_rubric(),
+                self.judge,
+                granularity=self.granularity,
+                cache=self.cache,
+                include_reason=self.include_reason,
+                progress=progress,
+                backend=self._reusable_backend(),
+            )
+        if self.scorer is not None:
+            gathered = self._with_scores(convs, gathered)
         return self._results(convs, gathered)
 
     # internals ------------------------------------------------------------------------------------------
+    def _judge_rubric(self) -> Rubric:
+        """The rubric the judge is asked: without the scorer's feature question."""
+        if self.scorer is None:
+            return self.rubric
+        own = f"ref_{self.scorer['name']}"
+        return Rubric(
+            self.rubric.name, tuple(q for q in self.rubric.questions if q.id != own), self.rubric.target
+        )
+
+    def _with_scores(self, convs: list[Conversation], gathered: GatherResult | None) -> GatherResult:
+        """The scorer's feature rows (ref_<name>) appended to the judge's answers."""
+        from rubric.outputs import GatherSummary
+        from rubric.scorers import EmbeddingStore, make_scorer
+        from rubric.scorers.features import feature_question, feature_rows, score_turns
+
+        if self.granularity != "turn":
+            raise InputError("reference scorers score turns only.", fix="use granularity='turn'.")
+        if self._scorer is None:
+            store = EmbeddingStore(cache=self.cache)
+            self._scorer = make_scorer(self.scorer["name"], store=store, **self.scorer["params"])
+        rows = feature_rows(score_turns(convs, self._scorer), feature_question(self.scorer["name"]))
+        if gathered is None:
+            return GatherResult(rows, None, pd.DataFrame(), GatherSummary(items=len(rows) // 2, questions=1))
+        return GatherResult(
+            pd.concat([gathered.llm, rows], ignore_index=True),
+            gathered.reasons,
+            gathered.failures,
+            gathered.summary,
+        )
+
     def _reusable_backend(self) -> Any:
         # The embedding judge is a local model: load it once per RoleAdherence. LLM clients are bound to an
         # event loop, so gather builds (and closes) them per call.
-        if self.judge.backend == "embedding":
+        if self.judge is not None and self.judge.backend == "embedding":
             if self._backend is None:
                 self._backend = make_backend(self.judge)
             return self._backend
@@ -303,7 +360,8 @@ class RoleAdherence:
                         turn_score=adherence if self.output_mode == "continuous" else float(adheres),
                         judge_distributions=self._dists(raw[i]),
                         reason=reasons.get(key),
-                        decision=None if self.decision_threshold is None
+                        decision=None
+                        if self.decision_threshold is None
                         else str(decide(np.array([adherence]), self.decision_threshold)[0]),
                     )
                 )
@@ -342,12 +400,16 @@ class RoleAdherence:
         from calibration.decide import load_calibration, threshold_from
 
         if self.model is None or self.judges is not None:
-            raise InputError("risk= needs a calibrator and judges=None (decide calibrates the panel average).",
-                             fix="pass calibrator=DIR and leave judges unset, or leave risk unset.")
+            raise InputError(
+                "risk= needs a calibrator and judges=None (decide calibrates the panel average).",
+                fix="pass calibrator=DIR and leave judges unset, or leave risk unset.",
+            )
         table = load_calibration(calibrator)
         if not np.allclose(table["adheres_at"], self.adheres_at):
-            raise InputError(f"decide calibrated adheres_at={table['adheres_at'].iloc[0]:g}, not {self.adheres_at:g}.",
-                             fix="rerun `role-rubric decide` with this adheres_at, or pass the calibrated one.")
+            raise InputError(
+                f"decide calibrated adheres_at={table['adheres_at'].iloc[0]:g}, not {self.adheres_at:g}.",
+                fix="rerun `role-rubric decide` with this adheres_at, or pass the calibrated one.",
+            )
         return threshold_from(table, risk=risk, delta=delta).threshold
 
     def _dists(self, p: np.ndarray) -> dict[str, dict[float, float]]:
@@ -355,6 +417,17 @@ class RoleAdherence:
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
+
+
+def _scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if scorer is None:
+        return None
+    spec = {"name": scorer, "params": {}} if isinstance(scorer, str) else {"params": {}, **dict(scorer)}
+    from rubric.scorers import SCORERS
+
+    if spec.get("name") not in SCORERS:
+        raise InputError(f"unknown scorer {spec.get('name')!r}.", fix=f"use one of {', '.join(SCORERS)}.")
+    return {"name": spec["name"], "params": dict(spec.get("params") or {})}
 
 
 def _rubric(rubric: str | Path | Rubric | None) -> Rubric:

@@ -55,10 +55,14 @@ def score_turns(conversations: Sequence[Conversation], scorer: Scorer) -> pd.Dat
 
 
 def feature_rows(scores: pd.DataFrame, question: Question, floor: float = 1e-4) -> pd.DataFrame:
-    """llm.csv rows: (1 - score, score) over the options 0 and 1, kept off exact 0 and 1 like a judge's."""
+    """llm.csv rows: (1 - score, score) over the options 0 and 1, kept off exact 0 and 1 like a judge's;
+    coverage 1 and source "scorer", so they sit beside a judge's rows in one llm.csv."""
     p = scores["score"].clip(floor, 1 - floor)
     base = scores[["conversation_id", "turn"]].assign(question_id=question.id)
-    no, yes = (base.assign(option=o.key, prob=v) for o, v in zip(question.options, (1 - p, p), strict=True))
+    meta = {"coverage": 1.0, "source": "scorer", "model": question.id[len("ref_") :]}
+    no, yes = (
+        base.assign(option=o.key, prob=v, **meta) for o, v in zip(question.options, (1 - p, p), strict=True)
+    )
     return (
         pd.concat([no, yes])
         .sort_values(["conversation_id", "turn", "option"], kind="stable")
