@@ -186,9 +186,7 @@ class RoleAdherence:
 
             if not Path(calibrator).is_dir():
                 raise InputError(
-                    "calibrator not found.",
-                    path=calibrator,
-                    fix="pass calibrator=DIR written by `role-rubric train`.",
+                    "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
                 )
             self.model = load_model(calibrator)
             self.rubric = self.model.rubric
@@ -219,9 +217,7 @@ class RoleAdherence:
             )
         self._backend = None
         self._scorer = None
-        self.decision_threshold = (
-            None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
-        )
+        self.decision_threshold = None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
 
     # public ---------------------------------------------------------------------------------------------
     def measure(self, conversation: Conversation | Mapping[str, Any]) -> AdherenceResult:
