@@ -16,7 +16,7 @@ import pandas as pd
 
 from rubric.errors import InputError
 from rubric.health import health_of_llm
-from rubric.schema import Rubric, load_rubric
+from rubric.schema import Rubric, format_value, load_rubric
 
 LLM_COLUMNS = ("conversation_id", "turn", "question_id", "option", "prob")
 LABEL_COLUMNS = ("conversation_id", "turn", "judge_id", "question_id", "answer")
@@ -328,7 +328,9 @@ def _distributions(llm: pd.DataFrame, rubric: Rubric, path: Path):
         )
     option_value = _numeric(llm, "option", path)
     option = _option_indices(llm, "option", option_value, rubric, path)
-    _check_duplicates(llm, ["conversation_id", "turn", "question_id", "option"], path)
+    # by option index, not text: "3" and "3.0" are one option written twice
+    canonical = pd.Series(option_value, index=llm.index).map(format_value)
+    _check_duplicates(llm.assign(option=canonical), ["conversation_id", "turn", "question_id", "option"], path)
 
     keys = llm[["conversation_id", "turn"]].drop_duplicates()
     items = _sort_items(keys)
@@ -360,6 +362,15 @@ def _coverage(llm, item_of, q_of, items, rubric, path) -> np.ndarray | None:
     if "coverage" not in llm.columns:
         return None
     values = _numeric(llm, "coverage", path)
+    outside = np.flatnonzero((values < 0) | (values > 1 + PROB_SUM_TOLERANCE))
+    if outside.size:
+        raise InputError(
+            f"coverage {llm['coverage'].iloc[outside[0]]!r} is outside [0, 1].",
+            path=path,
+            row=_row(outside[0]),
+            fix="coverage is the probability mass the judge put on the options: write a number in [0, 1] "
+            "(or drop the column).",
+        )
     cov = np.ones((len(items), len(rubric.ids)), dtype=np.float32)
     cov[item_of, q_of] = values
     return cov
@@ -375,6 +386,7 @@ def _sort_items(keys: pd.DataFrame) -> pd.DataFrame:
 def _labels(labels, rubric, items, path, unmatched, report):
     labels = labels.copy()
     labels["turn"] = _turns(labels, path)
+    labels["judge_id"] = labels["judge_id"].astype(str).str.strip()  # "21 " is judge "21", not a new judge
     _check_questions(labels, rubric, path)
     if (labels["judge_id"].astype(str).str.strip() == "").any():
         bad = int(np.flatnonzero((labels["judge_id"].astype(str).str.strip() == "").to_numpy())[0])
@@ -393,7 +405,8 @@ def _labels(labels, rubric, items, path, unmatched, report):
                 "has no judge distributions in llm.csv.",
                 path=path,
                 row=_row(bad),
-                fix="gather distributions for that item, remove its labels, or pass unmatched_labels=skip.",
+                fix="gather distributions for that item or remove its labels (from Python, "
+                "load_dataset(..., unmatched_labels='skip') skips and counts them).",
             )
         report["labels_without_distributions"] = int(orphan.sum())
         labels, item_of, option = labels[~orphan], item_of[~orphan], option[~orphan]

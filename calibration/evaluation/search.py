@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import hashlib
 import json
 import multiprocessing
 import os
@@ -25,6 +26,8 @@ from calibration.data.splits import group_folds
 from calibration.evaluation.metrics import mean_nll
 from calibration.evaluation.out_of_fold import oof_members, pool_members
 from calibration.model.settings import Settings, default_training_workers
+from rubric.errors import InputError
+from rubric.files import atomic_write_text, out_lock
 
 NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
 
@@ -65,7 +68,8 @@ def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, t
 
 def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True) -> optuna.Study:
     """Create or resume a study. With `clean`, trials left RUNNING by a killed process are marked failed
-    (and so redone); only the process that starts a search cleans, never its workers."""
+    (and so redone), and an enqueued trial (the current defaults) that never finished is queued again;
+    only the process that starts a search cleans, never its workers."""
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
     study = optuna.create_study(study_name=name, storage=_storage(storage), sampler=sampler, pruner=pruner,
@@ -73,6 +77,56 @@ def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True)
     if clean:
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+        _requeue_interrupted(study)
+    return study
+
+
+def _requeue_interrupted(study: optuna.Study) -> None:
+    """Enqueue again every enqueued parameter set whose trials all failed (killed mid-trial): otherwise a
+    kill during trial 0 loses the current defaults from the search for good."""
+    states = optuna.trial.TrialState
+    trials = study.get_trials(deepcopy=False)
+    settled = [t.system_attrs.get("fixed_params") for t in trials if t.state != states.FAIL]
+    for trial in trials:
+        fixed = trial.system_attrs.get("fixed_params")
+        if trial.state == states.FAIL and fixed is not None and fixed not in settled:
+            study.enqueue_trial(fixed)
+            settled.append(fixed)
+
+
+def fingerprint(ds: Dataset, base: Settings, space: dict, *, folds: int, seed: int) -> str:
+    """What a study's trials depend on: the dataset's numbers, the base settings, the space, the inner
+    folds and the seed (not the trial count, timeout or workers, which only say how long to search)."""
+    digest = hashlib.sha256()
+    for array in (ds.probs, ds.present, ds.label_item, ds.label_judge, ds.answers,
+                  np.zeros(0) if ds.coverage is None else ds.coverage):
+        digest.update(np.ascontiguousarray(array).tobytes())
+    about = {"rubric": ds.rubric.fingerprint(), "target": ds.rubric.target, "judges": list(ds.judges),
+             "items": [list(k) for k in ds.item_keys()], "settings": base.to_dict(), "space": space,
+             "folds": folds, "seed": seed}
+    digest.update(json.dumps(about, sort_keys=True, default=str).encode())
+    return digest.hexdigest()[:32]
+
+
+def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, seed: int, resume: bool) -> optuna.Study:
+    """The study for fingerprint `print_`: the stored one if it was made for the same data and settings;
+    for other data or settings an error, or (resume=False) a new study in its place."""
+    found = study.user_attrs.get("fingerprint")
+    if found != print_ and (found is not None or study.trials):
+        if resume:
+            where = storage.removeprefix("sqlite:///") if storage and storage.startswith("sqlite:///") else storage
+            raise InputError(
+                f"study {name!r} ({len(study.trials)} trials) was run on another dataset or other settings "
+                "(target, network/train settings, search space, inner folds or seed).",
+                path=where,
+                fix="pass search.resume=false to start a new study in its place (its trials are deleted), "
+                "or choose another out= or search.study=.",
+            )
+        optuna.delete_study(study_name=name, storage=_storage(storage))
+        print(f"search: search.resume=false: deleted the earlier study {name!r} ({len(study.trials)} trials) "
+              "and started a new one")
+        study = open_study(storage, name, seed)
+    study.set_user_attr("fingerprint", print_)
     return study
 
 
@@ -101,14 +155,18 @@ def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
 
 def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
            storage: str | None = None, study_name: str = "role-rubric", timeout: float | None = None,
-           workers: int = 1, progress: bool = False) -> optuna.Study:
+           workers: int = 1, progress: bool = False, resume: bool = True) -> optuna.Study:
     """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials.
 
     workers > 1 adds processes that share the study through its storage (one core each; the networks
     are too small to use more than one thread well). They need a storage URL, not the in-memory default.
+    A stored study is resumed only for the same data and settings (`fingerprint`); otherwise InputError,
+    or with resume=False a new study replaces it.
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed)
+    study = _bind(study, fingerprint(ds, base, space, folds=folds, seed=seed), storage=storage, name=study_name,
+                  seed=seed, resume=resume)
     _enqueue_base(study, base, space)
     done = _finished(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
@@ -159,10 +217,33 @@ def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, 
 
 def _work(ds, base, space, trials, folds, seed, storage, study_name, timeout, index: int, parent: int) -> None:
     """A worker process: its own sampler seed, the shared study, stops when the study is complete."""
+    _die_with(parent)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed + index, clean=False)
     if _finished(study) < trials:
         _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, parent=parent)
+
+
+def _die_with(parent: int) -> None:
+    """End this worker as soon as the search process that started it is gone (killed), not at the end of
+    its trial: the kernel sends SIGKILL on Linux (PR_SET_PDEATHSIG); elsewhere a thread polls the parent
+    id. The trial it was running stays RUNNING and the next search marks it failed and redoes it."""
+    import signal
+    import threading
+
+    with contextlib.suppress(OSError, AttributeError):
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the parent died before the line above took effect
+        os._exit(1)
+
+    def watch() -> None:
+        while os.getppid() == parent:
+            time.sleep(0.2)
+        os._exit(1)
+
+    threading.Thread(target=watch, daemon=True).start()
 
 
 def _finished(study: optuna.Study) -> int:
@@ -181,18 +262,19 @@ def run_search(cfg) -> optuna.Study:
     """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`."""
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
-    space = _plain(cfg.search.space)
-    start = time.perf_counter()
-    study = search(ds, Settings.from_cfg(cfg), space, trials=int(cfg.search.trials), folds=int(cfg.search.inner_folds),
-                   seed=int(cfg.seed), storage=storage, study_name=cfg.search.study, timeout=cfg.search.timeout,
-                   workers=int(cfg.search.workers), progress=True)
-    best = best_overrides(study)
-    (out / "best.yaml").write_text(yaml.safe_dump(best, sort_keys=False))
-    summary = {"best_nll": study.best_value, "best": best, "finished_trials": _finished(study),
-               "seconds": time.perf_counter() - start, "storage": storage, "study": cfg.search.study}
-    (out / "search.json").write_text(json.dumps(summary, indent=2))
+    with out_lock(out):
+        storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
+        space = _plain(cfg.search.space)
+        start = time.perf_counter()
+        study = search(ds, Settings.from_cfg(cfg), space, trials=int(cfg.search.trials),
+                       folds=int(cfg.search.inner_folds), seed=int(cfg.seed), storage=storage,
+                       study_name=cfg.search.study, timeout=cfg.search.timeout, workers=int(cfg.search.workers),
+                       progress=True, resume=bool(cfg.search.get("resume", True)))
+        best = best_overrides(study)
+        atomic_write_text(out / "best.yaml", yaml.safe_dump(best, sort_keys=False))
+        summary = {"best_nll": study.best_value, "best": best, "finished_trials": _finished(study),
+                   "seconds": time.perf_counter() - start, "storage": storage, "study": cfg.search.study}
+        atomic_write_text(out / "search.json", json.dumps(summary, indent=2))
     flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
     print(f"search: {_finished(study)} trials, best held-out NLL {study.best_value:.4f} in {summary['seconds']:.0f}s")
     print(f"search: best overrides: {flat}")

@@ -7,12 +7,15 @@ history), so a saved model loads with nothing else.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import struct
 import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
@@ -23,6 +26,7 @@ from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings
 from rubric.errors import InputError
+from rubric.files import atomic_path, atomic_write_text
 from rubric.identity import dataset_judge_identity, describe
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
@@ -77,7 +81,9 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
     """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None."""
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
-    save_file(tensors, str(out / "weights.safetensors"), metadata={"format": FORMAT})
+    with atomic_path(out / "weights.safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata={"format": FORMAT})
+        weights_sha256 = _sha256(tmp)
     meta = {
         "format": FORMAT,
         "package_version": _version(),
@@ -93,8 +99,26 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "recalibration": None if recalibration is None else recalibration.to_dict(),
         "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
     }
-    (out / "model.json").write_text(json.dumps(meta, indent=2))
+    meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": _model_sha256(meta)}
+    atomic_write_text(out / "model.json", json.dumps(meta, indent=2))
     return out
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+# What model.json's checksum covers: everything that changes a prediction (not the training history).
+_CHECKED = ("settings", "spec", "n_inputs", "n_models", "judges", "rubric", "recalibration", "judge")
+
+
+def _model_sha256(meta: dict) -> str:
+    covered = {k: meta.get(k) for k in _CHECKED}
+    return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 
 
 def load_model(path: str | Path) -> LoadedModel:
@@ -111,10 +135,15 @@ def load_model(path: str | Path) -> LoadedModel:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"unknown model format {meta.get('format') if isinstance(meta, dict) else None!r}.",
                          path=meta_path, fix=f"pass a model written by role-rubric ({FORMAT}).")
-    # Models saved before pooling and recalibration were settings averaged their members arithmetically.
-    legacy = {"pool": "arithmetic", "recalibrate": "none"}
-    settings = Settings(**{**legacy, **meta["settings"], "drop_questions": tuple(meta["settings"]["drop_questions"])})
-    rubric = rubric_from_dict(meta["rubric"], source=meta_path)
+    settings, rubric = _checked_meta(meta, meta_path)
+    integrity = _check_integrity(meta, meta_path)
+    _check_weight_shapes(weights_path, _expected_shapes(meta, settings, rubric))
+    if integrity and integrity.get("weights_sha256") != _sha256(weights_path):
+        raise InputError(
+            "the weights are not the ones this model.json was written with (SHA-256 differs).",
+            path=weights_path,
+            fix="keep weights.safetensors and model.json of one training together, or retrain the model.",
+        )
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised)
     try:
@@ -123,8 +152,109 @@ def load_model(path: str | Path) -> LoadedModel:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
     net.eval()
-    recalibration = Recalibration.from_dict(meta["recalibration"]) if meta.get("recalibration") else None
+    try:
+        recalibration = Recalibration.from_dict(meta["recalibration"]) if meta.get("recalibration") else None
+        if recalibration is not None and (
+            not 0 <= recalibration.question < len(rubric.questions)
+            or recalibration.scale.shape != recalibration.bias.shape
+            or len(recalibration.scale) != len(rubric.questions[recalibration.question].options)
+            or not (np.isfinite(recalibration.scale).all() and np.isfinite(recalibration.bias).all())
+        ):
+            raise ValueError("its sizes do not fit the rubric")
+    except (KeyError, TypeError, ValueError, IndexError) as exc:
+        detail = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
+        raise InputError(f"the recalibration block of model.json is not valid ({detail}).", path=meta_path,
+                         fix="retrain the model.") from None
     return LoadedModel(net, rubric, meta["spec"], list(meta["judges"]), settings, meta, recalibration)
+
+
+def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
+    """The settings and rubric of a model.json, after checking every field the model is rebuilt from."""
+    import dataclasses
+
+    from calibration.config_check import check_settings
+
+    def bad(what: str) -> InputError:
+        return InputError(f"model.json {what}.", path=meta_path, fix="retrain the model; do not edit model.json.")
+
+    for key, kind in (("settings", dict), ("spec", dict), ("judges", list), ("rubric", dict)):
+        if not isinstance(meta.get(key), kind):
+            raise bad(f"has no valid {key!r} ({kind.__name__} expected)")
+    for key, high in (("n_models", 1024), ("n_inputs", 100_000)):
+        value = meta.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise bad(f"has {key}={value!r}, not a whole number in 1..{high}")
+    if not all(isinstance(j, str) for j in meta["judges"]) or len(set(meta["judges"])) != len(meta["judges"]):
+        raise bad("has a judge map that is not a list of distinct judge ids")
+    names = {f.name for f in dataclasses.fields(Settings)}
+    unknown = sorted(set(meta["settings"]) - names)
+    if unknown:
+        raise bad(f"has unknown setting(s) {unknown}")
+    check_settings(meta["settings"], source=meta_path)
+    # Models saved before pooling and recalibration were settings averaged their members arithmetically.
+    legacy = {"pool": "arithmetic", "recalibrate": "none"}
+    merged = {**legacy, **meta["settings"]}
+    merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
+    return Settings(**merged), rubric_from_dict(meta["rubric"], source=meta_path)
+
+
+def _check_integrity(meta: dict, meta_path: Path) -> dict | None:
+    """model.json's own checksum, written at training time (models from before it have none); returns the
+    integrity block, whose weights checksum is checked once the weights' header fits."""
+    integrity = meta.get("integrity")
+    if integrity is None:
+        return None
+    if not isinstance(integrity, dict):
+        raise InputError("model.json has a malformed integrity block.", path=meta_path, fix="retrain the model.")
+    if integrity.get("model_sha256") != _model_sha256(meta):
+        raise InputError(
+            "model.json was changed after training: its judge map, rubric or settings no longer match its checksum.",
+            path=meta_path,
+            fix="restore the model.json written by `role-rubric train`, or retrain the model.",
+        )
+    return integrity
+
+
+def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str, tuple[int, ...]]:
+    """The tensor shapes CalibrationNet(...) would allocate for this model.json (calibration/model/network.py)."""
+    m, d, h1, h2 = meta["n_models"], meta["n_inputs"], settings.hidden1, settings.hidden2
+    n_q, n_k = len(rubric.questions), max(len(q.options) for q in rubric.questions)
+    j = max(len(meta["judges"]), 1) if settings.personalised else 0
+    return {
+        "W1": (m, d + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
+        "U1": (m, j, d + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),
+        "option_pad": (n_q, n_k),
+    }
+
+
+def _check_weight_shapes(weights_path: Path, expected: dict[str, tuple[int, ...]]) -> None:
+    """Compare the safetensors header with the shapes model.json implies, before allocating anything."""
+    def bad(what: str) -> InputError:
+        return InputError(f"weights do not match model.json ({what}).", path=weights_path,
+                          fix="retrain the model; do not mix files of different models.")
+
+    size = weights_path.stat().st_size
+    with open(weights_path, "rb") as fh:
+        head = fh.read(8)
+        if len(head) < 8:
+            raise bad("the file is too short to be safetensors")
+        (n,) = struct.unpack("<Q", head)
+        if n > min(size - 8, 100_000_000):
+            raise bad("its header size is larger than the file")
+        try:
+            header = json.loads(fh.read(n))
+        except (json.JSONDecodeError, UnicodeDecodeError):
+            raise bad("its header is not valid JSON") from None
+    if not isinstance(header, dict):
+        raise bad("its header is not a JSON object")
+    header.pop("__metadata__", None)
+    found = {k: tuple(v.get("shape", ())) for k, v in header.items() if isinstance(v, dict)}
+    for name, shape in expected.items():
+        if found.get(name) != shape:
+            raise bad(f"{name} has shape {list(found.get(name, ())) or 'missing'}, model.json implies {list(shape)}")
+    ends = [v.get("data_offsets", [0, 0])[1] for v in header.values() if isinstance(v, dict)]
+    if 8 + n + max(ends, default=0) > size:
+        raise bad("the file is shorter than its header says")
 
 
 def _version() -> str:
