@@ -21,6 +21,7 @@ from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import BASELINES
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import oof_network
+from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.settings import Settings
 
 METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm")
@@ -115,6 +116,8 @@ def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
     ds = load_dataset(cfg.data, target=cfg.get("target"))
+    check_folds(ds, int(cfg.folds))
+    print_warnings("cv", size_warnings(ds, int(cfg.folds)))
     result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
                             progress=True)
     chosen = None

@@ -23,6 +23,7 @@ from calibration.evaluation.cv_predictions import (
 )
 from calibration.evaluation.metrics import jsonable
 from calibration.evaluation.significance import METRICS
+from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
 from calibration.report.page import (
     PAGE,
     encode_png,
@@ -42,6 +43,7 @@ from calibration.report.tables import (
     prepare_metrics_table,
     prepare_per_judge,
 )
+from calibration.report.turns import TURNS_CSS, turn_sections
 from calibration.report.variants import (
     ablation_variants,
     plot_ablations,
@@ -51,6 +53,8 @@ from calibration.report.variants import (
     prepare_learning_curve,
     prepare_targets,
 )
+from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
+from rubric.identity import dataset_judge_identity
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -126,6 +130,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         pool = prefetching_pool(workers, variant_jobs)
         stack.callback(pool.shutdown, cancel_futures=True)
     if not cfg.get("cv"):
+        check_folds(ds, folds)
         print(f"report: cross-validating the calibrated model and baselines ({folds} folds, seed {seed})")
         predictions = cross_validate(ds, settings, folds=folds, seed=seed, fold_seed=fold_seed, progress=True).predictions
     timings = {"main cv": time.perf_counter() - start}
@@ -208,12 +213,47 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             section_html(
                 "Per-judge agreement",
                 "RMSE of each method on each judge's judgments, the judge the calibrated model predicts worst on top; "
-                "correlations are undefined (–) for a judge whose answers are all the same.",
+                "correlations are undefined (–) for a judge whose answers are all the same. The per-judge mean's "
+                "within-judge correlation is negative by construction, not a bug: its prediction for a judge changes "
+                "only between folds, and a fold holding that judge's higher answers leaves a lower mean to train on.",
                 ("per_judge.png", encode_png(plot_per_judge(per_judge)[0], out / "per_judge.png")),
                 html_table(per_judge_for_html(per_judge)),
             )
         )
         timings["tables"] = time.perf_counter() - tick
+
+        tick = time.perf_counter()
+        turn_results, turn_html_sections, drilldown = turn_sections(cfg.data, ds, predictions, adheres_at=threshold)
+        results.update(turn_results)
+        html_sections += turn_html_sections
+        skipped = [
+            f"{title} (report.{key}{'.repeats=0' if key == 'learning_curve' else '=false'})"
+            for title, key, on in (
+                ("ablations", "ablations", opts.ablations),
+                ("every question as the target", "targets", opts.targets),
+                ("learning curve", "learning_curve", opts.learning_curve.repeats),
+            )
+            if not on
+        ]
+        if threshold is None:
+            skipped.append("the 'adheres' reliability panel (report.adheres_threshold=null)")
+        size_notes = size_warnings(ds, folds) + reliability_warnings(results["reliability"])
+        print_warnings("report", size_notes)
+        results["verdict"] = prepare_verdict(
+            table,
+            results["reliability"],
+            judge=dataset_judge_identity(cfg.data),
+            size={
+                "judgments": len(main_calibrated),
+                "judges": int(main_calibrated["judge_id"].nunique()),
+                "turns": int(main_calibrated[["conversation_id", "turn"]].drop_duplicates().shape[0]),
+                "conversations": int(main_calibrated["conversation_id"].nunique()),
+                "folds": folds,
+            },
+            skipped=skipped,
+            warnings=size_notes,
+        )
+        timings["turns and verdict"] = time.perf_counter() - tick
 
         reference = main_calibrated
         variants = bool(opts.ablations or opts.targets or opts.learning_curve.repeats)
@@ -353,10 +393,10 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         f"{main_calibrated['conversation_id'].nunique()} conversations; {folds}-fold cross-validation "
         f"grouped by conversation, seed {seed}, ensemble of {settings.ensemble}."
     )
-    (out / "report.html").write_text(
-        PAGE.format(title=html.escape(target), intro=intro, sections="\n".join(html_sections)),
-        encoding="utf-8",
-    )
+    stubs = [section_html(title[0].upper() + title[1:], f"Skipped: {title}.", None) for title in skipped]
+    sections = [verdict_html(results["verdict"]), *html_sections, *stubs, drilldown]
+    page = PAGE.format(title=html.escape(target), intro=intro, sections="\n".join(sections))
+    (out / "report.html").write_text(page.replace("</style>", VERDICT_CSS + TURNS_CSS + "</style>", 1), encoding="utf-8")
     (out / "metrics.json").write_text(json.dumps(jsonable(results), indent=2) + "\n")
     total = time.perf_counter() - start
     print("report: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {total:.1f}s")

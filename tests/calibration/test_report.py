@@ -235,6 +235,20 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     return root / "a", results
 
 
+def test_report_opens_with_a_verdict_and_ends_with_every_turn(tiny_report: tuple[Path, dict]) -> None:
+    out, results = tiny_report
+    page = (out / "report.html").read_text()
+    assert page.index('id="verdict"') < page.index("<h2") < page.index('<h2 id="turns"')
+    verdict = results["verdict"]
+    assert verdict["outcome"] in {"better", "no clear difference", "worse"}
+    assert verdict["best_baseline"] in {r["method"] for r in results["metrics"]} - {"calibrated"}
+    assert verdict["size"]["turns"] == 80 and verdict["size"]["judges"] == 4
+    assert verdict["warnings"] == []  # 40 labelled turns per fold, every judge with many labels
+    data = json.loads(re.search(r'id="rr-turns-data">(.*?)</script>', page, re.S).group(1))
+    assert len(data["rows"]) == 80 and data["questions"] == ["overall", "scope"]
+    assert "[0." in page and "white-space: nowrap" in page  # intervals never wrap mid-bracket
+
+
 def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:
     out, results = tiny_report
     page = (out / "report.html").read_text()
@@ -353,7 +367,11 @@ window.addEventListener("load", () => {
   const broken = images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt);
   const out = document.createElement("pre");
   out.id = "rr-check";
-  out.textContent = JSON.stringify({images: images.length, broken: broken, errors: window.__errors});
+  const turns = document.querySelectorAll("#rr-turns tr.rr-row");
+  if (turns.length) turns[0].click();  // the drill-down opens the turn's details
+  out.textContent = JSON.stringify({images: images.length, broken: broken, errors: window.__errors,
+    verdict: !!document.getElementById("verdict"), turn_rows: turns.length,
+    opened: document.querySelectorAll("#rr-turns tr.rr-open").length});
   document.body.appendChild(out);
 });
 </script>"""
@@ -391,7 +409,14 @@ def test_report_page_in_headless_chromium(tiny_report: tuple[Path, dict], tmp_pa
     found = re.search(r'<pre id="rr-check">(.*?)</pre>', dom.stdout, re.S)
     assert found, f"the checker did not run; chromium said: {dom.stderr[-2000:]}"
     check = json.loads(found.group(1).replace("&quot;", '"'))
-    assert check == {"images": 7, "broken": [], "errors": []}
+    assert check == {
+        "images": page.count("<img "),
+        "broken": [],
+        "errors": [],
+        "verdict": True,
+        "turn_rows": 50,  # one page of the 80 turns
+        "opened": 1,
+    }
     console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
     assert console == [], console
 

@@ -1,0 +1,174 @@
+"""The verdict at the top of the report: can I trust this calibrator? One box that compares the calibrated
+model with the best baseline (whatever baselines the cv predictions hold), gives the worst smECE, names
+the judge that produced the distributions, the data size, and what was skipped or is too small to read.
+
+`prepare_verdict(...)` returns a dict (also written to metrics.json); `verdict_html(verdict)` draws it.
+"""
+
+from __future__ import annotations
+
+import html
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import pandas as pd
+
+from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE
+
+SMECE_GOOD = 0.05
+ALPHA = 0.05
+NOT_BASELINES = {REFERENCE, "calibrated_nested"}  # our own model, estimated another way
+STAND_INS = {
+    "fake-judge": "the local fake judge answers with a fixed hash of each prompt: its scores are noise, "
+    "useful to check the plumbing only",
+    "all-MiniLM-L6-v2": "the offline embedding judge is a weak stand-in for an LLM judge (it cannot see tone)",
+}
+
+
+def _metric(table: pd.DataFrame, method: str, metric: str) -> dict[str, float]:
+    row = table[(table["method"] == method) & (table["metric"] == metric)]
+    if row.empty:
+        return {"value": math.nan, "low": math.nan, "high": math.nan, "p_value": math.nan}
+    r = row.iloc[0]
+    return {k: float(r[k]) for k in ("value", "low", "high", "p_value")}
+
+
+def prepare_verdict(
+    table: pd.DataFrame,
+    curves: Sequence[Mapping[str, Any]],
+    *,
+    judge: Mapping[str, Any] | None,
+    size: Mapping[str, int],
+    skipped: Iterable[str] = (),
+    warnings: Iterable[str] = (),
+) -> dict[str, Any]:
+    """table: prepare_metrics_table's frame; curves: the reliability curves (name, n, positives, smece,
+    low, high); size: judgments, judges, conversations, turns, folds. Returns the verdict as a dict:
+    outcome ("better" | "no clear difference" | "worse"), the best baseline and both models' RMSE and
+    Pearson with intervals and p-values, the worst smECE, trust ("trust" | "use with care" | "do not
+    trust"), the judge, size, skipped and warnings."""
+    baselines = [m for m in dict.fromkeys(table["method"]) if m not in NOT_BASELINES]
+    rmse = {m: _metric(table, m, "rmse")["value"] for m in baselines}
+    finite = {m: v for m, v in rmse.items() if math.isfinite(v)}
+    best = min(finite, key=finite.get) if finite else None
+    ours = {k: _metric(table, REFERENCE, k) for k in ("rmse", "pearson")}
+    theirs = {k: _metric(table, best, k) for k in ("rmse", "pearson")} if best else {}
+    outcome = "no clear difference"
+    if best is not None:
+        p = theirs["rmse"]["p_value"]
+        if math.isfinite(p) and p < ALPHA:
+            outcome = "better" if ours["rmse"]["value"] < theirs["rmse"]["value"] else "worse"
+    readable = [c for c in curves if int(c.get("positives", 0)) >= 10 and math.isfinite(float(c["smece"]))]
+    worst = max(readable, key=lambda c: float(c["smece"]), default=None)
+    calibrated_ok = worst is not None and float(worst["smece"]) <= SMECE_GOOD
+    if outcome == "better" and calibrated_ok:
+        trust = "trust"
+    elif outcome == "worse":
+        trust = "do not trust"
+    else:
+        trust = "use with care"
+    stand_in = STAND_INS.get(str((judge or {}).get("model")))
+    if stand_in and trust == "trust":
+        trust = "use with care"
+    return {
+        "outcome": outcome,
+        "trust": trust,
+        "best_baseline": best,
+        "best_baseline_label": METHOD_LABELS.get(best, best) if best else None,
+        "calibrated": ours,
+        "baseline": theirs,
+        "worst_smece": None
+        if worst is None
+        else {k: worst[k] for k in ("name", "smece", "low", "high", "positives")},
+        "judge": dict(judge) if judge else None,
+        "stand_in": stand_in,
+        "size": dict(size),
+        "skipped": list(skipped),
+        "warnings": list(warnings),
+    }
+
+
+def _ci(m: Mapping[str, float]) -> str:
+    if not math.isfinite(m.get("value", math.nan)):
+        return "–"
+    return f"{m['value']:.3f}&nbsp;[{m['low']:.3f},&nbsp;{m['high']:.3f}]"
+
+
+def _p(p: float) -> str:
+    return "–" if not math.isfinite(p) else (f"{p:.2g}" if p >= 0.001 else "&lt;0.001")
+
+
+COLOURS = {"trust": "#2a7a2a", "use with care": "#b07800", "do not trust": "#b00020"}
+
+
+def verdict_html(v: Mapping[str, Any]) -> str:
+    """The verdict box (first thing on the page)."""
+    from rubric.identity import describe
+
+    colour = COLOURS[v["trust"]]
+    best = html.escape(str(v["best_baseline_label"] or "none"))
+    ours, theirs = v["calibrated"], v["baseline"]
+    if v["best_baseline"] is None:
+        headline = "No baseline to compare with."
+    elif v["outcome"] == "better":
+        headline = (
+            f"The calibrated model agrees with the human judges better than the best baseline ({best})."
+        )
+    elif v["outcome"] == "worse":
+        headline = (
+            f"The calibrated model agrees with the human judges <b>worse</b> than the best baseline ({best})."
+        )
+    else:
+        headline = f"The calibrated model is not clearly better than the best baseline ({best})."
+    rows = ""
+    if theirs:
+        rows = (
+            "<table class='rr-verdict-table'><tr><th></th><th>RMSE (lower is better)</th><th>Pearson</th></tr>"
+            f"<tr><td>calibrated</td><td>{_ci(ours['rmse'])}</td><td>{_ci(ours['pearson'])}</td></tr>"
+            f"<tr><td>{best}</td><td>{_ci(theirs['rmse'])}</td><td>{_ci(theirs['pearson'])}</td></tr>"
+            f"<tr><td>p (paired permutation)</td><td>{_p(theirs['rmse']['p_value'])}</td>"
+            f"<td>{_p(theirs['pearson']['p_value'])}</td></tr></table>"
+        )
+    items = []
+    w = v["worst_smece"]
+    if w is None:
+        items.append("<b>Calibration</b>: no reliability panel has enough positive answers to judge it.")
+    else:
+        good = "within" if w["smece"] <= SMECE_GOOD else "<b>above</b>"
+        items.append(
+            f"<b>Worst calibration</b>: smECE {w['smece']:.3f}&nbsp;[{w['low']:.3f},&nbsp;{w['high']:.3f}] for "
+            f"'{html.escape(str(w['name']))}' ({good} the {SMECE_GOOD} we aim for; 0 = perfectly calibrated)."
+        )
+    items.append(f"<b>Judge</b> that produced the distributions: {html.escape(describe(v['judge']))}.")
+    if v["stand_in"]:
+        items.append(f"<b class='rr-warn'>Stand-in judge</b>: {html.escape(v['stand_in'])}.")
+    s = v["size"]
+    items.append(
+        f"<b>Data</b>: {s.get('judgments', 0)} judgments by {s.get('judges', 0)} human judges on "
+        f"{s.get('turns', 0)} turns of {s.get('conversations', 0)} conversations; "
+        f"{s.get('folds', 0)}-fold cross-validation grouped by conversation (every number is out of fold)."
+    )
+    if v["skipped"]:
+        items.append("<b>Skipped</b>: " + "; ".join(html.escape(x) for x in v["skipped"]) + ".")
+    for warning in v["warnings"]:
+        items.append(f"<b class='rr-warn'>Warning</b>: {html.escape(warning)}")
+    items.append(
+        "<b>Which turns it gets most wrong</b>: <a href='#turns'>every turn with its text, worst "
+        "disagreement first</a>."
+    )
+    lis = "".join(f"<li>{x}</li>" for x in items)
+    return (
+        f'<div class="rr-verdict" id="verdict" style="border-color:{colour}">'
+        f"<p class='rr-verdict-head' style='color:{colour}'>Verdict: {html.escape(v['trust'])}</p>"
+        f"<p>{headline}</p>{rows}<ul>{lis}</ul></div>"
+    )
+
+
+VERDICT_CSS = """
+.rr-verdict { border: 3px solid; border-radius: 6px; padding: 0.6em 1.2em; margin: 1em 0 2em; }
+.rr-verdict-head { font-size: 1.35em; font-weight: 700; margin: 0.2em 0; }
+.rr-verdict-table td, .rr-verdict-table th { white-space: nowrap; }
+.rr-verdict li { margin: 0.25em 0; } .rr-warn { color: #b00020; }
+td { white-space: nowrap; }
+"""
