@@ -14,7 +14,8 @@ import numpy as np
 import pandas as pd
 import yaml
 
-from rubric.errors import InputError
+from rubric.errors import InputError, read_text_file
+from rubric.files import atomic_to_csv, out_lock
 from rubric.schema import Rubric, format_value, rubric_from_dict, save_rubric
 
 EVAL_COLUMNS = ("text_id", "criterion", "answer1_prob", "answer2_prob", "answer3_prob", "answer4_prob")
@@ -31,15 +32,16 @@ def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str |
     """Convert LLM-Rubric TSV files into a native dataset directory; returns counts of what was done."""
     evaluations, judgments, out = Path(evaluations), Path(judgments), Path(out)
     evals = _read_tsv(evaluations, EVAL_COLUMNS)
+    _check_probabilities(evals, evaluations)
     human = _read_tsv(judgments, JUDGMENT_COLUMNS)
     rubric = _rubric_for(sorted(evals["criterion"].astype(str).unique(), key=_question_order), evals, evaluations)
     llm = _llm_long(evals, rubric, evaluations)
     human, counts = _usable_judgments(human, set(llm["conversation_id"]))
     labels, counts["unanswered_cells"] = _labels_long(human, rubric)
-    out.mkdir(parents=True, exist_ok=True)
-    save_rubric(rubric, out / "rubric.yaml")
-    llm.to_csv(out / "llm.csv", index=False)
-    labels.to_csv(out / "labels.csv", index=False)
+    with out_lock(out):
+        save_rubric(rubric, out / "rubric.yaml")
+        atomic_to_csv(llm, out / "llm.csv")
+        atomic_to_csv(labels, out / "labels.csv")
     counts.update(
         items=llm["conversation_id"].nunique(), judgment_rows=len(human), label_cells=len(labels),
         judges=labels["judge_id"].nunique(),
@@ -65,10 +67,14 @@ def _usable_judgments(human: pd.DataFrame, known: set[str]) -> tuple[pd.DataFram
 def _read_tsv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     if not path.exists():
         raise InputError("file not found.", path=path, fix="pass the path of the LLM-Rubric TSV file.")
+    read_text_file(path)  # not UTF-8 (or a folder): one line naming the file
     try:
         df = pd.read_csv(path, sep="\t", dtype={"text_id": str, "criterion": str, "annotator_id": str})
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty.", path=path, fix="pass the LLM-Rubric TSV file.") from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"cannot be read ({str(exc).splitlines()[0]}).", path=path,
+                         fix="pass the LLM-Rubric TSV file (tab-separated).") from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(
@@ -77,6 +83,18 @@ def _read_tsv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
             fix="evaluations= takes llm_evaluations.tsv and judgments= takes human_judgments.tsv.",
         )
     return df
+
+
+def _check_probabilities(evals: pd.DataFrame, path: Path) -> None:
+    """Every answerK_prob a number in [0, 1] (the row named otherwise), as numbers from here on."""
+    for k in range(1, 5):
+        column = f"answer{k}_prob"
+        values = pd.to_numeric(evals[column], errors="coerce")
+        bad = np.flatnonzero((~np.isfinite(values.to_numpy(dtype=float))) | (values < 0).to_numpy() | (values > 1).to_numpy())
+        if bad.size:
+            raise InputError(f"{column} {str(evals[column].iloc[bad[0]])!r} is not a probability in [0, 1].", path=path,
+                             row=int(bad[0]) + 1, fix="write a number in [0, 1] in every answerK_prob column.")
+        evals[column] = values.astype(float)
 
 
 def _question_order(qid: str) -> tuple[int, str]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from rubric.errors import InputError
+
 
 def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
     """(N,) fold index of every element, whole groups per fold, folds balanced in element count.
@@ -17,7 +19,10 @@ def group_folds(groups: np.ndarray, n_folds: int, seed: int) -> np.ndarray:
         raise ValueError(f"n_folds must be at least 2, got {n_folds}.")
     unique, counts = np.unique(groups, return_counts=True)
     if len(unique) < n_folds:
-        raise ValueError(f"{len(unique)} conversations cannot fill {n_folds} folds; use fewer folds.")
+        raise InputError(
+            f"{len(unique)} conversations cannot fill {n_folds} folds (every fold needs a conversation of its own).",
+            fix=f"use at most {len(unique)} folds (folds=, or search.inner_folds= for a search), or add conversations.",
+        )
     order = np.random.default_rng(seed).permutation(len(unique))
     size = np.zeros(n_folds, dtype=np.int64)
     fold_of_group = np.empty(len(unique), dtype=np.int64)

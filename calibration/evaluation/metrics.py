@@ -12,6 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from rubric.errors import InputError
+from rubric.files import atomic_write_text
 
 
 def agreement(expected, answers) -> dict[str, float]:
@@ -94,17 +95,58 @@ def run_evaluate(cfg) -> dict:
 
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     path = Path(cfg.predictions)
-    if not path.exists():
-        raise InputError("predictions file not found.", path=path, fix="run `role-rubric predict` first.")
-    ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id")}
-    predictions = pd.read_csv(path, dtype=ids, keep_default_na=False, na_values={"expected": [""]})
-    for column in ("conversation_id", "turn", "judge_id", "question_id", "expected"):
-        if column not in predictions.columns:
-            raise InputError(f"missing column {column}.", path=path, fix="pass a file written by `role-rubric predict`.")
+    predictions = read_predictions(path, ds.rubric)
     metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(jsonable(metrics), indent=2))
+    atomic_write_text(out, json.dumps(jsonable(metrics), indent=2))
     print("evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()))
     print(f"evaluate: wrote {out}")
     return metrics
+
+
+def read_predictions(path: Path, rubric) -> pd.DataFrame:
+    """A predictions.csv, checked: the columns, one row per (item, judge, question), and every `expected`
+    a number within its question's option values (the row and the fix named otherwise)."""
+    from rubric.errors import read_text_file
+
+    if not path.is_file():
+        raise InputError("predictions file not found.", path=path, fix="run `role-rubric predict` first.")
+    read_text_file(path)  # not UTF-8: one line naming the file and line
+    ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id")}
+    fix = "pass a file written by `role-rubric predict`."
+    try:
+        predictions = pd.read_csv(path, dtype=ids, keep_default_na=False, na_values={"expected": [""]})
+    except pd.errors.EmptyDataError:
+        raise InputError("the file is empty.", path=path, fix=fix) from None
+    except (pd.errors.ParserError, ValueError) as exc:
+        raise InputError(f"cannot be read ({str(exc).splitlines()[0]}).", path=path, fix=fix) from None
+    for column in ("conversation_id", "turn", "judge_id", "question_id", "expected"):
+        if column not in predictions.columns:
+            raise InputError(f"missing column {column}.", path=path, fix=fix)
+    if predictions.empty:
+        raise InputError("the file has a header but no rows.", path=path, fix=fix)
+    predictions["judge_id"] = predictions["judge_id"].str.strip()
+    expected = pd.to_numeric(predictions["expected"], errors="coerce").to_numpy(dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(expected))
+    if bad.size:
+        raw = predictions["expected"].iloc[bad[0]]
+        what = "is empty" if pd.isna(raw) or str(raw).strip() == "" else f"is not a finite number ({raw!r})"
+        raise InputError(f"expected {what}.", path=path, row=int(bad[0]) + 1,
+                         fix="every row needs the expected answer; rerun `role-rubric predict`.")
+    predictions["expected"] = expected
+    for question in rubric.questions:
+        rows = np.flatnonzero(predictions["question_id"].to_numpy() == question.id)
+        low, high = min(question.values), max(question.values)
+        outside = rows[(expected[rows] < low - 1e-9) | (expected[rows] > high + 1e-9)]
+        if outside.size:
+            raise InputError(
+                f"expected {expected[outside[0]]:g} of question {question.id!r} is outside its scale [{low:g}, {high:g}].",
+                path=path, row=int(outside[0]) + 1, fix="predict with a model trained on this rubric.")
+    keys = ["conversation_id", "turn", "judge_id", "question_id"]
+    dup = np.flatnonzero(predictions.duplicated(keys).to_numpy())
+    if dup.size:
+        key = ", ".join(f"{k}={predictions[k].iloc[dup[0]]!r}" for k in keys)
+        raise InputError(f"duplicate prediction ({key}).", path=path, row=int(dup[0]) + 1,
+                         fix="keep one row per (item, judge, question); do not concatenate prediction files.")
+    return predictions

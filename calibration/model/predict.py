@@ -17,6 +17,7 @@ import torch
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
 from rubric.identity import check_same_judge, dataset_judge_identity
 from rubric.schema import Rubric, format_value
 
@@ -62,7 +63,7 @@ def run_predict(cfg) -> Path:
     frame = predictions_frame(ds.items.iloc[item], judge_names, model.proba(X, item, judge), ds.rubric)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
+    atomic_to_csv(frame, out)
     print(f"predict: {len(frame)} rows ({len(item)} item-judge pairs x {len(ds.rubric.ids)} questions)")
     print(f"predict: wrote {out}")
     return out
