@@ -26,7 +26,7 @@ from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings
 from rubric.errors import InputError
-from rubric.files import atomic_path, atomic_write_text
+from rubric.files import atomic_path, atomic_write_text, out_lock
 from rubric.identity import dataset_judge_identity, describe
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
@@ -270,9 +270,9 @@ def run_train(cfg) -> Path:
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     start = time.perf_counter()
     judge = dataset_judge_identity(cfg.data)
-    net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-    out = save_model(Path(cfg.out), net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-                     judge=judge)
+    with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
+        net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
+        save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration, judge=judge)
     print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
     print(f"train: trained on the distributions of the {describe(judge)}")
