@@ -25,8 +25,8 @@ Definitions (what is promised):
   cannot reject, and the sequence would stop before it began. This start depends on the calibration turns'
   confidences only, never on their labels; it is the one step outside textbook fixed-sequence testing, and
   the property test and the 20-split check (README) measure that the promise still holds. If no threshold
-  passes, every turn is escalated. The calibration turns must be exchangeable with the turns decided later; turns of one
-  conversation are not independent, so calibrate on many conversations.
+  passes, every turn is escalated. The calibration turns must be exchangeable with the turns decided
+  later; turns of one conversation are not independent, so calibrate on many conversations.
 """
 
 from __future__ import annotations
