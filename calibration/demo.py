@@ -156,7 +156,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     from calibration.model.files import save_model
     from calibration.model.settings import Settings
     from calibration.score import results_frames
-    from rubric.identity import dataset_judge_identity
+    from rubric.identity import dataset_judge_identity, stand_in_note
 
     start = time.perf_counter()
     out = Path(cfg.out)
@@ -225,6 +225,8 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         else None
     )
     tick = time.perf_counter()
+    if progress:  # this stage draws no bar of its own: say what the next seconds are spent on
+        print(f"demo: per-turn out-of-fold adherence: training {folds} x {settings.ensemble} models ...", flush=True)
     oof = oof_item_adherence(ds, settings, folds=folds, seed=seed, adheres_at=adheres_at)
     human = item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at)[
         ["conversation_id", "turn", "human"]
@@ -263,6 +265,9 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     }
     (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
     _print_summary(summary, cv.metrics, roles, aucs, format_table)
+    note = stand_in_note(judge.get("model"))
+    if note:  # beside the scores, not only in a footnote
+        print(f"\ndemo: note: {note}.")
     wall = time.perf_counter() - start
     print("demo: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {wall:.1f}s")
     print(

@@ -11,6 +11,7 @@ import pandas as pd
 from calibration.api import AdherenceResult, RoleAdherence
 from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError
+from rubric.identity import stand_in_note
 
 
 def results_frames(
@@ -121,6 +122,9 @@ def run_score(cfg) -> pd.DataFrame:
         )
         + f"; adherence = P({metric.rubric.target} >= {metric.adheres_at:g})"
     )
+    note = stand_in_note(metric.judge.model)
+    if note:
+        print(f"score: note: {note}.")
     if metric.unseen_judges:
         print(
             f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}"

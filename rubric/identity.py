@@ -28,6 +28,20 @@ _NAMES = {
 }
 
 
+STAND_INS = {
+    "fake-judge": "the local fake judge answers with a fixed hash of each prompt: its scores are noise, "
+    "useful to check the plumbing only",
+    "all-MiniLM-L6-v2": "the offline embedding judge is a weak stand-in for an LLM judge (it cannot see tone, "
+    "and it rates some clear violations as adherent): its scores show how the pipeline works, not how well "
+    "a chatbot keeps to its role",
+}
+
+
+def stand_in_note(model: str | None) -> str | None:
+    """What to say about a judge model that only stands in for a real LLM judge, or None."""
+    return STAND_INS.get(str(model))
+
+
 def prompt_template_hash() -> str:
     """Hash of the prompt a judge sees, rendered for a fixed probe conversation and question: it changes
     when the instructions or the layout of the prompt change, not with the conversations scored."""

@@ -20,7 +20,10 @@ from rubric.prompts import Prompt
 def progress_bar(total: int, progress: bool) -> Any:
     from tqdm.auto import tqdm
 
-    return tqdm(total=total, disable=not progress, unit="ask", desc="gather", file=sys.stderr, smoothing=0.1)
+    # disable=None: no bar when stderr is not a terminal (a log file gets the closing summary line, not
+    # carriage-return redraws); leave=False: the summary line replaces the finished bar.
+    return tqdm(total=total, disable=None if progress else True, unit="ask", desc="gather", file=sys.stderr,
+                smoothing=0.1, leave=False)
 
 
 async def run_in_process(

@@ -67,15 +67,20 @@ def jsonable(value):
 
 
 def evaluate_predictions(predictions: pd.DataFrame, labels: pd.DataFrame, question: str) -> dict[str, float]:
-    """Join per-judge predictions of `question` to the human labels and score the expected answer."""
-    pred = predictions[(predictions["question_id"] == question) & (predictions["judge_id"].astype(str) != "")]
+    """Join predictions of `question` to the human labels and score the expected answer: per-judge rows
+    against that judge's answer; without any, population rows (empty judge_id) against every human answer
+    of their item."""
+    pred = predictions[predictions["question_id"] == question]
     truth = labels[labels["question_id"] == question]
     keys = ["conversation_id", "turn", "judge_id"]
-    joined = pred.merge(truth[keys + ["answer"]], on=keys, how="inner")
+    joined = pred[pred["judge_id"].astype(str) != ""].merge(truth[keys + ["answer"]], on=keys, how="inner")
+    if joined.empty:
+        population = pred[pred["judge_id"].astype(str) == ""].drop(columns="judge_id")
+        joined = population.merge(truth[keys + ["answer"]], on=keys[:2], how="inner")
     if joined.empty:
         raise InputError(
             f"no prediction of question {question!r} matches a human label.",
-            fix="predict for the labelled judges (not only the population) on the same items.",
+            fix="predict on the items of the labelled data (data=the dir holding labels.csv).",
         )
     return agreement(joined["expected"].to_numpy(float), joined["answer"].to_numpy(float))
 

@@ -97,6 +97,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
         else:
             with ThreadPoolExecutor(len(slices)) as pool:
                 fitted = list(pool.map(fit, slices))
+        bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
     return CalibrationNet.concat([net for net, _ in fitted])
 

@@ -159,6 +159,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             seed=seed,
             n_boot=int(opts.smece_boot),
             band_bootstrap=int(opts.band_bootstrap),
+            progress=True,
         )
         results["reliability"] = [
             {k: v for k, v in c.items() if k != "diagram"} for c in reliability["curves"]
@@ -179,7 +180,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         timings["reliability"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
-        table = prepare_metrics_table(predictions, seed=seed, n_boot=n_boot, n_perm=n_perm)
+        table = prepare_metrics_table(predictions, seed=seed, n_boot=n_boot, n_perm=n_perm, progress=True)
         results["metrics"] = _records(table)
         html_sections.append(
             section_html(

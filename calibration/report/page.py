@@ -18,13 +18,31 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE
 
+DPI = 90
+PAGE_WIDTH_PX = 1150  # the page's content width (max-width 1200px less its padding)
+MIN_TEXT_PX = 10
+
+
+def legible(fig: Figure, *, dpi: float = DPI, page_px: float = PAGE_WIDTH_PX, min_px: float = MIN_TEXT_PX) -> Figure:
+    """Enlarge every text of `fig` (ticks, labels, titles, legends) that would be drawn smaller than
+    `min_px` pixels once the image is shrunk to the page width."""
+    scale = min(1.0, page_px / (fig.get_figwidth() * dpi))
+    min_pt = min_px / (dpi / 72 * scale)
+    for text in fig.findobj(Text):
+        if text.get_text() and text.get_fontsize() < min_pt:
+            text.set_fontsize(min_pt)
+    return fig
+
 
 def encode_png(fig: Figure, path: Path) -> str:
-    """Save `fig` as PNG with no varying metadata (so reruns give identical bytes); return base64."""
-    fig.savefig(path, format="png", dpi=90, metadata={"Software": None})
+    """Save `fig` as PNG with no varying metadata (so reruns give identical bytes), every text legible at
+    page width (`legible`); return base64."""
+    legible(fig)
+    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
     return base64.b64encode(path.read_bytes()).decode("ascii")
 

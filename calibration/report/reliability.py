@@ -17,6 +17,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import relplot
 from matplotlib.figure import Figure
+from tqdm.auto import tqdm
 
 from calibration.evaluation.significance import bootstrap_counts
 
@@ -96,6 +97,7 @@ def prepare_reliability(
     n_boot: int = 100,
     band_bootstrap: int = 100,
     level: float = 0.95,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """One-vs-rest reliability diagrams and smECE with a bootstrap interval, for every option and "adheres".
 
@@ -110,6 +112,7 @@ def prepare_reliability(
         n_boot: resamples for the smECE interval.
         band_bootstrap: relplot's bootstrap regressions for the confidence band of the curve.
         level: coverage of the smECE interval (relplot's band is always 95%).
+        progress: a progress bar over the panels (on a terminal only).
 
     Returns:
         {"curves": [{"name", "kind" ("value" | "adheres"), "value", "n", "positives", "smece", "low",
@@ -139,7 +142,8 @@ def prepare_reliability(
         )
     counts = bootstrap_counts(groups, len(labels), rng=np.random.default_rng(seed), n_boot=n_boot)
     curves = []
-    for name, kind, value, f, y in outcomes:
+    panels = tqdm(outcomes, desc="reliability", unit="panel", disable=None if progress else True, leave=False)
+    for name, kind, value, f, y in panels:
         f = np.clip(f, 0.0, 1.0)
         y = y.astype(float)
         with _global_numpy_seed(seed):
@@ -185,10 +189,13 @@ def plot_reliability(data: dict[str, Any], ax: Any = None) -> tuple[Figure, Any]
         # The smECE goes in the title with its interval, so drop relplot's own in-plot label.
         diagram = {k: v for k, v in curve["diagram"].items() if k not in ("ce", "ce_ci_width")}
         relplot.plot_rel_diagram(diagram, fig=fig, ax=panel, use_default_style=False, plot_density=True)
+        few = int(curve["positives"]) < 10  # an smECE on a handful of positives says little
         panel.set_title(
             f"{curve['name']} (n={curve['n']}, {curve['positives']} yes)\n"
-            f"smECE {curve['smece']:.3f} [{curve['low']:.3f}, {curve['high']:.3f}]",
+            + ("too few positives to judge: " if few else "")
+            + f"smECE {curve['smece']:.3f} [{curve['low']:.3f}, {curve['high']:.3f}]",
             fontsize=9,
+            color="#b00020" if few else "black",
         )
         panel.set_xlabel("predicted probability", fontsize=8)
         panel.set_ylabel("observed frequency", fontsize=8)

@@ -18,6 +18,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
+from tqdm.auto import tqdm
 
 from calibration.evaluation.cv_predictions import (
     METHOD_LABELS,
@@ -120,7 +121,7 @@ def plot_distributions(data: dict[str, Any], ax: Any = None) -> tuple[Figure, An
 
 
 def prepare_metrics_table(
-    predictions: pd.DataFrame, *, seed: int = 0, n_boot: int = 1000, n_perm: int = 1000
+    predictions: pd.DataFrame, *, seed: int = 0, n_boot: int = 1000, n_perm: int = 1000, progress: bool = False
 ) -> pd.DataFrame:
     """Every method's metrics with grouped bootstrap 95% CIs, and a paired swap test against `calibrated`.
 
@@ -129,7 +130,9 @@ def prepare_metrics_table(
     """
     reference = method_rows(predictions, REFERENCE)
     records = []
-    for i, method in enumerate(ordered_methods(predictions)):
+    methods = ordered_methods(predictions)
+    bar = tqdm(methods, desc="metrics with intervals", unit="method", disable=None if progress else True, leave=False)
+    for i, method in enumerate(bar):
         rows = method_rows(predictions, method)
         check_aligned(reference, rows, f"methods {REFERENCE!r} and {method!r}")
         groups = rows["conversation_id"].astype(str).to_numpy()
@@ -250,6 +253,6 @@ def plot_per_judge(frame: pd.DataFrame, ax: Any = None) -> tuple[Figure, Any]:
     n = frame[frame["method"] == methods[0]].set_index("judge_id").reindex(judges)["n"]
     a.set_yticks(y, [f"{j} (n={k})" for j, k in zip(judges, n, strict=True)], fontsize=7)
     a.set_xlabel("RMSE (answer units)", fontsize=8)
-    a.legend(fontsize=7, frameon=False)
+    a.legend(fontsize=8, frameon=False, loc="upper left", bbox_to_anchor=(1.01, 1.0))  # beside the bars, never on them
     fig.tight_layout()
     return fig, a

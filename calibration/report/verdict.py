@@ -15,15 +15,11 @@ from typing import Any
 import pandas as pd
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE
+from rubric.identity import stand_in_note
 
 SMECE_GOOD = 0.05
 ALPHA = 0.05
 NOT_BASELINES = {REFERENCE, "calibrated_nested"}  # our own model, estimated another way
-STAND_INS = {
-    "fake-judge": "the local fake judge answers with a fixed hash of each prompt: its scores are noise, "
-    "useful to check the plumbing only",
-    "all-MiniLM-L6-v2": "the offline embedding judge is a weak stand-in for an LLM judge (it cannot see tone)",
-}
 
 
 def _metric(table: pd.DataFrame, method: str, metric: str) -> dict[str, float]:
@@ -68,7 +64,7 @@ def prepare_verdict(
         trust = "do not trust"
     else:
         trust = "use with care"
-    stand_in = STAND_INS.get(str((judge or {}).get("model")))
+    stand_in = stand_in_note((judge or {}).get("model"))
     if stand_in and trust == "trust":
         trust = "use with care"
     return {

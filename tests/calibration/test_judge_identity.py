@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 
+import pandas as pd
 import pytest
 
 from calibration.api import RoleAdherence
@@ -75,3 +76,23 @@ def test_score_refuses_a_calibrator_of_another_judge(trained):
     assert metric.judge_mismatch and any("model" in d for d in metric.judge_mismatch)
     with pytest.raises(InputError, match="calibrator=DIR"):
         RoleAdherence(calibrator=root / "absent", judge="fake")
+
+
+def test_population_predictions_can_be_evaluated(trained):
+    from calibration.evaluation.metrics import run_evaluate
+
+    root, data, _ = trained
+    pred = root / "population.csv"
+    run_predict(
+        compose_config(
+            "predict", [f"model={root / 'model'}", f"data={data}", f"out={pred}", "judges=population"]
+        )
+    )
+    metrics = run_evaluate(
+        compose_config("evaluate", [f"predictions={pred}", f"data={data}", f"out={root / 'm.json'}"])
+    )
+    labels = pd.read_csv(data / "labels.csv")
+    assert metrics["n"] == int(
+        (labels["question_id"] == "overall").sum()
+    )  # every human answer, one prediction per item
+    assert -1 <= metrics["pearson"] <= 1
