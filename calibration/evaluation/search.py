@@ -122,8 +122,9 @@ def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, s
                 fix="pass search.resume=false to start a new study in its place (its trials are deleted), "
                 "or choose another out= or search.study=.",
             )
+        n_trials = len(study.trials)
         optuna.delete_study(study_name=name, storage=_storage(storage))
-        print(f"search: search.resume=false: deleted the earlier study {name!r} ({len(study.trials)} trials) "
+        print(f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) "
               "and started a new one")
         study = open_study(storage, name, seed)
     study.set_user_attr("fingerprint", print_)
