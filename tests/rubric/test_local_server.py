@@ -81,7 +81,7 @@ def test_gathers_through_a_server_it_starts_and_stops(fake_llama, model_file, ru
     (argv,) = starts(fake_llama)
     opts = dict(zip(argv[::2], argv[1::2], strict=False))
     assert opts["--model"] == str(model_file) and opts["--host"] == "127.0.0.1"
-    assert opts["--logits_all"] == "true" and opts["--chat_format"] == "gemma" and opts["--n_ctx"] == "8192"
+    assert opts["--logits_all"] == "true" and opts["--chat_format"] == "gemma" and opts["--n_ctx"] == "4096"
     # another free port next time, yet the same cache key: a rerun makes no request and starts no server
     again = gather(convs, rubric, judge, cache=tmp_path / "c.sqlite")
     assert again.summary.http_requests == 0 and again.summary.cached == 20
