@@ -2,7 +2,7 @@
 exit with the documented status and one clear last line `role-rubric CMD: error: [FILE[, row N]: ]what.
 Fix: what to do.` naming the file or key, and nothing may be half-written.
 
-Rows are (id, setup, argv, exit status, pattern). `setup(tmp)` writes the files the row needs; argv may
+Rows are (id, setup, argv, exit status, pattern). `setup(tmp, good)` writes the files the row needs; argv may
 use {tmp}, {conv}, {rubric}, {data} and {url} (a tiny endpoint that answers whatever the row asks).
 """
 
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -40,15 +41,15 @@ class Case:
     argv: list[str]
     code: int
     pattern: str
-    setup: Callable[[Path], None] | None = None
+    setup: Callable[[Path, Path], None] | None = None
     reply: tuple[int, dict[str, str], bytes] | None = None
     """For gather rows: what the endpoint answers to every request."""
     after: Callable[[Path, str], None] | None = None
     """Further checks on the output folder and stderr."""
 
 
-def _write(name: str, content: str | bytes) -> Callable[[Path], None]:
-    def apply(tmp: Path) -> None:
+def _write(name: str, content: str | bytes) -> Callable[[Path, Path], None]:
+    def apply(tmp: Path, good: Path | None = None) -> None:
         path = tmp / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_bytes(content if isinstance(content, bytes) else content.encode())
@@ -404,6 +405,200 @@ CASES += [
 ]
 
 
+# -- dataset files (train data=...): a copy of the good dataset, one file edited ---------------------------------
+def _dataset(edit: Callable[[Path], None]) -> Callable[[Path, Path], None]:
+    def apply(tmp: Path, good: Path) -> None:
+        shutil.copytree(good / "data", tmp / "d")
+        edit(tmp / "d")
+
+    return apply
+
+
+def _cell(name: str, column: str, value: str, row: int = 0) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        df = pd.read_csv(root / name, dtype=str, keep_default_na=False)
+        if column not in df.columns:
+            df[column] = "1"
+        df.loc[row, column] = value
+        df.to_csv(root / name, index=False)
+
+    return edit
+
+
+def _append_row(name: str, change: Callable[[pd.DataFrame], pd.DataFrame]) -> Callable[[Path], None]:
+    def edit(root: Path) -> None:
+        df = pd.read_csv(root / name, dtype=str, keep_default_na=False)
+        pd.concat([df, change(df.iloc[[0]].copy())]).to_csv(root / name, index=False)
+
+    return edit
+
+
+DATASETS = [
+    ("coverage inf", _cell("llm.csv", "coverage", "inf"), r"llm\.csv, row 1: coverage 'inf' is outside \[0, 1\]"),
+    ("coverage negative", _cell("llm.csv", "coverage", "-0.2"), r"llm\.csv, row 1: coverage '-0\.2' is outside \[0, 1\]"),
+    ("coverage above 1", _cell("llm.csv", "coverage", "1.5"), r"row 1: coverage '1\.5' is outside"),
+    ("coverage text", _cell("llm.csv", "coverage", "most"), r"row 1: coverage is not a number \('most'\)"),
+    ("option 3 and 3.0", _append_row("llm.csv", lambda r: r.assign(option=r["option"] + ".0")),
+     r"llm\.csv, row \d+: duplicate key \(.*option='1'\)"),
+    ("prob inf", _cell("llm.csv", "prob", "inf"), r"row 1: prob inf is outside \[0, 1\]"),
+    ("labels unmatched", _cell("labels.csv", "conversation_id", "ghost"),
+     r"labels\.csv, row 1: .*no judge distributions.*Fix: .*unmatched_labels='skip'"),
+    ("labels judge blank", _cell("labels.csv", "judge_id", "  "), r"labels\.csv, row 1: judge_id is empty"),
+    ("labels answer inf", _cell("labels.csv", "answer", "inf"), r"labels\.csv, row 1: answer 'inf' is not an option"),
+    ("llm not UTF-8", lambda root: (root / "llm.csv").write_bytes(b"conversation_id,turn\n\xff,0\n"),
+     r"llm\.csv: cannot be read"),
+    ("llm is a folder", lambda root: ((root / "llm.csv").unlink(), (root / "llm.csv").mkdir()), r"llm\.csv: cannot be read"),
+]
+CASES += [
+    Case(f"dataset {name}", ["train", "data={tmp}/d", "out={tmp}/m"], 2, pat, setup=_dataset(edit),
+         after=lambda tmp, err: not (tmp / "m").exists() or pytest.fail("out written"))
+    for name, edit, pat in DATASETS
+]
+CASES += [
+    Case("cv more folds than conversations", ["cv", "data={data}", "out={tmp}/cv", "folds=20"], 2,
+         r"8 .*conversation.* cannot fill 20 folds.*Fix: .*8"),
+    Case("search another dataset into the same out", ["search", "data={data}", "out={tmp}/s", "search.workers=1"], 2,
+         r"s/search\.db: study 'role-rubric' \(1 trials\) was run on another dataset or other settings.*"
+         r"Fix: pass search\.resume=false", setup=lambda tmp, good: _other_study(tmp / "s")),
+]
+
+
+def _other_study(out: Path) -> None:
+    import optuna
+
+    optuna.logging.set_verbosity(optuna.logging.WARNING)
+    out.mkdir()
+    study = optuna.create_study(study_name="role-rubric", storage=f"sqlite:///{out / 'search.db'}")
+    study.set_user_attr("fingerprint", "another dataset")
+    study.enqueue_trial({"lr": 0.01})
+    study.tell(study.ask(), 1.0)
+
+
+# -- model files (predict model=...): a copy of a trained model, one field edited ----------------------------------
+def _model(edit: Callable[[dict, Path], None]) -> Callable[[Path, Path], None]:
+    def apply(tmp: Path, good: Path) -> None:
+        shutil.copytree(good / "model", tmp / "m")
+        meta = json.loads((tmp / "m" / "model.json").read_text())
+        edit(meta, tmp / "m")
+        (tmp / "m" / "model.json").write_text(json.dumps(meta))
+
+    return apply
+
+
+def _unchecked(**fields: object) -> Callable[[dict, Path], None]:
+    """Edit model.json fields and drop its checksum, as a hand-edited or older file would be."""
+    def edit(meta: dict, root: Path) -> None:
+        meta.pop("integrity")
+        for key, value in fields.items():
+            if value is None:
+                meta.pop(key)
+            else:
+                meta[key] = value
+
+    return edit
+
+
+def _setting(**fields: object) -> Callable[[dict, Path], None]:
+    def edit(meta: dict, root: Path) -> None:
+        meta.pop("integrity")
+        meta["settings"].update(fields)
+
+    return edit
+
+
+MODELS = [
+    ("judges swapped", lambda m, r: m["judges"].__setitem__(slice(0, 2), m["judges"][1::-1]),
+     r"model\.json: model\.json was changed after training: its judge map.*checksum"),
+    ("rubric edited", lambda m, r: m["rubric"]["questions"][0].update(text="changed"), r"was changed after training"),
+    ("weights replaced", lambda m, r: (r / "weights.safetensors").write_bytes(
+        (r / "weights.safetensors").read_bytes()[:-8] + b"\0" * 8), r"weights\.safetensors: the weights are not the ones"),
+    ("weights truncated", lambda m, r: (r / "weights.safetensors").write_bytes(
+        (r / "weights.safetensors").read_bytes()[:-64]), r"weights\.safetensors: weights do not match model\.json \(the file is shorter"),
+    ("n_models 200000", _unchecked(n_models=200000), r"model\.json has n_models=200000, not a whole number in 1\.\.1024"),
+    ("n_models 1000", _unchecked(n_models=1000), r"weights do not match model\.json \(W1 has shape \[2, "),
+    ("n_inputs text", _unchecked(n_inputs="many"), r"model\.json has n_inputs='many'"),
+    ("settings missing", _unchecked(settings=None), r"model\.json has no valid 'settings'"),
+    ("settings a list", _unchecked(settings=[1]), r"model\.json has no valid 'settings'"),
+    ("unknown setting", _setting(momentum=0.9), r"model\.json has unknown setting\(s\) \['momentum'\]"),
+    ("hidden1 zero", _setting(hidden1=0), r"setting hidden1=0 is out of range"),
+    ("pool unknown", _setting(pool="median"), r"setting pool='median' is not one of the choices"),
+    ("judges not a list", _unchecked(judges="j0"), r"model\.json has no valid 'judges'"),
+    ("judges repeated", _unchecked(judges=["j0", "j0"]), r"judge map that is not a list of distinct judge ids"),
+    ("recalibration garbage", _unchecked(recalibration={"question": 9}), r"recalibration block of model\.json is not valid"),
+    ("recalibration sizes", _unchecked(recalibration={"question": 0, "scale": [1, 2], "bias": [0]}),
+     r"recalibration block .* not valid \(its sizes do not fit the rubric\)"),
+    ("rubric without questions", _unchecked(rubric={"questions": []}), r"model\.json: a rubric needs a non-empty"),
+]
+CASES += [
+    Case(f"model {name}", ["predict", "model={tmp}/m", "data={data}", "out={tmp}/p.csv"], 2, pat, setup=_model(edit),
+         after=lambda tmp, err: not (tmp / "p.csv").exists() or pytest.fail("predictions written"))
+    for name, edit, pat in MODELS
+]
+
+
+# -- predictions files (evaluate predictions=...) -------------------------------------------------------------------
+def _predictions(edit: Callable[[pd.DataFrame], pd.DataFrame] | bytes) -> Callable[[Path, Path], None]:
+    def apply(tmp: Path, good: Path) -> None:
+        if isinstance(edit, bytes):
+            (tmp / "p.csv").write_bytes(edit)
+            return
+        df = pd.read_csv(good / "predictions.csv", dtype=str, keep_default_na=False)
+        edit(df).to_csv(tmp / "p.csv", index=False)
+
+    return apply
+
+
+def _target_row(df: pd.DataFrame) -> int:
+    return int(df.index[df["question_id"] == "overall"][0])
+
+
+PREDICTIONS = [
+    ("expected empty", lambda d: d.assign(expected=d["expected"].where(d.index != 0, "")), r"p\.csv, row 1: expected is empty"),
+    ("expected text", lambda d: d.assign(expected=d["expected"].where(d.index != 0, "high")),
+     r"row 1: expected is not a finite number \('high'\)"),
+    ("expected nan", lambda d: d.assign(expected=d["expected"].where(d.index != 0, "nan")),
+     r"row 1: expected is not a finite number \('nan'\)"),
+    ("expected off the scale", lambda d: d.assign(expected=d["expected"].where(d.index != _target_row(d), "17")),
+     r"row \d+: expected 17 of question 'overall' is outside its scale \[1, 4\]"),
+    ("duplicate rows", lambda d: pd.concat([d, d.iloc[[0]]]), r"row \d+: duplicate prediction"),
+    ("missing column", lambda d: d.drop(columns=["expected"]), r"p\.csv: missing column expected"),
+    ("header only", lambda d: d.iloc[:0], r"p\.csv: the file has a header but no rows"),
+    ("empty file", b"", r"p\.csv: the file is empty"),
+    ("not UTF-8", b"conversation_id,turn\n\xff,0\n", r"p\.csv, row 2: not UTF-8 text"),
+]
+CASES += [
+    Case(f"predictions {name}", ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}/m.json"], 2, pat,
+         setup=_predictions(edit), after=lambda tmp, err: not (tmp / "m.json").exists() or pytest.fail("metrics written"))
+    for name, edit, pat in PREDICTIONS
+]
+CASES += [
+    Case("predictions missing", ["evaluate", "predictions={tmp}/none.csv", "data={data}", "out={tmp}/m.json"], 2,
+         r"none\.csv: predictions file not found"),
+]
+
+# -- import (LLM-Rubric TSV files) -------------------------------------------------------------------------------------
+_EVALS = "text_id\tcriterion\tanswer1_prob\tanswer2_prob\tanswer3_prob\tanswer4_prob\n"
+_JUDGED = "text_id\tannotator_id\tDQQ0\tQ0\nd1\t1\t1\t3\n"
+IMPORTS = [
+    ("prob text", _EVALS + "d1\tQ0\t0.1\thigh\t0.3\t0.4\n", r"e\.tsv, row 1: answer2_prob 'high' is not a probability"),
+    ("prob above 1", _EVALS + "d1\tQ0\t0.1\t0.2\t3\t0.4\n", r"e\.tsv, row 1: answer3_prob '3' is not a probability"),
+    ("prob empty", _EVALS + "d1\tQ0\t0.1\t\t0.3\t0.4\n", r"row 1: answer2_prob 'nan' is not a probability"),
+    ("wrong file", _JUDGED, r"e\.tsv: missing column\(s\) criterion.*right LLM-Rubric file"),
+    ("empty", "", r"e\.tsv: the file is empty"),
+]
+CASES += [
+    Case(f"import {name}", ["import", "evaluations={tmp}/e.tsv", "judgments={tmp}/j.tsv", "out={tmp}/i"], 2, pat,
+         setup=lambda tmp, good, text=text: (_write("e.tsv", text)(tmp), _write("j.tsv", _JUDGED)(tmp)))
+    for name, text, pat in IMPORTS
+]
+CASES += [
+    Case("endpoint 401 echoing the key", _GATHER, 2,
+         r"the judge endpoint refused the key \(HTTP 401: no: Bearer \*\*\*\)",
+         reply=_reply({"error": {"message": f"no: Bearer {SECRET}"}}, status=401),
+         after=lambda tmp, err: SECRET not in err or pytest.fail("key shown")),
+]
+
+
 # -- the runner ----------------------------------------------------------------------------------------------------
 class _Endpoint(BaseHTTPRequestHandler):
     reply: tuple[int, dict[str, str], bytes] = (500, {}, b"{}")
@@ -437,6 +632,9 @@ def good_files(tmp_path_factory):
     (root / "conversations.jsonl").write_bytes(_jsonl(*CONVERSATIONS))
     (root / "rubric.yaml").write_text(yaml.safe_dump(RUBRIC, sort_keys=False))
     make_native_dataset(root / "data", n_conversations=8)
+    tiny = ["train.ensemble=2", "train.pretrain_steps=5", "train.finetune_steps=5", "network.hidden1=4", "network.hidden2=4"]
+    assert main(["train", f"data={root / 'data'}", f"out={root / 'model'}", *tiny]) == 0
+    assert main(["predict", f"model={root / 'model'}", f"data={root / 'data'}", f"out={root / 'predictions.csv'}"]) == 0
     return root
 
 
@@ -496,7 +694,7 @@ def test_quick_compose_equals_hydra():
 
 def run_case(case: Case, tmp: Path, good: Path, url: str, capsys) -> str:
     if case.setup is not None:
-        case.setup(tmp)
+        case.setup(tmp, good)
     _Endpoint.reply = case.reply or (500, {}, b"{}")
     fill = {"tmp": tmp, "conv": good / "conversations.jsonl", "rubric": good / "rubric.yaml", "data": good / "data", "url": url}
     code = main([a.format(**fill) for a in case.argv])
