@@ -148,6 +148,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     html_sections = []
     with plt.style.context("default"):
         tick = time.perf_counter()
+        # A line per stage, so that a log (where no bar is drawn) shows what the next seconds are spent on.
+        print(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...", flush=True)
         arrays = method_arrays(predictions, REFERENCE)
         threshold = opts.get("adheres_threshold")
         reliability = prepare_reliability(
@@ -180,6 +182,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         timings["reliability"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
+        print(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...", flush=True)
         table = prepare_metrics_table(predictions, seed=seed, n_boot=n_boot, n_perm=n_perm, progress=True)
         results["metrics"] = _records(table)
         html_sections.append(
