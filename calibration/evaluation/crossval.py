@@ -11,7 +11,6 @@ import dataclasses
 import json
 import time
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -23,6 +22,7 @@ from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import oof_network
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.settings import Settings
+from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 
 METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm")
 
@@ -118,28 +118,27 @@ def run_cv(cfg) -> CVResult:
     ds = load_dataset(cfg.data, target=cfg.get("target"))
     check_folds(ds, int(cfg.folds))
     print_warnings("cv", size_warnings(ds, int(cfg.folds)))
-    result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
-                            progress=True)
-    chosen = None
-    if cfg.get("nested"):
-        from omegaconf import OmegaConf
+    with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
+        result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
+                                progress=True)
+        chosen = None
+        if cfg.get("nested"):
+            from omegaconf import OmegaConf
 
-        nested, chosen = nested_cross_validate(
-            ds, settings, OmegaConf.to_container(cfg.search.space, resolve=True), trials=int(cfg.search.trials),
-            inner_folds=int(cfg.search.inner_folds), folds=int(cfg.folds), seed=int(cfg.seed),
-            fold_seed=int(cfg.fold_seed), progress=True,
-        )
-        rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
-        fold_of_row = group_folds(ds.groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
-        frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
-        result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
-        result.metrics.update(metrics)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    result.predictions.to_csv(out / "predictions.csv", index=False)
-    summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
-               "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen}
-    (out / "metrics.json").write_text(json.dumps(jsonable(summary), indent=2))
+            nested, chosen = nested_cross_validate(
+                ds, settings, OmegaConf.to_container(cfg.search.space, resolve=True), trials=int(cfg.search.trials),
+                inner_folds=int(cfg.search.inner_folds), folds=int(cfg.folds), seed=int(cfg.seed),
+                fold_seed=int(cfg.fold_seed), progress=True,
+            )
+            rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
+            fold_of_row = group_folds(ds.groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
+            frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
+            result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
+            result.metrics.update(metrics)
+        atomic_to_csv(result.predictions, out / "predictions.csv")
+        summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
+                   "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen}
+        atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
     print(format_table(result.metrics))
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
     print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")

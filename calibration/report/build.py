@@ -54,6 +54,7 @@ from calibration.report.variants import (
     prepare_targets,
 )
 from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
+from rubric.files import atomic_write_text
 from rubric.identity import dataset_judge_identity
 
 
@@ -400,8 +401,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     stubs = [section_html(title[0].upper() + title[1:], f"Skipped: {title}.", None) for title in skipped]
     sections = [verdict_html(results["verdict"]), *html_sections, *stubs, drilldown]
     page = PAGE.format(title=html.escape(target), intro=intro, sections="\n".join(sections))
-    (out / "report.html").write_text(page.replace("</style>", VERDICT_CSS + TURNS_CSS + "</style>", 1), encoding="utf-8")
-    (out / "metrics.json").write_text(json.dumps(jsonable(results), indent=2) + "\n")
+    atomic_write_text(out / "report.html", page.replace("</style>", VERDICT_CSS + TURNS_CSS + "</style>", 1))
+    atomic_write_text(out / "metrics.json", json.dumps(jsonable(results), indent=2) + "\n")
     total = time.perf_counter() - start
     print("report: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {total:.1f}s")
     print(f"report: wrote {out / 'report.html'}, {out / 'metrics.json'} and the PNG files")
