@@ -220,7 +220,10 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
             f"missing column(s) {', '.join(missing)}.", path=path, fix=f"the header must include {','.join(columns)}."
         )
     if df.empty:
-        raise InputError("the file has a header but no rows.", path=path, fix="add data rows.")
+        failures = path.parent / "failures.csv"  # an all-failed gather writes a header-only llm.csv beside it
+        fix = (f"every request of the gather that wrote it failed: see {failures}, fix the cause and rerun gather."
+               if failures.exists() else "add data rows.")
+        raise InputError("the file has a header but no rows.", path=path, fix=fix)
     return df.reset_index(drop=True)
 
 
