@@ -9,7 +9,9 @@ strategy, so the curves differ only by the labels chosen) and is scored on the t
 and NLL of the per-judge target prediction against the test judges' answers.
 
 Label saving of a strategy at equal RMSE: 1 - f, where f is the smallest share of the pool at which its
-mean RMSE over seeds reaches random's mean RMSE at 100% (linear between rounds); also per seed.
+mean RMSE over seeds reaches random's mean RMSE at 100% (linear between rounds); also per seed, and
+`sustained`: from f on the mean curve never goes back above it. Random's own saving (its curve can dip
+below its end point) is the noise reference: a strategy is better only by what it saves beyond it.
 
 Smaller ensembles and fewer steps than conf/ keep it to minutes (see `--members`, `--steps`): the curves
 compare strategies under one setting, not the default model's accuracy.
@@ -164,23 +166,45 @@ def share_to_reach(shares: np.ndarray, rmse: np.ndarray, goal: float) -> float:
     return math.nan
 
 
+def share_to_stay(shares: np.ndarray, rmse: np.ndarray, goal: float) -> float:
+    """The smallest share from which the curve stays at or below `goal` to the end (linear between rounds);
+    robust to one lucky round, unlike share_to_reach. NaN if it ends above.
+
+    >>> share_to_stay(np.array([0.1, 0.2, 0.3, 0.4]), np.array([0.7, 0.9, 0.7, 0.7]), 0.8)
+    0.25
+    """
+    above = np.flatnonzero(rmse > goal)
+    if len(above) == 0:
+        return float(shares[0])
+    k = int(above[-1])
+    if k == len(rmse) - 1:
+        return math.nan
+    return share_to_reach(shares[k:], rmse[k:], goal)
+
+
+def _aligned(run: dict, name: str, key: str, n_rounds: int) -> list[float]:
+    """The first n_rounds - 1 rounds and the last (the whole pool): pools differ by a few rows across
+    seeds, so the number of 5% rounds can differ by one at the end."""
+    curve = run["curves"][name]
+    return [p[key] for p in curve[: n_rounds - 1]] + [curve[-1][key]]
+
+
 def summarise(runs: list[dict], strategies) -> dict:
     out = {}
-    # Pools differ by a row or so across seeds; index the curves by round (same shares to 1e-2).
     n_rounds = min(len(r["curves"]["random"]) for r in runs)
-    shares = np.mean([[p["share"] for p in r["curves"]["random"][:n_rounds]] for r in runs], axis=0)
-    shares[-1] = 1.0
-    random_rmse = np.array([[p["rmse"] for p in r["curves"]["random"][:n_rounds]] for r in runs])
+    shares = np.mean([_aligned(r, "random", "share", n_rounds) for r in runs], axis=0)
+    random_rmse = np.array([_aligned(r, "random", "rmse", n_rounds) for r in runs])
     goal = float(random_rmse[:, -1].mean())
     for name in strategies:
-        rmse = np.array([[p["rmse"] for p in r["curves"][name][:n_rounds]] for r in runs])
-        nll = np.array([[p["nll"] for p in r["curves"][name][:n_rounds]] for r in runs])
+        rmse = np.array([_aligned(r, name, "rmse", n_rounds) for r in runs])
+        nll = np.array([_aligned(r, name, "nll", n_rounds) for r in runs])
         half = (
             stats.t.ppf(0.975, len(runs) - 1) * rmse.std(0, ddof=1) / np.sqrt(len(runs))
             if len(runs) > 1
             else 0 * shares
         )
         reach = share_to_reach(shares, rmse.mean(0), goal)
+        stay = share_to_stay(shares, rmse.mean(0), goal)
         per_seed = [share_to_reach(shares, rmse[s], float(random_rmse[s, -1])) for s in range(len(runs))]
         out[name] = {
             "share": [round(float(s), 3) for s in shares],
@@ -189,6 +213,7 @@ def summarise(runs: list[dict], strategies) -> dict:
             "nll_mean": [round(float(v), 4) for v in nll.mean(0)],
             "share_to_reach_random_full_rmse": reach,
             "label_saving": None if math.isnan(reach) else round(1 - reach, 3),
+            "label_saving_sustained": None if math.isnan(stay) else round(1 - stay, 3),
             "label_saving_per_seed": [None if math.isnan(s) else round(1 - s, 3) for s in per_seed],
         }
     return {"random_full_rmse": round(goal, 4), "strategies": out}
