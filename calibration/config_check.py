@@ -262,6 +262,7 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
             raise InputError(f"{key}={_show(value)} {problem}.", fix=f"set {key} to {rule.want}.")
     _check_fractions(plain)
     _check_out(command, plain)
+    _check_not_an_input(command, plain)
 
 
 def check_settings(settings: Mapping[str, Any], *, source: str | Path | None = None) -> None:
@@ -311,6 +312,45 @@ def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
             path=path,
             fix="set out= to a path you can write to.",
         )
+
+
+# Input keys, and the files a command writes into its out folder (a file out is the file itself).
+INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator")
+DATASET_FILES = ("rubric.yaml", "llm.csv", "llm.parquet", "labels.csv", "labels.parquet", "conversations.jsonl",
+                 "model.json", "weights.safetensors")
+WRITES = {
+    "train": ("model.json", "weights.safetensors"),
+    "cv": ("predictions.csv", "metrics.json"),
+    "report": ("report.html", "metrics.json"),
+    "import": ("rubric.yaml", "llm.csv", "labels.csv"),
+    "search": ("best.yaml", "search.json"),
+}
+
+
+def _check_not_an_input(command: str, cfg: Mapping[str, Any]) -> None:
+    """An output may never replace one of the command's own inputs (e.g. `predict out=DATA/llm.csv`)."""
+    found, out = _lookup(cfg, "out")
+    if not found or out is None or out == "???":
+        return
+    inputs: set[Path] = set()
+    for key in INPUT_KEYS:
+        present, value = _lookup(cfg, key)
+        if not present or not isinstance(value, str) or value in ("", "???"):
+            continue
+        path = Path(value)
+        if path.is_file():
+            inputs.add(path.resolve())
+        elif path.is_dir():
+            inputs |= {(path / name).resolve() for name in DATASET_FILES if (path / name).is_file()}
+    out_path = Path(str(out))
+    targets = [out_path] if command in OUT_FILE else [out_path / name for name in WRITES.get(command, ())]
+    for target in targets:
+        if target.resolve() in inputs:
+            raise InputError(
+                f"out= would overwrite {target.name}, one of this command's own inputs.",
+                path=target,
+                fix="choose another out= (inputs are never overwritten).",
+            )
 
 
 def _lookup(cfg: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
