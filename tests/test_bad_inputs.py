@@ -599,6 +599,39 @@ CASES += [
 ]
 
 
+# -- outputs that would replace the command's own inputs ----------------------------------------------------------------
+def _keeps(name: str) -> Callable[[Path, str], None]:
+    def check(tmp: Path, err: str) -> None:
+        assert (tmp / name).read_bytes() == (tmp / (name + ".orig")).read_bytes()
+
+    return check
+
+
+def _copy_data(tmp: Path, good: Path) -> None:
+    shutil.copytree(good / "model", tmp / "m")
+    shutil.copytree(good / "data", tmp / "d")
+    shutil.copy(tmp / "d" / "llm.csv", tmp / "d" / "llm.csv.orig")
+
+
+CASES += [
+    Case("predict over the data's llm.csv", ["predict", "model={tmp}/m", "data={tmp}/d", "out={tmp}/d/llm.csv"], 2,
+         r"d/llm\.csv: out= would overwrite llm\.csv, one of this command's own inputs\. Fix: choose another out=",
+         setup=_copy_data, after=_keeps("d/llm.csv")),
+    Case("predict over model.json", ["predict", "model={tmp}/m", "data={data}", "out={tmp}/m/model.json"], 2,
+         r"m/model\.json: out= would overwrite model\.json", setup=_model(lambda m, r: None)),
+    Case("evaluate over its predictions", ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}/p.csv"], 2,
+         r"p\.csv: out= would overwrite p\.csv", setup=_predictions(lambda d: d)),
+    Case("score over its conversations", ["score", "conversations={tmp}/c.jsonl", "out={tmp}/c.jsonl"], 2,
+         r"c\.jsonl: out= would overwrite c\.jsonl", setup=_write("c.jsonl", _jsonl(*CONVERSATIONS))),
+    Case("import over its own TSV", ["import", "evaluations={tmp}/i/llm.csv", "judgments={tmp}/j.tsv", "out={tmp}/i"], 2,
+         r"i/llm\.csv: out= would overwrite llm\.csv", setup=_write("i/llm.csv", "x")),
+    Case("llm.csv of an all-failed gather", ["train", "data={tmp}/d", "out={tmp}/m"], 2,
+         r"llm\.csv: the file has a header but no rows\. Fix: every request of the gather that wrote it failed: see "
+         r".*failures\.csv", setup=_dataset(lambda root: ((root / "llm.csv").write_text(
+             "conversation_id,turn,question_id,option,prob\n"), (root / "failures.csv").write_text("x\n")))),
+]
+
+
 # -- the runner ----------------------------------------------------------------------------------------------------
 class _Endpoint(BaseHTTPRequestHandler):
     reply: tuple[int, dict[str, str], bytes] = (500, {}, b"{}")
