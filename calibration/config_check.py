@@ -143,6 +143,16 @@ def storage_url() -> Rule:
     )
 
 
+def base_url() -> Rule:
+    def check(v: Any) -> str | None:
+        if v is None or v == "local":
+            return None
+        ok = isinstance(v, str) and v.lower().startswith(("http://", "https://")) and len(v) > len("https://")
+        return None if ok else "is not an http(s) URL"
+
+    return Rule(check, "null (the environment's), local, or a URL such as http://localhost:8000/v1")
+
+
 def _judges() -> Rule:
     """predict: labelled | population | [ids]; score: null (every training judge) | population | [ids]."""
     return either(choice("labelled", "population", None), text_list(non_empty=True))
@@ -228,6 +238,11 @@ RULES: dict[str, Rule] = {
     "judge.price_input_per_mtok": number(0, optional=True),
     "judge.price_output_per_mtok": number(0, optional=True),
     "judge.seed": integer(0),
+    "judge.base_url": base_url(),
+    "judge.temperature": number(0, 5),
+    "judge.answer_tokens": integer(1, 64),
+    "judge.system_role": boolean(),
+    "judge.allow_low_coverage": boolean(),
     # report
     "report.adheres_threshold": number(optional=True),
     "report.n_boot": integer(1),
