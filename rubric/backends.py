@@ -137,6 +137,12 @@ class JudgeConfig:
                     f"judge.{name}={getattr(self, name)!r} is not valid.",
                     fix=f"use one of {', '.join(allowed)}.",
                 )
+        for name, low, strict, high in _RANGES:  # the command line checks these first (calibration/config_check.py)
+            value = getattr(self, name)
+            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
+            if not number or value < low or (strict and value == low) or value > high:
+                want = f"{'>' if strict else '>='} {low}" + ("" if high == math.inf else f" and <= {high}")
+                raise InputError(f"judge.{name}={value!r} is out of range.", fix=f"set judge.{name} to a number {want}.")
         if self.concurrency < 1 or self.samples < 1 or not 1 <= self.top_logprobs <= 20:
             raise InputError("judge.concurrency and judge.samples must be >= 1, judge.top_logprobs 1..20.")
         if self.answer_tokens < 1:
@@ -194,6 +200,21 @@ class JudgeConfig:
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
+
+
+# (field, lower bound, lower bound excluded, upper bound) of the numeric judge settings.
+_RANGES = (
+    ("timeout", 0, True, math.inf),
+    ("max_retries", 0, False, 100),
+    ("backoff", 0, False, math.inf),
+    ("max_backoff", 0, False, math.inf),
+    ("reasks", 0, False, 10),
+    ("floor", 0, True, 0.05),
+    ("concurrency", 1, False, 10_000),
+    ("samples", 1, False, 1000),
+    ("top_logprobs", 1, False, 20),
+    ("sample_temperature", 0, False, 5),
+)
 
 
 @dataclass
