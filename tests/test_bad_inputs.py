@@ -461,6 +461,13 @@ CASES += [
 CASES += [
     Case("cv more folds than conversations", ["cv", "data={data}", "out={tmp}/cv", "folds=20"], 2,
          r"8 .*conversation.* cannot fill 20 folds.*Fix: .*8"),
+    Case("search storage in a missing folder", ["search", "data={data}", "out={tmp}/s", "search.storage=sqlite:////nonexistent/x.db"],
+         2, r"cannot open the search storage sqlite:////nonexistent/x\.db \(.*unable to open database file\)"),
+    Case("search.db not a database", ["search", "data={data}", "out={tmp}/s"], 2,
+         r"cannot open the search storage .*search\.db \(.*file is not a database\)", setup=_write("s/search.db", "x" * 2000)),
+    Case("search storage password", ["search", "data={data}", "out={tmp}/s", "search.storage=postgresql://me:hunter2@127.0.0.1:1/db"],
+         2, r"cannot open the search storage postgresql://\*\*\*@127\.0\.0\.1:1/db",
+         after=lambda tmp, err: "hunter2" not in err or pytest.fail("password shown")),
     Case("search another dataset into the same out", ["search", "data={data}", "out={tmp}/s", "search.workers=1"], 2,
          r"s/search\.db: study 'role-rubric' \(1 trials\) was run on another dataset or other settings.*"
          r"Fix: pass search\.resume=false", setup=lambda tmp, good: _other_study(tmp / "s")),

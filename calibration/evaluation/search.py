@@ -13,6 +13,7 @@ import hashlib
 import json
 import multiprocessing
 import os
+import re
 import time
 from pathlib import Path
 
@@ -72,8 +73,17 @@ def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True)
     only the process that starts a search cleans, never its workers."""
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
-    study = optuna.create_study(study_name=name, storage=_storage(storage), sampler=sampler, pruner=pruner,
-                                direction="minimize", load_if_exists=True)
+    try:
+        study = optuna.create_study(study_name=name, storage=_storage(storage), sampler=sampler, pruner=pruner,
+                                    direction="minimize", load_if_exists=True)
+    except Exception as exc:  # the storage's driver raises its own types (sqlalchemy, psycopg...)
+        if not (type(exc).__module__.startswith("sqlalchemy") or isinstance(exc, (ImportError, ValueError, OSError))):
+            raise
+        shown = re.sub(r"//[^@/]*@", "//***@", storage or "")  # never a password in the message
+        detail = re.sub(r"//[^@/\s]*@", "//***@", str(exc).splitlines()[0])[:160]
+        raise InputError(f"cannot open the search storage {shown} ({detail}).",
+                         fix="set search.storage to a database you can reach and write, or leave it null "
+                         "(OUT/search.db).") from None
     if clean:
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
