@@ -11,6 +11,7 @@ import pandas as pd
 from calibration.api import AdherenceResult, RoleAdherence
 from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
 from rubric.identity import stand_in_note
 
 
@@ -106,9 +107,9 @@ def run_score(cfg) -> pd.DataFrame:
     results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
     conv_frame, turn_frame = results_frames(results, conversations)
     out.parent.mkdir(parents=True, exist_ok=True)
-    conv_frame.to_csv(out, index=False)
+    atomic_to_csv(conv_frame, out)
     turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
-    turn_frame.to_csv(turns_out, index=False)
+    atomic_to_csv(turn_frame, turns_out)
     print(format_results(conv_frame, limit=cfg.get("show")))
     mean = conv_frame["score"].mean()
     print(
