@@ -206,6 +206,14 @@ def summarise(runs: list[dict], strategies) -> dict:
         reach = share_to_reach(shares, rmse.mean(0), goal)
         stay = share_to_stay(shares, rmse.mean(0), goal)
         per_seed = [share_to_reach(shares, rmse[s], float(random_rmse[s, -1])) for s in range(len(runs))]
+        # Paired with random on the same seed (same test conversations, same first labels): the spread
+        # between test splits cancels out, which the bands above keep.
+        diff = rmse - random_rmse
+        diff_half = (
+            stats.t.ppf(0.975, len(runs) - 1) * diff.std(0, ddof=1) / np.sqrt(len(runs))
+            if len(runs) > 1
+            else 0 * shares
+        )
         out[name] = {
             "share": [round(float(s), 3) for s in shares],
             "rmse_mean": [round(float(v), 4) for v in rmse.mean(0)],
@@ -215,6 +223,8 @@ def summarise(runs: list[dict], strategies) -> dict:
             "label_saving": None if math.isnan(reach) else round(1 - reach, 3),
             "label_saving_sustained": None if math.isnan(stay) else round(1 - stay, 3),
             "label_saving_per_seed": [None if math.isnan(s) else round(1 - s, 3) for s in per_seed],
+            "rmse_minus_random_mean": [round(float(v), 4) for v in diff.mean(0)],
+            "rmse_minus_random_ci95_half": [round(float(v), 4) for v in np.atleast_1d(diff_half)],
         }
     return {"random_full_rmse": round(goal, 4), "strategies": out}
 
