@@ -190,6 +190,8 @@ class RoleAdherence:
                 )
             self.model = load_model(calibrator)
             self.rubric = self.model.rubric
+            if self.scorer is not None:
+                _check_scorer_calibrator(self.model, self.scorer["name"], with_judge=self.judge is not None)
             if self.judge is not None and self.scorer is None:
                 self.judge_mismatch = check_same_judge(
                     self.model.judge_identity,
@@ -413,6 +415,21 @@ class RoleAdherence:
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
+
+
+def _check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> None:
+    """The calibrator must have the scorer's question as an input, and the judge's questions too unless it
+    was trained without them (then its feature spec has a question-missing mask)."""
+    own = f"ref_{scorer}"
+    if own not in model.spec["questions"]:
+        raise InputError(
+            f"the calibrator has no {own} input.", fix=f"train it on `role-rubric gather scorer={scorer}` data."
+        )
+    if not with_judge and not model.spec["mask"] and len(model.spec["questions"]) > 1:
+        raise InputError(
+            "the calibrator was trained on the judge's distributions beside the score; judge=None leaves them out.",
+            fix="pass the judge it was trained with (e.g. judge='embedding').",
+        )
 
 
 def _scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:

@@ -42,3 +42,25 @@ def test_raw_scorer_adherence_is_the_score(conversations):
 def test_bad_scorer_arguments(kwargs, match):
     with pytest.raises(InputError, match=match):
         RoleAdherence(**kwargs)
+
+
+@pytest.mark.parametrize(
+    ("spec", "with_judge", "match"),
+    [
+        ({"questions": ["overall"], "mask": False}, True, "no ref_kl input"),
+        ({"questions": ["overall", "ref_kl"], "mask": False}, False, "judge=None leaves them out"),
+        ({"questions": ["overall", "ref_kl"], "mask": True}, False, None),  # trained on the score alone
+        ({"questions": ["overall", "ref_kl"], "mask": False}, True, None),
+    ],
+)
+def test_a_calibrator_must_match_the_scorer_and_judge(spec, with_judge, match):
+    from types import SimpleNamespace
+
+    from calibration.api import _check_scorer_calibrator
+
+    model = SimpleNamespace(spec=spec)
+    if match is None:
+        _check_scorer_calibrator(model, "kl", with_judge=with_judge)
+    else:
+        with pytest.raises(InputError, match=match):
+            _check_scorer_calibrator(model, "kl", with_judge=with_judge)
