@@ -643,6 +643,34 @@ CASES += [
 ]
 
 
+# -- a cv folder reused by report (report cv=DIR) ---------------------------------------------------------------------
+_CV_PRED = "conversation_id,turn,judge_id,question_id,method,expected,answer\nc000,0,j1,overall,calibrated,2.5,3\n"
+
+
+def _cv_folder(predictions: str = _CV_PRED, metrics: str | None = None) -> Callable[[Path, Path], None]:
+    def apply(tmp: Path, good: Path) -> None:
+        _write("cv/predictions.csv", predictions)(tmp)
+        if metrics is not None:
+            _write("cv/metrics.json", metrics)(tmp)
+
+    return apply
+
+
+CV_FOLDERS = [
+    ("metrics.json garbage", _cv_folder(metrics="garbage"), r"cv/metrics\.json: not valid JSON"),
+    ("settings not an object", _cv_folder(metrics='{"settings": 5}'), r"cv/metrics\.json: is not the metrics\.json of a cv run"),
+    ("folds 1", _cv_folder(metrics='{"settings": {}, "folds": 1}'), r"cv/metrics\.json: folds=1 is not valid"),
+    ("settings out of range", _cv_folder(metrics='{"settings": {"lr": -1}}'), r"cv/metrics\.json: setting lr=-1 is out of range"),
+    ("expected text", _cv_folder(_CV_PRED.replace("2.5", "high")), r"cv/predictions\.csv, row 1: expected 'high' is not a number"),
+    ("predictions empty", _cv_folder(""), r"cv/predictions\.csv: cannot be read"),
+    ("no predictions", lambda tmp, good: (tmp / "cv").mkdir(), r"cv: no predictions\.csv in the cv folder"),
+]
+CASES += [
+    Case(f"report cv {name}", ["report", "data={data}", "out={tmp}/r", "cv={tmp}/cv"], 2, pat, setup=setup)
+    for name, setup, pat in CV_FOLDERS
+]
+
+
 # -- the runner ----------------------------------------------------------------------------------------------------
 class _Endpoint(BaseHTTPRequestHandler):
     reply: tuple[int, dict[str, str], bytes] = (500, {}, b"{}")

@@ -89,7 +89,11 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
             fix="pass cv=DIR written by `role-rubric cv`.",
         )
     ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id", "method")}
-    predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
+    try:
+        predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
+    except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot be read ({str(exc).splitlines()[0][:120]}).", path=path,
+                         fix="pass a predictions.csv written by `role-rubric cv`.") from None
     missing = [
         c for c in [*KEYS, "question_id", "method", "expected", "answer"] if c not in predictions.columns
     ]
@@ -110,6 +114,32 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
             path=path,
             fix=f"pass target={found[0]} or a cv folder for {target}.",
         )
-    info_path = folder / "metrics.json"
-    info = json.loads(info_path.read_text()) if info_path.exists() else {}
-    return predictions, info
+    for column in ("expected", "answer"):
+        values = pd.to_numeric(predictions[column], errors="coerce").to_numpy(dtype=float)
+        bad = np.flatnonzero(~np.isfinite(values))
+        if bad.size:
+            raise InputError(f"{column} {predictions[column].iloc[bad[0]]!r} is not a number.", path=path,
+                             row=int(bad[0]) + 1, fix="pass a predictions.csv written by `role-rubric cv`.")
+        predictions[column] = values
+    return predictions, _cv_info(folder / "metrics.json")
+
+
+def _cv_info(path: Path) -> dict[str, Any]:
+    """The settings, folds and seeds a cv folder's metrics.json records ({} without one), checked."""
+    if not path.exists():
+        return {}
+    fix = "pass a cv folder written by `role-rubric cv`, or delete its metrics.json to use this report's settings."
+    try:
+        info = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InputError(f"not valid JSON ({exc}).", path=path, fix=fix) from None
+    if not isinstance(info, dict) or not isinstance(info.get("settings", {}), dict):
+        raise InputError("is not the metrics.json of a cv run (no settings object).", path=path, fix=fix)
+    for key in ("folds", "seed", "fold_seed"):
+        value = info.get(key, 2)
+        if isinstance(value, bool) or not isinstance(value, int) or value < (2 if key == "folds" else 0):
+            raise InputError(f"{key}={value!r} is not valid.", path=path, fix=fix)
+    from calibration.config_check import check_settings
+
+    check_settings(info.get("settings", {}), source=path)
+    return info
