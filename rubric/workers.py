@@ -8,22 +8,18 @@ rubric/parallel.py; it imports neither of them back.
 from __future__ import annotations
 
 import asyncio
-import sys
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from rubric.backends import Answer, RequestFailed
 from rubric.cache import RequestCache
+from rubric.progress import progress_bar as rubric_progress_bar
 from rubric.prompts import Prompt
 
 
 def progress_bar(total: int, progress: bool) -> Any:
-    from tqdm.auto import tqdm
-
-    # disable=None: no bar when stderr is not a terminal (a log file gets the closing summary line, not
-    # carriage-return redraws); leave=False: the summary line replaces the finished bar.
-    return tqdm(total=total, disable=None if progress else True, unit="ask", desc="gather", file=sys.stderr,
-                smoothing=0.1, leave=False)
+    # A bar on a terminal (gone when done: the summary line replaces it), plain lines in a log.
+    return rubric_progress_bar(total, progress, desc="gather", unit="ask", smoothing=0.1)
 
 
 async def run_in_process(

@@ -14,13 +14,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import torch
-from tqdm.auto import tqdm
 
 from calibration.data.dataset import Dataset
 from calibration.data.splits import subsample, validation_split
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings, torch_threads, training_workers
+from rubric.progress import progress_bar
 
 
 @dataclass
@@ -83,8 +83,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     n_slices = max(1, min(training_workers(workers), len(plan.seeds) // 2))
     slices = np.array_split(np.arange(len(plan.seeds)), n_slices)
     steps = settings.pretrain_steps + settings.finetune_steps
-    bar = tqdm(total=steps * len(slices), desc=f"training {len(plan.seeds)} models", disable=None if progress else True,
-               unit="step", leave=False)
+    bar = progress_bar(steps * len(slices), progress, desc=f"training {len(plan.seeds)} models", unit="step")
 
     def fit(models: np.ndarray) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)

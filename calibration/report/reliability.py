@@ -17,9 +17,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import relplot
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
 from calibration.evaluation.significance import bootstrap_counts
+from rubric.progress import progress_iter
 
 
 @contextmanager
@@ -142,7 +142,7 @@ def prepare_reliability(
         )
     counts = bootstrap_counts(groups, len(labels), rng=np.random.default_rng(seed), n_boot=n_boot)
     curves = []
-    panels = tqdm(outcomes, desc="reliability", unit="panel", disable=None if progress else True, leave=False)
+    panels = progress_iter(outcomes, progress, desc="report: reliability", unit="panel")
     for name, kind, value, f, y in panels:
         f = np.clip(f, 0.0, 1.0)
         y = y.astype(float)

@@ -18,7 +18,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
 from calibration.evaluation.cv_predictions import (
     METHOD_LABELS,
@@ -35,6 +34,7 @@ from calibration.evaluation.significance import (
     permutation_test,
     point_agreement,
 )
+from rubric.progress import progress_iter
 
 COLORS = {"observed": "#4c72b0", "predicted": "#dd8452", "llm": "#8c8c8c"}
 
@@ -131,8 +131,7 @@ def prepare_metrics_table(
     reference = method_rows(predictions, REFERENCE)
     records = []
     methods = ordered_methods(predictions)
-    bar = tqdm(methods, desc="metrics with intervals", unit="method", disable=None if progress else True, leave=False)
-    for i, method in enumerate(bar):
+    for i, method in enumerate(progress_iter(methods, progress, desc="report: metrics", unit="method")):
         rows = method_rows(predictions, method)
         check_aligned(reference, rows, f"methods {REFERENCE!r} and {method!r}")
         groups = rows["conversation_id"].astype(str).to_numpy()
