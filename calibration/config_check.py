@@ -209,6 +209,13 @@ RULES: dict[str, Rule] = {
     "adheres_at": number(optional=True),
     "show": integer(0, optional=True),
     "source": choice("llm-rubric"),
+    # suggest and decide
+    "budget": integer(1),
+    "strategy": choice("random", "entropy", "bald", "variance"),
+    "diversity": number(0, 1),
+    "risk": number(above=0, below=1),
+    "delta": number(above=0, below=1),
+    "against": choice("majority", "reviewers"),
     # search
     "search.trials": integer(1),
     "search.inner_folds": integer(2, 100),

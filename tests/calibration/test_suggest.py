@@ -145,3 +145,20 @@ def test_suggest_with_no_budget_is_one_clear_error(tiny_model, synthetic_dir, tm
         == 2
     )
     assert "budget" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "command,override,key",
+    [
+        ("suggest", "budget=abc", "budget"),
+        ("suggest", "strategy=oracle", "strategy"),
+        ("suggest", "diversity=2", "diversity"),
+        ("decide", "risk=1.5", "risk"),
+        ("decide", "against=judge", "against"),
+    ],
+)
+def test_bad_values_stop_before_any_work(command, override, key, tmp_path, capsys):
+    args = {"suggest": ["data=x", "model=y", "budget=3"], "decide": ["model=y", "calibration=x"]}[command]
+    args = [a for a in args if not a.startswith(key + "=")]
+    assert main([command, *args, override, f"out={tmp_path / 'o'}"]) == 2
+    assert key in capsys.readouterr().err
