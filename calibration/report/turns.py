@@ -261,7 +261,7 @@ TURNS_CSS = """
   padding: 0.4em 0; }
 #rr-turns { width: 100%; table-layout: fixed; }
 #rr-turns th { position: sticky; top: 0; background: #fff; z-index: 1; cursor: pointer; user-select: none;
-  white-space: normal; overflow-wrap: anywhere; vertical-align: bottom; }
+  white-space: normal; overflow-wrap: break-word; vertical-align: bottom; font-size: 0.85em; }
 #rr-turns th.rr-text-head { text-align: left; }
 #rr-turns th.rr-sorted { background: #eef; }
 #rr-turns td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
@@ -286,16 +286,17 @@ _SCRIPT = r"""
     {key: "conversation_id", label: "conversation", w: "9%"}, {key: "turn", label: "turn", w: "3%"},
     {key: "role", label: "role", w: "10%"},
     {key: "user", label: "user", w: "16%", text: true, get: r => text(r, 0)},
-    {key: "assistant", label: "assistant", w: "21%", text: true, get: r => text(r, 1)},
-    ...qs.map(q => ({key: "judge " + q, label: "judge " + q, w: "4.5%"})),
-    {key: "calibrated", label: "calibrated", w: "5%"}, {key: "adherence", label: "adherence", w: "5%"},
-    {key: "humans", label: "humans", w: "8%", text: true}, {key: "disagreement", label: "disagreement", w: "6%"},
+    {key: "assistant", label: "assistant", w: "20.5%", text: true, get: r => text(r, 1)},
+    ...qs.map(q => ({key: "judge " + q, label: "judge " + q, head: "judge<br>" + esc(q), w: "4.5%"})),
+    {key: "calibrated", label: "calibrated", head: "calib-<br>rated", w: "5%"},
+    {key: "adherence", label: "adherence", head: "adher-<br>ence", w: "5%"},
+    {key: "humans", label: "humans", w: "8%", text: true}, {key: "disagreement", label: "disagreement", head: "disagree-<br>ment", w: "6.5%"},
   ];
   cols.forEach(c => { if (!c.get) { const i = C[c.key]; c.get = r => r[i]; } });
   const state = {sort: "disagreement", desc: true, page: 0, open: null};
   const table = document.getElementById("rr-turns"), tbody = table.tBodies[0];
   const $ = id => document.getElementById(id);
-  table.tHead.rows[0].innerHTML = cols.map(c => `<th style="width:${c.w}"${c.text ? ' class="rr-text-head"' : ""} data-key="${c.key}" title="sort by ${esc(c.label)}">${esc(c.label)}</th>`).join("");
+  table.tHead.rows[0].innerHTML = cols.map(c => `<th style="width:${c.w}"${c.text ? ' class="rr-text-head"' : ""} data-key="${c.key}" title="sort by ${esc(c.label)}">${c.head || esc(c.label)}</th>`).join("");
   const roles = [...new Set(data.rows.map(r => r[C.role]).filter(Boolean))].sort();
   $("rr-role").insertAdjacentHTML("beforeend", roles.map(r => `<option>${esc(r)}</option>`).join(""));
   $("rr-q").insertAdjacentHTML("beforeend", qs.map(q => `<option>${esc(q)}</option>`).join(""));
