@@ -101,7 +101,8 @@ def run_decide(cfg) -> Path:
     """CLI: `role-rubric decide model=MODEL_DIR calibration=LABELLED_DIR [data=DIR] risk=0.1 delta=0.1
     [against=majority|reviewers] out=DIR`. Stores the calibration turns beside the model (for
     `RoleAdherence(risk=...)`), writes threshold.json (with the risk-coverage curve on the calibration
-    turns) and, given data=DIR, decisions.csv (one row per turn)."""
+    turns; threshold null where no threshold passes and every turn is escalated) and, given data=DIR,
+    decisions.csv (one row per turn)."""
     from calibration import load_dataset, load_model
 
     model = load_model(cfg.model)
@@ -122,10 +123,17 @@ def run_decide(cfg) -> Path:
     (out / "threshold.json").write_text(
         json.dumps(jsonable({**asdict(chosen), "adheres_at": adheres_at, "risk_coverage": curve}), indent=2)
     )
-    print(
-        f"decide: {len(table)} calibration turns; at risk {risk:g}, delta {delta:g} ({against}): threshold "
-        f"{chosen.threshold:.4g}, decides {chosen.coverage:.1%} of them (disagreement there {chosen.disagreement:.3f})"
-    )
+    where = f"decide: {len(table)} calibration turns; at risk {risk:g}, delta {delta:g} ({against}): "
+    if math.isinf(chosen.threshold):
+        print(
+            where + "no threshold passes, so every turn is escalated (threshold null in threshold.json); "
+            "a looser risk or more calibration turns may decide some"
+        )
+    else:
+        print(
+            where + f"threshold {chosen.threshold:.4g}, decides {chosen.coverage:.1%} of them "
+            f"(disagreement there {chosen.disagreement:.3f})"
+        )
     if cfg.get("data"):
         ds = load_dataset(
             cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False
