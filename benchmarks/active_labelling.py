@@ -101,24 +101,24 @@ def simulate(ds, settings: Settings, seed: int, strategies: dict, start: float, 
     test_rows, pool = np.flatnonzero(in_test), np.flatnonzero(~in_test)
     first = np.sort(rng.choice(pool, size=max(1, round(start * len(pool))), replace=False))
     batch = max(1, round(step * len(pool)))
-    X = torch.from_numpy(ds.features(ds.feature_spec(use_coverage=settings.use_coverage)))
-    shared: dict[int, dict] = {}  # the first and the last round are the same for every strategy
+    shared: dict[int, tuple] = {}  # the first and the last round are the same for every strategy
     curves = {}
     for name, (strategy, diversity) in strategies.items():
         labelled, curve = first, []
         while True:
             key = len(labelled) if len(labelled) in (len(first), len(pool)) else None
             if key is not None and key in shared:
-                point, net, plan = shared[key]
+                point, net, plan, X = shared[key]
             else:
-                net, _, plan = train_ensemble(with_rows(ds, labelled), settings, seed=seed)
+                net, spec, plan = train_ensemble(with_rows(ds, labelled), settings, seed=seed)
+                X = torch.from_numpy(ds.features(spec))  # the inputs as this model was trained on them
                 point = {
                     "labels": len(labelled),
                     "share": len(labelled) / len(pool),
                     **score(net, X, ds, plan, settings, test_rows),
                 }
                 if key is not None:
-                    shared[key] = point, net, plan
+                    shared[key] = point, net, plan, X
             curve.append(point)
             if len(labelled) == len(pool):
                 break
