@@ -690,9 +690,15 @@ class _Endpoint(BaseHTTPRequestHandler):
         pass
 
 
+class _Server(ThreadingHTTPServer):
+    def handle_error(self, request: object, client_address: object) -> None:
+        """Silent: a run that stops early (a 401) closes its other requests' connections mid-reply, and
+        socketserver would print that traceback into the stderr under test."""
+
+
 @pytest.fixture(scope="module")
 def endpoint():
-    server = ThreadingHTTPServer(("127.0.0.1", 0), _Endpoint)
+    server = _Server(("127.0.0.1", 0), _Endpoint)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     yield f"http://127.0.0.1:{server.server_address[1]}/v1"
