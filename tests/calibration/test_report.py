@@ -309,6 +309,16 @@ def test_report_is_repeatable_with_or_without_a_process_pool(tiny_report: tuple[
     assert (a / "report.html").read_bytes() == (b / "report.html").read_bytes()
 
 
+def _active_labelling_json(folder: Path) -> Path:
+    """A minimal benchmarks/active_labelling.py output."""
+    curve = {"share": [0.1, 1.0], "rmse_mean": [0.9, 0.75], "rmse_ci95_half": [0.01, 0.0], "nll_mean": [1.2, 1.0],
+             "label_saving": 0.0, "share_to_reach_random_full_rmse": 1.0}
+    path = folder / "active_labelling.json"
+    path.write_text(json.dumps({"dataset": "tiny", "seeds": [0], "random_full_rmse": 0.75,
+                                "strategies": {"random": curve, "bald": curve}}))
+    return path
+
+
 def test_report_reuses_a_cv_folder(tiny_report: tuple[Path, dict], tmp_path: Path) -> None:
     out, _ = tiny_report
     data = out.parent / "data"
@@ -327,8 +337,12 @@ def test_report_reuses_a_cv_folder(tiny_report: tuple[Path, dict], tmp_path: Pat
         "report.learning_curve.repeats=0",
         "report.adheres_threshold=null",
         "report.max_judges=2",
+        f"report.active_labelling={_active_labelling_json(tmp_path)}",
     ]
     reused = report.run_report(compose_config("report", overrides))
+    assert [r["strategy"] for r in reused["active_labelling"]] == ["random", "bald"]
+    assert "How many labels are enough" in (tmp_path / "r" / "report.html").read_text()
+    assert "decisions" not in reused  # no adheres threshold, no decision section
     assert reused["metrics"][0]["n"] == 180  # the cv folder's rows, not a new cross-validation
     assert "ablations" not in reused and (tmp_path / "r" / "report.html").exists()
     assert reused["fold_seed"] == 3  # the variants are trained on the cv folder's folds
