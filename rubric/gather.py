@@ -312,7 +312,7 @@ def run_gather(cfg: Any) -> GatherResult:
     if cfg.get("scorer"):  # a reference-based scorer instead of a judge (rubric/scorers/features.py)
         from rubric.scorers.features import run_scorer_gather
 
-        return run_scorer_gather(cfg)
+        return run_scorer_gather(cfg, rubric_from_config(cfg))
     if not cfg.get("conversations") or str(cfg.conversations) == "???":
         raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
     conversations = load_conversations(cfg.conversations)
@@ -378,5 +378,11 @@ def _refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversation
             f"the output folder already holds {name}, which {what} and would be overwritten with different "
             "content.",
             path=target,
+            fix="choose another out= (a new folder for the gathered dataset).",
+        )
+    if not earlier_gather and (out / "llm.csv").exists():  # a dataset's distributions, imported or hand-made
+        raise InputError(
+            "the output folder already holds an llm.csv that no earlier gather wrote; it would be replaced.",
+            path=out / "llm.csv",
             fix="choose another out= (a new folder for the gathered dataset).",
         )
