@@ -111,11 +111,10 @@ def gather_scores(
     return pd.concat(frames, ignore_index=True), rubric
 
 
-def run_scorer_gather(cfg: Any) -> pd.DataFrame:
-    """`role-rubric gather scorer=NAME conversations=FILE out=DIR [scorer.beside=JUDGE_DIR]`."""
+def run_scorer_gather(cfg: Any, rubric: Rubric) -> pd.DataFrame:
+    """`role-rubric gather scorer=NAME conversations=FILE out=DIR [scorer.beside=JUDGE_DIR]` (rubric:
+    the composed one; rubric.gather dispatches here)."""
     from omegaconf import OmegaConf
-
-    from rubric.gather import rubric_from_config
 
     if not cfg.get("conversations") or str(cfg.conversations) == "???":
         raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
@@ -129,7 +128,7 @@ def run_scorer_gather(cfg: Any) -> pd.DataFrame:
     out.mkdir(parents=True, exist_ok=True)
     llm, rubric = gather_scores(
         conversations,
-        rubric_from_config(cfg),
+        rubric,
         spec["name"],
         params=spec.get("params") or {},
         beside=spec.get("beside"),
