@@ -277,7 +277,7 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
     plain = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else cfg
     for key, rule in RULES.items():
         found, value = _lookup(plain, key)
-        if not found:
+        if not found or value == "???":  # a required value not given: the command says which file to pass
             continue
         problem = rule.check(value)
         if problem is not None:
