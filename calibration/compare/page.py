@@ -88,9 +88,10 @@ def plot_auc_by_type(table: pd.DataFrame, ax=None):
         ax.bar(x, rows["auc"], width, yerr=err, capsize=2, label=kind)
     ax.axhline(0.5, color="#888", lw=0.8, ls="--")
     ax.set_xticks(np.arange(len(methods)), methods, rotation=20, fontsize=8)
-    ax.set_ylim(0, 1.05)
+    ax.set_yticks(np.arange(0, 1.01, 0.2))
+    ax.set_ylim(0, 1.2)  # room for the legend above the bars
     ax.set_ylabel("AUC (adherent vs this type)")
-    ax.legend(fontsize=8, ncols=len(types))
+    ax.legend(fontsize=8, ncols=len(types), loc="upper center")
     fig.tight_layout()
     return fig, ax
 
@@ -172,7 +173,7 @@ def write_page(result: dict[str, Any], out: Path) -> Path:
     unavailable = "; ".join(f"{k}: {v}" for k, v in result["unavailable"].items()) or "none"
     intro = (
         f"{result['data']['labelled']} labelled turns; positive class = adherent; {result['settings']['n_boot']} bootstrap resamples "
-        f"(seed {result['settings']['seed']}); encoder {result['settings']['encoder']}. Unavailable: {unavailable}."
+        f"(seed {result['settings']['seed']}); encoder {result['settings']['encoder']}. Unavailable: {unavailable.rstrip('.')}."
     )
     path = out / "compare.html"
     path.write_text(PAGE.format(intro=html.escape(intro), sections="\n".join(parts)))

@@ -189,7 +189,7 @@ def compare(
                 path=path,
                 fix="score every turn of the conversations.",
             )
-        families[name] = "judge"
+        families[name] = "given scores"
         for size in sizes:
             scores = pd.concat(
                 [scores, turns[KEY].assign(method=name, size=int(size), score=np.asarray(s, float))]

@@ -147,7 +147,9 @@ def test_extra_scores_from_an_llm_csv_join_the_table(small, tmp_path):
         log=lambda _: None,
     )
     table = pd.DataFrame(result["results"]).set_index(["method", "subset"])
-    assert table.loc[("judge", "all"), "auc"] == 1.0 and table.loc[("judge", "all"), "family"] == "judge"
+    assert (
+        table.loc[("judge", "all"), "auc"] == 1.0 and table.loc[("judge", "all"), "family"] == "given scores"
+    )
 
 
 @pytest.mark.parametrize(
