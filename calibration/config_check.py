@@ -182,13 +182,15 @@ SETTINGS_RULES: dict[str, Rule] = {
     "recalibrate": choice("vector", "none"),
     "recalibrate_prior": number(0),
     "recalibrate_min_members": integer(1),
+    "base": choice("ordinal", "none"),
+    "base_l2": number(0),
 }
 
 RULES: dict[str, Rule] = {
     **{
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
-        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
+        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands
@@ -198,6 +200,7 @@ RULES: dict[str, Rule] = {
     "limit": integer(1, optional=True),
     "target": text(optional=True),
     "nested": boolean(),
+    "group": text(optional=True),
     "progress": boolean(),
     "include_reason": boolean(),
     "granularity": choice("turn", "conversation"),

@@ -99,7 +99,30 @@ class Dataset:
             parts.append(coverage[:, keep])
         if spec["mask"]:
             parts.append((~self.present[:, keep]).astype(np.float32))
+        if spec.get("expected"):  # last, where the network's ordinal base reads them
+            parts.append(self.expected_inputs(spec["expected"]))
         return np.concatenate(parts, axis=1).astype(np.float32)
+
+    def expected_spec(self, questions: list[str]) -> dict:
+        """The questions (of `questions`, those the judge answered at least once) whose expected answers
+        feed a linear model, with their mean and scale over this data's items (no labels are used)."""
+        idx = [q for q in (self.rubric.ids.index(i) for i in questions) if self.present[:, q].any()]
+        raw = self._expected_answers()
+        return {"questions": [self.rubric.ids[q] for q in idx],
+                "mean": [float(raw[self.present[:, q], q].mean()) for q in idx],
+                "scale": [float(max(raw[self.present[:, q], q].std(), 1e-3)) for q in idx]}
+
+    def expected_inputs(self, expected: dict) -> np.ndarray:
+        """(N, E) expected answers standardised with the spec's own mean and scale (fixed when the model was
+        trained, so new data is placed on the training scale, not its own); a question the judge did not
+        answer for an item sits at the training mean (0)."""
+        idx = [self.rubric.ids.index(q) for q in expected["questions"]]
+        z = (self._expected_answers()[:, idx] - np.asarray(expected["mean"])) / np.asarray(expected["scale"])
+        return np.where(self.present[:, idx], z, 0.0).astype(np.float32)
+
+    def _expected_answers(self) -> np.ndarray:
+        """(N, Q) the judge's expected answer to every question (0 where it gave no distribution)."""
+        return (self.probs.astype(np.float64) * self.option_values()[None]).sum(-1)
 
     def item_keys(self) -> list[tuple[str, str]]:
         return list(zip(self.items["conversation_id"], self.items["turn"], strict=True))

@@ -16,7 +16,7 @@ import torch
 from calibration.data.splits import group_folds
 from calibration.model.ensemble import member_logproba, recalibrations
 from calibration.model.recalibrate import pool
-from calibration.model.train import Rows, fit_models, plan_models
+from calibration.model.train import Rows, fit_models, model_inputs, plan_models
 
 
 def item_adherence(predictions: pd.DataFrame, method: str, *, adheres_at: float = 3.0) -> pd.DataFrame:
@@ -47,15 +47,15 @@ def oof_item_adherence(
     model (judges="population"). Also returns the raw judge's P(target >= adheres_at) ("raw").
     """
     t = ds.target_index
-    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
-    X = torch.from_numpy(ds.features(spec))
+    _, X, base_inputs = model_inputs(ds, settings)
     fold_of_item = group_folds(ds.groups, folds, fold_seed)
     fold_of_row = fold_of_item[ds.label_item]
     members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
     seeds = [seed * 100_000 + f * 100 + e for f, e in members]
     plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
     net = fit_models(
-        X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t
+        X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t,
+        n_base=base_inputs,
     )
     recal = recalibrations(net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)],
                            settings)

@@ -4,14 +4,27 @@
 - judge_mean: each judge's own training distribution (smoothed toward the pooled one; unseen judge = pooled);
 - random: a uniformly random answer per row, seeded;
 - argmax_llm: the LLM judge's most probable option;
-- expected_llm: the LLM judge's distribution itself.
+- expected_llm: the LLM judge's distribution itself;
+- linear / ordinal: the simple personalised models (calibration/model/linear.py) on the judge's expected
+  answer to every question + judge offsets, each with its L2 penalty chosen by inner cross-validation
+  (3 folds of the training conversations, by the RMSE of the expected answer: the headline metric, so
+  the baselines are as strong as they can be there; by NLL the multinomial model picks penalties that
+  cost it 0.015 RMSE on the LLM-Rubric data). The calibrator must beat these.
+
+The LLM baselines (argmax_llm, expected_llm and cv's calibrated_llm) read the target's own distribution:
+`NEEDS_TARGET_DISTRIBUTION` lists them, and cross-validation skips them, with the reason, where the judge
+was not asked the target for every labelled item.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import torch
 
 from calibration.data.dataset import Dataset
+from calibration.data.splits import group_folds
+from calibration.model.linear import GRID, fit_linear
+from calibration.model.settings import torch_threads
 
 JUDGE_PRIOR_STRENGTH = 2.0  # pseudo-answers from the pooled distribution added to each judge's counts
 
@@ -61,5 +74,73 @@ def expected_llm(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) ->
     return ds.probs[ds.label_item, ds.target_index].astype(float)
 
 
+INNER_FOLDS = 3
+
+
+def linear_oof(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int, *, kind: str) -> np.ndarray:
+    """(R, K) out-of-fold target distributions of the personalised `kind` model. Per outer fold, the L2
+    penalty with the lowest inner-cv NLL (grid GRID) is refitted on the whole fold's training rows; every
+    (outer fold, inner fold, penalty) model is fitted in one batched L-BFGS run."""
+    t = ds.target_index
+    labelled = ds.answers[:, t] >= 0
+    e = torch.from_numpy(ds.expected_inputs(ds.expected_spec(ds.rubric.ids)))
+    fits, evals, l2 = [], [], []
+    for f in range(folds):
+        train = np.flatnonzero((fold_of_row != f) & labelled)
+        inner = group_folds(ds.groups, INNER_FOLDS, seed + f)[ds.label_item[train]]
+        for i in range(INNER_FOLDS):
+            for lam in GRID:
+                fits.append(train[inner != i])
+                evals.append(train[inner == i])
+                l2.append(lam)
+    values = ds.option_values()[t, : int(ds.n_options[t])]
+    sq_error = np.array([((p @ values - values[ds.answers[rows, t]]) ** 2).sum()
+                         for p, rows in zip(_fit_predict(ds, e, kind, fits, evals, l2), evals, strict=True)])
+    sq_error = sq_error.reshape(folds, INNER_FOLDS, len(GRID)).sum(1)
+    chosen = [GRID[int(np.argmin(sq_error[f]))] for f in range(folds)]
+    tests = [np.flatnonzero(fold_of_row == f) for f in range(folds)]
+    trains = [np.flatnonzero((fold_of_row != f) & labelled) for f in range(folds)]
+    out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
+    for rows, probs in zip(tests, _fit_predict(ds, e, kind, trains, tests, chosen), strict=True):
+        out[rows, : probs.shape[1]] = probs
+    return out
+
+
+def _fit_predict(ds, e, kind, fits, evals, l2):
+    """Fit one model per (fit rows, l2) on the target; return each one's (rows, K) distributions on its eval
+    rows."""
+    t = ds.target_index
+    k = int(ds.n_options[t])
+    item, judge = torch.from_numpy(ds.label_item.copy()), torch.from_numpy(ds.label_judge.copy())
+    answers = torch.from_numpy(ds.answers[:, [t]].copy())
+    idx, mask = _padded(fits)
+    with torch_threads(None):  # small tensors: one thread (calibration/model/settings.py)
+        model = fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [k], len(ds.judges),
+                           torch.tensor(l2, dtype=torch.float64))
+    idx, mask = _padded(evals)
+    with torch.no_grad():
+        logp = model.logp(e[item[idx]], judge[idx], [k])[:, :, 0].numpy()  # (M, L, K)
+    return [np.exp(logp[m, : len(rows)]) for m, rows in enumerate(evals)]
+
+
+def _padded(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+    length = max(1, max(len(g) for g in groups))
+    idx = np.zeros((len(groups), length), dtype=np.int64)
+    mask = np.zeros((len(groups), length), dtype=bool)
+    for m, g in enumerate(groups):
+        idx[m, : len(g)] = g
+        mask[m, : len(g)] = True
+    return torch.from_numpy(idx), torch.from_numpy(mask)
+
+
+def linear(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    return linear_oof(ds, fold_of_row, folds, seed, kind="multinomial")
+
+
+def ordinal(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) -> np.ndarray:
+    return linear_oof(ds, fold_of_row, folds, seed, kind="ordinal")
+
+
 BASELINES = {"constant": constant, "judge_mean": judge_mean, "random": random, "argmax_llm": argmax_llm,
-             "expected_llm": expected_llm}
+             "expected_llm": expected_llm, "linear": linear, "ordinal": ordinal}
+NEEDS_TARGET_DISTRIBUTION = ("argmax_llm", "expected_llm", "calibrated_llm")

@@ -17,14 +17,15 @@ import pandas as pd
 
 from calibration.data.dataset import Dataset, load_dataset
 from calibration.data.splits import group_folds
-from calibration.evaluation.baselines import BASELINES
+from calibration.evaluation.baselines import BASELINES, NEEDS_TARGET_DISTRIBUTION
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import oof_network
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.settings import Settings
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 
-METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm")
+METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm", "linear",
+           "ordinal")
 
 
 @dataclass
@@ -34,29 +35,79 @@ class CVResult:
     predictions: pd.DataFrame
     metrics: dict[str, dict[str, float]]
     seconds: float
+    skipped: dict[str, str] = dataclasses.field(default_factory=dict)
+    """Baselines that could not run on this data, with the reason."""
 
 
 def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int = 0, fold_seed: int = 0,
-                   baselines: bool = True, progress: bool = False) -> CVResult:
+                   baselines: bool = True, progress: bool = False, groups: np.ndarray | None = None) -> CVResult:
     """Out-of-fold target predictions of the calibrated model (and the baselines) for every labelled row.
 
     `fold_seed` fixes which conversations share a fold; `seed` fixes everything random in training
     (initial weights, batch order, validation splits), so seeds can be compared on the same folds.
+    groups: (N,) group of every item kept in one fold (default: its conversation; see `item_groups`).
     """
     start = time.perf_counter()
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)  # rows with a human answer to the target
-    fold_of_row = group_folds(ds.groups, folds, fold_seed)[ds.label_item]
+    fold_of_row = group_folds(ds.groups if groups is None else groups, folds, fold_seed)[ds.label_item]
     probs = {"calibrated": oof_network(ds, settings, fold_of_row, folds, seed, progress=progress)}
+    skipped = {}
     if baselines:
-        only_target = dataclasses.replace(
-            settings.without_pretraining(), drop_questions=tuple(q for q in ds.rubric.ids if q != ds.rubric.target)
-        )
-        probs["calibrated_llm"] = oof_network(ds, only_target, fold_of_row, folds, seed)
+        skipped = target_distribution_gaps(ds, rows)
+        if "calibrated_llm" not in skipped:
+            only_target = dataclasses.replace(
+                settings.without_pretraining(), drop_questions=tuple(q for q in ds.rubric.ids if q != ds.rubric.target)
+            )
+            probs["calibrated_llm"] = oof_network(ds, only_target, fold_of_row, folds, seed)
         for name, baseline in BASELINES.items():
-            probs[name] = baseline(ds, fold_of_row, folds, seed)
+            if name not in skipped:
+                probs[name] = baseline(ds, fold_of_row, folds, seed)
     frame, metrics = _tabulate(ds, rows, fold_of_row, probs)
-    return CVResult(frame, metrics, time.perf_counter() - start)
+    return CVResult(frame, metrics, time.perf_counter() - start, skipped)
+
+
+def target_distribution_gaps(ds: Dataset, rows: np.ndarray) -> dict[str, str]:
+    """The baselines that read the target's own judge distribution, with why they cannot run, when some
+    labelled items have none (the judge was not asked the target): they would read zeros, never that."""
+    missing = int((~ds.present[np.unique(ds.label_item[rows]), ds.target_index]).sum())
+    if not missing:
+        return {}
+    items = len(np.unique(ds.label_item[rows]))
+    reason = (f"{missing} of {items} labelled items have no judge distribution for the target "
+              f"{ds.rubric.target!r} (the judge was not asked it)")
+    return dict.fromkeys(NEEDS_TARGET_DISTRIBUTION, reason)
+
+
+def item_groups(ds: Dataset, data_dir, field: str | None) -> np.ndarray | None:
+    """(N,) group code of every item by a conversation-level field of DATA/conversations.jsonl (e.g. the
+    chatbot's role), so conversations that share it stay in one fold; None for field None."""
+    if not field or field == "conversation_id":
+        return None
+    from pathlib import Path
+
+    from rubric.errors import InputError
+
+    path = Path(data_dir) / "conversations.jsonl"
+    if not path.exists():
+        raise InputError(f"group={field} needs the conversations, but there is no conversations.jsonl.", path=data_dir,
+                         fix="put conversations.jsonl (what `gather` writes) in the data folder, or drop group=.")
+    value_of = {}
+    with open(path, encoding="utf-8") as fh:
+        for line_no, line in enumerate(fh, 1):
+            if not line.strip():
+                continue
+            record = json.loads(line)
+            if field not in record:
+                raise InputError(f"conversation {record.get('conversation_id')!r} has no field {field!r}.", path=path,
+                                 row=line_no, fix=f"add {field!r} to every conversation, or choose another group=.")
+            value_of[str(record.get("conversation_id"))] = json.dumps(record[field], sort_keys=True)
+    conv = ds.items["conversation_id"].astype(str)
+    unknown = sorted(set(conv) - set(value_of))
+    if unknown:
+        raise InputError(f"{len(unknown)} labelled conversation(s) are not in conversations.jsonl (e.g. {unknown[0]!r}).",
+                         path=path, fix="use the conversations.jsonl the distributions were gathered from.")
+    return pd.factorize(conv.map(value_of), sort=True)[0]
 
 
 def _tabulate(ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dict[str, np.ndarray]):
@@ -81,23 +132,35 @@ def _tabulate(ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dic
     return pd.concat(frames, ignore_index=True), metrics
 
 
-def format_table(metrics: dict[str, dict[str, float]]) -> str:
+def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] | None = None) -> str:
+    """The cv table; a correlation that is undefined (a constant prediction) reads n/a, with a note why."""
     head = f"{'method':<16}{'rmse':>8}{'pearson':>9}{'spearman':>9}{'kendall':>9}{'nll':>8}{'n':>6}"
-    lines = [head]
+    lines, undefined = [head], False
+
+    def corr(x: float) -> str:
+        nonlocal undefined
+        undefined |= bool(np.isnan(x))
+        return f"{'n/a':>9}" if np.isnan(x) else f"{x:9.4f}"
+
     for method, m in metrics.items():
-        lines.append(f"{method:<16}{m['rmse']:8.4f}{m['pearson']:9.4f}{m['spearman']:9.4f}{m['kendall']:9.4f}"
+        lines.append(f"{method:<16}{m['rmse']:8.4f}{corr(m['pearson'])}{corr(m['spearman'])}{corr(m['kendall'])}"
                      f"{m['nll']:8.3f}{m['n']:6d}")
+    if undefined:
+        lines.append("n/a: constant prediction (a correlation is undefined when every prediction is the same)")
+    for method, reason in (skipped or {}).items():
+        lines.append(f"{method}: skipped: {reason}")
     return "\n".join(lines)
 
 
 def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trials: int, inner_folds: int,
-                          folds: int = 5, seed: int = 0, fold_seed: int = 0, progress: bool = False):
+                          folds: int = 5, seed: int = 0, fold_seed: int = 0, progress: bool = False,
+                          groups: np.ndarray | None = None):
     """Nested cross-validation: for each outer fold, search on the other folds only (inner CV), then
     train the chosen settings there and predict the outer fold, so selection never sees its test rows.
     Returns (R, K) out-of-fold target distributions and the settings chosen per fold."""
     from calibration.evaluation.search import search
 
-    fold_of_row = group_folds(ds.groups, folds, fold_seed)[ds.label_item]
+    fold_of_row = group_folds(ds.groups if groups is None else groups, folds, fold_seed)[ds.label_item]
     out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
     chosen = []
     for f in range(folds):
@@ -119,8 +182,9 @@ def run_cv(cfg) -> CVResult:
     check_folds(ds, int(cfg.folds))
     print_warnings("cv", size_warnings(ds, int(cfg.folds)))
     with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
+        groups = item_groups(ds, cfg.data, cfg.get("group"))
         result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
-                                progress=True)
+                                progress=True, groups=groups)
         chosen = None
         if cfg.get("nested"):
             from omegaconf import OmegaConf
@@ -128,18 +192,20 @@ def run_cv(cfg) -> CVResult:
             nested, chosen = nested_cross_validate(
                 ds, settings, OmegaConf.to_container(cfg.search.space, resolve=True), trials=int(cfg.search.trials),
                 inner_folds=int(cfg.search.inner_folds), folds=int(cfg.folds), seed=int(cfg.seed),
-                fold_seed=int(cfg.fold_seed), progress=True,
+                fold_seed=int(cfg.fold_seed), progress=True, groups=groups,
             )
             rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
-            fold_of_row = group_folds(ds.groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
+            fold_of_row = group_folds(ds.groups if groups is None else groups, int(cfg.folds),
+                                      int(cfg.fold_seed))[ds.label_item]
             frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
             result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
             result.metrics.update(metrics)
         atomic_to_csv(result.predictions, out / "predictions.csv")
         summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
-                   "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen}
+                   "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen,
+                   "skipped": result.skipped, "group": cfg.get("group") or "conversation_id"}
         atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
-    print(format_table(result.metrics))
+    print(format_table(result.metrics, result.skipped))
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
     print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")
     return result

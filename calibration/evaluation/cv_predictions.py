@@ -28,6 +28,8 @@ METHOD_LABELS = {
     "argmax_llm": "argmax LLM",
     "expected_llm": "expected LLM",
     "calibrated_llm": "calibrated LLM (target only)",
+    "linear": "personalised logistic (expected answers)",
+    "ordinal": "personalised ordinal (expected answers)",
 }
 
 

@@ -25,6 +25,7 @@ from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings
+from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
 from rubric.identity import dataset_judge_identity, describe
@@ -145,7 +146,8 @@ def load_model(path: str | Path) -> LoadedModel:
             fix="keep weights.safetensors and model.json of one training together, or retrain the model.",
         )
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
-                         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised)
+                         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
+                         n_base=n_base(meta["spec"]))
     try:
         net.load_state_dict(load_file(str(weights_path)))
     except (SafetensorError, RuntimeError, OSError) as exc:
@@ -192,7 +194,7 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
         raise bad(f"has unknown setting(s) {unknown}")
     check_settings(meta["settings"], source=meta_path)
     # Models saved before pooling and recalibration were settings averaged their members arithmetically.
-    legacy = {"pool": "arithmetic", "recalibrate": "none"}
+    legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none"}  # settings before each existed
     merged = {**legacy, **meta["settings"]}
     merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
     return Settings(**merged), rubric_from_dict(meta["rubric"], source=meta_path)
@@ -220,11 +222,15 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
     m, d, h1, h2 = meta["n_models"], meta["n_inputs"], settings.hidden1, settings.hidden2
     n_q, n_k = len(rubric.questions), max(len(q.options) for q in rubric.questions)
     j = max(len(meta["judges"]), 1) if settings.personalised else 0
-    return {
+    shapes = {
         "W1": (m, d + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
         "U1": (m, j, d + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),
         "option_pad": (n_q, n_k),
     }
+    e = n_base(meta["spec"]) if isinstance(meta.get("spec"), dict) else 0
+    if e:
+        shapes |= {"base_weight": (m, n_q, e), "base_bias": (m, n_q, n_k - 1), "base_judge": (m, n_q, j)}
+    return shapes
 
 
 def _check_weight_shapes(weights_path: Path, expected: dict[str, tuple[int, ...]]) -> None:

@@ -7,6 +7,12 @@ For judge a and input x (the LLM judge's answer distributions, concatenated):
 W are shared; U are per-judge offsets that start at zero and carry an L2 penalty, so a judge never seen
 in training (or judge index -1, "population") is predicted by the shared weights alone.
 
+With a base (`n_base` > 0, the default `network.base=ordinal`), the logits of every question also get the
+log-probabilities of a fixed personalised ordinal model on the last n_base inputs (the judge's standardised
+expected answers; calibration/model/linear.py), fitted before training, and V starts at zero: the network
+starts as that simple model and learns only the residual that validation supports. The linear base keeps
+extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README).
+
 Every parameter has a leading axis of M independent models (folds x seeds x trials), so many models
 train as one batched computation. The loss is the SUM over models of each model's own mean NLL, which
 gives each model exactly the gradient it would get alone.
@@ -26,6 +32,8 @@ import math
 import torch
 from torch import nn
 
+from calibration.model.linear import LinearFit, linear_logp
+
 
 class CalibrationNet(nn.Module):
     """M calibration networks trained side by side.
@@ -38,11 +46,13 @@ class CalibrationNet(nn.Module):
         hidden1, hidden2: hidden layer sizes.
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
+        n_base: E, the number of trailing inputs the ordinal base reads (0: no base, the paper's network).
     """
 
     def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
-                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None):
+                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0):
         super().__init__()
+        self.n_base = n_base
         seeds = list(range(n_models)) if seeds is None else list(seeds)
         self.personalised = personalised
         self.n_options = list(n_options)
@@ -56,6 +66,17 @@ class CalibrationNet(nn.Module):
         self.UV = nn.Parameter(torch.zeros(n_models, judges, hidden2 + 1, n_q * n_k))  # (M, J, H2+1, Q*K)
         pad = torch.arange(n_k)[None, :] >= torch.tensor(n_options)[:, None]
         self.register_buffer("option_pad", pad)  # (Q, K) True where a question has no such option
+        if n_base:  # fixed (set_base), not trained: parameters only so they follow the model axis and the files
+            with torch.no_grad():
+                self.V.zero_()
+            for name, shape in (("base_weight", (n_base,)), ("base_bias", (n_k - 1,)), ("base_judge", (judges,))):
+                setattr(self, name, nn.Parameter(torch.zeros(n_models, n_q, *shape), requires_grad=False))
+
+    def set_base(self, fit: LinearFit) -> None:
+        """Use the fitted ordinal models `fit` (one per model) as the base of every question."""
+        with torch.no_grad():
+            for name, value in (("base_weight", fit.weight), ("base_bias", fit.bias), ("base_judge", fit.judge)):
+                getattr(self, name).copy_(value)
 
     @property
     def n_models(self) -> int:
@@ -64,7 +85,8 @@ class CalibrationNet(nn.Module):
     def subset(self, models: torch.Tensor) -> CalibrationNet:
         """A new CalibrationNet holding copies of the models `models` (indices on the model axis)."""
         smaller = copy.copy(self)  # the same settings and buffers; new parameters below
-        smaller._parameters = {name: nn.Parameter(p.detach()[models].clone()) for name, p in self._parameters.items()}
+        smaller._parameters = {name: nn.Parameter(p.detach()[models].clone(), requires_grad=p.requires_grad)
+                               for name, p in self._parameters.items()}
         return smaller
 
     @staticmethod
@@ -74,7 +96,8 @@ class CalibrationNet(nn.Module):
             return nets[0]
         joined = copy.copy(nets[0])
         joined._parameters = {
-            name: nn.Parameter(torch.cat([n._parameters[name].detach() for n in nets])) for name in nets[0]._parameters
+            name: nn.Parameter(torch.cat([n._parameters[name].detach() for n in nets]), requires_grad=p.requires_grad)
+            for name, p in nets[0]._parameters.items()
         }
         return joined
 
@@ -101,6 +124,10 @@ class CalibrationNet(nn.Module):
         z = self._layer(x, self.W1, self.U1, groups, known).sigmoid()  # (M, B, H1)
         z = self._layer(z, self.W2, self.U2, groups, known).sigmoid()  # (M, B, H2)
         logits = self._layer(z, self.V, self.UV, groups, known)  # (M, B, Q*K)
+        if self.n_base:
+            base = linear_logp("ordinal", self.base_weight, self.base_bias, self.base_judge,
+                               x[..., -self.n_base:], judge, self.n_options)  # (M, B, Q, K)
+            logits = logits + base.masked_fill(self.option_pad, 0.0).flatten(2)
         logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
         logp = _log_softmax(logits.masked_fill(self.option_pad, float("-inf")))  # (M, B, Q, K)
         if targets is None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass
 
 import torch
 
+BASES = ("ordinal", "none")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -23,8 +25,8 @@ class Settings:
     personalised: bool = True
     use_coverage: bool = True
     drop_questions: tuple[str, ...] = ()
-    lr: float = 0.03
-    finetune_lr: float = 0.0015
+    lr: float = 0.01
+    finetune_lr: float = 0.005
     batch_size: int = 128
     pretrain_steps: int = 250
     finetune_steps: int = 400
@@ -40,6 +42,10 @@ class Settings:
     recalibrate_prior: float = 0.25
     recalibrate_min_members: int = 8
     """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
+    base: str = "ordinal"
+    """The fixed simple model the network adds its residual to: "ordinal" or "none" (the paper's network)."""
+    base_l2: float = 1e-3
+    """L2 penalty of the base's weights and judge offsets, per mean NLL."""
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:
@@ -58,12 +64,13 @@ class Settings:
         """Self, after checking the settings that take one of a few names."""
         from calibration.model.recalibrate import METHODS, POOLS
 
-        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS)):
+        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES)):
             if getattr(self, name) not in allowed:
                 from rubric.errors import InputError
 
-                raise InputError(f"train.{name}={getattr(self, name)!r} is not one of {list(allowed)}.",
-                                 fix=f"set train.{name} to one of {list(allowed)}.")
+                key = f"{'network' if name == 'base' else 'train'}.{name}"
+                raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",
+                                 fix=f"set {key} to one of {list(allowed)}.")
         return self
 
     def recalibrates(self, members: int) -> bool:

@@ -17,6 +17,7 @@ import torch
 
 from calibration.data.dataset import Dataset
 from calibration.data.splits import subsample, validation_split
+from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings, torch_threads, training_workers
@@ -65,12 +66,27 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
     return Plan(fit, val, list(seeds))
 
 
+def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
+    """The feature spec, the (N, D) inputs and n_base (how many trailing inputs the ordinal base reads)."""
+    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
+    if settings.base != "none":
+        spec["expected"] = ds.expected_spec(spec["questions"])
+    return spec, torch.from_numpy(ds.features(spec)), n_base(spec)
+
+
+def n_base(spec: dict) -> int:
+    return len(spec["expected"]["questions"]) if spec.get("expected") else 0
+
+
 def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n_judges: int, n_options: list[int],
                target: int, progress: bool = False, threads: int | None = None,
-               workers: int | None = None) -> CalibrationNet:
+               workers: int | None = None, n_base: int = 0) -> CalibrationNet:
     """Train len(plan.seeds) models side by side and return them with their best validation weights.
 
     X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
+    n_base: with n_base > 0, each model first gets its ordinal base, fitted on its own fit rows (never its
+    validation rows) from the last n_base columns of X, all models in one L-BFGS run before slicing, so the
+    base does not depend on the slices.
     workers: Python threads that each train a contiguous slice of the models (None: ROLE_RUBRIC_WORKERS,
     default the number of CPUs, at most 4). torch releases the GIL inside its kernels, so two slices on two
     cores run about 1.5x faster than one batch on one core; unlike two intra-op threads per operation,
@@ -87,10 +103,12 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
 
     def fit(models: np.ndarray) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)
-        net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar)
+        net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar,
+                          base=None if base is None else base.subset(models), n_base=n_base)
         return net, part.history
 
     with torch_threads(threads), bar:
+        base = _fit_base(X, rows, plan, settings, n_options, n_judges, n_base) if n_base else None
         if len(slices) == 1:
             fitted = [fit(slices[0])]
         else:
@@ -101,11 +119,21 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     return CalibrationNet.concat([net for net, _ in fitted])
 
 
-def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar) -> CalibrationNet:
+def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base) -> LinearFit:
+    idx, mask = _padded(plan.fit_rows)
+    judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
+    return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
+                      n_options, judges, settings.base_l2, personalised=settings.personalised)
+
+
+def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
     net = CalibrationNet(
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
+        n_base=n_base,
     )
+    if base is not None:
+        net.set_base(base)
     all_questions = torch.ones(len(n_options))
     target_only = torch.zeros(len(n_options))
     target_only[target] = 1.0

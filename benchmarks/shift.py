@@ -1,0 +1,174 @@
+"""Accuracy where the data differs from the training data: the calibrator against the simple personalised
+models, on in-distribution cv and three kinds of shift. Prints JSON.
+
+Benchmarks (target question: Q0 on LLM-Rubric, `overall` on the bundled benchmark):
+- llm_rubric_cv: 5-fold cv grouped by dialogue (in distribution);
+- covariate_shift_down: train on the dialogues whose judge-expected Q0 is in the top 70%, test on the
+  bottom 30% (answers run lower at test time, as on LLM-Rubric's real dialogues);
+- covariate_shift_up: the reverse (train on the bottom 70%, test on the top 30%);
+- new_judges: the human judges split in 4 groups; each group is predicted by a model that never saw it
+  (the population model), judges' other labels excluded;
+- new_chatbot: the bundled role-adherence benchmark, leave one role (chatbot) out, for each of the 4 roles
+  (distributions from the offline embedding judge, gathered once into --work).
+
+Methods: calibrated (the defaults in conf/), network_paper (network.base=none at the paper network's
+rates), linear and ordinal (the simple personalised models, L2 by inner cv), judge_mean. Each metric is the
+mean over training seeds; `vs_best_simple` is calibrated minus the better simple model (by RMSE) with a
+95% paired bootstrap interval (1,000 resamples of whole conversations, the seed-mean metric per resample).
+
+    python benchmarks/shift.py [--anchors ../shared/anchors/llm_rubric_synth] [--seeds 0 1 2 3 4]
+        [--only llm_rubric_cv,covariate_shift_down] [--work DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from calibration.data.dataset import load_dataset
+from calibration.data.importers import import_llm_rubric
+from calibration.data.splits import group_folds
+from calibration.evaluation.baselines import judge_mean, linear, ordinal
+from calibration.evaluation.out_of_fold import oof_network
+from calibration.evaluation.significance import bootstrap_counts
+from calibration.model.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+PAPER = {"base": "none", "lr": 0.03, "finetune_lr": 0.0015}
+
+
+def folds_of(ds, name: str) -> tuple[np.ndarray, int]:
+    """(R,) test fold of every label row (-1: never tested, always trained on) and the number of folds."""
+    t = ds.target_index
+    if name in ("llm_rubric_cv",):
+        return group_folds(ds.groups, 5, 0)[ds.label_item], 5
+    if name.startswith("covariate_shift"):
+        values = ds.option_values()[t]
+        expected = (ds.probs[:, t] * values).sum(-1)
+        per_conv = np.bincount(ds.groups, expected) / np.bincount(ds.groups)
+        order = np.argsort(per_conv, kind="stable")
+        n_test = int(round(0.3 * len(order)))
+        test_convs = order[:n_test] if name.endswith("down") else order[-n_test:]
+        tested = np.isin(ds.groups[ds.label_item], test_convs)
+        return np.where(tested, 0, -1), 1
+    if name == "new_judges":
+        perm = np.random.default_rng(0).permutation(len(ds.judges))
+        group_of_judge = np.empty(len(ds.judges), int)
+        group_of_judge[perm] = np.arange(len(perm)) % 4
+        return group_of_judge[ds.label_judge], 4
+    if name == "new_chatbot":
+        role = ds.items["conversation_id"].str.rsplit("-", n=1).str[0].to_numpy()
+        codes = np.unique(role, return_inverse=True)[1]
+        return codes[ds.label_item], int(codes.max()) + 1
+    raise ValueError(name)
+
+
+def predict_all(ds, fold_of_row, folds, seed, settings) -> dict[str, np.ndarray]:
+    """(R, K) out-of-fold target distributions of every method (rows with fold -1: zeros)."""
+    paper = dataclasses.replace(settings, **PAPER)
+    out = {"calibrated": oof_network(ds, settings, fold_of_row, folds, seed),
+           "network_paper": oof_network(ds, paper, fold_of_row, folds, seed)}
+    for name, fn in (("linear", linear), ("ordinal", ordinal), ("judge_mean", judge_mean)):
+        out[name] = fn(ds, fold_of_row, folds, seed)
+    return out
+
+
+def metrics(e: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Weighted RMSE and Pearson of predictions e (n,) against y for every weight row of w (B, n)."""
+    s = w.sum(1)
+    rmse = np.sqrt((w * (e - y) ** 2).sum(1) / s)
+    me, my = (w * e).sum(1) / s, (w * y).sum(1) / s
+    cov = (w * (e - me[:, None]) * (y - my[:, None])).sum(1)
+    var = np.sqrt((w * (e - me[:, None]) ** 2).sum(1) * (w * (y - my[:, None]) ** 2).sum(1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return rmse, cov / var
+
+
+def run_benchmark(ds, name: str, seeds: list[int], settings: Settings, n_boot: int = 1000) -> dict:
+    t = ds.target_index
+    fold_of_row, folds = folds_of(ds, name)
+    rows = np.flatnonzero((fold_of_row >= 0) & (ds.answers[:, t] >= 0))
+    values = ds.option_values()[t, : int(ds.n_options[t])]
+    y = values[ds.answers[rows, t]]
+    start = time.perf_counter()
+    expected = {}  # method -> (seeds, n)
+    for seed in seeds:
+        for method, p in predict_all(ds, fold_of_row, folds, seed, settings).items():
+            expected.setdefault(method, []).append(p[rows, : len(values)] @ values)
+    one = np.ones((1, len(rows)))
+    w = bootstrap_counts(ds.groups[ds.label_item[rows]], len(rows), rng=np.random.default_rng(0), n_boot=n_boot)
+    result = {"rows": len(rows), "folds": folds, "seeds": seeds, "methods": {}}
+    boot = {}
+    for method, e in expected.items():
+        point = [metrics(e_s, y, one) for e_s in e]
+        result["methods"][method] = {"rmse": round(float(np.mean([p[0][0] for p in point])), 4),
+                                     "pearson": round(float(np.mean([p[1][0] for p in point])), 4)}
+        reps = [metrics(e_s, y, w) for e_s in e]
+        boot[method] = (np.mean([r[0] for r in reps], 0), np.nanmean([r[1] for r in reps], 0))
+    best = min(("linear", "ordinal"), key=lambda m: result["methods"][m]["rmse"])
+    d_rmse, d_pearson = boot["calibrated"][0] - boot[best][0], boot["calibrated"][1] - boot[best][1]
+    cal, ref = result["methods"]["calibrated"], result["methods"][best]
+    result["vs_best_simple"] = {
+        "best_simple": best,
+        "rmse_diff": round(cal["rmse"] - ref["rmse"], 4),
+        "rmse_diff_95": [round(float(x), 4) for x in np.nanpercentile(d_rmse, [2.5, 97.5])],
+        "pearson_diff": round(cal["pearson"] - ref["pearson"], 4),
+        "pearson_diff_95": [round(float(x), 4) for x in np.nanpercentile(d_pearson, [2.5, 97.5])],
+        "meets_target": bool(cal["rmse"] <= ref["rmse"] and cal["pearson"] >= ref["pearson"] - 0.005),
+    }
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    return result
+
+
+def llm_rubric_dataset(anchors: Path, work: Path):
+    out = work / "llm_rubric"
+    if not (out / "labels.csv").exists():
+        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", out)
+    return load_dataset(out)
+
+
+def bundled_dataset(work: Path):
+    """The bundled benchmark with the offline embedding judge's distributions (gathered once, cached)."""
+    out = work / "role_adherence"
+    if not (out / "llm.csv").exists():
+        data = ROOT / "data" / "role_adherence"
+        subprocess.run([sys.executable, "-m", "calibration.cli", "gather", f"conversations={data / 'conversations.jsonl'}",
+                        "rubric=role_adherence", "judge=embedding", f"out={out}", "progress=false"], check=True,
+                       stdout=subprocess.DEVNULL)
+    (out / "labels.csv").write_bytes((ROOT / "data" / "role_adherence" / "labels.csv").read_bytes())
+    return load_dataset(out)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--anchors", type=Path, default=ROOT.parent / "shared" / "anchors" / "llm_rubric_synth")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
+    parser.add_argument("--only", default="llm_rubric_cv,covariate_shift_down,covariate_shift_up,new_judges,new_chatbot")
+    parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
+    parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
+    parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-shift-"))
+    settings = Settings()
+    if args.ensemble:
+        settings = dataclasses.replace(settings, ensemble=args.ensemble)
+    out = {"settings": settings.to_dict()}
+    for name in args.only.split(","):
+        ds = bundled_dataset(work) if name == "new_chatbot" else llm_rubric_dataset(args.anchors, work)
+        out[name] = run_benchmark(ds, name, args.seeds, settings)
+        print(f"shift: {name} done in {out[name]['seconds']} s", file=sys.stderr, flush=True)
+        if args.partial:
+            args.partial.write_text(json.dumps(out, indent=1))
+    print(json.dumps(out, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,125 @@
+"""Personalised linear models on the judge's expected answers: multinomial logistic and ordinal (cumulative-logit).
+
+For human judge a, item features e (the LLM judge's expected answer to every question, standardised):
+    multinomial:  p(y = k) = softmax_k(W_k . e + b_k + u_ak)
+    ordinal:      p(y <= k) = sigmoid(theta_k - (w . e + u_a)),   theta_1 < theta_2 < ...
+The judge offsets u follow the network's rule: an L2 penalty like the shared weights, so an unseen judge
+(index -1) is the population model (u = 0). They serve twice: as the simple baselines every calibrator is
+measured against (`linear_baseline`, L2 chosen by inner cross-validation), and as the ordinal base that
+the default network adds its residual to (calibration/model/network.py).
+
+Every model has a leading axis M (folds x questions x penalties), and all M are fitted by one L-BFGS run
+on the sum of their losses: the problems are independent and strictly convex, so each model reaches its
+own optimum whatever its batch-mates.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+KINDS = ("multinomial", "ordinal")
+GRID = (1e-4, 3e-4, 1e-3, 3e-3, 1e-2, 3e-2)
+"""L2 penalties (per mean NLL) that the inner cross-validation chooses from."""
+
+
+@dataclass
+class LinearFit:
+    """Fitted parameters, float64. Shapes: M models, Q questions, E inputs, K options, J judges."""
+
+    kind: str
+    weight: torch.Tensor  # multinomial (M, Q, E, K); ordinal (M, Q, E)
+    bias: torch.Tensor  # multinomial (M, Q, K); ordinal (M, Q, K-1) unconstrained thresholds (see _thresholds)
+    judge: torch.Tensor  # multinomial (M, Q, J, K); ordinal (M, Q, J)
+
+    def subset(self, models) -> LinearFit:
+        return LinearFit(self.kind, self.weight[models], self.bias[models], self.judge[models])
+
+    def logp(self, e: torch.Tensor, judge: torch.Tensor, n_options: list[int]) -> torch.Tensor:
+        """(M, B, Q, K) log-probabilities (-inf on padded options) for inputs e (M, B, E), judges (M, B)."""
+        return linear_logp(self.kind, self.weight, self.bias, self.judge, e, judge, n_options)
+
+
+def linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options) -> torch.Tensor:
+    e = e.to(weight.dtype)
+    known = (judge >= 0).to(e.dtype)[..., None]  # (M, B, 1)
+    jj = judge.clamp(min=0)
+    pad = torch.arange(max(n_options))[None, :] >= torch.tensor(n_options)[:, None]  # (Q, K)
+    n_q = len(n_options)
+    if kind == "multinomial":
+        logits = torch.einsum("mbe,mqek->mbqk", e, weight) + bias[:, None]
+        if judge_offsets.shape[2]:
+            idx = jj[:, None, :, None].expand(-1, n_q, -1, judge_offsets.shape[-1])
+            offset = torch.gather(judge_offsets, 2, idx).transpose(1, 2)  # (M, B, Q, K)
+            logits = logits + offset * known[..., None]
+        logits = logits.masked_fill(pad, float("-inf"))
+        return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
+    eta = torch.einsum("mbe,mqe->mbq", e, weight)  # (M, B, Q)
+    if judge_offsets.shape[2]:
+        eta = eta + torch.gather(judge_offsets, 2, jj[:, None, :].expand(-1, n_q, -1)).transpose(1, 2) * known
+    theta = _thresholds(bias, n_options)  # (M, Q, K-1)
+    cdf = torch.sigmoid(theta[:, None] - eta[..., None])  # (M, B, Q, K-1)
+    cdf = torch.cat([torch.zeros_like(cdf[..., :1]), cdf, torch.ones_like(cdf[..., :1])], dim=-1)
+    prob = (cdf[..., 1:] - cdf[..., :-1]).clamp(min=1e-12)
+    return prob.log().masked_fill(pad, float("-inf"))
+
+
+def _thresholds(raw: torch.Tensor, n_options: list[int]) -> torch.Tensor:
+    """Increasing thresholds from unconstrained parameters: theta_1 = raw_1, then softplus steps; a
+    question with fewer options gets thresholds far above every score past its last one."""
+    steps = F.softplus(raw[..., 1:]) + 1e-3
+    theta = torch.cat([raw[..., :1], raw[..., :1] + torch.cumsum(steps, dim=-1)], dim=-1)
+    valid = torch.arange(theta.shape[-1])[None, :] < (torch.tensor(n_options)[:, None] - 1)
+    return torch.where(valid, theta, torch.full_like(theta, 1e4))
+
+
+def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.Tensor, rows_mask: torch.Tensor,
+               n_options: list[int], n_judges: int, l2: torch.Tensor | float, *,
+               personalised: bool = True) -> LinearFit:
+    """Fit M independent models by L-BFGS.
+
+    e: (M, R, E) inputs of each model's training rows (padded), judge: (M, R), answers: (M, R, Q) option
+    index or -1, rows_mask: (M, R) real rows. l2: (M,) or a float, the penalty on weights and judge
+    offsets per mean NLL. Each (model, question) loss is the mean NLL over its observed answers.
+    """
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
+    n_models, _, n_in = e.shape
+    n_q, n_k = len(n_options), max(n_options)
+    e = e.double()
+    observed = (answers >= 0) & rows_mask[..., None]  # (M, R, Q)
+    counts = torch.zeros(n_models, n_q, n_k, dtype=torch.float64)
+    counts.scatter_add_(2, answers.clamp(min=0).transpose(1, 2), observed.transpose(1, 2).double())
+    freq = (counts + 0.5) / (counts + 0.5).sum(-1, keepdim=True)  # smoothed answer frequencies
+    judges = n_judges if personalised else 0
+    if kind == "multinomial":
+        weight = torch.zeros(n_models, n_q, n_in, n_k, dtype=torch.float64)
+        bias = freq.log()
+        offsets = torch.zeros(n_models, n_q, judges, n_k, dtype=torch.float64)
+    else:  # thresholds start at the cumulative logits of the answer frequencies
+        cum = freq.cumsum(-1)[..., :-1].clamp(1e-4, 1 - 1e-4)
+        theta = (cum / (1 - cum)).log()
+        gaps = (theta[..., 1:] - theta[..., :-1]).clamp(min=1e-2)
+        bias = torch.cat([theta[..., :1], torch.log(torch.expm1(gaps))], dim=-1)
+        weight = torch.zeros(n_models, n_q, n_in, dtype=torch.float64)
+        offsets = torch.zeros(n_models, n_q, judges, dtype=torch.float64)
+    params = [p.requires_grad_() for p in (weight, bias, offsets)]
+    l2 = torch.as_tensor(l2, dtype=torch.float64).expand(n_models)
+    n_obs = observed.sum(1).clamp(min=1).double()  # (M, Q)
+    optimiser = torch.optim.LBFGS(params, lr=1, max_iter=500, tolerance_grad=1e-9, tolerance_change=1e-12,
+                                  history_size=20, line_search_fn="strong_wolfe")
+
+    def closure():
+        optimiser.zero_grad()
+        logp = linear_logp(kind, weight, bias, offsets, e, judge, n_options)
+        picked = logp.gather(-1, answers.clamp(min=0)[..., None]).squeeze(-1).masked_fill(~observed, 0.0)
+        nll = -(picked.sum(1) / n_obs).sum(-1)  # (M,)
+        penalty = (weight**2).flatten(1).sum(1) + (offsets**2).flatten(1).sum(1)
+        loss = (nll + l2 * penalty).sum()
+        loss.backward()
+        return loss
+
+    optimiser.step(closure)
+    return LinearFit(kind, *(p.detach() for p in params))
