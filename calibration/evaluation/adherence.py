@@ -11,7 +11,6 @@ from typing import Any
 
 import numpy as np
 import pandas as pd
-import torch
 
 from calibration.data.splits import group_folds
 from calibration.model.ensemble import member_logproba, recalibrations

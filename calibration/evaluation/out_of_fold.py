@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-import torch
 
 from calibration.data.dataset import Dataset
 from calibration.model.ensemble import member_logproba, target_recalibration
