@@ -17,10 +17,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -44,7 +46,8 @@ def spread(items: list, n: int) -> list:
 
 def gather_preset(preset: str, conversations, rubric, labels: pd.DataFrame, out: Path, cv: bool) -> dict:
     judge = judge_config(preset, allow_low_coverage=True)
-    first = gather(conversations, rubric, judge, cache=out / "cache.sqlite", progress=True)
+    with contextlib.redirect_stdout(sys.stderr):  # progress lines (rubric/progress.py); stdout is the JSON
+        first = gather(conversations, rubric, judge, cache=out / "cache.sqlite", progress=True)
     again = gather(conversations, rubric, judge, cache=out / "cache.sqlite")
     s = first.summary
     write_outputs(first, out, rubric, conversations, judge)
@@ -77,7 +80,8 @@ def cross_validate(out: Path, labels: pd.DataFrame) -> dict:
     labels[labels["conversation_id"].isin(set(llm["conversation_id"]))].to_csv(
         out / "labels.csv", index=False
     )
-    code = cli(["cv", f"data={out}", f"out={out / 'cv'}", "folds=5"])
+    with contextlib.redirect_stdout(sys.stderr):
+        code = cli(["cv", f"data={out}", f"out={out / 'cv'}", "folds=5"])
     if code != 0:
         return {"error": f"role-rubric cv exited {code}"}
     metrics = json.loads((out / "cv" / "metrics.json").read_text())["metrics"]
