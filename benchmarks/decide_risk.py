@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 
 from calibration import Settings, import_llm_rubric, load_dataset, train_ensemble
-from calibration.decide import adherence_probability, default_adheres_at, turn_votes
+from calibration.decide import adherence_probability, default_adheres_at, jsonable, turn_votes
 from calibration.evaluation.risk_control import RISK_LEVELS, validate
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -108,27 +108,28 @@ def main() -> None:
     majority_adheres = float(np.mean(2 * n_yes > n_all))
     print(
         json.dumps(
-            {
-                "dataset": args.dataset,
-                "turns": len(item),
-                "reviewers_per_turn": round(float(n_all.mean()), 2),
-                "adheres_at": adheres_at,
-                "share_majority_adheres": round(majority_adheres, 4),
-                "share_ties": round(float(np.mean(2 * n_yes == n_all)), 4),
-                "settings": {
-                    "ensemble": args.members,
-                    "folds": 5,
-                    "seed": args.seed,
-                    "delta": args.delta,
-                    "against": args.against,
-                    "splits": args.splits,
-                },
-                "levels": levels,
-                "risk_0.1_per_split": per_split,
-                "seconds": round(time.perf_counter() - start, 1),
-            },
+            jsonable(
+                {
+                    "dataset": args.dataset,
+                    "turns": len(item),
+                    "reviewers_per_turn": round(float(n_all.mean()), 2),
+                    "adheres_at": adheres_at,
+                    "share_majority_adheres": round(majority_adheres, 4),
+                    "share_ties": round(float(np.mean(2 * n_yes == n_all)), 4),
+                    "settings": {
+                        "ensemble": args.members,
+                        "folds": 5,
+                        "seed": args.seed,
+                        "delta": args.delta,
+                        "against": args.against,
+                        "splits": args.splits,
+                    },
+                    "levels": levels,
+                    "risk_0.1_per_split": per_split,
+                    "seconds": round(time.perf_counter() - start, 1),
+                }
+            ),
             indent=1,
-            default=lambda x: None,
         )
     )
 
