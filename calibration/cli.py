@@ -11,9 +11,12 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from omegaconf import DictConfig, OmegaConf
+from omegaconf import OmegaConf
 
+from calibration.compose import compose_config
 from rubric.errors import InputError
+
+__all__ = ["COMMANDS", "compose_config", "main"]
 
 # command -> ("module:function", one-line help). Modules are imported lazily so `--help` is instant.
 COMMANDS: dict[str, tuple[str, str]] = {
@@ -32,16 +35,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "compare": ("calibration.compare.stage:run_compare", "reference-based scorers and judges on one scale: AUC table -> compare.json/html"),
     "serve-fake-judge": ("rubric.fake_server:run_serve", "a local OpenAI-protocol judge for trying the pipeline (judge=fake)"),
 }
-
-
-def compose_config(command: str, overrides: Sequence[str] = ()) -> DictConfig:
-    """Compose the packaged config of a command with overrides (works from a wheel, not only a checkout)."""
-    from hydra import compose, initialize_config_module
-    from hydra.core.global_hydra import GlobalHydra
-
-    GlobalHydra.instance().clear()
-    with initialize_config_module(config_module="conf", version_base="1.3"):
-        return compose(config_name=command, overrides=list(overrides))
 
 
 def _usage() -> str:

@@ -160,7 +160,7 @@ def command_help(command: str, summary: str, cfg: Any | None = None) -> str:
     """The --help text of a command: what it does, required keys, config groups and every key."""
     from omegaconf import OmegaConf
 
-    from calibration.cli import compose_config
+    from calibration.compose import compose_config
 
     groups = defaults_of(command)
     root, comments, raw = _docs(command, groups)
@@ -237,7 +237,7 @@ def diagnose_overrides(command: str, overrides: Sequence[str]) -> str | None:
     """
     from omegaconf import OmegaConf
 
-    from calibration.cli import compose_config
+    from calibration.compose import compose_config
 
     groups = defaults_of(command)
     all_groups = sorted(

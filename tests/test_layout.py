@@ -20,7 +20,8 @@ PACKAGES = ("rubric", "calibration")
 LAYERS = {
     "rubric": 0,
     "calibration.data": 1,
-    "calibration.config_check": 1,  # types and ranges of settings; model files and cv folders check theirs with it
+    "calibration.config_check": 1,
+    "calibration.compose": 1,  # composing a command's config; the CLI and its help both use it  # types and ranges of settings; model files and cv folders check theirs with it
     "calibration.model": 2,
     "calibration.model.network": 2,
     "calibration.model.recalibrate": 2,
