@@ -5,7 +5,8 @@ Per preset: requests/s, the share of pairs from logprobs, fallbacks, the coverag
 from the cache (its requests must be 0), and `role-rubric cv` on the gathered llm.csv with the
 benchmark's human labels (calibrated model against the per-judge mean). Then prefix reuse: the same
 requests, one at a time, in gather order (the five questions of a turn back to back, so llama.cpp reuses
-the evaluated prompt up to the question) and shuffled (consecutive requests rarely share a turn).
+the evaluated prompt up to the question) and interleaved (question 1 of every turn, then question 2...,
+so consecutive requests share only the instructions).
 
     pip install 'role-rubric[local]'
     python benchmarks/local_llm.py [--conversations 20] [--prefix-turns 4] [--out DIR]
@@ -20,7 +21,6 @@ import asyncio
 import contextlib
 import json
 import os
-import random
 import statistics
 import sys
 import tempfile
@@ -93,17 +93,20 @@ def cross_validate(out: Path, labels: pd.DataFrame) -> dict:
     }
 
 
-def prefix_reuse(preset: str, conversations, rubric, turns: int, seed: int = 0) -> dict:
-    """Seconds per request, one at a time, in gather order and shuffled, on the first `turns` turns."""
+def prefix_reuse(preset: str, conversations, rubric, turns: int) -> dict:
+    """Seconds per request, one at a time, over the first turn of `turns` conversations: in gather order
+    (a turn's questions back to back: the server reuses the evaluated prompt up to the question) and
+    interleaved (question 1 of every turn, then question 2...: consecutive requests share only the
+    instructions)."""
     from rubric.backends import OpenAIBackend
 
-    items = list(iter_items(conversations, "turn"))[:turns]
-    prompts = []
+    items = [next(iter_items([c], "turn")) for c in conversations[:turns]]
+    per_item = []
     for item in items:
         context = render_context(item)
-        prompts += [render_prompt(item, q, context) for q in rubric.questions]
-    shuffled = prompts[:]
-    random.Random(seed).shuffle(shuffled)
+        per_item.append([render_prompt(item, q, context) for q in rubric.questions])
+    prompts = [p for group in per_item for p in group]
+    interleaved = [group[i] for i in range(len(rubric.questions)) for group in per_item]
 
     async def timed(backend, order) -> list[float]:
         times = []
@@ -116,18 +119,19 @@ def prefix_reuse(preset: str, conversations, rubric, turns: int, seed: int = 0) 
     async def run() -> dict:
         backend = OpenAIBackend(judge_config(preset))
         try:
-            await backend.judge(prompts[0])  # warm-up: the first request pays for loading the weights
+            # warm-up (the first request pays for loading the weights) on the last turn, so neither order
+            # starts from a prompt the server has just evaluated
+            await backend.judge(prompts[-1])
             in_order = await timed(backend, prompts)
-            await backend.judge(prompts[0])
-            mixed = await timed(backend, shuffled)
+            mixed = await timed(backend, interleaved)
         finally:
             await backend.close()
         return {
             "requests": len(prompts),
             "in_order_s_per_request": round(statistics.mean(in_order), 3),
-            "shuffled_s_per_request": round(statistics.mean(mixed), 3),
+            "interleaved_s_per_request": round(statistics.mean(mixed), 3),
             "in_order_median_s": round(statistics.median(in_order), 3),
-            "shuffled_median_s": round(statistics.median(mixed), 3),
+            "interleaved_median_s": round(statistics.median(mixed), 3),
         }
 
     return asyncio.run(run())
