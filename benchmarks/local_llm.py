@@ -145,6 +145,7 @@ def main() -> None:
         "--prefix-turns", type=int, default=4, help="turns for the prefix-reuse timing (0: skip)"
     )
     parser.add_argument("--no-cv", action="store_true")
+    parser.add_argument("--prefix-only", action="store_true", help="only the prefix-reuse timing")
     parser.add_argument("--out", default=None, help="keep the gathered datasets here (default: a temp dir)")
     args = parser.parse_args()
 
@@ -161,8 +162,10 @@ def main() -> None:
         "presets": {},
     }
     for preset in args.presets:
-        report["presets"][preset] = gather_preset(
-            preset, conversations, rubric, labels, root / preset, cv=not args.no_cv
+        report["presets"][preset] = (
+            {}
+            if args.prefix_only
+            else gather_preset(preset, conversations, rubric, labels, root / preset, cv=not args.no_cv)
         )
         if args.prefix_turns:
             report["presets"][preset]["prefix_reuse"] = prefix_reuse(
