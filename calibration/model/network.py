@@ -18,21 +18,36 @@ train as one batched computation. The loss is the SUM over models of each model'
 gives each model exactly the gradient it would get alone.
 
 Weights are stored input-major, (M, inputs, outputs), so each layer is one batched matrix product.
-The judge offsets are applied by grouping each model's rows by judge (padded to the largest group) and
-multiplying every (model, judge) group by its own offset matrix in one batched product: this does the
-minimal arithmetic, where computing every judge's output for every row would do J times more, and
-gathering a weight matrix per row would move B full matrices through memory.
+The judge offsets are applied by grouping the rows by (model, judge) pair (padded to the largest group)
+and multiplying every group by its own offset matrix in one batched product. Only the pairs the batch
+holds take part (`judge_offsets`): the cost of a step grows with the judges in the batch, not with all
+judges, and training can hand in its own copies of just those offsets (calibration/model/lazy_adam.py).
+This does the minimal arithmetic, where computing every judge's output for every row would do J times
+more, and gathering a weight matrix per row would move B full matrices through memory.
 """
 
 from __future__ import annotations
 
 import copy
 import math
+from dataclasses import dataclass
 
 import torch
 from torch import nn
 
 from calibration.model.linear import LinearFit, linear_logp
+
+
+@dataclass
+class JudgeOffsets:
+    """The judge offsets of the (model, judge) pairs one batch holds: S pairs."""
+
+    keys: torch.Tensor
+    """(S,) flat index m * J + j of each pair, increasing: the pair's row in U.view(M * J, In, Out)."""
+    slot: torch.Tensor
+    """(M, B) the pair (index into keys) of each row."""
+    values: list[torch.Tensor]
+    """U1, U2, UV of the pairs: (S, D+1, H1), (S, H1+1, H2), (S, H2+1, Q*K)."""
 
 
 class CalibrationNet(nn.Module):
@@ -107,8 +122,20 @@ class CalibrationNet(nn.Module):
     def judge_parameters(self) -> list[nn.Parameter]:
         return [self.U1, self.U2, self.UV]
 
+    def judge_offsets(self, judge: torch.Tensor, *, leaves: bool = False) -> JudgeOffsets:
+        """The offsets of the (model, judge) pairs in `judge` (M, B); judge -1 reads judge 0's, which the
+        forward pass then ignores. leaves: as detached copies that collect their own gradient (training
+        updates them and writes them back), instead of views into U1, U2, UV that backward reaches."""
+        n_models, n_judges = self.U1.shape[:2]
+        flat = judge.clamp(min=0) + torch.arange(n_models)[:, None] * n_judges  # (M, B)
+        keys, slot = torch.unique(flat, return_inverse=True)
+        values = [U.view(-1, *U.shape[2:]).index_select(0, keys) for U in self.judge_parameters()]
+        if leaves:
+            values = [v.detach().requires_grad_() for v in values]
+        return JudgeOffsets(keys, slot, values)
+
     def forward(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor | None = None,
-                weights: torch.Tensor | None = None):
+                weights: torch.Tensor | None = None, *, offsets: JudgeOffsets | None = None):
         """Log-probabilities of every option, and the loss if targets are given.
 
         Args:
@@ -116,14 +143,19 @@ class CalibrationNet(nn.Module):
             judge: (M, B) judge index; -1 = population (shared weights only).
             targets: (M, B, Q) option index, -1 where not observed.
             weights: (Q,) weight of each question in the loss (e.g. 1 for the target only).
+            offsets: `judge_offsets(judge)` to use (None: taken from U1, U2, UV here).
         Returns:
             logp: (M, B, Q, K), -inf on padded options; loss: per-model mean NLL summed over models.
         """
         known = ((judge >= 0) & self.personalised).to(x.dtype)[..., None]  # (M, B, 1)
-        groups = _group_by_judge(judge.clamp(min=0), self.U1.shape[1]) if self.personalised else None
-        z = self._layer(x, self.W1, self.U1, groups, known).sigmoid()  # (M, B, H1)
-        z = self._layer(z, self.W2, self.U2, groups, known).sigmoid()  # (M, B, H2)
-        logits = self._layer(z, self.V, self.UV, groups, known)  # (M, B, Q*K)
+        u1 = u2 = uv = groups = None
+        if self.personalised:
+            offsets = self.judge_offsets(judge) if offsets is None else offsets
+            u1, u2, uv = offsets.values
+            groups = _group_rows(offsets.slot.view(-1), len(offsets.keys))
+        z = self._layer(x, self.W1, u1, groups, known).sigmoid()  # (M, B, H1)
+        z = self._layer(z, self.W2, u2, groups, known).sigmoid()  # (M, B, H2)
+        logits = self._layer(z, self.V, uv, groups, known)  # (M, B, Q*K)
         if self.n_base:
             base = linear_logp("ordinal", self.base_weight, self.base_bias, self.base_judge,
                                x[..., -self.n_base:], judge, self.n_options)  # (M, B, Q, K)
@@ -134,20 +166,20 @@ class CalibrationNet(nn.Module):
             return logp, None
         return logp, self.nll_per_model(logp, targets, weights).sum()
 
-    def _layer(self, x: torch.Tensor, W: torch.Tensor, U: torch.Tensor, groups, known: torch.Tensor):
-        """(W + U[a]) . [1; x] for every (model, row): x (M, B, In) -> (M, B, Out)."""
+    def _layer(self, x: torch.Tensor, W: torch.Tensor, u: torch.Tensor | None, groups, known: torch.Tensor):
+        """(W + U[a]) . [1; x] for every (model, row): x (M, B, In) -> (M, B, Out); u (S, In+1, Out) holds
+        the offsets of the batch's S (model, judge) pairs."""
         x1 = torch.cat([torch.ones_like(x[..., :1]), x], dim=-1)  # (M, B, In+1)
         out = torch.bmm(x1, W)
         if groups is None:
             return out
         slot_row, row_slot, size = groups
-        n_models, n_judges, n_in, n_out = U.shape
+        n_pairs, n_in, n_out = u.shape
         # Whole-row index_select (backward: index_add) is several times faster than an element-wise gather.
-        padded = torch.cat([x1, x1.new_zeros(n_models, 1, n_in)], dim=1).view(-1, n_in)  # row B of each model = 0
-        grouped = padded.index_select(0, slot_row)  # (M*J*C, In+1)
-        offset = torch.bmm(grouped.view(n_models * n_judges, size, n_in), U.view(n_models * n_judges, n_in, n_out))
-        offset = offset.view(-1, n_out).index_select(0, row_slot).view(n_models, -1, n_out)  # (M, B, Out)
-        return out + offset * known
+        padded = torch.cat([x1.reshape(-1, n_in), x1.new_zeros(1, n_in)])  # (M*B+1, In+1), the last row 0
+        grouped = padded.index_select(0, slot_row).view(n_pairs, size, n_in)  # (S, C, In+1)
+        offset = torch.bmm(grouped, u).view(-1, n_out).index_select(0, row_slot)  # (M*B, Out)
+        return out + offset.view(out.shape) * known
 
     @staticmethod
     def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
@@ -169,27 +201,25 @@ def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
     return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
 
 
-def _group_by_judge(judge: torch.Tensor, n_judges: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Slots that put each model's rows in groups of equal judge, padded to C = the largest group.
+def _group_rows(slot: torch.Tensor, n_slots: int) -> tuple[torch.Tensor, torch.Tensor, int]:
+    """Places that put the rows in groups of equal slot (a (model, judge) pair), padded to C = the largest.
 
-    Returns slot_row (M*J*C,): the flat padded row in each slot (row B of each model is the padding row),
-    row_slot (M*B,): the flat slot of each row, and C.
+    slot: (R,) the slot of each row, in 0..n_slots-1. Returns slot_row (n_slots*C,): the row in each place
+    (row R is the padding row), row_slot (R,): the place of each row, and C.
     """
-    n_models, n_rows = judge.shape
-    order = torch.argsort(judge, dim=1, stable=True)  # rows sorted by judge
-    sorted_judge = judge.gather(1, order)
-    position = torch.arange(n_rows).expand(n_models, n_rows)
-    starts = torch.ones_like(sorted_judge, dtype=torch.bool)
-    starts[:, 1:] = sorted_judge[:, 1:] != sorted_judge[:, :-1]
-    group_start = torch.cummax(torch.where(starts, position, torch.zeros_like(position)), dim=1).values
-    rank = position - group_start  # place of each sorted row within its judge's group
+    n_rows = len(slot)
+    order = torch.argsort(slot, stable=True)  # rows sorted by slot
+    sorted_slot = slot[order]
+    position = torch.arange(n_rows)
+    starts = torch.ones_like(sorted_slot, dtype=torch.bool)
+    starts[1:] = sorted_slot[1:] != sorted_slot[:-1]
+    group_start = torch.cummax(torch.where(starts, position, torch.zeros_like(position)), dim=0).values
+    rank = position - group_start  # place of each sorted row within its group
     size = int(rank.max()) + 1 if n_rows else 1
-    slot = sorted_judge * size + rank
-    slot_row = torch.full((n_models, n_judges * size), n_rows, dtype=torch.long).scatter_(1, slot, order)
-    row_slot = torch.empty_like(judge).scatter_(1, order, slot)
-    # As flat indices into the (M*(B+1), .) padded rows and the (M*J*C, .) grouped rows.
-    models = torch.arange(n_models)[:, None]
-    return (slot_row + models * (n_rows + 1)).view(-1), (row_slot + models * (n_judges * size)).view(-1), size
+    place = sorted_slot * size + rank
+    slot_row = torch.full((n_slots * size,), n_rows, dtype=torch.long).scatter_(0, place, order)
+    row_slot = torch.empty_like(slot).scatter_(0, order, place)
+    return slot_row, row_slot, size
 
 
 def _init(shape: tuple[int, ...], seeds: list[int], salt: int) -> torch.Tensor:
