@@ -17,6 +17,7 @@ import torch
 
 from calibration.data.dataset import Dataset
 from calibration.data.splits import subsample, validation_split
+from calibration.model.lazy_adam import LazyAdam
 from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
@@ -84,9 +85,8 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     """Train len(plan.seeds) models side by side and return them with their best validation weights.
 
     X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
-    n_base: with n_base > 0, each model first gets its ordinal base, fitted on its own fit rows (never its
-    validation rows) from the last n_base columns of X, all models in one L-BFGS run before slicing, so the
-    base does not depend on the slices.
+    n_base: with n_base > 0, each model first gets its ordinal base (`_fit_base`), fitted from the last n_base
+    columns of X before slicing, so it does not depend on the slices.
     workers: Python threads that each train a contiguous slice of the models (None: ROLE_RUBRIC_WORKERS,
     default the number of CPUs, at most 4). torch releases the GIL inside its kernels, so two slices on two
     cores run about 1.5x faster than one batch on one core; unlike two intra-op threads per operation,
@@ -120,10 +120,23 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
 
 
 def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base) -> LinearFit:
-    idx, mask = _padded(plan.fit_rows)
+    """One ordinal base per distinct training set (a model's fit and validation rows together), shared by
+    the models that have it: the members of one cv fold, or of a final ensemble. Each is fitted alone, so
+    a model's base depends on its own training rows only, bit for bit (never on other folds'). Its
+    validation rows are in it: the base is fixed, so early stopping still judges only the residual, on
+    rows the residual never trained on."""
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
-    return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
-                      n_options, judges, settings.base_l2, personalised=settings.personalised)
+    trained = [np.sort(np.concatenate([f, v])) for f, v in zip(plan.fit_rows, plan.val_rows, strict=True)]
+    fits: dict[bytes, LinearFit] = {}
+    for rows_m in trained:
+        if rows_m.tobytes() not in fits:
+            idx = torch.from_numpy(rows_m)[None]
+            fits[rows_m.tobytes()] = fit_linear(
+                "ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx],
+                torch.ones_like(idx, dtype=torch.bool), n_options, judges, settings.base_l2,
+                personalised=settings.personalised,
+            )
+    return LinearFit.concat([fits[r.tobytes()] for r in trained])
 
 
 def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
@@ -165,7 +178,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     stopped after 130 of 370 steps), and a smaller batch is a cheaper step. At least two stay in it,
     since a one-model batch takes other kernels, which round more differently."""
     work, alive = net, torch.arange(net.n_models)
-    optimiser = _adam(work, settings, lr)
+    optimiser, lazy = _adam(work, settings, lr), _lazy_adam(work, settings, lr)
     batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
     val_idx, val_mask = _padded(plan.val_rows)
     early = bool(val_mask.any())
@@ -178,10 +191,14 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     ran = steps
     for step in range(steps):
         b = batches[alive, step]  # (M', B) label-row indices
-        _, loss = work(X[rows.item[b]], rows.judge[b], rows.answers[b], weights)
+        judge = rows.judge[b]
+        offsets = None if lazy is None else work.judge_offsets(judge, leaves=True)  # the batch's judges only
+        _, loss = work(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()
+        if lazy is not None:
+            lazy.step(offsets)
         bar.update(1)
         if early and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):
             current = _val_loss(work, X, rows, val_idx[alive], val_mask[alive], weights)
@@ -197,7 +214,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
                 break
             keep = _still_training(stale[alive] < settings.patience)
             if not bool(keep.all()):
-                work, optimiser = _compact(work, optimiser, keep, settings, lr)
+                work, optimiser, lazy = _compact(work, optimiser, lazy, keep, settings, lr)
                 alive = alive[keep]
     bar.update(steps - ran)
     if early:
@@ -212,12 +229,19 @@ def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Te
 
 
 def _adam(net: CalibrationNet, settings: Settings, lr: float) -> torch.optim.Adam:
-    # Fresh per phase. Adam's weight_decay adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2.
-    return torch.optim.Adam(
-        [{"params": net.shared_parameters(), "weight_decay": 2 * settings.weight_decay},
-         {"params": net.judge_parameters(), "weight_decay": 2 * settings.l2_judge}],
-        lr=lr, fused=True,
-    )
+    """Adam on the shared weights, and on the judge offsets with judge_updates=dense (every judge's at every
+    step). Fresh per phase. Adam's weight_decay adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2."""
+    groups = [{"params": net.shared_parameters(), "weight_decay": 2 * settings.weight_decay}]
+    if settings.judge_updates == "dense":
+        groups.append({"params": net.judge_parameters(), "weight_decay": 2 * settings.l2_judge})
+    return torch.optim.Adam(groups, lr=lr, fused=True)
+
+
+def _lazy_adam(net: CalibrationNet, settings: Settings, lr: float) -> LazyAdam | None:
+    """With judge_updates=lazy (and judge offsets): Adam on the offsets of the judges each batch holds."""
+    if settings.judge_updates != "lazy" or not net.personalised:
+        return None
+    return LazyAdam(net.judge_parameters(), lr=lr, weight_decay=2 * settings.l2_judge)
 
 
 def _still_training(active: torch.Tensor) -> torch.Tensor:
@@ -230,16 +254,16 @@ def _still_training(active: torch.Tensor) -> torch.Tensor:
     return keep
 
 
-def _compact(work: CalibrationNet, optimiser: torch.optim.Adam, keep: torch.Tensor, settings: Settings,
-             lr: float) -> tuple[CalibrationNet, torch.optim.Adam]:
-    """The models `keep` of `work`, with their Adam state, as a smaller network and optimiser."""
+def _compact(work: CalibrationNet, optimiser: torch.optim.Adam, lazy: LazyAdam | None, keep: torch.Tensor,
+             settings: Settings, lr: float) -> tuple[CalibrationNet, torch.optim.Adam, LazyAdam | None]:
+    """The models `keep` of `work`, with their Adam state, as a smaller network and optimisers."""
     smaller = work.subset(torch.nonzero(keep).flatten())
     moved = _adam(smaller, settings, lr)
     for old, new in zip(work.parameters(), smaller.parameters(), strict=True):
         state = optimiser.state.get(old)
         if state:  # 'step' is one count for all models; the moments have the model axis first
             moved.state[new] = {k: v.clone() if v.dim() == 0 else v[keep].clone() for k, v in state.items()}
-    return smaller, moved
+    return smaller, moved, None if lazy is None else lazy.subset(smaller.judge_parameters(), keep)
 
 
 def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, batch: int, salt: int) -> np.ndarray:

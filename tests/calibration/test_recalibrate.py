@@ -117,8 +117,10 @@ def test_cv_pooling_and_recalibration_settings(synthetic_dir):
     p = ["p_1", "p_2", "p_3", "p_4"]
 
     def probs(**kw):
+        # without the ordinal base: members that share it and barely leave it in these few steps would pool
+        # to the same distribution either way, and this test is about the pooling
         pred = cross_validate(
-            ds, dataclasses.replace(FAST, **kw), folds=3, seed=0, baselines=False
+            ds, dataclasses.replace(FAST, base="none", **kw), folds=3, seed=0, baselines=False
         ).predictions
         return pred[p].to_numpy()
 
@@ -139,7 +141,7 @@ def test_bad_pool_or_recalibration_setting_is_one_clear_error(synthetic_dir, tmp
     from calibration.cli import main
 
     assert main(["cv", f"data={synthetic_dir}", f"out={tmp_path}", "train.pool=median"]) != 0
-    assert "train.pool='median' is not one of ['geometric', 'arithmetic']" in capsys.readouterr().err
+    assert "train.pool='median' is not one of the choices" in capsys.readouterr().err
     assert main(["cv", f"data={synthetic_dir}", f"out={tmp_path}", "train.recalibrate=isotonic"]) != 0
     assert "train.recalibrate='isotonic'" in capsys.readouterr().err
 
@@ -168,6 +170,7 @@ def test_a_model_saved_before_recalibration_loads_with_arithmetic_pooling(synthe
     for key in ("pool", "recalibrate", "recalibrate_prior", "recalibrate_min_members"):
         del meta["settings"][key]
     del meta["recalibration"]
+    del meta["integrity"]  # models of that time carried no checksums either
     (model / "model.json").write_text(json.dumps(meta))
     old = load_model(model)
     assert old.settings.pool == "arithmetic" and old.recalibration is None
