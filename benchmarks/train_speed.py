@@ -35,7 +35,7 @@ from calibration.model.settings import Settings, torch_threads
 from calibration.model.train import Plan, Rows, _adam, _batch_indices, fit_models
 
 PAPER = Settings(hidden1=25, hidden2=25, batch_size=64, pretrain_steps=200, finetune_steps=300, lr=0.01,
-                 finetune_lr=0.01, val_fraction=0.0, ensemble=1)
+                 finetune_lr=0.01, val_fraction=0.0, ensemble=1, judge_updates="dense")
 
 
 def _train(ds, X, rows, plan_rows, seeds, workers=1):

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import torch
 
 BASES = ("ordinal", "none")
+JUDGE_UPDATES = ("lazy", "dense")
 
 
 @dataclass(frozen=True)
@@ -32,6 +33,9 @@ class Settings:
     finetune_steps: int = 400
     l2_judge: float = 2e-3
     weight_decay: float = 0.0
+    judge_updates: str = "lazy"
+    """Adam on the judge offsets: "lazy" moves only the judges a batch holds (a step costs O(judges in the
+    batch)); "dense" moves every judge's at every step (weight decay and momentum), as before (lazy_adam.py)."""
     ensemble: int = 16
     val_fraction: float = 0.1
     eval_every: int = 10
@@ -64,7 +68,8 @@ class Settings:
         """Self, after checking the settings that take one of a few names."""
         from calibration.model.recalibrate import METHODS, POOLS
 
-        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES)):
+        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES),
+                              ("judge_updates", JUDGE_UPDATES)):
             if getattr(self, name) not in allowed:
                 from rubric.errors import InputError
 
