@@ -49,7 +49,15 @@ def test_llm_rubric_cv_prints_the_table_and_smece():
     assert 0 < out["smece_max"] < 0.2
 
 
-def test_gather_throughput_prints_runs_and_a_cached_rerun():
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_scaling_prints_points_slopes_and_the_floor():
+    out = _run("scaling.py", "--anchors", str(ANCHORS), "--rows", "700", "1400", "--judges", "24", "48",
+               "--judge-rows", "700", "--cv-max-rows", "0", "--override", "train.ensemble=2",
+               "train.pretrain_steps=10", "train.finetune_steps=10")
+    assert [(p["rows"], p["judges"]) for p in out["points"]] == [(700, 48), (700, 24), (1400, 48), (1400, 24)]
+    assert all(p["train_s"] > p["train_base_s"] > 0 and p["train_peak_mib"] > 0 for p in out["points"])
+    assert out["slope_vs_rows"]["train_s"] is not None and out["slope_vs_judges"]["train_s"] is not None
+    assert out["floor"]["step_over_floor"] > 1
     out = _run("gather_throughput.py", "--turns", "40", "--concurrency", "8", "--repeats", "1", "--latency", "0.01")
     [run] = out["runs"]
     assert run["concurrency"] == 8 and run["failures"] == 0
