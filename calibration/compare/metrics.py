@@ -9,6 +9,10 @@ from __future__ import annotations
 
 import numpy as np
 
+METRICS = ("auc", "ap", "mean_adherent", "mean_violation", "separation", "f1_adherent", "f1_violation", "macro_f1",
+           "kappa")
+"""Every metric `compare` reports per method, size and subset (each with _low/_high bootstrap bounds)."""
+
 
 def bootstrap_weights(groups: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """(n_boot, N) item weights: each row resamples the conversations (`groups`, (N,) ints) with

@@ -14,8 +14,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from calibration.compare.metrics import METRICS  # noqa: E402
 from calibration.compare.tables import per_type_table, unified_table  # noqa: E402
-from calibration.report.page import encode_png, html_table  # noqa: E402
+from calibration.report.page import encode_png, html_table, interval_column  # noqa: E402
 
 PAGE = """<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
@@ -96,17 +97,6 @@ def plot_auc_by_type(table: pd.DataFrame, ax=None):
     return fig, ax
 
 
-def _interval(frame: pd.DataFrame, metric: str) -> pd.Series:
-    return frame.apply(
-        lambda r: (
-            "–"
-            if not np.isfinite(r[metric])
-            else f"{r[metric]:.3f} [{r[metric + '_low']:.3f}, {r[metric + '_high']:.3f}]"
-        ),
-        axis=1,
-    )
-
-
 def write_page(result: dict[str, Any], out: Path) -> Path:
     table = pd.DataFrame(result["results"])
     sections = []
@@ -139,25 +129,9 @@ def write_page(result: dict[str, Any], out: Path) -> Path:
         )
     )
     detail = table.assign(
-        **{m: _interval(table, m) for m in ("auc", "ap", "separation", "macro_f1", "kappa")}
+        **{m: interval_column(table, m) for m in ("auc", "ap", "separation", "macro_f1", "kappa")}
     )
-    cols = [
-        "method",
-        "size",
-        "subset",
-        "n_adherent",
-        "n_violation",
-        "auc",
-        "ap",
-        "mean_adherent",
-        "mean_violation",
-        "separation",
-        "f1_adherent",
-        "f1_violation",
-        "macro_f1",
-        "kappa",
-        "cut",
-    ]
+    cols = ["method", "size", "subset", "n_adherent", "n_violation", *METRICS, "cut"]
     sections.append(
         (
             "Every metric",

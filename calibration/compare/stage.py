@@ -30,18 +30,6 @@ from calibration.compare.tables import per_type_table, unified_table
 from rubric.errors import InputError
 from rubric.scorers import SCORERS, EmbeddingStore, ScorerUnavailable, make_scorer
 
-METRICS = (
-    "auc",
-    "ap",
-    "mean_adherent",
-    "mean_violation",
-    "separation",
-    "f1_adherent",
-    "f1_violation",
-    "macro_f1",
-    "kappa",
-)
-
 
 def corpus_sample(turns: pd.DataFrame, size: int, seed: int) -> dict[str, list[str]]:
     """role -> up to `size` distinct references of the role, drawn without replacement (seeded by

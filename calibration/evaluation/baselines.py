@@ -25,6 +25,7 @@ from calibration.data.dataset import Dataset
 from calibration.data.splits import group_folds
 from calibration.model.linear import GRID, fit_linear
 from calibration.model.settings import torch_threads
+from calibration.model.train import padded_rows
 
 JUDGE_PRIOR_STRENGTH = 2.0  # pseudo-answers from the pooled distribution added to each judge's counts
 
@@ -113,24 +114,14 @@ def _fit_predict(ds, e, kind, fits, evals, l2):
     k = int(ds.n_options[t])
     item, judge = torch.from_numpy(ds.label_item.copy()), torch.from_numpy(ds.label_judge.copy())
     answers = torch.from_numpy(ds.answers[:, [t]].copy())
-    idx, mask = _padded(fits)
+    idx, mask = padded_rows(fits)
     with torch_threads(None):  # small tensors: one thread (calibration/model/settings.py)
         model = fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [k], len(ds.judges),
                            torch.tensor(l2, dtype=torch.float64))
-    idx, mask = _padded(evals)
+    idx, mask = padded_rows(evals)
     with torch.no_grad():
         logp = model.logp(e[item[idx]], judge[idx], [k])[:, :, 0].numpy()  # (M, L, K)
     return [np.exp(logp[m, : len(rows)]) for m, rows in enumerate(evals)]
-
-
-def _padded(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    length = max(1, max(len(g) for g in groups))
-    idx = np.zeros((len(groups), length), dtype=np.int64)
-    mask = np.zeros((len(groups), length), dtype=bool)
-    for m, g in enumerate(groups):
-        idx[m, : len(g)] = g
-        mask[m, : len(g)] = True
-    return torch.from_numpy(idx), torch.from_numpy(mask)
 
 
 def linear(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) -> np.ndarray:

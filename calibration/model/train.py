@@ -130,7 +130,7 @@ def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base) -> LinearFit
     fitted: dict[int, LinearFit] = {}
     for key in dict.fromkeys(trained):
         group = [m for m, k in enumerate(trained) if k == key]
-        idx, mask = _padded([plan.fit_rows[m] for m in group])
+        idx, mask = padded_rows([plan.fit_rows[m] for m in group])
         fit = fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
                          n_options, judges, settings.base_l2, personalised=settings.personalised)
         fitted.update({m: fit.subset([i]) for i, m in enumerate(group)})
@@ -178,7 +178,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     work, alive = net, torch.arange(net.n_models)
     optimiser, lazy = _adam(work, settings, lr), _lazy_adam(work, settings, lr)
     batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
-    val_idx, val_mask = _padded(plan.val_rows)
+    val_idx, val_mask = padded_rows(plan.val_rows)
     early = bool(val_mask.any())
     best = _snapshot(net)
     best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights) if early else None
@@ -279,7 +279,7 @@ def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, bat
     return out
 
 
-def _padded(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
+def padded_rows(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
     """Ragged per-model row lists -> (M, L) indices and a (M, L) mask."""
     length = max(1, max(len(g) for g in groups))
     idx = np.zeros((len(groups), length), dtype=np.int64)
