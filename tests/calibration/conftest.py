@@ -81,3 +81,15 @@ def llm_rubric_dir(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("llm_rubric")
     import_llm_rubric(ANCHORS / "llm_evaluations.tsv", ANCHORS / "human_judgments.tsv", out)
     return out
+
+
+@pytest.fixture(scope="module")
+def tiny_model(synthetic_dir, tmp_path_factory) -> Path:
+    """A small trained model, one per test module (decide writes its calibration beside it)."""
+    from calibration.cli import main
+
+    out = tmp_path_factory.mktemp("tiny_model")
+    args = ["train", f"data={synthetic_dir}", f"out={out}", "train.ensemble=2", "train.pretrain_steps=30",
+            "train.finetune_steps=30"]
+    assert main(args) == 0
+    return out

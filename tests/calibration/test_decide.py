@@ -90,25 +90,6 @@ def test_bad_settings_are_input_errors(kwargs, match):
         calibrate(np.array([0.9]), np.array([1]), np.array([1]), **kwargs)
 
 
-@pytest.fixture(scope="module")
-def tiny_model(synthetic_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("decide_model")
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={out}",
-                "train.ensemble=2",
-                "train.pretrain_steps=30",
-                "train.finetune_steps=30",
-            ]
-        )
-        == 0
-    )
-    return out
-
-
 def test_decide_command_stores_calibration_and_decides_every_turn(
     tiny_model, synthetic_dir, tmp_path, capsys
 ):

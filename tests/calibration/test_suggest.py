@@ -75,25 +75,6 @@ def test_bad_arguments_are_input_errors(call, match):
         call()
 
 
-@pytest.fixture(scope="module")
-def tiny_model(synthetic_dir, tmp_path_factory):
-    out = tmp_path_factory.mktemp("suggest_model")
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={out}",
-                "train.ensemble=2",
-                "train.pretrain_steps=30",
-                "train.finetune_steps=30",
-            ]
-        )
-        == 0
-    )
-    return out
-
-
 @pytest.mark.parametrize("strategy", ["random", "entropy", "bald", "variance"])
 def test_suggest_writes_a_ranked_sheet_of_unlabelled_pairs(tiny_model, synthetic_dir, tmp_path, strategy):
     out = tmp_path / "to_label.csv"
