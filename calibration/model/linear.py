@@ -71,6 +71,29 @@ def linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options) -> torch
     return prob.log().masked_fill(pad, float("-inf"))
 
 
+def picked_logp(kind, weight, bias, judge_offsets, e, judge, answers, n_options) -> torch.Tensor:
+    """(M, B, Q) log-probability of each row's answer (answers: option index; -1 gives any finite value, to be
+    masked): the training loss's only need. For the ordinal model it skips the (M, B, Q, K) tensors of
+    `linear_logp`, which made the base's L-BFGS 4-5x slower at 10k+ rows; the values are the same."""
+    if kind == "multinomial":
+        logp = linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options)
+        return logp.gather(-1, answers.clamp(min=0)[..., None]).squeeze(-1)
+    e = e.to(weight.dtype)
+    eta = torch.einsum("mbe,mqe->mbq", e, weight)  # (M, B, Q)
+    if judge_offsets.shape[2]:
+        by_judge = judge_offsets.transpose(1, 2)  # (M, J, Q)
+        offset = torch.gather(by_judge, 1, judge.clamp(min=0)[..., None].expand(-1, -1, eta.shape[-1]))
+        eta = eta + offset * (judge >= 0).to(e.dtype)[..., None]
+    theta = _thresholds(bias, n_options)  # (M, Q, K-1)
+    n_m, n_q, n_t = theta.shape
+    edges = torch.cat([torch.full_like(theta[..., :1], -1e4), theta, torch.full_like(theta[..., :1], 1e4)], dim=-1)
+    flat = edges.reshape(n_m, n_q * (n_t + 2))  # option k lies between edges k and k + 1
+    at = ((torch.arange(n_q) * (n_t + 2))[None, None, :] + answers.clamp(min=0)).reshape(n_m, -1)  # (M, B*Q)
+    lower, upper = (torch.gather(flat, 1, i).reshape(eta.shape) for i in (at, at + 1))
+    prob = torch.sigmoid(upper - eta) - torch.sigmoid(lower - eta)
+    return prob.clamp(min=1e-12).log()
+
+
 def _thresholds(raw: torch.Tensor, n_options: list[int]) -> torch.Tensor:
     """Increasing thresholds from unconstrained parameters: theta_1 = raw_1, then softplus steps; a
     question with fewer options gets thresholds far above every score past its last one."""
@@ -119,8 +142,7 @@ def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.T
 
     def closure():
         optimiser.zero_grad()
-        logp = linear_logp(kind, weight, bias, offsets, e, judge, n_options)
-        picked = logp.gather(-1, answers.clamp(min=0)[..., None]).squeeze(-1).masked_fill(~observed, 0.0)
+        picked = picked_logp(kind, weight, bias, offsets, e, judge, answers, n_options).masked_fill(~observed, 0.0)
         nll = -(picked.sum(1) / n_obs).sum(-1)  # (M,)
         penalty = (weight**2).flatten(1).sum(1) + (offsets**2).flatten(1).sum(1)
         loss = (nll + l2 * penalty).sum()

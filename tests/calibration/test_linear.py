@@ -14,7 +14,7 @@ from calibration.data.dataset import load_dataset
 from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import constant, linear, ordinal
 from calibration.evaluation.crossval import cross_validate, format_table, item_groups
-from calibration.model.linear import fit_linear
+from calibration.model.linear import fit_linear, linear_logp, picked_logp
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
 from calibration.model.train import model_inputs
@@ -40,6 +40,28 @@ def test_distributions_sum_to_one_and_pad_is_impossible(kind):
     p = fit.logp(e, judge, N_OPTIONS).exp().float()
     assert torch.allclose(p.sum(-1), torch.ones(1), atol=1e-6)
     assert float(p[..., 1, 3].max()) == 0.0  # the 3-option question has no 4th option
+
+
+@pytest.mark.parametrize("kind", ["multinomial", "ordinal"])
+@pytest.mark.parametrize("seed", range(5))
+def test_the_training_loss_reads_the_same_probabilities_as_prediction(kind, seed):
+    """fit_linear's loss reads each row's answer with picked_logp (no (M, B, Q, K) tensors for the ordinal
+    model); it must equal the full distribution of linear_logp at that answer, for random parameters,
+    unequal option counts, unseen judges and padded rows."""
+    g = torch.Generator().manual_seed(seed)
+    n_options = [5, 4, 2, 3]
+    m, b, e_dim, q, k, j = 3, 40, 3, len(n_options), 5, 6
+    shapes = {"multinomial": ((m, q, e_dim, k), (m, q, k), (m, q, j, k)), "ordinal": ((m, q, e_dim), (m, q, k - 1), (m, q, j))}
+    weight, bias, offsets = (torch.randn(*s, generator=g, dtype=torch.float64) * 2 for s in shapes[kind])
+    e = torch.randn(m, b, e_dim, generator=g)
+    judge = torch.randint(-1, j, (m, b), generator=g)
+    answers = torch.stack([torch.randint(-1, n, (m, b), generator=g) for n in n_options], dim=-1)
+    full = linear_logp(kind, weight, bias, offsets, e, judge, n_options)
+    expected = full.gather(-1, answers.clamp(min=0)[..., None]).squeeze(-1)
+    got = picked_logp(kind, weight, bias, offsets, e, judge, answers, n_options)
+    observed = answers >= 0
+    assert torch.isfinite(got[observed]).all()
+    torch.testing.assert_close(got[observed], expected[observed], rtol=0, atol=1e-12)
 
 
 @pytest.mark.parametrize("kind", ["multinomial", "ordinal"])
