@@ -175,7 +175,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
 
     tick = time.perf_counter()
     ds = load_dataset(dataset, target=cfg.get("target"))
-    cv = cross_validate(ds, settings, folds=folds, seed=seed, progress=progress)
+    cv = cross_validate(ds, settings, folds=folds, seed=seed, progress=progress, keep_models=True)
     cv_dir = out / "cv"
     cv_dir.mkdir(exist_ok=True)
     cv.predictions.to_csv(cv_dir / "predictions.csv", index=False)
@@ -225,9 +225,8 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         else None
     )
     tick = time.perf_counter()
-    if progress:  # this stage draws no bar of its own: say what the next seconds are spent on
-        print(f"demo: per-turn out-of-fold adherence: training {folds} x {settings.ensemble} models ...", flush=True)
-    oof = oof_item_adherence(ds, settings, folds=folds, seed=seed, adheres_at=adheres_at)
+    # the cross-validation's own models, on the same folds: nothing is trained again
+    oof = oof_item_adherence(ds, settings, folds=folds, seed=seed, adheres_at=adheres_at, trained=cv.members)
     human = item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at)[
         ["conversation_id", "turn", "human"]
     ]

@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.splits import group_folds
+from calibration.evaluation.out_of_fold import Members
 from calibration.model.ensemble import member_logproba, recalibrations
 from calibration.model.recalibrate import pool
 from calibration.model.train import Rows, fit_models, model_inputs, plan_models
@@ -38,12 +39,15 @@ def oof_item_adherence(
     fold_seed: int = 0,
     adheres_at: float = 3.0,
     judges: str = "all",
+    trained: Members | None = None,
 ) -> pd.DataFrame:
     """Out-of-fold per-item adherence P(target >= adheres_at) of the calibrated model, judge-independent.
 
     Same folds and members as `cross_validate`; each held-out item is predicted for every training judge
     and the distributions averaged (judges="all", what RoleAdherence does by default) or by the population
     model (judges="population"). Also returns the raw judge's P(target >= adheres_at) ("raw").
+    trained: the calibrated models `cross_validate` trained on the same folds, seed and settings
+    (`CVResult.members`): used instead of training them again.
     """
     t = ds.target_index
     _, X, base_inputs = model_inputs(ds, settings)
@@ -51,11 +55,16 @@ def oof_item_adherence(
     fold_of_row = fold_of_item[ds.label_item]
     members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
     seeds = [seed * 100_000 + f * 100 + e for f, e in members]
-    plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
-    net = fit_models(
-        X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t,
-        n_base=base_inputs,
-    )
+    if trained is not None and trained.net is not None and trained.plan is not None:
+        if trained.plan.seeds != seeds or trained.fold != [f for f, _ in members]:
+            raise ValueError("trained: models of other folds, seeds or ensemble size than these.")
+        net, plan = trained.net, trained.plan
+    else:
+        plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
+        net = fit_models(
+            X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t,
+            n_base=base_inputs,
+        )
     recal = recalibrations(net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)],
                            settings)
     panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])

@@ -19,7 +19,7 @@ from calibration.data.dataset import Dataset, load_dataset
 from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import BASELINES, NEEDS_TARGET_DISTRIBUTION
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
-from calibration.evaluation.out_of_fold import oof_network
+from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.settings import Settings
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
@@ -37,21 +37,29 @@ class CVResult:
     seconds: float
     skipped: dict[str, str] = dataclasses.field(default_factory=dict)
     """Baselines that could not run on this data, with the reason."""
+    members: Members | None = None
+    """With keep_models=True: the calibrated model's trained (fold, member) models (`oof_members`)."""
 
 
 def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int = 0, fold_seed: int = 0,
-                   baselines: bool = True, progress: bool = False, groups: np.ndarray | None = None) -> CVResult:
+                   baselines: bool = True, progress: bool = False, groups: np.ndarray | None = None,
+                   keep_models: bool = False) -> CVResult:
     """Out-of-fold target predictions of the calibrated model (and the baselines) for every labelled row.
 
     `fold_seed` fixes which conversations share a fold; `seed` fixes everything random in training
     (initial weights, batch order, validation splits), so seeds can be compared on the same folds.
     groups: (N,) group of every item kept in one fold (default: its conversation; see `item_groups`).
+    keep_models: keep the calibrated model's trained models in `CVResult.members` (otherwise they are
+    freed before the baselines train: with many judges they are large).
     """
     start = time.perf_counter()
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)  # rows with a human answer to the target
     fold_of_row = group_folds(ds.groups if groups is None else groups, folds, fold_seed)[ds.label_item]
-    probs = {"calibrated": oof_network(ds, settings, fold_of_row, folds, seed, progress=progress)}
+    members = oof_members(ds, settings, fold_of_row, folds, seed, progress=progress)
+    probs = {"calibrated": pool_members(ds, settings, fold_of_row, [members])}
+    if not keep_models:
+        members = None
     skipped = {}
     if baselines:
         skipped = target_distribution_gaps(ds, rows)
@@ -64,7 +72,7 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
             if name not in skipped:
                 probs[name] = baseline(ds, fold_of_row, folds, seed)
     frame, metrics = _tabulate(ds, rows, fold_of_row, probs)
-    return CVResult(frame, metrics, time.perf_counter() - start, skipped)
+    return CVResult(frame, metrics, time.perf_counter() - start, skipped, members)
 
 
 def target_distribution_gaps(ds: Dataset, rows: np.ndarray) -> dict[str, str]:

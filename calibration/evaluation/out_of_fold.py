@@ -14,7 +14,8 @@ from calibration.data.dataset import Dataset
 from calibration.model.ensemble import member_logproba, target_recalibration
 from calibration.model.recalibrate import pool
 from calibration.model.settings import Settings
-from calibration.model.train import Rows, fit_models, model_inputs, plan_models
+from calibration.model.network import CalibrationNet
+from calibration.model.train import Plan, Rows, fit_models, model_inputs, plan_models
 
 
 def oof_network(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
@@ -34,6 +35,10 @@ class Members:
     test_logp: list[np.ndarray]  # per model, (rows of its fold, K)
     val_rows: list[np.ndarray]
     val_logp: list[np.ndarray]  # per model, (len(val_rows), K)
+    net: CalibrationNet | None = None
+    """The trained models themselves, for callers that predict other items with them (the demo's per-turn
+    adherence, calibration/evaluation/adherence.py) instead of training the same models again."""
+    plan: Plan | None = None
 
 
 def oof_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
@@ -54,7 +59,7 @@ def oof_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds:
         [lp[:, t] for lp in member_logproba(net, X, [ds.label_item[r] for r in rows], [ds.label_judge[r] for r in rows])]
         for rows in (test_rows, plan.val_rows)
     )
-    return Members([f for f, _ in members], test_logp, plan.val_rows, val_logp)
+    return Members([f for f, _ in members], test_logp, plan.val_rows, val_logp, net, plan)
 
 
 def pool_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, parts: list[Members]) -> np.ndarray:

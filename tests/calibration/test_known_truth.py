@@ -72,6 +72,21 @@ def test_calibrated_beats_raw_judge_on_a_slice(small):
     assert aucs["calibrated"]["scope_violation"]["auc"] > 0.75
 
 
+def test_adherence_reuses_the_cross_validation_models_bit_for_bit(small):
+    """The demo predicts per-turn adherence with the models its cv trained: the same numbers as training
+    them again, and a refusal when the models come from other seeds."""
+    ds, _ = small
+    settings = Settings(ensemble=2, pretrain_steps=30, finetune_steps=30)
+    kept = cross_validate(ds, settings, folds=3, seed=1, baselines=False, keep_models=True)
+    assert cross_validate(ds, settings, folds=3, seed=1, baselines=False).members is None
+    reused = oof_item_adherence(ds, settings, folds=3, seed=1, trained=kept.members)
+    fresh = oof_item_adherence(ds, settings, folds=3, seed=1)
+    pd.testing.assert_frame_equal(reused, fresh, check_exact=True)
+    assert reused["adherence"].between(0, 1).all() and reused["adherence"].std() > 0
+    with pytest.raises(ValueError, match="other folds, seeds"):
+        oof_item_adherence(ds, settings, folds=3, seed=2, trained=kept.members)
+
+
 @pytest.mark.slow
 def test_personalisation_beats_population_on_judges_seen_in_training(full):
     ds, _ = full
