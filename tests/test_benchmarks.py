@@ -50,6 +50,25 @@ def test_llm_rubric_cv_prints_the_table_and_smece():
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
+    out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2",
+               "--only", "covariate_shift_up,new_judges", "--work", str(tmp_path))
+    assert out["settings"]["ensemble"] == 2
+    for name, folds in (("covariate_shift_up", 1), ("new_judges", 4)):
+        bench = out[name]
+        assert bench["folds"] == folds and bench["seeds"] == [0] and bench["rows"] > 100
+        methods = bench["methods"]
+        assert set(methods) == {"calibrated", "network_paper", "linear", "ordinal", "judge_mean"}
+        assert all(0.3 < m["rmse"] < 1.5 and -1 <= m["pearson"] <= 1 for m in methods.values())
+        vs = bench["vs_best_simple"]
+        assert vs["best_simple"] in ("linear", "ordinal")
+        low, high = vs["rmse_diff_95"]
+        assert low < high and low > -0.5 and high < 0.5
+        assert vs["meets_target"] == (methods["calibrated"]["rmse"] <= methods[vs["best_simple"]]["rmse"]
+                                      and methods["calibrated"]["pearson"] >= methods[vs["best_simple"]]["pearson"] - 0.005)
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_scaling_prints_points_slopes_and_the_floor():
     out = _run("scaling.py", "--anchors", str(ANCHORS), "--rows", "700", "1400", "--judges", "24", "48",
                "--judge-rows", "700", "--cv-max-rows", "0", "--override", "train.ensemble=2",

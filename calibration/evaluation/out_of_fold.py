@@ -12,9 +12,9 @@ import numpy as np
 
 from calibration.data.dataset import Dataset
 from calibration.model.ensemble import member_logproba, target_recalibration
+from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import pool
 from calibration.model.settings import Settings
-from calibration.model.network import CalibrationNet
 from calibration.model.train import Plan, Rows, fit_models, model_inputs, plan_models
 
 
