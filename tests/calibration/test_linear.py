@@ -14,6 +14,7 @@ from calibration.data.dataset import load_dataset
 from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import constant, linear, ordinal
 from calibration.evaluation.crossval import cross_validate, format_table, item_groups
+import calibration.model.linear as linear_module
 from calibration.model.linear import fit_linear, linear_logp, picked_logp
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
@@ -62,6 +63,18 @@ def test_the_training_loss_reads_the_same_probabilities_as_prediction(kind, seed
     observed = answers >= 0
     assert torch.isfinite(got[observed]).all()
     torch.testing.assert_close(got[observed], expected[observed], rtol=0, atol=1e-12)
+
+
+@pytest.mark.parametrize("kind", ["multinomial", "ordinal"])
+def test_fitting_in_row_chunks_reaches_the_same_model(kind, monkeypatch):
+    """Large data is evaluated in row chunks (linear.CHUNK_ENTRIES); the penalty must count once and every
+    row exactly once, so the fit equals the one-pass fit to float rounding."""
+    e, judge, answers, mask = _toy(rows=301)
+    whole = fit_linear(kind, e, judge, answers, mask, N_OPTIONS, 5, 1e-3)
+    monkeypatch.setattr(linear_module, "CHUNK_ENTRIES", 2 * 64)  # 256-row chunks (the least): 2 chunks
+    chunked = fit_linear(kind, e, judge, answers, mask, N_OPTIONS, 5, 1e-3)
+    for name in ("weight", "bias", "judge"):
+        torch.testing.assert_close(getattr(chunked, name), getattr(whole, name), rtol=0, atol=1e-7)
 
 
 @pytest.mark.parametrize("kind", ["multinomial", "ordinal"])
