@@ -10,11 +10,11 @@ import pandas as pd
 import pytest
 import torch
 
+import calibration.model.linear as linear_module
 from calibration.data.dataset import load_dataset
 from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import constant, linear, ordinal
 from calibration.evaluation.crossval import cross_validate, format_table, item_groups
-import calibration.model.linear as linear_module
 from calibration.model.linear import fit_linear, linear_logp, picked_logp
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
