@@ -50,12 +50,12 @@ class LinearFit:
 
 
 def linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options) -> torch.Tensor:
-    e = e.to(weight.dtype)
-    known = (judge >= 0).to(e.dtype)[..., None]  # (M, B, 1)
-    jj = judge.clamp(min=0)
     pad = torch.arange(max(n_options))[None, :] >= torch.tensor(n_options)[:, None]  # (Q, K)
-    n_q = len(n_options)
     if kind == "multinomial":
+        e = e.to(weight.dtype)
+        known = (judge >= 0).to(e.dtype)[..., None]  # (M, B, 1)
+        jj = judge.clamp(min=0)
+        n_q = len(n_options)
         logits = torch.einsum("mbe,mqek->mbqk", e, weight) + bias[:, None]
         if judge_offsets.shape[2]:
             idx = jj[:, None, :, None].expand(-1, n_q, -1, judge_offsets.shape[-1])
@@ -63,9 +63,7 @@ def linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options) -> torch
             logits = logits + offset * known[..., None]
         logits = logits.masked_fill(pad, float("-inf"))
         return logits - torch.logsumexp(logits, dim=-1, keepdim=True)
-    eta = torch.einsum("mbe,mqe->mbq", e, weight)  # (M, B, Q)
-    if judge_offsets.shape[2]:
-        eta = eta + torch.gather(judge_offsets, 2, jj[:, None, :].expand(-1, n_q, -1)).transpose(1, 2) * known
+    eta = _ordinal_score(weight, judge_offsets, e, judge)  # (M, B, Q)
     theta = _thresholds(bias, n_options)  # (M, Q, K-1)
     cdf = torch.sigmoid(theta[:, None] - eta[..., None])  # (M, B, Q, K-1)
     cdf = torch.cat([torch.zeros_like(cdf[..., :1]), cdf, torch.ones_like(cdf[..., :1])], dim=-1)
@@ -80,12 +78,7 @@ def picked_logp(kind, weight, bias, judge_offsets, e, judge, answers, n_options)
     if kind == "multinomial":
         logp = linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options)
         return logp.gather(-1, answers.clamp(min=0)[..., None]).squeeze(-1)
-    e = e.to(weight.dtype)
-    eta = torch.einsum("mbe,mqe->mbq", e, weight)  # (M, B, Q)
-    if judge_offsets.shape[2]:
-        by_judge = judge_offsets.transpose(1, 2)  # (M, J, Q)
-        offset = torch.gather(by_judge, 1, judge.clamp(min=0)[..., None].expand(-1, -1, eta.shape[-1]))
-        eta = eta + offset * (judge >= 0).to(e.dtype)[..., None]
+    eta = _ordinal_score(weight, judge_offsets, e, judge)  # (M, B, Q)
     theta = _thresholds(bias, n_options)  # (M, Q, K-1)
     n_m, n_q, n_t = theta.shape
     edges = torch.cat([torch.full_like(theta[..., :1], -1e4), theta, torch.full_like(theta[..., :1], 1e4)], dim=-1)
@@ -94,6 +87,18 @@ def picked_logp(kind, weight, bias, judge_offsets, e, judge, answers, n_options)
     lower, upper = (torch.gather(flat, 1, i).reshape(eta.shape) for i in (at, at + 1))
     prob = torch.sigmoid(upper - eta) - torch.sigmoid(lower - eta)
     return prob.clamp(min=1e-12).log()
+
+
+def _ordinal_score(weight, judge_offsets, e, judge) -> torch.Tensor:
+    """(M, B, Q) the ordinal model's score w . e + u_a (u = 0 for an unseen judge, index -1)."""
+    e = e.to(weight.dtype)
+    eta = torch.einsum("mbe,mqe->mbq", e, weight)
+    if not judge_offsets.shape[2]:
+        return eta
+    # Gathered from the (M, J, Q) view along J: no (M, Q, B) index copy, and a small gradient buffer.
+    by_judge = judge_offsets.transpose(1, 2)
+    offset = torch.gather(by_judge, 1, judge.clamp(min=0)[..., None].expand(-1, -1, eta.shape[-1]))
+    return eta + offset * (judge >= 0).to(e.dtype)[..., None]
 
 
 def _thresholds(raw: torch.Tensor, n_options: list[int]) -> torch.Tensor:
