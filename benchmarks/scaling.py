@@ -50,7 +50,7 @@ from calibration.model import train as train_module
 from calibration.model.ensemble import train_ensemble
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
-from calibration.model.train import Rows, _adam, _batch_indices, _lazy_adam, model_inputs
+from calibration.model.train import Rows, _adam, _batch_indices, _lazy_adam, model_inputs, train_step
 
 ANCHORS = Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"
 
@@ -112,15 +112,7 @@ def step_ms(ds: Dataset, settings: Settings, updates: str, *, steps: int = 30) -
     with torch_threads(1):
         for step in range(steps + 5):  # the first 5 warm up
             start = time.perf_counter()
-            b = batches[:, step]
-            judge = rows.judge[b]
-            offsets = None if lazy is None else net.judge_offsets(judge, leaves=True)
-            _, loss = net(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets)
-            optimiser.zero_grad(set_to_none=True)
-            loss.backward()
-            optimiser.step()
-            if lazy is not None:
-                lazy.step(offsets)
+            train_step(net, X, rows, batches[:, step], weights, optimiser, lazy)
             times.append(time.perf_counter() - start)
     return statistics.median(times[5:]) * 1e3
 

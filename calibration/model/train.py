@@ -188,15 +188,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     unvalidated = ~_has_validation_labels(rows, val_idx, val_mask, weights)
     ran = steps
     for step in range(steps):
-        b = batches[alive, step]  # (M', B) label-row indices
-        judge = rows.judge[b]
-        offsets = None if lazy is None else work.judge_offsets(judge, leaves=True)  # the batch's judges only
-        _, loss = work(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets)
-        optimiser.zero_grad(set_to_none=True)
-        loss.backward()
-        optimiser.step()
-        if lazy is not None:
-            lazy.step(offsets)
+        train_step(work, X, rows, batches[alive, step], weights, optimiser, lazy)
         bar.update(1)
         if early and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):
             current = _val_loss(work, X, rows, val_idx[alive], val_mask[alive], weights)
@@ -218,6 +210,20 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     if early:
         net.load_state_dict(best)
     return {"steps": ran, "best_val_nll": None if best_loss is None else best_loss.tolist()}
+
+
+def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor, weights: torch.Tensor,
+               optimiser: torch.optim.Adam, lazy: LazyAdam | None) -> None:
+    """One step of every model of `net` on its batch b ((M, B) label-row indices); with `lazy`, the judge
+    offsets of only the batch's judges take part and move (calibration/model/lazy_adam.py)."""
+    judge = rows.judge[b]
+    offsets = None if lazy is None else net.judge_offsets(judge, leaves=True)
+    _, loss = net(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets)
+    optimiser.zero_grad(set_to_none=True)
+    loss.backward()
+    optimiser.step()
+    if lazy is not None:
+        lazy.step(offsets)
 
 
 def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
