@@ -32,22 +32,40 @@ class LazyAdam:
 
     @torch.no_grad()
     def step(self, offsets: JudgeOffsets) -> None:
-        """Update the pairs `offsets.keys` from the gradients their leaf copies (`offsets.values`) hold."""
+        """Update the pairs `offsets.keys` from the gradients their values hold: the leaf copies' own, or with
+        `offsets.whole` the parameters' (which every pair's update then reads; the absent pairs are put back)."""
+        if offsets.whole:
+            self._step_whole(offsets.keys)
+            return
         keys = offsets.keys
-
-        def rows(t: torch.Tensor) -> torch.Tensor:  # (M*J, In, Out) view
-            return t.view(-1, *t.shape[2:])
-
         values = [v.detach() for v in offsets.values]  # == the params' rows `keys`; updated in place
         grads = [v.grad if v.grad is not None else torch.zeros_like(v) for v in offsets.values]
-        exp_avg = [rows(m).index_select(0, keys) for m in self.exp_avg]
-        exp_avg_sq = [rows(v).index_select(0, keys) for v in self.exp_avg_sq]
+        exp_avg = [_rows(m).index_select(0, keys) for m in self.exp_avg]
+        exp_avg_sq = [_rows(v).index_select(0, keys) for v in self.exp_avg_sq]
+        self._adam(values, grads, exp_avg, exp_avg_sq)
+        for whole, part in zip(self.params + self.exp_avg + self.exp_avg_sq, values + exp_avg + exp_avg_sq,
+                               strict=True):
+            _rows(whole).index_copy_(0, keys, part)
+
+    def _step_whole(self, keys: torch.Tensor) -> None:
+        """Adam on every pair, then the pairs absent from the batch (not in `keys`) put back as they were:
+        the same update as the gathered one, without gathering and writing back the ~all pairs present."""
+        present = torch.zeros(_rows(self.params[0]).shape[0], dtype=torch.bool)
+        present[keys] = True
+        absent = torch.nonzero(~present).flatten()
+        tensors = self.params + self.exp_avg + self.exp_avg_sq
+        kept = [_rows(t).index_select(0, absent) for t in tensors]
+        grads = [p.grad if p.grad is not None else torch.zeros_like(p) for p in self.params]
+        self._adam([p.detach() for p in self.params], grads, self.exp_avg, self.exp_avg_sq)
+        for t, old in zip(tensors, kept, strict=True):
+            _rows(t).index_copy_(0, absent, old)
+        for p in self.params:
+            p.grad = None
+
+    def _adam(self, values, grads, exp_avg, exp_avg_sq) -> None:
         beta1, beta2 = self.betas
         adam(values, grads, exp_avg, exp_avg_sq, [], self.steps, fused=True, amsgrad=False, beta1=beta1,
              beta2=beta2, lr=self.lr, weight_decay=self.weight_decay, eps=self.eps, maximize=False)
-        for whole, part in zip(self.params + self.exp_avg + self.exp_avg_sq, values + exp_avg + exp_avg_sq,
-                               strict=True):
-            rows(whole).index_copy_(0, keys, part)
 
     def subset(self, params: list[torch.Tensor], keep: torch.Tensor) -> LazyAdam:
         """The optimiser of the models `keep` (a boolean mask on the model axis), over their `params`."""
@@ -56,3 +74,8 @@ class LazyAdam:
         smaller.exp_avg_sq = [v[keep].clone() for v in self.exp_avg_sq]
         smaller.steps = [t.clone() for t in self.steps]
         return smaller
+
+
+def _rows(t: torch.Tensor) -> torch.Tensor:
+    """(M, J, In, Out) -> the (M*J, In, Out) view: one row per (model, judge) pair."""
+    return t.view(-1, *t.shape[2:])

@@ -36,6 +36,7 @@ import torch
 from torch import nn
 
 from calibration.model.linear import LinearFit, linear_logp
+from calibration.model.personal_layer import Groups, personal_layer
 
 
 @dataclass
@@ -45,9 +46,13 @@ class JudgeOffsets:
     keys: torch.Tensor
     """(S,) flat index m * J + j of each pair, increasing: the pair's row in U.view(M * J, In, Out)."""
     slot: torch.Tensor
-    """(M, B) the pair (index into keys) of each row."""
+    """(M, B) the row of `values` each row of the batch uses."""
     values: list[torch.Tensor]
-    """U1, U2, UV of the pairs: (S, D+1, H1), (S, H1+1, H2), (S, H2+1, Q*K)."""
+    """U1, U2, UV of the pairs: (S, D+1, H1), (S, H1+1, H2), (S, H2+1, Q*K); with `whole`, of all M * J pairs."""
+    whole: bool = False
+    """values are U1, U2, UV themselves (views), not copies of the batch's pairs: chosen when the batch
+    holds most pairs, where gathering them and writing them back costs more than the absent pairs' share
+    of the products (on the LLM-Rubric data a batch of 128 holds ~97% of them)."""
 
 
 class CalibrationNet(nn.Module):
@@ -124,18 +129,23 @@ class CalibrationNet(nn.Module):
 
     def judge_offsets(self, judge: torch.Tensor, *, leaves: bool = False) -> JudgeOffsets:
         """The offsets of the (model, judge) pairs in `judge` (M, B); judge -1 reads judge 0's, which the
-        forward pass then ignores. leaves: as detached copies that collect their own gradient (training
-        updates them and writes them back), instead of views into U1, U2, UV that backward reaches."""
+        forward pass then ignores. When the batch holds most pairs, the values are U1, U2, UV themselves
+        (`JudgeOffsets.whole`), so backward fills their .grad. Otherwise copies of just those pairs: as
+        views into U1, U2, UV that backward reaches, or with `leaves`, as detached copies that collect their
+        own gradient (training updates them and writes them back, calibration/model/lazy_adam.py)."""
         n_models, n_judges = self.U1.shape[:2]
         flat = judge.clamp(min=0) + torch.arange(n_models)[:, None] * n_judges  # (M, B)
         keys, slot = torch.unique(flat, return_inverse=True)
+        if 2 * len(keys) > n_models * n_judges:
+            return JudgeOffsets(keys, flat, [U.view(-1, *U.shape[2:]) for U in self.judge_parameters()], whole=True)
         values = [U.view(-1, *U.shape[2:]).index_select(0, keys) for U in self.judge_parameters()]
         if leaves:
             values = [v.detach().requires_grad_() for v in values]
         return JudgeOffsets(keys, slot, values)
 
     def forward(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor | None = None,
-                weights: torch.Tensor | None = None, *, offsets: JudgeOffsets | None = None):
+                weights: torch.Tensor | None = None, *, offsets: JudgeOffsets | None = None,
+                base: torch.Tensor | None = None):
         """Log-probabilities of every option, and the loss if targets are given.
 
         Args:
@@ -144,42 +154,33 @@ class CalibrationNet(nn.Module):
             targets: (M, B, Q) option index, -1 where not observed.
             weights: (Q,) weight of each question in the loss (e.g. 1 for the target only).
             offsets: `judge_offsets(judge)` to use (None: taken from U1, U2, UV here).
+            base: `base_logits(x, judge)`, computed beforehand (training computes it once for every label row:
+                the base is fixed, and its ordinal link is a quarter of a step's arithmetic).
         Returns:
             logp: (M, B, Q, K), -inf on padded options; loss: per-model mean NLL summed over models.
         """
-        known = ((judge >= 0) & self.personalised).to(x.dtype)[..., None]  # (M, B, 1)
         u1 = u2 = uv = groups = None
         if self.personalised:
             offsets = self.judge_offsets(judge) if offsets is None else offsets
             u1, u2, uv = offsets.values
-            groups = _group_rows(offsets.slot.view(-1), len(offsets.keys))
-        z = self._layer(x, self.W1, u1, groups, known).sigmoid()  # (M, B, H1)
-        z = self._layer(z, self.W2, u2, groups, known).sigmoid()  # (M, B, H2)
-        logits = self._layer(z, self.V, uv, groups, known)  # (M, B, Q*K)
+            known = judge.reshape(-1) >= 0
+            groups = Groups(offsets.slot.reshape(-1), len(u1), None if bool(known.all()) else known.to(x.dtype))
+        z = personal_layer(x, self.W1, u1, groups).sigmoid()  # (M, B, H1)
+        z = personal_layer(z, self.W2, u2, groups).sigmoid()  # (M, B, H2)
+        logits = personal_layer(z, self.V, uv, groups)  # (M, B, Q*K)
         if self.n_base:
-            base = linear_logp("ordinal", self.base_weight, self.base_bias, self.base_judge,
-                               x[..., -self.n_base:], judge, self.n_options)  # (M, B, Q, K)
-            logits = logits + base.masked_fill(self.option_pad, 0.0).flatten(2)
+            logits = logits + (self.base_logits(x, judge) if base is None else base)
         logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
         logp = _log_softmax(logits.masked_fill(self.option_pad, float("-inf")))  # (M, B, Q, K)
         if targets is None:
             return logp, None
         return logp, self.nll_per_model(logp, targets, weights).sum()
 
-    def _layer(self, x: torch.Tensor, W: torch.Tensor, u: torch.Tensor | None, groups, known: torch.Tensor):
-        """(W + U[a]) . [1; x] for every (model, row): x (M, B, In) -> (M, B, Out); u (S, In+1, Out) holds
-        the offsets of the batch's S (model, judge) pairs."""
-        x1 = torch.cat([torch.ones_like(x[..., :1]), x], dim=-1)  # (M, B, In+1)
-        out = torch.bmm(x1, W)
-        if groups is None:
-            return out
-        slot_row, row_slot, size = groups
-        n_pairs, n_in, n_out = u.shape
-        # Whole-row index_select (backward: index_add) is several times faster than an element-wise gather.
-        padded = torch.cat([x1.reshape(-1, n_in), x1.new_zeros(1, n_in)])  # (M*B+1, In+1), the last row 0
-        grouped = padded.index_select(0, slot_row).view(n_pairs, size, n_in)  # (S, C, In+1)
-        offset = torch.bmm(grouped, u).view(-1, n_out).index_select(0, row_slot)  # (M*B, Out)
-        return out + offset.view(out.shape) * known
+    def base_logits(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
+        """(M, B, Q*K) log-probabilities of the ordinal base (0 on padded options) for inputs x (M, B, D)."""
+        base = linear_logp("ordinal", self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
+                           judge, self.n_options)  # (M, B, Q, K)
+        return base.masked_fill(self.option_pad, 0.0).flatten(2)
 
     @staticmethod
     def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
@@ -199,27 +200,6 @@ def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
     options these few elementwise operations are several times faster."""
     shifted = logits - logits.detach().amax(dim=-1, keepdim=True)
     return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
-
-
-def _group_rows(slot: torch.Tensor, n_slots: int) -> tuple[torch.Tensor, torch.Tensor, int]:
-    """Places that put the rows in groups of equal slot (a (model, judge) pair), padded to C = the largest.
-
-    slot: (R,) the slot of each row, in 0..n_slots-1. Returns slot_row (n_slots*C,): the row in each place
-    (row R is the padding row), row_slot (R,): the place of each row, and C.
-    """
-    n_rows = len(slot)
-    order = torch.argsort(slot, stable=True)  # rows sorted by slot
-    sorted_slot = slot[order]
-    position = torch.arange(n_rows)
-    starts = torch.ones_like(sorted_slot, dtype=torch.bool)
-    starts[1:] = sorted_slot[1:] != sorted_slot[:-1]
-    group_start = torch.cummax(torch.where(starts, position, torch.zeros_like(position)), dim=0).values
-    rank = position - group_start  # place of each sorted row within its group
-    size = int(rank.max()) + 1 if n_rows else 1
-    place = sorted_slot * size + rank
-    slot_row = torch.full((n_slots * size,), n_rows, dtype=torch.long).scatter_(0, place, order)
-    row_slot = torch.empty_like(slot).scatter_(0, order, place)
-    return slot_row, row_slot, size
 
 
 def _init(shape: tuple[int, ...], seeds: list[int], salt: int) -> torch.Tensor:

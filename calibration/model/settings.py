@@ -99,16 +99,21 @@ class Settings:
 
 @contextlib.contextmanager
 def torch_threads(n: int | None):
-    """Run with `n` torch threads (None: ROLE_RUBRIC_THREADS, default 1), then restore the setting.
+    """Run with `n` torch threads, and as many BLAS threads for numpy (None: ROLE_RUBRIC_THREADS, default 1),
+    then restore the settings.
 
     The network's tensors are small: with several threads each operation pays for waking and joining
     them, and on a busy machine spinning threads wait on each other. Measured on 2 cores under load, a
-    5-seed cv took 12 s on one thread and 320 s on two."""
+    5-seed cv took 12 s on one thread and 320 s on two. The personalised layers multiply with numpy
+    (calibration/model/personal_layer.py), whose OpenBLAS would otherwise start its own threads."""
+    from threadpoolctl import threadpool_limits
+
     n = int(os.environ.get("ROLE_RUBRIC_THREADS", "1")) if n is None else n
     before = torch.get_num_threads()
     torch.set_num_threads(max(1, n))
     try:
-        yield
+        with threadpool_limits(max(1, n), user_api="blas"):
+            yield
     finally:
         torch.set_num_threads(before)
 

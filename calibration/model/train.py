@@ -24,6 +24,9 @@ from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings, torch_threads, training_workers
 from rubric.progress import progress_bar
 
+BASE_ROWS_ENTRIES = 1 << 26
+"""The most floats (256 MB) training keeps of the base's log-probabilities of every label row (`_base_rows`)."""
+
 
 @dataclass
 class Rows:
@@ -108,7 +111,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
         return net, part.history
 
     with torch_threads(threads), bar:
-        base = _fit_base(X, rows, plan, settings, n_options, n_judges, n_base) if n_base else None
+        base = _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, len(slices)) if n_base else None
         if len(slices) == 1:
             fitted = [fit(slices[0])]
         else:
@@ -119,21 +122,25 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     return CalibrationNet.concat([net for net, _ in fitted])
 
 
-def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base) -> LinearFit:
+def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int = 1) -> LinearFit:
     """Each model's ordinal base, fitted on its own fit rows (never its validation rows). Models that share a
     training set (fit and validation rows together: the members of one cv fold, or of a final ensemble) are
     fitted in one L-BFGS run, and each such group alone, so a fold's models depend on that fold's training
-    rows only, bit for bit. Bases on the members' own rows differ a little, and that bagging helped: one
-    base shared by a fold's members lost 0.003-0.016 RMSE on the shift benchmarks (README)."""
+    rows only, bit for bit (and the groups can be fitted by `workers` threads side by side). Bases on the
+    members' own rows differ a little, and that bagging helped: one base shared by a fold's members lost
+    0.003-0.016 RMSE on the shift benchmarks (README)."""
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
     trained = [np.sort(np.concatenate([f, v])).tobytes() for f, v in zip(plan.fit_rows, plan.val_rows, strict=True)]
-    fitted: dict[int, LinearFit] = {}
-    for key in dict.fromkeys(trained):
-        group = [m for m, k in enumerate(trained) if k == key]
+    groups = [[m for m, k in enumerate(trained) if k == key] for key in dict.fromkeys(trained)]
+
+    def fit_group(group: list[int]) -> LinearFit:
         idx, mask = padded_rows([plan.fit_rows[m] for m in group])
-        fit = fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
-                         n_options, judges, settings.base_l2, personalised=settings.personalised)
-        fitted.update({m: fit.subset([i]) for i, m in enumerate(group)})
+        return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
+                          n_options, judges, settings.base_l2, personalised=settings.personalised)
+
+    with ThreadPoolExecutor(max(1, min(workers, len(groups)))) as pool:
+        fits = list(pool.map(fit_group, groups))
+    fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
     return LinearFit.concat([fitted[m] for m in range(len(trained))])
 
 
@@ -180,18 +187,21 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
     val_idx, val_mask = padded_rows(plan.val_rows)
     early = bool(val_mask.any())
+    base_rows = _base_rows(net, X, rows)
     best = _snapshot(net)
-    best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights) if early else None
+    best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights, _at(base_rows, alive, val_idx)) if early else None
     stale = torch.zeros(net.n_models, dtype=torch.long)
     # A model without a validation label for this phase (its validation rows answer no weighted question,
     # or it has none) cannot stop early: it trains every step and keeps its last weights.
     unvalidated = ~_has_validation_labels(rows, val_idx, val_mask, weights)
     ran = steps
     for step in range(steps):
-        train_step(work, X, rows, batches[alive, step], weights, optimiser, lazy)
+        b = batches[alive, step]
+        train_step(work, X, rows, b, weights, optimiser, lazy, base=_at(base_rows, alive, b))
         bar.update(1)
         if early and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):
-            current = _val_loss(work, X, rows, val_idx[alive], val_mask[alive], weights)
+            current = _val_loss(work, X, rows, val_idx[alive], val_mask[alive], weights,
+                                _at(base_rows, alive, val_idx[alive]))
             # A model whose patience ran out has stopped: it takes no later improvement (a companion kept
             # in the batch still trains), so its result never depends on the models beside it.
             improved = (current < best_loss[alive] - 1e-6) & (stale[alive] < settings.patience)
@@ -213,12 +223,13 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
 
 
 def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor, weights: torch.Tensor,
-               optimiser: torch.optim.Adam, lazy: LazyAdam | None) -> None:
+               optimiser: torch.optim.Adam, lazy: LazyAdam | None, *, base: torch.Tensor | None = None) -> None:
     """One step of every model of `net` on its batch b ((M, B) label-row indices); with `lazy`, the judge
-    offsets of only the batch's judges take part and move (calibration/model/lazy_adam.py)."""
+    offsets of only the batch's judges take part and move (calibration/model/lazy_adam.py). base: the
+    base's log-probabilities of the batch rows (`_base_rows`), if computed beforehand."""
     judge = rows.judge[b]
     offsets = None if lazy is None else net.judge_offsets(judge, leaves=True)
-    _, loss = net(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets)
+    _, loss = net(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base)
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
@@ -297,9 +308,26 @@ def padded_rows(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.no_grad()
-def _val_loss(net, X, rows, idx, mask, weights) -> torch.Tensor:
+def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows) -> torch.Tensor | None:
+    """(M, R, Q*K) the fixed base's log-probabilities of every label row, for every model: computed once
+    per phase instead of at every step. None without a base, or where it would take more than
+    BASE_ROWS_ENTRIES floats (then each step computes its batch's)."""
+    n_models, n_rows = net.n_models, len(rows.item)
+    if not net.n_base or n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
+        return None
+    x = X[rows.item].expand(n_models, -1, -1)
+    return net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
+
+
+def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor) -> torch.Tensor | None:
+    """The rows idx (M', B) of the models `models` (M',) of `_base_rows`."""
+    return None if base_rows is None else base_rows[models[:, None], idx]
+
+
+@torch.no_grad()
+def _val_loss(net, X, rows, idx, mask, weights, base=None) -> torch.Tensor:
     targets = rows.answers[idx].masked_fill(~mask[..., None], -1)
-    logp, _ = net(X[rows.item[idx]], rows.judge[idx])
+    logp, _ = net(X[rows.item[idx]], rows.judge[idx], base=base)
     return CalibrationNet.nll_per_model(logp, targets, weights)
 
 
