@@ -56,7 +56,7 @@ def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float
         for step in range(steps):
             b = batches[:, step]
             start = time.perf_counter()
-            _, loss = net(X[rows.item[b]], rows.judge[b], rows.answers[b], weights)
+            loss = net.loss(X[rows.item[b]], rows.judge[b], rows.answers[b], weights)
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             middle = time.perf_counter()

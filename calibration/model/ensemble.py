@@ -33,7 +33,7 @@ def member_logproba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[
         item_idx[m, : len(i)] = i
         judge_idx[m, : len(j)] = j
     with torch_threads(None):
-        logp, _ = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
+        logp = net(X[torch.from_numpy(item_idx)], torch.from_numpy(judge_idx))
     logp = logp.numpy().astype(np.float64)  # (M, L, Q, K)
     return [logp[m, : len(i)] for m, i in enumerate(items)]
 

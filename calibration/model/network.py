@@ -143,22 +143,32 @@ class CalibrationNet(nn.Module):
             values = [v.detach().requires_grad_() for v in values]
         return JudgeOffsets(keys, slot, values)
 
-    def forward(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor | None = None,
-                weights: torch.Tensor | None = None, *, offsets: JudgeOffsets | None = None,
-                base: torch.Tensor | None = None):
-        """Log-probabilities of every option, and the loss if targets are given.
+    def forward(self, x: torch.Tensor, judge: torch.Tensor, *, offsets: JudgeOffsets | None = None,
+                base: torch.Tensor | None = None) -> torch.Tensor:
+        """(M, B, Q, K) log-probabilities of every option, -inf on padded options.
 
         Args:
             x: (M, B, D) inputs.
             judge: (M, B) judge index; -1 = population (shared weights only).
-            targets: (M, B, Q) option index, -1 where not observed.
-            weights: (Q,) weight of each question in the loss (e.g. 1 for the target only).
             offsets: `judge_offsets(judge)` to use (None: taken from U1, U2, UV here).
             base: `base_logits(x, judge)`, computed beforehand (training computes it once for every label row:
                 the base is fixed, and its ordinal link is a quarter of a step's arithmetic).
-        Returns:
-            logp: (M, B, Q, K), -inf on padded options; loss: per-model mean NLL summed over models.
         """
+        return _log_softmax(self._logits(x, judge, offsets, base))
+
+    def loss(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None,
+             *, offsets: JudgeOffsets | None = None, base: torch.Tensor | None = None) -> torch.Tensor:
+        """Each model's mean NLL over its observed (weighted) labels, summed over models (`nll_per_model`).
+        targets: (M, B, Q) option index, -1 where not observed; weights: (Q,) weight of each question (e.g. 1
+        for the target only); the rest as `forward`."""
+        observed = (targets >= 0).to(x.dtype)  # (M, B, Q)
+        if weights is not None:
+            observed = observed * weights
+        per_label = observed / observed.sum(dim=(1, 2), keepdim=True).clamp(min=1.0)
+        return _WeightedNLL.apply(self._logits(x, judge, offsets, base), targets, per_label)
+
+    def _logits(self, x, judge, offsets, base) -> torch.Tensor:
+        """(M, B, Q, K) logits, -inf on padded options."""
         u1 = u2 = uv = groups = None
         if self.personalised:
             offsets = self.judge_offsets(judge) if offsets is None else offsets
@@ -171,10 +181,7 @@ class CalibrationNet(nn.Module):
         if self.n_base:
             logits = logits + (self.base_logits(x, judge) if base is None else base)
         logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
-        logp = _log_softmax(logits.masked_fill(self.option_pad, float("-inf")))  # (M, B, Q, K)
-        if targets is None:
-            return logp, None
-        return logp, self.nll_per_model(logp, targets, weights).sum()
+        return logits.masked_fill(self.option_pad, float("-inf"))
 
     def base_logits(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
         """(M, B, Q*K) log-probabilities of the ordinal base (0 on padded options) for inputs x (M, B, D)."""
@@ -193,6 +200,28 @@ class CalibrationNet(nn.Module):
         picked = picked.masked_fill(targets < 0, 0.0)
         count = observed.sum(dim=(1, 2)).clamp(min=1.0)
         return -(picked * observed).sum(dim=(1, 2)) / count
+
+
+class _WeightedNLL(torch.autograd.Function):
+    """sum of w * -log softmax(logits)[target] over (model, row, question), with its gradient w * (softmax -
+    onehot) written out: autograd through log-softmax, gather and the weighting took ~20 small kernels."""
+
+    @staticmethod
+    def forward(ctx, logits, targets, w):
+        shifted = logits - logits.amax(dim=-1, keepdim=True)  # (M, B, Q, K); -inf on padded options
+        exp = shifted.exp()
+        total = exp.sum(dim=-1)
+        picked = shifted.gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)  # option 0 always exists: finite
+        ctx.save_for_backward(exp / total[..., None], targets, w)
+        return (w * (total.log() - picked)).sum()
+
+    @staticmethod
+    def backward(ctx, grad):
+        softmax, targets, w = ctx.saved_tensors
+        scale = w * grad
+        out = softmax * scale[..., None]
+        out.scatter_add_(-1, targets.clamp(min=0)[..., None], -scale[..., None])  # w = 0 where no target
+        return out, None, None
 
 
 def _log_softmax(logits: torch.Tensor) -> torch.Tensor:

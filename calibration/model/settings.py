@@ -108,6 +108,7 @@ def torch_threads(n: int | None):
     (calibration/model/personal_layer.py), whose OpenBLAS would otherwise start its own threads."""
     from threadpoolctl import threadpool_limits
 
+    keep_freed_memory()
     n = int(os.environ.get("ROLE_RUBRIC_THREADS", "1")) if n is None else n
     before = torch.get_num_threads()
     torch.set_num_threads(max(1, n))
@@ -116,6 +117,35 @@ def torch_threads(n: int | None):
             yield
     finally:
         torch.set_num_threads(before)
+
+
+_MALLOC_TUNED = False
+
+
+def keep_freed_memory() -> None:
+    """Let glibc keep freed memory for reuse (once per process; no-op elsewhere than glibc).
+
+    A training step allocates and frees arrays of 1-10 MB. By default glibc serves them with fresh mmap
+    pages and hands them back on free, so every step pays ~2,000 page faults of zeroed memory: a third of
+    the step at the LLM-Rubric sizes (26.6 -> 17.3 ms CPU a step measured; README "Scaling"). Above 64 MB
+    allocations still map fresh pages, and up to 256 MB of freed heap is kept: the process's resident memory
+    stays near its peak until it exits instead of shrinking after training."""
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return
+    _MALLOC_TUNED = True
+    import ctypes
+    import platform
+
+    if platform.system() != "Linux" or platform.libc_ver()[0] != "glibc":
+        return
+    try:
+        libc = ctypes.CDLL("libc.so.6")
+    except OSError:
+        return
+    m_trim_threshold, m_mmap_threshold = -1, -3  # <malloc.h>
+    libc.mallopt(m_mmap_threshold, 64 << 20)
+    libc.mallopt(m_trim_threshold, 256 << 20)
 
 
 def training_workers(n: int | None) -> int:

@@ -229,7 +229,7 @@ def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor
     base's log-probabilities of the batch rows (`_base_rows`), if computed beforehand."""
     judge = rows.judge[b]
     offsets = None if lazy is None else net.judge_offsets(judge, leaves=True)
-    _, loss = net(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base)
+    loss = net.loss(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base)
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
@@ -327,7 +327,7 @@ def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor)
 @torch.no_grad()
 def _val_loss(net, X, rows, idx, mask, weights, base=None) -> torch.Tensor:
     targets = rows.answers[idx].masked_fill(~mask[..., None], -1)
-    logp, _ = net(X[rows.item[idx]], rows.judge[idx], base=base)
+    logp = net(X[rows.item[idx]], rows.judge[idx], base=base)
     return CalibrationNet.nll_per_model(logp, targets, weights)
 
 

@@ -26,7 +26,7 @@ def _train(settings: Settings, batches: list[torch.Tensor]) -> list[CalibrationN
     after = []
     for judges in batches:
         offsets = None if lazy is None else net.judge_offsets(judges, leaves=True)
-        _, loss = net(x[:, : judges.shape[1]], judges, targets[:, : judges.shape[1]], offsets=offsets)
+        loss = net.loss(x[:, : judges.shape[1]], judges, targets[:, : judges.shape[1]], offsets=offsets)
         optimiser.zero_grad(set_to_none=True)
         loss.backward()
         optimiser.step()

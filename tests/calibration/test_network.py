@@ -24,7 +24,7 @@ def _net(models=3, judges=5, **kw):
 def test_distributions_sum_to_one_and_padding_is_zero():
     net = _net()
     x = torch.rand(3, 8, 7)
-    logp, _ = net(x, torch.randint(-1, 5, (3, 8)))
+    logp = net(x, torch.randint(-1, 5, (3, 8)))
     p = logp.exp()
     assert torch.allclose(p.sum(-1), torch.ones(3, 8, 3))
     assert torch.all(p[:, :, 1, 3] == 0)  # the 3-option question has no 4th option
@@ -36,12 +36,12 @@ def test_unseen_judge_is_the_population_model():
         for u in net.judge_parameters():
             u.normal_()  # make the offsets matter
     x = torch.rand(3, 4, 7)
-    population, _ = net(x, torch.full((3, 4), -1))
-    personal, _ = net(x, torch.zeros(3, 4, dtype=torch.long))
+    population = net(x, torch.full((3, 4), -1))
+    personal = net(x, torch.zeros(3, 4, dtype=torch.long))
     assert not torch.allclose(population, personal)
     unpersonalised = _net(personalised=False)
     unpersonalised.load_state_dict({k: v for k, v in net.state_dict().items() if not k.startswith("U")}, strict=False)
-    same, _ = unpersonalised(x, torch.zeros(3, 4, dtype=torch.long))
+    same = unpersonalised(x, torch.zeros(3, 4, dtype=torch.long))
     assert torch.allclose(population, same, atol=1e-6)
 
 
@@ -127,3 +127,22 @@ def test_settings_reject_unknown_keys():
         Settings.from_cfg(OmegaConf.create({"network": {"hidden3": 4}}))
     s = Settings.from_cfg(OmegaConf.create({"network": {"drop_questions": ["a"]}, "train": {"lr": 0.1}}))
     assert dataclasses.replace(s).drop_questions == ("a",) and s.lr == 0.1
+
+
+def test_loss_and_its_gradient_equal_autograd_through_log_softmax():
+    net = _net()
+    with torch.no_grad():
+        for u in net.judge_parameters():
+            u.normal_(std=0.3)
+    x = torch.rand(3, 6, 7)
+    judge = torch.randint(0, 5, (3, 6))
+    targets = torch.randint(-1, 3, (3, 6, 3))
+    weights = torch.tensor([1.0, 0.5, 2.0])
+    loss = net.loss(x, judge, targets, weights)
+    fused = torch.autograd.grad(loss, net.shared_parameters())
+    plain_loss = CalibrationNet.nll_per_model(net(x, judge), targets, weights).sum()
+    plain = torch.autograd.grad(plain_loss, net.shared_parameters())
+    torch.testing.assert_close(loss, plain_loss)
+    for a, b in zip(fused, plain, strict=True):
+        assert float(b.abs().max()) > 1e-4
+        torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-6)

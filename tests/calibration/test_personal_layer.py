@@ -69,7 +69,7 @@ def _step(net: CalibrationNet, judges: torch.Tensor, whole: bool) -> Calibration
     gen = torch.Generator().manual_seed(3)
     x = torch.rand(*judges.shape, 7, generator=gen)
     targets = torch.randint(0, 3, (*judges.shape, 3), generator=gen)
-    _, loss = net(x, judges, targets, offsets=offsets)
+    loss = net.loss(x, judges, targets, offsets=offsets)
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
