@@ -51,7 +51,16 @@ from calibration.model import train as train_module
 from calibration.model.ensemble import train_ensemble
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
-from calibration.model.train import Rows, _adam, _batch_indices, _lazy_adam, model_inputs, train_step
+from calibration.model.train import (
+    Rows,
+    _adam,
+    _at,
+    _base_rows,
+    _batch_indices,
+    _lazy_adam,
+    model_inputs,
+    train_step,
+)
 
 ANCHORS = Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"
 
@@ -109,11 +118,14 @@ def step_ms(ds: Dataset, settings: Settings, updates: str, *, steps: int = 30) -
     batches = torch.from_numpy(_batch_indices([np.arange(len(ds.label_item))] * len(seeds), seeds, steps + 5,
                                               settings.batch_size, 0))
     weights = torch.ones(len(ds.n_options))
+    models = torch.arange(len(seeds))
     times = []
     with torch_threads(1):
+        base_rows = _base_rows(net, X, rows)  # as training does: the fixed base's log-probabilities, once a phase
         for step in range(steps + 5):  # the first 5 warm up
             start = time.perf_counter()
-            train_step(net, X, rows, batches[:, step], weights, optimiser, lazy)
+            b = batches[:, step]
+            train_step(net, X, rows, b, weights, optimiser, lazy, base=_at(base_rows, models, b))
             times.append(time.perf_counter() - start)
     return statistics.median(times[5:]) * 1e3
 
