@@ -19,9 +19,10 @@ gives each model exactly the gradient it would get alone.
 
 Weights are stored input-major, (M, inputs, outputs), so each layer is one batched matrix product.
 The judge offsets are applied by grouping the rows by (model, judge) pair (padded to the largest group)
-and multiplying every group by its own offset matrix in one batched product. Only the pairs the batch
-holds take part (`judge_offsets`): the cost of a step grows with the judges in the batch, not with all
-judges, and training can hand in its own copies of just those offsets (calibration/model/lazy_adam.py).
+and multiplying every group by its own offset matrix in one batched product (one autograd node a layer:
+calibration/model/personal_layer.py). Only the pairs the batch holds take part (`judge_offsets`): the cost
+of a step grows with the judges in the batch, not with all judges, and training can hand in its own copies
+of just those offsets (calibration/model/lazy_adam.py), or, when the batch holds most pairs, U itself.
 This does the minimal arithmetic, where computing every judge's output for every row would do J times
 more, and gathering a weight matrix per row would move B full matrices through memory.
 """
