@@ -162,11 +162,8 @@ class CalibrationNet(nn.Module):
         """Each model's mean NLL over its observed (weighted) labels, summed over models (`nll_per_model`).
         targets: (M, B, Q) option index, -1 where not observed; weights: (Q,) weight of each question (e.g. 1
         for the target only); the rest as `forward`."""
-        observed = (targets >= 0).to(x.dtype)  # (M, B, Q)
-        if weights is not None:
-            observed = observed * weights
-        per_label = observed / observed.sum(dim=(1, 2), keepdim=True).clamp(min=1.0)
-        return _WeightedNLL.apply(self._logits(x, judge, offsets, base), targets, per_label)
+        observed, count = _observed(targets, weights, x.dtype)
+        return _WeightedNLL.apply(self._logits(x, judge, offsets, base), targets, observed / count[:, None, None])
 
     def _logits(self, x, judge, offsets, base) -> torch.Tensor:
         """(M, B, Q, K) logits, -inf on padded options."""
@@ -194,13 +191,19 @@ class CalibrationNet(nn.Module):
     def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
         """(M,) mean NLL of each model over its observed (weighted) labels: divides by the number
         observed, not by B x Q, so unanswered questions do not dilute the loss."""
-        observed = (targets >= 0).to(logp.dtype)  # (M, B, Q)
-        if weights is not None:
-            observed = observed * weights
+        observed, count = _observed(targets, weights, logp.dtype)
         picked = logp.gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)  # (M, B, Q)
         picked = picked.masked_fill(targets < 0, 0.0)
-        count = observed.sum(dim=(1, 2)).clamp(min=1.0)
         return -(picked * observed).sum(dim=(1, 2)) / count
+
+
+def _observed(targets: torch.Tensor, weights: torch.Tensor | None, dtype) -> tuple[torch.Tensor, torch.Tensor]:
+    """(M, B, Q) the weight of each observed label (its question's weight; 0 where none), and (M,) their sum
+    per model, at least 1: what a model's mean NLL divides by."""
+    observed = (targets >= 0).to(dtype)
+    if weights is not None:
+        observed = observed * weights
+    return observed, observed.sum(dim=(1, 2)).clamp(min=1.0)
 
 
 class _WeightedNLL(torch.autograd.Function):
