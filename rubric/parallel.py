@@ -232,7 +232,7 @@ def _child_main(
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent stops us
     for read_end in inherited:  # the pipes' read ends, inherited through fork
         read_end.close()
-    _die_with_parent(parent_pid)
+    die_with_parent(parent_pid)
     # A fresh thread: a forked child still carries the parent's running event loop in this one.
     worker = threading.Thread(target=_child_thread, args=(cfg, part, n_slots, conn, parent_pid))
     worker.start()
@@ -305,7 +305,7 @@ async def _watch_parent(parent_pid: int) -> None:
             os._exit(1)
 
 
-def _die_with_parent(parent_pid: int) -> None:
+def die_with_parent(parent_pid: int) -> None:
     """Ask Linux to SIGKILL this process when the parent dies (best effort; the watchdog backs it up)."""
     if sys.platform.startswith("linux"):
         try:

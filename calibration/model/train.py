@@ -9,7 +9,6 @@ and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/mod
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -17,6 +16,7 @@ import torch
 
 from calibration.data.dataset import Dataset
 from calibration.data.splits import subsample, validation_split
+from calibration.model.forked import map_slices
 from calibration.model.lazy_adam import LazyAdam
 from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import CalibrationNet
@@ -104,7 +104,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     steps = settings.pretrain_steps + settings.finetune_steps
     bar = progress_bar(steps * len(slices), progress, desc=f"training {len(plan.seeds)} models", unit="step")
 
-    def fit(models: np.ndarray) -> tuple[CalibrationNet, dict]:
+    def fit(models: np.ndarray, bar) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)
         net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar,
                           base=None if base is None else base.subset(models), n_base=n_base)
@@ -112,11 +112,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
 
     with torch_threads(threads), bar:
         base = _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, len(slices)) if n_base else None
-        if len(slices) == 1:
-            fitted = [fit(slices[0])]
-        else:
-            with ThreadPoolExecutor(len(slices)) as pool:
-                fitted = list(pool.map(fit, slices))
+        fitted = map_slices(fit, slices, bar)
         bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
     return CalibrationNet.concat([net for net, _ in fitted])
@@ -126,7 +122,7 @@ def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int
     """Each model's ordinal base, fitted on its own fit rows (never its validation rows). Models that share a
     training set (fit and validation rows together: the members of one cv fold, or of a final ensemble) are
     fitted in one L-BFGS run, and each such group alone, so a fold's models depend on that fold's training
-    rows only, bit for bit (and the groups can be fitted by `workers` threads side by side). Bases on the
+    rows only, bit for bit (and the groups can be fitted by `workers` processes side by side). Bases on the
     members' own rows differ a little, and that bagging helped: one base shared by a fold's members lost
     0.003-0.016 RMSE on the shift benchmarks (README)."""
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
@@ -138,8 +134,9 @@ def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int
         return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
                           n_options, judges, settings.base_l2, personalised=settings.personalised)
 
-    with ThreadPoolExecutor(max(1, min(workers, len(groups)))) as pool:
-        fits = list(pool.map(fit_group, groups))
+    shares = [groups[w::workers] for w in range(max(1, min(workers, len(groups))))]
+    fits = [fit for share in map_slices(lambda share, _: [fit_group(g) for g in share], shares) for fit in share]
+    groups = [group for share in shares for group in share]
     fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
     return LinearFit.concat([fitted[m] for m in range(len(trained))])
 
