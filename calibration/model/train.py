@@ -90,10 +90,10 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
     n_base: with n_base > 0, each model first gets its ordinal base (`_fit_base`), fitted from the last n_base
     columns of X before slicing, so it does not depend on the slices.
-    workers: Python threads that each train a contiguous slice of the models (None: ROLE_RUBRIC_WORKERS,
-    default the number of CPUs, at most 4). torch releases the GIL inside its kernels, so two slices on two
-    cores run about 1.5x faster than one batch on one core; unlike two intra-op threads per operation,
-    which spin and wait on each other, they slow down gracefully on a busy machine. A model's result does
+    workers: processes (forked where safe, else threads: calibration/model/forked.py) that each train a
+    contiguous slice of the models (None: ROLE_RUBRIC_WORKERS, default the number of CPUs, at most 4).
+    Unlike two intra-op threads per operation, which spin and wait on each other, slices slow down
+    gracefully on a busy machine. A model's result does
     not depend on the models that share its batch beyond float rounding (the padded size of the judge
     groups, and so the matrix kernels, depend on the whole batch), so `workers` changes predictions by
     about 1e-9 at most (tested to 1e-6). The same settings and workers give bit-identical results.
