@@ -3,6 +3,7 @@ against the plain computation it replaces."""
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from calibration.model.network import CalibrationNet, JudgeOffsets
@@ -51,6 +52,25 @@ def test_layer_ignores_what_sits_in_padding_places():
     expected = U.clone().requires_grad_()
     _reference(x, W, expected, judge).sum().backward()
     torch.testing.assert_close(u.grad, expected.grad.reshape(u.shape))  # ... and adds nothing to judge 1's gradient
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_layer_matches_the_row_by_row_product_whatever_the_group_sizes(seed):
+    """Random batches: skewed judge frequencies (some pairs empty, some large), population rows."""
+    gen = torch.Generator().manual_seed(seed)
+    n_models, n_rows, n_judges = 1 + seed % 3, [1, 5, 17, 40, 64, 9][seed], 2 + seed
+    weights = torch.rand(n_judges, generator=gen) ** 3
+    judge = torch.multinomial(weights, n_models * n_rows, replacement=True, generator=gen).view(n_models, n_rows)
+    judge[torch.rand(judge.shape, generator=gen) < 0.1] = -1
+    x, W, U = _layer_inputs(seed, judge, n_judges)
+    flat = judge.clamp(min=0) + torch.arange(n_models)[:, None] * n_judges
+    known = (judge >= 0).reshape(-1).double()
+    groups = Groups(flat.reshape(-1), n_models * n_judges, known)
+    u = U.reshape(n_models * n_judges, *U.shape[2:])
+    torch.testing.assert_close(personal_layer(x, W, u, groups), _reference(x, W, U, judge))
+    for t in (x, W, u):
+        t.requires_grad_()
+    assert torch.autograd.gradcheck(lambda a, b, c: personal_layer(a, b, c, groups), (x, W, u))
 
 
 def _step(net: CalibrationNet, judges: torch.Tensor, whole: bool) -> CalibrationNet:
