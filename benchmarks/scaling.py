@@ -6,7 +6,8 @@ renormalised over the question's options) and its human label rows copied; each 
 split into clones (judge j becomes one of the judges j, j + 24, j + 48, ... below the judge count, drawn
 per row), so more judges share the same behaviour with fewer labels each. Rows are cut to the exact count.
 
-Each point (label rows x judges) runs in its own process, so its peak memory (max RSS) is its own:
+Each point (label rows x judges) runs in its own process, so its peak memory (max RSS, with its largest
+training child's: `peak_mib`) is its own:
 `train` (train_ensemble with the default settings: features, the ordinal base by L-BFGS, 16 members with
 early stopping, the recalibration) with the base's share timed on its own; `cv` (cross_validate, 5 folds
 with baselines, as the `cv` command) where rows <= --cv-max-rows (cv costs ~5 trainings and more, so only
@@ -131,7 +132,11 @@ def step_ms(ds: Dataset, settings: Settings, updates: str, *, steps: int = 30) -
 
 
 def peak_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # Linux: KiB
+    """This process's peak RSS plus the largest peak of its finished children: training slices run in
+    forked children (calibration/model/forked.py) whose memory RUSAGE_SELF does not count. An upper bound
+    of the memory used at once: pages the child shares with this process (copy on write) count twice."""
+    self_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # Linux: KiB
+    return (self_kib + resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) / 1024
 
 
 def measure_point(anchors: Path, rows: int, judges: int, settings: Settings, cv: bool) -> dict:
