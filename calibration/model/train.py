@@ -3,6 +3,8 @@
 `fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
+With a base, each model's ordinal base is fitted first (`_fit_base`); opt-in, it joins only at fine-tuning
+(Settings.base_phase) and the residual trains on out-of-fold base predictions (`_fit_crossfit`).
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
