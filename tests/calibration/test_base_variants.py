@@ -134,3 +134,14 @@ def test_late_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
     judge = torch.zeros(net.n_models, X.shape[1], dtype=torch.long)
     with torch.no_grad():
         assert torch.equal(loaded.net(X, judge), net(X, judge))  # the target alone gets the base, as trained
+
+
+def test_base_phase_is_ignored_without_a_base(synthetic_dir):
+    """network.base=none with base_phase=finetune is the paper's network: fine-tuning must not restart the
+    target's head as if a base were joining."""
+    ds = load_dataset(synthetic_dir)
+    paper = dataclasses.replace(SMALL, base="none")
+    plain, _ = _train(ds, paper)
+    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune", base_inputs_to_net=False, base_crossfit=3))
+    for name, value in plain.state_dict().items():
+        assert torch.equal(late.state_dict()[name], value), name
