@@ -69,6 +69,20 @@ def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_shift_measures_settings_overrides_and_chosen_methods(tmp_path):
+    late = {"base_phase": "finetune", "base_inputs_to_net": False, "base_crossfit": 3}
+    out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2", "--only",
+               "covariate_shift_up", "--work", str(tmp_path), "--methods", "calibrated,linear,ordinal",
+               "--settings", json.dumps(late))
+    assert {k: out["settings"][k] for k in late} == late and out["settings"]["ensemble"] == 2
+    bench = out["covariate_shift_up"]
+    assert set(bench["methods"]) == {"calibrated", "linear", "ordinal"} and "vs_best_simple" in bench
+    out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2", "--only",
+               "covariate_shift_up", "--work", str(tmp_path), "--methods", "linear")
+    assert set(out["covariate_shift_up"]["methods"]) == {"linear"} and "vs_best_simple" not in out["covariate_shift_up"]
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_scaling_prints_points_slopes_and_the_floor():
     out = _run("scaling.py", "--anchors", str(ANCHORS), "--rows", "700", "1400", "--judges", "24", "48",
                "--judge-rows", "700", "--cv-max-rows", "0", "--override", "train.ensemble=2",

@@ -91,7 +91,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "torch_version": torch.__version__,
         "settings": settings.to_dict(),
         "spec": spec,
-        "n_inputs": int(net.W1.shape[1] - 1),
+        "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer with base_inputs_to_net=false)
         "n_models": net.n_models,
         "judges": list(ds.judges),
         "rubric": ds.rubric.to_dict(),
@@ -147,12 +147,14 @@ def load_model(path: str | Path) -> LoadedModel:
         )
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
-                         n_base=n_base(meta["spec"]))
+                         n_base=n_base(meta["spec"]), base_inputs_to_net=settings.base_inputs_to_net)
     try:
         net.load_state_dict(load_file(str(weights_path)))
     except (SafetensorError, RuntimeError, OSError) as exc:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
+    if settings.base_phase == "finetune" and n_base(meta["spec"]):  # the base joined the target alone
+        net.base_only_for(rubric.ids.index(rubric.target))
     net.eval()
     try:
         recalibration = Recalibration.from_dict(meta["recalibration"]) if meta.get("recalibration") else None
@@ -223,12 +225,13 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
     m, d, h1, h2 = meta["n_models"], meta["n_inputs"], settings.hidden1, settings.hidden2
     n_q, n_k = len(rubric.questions), max(len(q.options) for q in rubric.questions)
     j = max(len(meta["judges"]), 1) if settings.personalised else 0
+    e = n_base(meta["spec"]) if isinstance(meta.get("spec"), dict) else 0
+    d_net = d - e if e and not settings.base_inputs_to_net else d  # what the hidden layers read
     shapes = {
-        "W1": (m, d + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
-        "U1": (m, j, d + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),
+        "W1": (m, d_net + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
+        "U1": (m, j, d_net + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),
         "option_pad": (n_q, n_k),
     }
-    e = n_base(meta["spec"]) if isinstance(meta.get("spec"), dict) else 0
     if e:
         shapes |= {"base_weight": (m, n_q, e), "base_bias": (m, n_q, n_k - 1), "base_judge": (m, n_q, j)}
     return shapes

@@ -12,6 +12,8 @@ log-probabilities of a fixed personalised ordinal model on the last n_base input
 expected answers; calibration/model/linear.py), fitted before training, and V starts at zero: the network
 starts as that simple model and learns only the residual that validation supports. The linear base keeps
 extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README).
+Opt-in variants (calibration/model/settings.py): the hidden layers may skip the base's inputs
+(`base_inputs_to_net`), and the base may join only at fine-tuning (`late_base`, `add_base`).
 
 Every parameter has a leading axis of M independent models (folds x seeds x trials), so many models
 train as one batched computation. The loss is the SUM over models of each model's own mean NLL, which
@@ -68,28 +70,38 @@ class CalibrationNet(nn.Module):
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
         n_base: E, the number of trailing inputs the ordinal base reads (0: no base, the paper's network).
+        base_inputs_to_net: whether the hidden layers read those E inputs too (False: the first D - E only).
+        late_base: the base joins at `add_base` (Settings.base_phase=finetune): until then the logits leave it
+            out and V keeps its random init, as the paper's network would start.
     """
 
     def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
-                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0):
+                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0,
+                 base_inputs_to_net: bool = True, late_base: bool = False):
         super().__init__()
         self.n_base = n_base
+        self.base_active = not late_base
+        self.base_columns: torch.Tensor | None = None  # (Q*K,) 1 on the questions the base enters (None: all)
+        self.n_inputs = n_inputs  # D, the length of x; W1 reads the first net_inputs of it
+        self.net_inputs = n_inputs - n_base if n_base and not base_inputs_to_net else n_inputs
+        n_in = self.net_inputs
         seeds = list(range(n_models)) if seeds is None else list(seeds)
         self.personalised = personalised
         self.n_options = list(n_options)
         n_q, n_k = len(n_options), max(n_options)
         judges = max(n_judges, 1) if personalised else 0
-        self.W1 = nn.Parameter(_init((n_models, n_inputs + 1, hidden1), seeds, 0))  # (M, D+1, H1)
+        self.W1 = nn.Parameter(_init((n_models, n_in + 1, hidden1), seeds, 0))  # (M, D'+1, H1), D' = net_inputs
         self.W2 = nn.Parameter(_init((n_models, hidden1 + 1, hidden2), seeds, 1))  # (M, H1+1, H2)
         self.V = nn.Parameter(_init((n_models, hidden2 + 1, n_q * n_k), seeds, 2))  # (M, H2+1, Q*K)
-        self.U1 = nn.Parameter(torch.zeros(n_models, judges, n_inputs + 1, hidden1))  # (M, J, D+1, H1)
+        self.U1 = nn.Parameter(torch.zeros(n_models, judges, n_in + 1, hidden1))  # (M, J, D'+1, H1)
         self.U2 = nn.Parameter(torch.zeros(n_models, judges, hidden1 + 1, hidden2))  # (M, J, H1+1, H2)
         self.UV = nn.Parameter(torch.zeros(n_models, judges, hidden2 + 1, n_q * n_k))  # (M, J, H2+1, Q*K)
         pad = torch.arange(n_k)[None, :] >= torch.tensor(n_options)[:, None]
         self.register_buffer("option_pad", pad)  # (Q, K) True where a question has no such option
         if n_base:  # fixed (set_base), not trained: parameters only so they follow the model axis and the files
-            with torch.no_grad():
-                self.V.zero_()
+            if not late_base:
+                with torch.no_grad():
+                    self.V.zero_()
             for name, shape in (("base_weight", (n_base,)), ("base_bias", (n_k - 1,)), ("base_judge", (judges,))):
                 setattr(self, name, nn.Parameter(torch.zeros(n_models, n_q, *shape), requires_grad=False))
 
@@ -98,6 +110,26 @@ class CalibrationNet(nn.Module):
         with torch.no_grad():
             for name, value in (("base_weight", fit.weight), ("base_bias", fit.bias), ("base_judge", fit.judge)):
                 getattr(self, name).copy_(value)
+
+    def add_base(self, question: int) -> None:
+        """Let the base into question `question`'s logits (after pretraining without it, `late_base`) and
+        restart its columns of V and UV at zero: its prediction starts as the base, plus a residual that
+        fine-tuning grows from zero."""
+        self.base_active = True
+        self.base_only_for(question)
+        n_k = self.option_pad.shape[1]
+        with torch.no_grad():
+            self.V[..., question * n_k:(question + 1) * n_k] = 0.0
+            self.UV[..., question * n_k:(question + 1) * n_k] = 0.0
+
+    def base_only_for(self, question: int) -> None:
+        """Add the base to question `question`'s logits only. With base_phase=finetune the other questions
+        keep the heads the paper's network pretrained, which already predict them in full: adding the base
+        there would count the evidence twice. (Not in the files: loading sets it from the settings.)"""
+        n_q, n_k = self.option_pad.shape
+        self.base_columns = torch.zeros(n_q, n_k)
+        self.base_columns[question] = 1.0
+        self.base_columns = self.base_columns.flatten()
 
     @property
     def n_models(self) -> int:
@@ -173,11 +205,12 @@ class CalibrationNet(nn.Module):
             u1, u2, uv = offsets.values
             known = judge.reshape(-1) >= 0
             groups = Groups(offsets.slot.reshape(-1), len(u1), None if bool(known.all()) else known.to(x.dtype))
-        z = personal_layer(x, self.W1, u1, groups).sigmoid()  # (M, B, H1)
+        z = personal_layer(x[..., :self.net_inputs], self.W1, u1, groups).sigmoid()  # (M, B, H1)
         z = personal_layer(z, self.W2, u2, groups).sigmoid()  # (M, B, H2)
         logits = personal_layer(z, self.V, uv, groups)  # (M, B, Q*K)
-        if self.n_base:
-            logits = logits + (self.base_logits(x, judge) if base is None else base)
+        if self.n_base and self.base_active:
+            base = self.base_logits(x, judge) if base is None else base
+            logits = logits + (base if self.base_columns is None else base * self.base_columns)
         logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
         return logits.masked_fill(self.option_pad, float("-inf"))
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 import torch
 
 BASES = ("ordinal", "none")
+BASE_PHASES = ("both", "finetune")
 JUDGE_UPDATES = ("lazy", "dense")
 
 
@@ -51,6 +52,19 @@ class Settings:
     """The fixed simple model the network adds its residual to: "ordinal" or "none" (the paper's network)."""
     base_l2: float = 1e-3
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
+    base_phase: str = "both"
+    """When the base takes part: "both" (the network learns a residual from the start, V at zero) or
+    "finetune": pretraining trains the paper's network alone (no base, V at its random init) on every
+    question; fine-tuning then restarts the target's columns of V and UV at zero and adds the base, so the
+    target is the base plus a residual read from hidden layers pretrained as the paper's."""
+    base_inputs_to_net: bool = True
+    """Whether the hidden layers also read the base's inputs (the standardised expected answers, the last
+    columns of x). False: only what the paper's network reads (distributions, coverage, missing mask)."""
+    base_crossfit: int = 0
+    """0: the residual trains on top of the base fitted on all of a member's fit rows. K >= 2: in the training
+    steps each fit row gets the log-probabilities of a base fitted on the other K-1 of K parts (whole
+    conversations) of those rows, so the residual learns what the base misses out of sample, not beside
+    its in-sample fit; validation and predictions use the base fitted on all fit rows."""
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:
@@ -68,15 +82,17 @@ class Settings:
     def checked(self) -> Settings:
         """Self, after checking the settings that take one of a few names."""
         from calibration.model.recalibrate import METHODS, POOLS
+        from rubric.errors import InputError
 
         for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES),
-                              ("judge_updates", JUDGE_UPDATES)):
+                              ("judge_updates", JUDGE_UPDATES), ("base_phase", BASE_PHASES)):
             if getattr(self, name) not in allowed:
-                from rubric.errors import InputError
-
-                key = f"{'network' if name == 'base' else 'train'}.{name}"
+                key = f"{'network' if name.startswith('base') else 'train'}.{name}"
                 raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",
                                  fix=f"set {key} to one of {list(allowed)}.")
+        if self.base_crossfit == 1 or self.base_crossfit < 0:
+            raise InputError(f"network.base_crossfit={self.base_crossfit} is not 0 or at least 2.",
+                             fix="set network.base_crossfit to 0 (off) or a number of parts such as 5.")
         return self
 
     def recalibrates(self, members: int) -> bool:

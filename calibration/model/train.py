@@ -3,6 +3,8 @@
 `fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
+With a base, each model's ordinal base is fitted first (`_fit_base`); opt-in, it joins only at fine-tuning
+(Settings.base_phase) and the residual trains on out-of-fold base predictions (`_fit_crossfit`).
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -15,7 +17,7 @@ import numpy as np
 import torch
 
 from calibration.data.dataset import Dataset
-from calibration.data.splits import subsample, validation_split
+from calibration.data.splits import group_folds, subsample, validation_split
 from calibration.model.forked import map_slices
 from calibration.model.lazy_adam import LazyAdam
 from calibration.model.linear import LinearFit, fit_linear
@@ -50,11 +52,32 @@ class Plan:
     seeds: list[int]
     history: dict = field(default_factory=dict)
     recalibration: Recalibration | None = None  # train_ensemble's, fitted after training
+    fit_parts: list[np.ndarray] | None = None
+    """With Settings.base_crossfit: per model, the part (0..K-1, whole conversations) of each of its fit rows."""
 
     def subset(self, models: np.ndarray) -> Plan:
         """The plan of some of the models (a fresh history)."""
+        parts = None if self.fit_parts is None else [self.fit_parts[m] for m in models]
         return Plan([self.fit_rows[m] for m in models], [self.val_rows[m] for m in models],
-                    [self.seeds[m] for m in models])
+                    [self.seeds[m] for m in models], fit_parts=parts)
+
+
+@dataclass
+class CrossFit:
+    """Out-of-fold base log-probabilities of every model's fit rows (Settings.base_crossfit)."""
+
+    rows: torch.Tensor  # (M, L) each model's fit rows, padded
+    mask: torch.Tensor  # (M, L) real entries
+    logp: torch.Tensor  # (M, L, Q*K) as CalibrationNet.base_logits gives them (0 on padded options)
+
+    def subset(self, models: np.ndarray) -> CrossFit:
+        m = torch.from_numpy(np.asarray(models))
+        return CrossFit(self.rows[m], self.mask[m], self.logp[m])
+
+    def write_into(self, table: torch.Tensor) -> None:
+        """Overwrite each model's fit rows in `table` (M, R, Q*K), the base's log-probabilities of every row."""
+        model = torch.arange(len(self.rows))[:, None].expand_as(self.rows)
+        table[model[self.mask], self.rows[self.mask]] = self.logp[self.mask]
 
 
 def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
@@ -67,7 +90,10 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
         f, v = validation_split(rows, row_groups, settings.val_fraction, seed + 11)
         fit.append(f)
         val.append(v)
-    return Plan(fit, val, list(seeds))
+    parts = None
+    if settings.base_crossfit and settings.base != "none":  # seeded per model, so slicing changes nothing
+        parts = [group_folds(row_groups[f], settings.base_crossfit, seed + 13) for f, seed in zip(fit, seeds, strict=True)]
+    return Plan(fit, val, list(seeds), fit_parts=parts)
 
 
 def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
@@ -107,11 +133,15 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     def fit(models: np.ndarray, bar) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)
         net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar,
-                          base=None if base is None else base.subset(models), n_base=n_base)
+                          base=None if base is None else base.subset(models), n_base=n_base,
+                          crossfit=None if crossfit is None else crossfit.subset(models))
         return net, part.history
 
     with torch_threads(threads), bar:
         base = _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, len(slices)) if n_base else None
+        crossfit = None
+        if n_base and settings.base_crossfit:
+            crossfit = _fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, len(slices))
         fitted = map_slices(fit, slices, bar)
         bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
@@ -125,27 +155,71 @@ def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int
     rows only, bit for bit (and the groups can be fitted by `workers` processes side by side). Bases on the
     members' own rows differ a little, and that bagging helped: one base shared by a fold's members lost
     0.003-0.016 RMSE on the shift benchmarks (README)."""
-    judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
-    trained = [np.sort(np.concatenate([f, v])).tobytes() for f, v in zip(plan.fit_rows, plan.val_rows, strict=True)]
-    groups = [[m for m, k in enumerate(trained) if k == key] for key in dict.fromkeys(trained)]
+    groups = _training_groups(plan)
 
     def fit_group(group: list[int]) -> LinearFit:
-        idx, mask = padded_rows([plan.fit_rows[m] for m in group])
-        return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
-                          n_options, judges, settings.base_l2, personalised=settings.personalised)
+        return _fit_ordinal(X, rows, [plan.fit_rows[m] for m in group], settings, n_options, n_judges, n_base)
 
     shares = [groups[w::workers] for w in range(max(1, min(workers, len(groups))))]
     fits = [fit for share in map_slices(lambda share, _: [fit_group(g) for g in share], shares) for fit in share]
     groups = [group for share in shares for group in share]
     fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
-    return LinearFit.concat([fitted[m] for m in range(len(trained))])
+    return LinearFit.concat([fitted[m] for m in range(len(plan.seeds))])
 
 
-def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
+def _training_groups(plan: Plan) -> list[list[int]]:
+    """The models grouped by training set (fit and validation rows together), in first-seen order."""
+    trained = [np.sort(np.concatenate([f, v])).tobytes() for f, v in zip(plan.fit_rows, plan.val_rows, strict=True)]
+    return [[m for m, k in enumerate(trained) if k == key] for key in dict.fromkeys(trained)]
+
+
+def _fit_ordinal(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judges, n_base) -> LinearFit:
+    """One ordinal model per entry of `fit_rows`, on those label rows, in one L-BFGS run."""
+    judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
+    idx, mask = padded_rows(fit_rows)
+    return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
+                      n_options, judges, settings.base_l2, personalised=settings.personalised)
+
+
+def _fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, workers: int = 1) -> CrossFit:
+    """For every model and part k of its fit rows (plan.fit_parts): the log-probabilities of part k under an
+    ordinal base fitted on the other parts. A base fitted on a row has seen its answer: the residual
+    trained beside it learns to undo that in-sample fit, which the base does not have on new data. One
+    L-BFGS run per training set, as in `_fit_base`, so a fold's models depend on its rows only."""
+    if plan.fit_parts is None:
+        raise ValueError("Settings.base_crossfit needs a plan with fit_parts (make it with plan_models).")
+    n_parts, groups = settings.base_crossfit, _training_groups(plan)
+    idx, mask = padded_rows(plan.fit_rows)
+    logp = torch.zeros(*idx.shape, len(n_options) * max(n_options))  # (M, L, Q*K)
+    pad = torch.arange(max(n_options))[None, :] >= torch.tensor(n_options)[:, None]  # (Q, K)
+
+    def fit_group(group: list[int]) -> list[tuple[int, np.ndarray, torch.Tensor]]:
+        """(model, positions in its fit rows, their out-of-fold log-probabilities) for each (model, part)."""
+        pairs = [(m, k) for m in group for k in range(n_parts)]
+        fit = _fit_ordinal(X, rows, [plan.fit_rows[m][plan.fit_parts[m] != k] for m, k in pairs], settings,
+                           n_options, n_judges, n_base)
+        fit = LinearFit(fit.kind, fit.weight.float(), fit.bias.float(), fit.judge.float())  # as the network's copy
+        held = [np.flatnonzero(plan.fit_parts[m] == k) for m, k in pairs]  # positions in the model's fit rows
+        at, _ = padded_rows(held)
+        label_rows = idx[[m for m, _ in pairs]].gather(1, at)  # (P, L') their label rows
+        out = fit.logp(X[rows.item[label_rows]][..., -n_base:], rows.judge[label_rows], n_options)
+        out = out.masked_fill(pad, 0.0).flatten(2)  # (P, L', Q*K)
+        return [(m, held[p], out[p, : len(held[p])]) for p, (m, _) in enumerate(pairs)]
+
+    shares = [groups[w::workers] for w in range(max(1, min(workers, len(groups))))]
+    for share in map_slices(lambda share, _: [part for g in share for part in fit_group(g)], shares):
+        for m, positions, values in share:
+            logp[m, positions] = values
+    return CrossFit(idx, mask, logp)
+
+
+def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base,
+                crossfit=None) -> CalibrationNet:
     net = CalibrationNet(
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
-        n_base=n_base,
+        n_base=n_base, base_inputs_to_net=settings.base_inputs_to_net,
+        late_base=bool(n_base) and settings.base_phase == "finetune",
     )
     if base is not None:
         net.set_base(base)
@@ -155,8 +229,11 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
     phases = [("pretrain", settings.pretrain_steps, settings.lr, all_questions),
               ("finetune", settings.finetune_steps, settings.finetune_lr, target_only)]
     for name, steps, lr, weights in phases:
+        if name == "finetune" and not net.base_active:
+            net.add_base(target)  # base_phase=finetune: the target restarts as the base plus a zero residual
         if steps > 0:
-            plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history), bar=bar)
+            plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history),
+                                            bar=bar, crossfit=crossfit)
     return net
 
 
@@ -171,7 +248,7 @@ def _merge_histories(histories: list[dict]) -> dict:
     return out
 
 
-def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -> dict:
+def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar, crossfit=None) -> dict:
     """Train every model of `net` for up to `steps` steps; with validation rows, each model stops on its
     own and `net` ends with each model's best weights.
 
@@ -184,7 +261,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
     val_idx, val_mask = padded_rows(plan.val_rows)
     early = bool(val_mask.any())
-    base_rows = _base_rows(net, X, rows)
+    base_rows = _base_rows(net, X, rows, crossfit)
     best = _snapshot(net)
     best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights, _at(base_rows, alive, val_idx)) if early else None
     stale = torch.zeros(net.n_models, dtype=torch.long)
@@ -305,15 +382,23 @@ def padded_rows(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 @torch.no_grad()
-def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows) -> torch.Tensor | None:
+def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows, crossfit: CrossFit | None = None) -> torch.Tensor | None:
     """(M, R, Q*K) the fixed base's log-probabilities of every label row, for every model: computed once
-    per phase instead of at every step. None without a base, or where it would take more than
-    BASE_ROWS_ENTRIES floats (then each step computes its batch's)."""
+    per phase instead of at every step. None without a base (or before it joins, base_phase=finetune), or
+    where it would take more than BASE_ROWS_ENTRIES floats (then each step computes its batch's).
+    With `crossfit`, each model's fit rows hold its out-of-fold values instead: only training steps read
+    fit rows (validation reads the validation rows, which keep the base's). Then the table is kept whatever
+    its size, since a step could not compute those values."""
     n_models, n_rows = net.n_models, len(rows.item)
-    if not net.n_base or n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
+    if not net.n_base or not net.base_active:
+        return None
+    if crossfit is None and n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
         return None
     x = X[rows.item].expand(n_models, -1, -1)
-    return net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
+    table = net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
+    if crossfit is not None:
+        crossfit.write_into(table)
+    return table
 
 
 def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor) -> torch.Tensor | None:

@@ -1,0 +1,147 @@
+"""The opt-in variants of the network's base (Settings.base_phase, base_inputs_to_net, base_crossfit): the
+base joins only at fine-tuning, the hidden layers can skip its inputs, and the residual can train against
+out-of-fold base predictions."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+import torch
+
+from calibration.data.dataset import load_dataset
+from calibration.model.ensemble import train_ensemble
+from calibration.model.files import load_model, save_model
+from calibration.model.linear import LinearFit
+from calibration.model.network import CalibrationNet
+from calibration.model.settings import Settings
+from calibration.model.train import (
+    Rows,
+    _base_rows,
+    _fit_base,
+    _fit_crossfit,
+    fit_models,
+    model_inputs,
+    plan_models,
+)
+from rubric.errors import InputError
+
+N_OPTIONS = [4, 3, 4]
+SMALL = Settings(hidden1=6, hidden2=5, pretrain_steps=30, finetune_steps=20, ensemble=2, eval_every=5, patience=2,
+                 lr=0.05, finetune_lr=0.05)
+LATE = dataclasses.replace(SMALL, base_phase="finetune", base_inputs_to_net=False)
+
+
+def _net(**kw) -> CalibrationNet:
+    """3 models, 7 inputs of which the last 2 are the base's; a base with non-zero weights."""
+    net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2, **kw)
+    gen = torch.Generator().manual_seed(0)
+    net.set_base(LinearFit("ordinal", torch.randn(3, 3, 2, generator=gen), torch.randn(3, 3, 3, generator=gen),
+                           torch.randn(3, 3, 5, generator=gen)))
+    return net
+
+
+def _with_other_base_inputs(x: torch.Tensor) -> torch.Tensor:
+    changed = x.clone()
+    changed[..., -2:] += 1.5
+    return changed
+
+
+def test_hidden_layers_skip_the_base_inputs_when_asked():
+    x, judge = torch.rand(3, 8, 7), torch.randint(0, 5, (3, 8))
+    narrow = _net(base_inputs_to_net=False, late_base=True)
+    assert narrow.W1.shape == (3, 5 + 1, 6) and narrow.U1.shape == (3, 5, 5 + 1, 6)
+    assert torch.equal(narrow(x, judge), narrow(_with_other_base_inputs(x), judge))  # reads none of them
+    wide = _net(late_base=True)
+    assert not torch.allclose(wide(x, judge), wide(_with_other_base_inputs(x), judge))
+
+
+def test_late_base_joins_the_target_only_starting_as_the_base():
+    net = _net(late_base=True)
+    x, judge = torch.rand(3, 8, 7), torch.randint(-1, 5, (3, 8))
+    assert float(net.V.detach().abs().sum()) > 0  # the paper's random init, not the residual's zero
+    before = net(x, judge)
+    net.add_base(2)
+    after = net(x, judge)
+    base = net.base_logits(x, judge).view(3, 8, 3, 4)
+    assert torch.allclose(after[:, :, 2], base[:, :, 2], atol=1e-6)  # target = base + a zero residual
+    assert torch.equal(after[:, :, :2], before[:, :, :2])  # the other questions keep their pretrained heads
+
+
+def _train(ds, settings: Settings, seeds=(3, 4)):
+    spec, X, e = model_inputs(ds, settings)
+    rows = np.arange(len(ds.label_item))
+    plan = plan_models(ds, [rows] * len(seeds), list(seeds), settings)
+    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                     target=ds.target_index, workers=1, n_base=e)
+    return net, plan
+
+
+def test_late_base_pretraining_does_not_depend_on_the_base(synthetic_dir):
+    """base_l2 changes the base, and so pretraining with the base from the start; with base_phase=finetune
+    pretraining is the paper's network alone and ends the same whatever the base."""
+    ds = load_dataset(synthetic_dir)
+    for settings, same in ((LATE, True), (SMALL, False)):
+        histories = [_train(ds, dataclasses.replace(settings, base_l2=l2))[1].history for l2 in (1e-3, 1.0)]
+        equal = histories[0]["pretrain"]["best_val_nll"] == histories[1]["pretrain"]["best_val_nll"]
+        assert equal == same, settings.base_phase
+
+
+def test_crossfit_changes_only_the_fit_rows_and_predicts_them_out_of_fold(synthetic_dir):
+    ds = load_dataset(synthetic_dir)
+    settings = dataclasses.replace(SMALL, base_crossfit=4)
+    spec, X, e = model_inputs(ds, settings)
+    rows, n_options = Rows.of(ds), ds.n_options.tolist()
+    all_rows = np.arange(len(ds.label_item))
+    plan = plan_models(ds, [all_rows, all_rows[all_rows % 5 != 0]], [1, 2], settings)
+    base = _fit_base(X, rows, plan, settings, n_options, len(ds.judges), e)
+    crossfit = _fit_crossfit(X, rows, plan, settings, n_options, len(ds.judges), e)
+    net = CalibrationNet(2, X.shape[1], len(ds.judges), n_options, n_base=e, seeds=[1, 2])
+    net.set_base(base)
+    in_sample, mixed = _base_rows(net, X, rows), _base_rows(net, X, rows, crossfit)
+    for m in range(2):
+        changed = (in_sample[m] != mixed[m]).any(dim=-1).numpy()
+        assert set(np.flatnonzero(changed)) <= set(plan.fit_rows[m].tolist())
+        assert changed[plan.fit_rows[m]].mean() > 0.9  # nearly every fit row gets another value
+        # parts are whole conversations, and a part's rows are predicted by a base that never saw it
+        groups = ds.groups[ds.label_item[plan.fit_rows[m]]]
+        for g in np.unique(groups):
+            assert len(np.unique(plan.fit_parts[m][groups == g])) == 1
+    # out-of-fold predictions fit the rows they predict worse than in-sample ones, on average
+    fit = torch.from_numpy(plan.fit_rows[0])
+    picked = [t[0, fit].view(len(fit), 3, 4).gather(-1, rows.answers[fit].clamp(min=0)[..., None]).squeeze(-1)
+              for t in (in_sample, mixed)]
+    observed = rows.answers[fit] >= 0
+    assert float(picked[0][observed].mean()) > float(picked[1][observed].mean())
+
+
+def test_crossfit_needs_at_least_two_parts():
+    with pytest.raises(InputError, match="base_crossfit"):
+        Settings(base_crossfit=1).checked()
+    with pytest.raises(InputError, match="base_phase"):
+        Settings(base_phase="pretrain").checked()
+
+
+def test_late_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
+    ds = load_dataset(synthetic_dir)
+    settings = dataclasses.replace(LATE, base_crossfit=3)
+    net, spec, _ = train_ensemble(ds, settings, seed=0)
+    assert net.W1.shape[1] == net.n_inputs - len(spec["expected"]["questions"]) + 1  # the narrower first layer
+    save_model(tmp_path / "m", net, ds, spec, settings)
+    loaded = load_model(tmp_path / "m")
+    X = torch.from_numpy(ds.features(spec)).expand(net.n_models, -1, -1)
+    judge = torch.zeros(net.n_models, X.shape[1], dtype=torch.long)
+    with torch.no_grad():
+        assert torch.equal(loaded.net(X, judge), net(X, judge))  # the target alone gets the base, as trained
+
+
+def test_base_phase_is_ignored_without_a_base(synthetic_dir):
+    """network.base=none with base_phase=finetune is the paper's network: fine-tuning must not restart the
+    target's head as if a base were joining."""
+    ds = load_dataset(synthetic_dir)
+    paper = dataclasses.replace(SMALL, base="none")
+    plain, _ = _train(ds, paper)
+    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune", base_inputs_to_net=False, base_crossfit=3))
+    for name, value in plain.state_dict().items():
+        assert torch.equal(late.state_dict()[name], value), name
