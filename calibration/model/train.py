@@ -160,9 +160,7 @@ def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int
     def fit_group(group: list[int]) -> LinearFit:
         return _fit_ordinal(X, rows, [plan.fit_rows[m] for m in group], settings, n_options, n_judges, n_base)
 
-    shares = [groups[w::workers] for w in range(max(1, min(workers, len(groups))))]
-    fits = [fit for share in map_slices(lambda share, _: [fit_group(g) for g in share], shares) for fit in share]
-    groups = [group for share in shares for group in share]
+    fits = _map_groups(fit_group, groups, workers)
     fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
     return LinearFit.concat([fitted[m] for m in range(len(plan.seeds))])
 
@@ -206,11 +204,19 @@ def _fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, workers:
         out = out.masked_fill(pad, 0.0).flatten(2)  # (P, L', Q*K)
         return [(m, held[p], out[p, : len(held[p])]) for p, (m, _) in enumerate(pairs)]
 
-    shares = [groups[w::workers] for w in range(max(1, min(workers, len(groups))))]
-    for share in map_slices(lambda share, _: [part for g in share for part in fit_group(g)], shares):
-        for m, positions, values in share:
+    for parts in _map_groups(fit_group, groups, workers):
+        for m, positions, values in parts:
             logp[m, positions] = values
     return CrossFit(idx, mask, logp)
+
+
+def _map_groups(fn, groups: list, workers: int) -> list:
+    """[fn(group) for group in groups], the groups dealt round-robin over `workers` processes (map_slices)."""
+    n = max(1, min(workers, len(groups)))
+    out: list = [None] * len(groups)
+    for w, results in enumerate(map_slices(lambda share, _: [fn(g) for g in share], [groups[w::n] for w in range(n)])):
+        out[w::n] = results
+    return out
 
 
 def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base,
