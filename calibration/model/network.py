@@ -9,11 +9,12 @@ in training (or judge index -1, "population") is predicted by the shared weights
 
 With a base (`n_base` > 0, the default `network.base=ordinal`), the logits of every question also get the
 log-probabilities of a fixed personalised ordinal model on the last n_base inputs (the judge's standardised
-expected answers; calibration/model/linear.py), fitted before training, and V starts at zero: the network
-starts as that simple model and learns only the residual that validation supports. The linear base keeps
-extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README).
-Opt-in variants (calibration/model/settings.py): the hidden layers may skip the base's inputs
-(`base_inputs_to_net`), and the base may join only at fine-tuning (`late_base`, `add_base`).
+expected answers; calibration/model/linear.py), fitted before training, with its columns of V at zero: the
+prediction starts as that simple model plus the residual that validation supports. The linear base keeps
+extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README). By
+default the base joins only at fine-tuning (`late_base`, `add_base`: pretraining is the paper's network)
+and the hidden layers do not read its inputs (`base_inputs_to_net=False`); with network.base_phase=both
+it takes part from the start (calibration/model/settings.py).
 
 Every parameter has a leading axis of M independent models (folds x seeds x trials), so many models
 train as one batched computation. The loss is the SUM over models of each model's own mean NLL, which

@@ -28,8 +28,8 @@ class Settings:
     personalised: bool = True
     use_coverage: bool = True
     drop_questions: tuple[str, ...] = ()
-    lr: float = 0.01
-    finetune_lr: float = 0.005
+    lr: float = 0.03
+    finetune_lr: float = 0.02
     batch_size: int = 128
     pretrain_steps: int = 250
     finetune_steps: int = 400
@@ -52,12 +52,12 @@ class Settings:
     """The fixed simple model the network adds its residual to: "ordinal" or "none" (the paper's network)."""
     base_l2: float = 1e-3
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
-    base_phase: str = "both"
+    base_phase: str = "finetune"
     """When the base takes part: "both" (the network learns a residual from the start, V at zero) or
     "finetune": pretraining trains the paper's network alone (no base, V at its random init) on every
     question; fine-tuning then restarts the target's columns of V and UV at zero and adds the base, so the
     target is the base plus a residual read from hidden layers pretrained as the paper's."""
-    base_inputs_to_net: bool = True
+    base_inputs_to_net: bool = False
     """Whether the hidden layers also read the base's inputs (the standardised expected answers, the last
     columns of x). False: only what the paper's network reads (distributions, coverage, missing mask)."""
     base_crossfit: int = 0

@@ -29,7 +29,7 @@ from rubric.errors import InputError
 
 N_OPTIONS = [4, 3, 4]
 SMALL = Settings(hidden1=6, hidden2=5, pretrain_steps=30, finetune_steps=20, ensemble=2, eval_every=5, patience=2,
-                 lr=0.05, finetune_lr=0.05)
+                 lr=0.05, finetune_lr=0.05, base_phase="both", base_inputs_to_net=True)  # the base from the start
 LATE = dataclasses.replace(SMALL, base_phase="finetune", base_inputs_to_net=False)
 
 
