@@ -3,8 +3,8 @@
 `fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
-With a base, each model's ordinal base is fitted first (`_fit_base`); opt-in, it joins only at fine-tuning
-(Settings.base_phase) and the residual trains on out-of-fold base predictions (`_fit_crossfit`).
+With a base, each model's ordinal base is fitted first (`fit_base`, calibration/model/bases.py); opt-in, it joins only at fine-tuning
+(Settings.base_phase) and the residual trains on out-of-fold base predictions (`fit_crossfit`).
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -18,9 +18,9 @@ import torch
 
 from calibration.data.dataset import Dataset
 from calibration.data.splits import group_folds, subsample, validation_split
+from calibration.model.bases import CrossFit, fit_base, fit_crossfit, padded_rows
 from calibration.model.forked import map_slices
 from calibration.model.lazy_adam import LazyAdam
-from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings, torch_threads, training_workers
@@ -62,24 +62,6 @@ class Plan:
                     [self.seeds[m] for m in models], fit_parts=parts)
 
 
-@dataclass
-class CrossFit:
-    """Out-of-fold base log-probabilities of every model's fit rows (Settings.base_crossfit)."""
-
-    rows: torch.Tensor  # (M, L) each model's fit rows, padded
-    mask: torch.Tensor  # (M, L) real entries
-    logp: torch.Tensor  # (M, L, Q*K) as CalibrationNet.base_logits gives them (0 on padded options)
-
-    def subset(self, models: np.ndarray) -> CrossFit:
-        m = torch.from_numpy(np.asarray(models))
-        return CrossFit(self.rows[m], self.mask[m], self.logp[m])
-
-    def write_into(self, table: torch.Tensor) -> None:
-        """Overwrite each model's fit rows in `table` (M, R, Q*K), the base's log-probabilities of every row."""
-        model = torch.arange(len(self.rows))[:, None].expand_as(self.rows)
-        table[model[self.mask], self.rows[self.mask]] = self.logp[self.mask]
-
-
 def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
     """For each model: its training rows (subsampled by train_fraction), split by conversation into fit
     and validation rows with its own seed, so ensemble members validate on different conversations."""
@@ -114,7 +96,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     """Train len(plan.seeds) models side by side and return them with their best validation weights.
 
     X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
-    n_base: with n_base > 0, each model first gets its ordinal base (`_fit_base`), fitted from the last n_base
+    n_base: with n_base > 0, each model first gets its ordinal base (`fit_base`), fitted from the last n_base
     columns of X before slicing, so it does not depend on the slices.
     workers: processes (forked where safe, else threads: calibration/model/forked.py) that each train a
     contiguous slice of the models (None: ROLE_RUBRIC_WORKERS, default the number of CPUs, at most 4).
@@ -138,85 +120,14 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
         return net, part.history
 
     with torch_threads(threads), bar:
-        base = _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, len(slices)) if n_base else None
+        base = fit_base(X, rows, plan, settings, n_options, n_judges, n_base, len(slices)) if n_base else None
         crossfit = None
         if n_base and settings.base_crossfit:
-            crossfit = _fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, len(slices))
+            crossfit = fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, len(slices))
         fitted = map_slices(fit, slices, bar)
         bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
     return CalibrationNet.concat([net for net, _ in fitted])
-
-
-def _fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int = 1) -> LinearFit:
-    """Each model's ordinal base, fitted on its own fit rows (never its validation rows). Models that share a
-    training set (fit and validation rows together: the members of one cv fold, or of a final ensemble) are
-    fitted in one L-BFGS run, and each such group alone, so a fold's models depend on that fold's training
-    rows only, bit for bit (and the groups can be fitted by `workers` processes side by side). Bases on the
-    members' own rows differ a little, and that bagging helped: one base shared by a fold's members lost
-    0.003-0.016 RMSE on the shift benchmarks (README)."""
-    groups = _training_groups(plan)
-
-    def fit_group(group: list[int]) -> LinearFit:
-        return _fit_ordinal(X, rows, [plan.fit_rows[m] for m in group], settings, n_options, n_judges, n_base)
-
-    fits = _map_groups(fit_group, groups, workers)
-    fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
-    return LinearFit.concat([fitted[m] for m in range(len(plan.seeds))])
-
-
-def _training_groups(plan: Plan) -> list[list[int]]:
-    """The models grouped by training set (fit and validation rows together), in first-seen order."""
-    trained = [np.sort(np.concatenate([f, v])).tobytes() for f, v in zip(plan.fit_rows, plan.val_rows, strict=True)]
-    return [[m for m, k in enumerate(trained) if k == key] for key in dict.fromkeys(trained)]
-
-
-def _fit_ordinal(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judges, n_base) -> LinearFit:
-    """One ordinal model per entry of `fit_rows`, on those label rows, in one L-BFGS run."""
-    judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
-    idx, mask = padded_rows(fit_rows)
-    return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
-                      n_options, judges, settings.base_l2, personalised=settings.personalised)
-
-
-def _fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, workers: int = 1) -> CrossFit:
-    """For every model and part k of its fit rows (plan.fit_parts): the log-probabilities of part k under an
-    ordinal base fitted on the other parts. A base fitted on a row has seen its answer: the residual
-    trained beside it learns to undo that in-sample fit, which the base does not have on new data. One
-    L-BFGS run per training set, as in `_fit_base`, so a fold's models depend on its rows only."""
-    if plan.fit_parts is None:
-        raise ValueError("Settings.base_crossfit needs a plan with fit_parts (make it with plan_models).")
-    n_parts, groups = settings.base_crossfit, _training_groups(plan)
-    idx, mask = padded_rows(plan.fit_rows)
-    logp = torch.zeros(*idx.shape, len(n_options) * max(n_options))  # (M, L, Q*K)
-    pad = torch.arange(max(n_options))[None, :] >= torch.tensor(n_options)[:, None]  # (Q, K)
-
-    def fit_group(group: list[int]) -> list[tuple[int, np.ndarray, torch.Tensor]]:
-        """(model, positions in its fit rows, their out-of-fold log-probabilities) for each (model, part)."""
-        pairs = [(m, k) for m in group for k in range(n_parts)]
-        fit = _fit_ordinal(X, rows, [plan.fit_rows[m][plan.fit_parts[m] != k] for m, k in pairs], settings,
-                           n_options, n_judges, n_base)
-        fit = LinearFit(fit.kind, fit.weight.float(), fit.bias.float(), fit.judge.float())  # as the network's copy
-        held = [np.flatnonzero(plan.fit_parts[m] == k) for m, k in pairs]  # positions in the model's fit rows
-        at, _ = padded_rows(held)
-        label_rows = idx[[m for m, _ in pairs]].gather(1, at)  # (P, L') their label rows
-        out = fit.logp(X[rows.item[label_rows]][..., -n_base:], rows.judge[label_rows], n_options)
-        out = out.masked_fill(pad, 0.0).flatten(2)  # (P, L', Q*K)
-        return [(m, held[p], out[p, : len(held[p])]) for p, (m, _) in enumerate(pairs)]
-
-    for parts in _map_groups(fit_group, groups, workers):
-        for m, positions, values in parts:
-            logp[m, positions] = values
-    return CrossFit(idx, mask, logp)
-
-
-def _map_groups(fn, groups: list, workers: int) -> list:
-    """[fn(group) for group in groups], the groups dealt round-robin over `workers` processes (map_slices)."""
-    n = max(1, min(workers, len(groups)))
-    out: list = [None] * len(groups)
-    for w, results in enumerate(map_slices(lambda share, _: [fn(g) for g in share], [groups[w::n] for w in range(n)])):
-        out[w::n] = results
-    return out
 
 
 def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base,
@@ -374,17 +285,6 @@ def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, bat
         order = np.concatenate([rng.permutation(rows) for _ in range(epochs)])
         out[m] = order[: steps * batch].reshape(steps, batch)
     return out
-
-
-def padded_rows(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:
-    """Ragged per-model row lists -> (M, L) indices and a (M, L) mask."""
-    length = max(1, max(len(g) for g in groups))
-    idx = np.zeros((len(groups), length), dtype=np.int64)
-    mask = np.zeros((len(groups), length), dtype=bool)
-    for m, g in enumerate(groups):
-        idx[m, : len(g)] = g
-        mask[m, : len(g)] = True
-    return torch.from_numpy(idx), torch.from_numpy(mask)
 
 
 @torch.no_grad()

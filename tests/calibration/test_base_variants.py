@@ -11,20 +11,13 @@ import pytest
 import torch
 
 from calibration.data.dataset import load_dataset
+from calibration.model.bases import fit_base, fit_crossfit
 from calibration.model.ensemble import train_ensemble
 from calibration.model.files import load_model, save_model
 from calibration.model.linear import LinearFit
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
-from calibration.model.train import (
-    Rows,
-    _base_rows,
-    _fit_base,
-    _fit_crossfit,
-    fit_models,
-    model_inputs,
-    plan_models,
-)
+from calibration.model.train import Rows, _base_rows, fit_models, model_inputs, plan_models
 from rubric.errors import InputError
 
 N_OPTIONS = [4, 3, 4]
@@ -95,8 +88,8 @@ def test_crossfit_changes_only_the_fit_rows_and_predicts_them_out_of_fold(synthe
     rows, n_options = Rows.of(ds), ds.n_options.tolist()
     all_rows = np.arange(len(ds.label_item))
     plan = plan_models(ds, [all_rows, all_rows[all_rows % 5 != 0]], [1, 2], settings)
-    base = _fit_base(X, rows, plan, settings, n_options, len(ds.judges), e)
-    crossfit = _fit_crossfit(X, rows, plan, settings, n_options, len(ds.judges), e)
+    base = fit_base(X, rows, plan, settings, n_options, len(ds.judges), e)
+    crossfit = fit_crossfit(X, rows, plan, settings, n_options, len(ds.judges), e)
     net = CalibrationNet(2, X.shape[1], len(ds.judges), n_options, n_base=e, seeds=[1, 2])
     net.set_base(base)
     in_sample, mixed = _base_rows(net, X, rows), _base_rows(net, X, rows, crossfit)
