@@ -21,7 +21,7 @@ from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
-from calibration.model.forked import map_slices
+from calibration.model.forked import map_dealt
 from calibration.model.settings import Settings, torch_threads, training_workers
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 
@@ -75,19 +75,12 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
 
 def _baselines(ds: Dataset, names: list[str], fold_of_row: np.ndarray, folds: int, seed: int) -> dict[str, np.ndarray]:
     """Each baseline's out-of-fold distributions. The two fitted ones (linear, ordinal: one batched L-BFGS
-    each, about 0.8 and 0.5 s on the LLM-Rubric data) run side by side (`map_slices`), the rest in no time."""
+    each, about 0.8 and 0.5 s on the LLM-Rubric data) run side by side (`map_dealt`), the rest in no time."""
     fitted = [name for name in names if name in FITTED_BASELINES]
-    shares: list[list[str]] = [[] for _ in range(min(training_workers(None), max(1, len(fitted))))]
-    for i, name in enumerate(fitted):
-        shares[i % len(shares)].append(name)
-    shares[0] += [name for name in names if name not in fitted]  # the quick ones
-
-    def run(share: list[str], _) -> dict[str, np.ndarray]:
-        return {name: BASELINES[name](ds, fold_of_row, folds, seed) for name in share}
-
-    with torch_threads(None):  # one thread each (settings.torch_threads), which lets map_slices fork
-        done = {name: p for part in map_slices(run, shares) for name, p in part.items()}
-    return {name: done[name] for name in names}
+    with torch_threads(None):  # one thread each (settings.torch_threads), which lets map_dealt fork
+        probs = map_dealt(lambda name: BASELINES[name](ds, fold_of_row, folds, seed), fitted, training_workers(None))
+    done = dict(zip(fitted, probs, strict=True))
+    return {name: done[name] if name in done else BASELINES[name](ds, fold_of_row, folds, seed) for name in names}
 
 
 def target_distribution_gaps(ds: Dataset, rows: np.ndarray) -> dict[str, str]:

@@ -3,7 +3,7 @@
 `fit_base`: each model's personalised ordinal model on its own fit rows; `fit_crossfit` (opt-in,
 Settings.base_crossfit): out-of-fold base log-probabilities of those rows, for the residual to train
 against. Models that share a training set are fitted in one L-BFGS run, and the training groups are dealt
-over worker processes (`_map_groups`, calibration/model/forked.py).
+over worker processes (`map_dealt`, calibration/model/forked.py).
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
-from calibration.model.forked import map_slices
+from calibration.model.forked import map_dealt
 from calibration.model.linear import LinearFit, fit_linear
 
 
@@ -47,7 +47,7 @@ def fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int 
     def fit_group(group: list[int]) -> LinearFit:
         return _fit_ordinal(X, rows, [plan.fit_rows[m] for m in group], settings, n_options, n_judges, n_base)
 
-    fits = _map_groups(fit_group, groups, workers)
+    fits = map_dealt(fit_group, groups, workers)
     fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
     return LinearFit.concat([fitted[m] for m in range(len(plan.seeds))])
 
@@ -92,19 +92,10 @@ def fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, workers: 
         out = out.masked_fill(pad, 0.0).flatten(2)  # (P, L', Q*K)
         return [(m, held[p], out[p, : len(held[p])]) for p, (m, _) in enumerate(pairs)]
 
-    for parts in _map_groups(fit_group, groups, workers):
+    for parts in map_dealt(fit_group, groups, workers):
         for m, positions, values in parts:
             logp[m, positions] = values
     return CrossFit(idx, mask, logp)
-
-
-def _map_groups(fn, groups: list, workers: int) -> list:
-    """[fn(group) for group in groups], the groups dealt round-robin over `workers` processes (map_slices)."""
-    n = max(1, min(workers, len(groups)))
-    out: list = [None] * len(groups)
-    for w, results in enumerate(map_slices(lambda share, _: [fn(g) for g in share], [groups[w::n] for w in range(n)])):
-        out[w::n] = results
-    return out
 
 
 def padded_rows(groups: list[np.ndarray]) -> tuple[torch.Tensor, torch.Tensor]:

@@ -72,6 +72,15 @@ def map_slices(fn: Callable[[Any, Any], Any], items: Sequence[Any], bar: Any = N
             _stop(pid, fd)
 
 
+def map_dealt(fn: Callable[[Any], Any], items: Sequence[Any], workers: int) -> list:
+    """[fn(item) for item in items], the items dealt round-robin over `workers` processes (map_slices)."""
+    n = max(1, min(workers, len(items)))
+    out: list = [None] * len(items)
+    for w, results in enumerate(map_slices(lambda share, _: [fn(i) for i in share], [items[w::n] for w in range(n)])):
+        out[w::n] = results
+    return out
+
+
 class _NoBar:
     def update(self, n: int = 1) -> None:
         pass
