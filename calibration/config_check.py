@@ -183,7 +183,7 @@ SETTINGS_RULES: dict[str, Rule] = {
     "recalibrate": choice("vector", "none"),
     "recalibrate_prior": number(0),
     "recalibrate_min_members": integer(1),
-    "base": choice("ordinal", "none"),
+    "base": choice("ordinal", "linear", "none"),
     "base_l2": number(0),
     "base_phase": choice("both", "finetune"),
     "base_inputs_to_net": boolean(),

@@ -1,6 +1,6 @@
-"""The fixed ordinal bases the network adds its residual to, fitted before training (calibration/model/train.py).
+"""The fixed bases the network adds its residual to, fitted before training (calibration/model/train.py).
 
-`fit_base`: each model's personalised ordinal model on its own fit rows; `fit_crossfit` (opt-in,
+`fit_base`: each model's personalised simple model (Settings.base: ordinal or multinomial) on its own fit rows; `fit_crossfit` (opt-in,
 Settings.base_crossfit): out-of-fold base log-probabilities of those rows, for the residual to train
 against. Models that share a training set are fitted in one L-BFGS run, and the training groups are dealt
 over worker processes (`map_dealt`, calibration/model/forked.py).
@@ -36,7 +36,7 @@ class CrossFit:
 
 
 def fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int = 1) -> LinearFit:
-    """Each model's ordinal base, fitted on its own fit rows (never its validation rows). Models that share a
+    """Each model's base, fitted on its own fit rows (never its validation rows). Models that share a
     training set (fit and validation rows together: the members of one cv fold, or of a final ensemble) are
     fitted in one L-BFGS run, and each such group alone, so a fold's models depend on that fold's training
     rows only, bit for bit (and the groups can be fitted by `workers` processes side by side). Bases on the
@@ -45,7 +45,7 @@ def fit_base(X, rows, plan, settings, n_options, n_judges, n_base, workers: int 
     groups = _training_groups(plan)
 
     def fit_group(group: list[int]) -> LinearFit:
-        return _fit_ordinal(X, rows, [plan.fit_rows[m] for m in group], settings, n_options, n_judges, n_base)
+        return _fit_bases(X, rows, [plan.fit_rows[m] for m in group], settings, n_options, n_judges, n_base)
 
     fits = map_dealt(fit_group, groups, workers)
     fitted = {m: fit.subset([i]) for group, fit in zip(groups, fits, strict=True) for i, m in enumerate(group)}
@@ -59,11 +59,11 @@ def _training_groups(plan) -> list[list[int]]:
     return [[m for m, k in enumerate(trained) if k == key] for key in dict.fromkeys(trained)]
 
 
-def _fit_ordinal(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judges, n_base) -> LinearFit:
-    """One ordinal model per entry of `fit_rows`, on those label rows, in one L-BFGS run."""
+def _fit_bases(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judges, n_base) -> LinearFit:
+    """One base model (Settings.base_kind) per entry of `fit_rows`, on those label rows, in one L-BFGS run."""
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
     idx, mask = padded_rows(fit_rows)
-    return fit_linear("ordinal", X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
+    return fit_linear(settings.base_kind, X[rows.item[idx]][..., -n_base:], rows.judge[idx], rows.answers[idx], mask,
                       n_options, judges, settings.base_l2, personalised=settings.personalised)
 
 
@@ -82,7 +82,7 @@ def fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, workers: 
     def fit_group(group: list[int]) -> list[tuple[int, np.ndarray, torch.Tensor]]:
         """(model, positions in its fit rows, their out-of-fold log-probabilities) for each (model, part)."""
         pairs = [(m, k) for m in group for k in range(n_parts)]
-        fit = _fit_ordinal(X, rows, [plan.fit_rows[m][plan.fit_parts[m] != k] for m, k in pairs], settings,
+        fit = _fit_bases(X, rows, [plan.fit_rows[m][plan.fit_parts[m] != k] for m, k in pairs], settings,
                            n_options, n_judges, n_base)
         fit = LinearFit(fit.kind, fit.weight.float(), fit.bias.float(), fit.judge.float())  # as the network's copy
         held = [np.flatnonzero(plan.fit_parts[m] == k) for m, k in pairs]  # positions in the model's fit rows

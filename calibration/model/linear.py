@@ -49,6 +49,13 @@ class LinearFit:
         return linear_logp(self.kind, self.weight, self.bias, self.judge, e, judge, n_options)
 
 
+def parameter_shapes(kind: str, n_q: int, n_in: int, n_judges: int, n_k: int) -> dict[str, tuple[int, ...]]:
+    """Shapes of one model's weight, bias and judge offsets (LinearFit's fields without the model axis)."""
+    if kind == "multinomial":
+        return {"weight": (n_q, n_in, n_k), "bias": (n_q, n_k), "judge": (n_q, n_judges, n_k)}
+    return {"weight": (n_q, n_in), "bias": (n_q, n_k - 1), "judge": (n_q, n_judges)}
+
+
 def linear_logp(kind, weight, bias, judge_offsets, e, judge, n_options) -> torch.Tensor:
     pad = torch.arange(max(n_options))[None, :] >= torch.tensor(n_options)[:, None]  # (Q, K)
     if kind == "multinomial":

@@ -8,9 +8,9 @@ W are shared; U are per-judge offsets that start at zero and carry an L2 penalty
 in training (or judge index -1, "population") is predicted by the shared weights alone.
 
 With a base (`n_base` > 0, the default `network.base=ordinal`), the logits of every question also get the
-log-probabilities of a fixed personalised ordinal model on the last n_base inputs (the judge's standardised
-expected answers; calibration/model/linear.py), fitted before training, with its columns of V at zero: the
-prediction starts as that simple model plus the residual that validation supports. The linear base keeps
+log-probabilities of a fixed personalised ordinal (or, network.base=linear, multinomial) model on the
+last n_base inputs (the judge's standardised expected answers; calibration/model/linear.py), fitted before
+training, with its columns of V at zero: the prediction starts as that simple model plus the residual that validation supports. The linear base keeps
 extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README). By
 default the base joins only at fine-tuning (`late_base`, `add_base`: pretraining is the paper's network)
 and the hidden layers do not read its inputs (`base_inputs_to_net=False`); with network.base_phase=both
@@ -39,7 +39,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from calibration.model.linear import LinearFit, linear_logp
+from calibration.model.linear import LinearFit, linear_logp, parameter_shapes
 from calibration.model.personal_layer import Groups, personal_layer
 
 
@@ -70,7 +70,8 @@ class CalibrationNet(nn.Module):
         hidden1, hidden2: hidden layer sizes.
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
-        n_base: E, the number of trailing inputs the ordinal base reads (0: no base, the paper's network).
+        n_base: E, the number of trailing inputs the base reads (0: no base, the paper's network).
+        base_kind: the base's model, "ordinal" or "multinomial" (calibration/model/linear.py).
         base_inputs_to_net: whether the hidden layers read those E inputs too (False: the first D - E only).
         late_base: the base joins at `add_base` (Settings.base_phase=finetune): until then the logits leave it
             out and V keeps its random init, as the paper's network would start.
@@ -78,9 +79,10 @@ class CalibrationNet(nn.Module):
 
     def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
                  hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0,
-                 base_inputs_to_net: bool = True, late_base: bool = False):
+                 base_inputs_to_net: bool = True, late_base: bool = False, base_kind: str = "ordinal"):
         super().__init__()
         self.n_base = n_base
+        self.base_kind = base_kind
         self.base_active = not late_base
         self.base_columns: torch.Tensor | None = None  # (Q*K,) 1 on the questions the base enters (None: all)
         self.n_inputs = n_inputs  # D, the length of x; W1 reads the first net_inputs of it
@@ -103,11 +105,11 @@ class CalibrationNet(nn.Module):
             if not late_base:
                 with torch.no_grad():
                     self.V.zero_()
-            for name, shape in (("base_weight", (n_base,)), ("base_bias", (n_k - 1,)), ("base_judge", (judges,))):
-                setattr(self, name, nn.Parameter(torch.zeros(n_models, n_q, *shape), requires_grad=False))
+            for name, shape in parameter_shapes(base_kind, n_q, n_base, judges, n_k).items():
+                setattr(self, f"base_{name}", nn.Parameter(torch.zeros(n_models, *shape), requires_grad=False))
 
     def set_base(self, fit: LinearFit) -> None:
-        """Use the fitted ordinal models `fit` (one per model) as the base of every question."""
+        """Use the fitted models `fit` (one per model, of kind base_kind) as the base of every question."""
         with torch.no_grad():
             for name, value in (("base_weight", fit.weight), ("base_bias", fit.bias), ("base_judge", fit.judge)):
                 getattr(self, name).copy_(value)
@@ -216,8 +218,8 @@ class CalibrationNet(nn.Module):
         return logits.masked_fill(self.option_pad, float("-inf"))
 
     def base_logits(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
-        """(M, B, Q*K) log-probabilities of the ordinal base (0 on padded options) for inputs x (M, B, D)."""
-        base = linear_logp("ordinal", self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
+        """(M, B, Q*K) log-probabilities of the base (0 on padded options) for inputs x (M, B, D)."""
+        base = linear_logp(self.base_kind, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
                            judge, self.n_options)  # (M, B, Q, K)
         return base.masked_fill(self.option_pad, 0.0).flatten(2)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-BASES = ("ordinal", "none")
+BASES = ("ordinal", "linear", "none")
 BASE_PHASES = ("both", "finetune")
 JUDGE_UPDATES = ("lazy", "dense")
 
@@ -49,7 +49,8 @@ class Settings:
     recalibrate_min_members: int = 8
     """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
     base: str = "ordinal"
-    """The fixed simple model the network adds its residual to: "ordinal" or "none" (the paper's network)."""
+    """The fixed simple model the network adds its residual to: "ordinal" (cumulative logit), "linear"
+    (multinomial logistic: the `linear` baseline of cv) or "none" (the paper's network)."""
     base_l2: float = 1e-3
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
     base_phase: str = "finetune"
@@ -65,6 +66,11 @@ class Settings:
     steps each fit row gets the log-probabilities of a base fitted on the other K-1 of K parts (whole
     conversations) of those rows, so the residual learns what the base misses out of sample, not beside
     its in-sample fit; validation and predictions use the base fitted on all fit rows."""
+
+    @property
+    def base_kind(self) -> str:
+        """The base's model in calibration/model/linear.py's names."""
+        return "multinomial" if self.base == "linear" else "ordinal"
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:

@@ -136,7 +136,7 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
         n_base=n_base, base_inputs_to_net=settings.base_inputs_to_net,
-        late_base=bool(n_base) and settings.base_phase == "finetune",
+        late_base=bool(n_base) and settings.base_phase == "finetune", base_kind=settings.base_kind,
     )
     if base is not None:
         net.set_base(base)

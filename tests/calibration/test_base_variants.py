@@ -138,3 +138,32 @@ def test_base_phase_is_ignored_without_a_base(synthetic_dir):
     late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune", base_inputs_to_net=False, base_crossfit=3))
     for name, value in plain.state_dict().items():
         assert torch.equal(late.state_dict()[name], value), name
+
+
+def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
+    net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2, late_base=True,
+                         base_kind="multinomial")
+    gen = torch.Generator().manual_seed(1)
+    fit = LinearFit("multinomial", torch.randn(3, 3, 2, 4, generator=gen), torch.randn(3, 3, 4, generator=gen),
+                    torch.randn(3, 3, 5, 4, generator=gen))
+    net.set_base(fit)
+    x, judge = torch.rand(3, 8, 7), torch.randint(-1, 5, (3, 8))
+    net.add_base(1)
+    expected = fit.logp(x[..., -2:], judge, N_OPTIONS).float()  # -inf on the padded option of question 1
+    assert torch.allclose(net(x, judge)[:, :, 1, :3], expected[:, :, 1, :3], atol=1e-5)
+    unseen = torch.full_like(judge, -1)  # an unseen judge gets the population base (no offset)
+    population = LinearFit("multinomial", fit.weight, fit.bias, torch.zeros_like(fit.judge))
+    assert torch.allclose(net(x, unseen)[:, :, 1, :3], population.logp(x[..., -2:], judge, N_OPTIONS)[:, :, 1, :3].float(),
+                          atol=1e-5)
+
+
+def test_linear_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
+    ds = load_dataset(synthetic_dir)
+    net, spec, _ = train_ensemble(ds, dataclasses.replace(LATE, base="linear"), seed=0)
+    assert net.base_weight.shape[-1] == max(ds.n_options)  # one weight per option: the multinomial model
+    save_model(tmp_path / "m", net, ds, spec, dataclasses.replace(LATE, base="linear"))
+    loaded = load_model(tmp_path / "m")
+    X = torch.from_numpy(ds.features(spec)).expand(net.n_models, -1, -1)
+    judge = torch.zeros(net.n_models, X.shape[1], dtype=torch.long)
+    with torch.no_grad():
+        assert torch.equal(loaded.net(X, judge), net(X, judge))
