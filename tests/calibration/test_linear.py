@@ -178,3 +178,32 @@ def test_group_keeps_a_conversation_field_in_one_fold(synthetic_copy):
     for t in range(4):
         assert len(set(folds[team == t])) == 1
     assert item_groups(ds, synthetic_copy, None) is None
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("judges", [6, 0])
+def test_multinomial_gradient_written_out_equals_autograd(seed, judges):
+    """fit_linear fits the multinomial model with its gradient written out (_multinomial_closure); loss and
+    gradient must equal autograd's of the mean NLL + L2 penalty, with unseen judges, unequal option
+    counts, unobserved answers, padded rows, two row chunks and a per-model penalty."""
+    g = torch.Generator().manual_seed(seed)
+    n_options = [5, 4, 2]
+    m, b, e_dim, q, k = 3, 40, 3, len(n_options), 5
+    params = [(torch.randn(*s, generator=g, dtype=torch.float64)).requires_grad_()
+              for s in ((m, q, e_dim, k), (m, q, k), (m, q, judges, k))]
+    e = torch.randn(m, b, e_dim, generator=g, dtype=torch.float64)
+    judge = torch.randint(-1, max(judges, 1), (m, b), generator=g)
+    answers = torch.stack([torch.randint(-1, n, (m, b), generator=g) for n in n_options], dim=-1)
+    observed = (answers >= 0) & (torch.arange(b) < 35)[None, :, None]  # the last 5 rows are padding
+    n_obs = observed.sum(1).clamp(min=1).double()
+    l2 = torch.tensor([1e-3, 0.1, 0.0], dtype=torch.float64)
+    picked = picked_logp("multinomial", *params, e, judge, answers, n_options)
+    weight, _, offsets = params
+    expected = (-(picked.masked_fill(~observed, 0.0).sum(1) / n_obs).sum(-1)
+                + l2 * ((weight**2).flatten(1).sum(1) + (offsets**2).flatten(1).sum(1))).sum()
+    expected_grads = torch.autograd.grad(expected, params)
+    spans = [slice(0, 17), slice(17, b)]
+    got = linear_module._multinomial_closure(params, spans, e, judge, answers, observed, n_obs, n_options, l2)
+    torch.testing.assert_close(got, expected.detach(), rtol=1e-12, atol=1e-12)
+    for p, want in zip(params, expected_grads, strict=True):
+        torch.testing.assert_close(p.grad, want, rtol=1e-10, atol=1e-12)
