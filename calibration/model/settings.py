@@ -45,13 +45,13 @@ class Settings:
     train_fraction: float = 1.0
     pool: str = "geometric"
     recalibrate: str = "vector"
-    recalibrate_prior: float = 0.25
+    recalibrate_prior: float = 1.0
     recalibrate_min_members: int = 8
     """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
-    base: str = "ordinal"
+    base: str = "linear"
     """The fixed simple model the network adds its residual to: "ordinal" (cumulative logit), "linear"
     (multinomial logistic: the `linear` baseline of cv) or "none" (the paper's network)."""
-    base_l2: float = 1e-3
+    base_l2: float = 3e-4
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
     base_phase: str = "finetune"
     """When the base takes part: "both" (the network learns a residual from the start, V at zero) or

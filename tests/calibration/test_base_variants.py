@@ -90,7 +90,7 @@ def test_crossfit_changes_only_the_fit_rows_and_predicts_them_out_of_fold(synthe
     plan = plan_models(ds, [all_rows, all_rows[all_rows % 5 != 0]], [1, 2], settings)
     base = fit_base(X, rows, plan, settings, n_options, len(ds.judges), e)
     crossfit = fit_crossfit(X, rows, plan, settings, n_options, len(ds.judges), e)
-    net = CalibrationNet(2, X.shape[1], len(ds.judges), n_options, n_base=e, seeds=[1, 2])
+    net = CalibrationNet(2, X.shape[1], len(ds.judges), n_options, n_base=e, seeds=[1, 2], base_kind=settings.base_kind)
     net.set_base(base)
     in_sample, mixed = _base_rows(net, X, rows), _base_rows(net, X, rows, crossfit)
     for m in range(2):
