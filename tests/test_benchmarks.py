@@ -66,6 +66,11 @@ def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
         assert low < high and low > -0.5 and high < 0.5
         assert vs["meets_target"] == (methods["calibrated"]["rmse"] <= methods[vs["best_simple"]]["rmse"]
                                       and methods["calibrated"]["pearson"] >= methods[vs["best_simple"]]["pearson"] - 0.005)
+        each = bench["vs_each_simple"]
+        assert each[vs["best_simple"]] == {k: vs[k] for k in each["linear"]}
+        for ref in ("linear", "ordinal"):
+            diff = round(methods["calibrated"]["rmse"] - methods[ref]["rmse"], 4)
+            assert each[ref]["rmse_diff"] == diff and each[ref]["rmse_diff_95"][0] < each[ref]["rmse_diff_95"][1]
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
