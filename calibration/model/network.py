@@ -7,8 +7,8 @@ For judge a and input x (the LLM judge's answer distributions, concatenated):
 W are shared; U are per-judge offsets that start at zero and carry an L2 penalty, so a judge never seen
 in training (or judge index -1, "population") is predicted by the shared weights alone.
 
-With a base (`n_base` > 0, the default `network.base=ordinal`), the logits of every question also get the
-log-probabilities of a fixed personalised ordinal (or, network.base=linear, multinomial) model on the
+With a base (`n_base` > 0; the default `network.base=linear`), the logits of every question also get the
+log-probabilities of a fixed personalised multinomial (network.base=linear) or ordinal model on the
 last n_base inputs (the judge's standardised expected answers; calibration/model/linear.py), fitted before
 training, with its columns of V at zero: the prediction starts as that simple model plus the residual that validation supports. The linear base keeps
 extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README). By

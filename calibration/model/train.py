@@ -3,8 +3,8 @@
 `fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
-With a base, each model's ordinal base is fitted first (`fit_base`, calibration/model/bases.py); opt-in, it joins only at fine-tuning
-(Settings.base_phase) and the residual trains on out-of-fold base predictions (`fit_crossfit`).
+With a base, each model's base (linear or ordinal) is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
+fine-tuning (Settings.base_phase), and opt-in the residual trains on out-of-fold base predictions (`fit_crossfit`).
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -79,7 +79,7 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
 
 
 def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
-    """The feature spec, the (N, D) inputs and n_base (how many trailing inputs the ordinal base reads)."""
+    """The feature spec, the (N, D) inputs and n_base (how many trailing inputs the base reads)."""
     spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
     if settings.base != "none":
         spec["expected"] = ds.expected_spec(spec["questions"])
@@ -96,7 +96,7 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     """Train len(plan.seeds) models side by side and return them with their best validation weights.
 
     X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
-    n_base: with n_base > 0, each model first gets its ordinal base (`fit_base`), fitted from the last n_base
+    n_base: with n_base > 0, each model first gets its base (`fit_base`), fitted from the last n_base
     columns of X before slicing, so it does not depend on the slices.
     workers: processes (forked where safe, else threads: calibration/model/forked.py) that each train a
     contiguous slice of the models (None: ROLE_RUBRIC_WORKERS, default the number of CPUs, at most 4).
