@@ -153,7 +153,7 @@ def measure_point(anchors: Path, rows: int, judges: int, settings: Settings, cv:
         finally:
             base_seconds.append(time.perf_counter() - start)
 
-    train_module.fit_base = timed_base  # to time the ordinal base's share of train
+    train_module.fit_base = timed_base  # to time the base's share of train
     start = time.perf_counter()
     _, _, plan = train_ensemble(ds, settings, seed=0)
     out["train_s"] = round(time.perf_counter() - start, 2)

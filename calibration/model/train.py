@@ -120,10 +120,10 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
         return net, part.history
 
     with torch_threads(threads), bar:
-        base = fit_base(X, rows, plan, settings, n_options, n_judges, n_base, len(slices)) if n_base else None
+        base = fit_base(X, rows, plan, settings, n_options, n_judges, n_base, target, len(slices)) if n_base else None
         crossfit = None
         if n_base and settings.base_crossfit:
-            crossfit = fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, len(slices))
+            crossfit = fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, target, len(slices))
         fitted = map_slices(fit, slices, bar)
         bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
