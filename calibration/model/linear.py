@@ -5,7 +5,7 @@ For human judge a, item features e (the LLM judge's expected answer to every que
     ordinal:      p(y <= k) = sigmoid(theta_k - (w . e + u_a)),   theta_1 < theta_2 < ...
 The judge offsets u follow the network's rule: an L2 penalty like the shared weights, so an unseen judge
 (index -1) is the population model (u = 0). They serve twice: as the simple baselines every calibrator is
-measured against (`linear_baseline`, L2 chosen by inner cross-validation), and as the ordinal base that
+measured against (`linear_baseline`, L2 chosen by inner cross-validation), and as the base (either kind) that
 the default network adds its residual to (calibration/model/network.py).
 
 Every model has a leading axis M (folds x penalties), and all M are fitted by one L-BFGS run on the sum
