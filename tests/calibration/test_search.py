@@ -22,10 +22,32 @@ TINY = ["search.trials=4", "search.workers=1", "search.inner_folds=2", "search.s
 def test_search_writes_best_settings(synthetic_dir, tmp_path, capsys):
     assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *TINY]) == 0
     best = yaml.safe_load((tmp_path / "best.yaml").read_text())
-    assert set(best) == {"network", "train"} and best["network"]["hidden1"] in (4, 8)
     summary = json.loads((tmp_path / "search.json").read_text())
     assert summary["finished_trials"] == 4 and summary["best_nll"] < 1.4
+    # the best trial is recommended only if it beats the current settings, scored as they are
+    assert summary["kept_defaults"] == (summary["defaults_nll"] <= summary["best_trial_nll"])
+    assert summary["best_nll"] == min(summary["defaults_nll"], summary["best_trial_nll"])
+    assert set(best) == {"network", "train"}
+    assert (best["network"] == {}) == summary["kept_defaults"] and best["network"].get("hidden1", 4) in (4, 8)
     assert "search.db" in capsys.readouterr().out
+
+
+def test_search_keeps_the_settings_no_trial_beats(synthetic_dir, tmp_path, capsys):
+    """A space whose trials cannot learn (learning rates near zero): every trial loses to the current
+    settings, so best.yaml recommends no overrides, and the nested cv keeps the settings too."""
+    frozen = [*TINY, "search.trials=3", "search.space.lr={low: 1e-7, high: 2e-7, log: true}",
+              "search.space.finetune_lr={low: 1e-7, high: 2e-7, log: true}", "network.base=none",
+              "train.ensemble=2", "train.pretrain_steps=40", "train.finetune_steps=40"]
+    assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *frozen]) == 0
+    summary = json.loads((tmp_path / "search.json").read_text())
+    assert summary["kept_defaults"] and summary["defaults_nll"] < summary["best_trial_nll"] - 0.01
+    assert yaml.safe_load((tmp_path / "best.yaml").read_text()) == {"network": {}, "train": {}}
+    assert "no trial beat the current settings" in capsys.readouterr().out
+    cv = tmp_path / "cv"
+    assert main(["cv", f"data={synthetic_dir}", f"out={cv}", "folds=3", "nested=true", "search.trials=2",
+                 *[o for o in frozen if not o.startswith("search.trials")]]) == 0
+    choices = json.loads((cv / "metrics.json").read_text())["nested_choices"]
+    assert len(choices) == 3 and all(c["kept_defaults"] and "lr" not in c for c in choices)
 
 
 def test_killed_search_resumes_where_it_was(synthetic_dir, tmp_path):
