@@ -232,7 +232,7 @@ RULES: dict[str, Rule] = {
     "search.timeout": number(above=0, optional=True),
     "search.workers": integer(1, 256),
     "search.resume": boolean(),
-    # judge (rubric/backends.py JudgeConfig)
+    # judge (rubric/judge_settings.py JudgeConfig)
     "judge.backend": choice("chat", "completions", "embedding"),
     "judge.model": text(),
     "judge.output_mode": choice("distribution", "binary"),

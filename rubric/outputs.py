@@ -11,11 +11,12 @@ from typing import Any
 
 import pandas as pd
 
-from rubric.backends import Answer, JudgeConfig
+from rubric.backends import Answer
 from rubric.conversations import Conversation, save_conversations
 from rubric.files import atomic_to_csv, atomic_write_text
 from rubric.health import QUANTILES, Health, health_of
 from rubric.identity import judge_identity
+from rubric.judge_settings import JudgeConfig
 from rubric.prompts import Prompt
 from rubric.schema import Rubric, format_value, save_rubric
 

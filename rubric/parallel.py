@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any
 from rubric.errors import InputError
 
 if TYPE_CHECKING:
-    from rubric.backends import Answer, JudgeConfig
+    from rubric.backends import Answer
     from rubric.cache import RequestCache
+    from rubric.judge_settings import JudgeConfig
     from rubric.prompts import Prompt
 
 # Automatic choice (judge.processes=auto). Several processes pay off only where one process is CPU-bound,
