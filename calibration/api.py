@@ -25,87 +25,30 @@ training is predicted by the population model); "population" uses the shared wei
 judge-independent model). Without a calibrator `judges` is ignored.
 
 `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv` scores a whole file.
+
+The result types live in calibration/api_results.py and the argument checks in calibration/api_inputs.py;
+both are imported here, so `from calibration.api import AdherenceResult, TurnResult` keeps working.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from calibration.api_inputs import _as_conversations, _check_scorer_calibrator, _rubric, _scorer_spec
+from calibration.api_results import AdherenceResult, TurnResult
 from calibration.evaluation.risk_control import decide
-from rubric.conversations import Conversation, conversations_from_records
+from rubric.conversations import Conversation
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
 from rubric.outputs import GatherResult
-from rubric.schema import Rubric, load_rubric, rubric_from_dict
+from rubric.schema import Rubric
 
 OUTPUT_MODES = ("continuous", "binary")
-
-
-@dataclass
-class TurnResult:
-    """One scored item: an assistant turn (or, granularity="conversation", the whole conversation)."""
-
-    turn: int | None
-    distributions: dict[str, dict[float, float]]
-    """question id -> {option value: probability} (calibrated if a calibrator is used, else the raw judge)."""
-    expected: dict[str, float]
-    """question id -> expected answer value under `distributions`."""
-    adherence: float
-    """P(target answer >= adheres_at) under `distributions`."""
-    adheres: bool
-    """adherence >= threshold."""
-    turn_score: float
-    """adherence (continuous) or 1.0/0.0 (binary)."""
-    judge_distributions: dict[str, dict[float, float]] = field(default_factory=dict)
-    """The raw judge's distributions for the same item (equal to `distributions` without a calibrator)."""
-    reason: str | None = None
-    """The judge's short justification (include_reason=True, LLM judges only)."""
-    decision: str | None = None
-    """With risk=: 'adheres', 'violates' or 'escalate' (calibration/decide.py); else None."""
-
-
-@dataclass
-class AdherenceResult:
-    """The role-adherence measurement of one conversation."""
-
-    conversation_id: str
-    score: float
-    """Mean turn_score over the turns (the session score)."""
-    success: bool
-    threshold: float
-    strict_mode: bool
-    output_mode: str
-    calibrated: bool
-    """True if the distributions come from a calibrator, False if from the raw judge."""
-    target: str
-    adheres_at: float
-    judges: str
-    """Whose answers are predicted: "raw judge", "population", "all N training judges" or a list."""
-    turns: list[TurnResult]
-
-    @property
-    def violating_turns(self) -> list[int | None]:
-        return [t.turn for t in self.turns if not t.adheres]
-
-    @property
-    def reason(self) -> str:
-        """A one-line account of the score."""
-        bad = self.violating_turns
-        where = "no turn below the threshold" if not bad else f"turn(s) {bad} below the threshold"
-        source = "calibrated to " + self.judges if self.calibrated else "raw judge, not calibrated"
-        return (
-            f"score {self.score:.3f} ({'pass' if self.success else 'fail'} at threshold {self.threshold:g}"
-            f"{', strict' if self.strict_mode else ''}); {where}; {source}."
-        )
-
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"violating_turns": self.violating_turns, "reason": self.reason}
 
 
 class RoleAdherence:
@@ -164,7 +107,7 @@ class RoleAdherence:
             raise InputError(f"unknown granularity {granularity!r}.", fix="use turn or conversation.")
         if not 0.0 <= float(threshold) <= 1.0:
             raise InputError(f"threshold {threshold} is outside [0, 1].", fix="pass a probability threshold.")
-        if isinstance(judges, str) and judges != "population":
+        if isinstance(judges, str) and judges != "population":  # "a,b" as the command line passes it
             judges = [j.strip() for j in judges.split(",") if j.strip()]
         self.threshold = float(threshold)
         self.strict_mode = bool(strict_mode)
@@ -181,24 +124,7 @@ class RoleAdherence:
         self.model = None
         self.judge_mismatch: list[str] = []
         if calibrator is not None:
-            from calibration.model.files import load_model
-            from rubric.identity import check_same_judge, judge_identity
-
-            if not Path(calibrator).is_dir():
-                raise InputError(
-                    "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
-                )
-            self.model = load_model(calibrator)
-            self.rubric = self.model.rubric
-            if self.scorer is not None:
-                _check_scorer_calibrator(self.model, self.scorer["name"], with_judge=self.judge is not None)
-            if self.judge is not None and self.scorer is None:
-                self.judge_mismatch = check_same_judge(
-                    self.model.judge_identity,
-                    judge_identity(self.judge, self.rubric),
-                    allow=allow_judge_mismatch,
-                    command="score",
-                )
+            self._load_calibrator(calibrator, allow_judge_mismatch)
         elif self.scorer is not None:
             from rubric.scorers.features import feature_question
 
@@ -208,15 +134,7 @@ class RoleAdherence:
             self.rubric = _rubric(rubric)
         self.judges = judges
         self._judge_idx, self.judges_label, self.unseen_judges = self._judge_indices(judges)
-        target = self.rubric.question(self.rubric.target)
-        values = sorted(target.values)
-        self.adheres_at = float(values[len(values) // 2] if adheres_at is None else adheres_at)
-        self._above = np.array([v >= self.adheres_at for v in target.values])
-        if not self._above.any():
-            raise InputError(
-                f"adheres_at={self.adheres_at:g} is above every option of {target.id!r}.",
-                fix=f"use a value among {target.values}.",
-            )
+        self.adheres_at, self._above = _adherence_cut(self.rubric, adheres_at)
         self._backend = None
         self._scorer = None
         self.decision_threshold = None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
@@ -257,6 +175,28 @@ class RoleAdherence:
         return self._results(convs, gathered)
 
     # internals ------------------------------------------------------------------------------------------
+    def _load_calibrator(self, calibrator: str | Path, allow_judge_mismatch: bool) -> None:
+        """Set the model and its rubric from a calibrator directory, refusing one that does not fit the
+        scorer or (unless allowed) was trained on another judge's distributions."""
+        from calibration.model.files import load_model
+        from rubric.identity import check_same_judge, judge_identity
+
+        if not Path(calibrator).is_dir():
+            raise InputError(
+                "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
+            )
+        self.model = load_model(calibrator)
+        self.rubric = self.model.rubric
+        if self.scorer is not None:
+            _check_scorer_calibrator(self.model, self.scorer["name"], with_judge=self.judge is not None)
+        if self.judge is not None and self.scorer is None:
+            self.judge_mismatch = check_same_judge(
+                self.model.judge_identity,
+                judge_identity(self.judge, self.rubric),
+                allow=allow_judge_mismatch,
+                command="score",
+            )
+
     def _judge_rubric(self) -> Rubric:
         """The rubric the judge is asked: without the scorer's feature question."""
         if self.scorer is None:
@@ -311,6 +251,7 @@ class RoleAdherence:
         return np.array([self.model.judge_index(j) for j in chosen]), "judges " + ", ".join(chosen), unseen
 
     def _results(self, convs: list[Conversation], gathered: GatherResult) -> list[AdherenceResult]:
+        """One result per conversation from the gathered answers, in the order of `convs`."""
         from calibration.data.dataset import dataset_from_frames
 
         if gathered.llm.empty:
@@ -330,7 +271,6 @@ class RoleAdherence:
                 for c, t, r in gathered.reasons.itertuples(index=False)
             }
         t = ds.target_index
-        k = len(self.rubric.questions[t].options)
         out = []
         for conv in convs:
             turns = range(len(conv.turns)) if self.granularity == "turn" else [None]
@@ -343,44 +283,52 @@ class RoleAdherence:
                         fix="the judge failed on this item; check the endpoint and retry.",
                     )
                 i = index[key]
-                adherence = float(probs[i, t, :k][self._above].sum())
-                adheres = adherence >= self.threshold
-                results.append(
-                    TurnResult(
-                        turn=turn,
-                        distributions=self._dists(probs[i]),
-                        expected={
-                            q.id: float(probs[i, n, : len(q.options)] @ np.asarray(q.values))
-                            for n, q in enumerate(self.rubric.questions)
-                        },
-                        adherence=adherence,
-                        adheres=adheres,
-                        turn_score=adherence if self.output_mode == "continuous" else float(adheres),
-                        judge_distributions=self._dists(raw[i]),
-                        reason=reasons.get(key),
-                        decision=None
-                        if self.decision_threshold is None
-                        else str(decide(np.array([adherence]), self.decision_threshold)[0]),
-                    )
-                )
-            score = float(np.mean([r.turn_score for r in results]))
-            success = all(r.adheres for r in results) if self.strict_mode else score >= self.threshold
-            out.append(
-                AdherenceResult(
-                    conv.conversation_id,
-                    score,
-                    bool(success),
-                    self.threshold,
-                    self.strict_mode,
-                    self.output_mode,
-                    self.model is not None,
-                    self.rubric.target,
-                    self.adheres_at,
-                    self.judges_label,
-                    results,
-                )
-            )
+                results.append(self._turn_result(turn, probs[i], raw[i], t, reasons.get(key)))
+            out.append(self._conversation_result(conv.conversation_id, results))
         return out
+
+    def _turn_result(
+        self, turn: int | None, p: np.ndarray, raw: np.ndarray, t: int, reason: str | None
+    ) -> TurnResult:
+        """One item's result from its (Q, K) distributions `p` (calibrated, or the judge's) and the judge's
+        own `raw`; `t` is the target question's index."""
+        k = len(self.rubric.questions[t].options)
+        adherence = float(p[t, :k][self._above].sum())
+        adheres = adherence >= self.threshold
+        return TurnResult(
+            turn=turn,
+            distributions=self._dists(p),
+            expected={
+                q.id: float(p[n, : len(q.options)] @ np.asarray(q.values))
+                for n, q in enumerate(self.rubric.questions)
+            },
+            adherence=adherence,
+            adheres=adheres,
+            turn_score=adherence if self.output_mode == "continuous" else float(adheres),
+            judge_distributions=self._dists(raw),
+            reason=reason,
+            decision=None
+            if self.decision_threshold is None
+            else str(decide(np.array([adherence]), self.decision_threshold)[0]),
+        )
+
+    def _conversation_result(self, conversation_id: str, results: list[TurnResult]) -> AdherenceResult:
+        """The session score and success of one conversation's turn results."""
+        score = float(np.mean([r.turn_score for r in results]))
+        success = all(r.adheres for r in results) if self.strict_mode else score >= self.threshold
+        return AdherenceResult(
+            conversation_id,
+            score,
+            bool(success),
+            self.threshold,
+            self.strict_mode,
+            self.output_mode,
+            self.model is not None,
+            self.rubric.target,
+            self.adheres_at,
+            self.judges_label,
+            results,
+        )
 
     def _calibrated(self, ds) -> np.ndarray:
         """(N, Q, K) calibrated distributions averaged over the chosen judges (mixture of their answers)."""
@@ -417,54 +365,16 @@ class RoleAdherence:
         }
 
 
-def _check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> None:
-    """The calibrator must have the scorer's question as an input, and the judge's questions too unless it
-    was trained without them (then its feature spec has a question-missing mask)."""
-    own = f"ref_{scorer}"
-    if own not in model.spec["questions"]:
+def _adherence_cut(rubric: Rubric, adheres_at: float | None) -> tuple[float, np.ndarray]:
+    """(adheres_at, which of the target's options are >= it); by default the lowest value of the upper half
+    of the options, so adherence on a 1-4 scale is P(answer >= 3)."""
+    target = rubric.question(rubric.target)
+    values = sorted(target.values)
+    cut = float(values[len(values) // 2] if adheres_at is None else adheres_at)
+    above = np.array([v >= cut for v in target.values])
+    if not above.any():
         raise InputError(
-            f"the calibrator has no {own} input.", fix=f"train it on `role-rubric gather scorer={scorer}` data."
+            f"adheres_at={cut:g} is above every option of {target.id!r}.",
+            fix=f"use a value among {target.values}.",
         )
-    if not with_judge and not model.spec["mask"] and len(model.spec["questions"]) > 1:
-        raise InputError(
-            "the calibrator was trained on the judge's distributions beside the score; judge=None leaves them out.",
-            fix="pass the judge it was trained with (e.g. judge='embedding').",
-        )
-
-
-def _scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if scorer is None:
-        return None
-    spec = {"name": scorer, "params": {}} if isinstance(scorer, str) else {"params": {}, **dict(scorer)}
-    from rubric.scorers import SCORERS
-
-    if spec.get("name") not in SCORERS:
-        raise InputError(f"unknown scorer {spec.get('name')!r}.", fix=f"use one of {', '.join(SCORERS)}.")
-    return {"name": spec["name"], "params": dict(spec.get("params") or {})}
-
-
-def _rubric(rubric: str | Path | Rubric | None) -> Rubric:
-    if isinstance(rubric, Rubric):
-        return rubric
-    name = "role_adherence" if rubric is None else str(rubric)
-    if Path(name).suffix in (".yaml", ".yml") or Path(name).exists():
-        return load_rubric(name)
-    from importlib import resources
-
-    import yaml
-
-    path = resources.files("conf").joinpath("rubric", f"{name}.yaml")
-    if not path.is_file():
-        raise InputError(f"unknown rubric {name!r}.", fix="pass a rubric.yaml path or a name in conf/rubric.")
-    return rubric_from_dict(yaml.safe_load(path.read_text()), source=f"conf/rubric/{name}.yaml")
-
-
-def _as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]]) -> list[Conversation]:
-    items = list(conversations)
-    if not items:
-        raise InputError("no conversations to measure.", fix="pass at least one conversation.")
-    if all(isinstance(c, Conversation) for c in items):
-        return items
-    return conversations_from_records(
-        [c.to_record() if isinstance(c, Conversation) else dict(c) for c in items], source="<measure>"
-    )
+    return cut, above

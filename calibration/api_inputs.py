@@ -1,0 +1,67 @@
+"""The argument checks and conversions of `RoleAdherence` (calibration/api.py): a scorer name or mapping ->
+its spec, a rubric path or name -> a Rubric, conversations or records -> Conversations, and whether a
+calibrator can take a scorer's feature.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from rubric.conversations import Conversation, conversations_from_records
+from rubric.errors import InputError
+from rubric.schema import Rubric, load_rubric, rubric_from_dict
+
+
+def _check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> None:
+    """The calibrator must have the scorer's question as an input, and the judge's questions too unless it
+    was trained without them (then its feature spec has a question-missing mask)."""
+    own = f"ref_{scorer}"
+    if own not in model.spec["questions"]:
+        raise InputError(
+            f"the calibrator has no {own} input.", fix=f"train it on `role-rubric gather scorer={scorer}` data."
+        )
+    if not with_judge and not model.spec["mask"] and len(model.spec["questions"]) > 1:
+        raise InputError(
+            "the calibrator was trained on the judge's distributions beside the score; judge=None leaves them out.",
+            fix="pass the judge it was trained with (e.g. judge='embedding').",
+        )
+
+
+def _scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+    if scorer is None:
+        return None
+    spec = {"name": scorer, "params": {}} if isinstance(scorer, str) else {"params": {}, **dict(scorer)}
+    from rubric.scorers import SCORERS
+
+    if spec.get("name") not in SCORERS:
+        raise InputError(f"unknown scorer {spec.get('name')!r}.", fix=f"use one of {', '.join(SCORERS)}.")
+    return {"name": spec["name"], "params": dict(spec.get("params") or {})}
+
+
+def _rubric(rubric: str | Path | Rubric | None) -> Rubric:
+    if isinstance(rubric, Rubric):
+        return rubric
+    name = "role_adherence" if rubric is None else str(rubric)
+    if Path(name).suffix in (".yaml", ".yml") or Path(name).exists():
+        return load_rubric(name)
+    from importlib import resources
+
+    import yaml
+
+    path = resources.files("conf").joinpath("rubric", f"{name}.yaml")
+    if not path.is_file():
+        raise InputError(f"unknown rubric {name!r}.", fix="pass a rubric.yaml path or a name in conf/rubric.")
+    return rubric_from_dict(yaml.safe_load(path.read_text()), source=f"conf/rubric/{name}.yaml")
+
+
+def _as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]]) -> list[Conversation]:
+    items = list(conversations)
+    if not items:
+        raise InputError("no conversations to measure.", fix="pass at least one conversation.")
+    if all(isinstance(c, Conversation) for c in items):
+        return items
+    return conversations_from_records(
+        [c.to_record() if isinstance(c, Conversation) else dict(c) for c in items], source="<measure>"
+    )
