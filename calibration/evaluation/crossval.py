@@ -174,7 +174,7 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
     """Nested cross-validation: for each outer fold, search on the other folds only (inner CV), then
     train the chosen settings there and predict the outer fold, so selection never sees its test rows.
     Returns (R, K) out-of-fold target distributions and the settings chosen per fold."""
-    from calibration.evaluation.search import beats_defaults, search
+    from calibration.evaluation.search import recommended_nll, recommended_params, search
 
     fold_of_row = group_folds(ds.groups if groups is None else groups, folds, fold_seed)[ds.label_item]
     out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
@@ -184,10 +184,9 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
         inner_ds = dataclasses.replace(ds, label_item=ds.label_item[inner], label_judge=ds.label_judge[inner],
                                        answers=ds.answers[inner])
         study = search(inner_ds, settings, space, trials=trials, folds=inner_folds, seed=seed + f, progress=progress)
-        params = study.best_params if beats_defaults(study) else {}  # else the settings as they are
+        params = recommended_params(study)
         best = dataclasses.replace(settings, **params)
-        chosen.append({"fold": f, "inner_nll": min(study.best_value, study.user_attrs["defaults_nll"]),
-                       "kept_defaults": not params, **params})
+        chosen.append({"fold": f, "inner_nll": recommended_nll(study), "kept_defaults": not params, **params})
         is_test = (fold_of_row == f).astype(np.int64)  # fold index 0 = this outer fold's test rows
         out[fold_of_row == f] = oof_network(ds, best, 1 - is_test, 1, seed)[fold_of_row == f]
     return out, chosen

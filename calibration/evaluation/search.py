@@ -280,10 +280,19 @@ def beats_defaults(study: optuna.Study) -> bool:
     return defaults is None or study.best_value < defaults
 
 
+def recommended_params(study: optuna.Study) -> dict:
+    """The best trial's parameters, or none (keep the current settings) when no trial beat them."""
+    return study.best_params if beats_defaults(study) else {}
+
+
+def recommended_nll(study: optuna.Study) -> float:
+    """The held-out NLL of what `recommended_params` recommends."""
+    return min(study.best_value, study.user_attrs.get("defaults_nll", study.best_value))
+
+
 def best_overrides(study: optuna.Study) -> dict[str, dict]:
-    """The best trial's parameters split into the `network` and `train` config groups; none (keep the
-    current settings) when no trial beat them."""
-    params = study.best_params if beats_defaults(study) else {}
+    """`recommended_params` split into the `network` and `train` config groups."""
+    params = recommended_params(study)
     return {"network": {k: v for k, v in params.items() if k in NETWORK_KEYS},
             "train": {k: v for k, v in params.items() if k not in NETWORK_KEYS}}
 
@@ -303,7 +312,7 @@ def run_search(cfg) -> optuna.Study:
         best = best_overrides(study)
         atomic_write_text(out / "best.yaml", yaml.safe_dump(best, sort_keys=False))
         defaults = study.user_attrs["defaults_nll"]
-        summary = {"best_nll": min(study.best_value, defaults), "best_trial_nll": study.best_value,
+        summary = {"best_nll": recommended_nll(study), "best_trial_nll": study.best_value,
                    "defaults_nll": defaults, "kept_defaults": not beats_defaults(study), "best": best,
                    "finished_trials": _finished(study), "seconds": time.perf_counter() - start, "storage": storage,
                    "study": cfg.search.study}
