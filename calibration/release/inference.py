@@ -1,0 +1,159 @@
+"""Prediction-powered inference (PPI++) for the mean of a release, with conversations as the sampling unit.
+
+The release is N conversations with m_c assistant turns each (M turns in all). For every turn the
+calibrator gives a prediction f(t); on a random sample of n conversations (inclusion probability pi_c)
+reviewers also answered, turn by turn. The quantity is theta = the mean over the release's turns of what a
+reviewer would answer. Per conversation:
+    A_c = sum over its turns of f(t)                                         (every conversation)
+    Y_c = m_c * mean over its labelled turns of the reviewers' mean answer   (labelled conversations)
+    F_c = m_c * mean over its labelled turns of the same reviewers' predictions
+The PPI++ estimate (Angelopoulos, Duchi & Zrnic 2024) is
+    theta(lam) = lam * sum(A)/M + sum_S d_c (Y_c - lam F_c) / sum_S d_c m_c,    d_c = 1 / pi_c,
+the calibrator's mean over all turns plus a correction measured on the sample (a Hajek ratio, so
+conversations of different lengths count by their turns). Its variance is taken by linearisation with the
+conversation as the unit, so labels of one conversation (several turns, several reviewers) are never
+treated as independent; lam minimises it (power tuning, clipped to [0, 1]): lam = 0 is the humans-only
+estimate, lam = 1 plain PPI. Intervals use Student's t with n - 1 degrees of freedom and the unbiased
+(n - 1) variance, which the small samples of a release review need; with singleton conversations,
+`ddof=0` and `quantile="normal"` this is exactly ppi-python's `ppi_mean_ci` / `classical_mean_ci`
+(tests/calibration/test_release_inference.py checks it).
+
+The imputed term treats the release as a draw from the chatbot's behaviour (as ppi-python does); for the
+finite set of turns itself that variance is zero, so the interval is slightly conservative there.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["ClusterSample", "Interval", "classical_mean", "difference", "effective_labels", "ppi_mean"]
+
+
+@dataclass(frozen=True)
+class ClusterSample:
+    """Per-conversation totals of one quantity (see the module docstring)."""
+
+    A: np.ndarray
+    """(N,) sum of the calibrator's predictions over each conversation's turns, every conversation."""
+    m_all: np.ndarray
+    """(N,) turns of each conversation."""
+    Y: np.ndarray
+    """(n,) estimated total of the reviewers' answers in each labelled conversation."""
+    F: np.ndarray
+    """(n,) the same total of the predictions for the same reviewers."""
+    m_lab: np.ndarray
+    """(n,) turns of each labelled conversation."""
+    pi: np.ndarray | None = None
+    """(n,) inclusion probability of each labelled conversation; None: a uniform sample."""
+
+    @property
+    def n(self) -> int:
+        return len(self.Y)
+
+    @property
+    def N(self) -> int:
+        return len(self.A)
+
+
+@dataclass(frozen=True)
+class Interval:
+    estimate: float
+    low: float
+    high: float
+    se: float
+    lam: float | None = None
+    df: float | None = None
+
+    def as_dict(self) -> dict:
+        return {k: v for k, v in asdict(self).items() if v is not None}
+
+    @property
+    def width(self) -> float:
+        return self.high - self.low
+
+
+def ppi_mean(
+    s: ClusterSample, *, alpha: float = 0.1, lam: float | None = None, ddof: int = 1, quantile: str = "t"
+) -> Interval:
+    """The PPI++ estimate and (1 - alpha) interval of the per-turn mean; lam None: power-tuned."""
+    parts = _parts(s, ddof)
+    if lam is None:
+        lam = _tuned_lam(parts)
+    estimate = lam * parts["A_bar"] + parts["rho_Y"] - lam * parts["rho_F"]
+    var = lam**2 * parts["V_A"] + parts["c"] * (parts["S_aa"] - 2 * lam * parts["S_ab"] + lam**2 * parts["S_bb"])
+    return _interval(estimate, math.sqrt(max(var, 0.0)), s.n, alpha, quantile, lam=float(lam))
+
+
+def classical_mean(s: ClusterSample, *, alpha: float = 0.1, ddof: int = 1, quantile: str = "t") -> Interval:
+    """The humans-only (Hajek ratio) estimate and interval from the labelled conversations alone."""
+    parts = _parts(s, ddof)
+    return _interval(parts["rho_Y"], math.sqrt(max(parts["c"] * parts["S_aa"], 0.0)), s.n, alpha, quantile)
+
+
+def difference(a: Interval, b: Interval, *, alpha: float = 0.1) -> dict:
+    """a - b for two independent samples (two releases), with Welch-Satterthwaite degrees of freedom
+    and a two-sided p-value for "no difference"."""
+    se = math.sqrt(a.se**2 + b.se**2)
+    estimate = a.estimate - b.estimate
+    parts = [(x.se**2) ** 2 / x.df for x in (a, b) if x.df]
+    df = (se**2) ** 2 / sum(parts) if parts and se > 0 else math.inf
+    q = stats.t.ppf(1 - alpha / 2, df) if math.isfinite(df) else stats.norm.ppf(1 - alpha / 2)
+    if se > 0:
+        z = abs(estimate) / se
+        p = float(2 * (stats.t.sf(z, df) if math.isfinite(df) else stats.norm.sf(z)))
+    else:
+        p = 1.0 if estimate == 0 else 0.0
+    return {"estimate": estimate, "low": estimate - q * se, "high": estimate + q * se, "p": p, "se": se}
+
+
+def effective_labels(n: int, humans: Interval, ppi: Interval) -> float:
+    """The number of labelled conversations a humans-only interval would need for ppi's width."""
+    if ppi.width <= 0:
+        return math.inf
+    return n * (humans.width / ppi.width) ** 2
+
+
+def _parts(s: ClusterSample, ddof: int) -> dict:
+    """The sums both estimators are built from (linearised Hajek ratios; see the module docstring)."""
+    n = s.n
+    if n <= ddof:
+        raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
+    d = np.ones(n) if s.pi is None else 1.0 / np.asarray(s.pi, float)
+    m_lab, m_all = np.asarray(s.m_lab, float), np.asarray(s.m_all, float)
+    D = float((d * m_lab).sum())
+    rho_Y = float((d * s.Y).sum()) / D
+    rho_F = float((d * s.F).sum()) / D
+    a = d * (s.Y - rho_Y * m_lab)
+    b = d * (s.F - rho_F * m_lab)
+    a, b = a - a.mean(), b - b.mean()
+    A_bar = float(s.A.sum() / m_all.sum())
+    g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
+    V_A = float(g.var(ddof=ddof if s.N > ddof else 0) / s.N)
+    return {
+        "rho_Y": rho_Y, "rho_F": rho_F, "A_bar": A_bar, "V_A": V_A,
+        "S_aa": float(a @ a) / D**2, "S_bb": float(b @ b) / D**2, "S_ab": float(a @ b) / D**2,
+        "c": n / (n - ddof),
+    }
+
+
+def _tuned_lam(parts: dict) -> float:
+    """The lam in [0, 1] that minimises the estimate's variance lam^2 V_A + c (S_aa - 2 lam S_ab + lam^2 S_bb)."""
+    denom = parts["V_A"] + parts["c"] * parts["S_bb"]
+    if denom <= 0:
+        return 0.0
+    return float(np.clip(parts["c"] * parts["S_ab"] / denom, 0.0, 1.0))
+
+
+def _interval(estimate: float, se: float, n: int, alpha: float, quantile: str, *, lam: float | None = None) -> Interval:
+    if quantile == "t":
+        df = float(n - 1)
+        q = float(stats.t.ppf(1 - alpha / 2, df))
+    elif quantile == "normal":
+        df, q = None, float(stats.norm.ppf(1 - alpha / 2))
+    else:
+        raise ValueError(f"quantile={quantile!r}: use 't' or 'normal'.")
+    return Interval(float(estimate), float(estimate - q * se), float(estimate + q * se), float(se), lam, df)
