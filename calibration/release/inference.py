@@ -132,7 +132,7 @@ def _parts(s: ClusterSample, ddof: int) -> dict:
     a, b = a - a.mean(), b - b.mean()
     A_bar = float(s.A.sum() / m_all.sum())
     g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
-    V_A = float(g.var(ddof=ddof if s.N > ddof else 0) / s.N)
+    V_A = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N)
     return {
         "rho_Y": rho_Y, "rho_F": rho_F, "A_bar": A_bar, "V_A": V_A,
         "S_aa": float(a @ a) / D**2, "S_bb": float(b @ b) / D**2, "S_ab": float(a @ b) / D**2,
