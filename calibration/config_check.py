@@ -229,6 +229,7 @@ RULES: dict[str, Rule] = {
     "alpha": number(above=0, below=1),
     "fail_under": number(0, 1, optional=True),
     "fail_if_worse": boolean(),
+    "population": choice("finite", "process"),
     # search
     "search.trials": integer(1),
     "search.inner_folds": integer(2, 100),

@@ -34,6 +34,12 @@ QUANTITY_NOTE = (
     "linearised variance and Student's t on n - 1 degrees of freedom), and is valid only if the labelled "
     "conversations are a random sample the calibrator never trained on."
 )
+POPULATION_NOTE = {
+    "finite": "Intervals are for this release's own turns (finite population: they narrow to a point as the "
+    "whole release gets labelled).",
+    "process": "Intervals are for the chatbot's behaviour that this release is a draw of (population=process): "
+    "wider than for the release's own turns.",
+}
 
 
 class GateFailed(InputError):
@@ -43,25 +49,29 @@ class GateFailed(InputError):
 
 
 def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
-                     plan=None, allow_judge_mismatch: bool = False) -> dict:
+                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False) -> dict:
     """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
     labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
     baseline: another release directory, for the difference; plan: its sampling plan (default
-    DATA/sample_plan.csv where it exists, else a uniform sample is assumed)."""
+    DATA/sample_plan.csv where it exists, else a uniform sample is assumed); population: "finite" (this
+    release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py)."""
     from calibration import load_model
 
     if not 0 < alpha < 1:
         raise InputError(f"alpha={alpha} is not in (0, 1).", fix="pass alpha=0.1 for 90% intervals.")
+    if population not in POPULATION_NOTE:
+        raise InputError(f"population={population!r}.", fix="use population=finite or population=process.")
     model = load_model(model) if isinstance(model, str | Path) else model
-    result = _release(data, model, alpha, adheres_at, plan, allow_judge_mismatch, what="the release")
+    options = {"alpha": alpha, "population": population}
+    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release")
     if baseline is not None:
-        base = _release(baseline, model, alpha, adheres_at, None, allow_judge_mismatch, what="the baseline")
+        base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
         result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
         result["difference"] = {k: _difference(result[k], base[k], alpha) for k in KINDS}
     return result
 
 
-def _release(data, model, alpha, adheres_at, plan, allow_mismatch, *, what) -> dict:
+def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) -> dict:
     from calibration import load_dataset
     from calibration.decide import default_adheres_at
     from calibration.model.provenance import refuse_overlap
@@ -88,29 +98,30 @@ def _release(data, model, alpha, adheres_at, plan, allow_mismatch, *, what) -> d
     turns = {kind: question_turns(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target]) for kind in KINDS}
     roles = _roles(root)
     result = {
-        "data": str(root), "alpha": alpha, "target": rubric.target, "adheres_at": cut[rubric.target],
-        **{kind: _block(turns[kind], alpha, pi_of) for kind in KINDS},
-        "by_role": {role: {kind: _block(turns[kind], alpha, pi_of, convs) for kind in KINDS}
+        "data": str(root), "alpha": options["alpha"], "population": options["population"],
+        "target": rubric.target, "adheres_at": cut[rubric.target],
+        **{kind: _block(turns[kind], options, pi_of) for kind in KINDS},
+        "by_role": {role: {kind: _block(turns[kind], options, pi_of, convs) for kind in KINDS}
                     for role, convs in sorted(roles.items()) if release & convs},
         "by_question": {},
         "sampling": "inclusion probabilities from " + str(plan_path) if pi_of else
         ("uniform (" + (str(plan_path) if plan_path else "no sampling plan given; a simple random sample of "
                         "conversations is assumed") + ")"),
-        "note": QUANTITY_NOTE,
+        "note": QUANTITY_NOTE + " " + POPULATION_NOTE[options["population"]],
         "training_overlap_checked": bool(checked),
     }
     for q, question in enumerate(rubric.questions):
         if q != t and (ds.answers[:, q] >= 0).any():
             result["by_question"][question.id] = {
                 "adheres_at": cut[question.id],
-                **{kind: _block(question_turns(model, ds, X, q, kind=kind, adheres_at=cut[question.id]), alpha, pi_of)
+                **{kind: _block(question_turns(model, ds, X, q, kind=kind, adheres_at=cut[question.id]), options, pi_of)
                    for kind in KINDS}}
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
 
 
-def _block(turns: QuestionTurns, alpha: float, pi_of, conversations=None) -> dict:
+def _block(turns: QuestionTurns, options: dict, pi_of, conversations=None) -> dict:
     """calibrator / humans / ppi for one quantity over all turns (or the conversations named)."""
     keep = slice(None) if conversations is None else np.isin(turns.conversation, list(conversations))
     n_conv = len(np.unique(turns.conversation[keep]))
@@ -127,7 +138,7 @@ def _block(turns: QuestionTurns, alpha: float, pi_of, conversations=None) -> dic
         block["note"] = "fewer than 2 labelled conversations: no interval."
         return block
     sample = turns.sample(pi_of, conversations)
-    humans, ppi = classical_mean(sample, alpha=alpha), ppi_mean(sample, alpha=alpha)
+    humans, ppi = classical_mean(sample, **options), ppi_mean(sample, **options)
     block["humans"] = {"estimate": humans.estimate, "low": humans.low, "high": humans.high}
     block["ppi"] = {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam}
     block["effective_labels"] = effective_labels(len(labelled), humans, ppi)
@@ -189,6 +200,7 @@ def run_estimate(cfg) -> Path:
         result = estimate_release(cfg.data, cfg.model, alpha=float(cfg.alpha),
                                   adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
                                   baseline=cfg.get("baseline"), plan=cfg.get("plan"),
+                                  population=str(cfg.get("population", "finite")),
                                   allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)))
         failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
         result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),

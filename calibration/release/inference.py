@@ -15,11 +15,16 @@ conversation as the unit, so labels of one conversation (several turns, several 
 treated as independent; lam minimises it (power tuning, clipped to [0, 1]): lam = 0 is the humans-only
 estimate, lam = 1 plain PPI. Intervals use Student's t with n - 1 degrees of freedom and the unbiased
 (n - 1) variance, which the small samples of a release review need; with singleton conversations,
-`ddof=0` and `quantile="normal"` this is exactly ppi-python's `ppi_mean_ci` / `classical_mean_ci`
+`ddof=0`, `quantile="normal"` and `population="process"` this is exactly ppi-python's `ppi_mean_ci` / `classical_mean_ci`
 (tests/calibration/test_release_inference.py checks it).
 
-The imputed term treats the release as a draw from the chatbot's behaviour (as ppi-python does); for the
-finite set of turns itself that variance is zero, so the interval is slightly conservative there.
+Two quantities, two variances (`population`):
+- "finite" (default): the release itself, its N conversations. The calibrator's mean over them is known
+  exactly, and the correction's variance carries the finite-population factor (1 - pi_c) per conversation
+  (1 - n/N for a uniform sample), so the interval narrows to zero as the whole release gets labelled.
+- "process": the chatbot's behaviour that the release is a draw of (as ppi-python treats its unlabelled
+  data): the imputed mean has variance too, and no finite-population factor. Wider; for statements about
+  conversations like these beyond the release.
 """
 
 from __future__ import annotations
@@ -77,10 +82,11 @@ class Interval:
 
 
 def ppi_mean(
-    s: ClusterSample, *, alpha: float = 0.1, lam: float | None = None, ddof: int = 1, quantile: str = "t"
+    s: ClusterSample, *, alpha: float = 0.1, lam: float | None = None, ddof: int = 1, quantile: str = "t",
+    population: str = "finite",
 ) -> Interval:
     """The PPI++ estimate and (1 - alpha) interval of the per-turn mean; lam None: power-tuned."""
-    parts = _parts(s, ddof)
+    parts = _parts(s, ddof, population)
     if lam is None:
         lam = _tuned_lam(parts)
     estimate = lam * parts["A_bar"] + parts["rho_Y"] - lam * parts["rho_F"]
@@ -88,9 +94,10 @@ def ppi_mean(
     return _interval(estimate, math.sqrt(max(var, 0.0)), s.n, alpha, quantile, lam=float(lam))
 
 
-def classical_mean(s: ClusterSample, *, alpha: float = 0.1, ddof: int = 1, quantile: str = "t") -> Interval:
+def classical_mean(s: ClusterSample, *, alpha: float = 0.1, ddof: int = 1, quantile: str = "t",
+                   population: str = "finite") -> Interval:
     """The humans-only (Hajek ratio) estimate and interval from the labelled conversations alone."""
-    parts = _parts(s, ddof)
+    parts = _parts(s, ddof, population)
     return _interval(parts["rho_Y"], math.sqrt(max(parts["c"] * parts["S_aa"], 0.0)), s.n, alpha, quantile)
 
 
@@ -117,12 +124,15 @@ def effective_labels(n: int, humans: Interval, ppi: Interval) -> float:
     return n * (humans.width / ppi.width) ** 2
 
 
-def _parts(s: ClusterSample, ddof: int) -> dict:
+def _parts(s: ClusterSample, ddof: int, population: str) -> dict:
     """The sums both estimators are built from (linearised Hajek ratios; see the module docstring)."""
+    if population not in ("finite", "process"):
+        raise ValueError(f"population={population!r}: use 'finite' or 'process'.")
     n = s.n
     if n <= ddof:
         raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
-    d = np.ones(n) if s.pi is None else 1.0 / np.asarray(s.pi, float)
+    pi = np.full(n, n / s.N) if s.pi is None else np.asarray(s.pi, float)
+    d = 1.0 / pi
     m_lab, m_all = np.asarray(s.m_lab, float), np.asarray(s.m_all, float)
     D = float((d * m_lab).sum())
     rho_Y = float((d * s.Y).sum()) / D
@@ -131,11 +141,14 @@ def _parts(s: ClusterSample, ddof: int) -> dict:
     b = d * (s.F - rho_F * m_lab)
     a, b = a - a.mean(), b - b.mean()
     A_bar = float(s.A.sum() / m_all.sum())
-    g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
-    V_A = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N)
+    if population == "finite":  # the release's own mean: imputed exactly, each draw's share of it known
+        V_A, fpc = 0.0, np.clip(1.0 - pi, 0.0, 1.0)
+    else:
+        g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
+        V_A, fpc = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N), np.ones(n)
     return {
         "rho_Y": rho_Y, "rho_F": rho_F, "A_bar": A_bar, "V_A": V_A,
-        "S_aa": float(a @ a) / D**2, "S_bb": float(b @ b) / D**2, "S_ab": float(a @ b) / D**2,
+        "S_aa": float(fpc @ (a * a)) / D**2, "S_bb": float(fpc @ (b * b)) / D**2, "S_ab": float(fpc @ (a * b)) / D**2,
         "c": n / (n - ddof),
     }
 

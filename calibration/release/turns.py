@@ -18,7 +18,7 @@ import torch
 
 from calibration.release.inference import ClusterSample
 
-__all__ = ["QuestionTurns", "question_turns"]
+__all__ = ["QuestionTurns", "ReviewerPredictions", "question_turns", "reviewer_predictions"]
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,45 @@ class QuestionTurns:
         return np.unique(self.conversation[has])
 
 
-def question_turns(model, ds, X: torch.Tensor, question: int, *, kind: str, adheres_at: float) -> QuestionTurns:
+@dataclass(frozen=True)
+class ReviewerPredictions:
+    """One question's predictions for every reviewer of a release's labels, and the labels themselves, so
+    that the per-turn values of any labelled sample of them are a few array operations."""
+
+    conversation: np.ndarray
+    """(N_items,) conversation id of each turn."""
+    P: np.ndarray
+    """(N_items, C) the prediction of each turn for each reviewer column (model judge index `columns`)."""
+    calibrator: np.ndarray
+    raw: np.ndarray
+    row_item: np.ndarray
+    """(R,) item of each label row answering the question."""
+    row_column: np.ndarray
+    """(R,) its reviewer's column in P."""
+    row_value: np.ndarray
+    """(R,) its value (1[answer >= adheres_at] or the answer)."""
+
+    def turns(self, rows: np.ndarray | None = None) -> QuestionTurns:
+        """The per-turn values with the label rows selected by the boolean mask `rows` (default all)."""
+        item, column, value = self.row_item, self.row_column, self.row_value
+        if rows is not None:
+            item, column, value = item[rows], column[rows], value[rows]
+        n_items = len(self.conversation)
+        per_turn = np.bincount(item, minlength=n_items).astype(float)
+        labelled = per_turn > 0
+        human = np.full(n_items, np.nan)
+        same = np.full(n_items, np.nan)
+        human[labelled] = np.bincount(item, weights=value, minlength=n_items)[labelled] / per_turn[labelled]
+        same_pred = self.P[item, column]
+        same[labelled] = np.bincount(item, weights=same_pred, minlength=n_items)[labelled] / per_turn[labelled]
+        # Each labelled turn spreads one unit of weight over its reviewers: their share of the reviewer draw.
+        share = np.bincount(column, weights=1.0 / per_turn[item], minlength=self.P.shape[1]) if len(item) else None
+        imputed = self.P.mean(1) if share is None else self.P @ (share / share.sum())
+        return QuestionTurns(self.conversation, imputed, self.calibrator, self.raw, human, same)
+
+
+def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str,
+                         adheres_at: float) -> ReviewerPredictions:
     """kind "rate": P(answer >= adheres_at) and 1[answer >= adheres_at]; kind "mean": the expected and the
     actual answer value."""
     values = ds.option_values()[question, : int(ds.n_options[question])]
@@ -78,25 +116,16 @@ def question_turns(model, ds, X: torch.Tensor, question: int, *, kind: str, adhe
         return np.asarray(p, float) @ score
 
     rows = np.flatnonzero(ds.answers[:, question] >= 0)
-    label_value = score[ds.answers[rows, question]]
-    label_item = ds.label_item[rows]
     reviewer = np.array([model.judge_index(ds.judges[j]) for j in ds.label_judge[rows]], dtype=np.int64)
-    columns = np.unique(reviewer) if len(rows) else np.array([-1])
-    P = np.stack([predicted(int(j)) for j in columns], axis=1)  # (N_items, reviewers of the sample)
-    same_pred = P[label_item, np.searchsorted(columns, reviewer)] if len(rows) else np.zeros(0)
-
-    per_turn = np.bincount(label_item, minlength=n_items).astype(float)
-    human = np.full(n_items, np.nan)
-    same = np.full(n_items, np.nan)
-    labelled = per_turn > 0
-    human[labelled] = (np.bincount(label_item, weights=label_value, minlength=n_items) / np.maximum(per_turn, 1))[labelled]
-    same[labelled] = (np.bincount(label_item, weights=same_pred, minlength=n_items) / np.maximum(per_turn, 1))[labelled]
-    # Each labelled turn spreads one unit of weight over its reviewers: their share of the reviewer draw.
-    share = np.bincount(np.searchsorted(columns, reviewer), weights=1.0 / per_turn[label_item],
-                        minlength=len(columns)) if len(rows) else np.ones(1)
-    imputed = P @ (share / share.sum())
-
+    columns = np.unique(np.append(reviewer, -1))  # -1, the population model, for a sample with no reviewer
+    P = np.stack([predicted(int(j)) for j in columns], axis=1)
     panel = range(len(model.judges)) if model.judges and model.settings.personalised else [-1]
-    calibrator = np.mean([predicted(j) for j in panel], axis=0)
+    calibrator = np.mean([P[:, np.searchsorted(columns, j)] if j in columns else predicted(j) for j in panel], axis=0)
     raw = ds.probs[:, question, : len(values)].astype(float) @ score
-    return QuestionTurns(ds.items["conversation_id"].to_numpy(), imputed, calibrator, raw, human, same)
+    return ReviewerPredictions(ds.items["conversation_id"].to_numpy(), P, calibrator, raw, ds.label_item[rows],
+                               np.searchsorted(columns, reviewer), score[ds.answers[rows, question]])
+
+
+def question_turns(model, ds, X: torch.Tensor, question: int, *, kind: str, adheres_at: float) -> QuestionTurns:
+    """The per-turn values of one question and quantity with all of `ds`'s labels."""
+    return reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at).turns()

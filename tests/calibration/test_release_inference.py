@@ -28,7 +28,7 @@ def _singletons(seed: int, n: int = 40, N: int = 400) -> tuple[ClusterSample, np
 @pytest.mark.parametrize("lam", [0.0, 0.3, 1.0])
 def test_singletons_equal_ppi_python(seed, lam):
     s, Y, F, A = _singletons(seed)
-    mine = ppi_mean(s, lam=lam, alpha=0.1, ddof=0, quantile="normal")
+    mine = ppi_mean(s, lam=lam, alpha=0.1, ddof=0, quantile="normal", population="process")
     low, high = ppi_py.ppi_mean_ci(Y, F, A, alpha=0.1, lam=lam)
     assert mine.low == pytest.approx(float(low[0]), abs=1e-12)
     assert mine.high == pytest.approx(float(high[0]), abs=1e-12)
@@ -38,7 +38,7 @@ def test_singletons_equal_ppi_python(seed, lam):
 @pytest.mark.parametrize("seed", range(5))
 def test_humans_only_equals_classical_interval(seed):
     s, Y, _, _ = _singletons(seed)
-    mine = classical_mean(s, alpha=0.1, ddof=0, quantile="normal")
+    mine = classical_mean(s, alpha=0.1, ddof=0, quantile="normal", population="process")
     low, high = ppi_py.classical_mean_ci(Y, alpha=0.1)
     assert (mine.low, mine.high) == pytest.approx((float(low), float(high)), abs=1e-12)
 
@@ -59,7 +59,7 @@ def _clustered_release(rng, N=300, bias=0.15):
     that is biased by `bias` and noisy; returns per-turn truth and predictions."""
     m = rng.integers(1, 9, size=N)
     conv = np.repeat(np.arange(N), m)
-    effect = rng.normal(0, 1.0, size=N)[conv]
+    effect = rng.normal(0, 1.5, size=N)[conv]
     p_true = 1 / (1 + np.exp(-(0.3 + effect + rng.normal(0, 0.5, size=len(conv)))))
     y = (rng.uniform(size=len(conv)) < p_true).astype(float)
     f = np.clip(p_true + bias + rng.normal(0, 0.1, size=len(conv)), 0, 1)
@@ -96,6 +96,23 @@ def test_clustered_coverage_holds_with_a_biased_calibrator():
     assert cover_naive / draws < cover_humans / draws - 0.05  # clustering matters on this data
 
 
+def test_finite_release_interval_holds_its_level_when_most_of_it_is_labelled():
+    rng = np.random.default_rng(3)
+    conv, m, y, f = _clustered_release(rng, N=60, bias=0.1)
+    truth = y.mean()
+    cover, widths, process_widths = 0, [], []
+    for _ in range(400):
+        s = _sample(conv, m, y, f, rng.choice(60, size=40, replace=False))
+        est = ppi_mean(s)
+        cover += est.low <= truth <= est.high
+        widths.append(est.width)
+        process_widths.append(ppi_mean(s, population="process").width)
+    assert 0.86 <= cover / 400 <= 0.97  # near nominal, not the near-1 of an interval without the (1 - n/N) factor
+    assert np.mean(widths) < 0.8 * np.mean(process_widths)
+    whole = ppi_mean(_sample(conv, m, y, f, np.arange(60)))
+    assert whole.estimate == pytest.approx(truth) and whole.width == pytest.approx(0.0, abs=1e-12)
+
+
 def test_inclusion_probabilities_remove_the_bias_of_an_unequal_sample():
     rng = np.random.default_rng(1)
     conv, m, y, f = _clustered_release(rng, bias=0.0)
@@ -118,11 +135,12 @@ def test_two_releases_with_the_same_truth_cover_zero():
         releases = []
         for _ in range(2):
             conv, m, y, f = _clustered_release(rng, N=150)
-            releases.append(ppi_mean(_sample(conv, m, y, f, rng.choice(len(m), size=25, replace=False))))
+            picked = rng.choice(len(m), size=25, replace=False)
+            releases.append(ppi_mean(_sample(conv, m, y, f, picked), population="process"))
         d = difference(*releases, alpha=0.1)
         covered += d["low"] <= 0 <= d["high"]
         assert 0 <= d["p"] <= 1
-    # Each release is its own draw from the same process: the superpopulation difference is 0.
+    # Each release is its own draw from the same process: the process-level difference is 0.
     assert covered / draws >= 0.86
 
 
