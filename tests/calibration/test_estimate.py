@@ -15,6 +15,7 @@ from calibration.release import estimate_release
 from tests.calibration.conftest import make_native_dataset
 
 ROLES = ("support agent", "tutor")
+JUDGE = {"backend": "chat", "model": "judge-a", "base_url_host": "127.0.0.1:8000", "answer_mode": "auto"}
 
 
 def _split(src: Path, dst: Path, conversations: list[str], *, labelled: list[str] | None = None) -> Path:
@@ -44,6 +45,8 @@ def release(tmp_path_factory):
     train = _split(data, root / "train", ids[:30])
     rel = _split(data, root / "release", ids[30:60], labelled=ids[30:46])
     base = _split(data, root / "baseline", ids[60:90], labelled=ids[60:90:2])
+    for folder in (train, rel, base):  # gathered by one judge; the model records it
+        (folder / "gather_summary.json").write_text(json.dumps({"judge_identity": JUDGE}))
     model = root / "model"
     assert main(["train", f"data={train}", f"out={model}", "train.ensemble=2", "train.pretrain_steps=30",
                  "train.finetune_steps=30"]) == 0
@@ -164,6 +167,10 @@ def test_refusals(release, tmp_path, capsys):
     # fewer than 2 labelled conversations
     one = _split(release["data"], tmp_path / "one", release["ids"][30:60], labelled=release["ids"][30:31])
     _refused(["estimate", f"data={one}", model], tmp_path, capsys, "at least 2")
+    # distributions from another judge than the model's
+    other_judge = _split(release["data"], tmp_path / "judge_b", release["ids"][30:60], labelled=release["ids"][30:40])
+    (other_judge / "gather_summary.json").write_text(json.dumps({"judge_identity": {**JUDGE, "model": "judge-b"}}))
+    _refused(["estimate", f"data={other_judge}", model], tmp_path, capsys, "another judge")
     # alpha outside (0, 1)
     _refused(["estimate", f"data={release['release']}", model, "alpha=1.5"], tmp_path, capsys, "alpha")
     # a model and a baseline with another rubric
