@@ -13,8 +13,9 @@ the truth. n is skipped where the release has fewer than n + 1 conversations.
   whose judge-expected Q0 is in the top 70% / bottom 70%, the release is the other 30%);
 - new_chatbot: the bundled role-adherence benchmark (offline embedding judge), leave one role out: the
   release is a role (chatbot) the calibrator never saw, for each of the 4 roles, pooled.
-`same_truth_difference`: two disjoint samples of n conversations of the same release compared as two
-releases (`baseline=`); the share of draws whose difference interval covers 0 (the truth).
+`same_truth_difference_covers_0`: the release split at random into two halves, two releases of the same
+chatbot, n conversations labelled in each and compared as `baseline=` does; the share of draws whose
+difference interval covers 0 (n is skipped where a half has n conversations or fewer).
 
     python benchmarks/estimate.py [--draws 500] [--n 10 20 40 80] [--only llm_rubric_in_distribution,...]
         [--work DIR] [--out FILE]
@@ -91,14 +92,12 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
     model = load_model(model_dir)
     ds = load_dataset(release_dir, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
-    cut = 3.0 if model.rubric.target != "overall" else 3.0
     out: dict = {}
     for kind in ("rate", "mean"):
-        preds = reviewer_predictions(model, ds, X, ds.target_index, kind=kind, adheres_at=cut)
-        full = preds.turns()
-        labelled = ~np.isnan(full.human)
-        truth = float(full.human[labelled].mean())
-        convs = np.unique(preds.conversation[labelled])
+        preds = reviewer_predictions(model, ds, X, ds.target_index, kind=kind, adheres_at=3.0)
+        truth = preds.human_mean()
+        labelled_items = np.unique(preds.row_item)
+        convs = np.unique(preds.conversation)
         row_conv = preds.conversation[preds.row_item]
         rng = np.random.default_rng(seed)
         per_n: dict = {}
@@ -108,9 +107,8 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
                 continue
             stats = {k: [] for k in ("humans_cover", "ppi_cover", "humans_width", "ppi_width", "eff", "lam", "diff_cover")}
             for _ in range(draws):
-                picked = rng.choice(convs, size=min(2 * n, len(convs)), replace=False)
-                first = picked[:n]
-                sample = preds.turns(np.isin(row_conv, first)).sample(conversations=None)
+                picked = rng.choice(convs, size=n, replace=False)
+                sample = preds.sample(np.isin(row_conv, picked))
                 humans, ppi = classical_mean(sample, alpha=alpha), ppi_mean(sample, alpha=alpha)
                 stats["humans_cover"].append(humans.low <= truth <= humans.high)
                 stats["ppi_cover"].append(ppi.low <= truth <= ppi.high)
@@ -118,10 +116,8 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
                 stats["ppi_width"].append(ppi.width)
                 stats["eff"].append(effective_labels(n, humans, ppi))
                 stats["lam"].append(ppi.lam)
-                if len(picked) == 2 * n:  # a second, disjoint sample of the same release: same truth
-                    other = ppi_mean(preds.turns(np.isin(row_conv, picked[n:])).sample(), alpha=alpha)
-                    d = difference(ppi, other, alpha=alpha)
-                    stats["diff_cover"].append(d["low"] <= 0 <= d["high"])
+                if 2 * (n + 1) <= len(convs):
+                    stats["diff_cover"].append(_same_truth_difference(preds, convs, row_conv, n, alpha, rng))
             per_n[str(n)] = {
                 "humans_coverage": float(np.mean(stats["humans_cover"])),
                 "ppi_coverage": float(np.mean(stats["ppi_cover"])),
@@ -134,13 +130,26 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
             }
         out[kind] = {
             "truth": truth,
-            "calibrator_bias": float(full.calibrator[labelled].mean() - truth),
-            "raw_judge_bias": float(full.raw[labelled].mean() - truth),
+            "calibrator_bias": float(preds.calibrator[labelled_items].mean() - truth),
+            "raw_judge_bias": float(preds.raw[labelled_items].mean() - truth),
             "n_release_conversations": int(len(convs)),
-            "n_release_turns": int(labelled.sum()),
+            "n_release_turns": int(len(labelled_items)),
             "by_n": per_n,
         }
     return out
+
+
+def _same_truth_difference(preds, convs, row_conv, n, alpha, rng) -> bool:
+    """Two releases of the same chatbot: the release's conversations split at random in two halves, n labelled
+    in each; does the difference's interval (each release a draw of the behaviour) cover 0?"""
+    halves = np.array_split(rng.permutation(convs), 2)
+    estimates = []
+    for half in halves:
+        picked = rng.choice(half, size=n, replace=False)
+        sample = preds.sample(np.isin(row_conv, picked), conversations=half)
+        estimates.append(ppi_mean(sample, alpha=alpha, population="process"))
+    d = difference(*estimates, alpha=alpha)
+    return bool(d["low"] <= 0 <= d["high"])
 
 
 def pooled(parts: list[dict]) -> dict:

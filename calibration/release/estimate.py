@@ -19,7 +19,7 @@ import torch
 
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
 from calibration.release.plan import PLAN_FILE, read_plan
-from calibration.release.turns import QuestionTurns, question_turns
+from calibration.release.turns import ReviewerPredictions, reviewer_predictions
 from rubric.errors import InputError
 
 __all__ = ["GateFailed", "estimate_release", "run_estimate"]
@@ -95,7 +95,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
     cut = {q.id: default_adheres_at(q) for q in rubric.questions}
     if adheres_at is not None:
         cut[rubric.target] = float(adheres_at)
-    turns = {kind: question_turns(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target]) for kind in KINDS}
+    turns = {kind: reviewer_predictions(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target]) for kind in KINDS}
     roles = _roles(root)
     result = {
         "data": str(root), "alpha": options["alpha"], "population": options["population"],
@@ -114,41 +114,44 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
         if q != t and (ds.answers[:, q] >= 0).any():
             result["by_question"][question.id] = {
                 "adheres_at": cut[question.id],
-                **{kind: _block(question_turns(model, ds, X, q, kind=kind, adheres_at=cut[question.id]), options, pi_of)
+                **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id]), options,
+                                pi_of)
                    for kind in KINDS}}
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
 
 
-def _block(turns: QuestionTurns, options: dict, pi_of, conversations=None) -> dict:
+def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None) -> dict:
     """calibrator / humans / ppi for one quantity over all turns (or the conversations named)."""
-    keep = slice(None) if conversations is None else np.isin(turns.conversation, list(conversations))
-    n_conv = len(np.unique(turns.conversation[keep]))
-    labelled = turns.labelled_conversations(conversations)
+    keep = preds.scope(conversations)
+    labelled = preds.labelled_conversations(conversations=conversations)
     block = {
-        "calibrator": float(turns.calibrator[keep].mean()),
+        "calibrator": float(preds.calibrator[keep].mean()),
         "calibrator_note": "uncorrected: the mean calibrated prediction over all turns",
-        "judge": float(turns.raw[keep].mean()),
-        "n_labelled_conversations": len(labelled), "n_conversations": n_conv,
-        "n_labelled_turns": int((~np.isnan(turns.human[keep])).sum()), "n_turns": int(np.size(turns.human[keep])),
+        "judge": float(preds.raw[keep].mean()),
+        "n_labelled_conversations": len(labelled), "n_conversations": len(np.unique(preds.conversation[keep])),
+        "n_labelled_turns": len(np.unique(preds.row_item[preds.labelled_rows(conversations=conversations)])),
+        "n_turns": int(keep.sum()),
         "humans": None, "ppi": None,
     }
     if len(labelled) < 2:
         block["note"] = "fewer than 2 labelled conversations: no interval."
         return block
-    sample = turns.sample(pi_of, conversations)
+    sample = preds.sample(conversations=conversations, pi_of=pi_of)
     humans, ppi = classical_mean(sample, **options), ppi_mean(sample, **options)
     block["humans"] = {"estimate": humans.estimate, "low": humans.low, "high": humans.high}
     block["ppi"] = {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam}
     block["effective_labels"] = effective_labels(len(labelled), humans, ppi)
-    block["_intervals"] = (humans, ppi)  # for the difference; dropped before writing
+    # Two releases are compared as draws of their chatbots' behaviour (process level), whatever `population`.
+    block["_process"] = ppi_mean(sample, alpha=options["alpha"], population="process")
     return block
 
 
 def _difference(a: dict, b: dict, alpha: float) -> dict:
-    d = difference(a["_intervals"][1], b["_intervals"][1], alpha=alpha)
-    return {k: d[k] for k in ("estimate", "low", "high", "p")} | {"method": "ppi"}
+    d = difference(a["_process"], b["_process"], alpha=alpha)
+    return {k: d[k] for k in ("estimate", "low", "high", "p")} | {
+        "method": "ppi, each release a draw of its chatbot's behaviour (population=process)"}
 
 
 def _roles(root: Path) -> dict[str, set[str]]:
@@ -181,7 +184,7 @@ def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list
 
 
 def strip_private(value):
-    """Drop the `_intervals` helpers and turn inf/NaN into None (strict JSON)."""
+    """Drop the `_process` helpers and turn inf/NaN into None (strict JSON)."""
     if isinstance(value, dict):
         return {k: strip_private(v) for k, v in value.items() if not k.startswith("_")}
     if isinstance(value, float) and not math.isfinite(value):

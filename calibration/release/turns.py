@@ -3,10 +3,9 @@
 The quantity is what a reviewer of the panel, drawn as the labels' reviewers were, would answer on a turn
 of the release: a rate (P(answer >= adheres_at)) or a mean answer. On a labelled (turn, reviewer) pair the
 human answer is compared with the calibrator's prediction for that same reviewer (the personalised model;
-the population model for a reviewer it never saw). On every turn the calibrator's imputed value is the
-panel mixture: the reviewers' predictions weighted by their share of the labelled sample, so that the
-imputed mean and the corrected predictions are of the same reviewer draw (without that, a panel whose
-reviewers label unevenly would bias the correction).
+the population model for a reviewer it never saw). The imputed value of the release is the mixture of the
+reviewers' predictions in the proportions the sample drew them (calibration/release/inference.py: the
+estimate then counts the reviewer draw in its variance).
 """
 
 from __future__ import annotations
@@ -18,64 +17,22 @@ import torch
 
 from calibration.release.inference import ClusterSample
 
-__all__ = ["QuestionTurns", "ReviewerPredictions", "question_turns", "reviewer_predictions"]
-
-
-@dataclass(frozen=True)
-class QuestionTurns:
-    """Per-turn values of one question and quantity over a release."""
-
-    conversation: np.ndarray
-    """(N_items,) conversation id of each turn."""
-    imputed: np.ndarray
-    """(N_items,) the calibrator's panel-mixture prediction of each turn."""
-    calibrator: np.ndarray
-    """(N_items,) the calibrator's prediction averaged over every training judge (what predict reports)."""
-    raw: np.ndarray
-    """(N_items,) the raw judge's value (its own distribution, uncalibrated)."""
-    human: np.ndarray
-    """(N_items,) reviewers' mean on the turn, NaN where nobody answered this question."""
-    same: np.ndarray
-    """(N_items,) the predictions for those same reviewers, averaged as `human` is, NaN where unlabelled."""
-
-    def sample(self, pi_of: dict[str, float] | None = None, conversations=None) -> ClusterSample:
-        """The per-conversation totals over all conversations (or those named); pi_of: inclusion
-        probabilities of the labelled conversations (None: a uniform sample)."""
-        keep = np.ones(len(self.conversation), bool) if conversations is None else np.isin(
-            self.conversation, list(conversations))
-        conv = self.conversation[keep]
-        ids, inv = np.unique(conv, return_inverse=True)
-        m = np.bincount(inv, minlength=len(ids)).astype(float)
-        A = np.bincount(inv, weights=self.imputed[keep], minlength=len(ids))
-        labelled = ~np.isnan(self.human[keep])
-        L = np.bincount(inv[labelled], minlength=len(ids)).astype(float)
-        Ysum = np.bincount(inv[labelled], weights=self.human[keep][labelled], minlength=len(ids))
-        Fsum = np.bincount(inv[labelled], weights=self.same[keep][labelled], minlength=len(ids))
-        lab = L > 0
-        pi = None if pi_of is None else np.array([pi_of[c] for c in ids[lab]], float)
-        # A conversation's turns unlabelled for this question are estimated by its labelled ones (the
-        # within-conversation mean), so a sample conversation counts by its length in the release.
-        return ClusterSample(A=A, m_all=m, Y=m[lab] * Ysum[lab] / L[lab], F=m[lab] * Fsum[lab] / L[lab],
-                             m_lab=m[lab], pi=pi)
-
-    def labelled_conversations(self, conversations=None) -> np.ndarray:
-        has = ~np.isnan(self.human)
-        if conversations is not None:
-            has &= np.isin(self.conversation, list(conversations))
-        return np.unique(self.conversation[has])
+__all__ = ["ReviewerPredictions", "reviewer_predictions"]
 
 
 @dataclass(frozen=True)
 class ReviewerPredictions:
     """One question's predictions for every reviewer of a release's labels, and the labels themselves, so
-    that the per-turn values of any labelled sample of them are a few array operations."""
+    that the estimate from any labelled sample of them is a few array operations."""
 
     conversation: np.ndarray
     """(N_items,) conversation id of each turn."""
     P: np.ndarray
-    """(N_items, C) the prediction of each turn for each reviewer column (model judge index `columns`)."""
+    """(N_items, C) the prediction of each turn for each reviewer column (a model judge index)."""
     calibrator: np.ndarray
+    """(N_items,) the prediction averaged over every training judge (what predict and RoleAdherence report)."""
     raw: np.ndarray
+    """(N_items,) the raw judge's value (its own distribution, uncalibrated)."""
     row_item: np.ndarray
     """(R,) item of each label row answering the question."""
     row_column: np.ndarray
@@ -83,23 +40,64 @@ class ReviewerPredictions:
     row_value: np.ndarray
     """(R,) its value (1[answer >= adheres_at] or the answer)."""
 
-    def turns(self, rows: np.ndarray | None = None) -> QuestionTurns:
-        """The per-turn values with the label rows selected by the boolean mask `rows` (default all)."""
-        item, column, value = self.row_item, self.row_column, self.row_value
-        if rows is not None:
-            item, column, value = item[rows], column[rows], value[rows]
+    def scope(self, conversations=None) -> np.ndarray:
+        """(N_items,) bool: the turns of the conversations named (all by default)."""
+        if conversations is None:
+            return np.ones(len(self.conversation), bool)
+        return np.isin(self.conversation, list(conversations))
+
+    def labelled_rows(self, rows: np.ndarray | None = None, conversations=None) -> np.ndarray:
+        """(R,) bool: the label rows selected by `rows` (default all) inside the scope."""
+        keep = self.scope(conversations)[self.row_item]
+        return keep if rows is None else keep & rows
+
+    def labelled_conversations(self, rows: np.ndarray | None = None, conversations=None) -> np.ndarray:
+        return np.unique(self.conversation[self.row_item[self.labelled_rows(rows, conversations)]])
+
+    def human_mean(self, rows: np.ndarray | None = None) -> float:
+        """The mean over labelled turns of the reviewers' mean value: the truth when every turn is labelled."""
+        sel = self.labelled_rows(rows)
+        item = self.row_item[sel]
+        per_turn = np.bincount(item, minlength=len(self.conversation))
+        turn_sum = np.bincount(item, weights=self.row_value[sel], minlength=len(self.conversation))
+        return float((turn_sum[per_turn > 0] / per_turn[per_turn > 0]).mean())
+
+    def sample(self, rows: np.ndarray | None = None, conversations=None, pi_of: dict | None = None) -> ClusterSample:
+        """The per-conversation totals with the label rows selected by `rows` (default all), over the turns of
+        the conversations named (default all); pi_of: inclusion probabilities (None: uniform)."""
+        keep = self.scope(conversations)
+        sel = self.labelled_rows(rows, conversations)
+        item, column, value = self.row_item[sel], self.row_column[sel], self.row_value[sel]
+        mu = self.P[keep].mean(0)  # each reviewer's mean prediction over the release's turns
+        ids, conv_of_item = np.unique(self.conversation, return_inverse=True)
         n_items = len(self.conversation)
         per_turn = np.bincount(item, minlength=n_items).astype(float)
+
+        def per_turn_mean(weights):
+            return np.bincount(item, weights=weights, minlength=n_items) / np.maximum(per_turn, 1)
+
         labelled = per_turn > 0
-        human = np.full(n_items, np.nan)
-        same = np.full(n_items, np.nan)
-        human[labelled] = np.bincount(item, weights=value, minlength=n_items)[labelled] / per_turn[labelled]
-        same_pred = self.P[item, column]
-        same[labelled] = np.bincount(item, weights=same_pred, minlength=n_items)[labelled] / per_turn[labelled]
-        # Each labelled turn spreads one unit of weight over its reviewers: their share of the reviewer draw.
-        share = np.bincount(column, weights=1.0 / per_turn[item], minlength=self.P.shape[1]) if len(item) else None
-        imputed = self.P.mean(1) if share is None else self.P @ (share / share.sum())
-        return QuestionTurns(self.conversation, imputed, self.calibrator, self.raw, human, same)
+        human, same, level = per_turn_mean(value), per_turn_mean(self.P[item, column]), per_turn_mean(mu[column])
+        # The imputed mixture: each labelled turn spreads one unit of weight over its reviewers.
+        share = np.bincount(column, weights=1.0 / per_turn[item], minlength=self.P.shape[1])
+        imputed = self.P @ (share / share.sum()) if share.sum() > 0 else self.P.mean(1)
+
+        def per_conv(x, mask):
+            return np.bincount(conv_of_item[mask], weights=x[mask], minlength=len(ids))
+
+        m = per_conv(np.ones(n_items), keep)
+        L = per_conv(np.ones(n_items), keep & labelled)
+        lab = L > 0
+        # A conversation's turns unlabelled for this question are estimated by its labelled ones (the
+        # within-conversation mean), so a sample conversation counts by its length in the release.
+        scale = m[lab] / L[lab]
+        inside = m > 0
+        return ClusterSample(
+            A=per_conv(imputed, keep)[inside], m_all=m[inside],
+            Y=scale * per_conv(human, keep & labelled)[lab], F=scale * per_conv(same, keep & labelled)[lab],
+            V=scale * per_conv(level, keep & labelled)[lab], m_lab=m[lab],
+            pi=None if pi_of is None else np.array([pi_of[c] for c in ids[lab]], float),
+        )
 
 
 def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str,
@@ -124,8 +122,3 @@ def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str
     raw = ds.probs[:, question, : len(values)].astype(float) @ score
     return ReviewerPredictions(ds.items["conversation_id"].to_numpy(), P, calibrator, raw, ds.label_item[rows],
                                np.searchsorted(columns, reviewer), score[ds.answers[rows, question]])
-
-
-def question_turns(model, ds, X: torch.Tensor, question: int, *, kind: str, adheres_at: float) -> QuestionTurns:
-    """The per-turn values of one question and quantity with all of `ds`'s labels."""
-    return reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at).turns()

@@ -28,7 +28,8 @@ def _singletons(seed: int, n: int = 40, N: int = 400) -> tuple[ClusterSample, np
 @pytest.mark.parametrize("lam", [0.0, 0.3, 1.0])
 def test_singletons_equal_ppi_python(seed, lam):
     s, Y, F, A = _singletons(seed)
-    mine = ppi_mean(s, lam=lam, alpha=0.1, ddof=0, quantile="normal", population="process")
+    mine = ppi_mean(s, lam=lam, alpha=0.1, ddof=0, quantile="normal", population="process",
+                    variance="linearised")
     low, high = ppi_py.ppi_mean_ci(Y, F, A, alpha=0.1, lam=lam)
     assert mine.low == pytest.approx(float(low[0]), abs=1e-12)
     assert mine.high == pytest.approx(float(high[0]), abs=1e-12)
@@ -38,7 +39,8 @@ def test_singletons_equal_ppi_python(seed, lam):
 @pytest.mark.parametrize("seed", range(5))
 def test_humans_only_equals_classical_interval(seed):
     s, Y, _, _ = _singletons(seed)
-    mine = classical_mean(s, alpha=0.1, ddof=0, quantile="normal", population="process")
+    mine = classical_mean(s, alpha=0.1, ddof=0, quantile="normal", population="process",
+                    variance="linearised")
     low, high = ppi_py.classical_mean_ci(Y, alpha=0.1)
     assert (mine.low, mine.high) == pytest.approx((float(low), float(high)), abs=1e-12)
 
