@@ -18,13 +18,12 @@ chatbot, n conversations labelled in each and compared as `baseline=` does; the 
 difference interval covers 0 (n is skipped where a half has n conversations or fewer).
 
     python benchmarks/estimate.py [--draws 500] [--n 10 20 40 80] [--only llm_rubric_in_distribution,...]
-        [--work DIR] [--out FILE]
+        [--work DIR] [--results-name estimate]
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import subprocess
 import sys
 import tempfile
@@ -34,6 +33,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from _results import add_results_argument, emit  # benchmarks/_results.py: the JSON and its provenance
 
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
@@ -212,7 +212,7 @@ def main() -> None:
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--only", default=",".join(BENCHMARKS))
     parser.add_argument("--work", type=Path, default=None, help="cache folder (imported / gathered data, models)")
-    parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    add_results_argument(parser, "estimate")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="estimate-bench-"))
     start = time.perf_counter()
@@ -221,12 +221,7 @@ def main() -> None:
         result["benchmarks"][name] = run(name, work, args.anchors, args.n, args.draws, args.alpha)
         print(f"estimate benchmark: {name} done ({time.perf_counter() - start:.0f}s)", file=sys.stderr)
     result["seconds"] = round(time.perf_counter() - start, 1)
-    text = json.dumps(result, indent=2)
-    if args.out:
-        args.out.parent.mkdir(parents=True, exist_ok=True)
-        args.out.write_text(text + "\n")
-        print(f"estimate benchmark: wrote {args.out}", file=sys.stderr)
-    print(text)
+    emit(args.results_name, result)
 
 
 if __name__ == "__main__":
