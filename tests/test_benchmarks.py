@@ -113,3 +113,19 @@ def test_scaling_prints_points_slopes_and_the_floor():
     assert run["ratio"] >= 0.9  # never faster than the server's latency allows
     assert out["cache_rerun"]["requests"] == 0
     assert out["cache_rerun"]["cached"] == out["cache_rerun"]["pairs"] > 0
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_estimate_prints_coverage_width_and_bias(tmp_path):
+    out = _run("estimate.py", "--anchors", str(ANCHORS), "--draws", "40", "--n", "10", "20", "200",
+               "--only", "llm_rubric_in_distribution", "--work", str(tmp_path))
+    bench = out["benchmarks"]["llm_rubric_in_distribution"]
+    for kind in ("rate", "mean"):
+        block = bench[kind]
+        assert abs(block["raw_judge_bias"]) > abs(block["calibrator_bias"])  # the judge alone is far off
+        assert block["by_n"]["200"] is None  # more than the release has
+        for n in ("10", "20"):
+            row = block["by_n"][n]
+            assert row["ppi_mean_width"] <= row["humans_mean_width"] + 1e-12
+            assert 0.6 <= row["ppi_coverage"] <= 1 and row["effective_labels_median"] >= int(n) - 1e-6
+        assert block["by_n"]["10"]["ppi_mean_width"] > block["by_n"]["20"]["ppi_mean_width"]
