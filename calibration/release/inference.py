@@ -109,7 +109,7 @@ def ppi_mean(
     var = lam**2 * parts["V_A"] + parts["c"] * (parts["S_aa"] - 2 * lam * parts["S_ab"] + lam**2 * parts["S_bb"])
     if variance == "jackknife":
         var = max(var, lam**2 * parts["V_A"] + _jackknife(s, ddof, population, None if tuned else lam))
-    if tuned and lam > 0:
+    if tuned:
         humans = classical_mean(s, alpha=alpha, ddof=ddof, quantile=quantile, population=population, variance=variance)
         if humans.se**2 < var:  # lam = 0 is a candidate of the tuning: never wider than the humans alone
             return dataclasses.replace(humans, lam=0.0)
