@@ -8,8 +8,10 @@ cached rerun makes no request), not for the README's values, which need the full
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,19 @@ pytestmark = pytest.mark.slow
 
 
 def _run(script: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    """Run a benchmark; its results file goes to a scratch folder (never over benchmarks/results/) and
+    must hold what it printed, with the command and the machine."""
+    with tempfile.TemporaryDirectory() as results:
+        env = {**os.environ, "ROLE_RUBRIC_RESULTS": results}
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        printed = json.loads(done.stdout)
+        saved = json.loads((Path(results) / f"{Path(script).stem}.json").read_text())
+    assert saved["result"] == printed
+    assert saved["command"].startswith(f"python benchmarks/{script}") and saved["machine"]["cores"] >= 1
+    assert saved["machine"]["torch"] and saved["machine"]["cpu_model"] and saved["date"].endswith("UTC")
+    return printed
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
