@@ -292,8 +292,9 @@ def readme_table(results: Path = RESULTS) -> str:
             "[Calibration](docs/results.md#calibration-on-the-llm-rubric-data): worst smECE of the target",
             f"{cv['result']['smece_max']:.3f}",
         ])
-        rows.append(["[`cv` time](docs/results.md#calibration-on-the-llm-rubric-data), 16 members, every baseline",
-                     f"{cv['result']['cv_seconds_median']:g} s median"])
+        rows.append([f"[`cv` time](docs/results.md#calibration-on-the-llm-rubric-data), "
+                     f"{cv['result']['settings']['ensemble']} members, every baseline",
+                     f"{cv['result']['cv_seconds_median']:g} s median per seed"])
     sh = load("shift", results)
     if sh:
         for key, text in (("llm_rubric_cv", "in distribution"), ("covariate_shift_up", "covariate shift up"),

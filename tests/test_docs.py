@@ -112,3 +112,18 @@ def test_score_columns_are_all_documented():
     for column in [*conv.columns, *turns.columns]:
         documented = re.sub(r"_overall$", "_<question>", column)
         assert f"`{documented}`" in page, f"score's column {column!r} is not in docs/reference/files.md"
+
+
+def test_readme_links_point_at_real_files_or_pages_of_the_site():
+    """A link into docs/ must name a page of mkdocs.yml's nav (mkdocs build --strict then checks the page
+    exists); any other relative link must name a file of the checkout."""
+    text = (ROOT / "mkdocs.yml").read_text(encoding="utf-8")
+    pages = set(re.findall(r":\s*([\w/.-]+\.md)\s*$", text, re.M))
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
+        if target.startswith(("http://", "https://")):
+            continue
+        if target.startswith("docs/") and target.endswith(".md"):
+            assert target[len("docs/"):] in pages, f"README links to {target}, not a page of mkdocs.yml's nav"
+        else:
+            assert (ROOT / target).exists(), f"README links to {target}, which does not exist"
