@@ -235,10 +235,8 @@ def scaling(r: dict) -> str:
         for p in res["points"] if "error" not in p
     ]
     sr, sj = res["slope_vs_rows"], res["slope_vs_judges"]
-    tail = (f"\n\nSlopes of log train time: {_f(sr['train_s'], 2)} against rows (at {sr['judges']} judges), "
-            f"{_f(sj['train_s'], 2)} against judges (at {sj['rows']:,} rows). One training step at the "
-            f"LLM-Rubric shapes is {_f(res['floor'].get('step_over_floor'), 1)}× the floor set by its matrix "
-            "products at this machine's measured rate.")
+    tail = (f"\n\nSlopes of log train time on log size: {_f(sr['train_s'], 2)} against rows (at {sr['judges']} "
+            f"judges), {_f(sj['train_s'], 2)} against judges (at {sj['rows']:,} rows).")
     return ("Default calibrator on the LLM-Rubric data grown (resampled items, jittered distributions, cloned "
             "judges); each point in its own process; peak = max RSS.\n\n"
             + _table(["label rows", "judges", "train s", "of it the base", "peak MiB", "step ms (lazy)",
@@ -257,14 +255,15 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
 
 
 def render(name: str, results: Path = RESULTS) -> str:
-    """The table of benchmark NAME with its provenance, or a note that it has not been run."""
-    renderer = RENDERERS.get(name)
+    """The table of benchmark NAME with its provenance, or a note that it has not been run. A variant
+    written with `--results-name BENCHMARK-VARIANT` is rendered like BENCHMARK."""
+    renderer = RENDERERS.get(name.split("-")[0])
     if renderer is None:
         raise KeyError(f"no results renderer {name!r}; known: {', '.join(RENDERERS)}")
     record = load(name, results)
     if record is None:
         return (f"!!! note \"Not measured\"\n    `benchmarks/results/{name}.json` is missing: run "
-                f"`python benchmarks/{name}.py` to produce it.")
+                f"`python benchmarks/{name.split('-')[0]}.py` to produce it.")
     return renderer(record) + "\n\n" + provenance(record)
 
 
