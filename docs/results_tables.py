@@ -242,6 +242,34 @@ def scaling(r: dict) -> str:
             + _table(["label rows", "judges", "train s", "of it the base", "peak MiB", "step ms (lazy)",
                       "step ms (dense)", "cv s"], rows) + tail)
 
+ESTIMATE_NAMES = {
+    "llm_rubric_in_distribution": "LLM-Rubric, in distribution (a random half trained on)",
+    "llm_rubric_shift_down": "LLM-Rubric, covariate shift down (release: bottom 30% of judge-expected Q0)",
+    "llm_rubric_shift_up": "LLM-Rubric, covariate shift up (release: top 30%)",
+    "new_chatbot": "bundled benchmark, new chatbot (leave one role out, 4 roles pooled)",
+}
+
+
+def estimate(r: dict) -> str:
+    res = r["result"]
+    pct = round(100 * (1 - res["alpha"]))
+    rows = []
+    for name, bench in res["benchmarks"].items():
+        for kind in ("rate", "mean"):
+            b = bench[kind]
+            for n, v in b["by_n"].items():
+                if v is None:
+                    continue
+                diff = v["same_truth_difference_covers_0"]
+                rows.append([ESTIMATE_NAMES.get(name, name), kind, n, _f(v["humans_coverage"], 3),
+                             _f(v["ppi_coverage"], 3), _f(v["humans_mean_width"], 3), _f(v["ppi_mean_width"], 3),
+                             f"{v['effective_labels_median']:.1f}", _f(diff, 3),
+                             f"{b['calibrator_bias']:+.3f}", f"{b['raw_judge_bias']:+.3f}"])
+    return (f"{res['draws']} draws per n; nominal coverage {pct}%. rate: share of target answers >= 3; mean: the "
+            "mean target answer. Rows are skipped where the release has n conversations or fewer.\n\n"
+            + _table(["benchmark", "quantity", "n", "humans coverage", "ppi coverage", "humans width", "ppi width",
+                      "ppi worth (labels)", "diff covers 0", "calibrator bias", "raw judge bias"], rows))
+
 
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "llm_rubric_cv": llm_rubric_cv,
@@ -251,6 +279,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "decide_risk": decide_risk,
     "active_labelling": active_labelling,
     "scaling": scaling,
+    "estimate": estimate,
 }
 
 
@@ -322,6 +351,17 @@ def readme_table(results: Path = RESULTS) -> str:
             rows.append(["[`decide` at risk 0.1](docs/results.md#decisions-with-a-guarantee): splits within it, "
                          "share decided",
                          f"{v['share_within_risk']:.0%}, {v['coverage_mean']:.1%}"])
+    es = load("estimate", results)
+    if es:
+        at20 = [(b[kind]["by_n"]["20"]["ppi_coverage"], name) for name, b in es["result"]["benchmarks"].items()
+                for kind in ("rate", "mean") if b[kind]["by_n"].get("20")]
+        shift_rate = es["result"]["benchmarks"].get("llm_rubric_shift_down", {}).get("rate")
+        if at20 and shift_rate:
+            rows.append(["[Release adherence rate](docs/how-to/release-estimates.md#measured) from 20 labelled "
+                         "conversations: ppi interval coverage (nominal 90%), and the bias it corrects under shift",
+                         f"{min(at20)[0]:.1%} to {max(at20)[0]:.1%} over {len(at20)} benchmark quantities; "
+                         f"calibrator bias {shift_rate['calibrator_bias']:+.3f}, raw judge "
+                         f"{shift_rate['raw_judge_bias']:+.3f}"])
     if not rows:
         return "No benchmark results are committed yet (`benchmarks/results/`)."
     return _table(["what", "measured"], rows) + (
