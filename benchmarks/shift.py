@@ -177,7 +177,7 @@ def main() -> None:
     parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
     parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
     parser.add_argument("--settings", type=json.loads, default={},
-                        help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_crossfit\": 5}'")
+                        help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_l2\": 0.001}'")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, among {','.join(METHODS)}")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-shift-"))

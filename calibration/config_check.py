@@ -187,7 +187,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "base_l2": number(0),
     "base_phase": choice("both", "finetune"),
     "base_inputs_to_net": boolean(),
-    "base_crossfit": either(integer(0, 0), integer(2, 100)),
 }
 
 RULES: dict[str, Rule] = {
@@ -195,7 +194,7 @@ RULES: dict[str, Rule] = {
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
         if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2",
-                 "base_phase", "base_inputs_to_net", "base_crossfit")
+                 "base_phase", "base_inputs_to_net")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands

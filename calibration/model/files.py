@@ -25,7 +25,7 @@ from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import parameter_shapes
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration
-from calibration.model.settings import Settings
+from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
@@ -193,16 +193,27 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
     if not all(isinstance(j, str) for j in meta["judges"]) or len(set(meta["judges"])) != len(meta["judges"]):
         raise bad("has a judge map that is not a list of distinct judge ids")
     names = {f.name for f in dataclasses.fields(Settings)}
-    unknown = sorted(set(meta["settings"]) - names)
+    kept = _without_removed_settings(meta["settings"], meta_path)
+    unknown = sorted(set(kept) - names)
     if unknown:
         raise bad(f"has unknown setting(s) {unknown}")
-    check_settings(meta["settings"], source=meta_path)
+    check_settings(kept, source=meta_path)
     # Models saved before pooling and recalibration were settings averaged their members arithmetically.
     legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none",
               "judge_updates": "dense"}  # settings before each existed
-    merged = {**legacy, **meta["settings"]}
+    merged = {**legacy, **kept}
     merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
     return Settings(**merged), rubric_from_dict(meta["rubric"], source=meta_path)
+
+
+def _without_removed_settings(settings: dict, meta_path: Path) -> dict:
+    """The settings of a model.json without those this version no longer offers (REMOVED_SETTINGS), which
+    must hold the value this version always uses: a model trained otherwise cannot be rebuilt here."""
+    for key, value in settings.items():
+        if key in REMOVED_SETTINGS and value != REMOVED_SETTINGS[key]:
+            raise InputError(f"the model was trained with {key}={value!r}, which this version no longer offers "
+                             f"(it always uses {REMOVED_SETTINGS[key]!r}).", path=meta_path, fix="retrain the model.")
+    return {k: v for k, v in settings.items() if k not in REMOVED_SETTINGS}
 
 
 def _check_integrity(meta: dict, meta_path: Path) -> dict | None:

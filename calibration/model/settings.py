@@ -17,6 +17,9 @@ import torch
 BASES = ("ordinal", "linear", "none")
 BASE_PHASES = ("both", "finetune")
 JUDGE_UPDATES = ("lazy", "dense")
+REMOVED_SETTINGS = {"base_crossfit": 0}
+"""Settings that earlier versions offered, with the one value this version always uses (the default they
+had). A model.json that records another value is refused by load_model: retrain it."""
 
 
 @dataclass(frozen=True)
@@ -61,11 +64,6 @@ class Settings:
     base_inputs_to_net: bool = False
     """Whether the hidden layers also read the base's inputs (the standardised expected answers, the last
     columns of x). False: only what the paper's network reads (distributions, coverage, missing mask)."""
-    base_crossfit: int = 0
-    """0: the residual trains on top of the base fitted on all of a member's fit rows. K >= 2: in the training
-    steps each fit row gets the log-probabilities of a base fitted on the other K-1 of K parts (whole
-    conversations) of those rows, so the residual learns what the base misses out of sample, not beside
-    its in-sample fit; validation and predictions use the base fitted on all fit rows."""
 
     @property
     def base_kind(self) -> str:
@@ -96,9 +94,6 @@ class Settings:
                 key = f"{'network' if name.startswith('base') else 'train'}.{name}"
                 raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",
                                  fix=f"set {key} to one of {list(allowed)}.")
-        if self.base_crossfit == 1 or self.base_crossfit < 0:
-            raise InputError(f"network.base_crossfit={self.base_crossfit} is not 0 or at least 2.",
-                             fix="set network.base_crossfit to 0 (off) or a number of parts such as 5.")
         return self
 
     def recalibrates(self, members: int) -> bool:

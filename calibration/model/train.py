@@ -4,7 +4,7 @@
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
 With a base, each model's base (linear or ordinal) is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
-fine-tuning (Settings.base_phase), and opt-in the residual trains on out-of-fold base predictions (`fit_crossfit`).
+fine-tuning (Settings.base_phase).
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -17,8 +17,8 @@ import numpy as np
 import torch
 
 from calibration.data.dataset import Dataset
-from calibration.data.splits import group_folds, subsample, validation_split
-from calibration.model.bases import CrossFit, fit_base, fit_crossfit, padded_rows
+from calibration.data.splits import subsample, validation_split
+from calibration.model.bases import fit_base, padded_rows
 from calibration.model.forked import map_slices
 from calibration.model.lazy_adam import LazyAdam
 from calibration.model.network import CalibrationNet
@@ -52,14 +52,11 @@ class Plan:
     seeds: list[int]
     history: dict = field(default_factory=dict)
     recalibration: Recalibration | None = None  # train_ensemble's, fitted after training
-    fit_parts: list[np.ndarray] | None = None
-    """With Settings.base_crossfit: per model, the part (0..K-1, whole conversations) of each of its fit rows."""
 
     def subset(self, models: np.ndarray) -> Plan:
         """The plan of some of the models (a fresh history)."""
-        parts = None if self.fit_parts is None else [self.fit_parts[m] for m in models]
         return Plan([self.fit_rows[m] for m in models], [self.val_rows[m] for m in models],
-                    [self.seeds[m] for m in models], fit_parts=parts)
+                    [self.seeds[m] for m in models])
 
 
 def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
@@ -72,10 +69,7 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
         f, v = validation_split(rows, row_groups, settings.val_fraction, seed + 11)
         fit.append(f)
         val.append(v)
-    parts = None
-    if settings.base_crossfit and settings.base != "none":  # seeded per model, so slicing changes nothing
-        parts = [group_folds(row_groups[f], settings.base_crossfit, seed + 13) for f, seed in zip(fit, seeds, strict=True)]
-    return Plan(fit, val, list(seeds), fit_parts=parts)
+    return Plan(fit, val, list(seeds))
 
 
 def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
@@ -115,23 +109,18 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     def fit(models: np.ndarray, bar) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)
         net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar,
-                          base=None if base is None else base.subset(models), n_base=n_base,
-                          crossfit=None if crossfit is None else crossfit.subset(models))
+                          base=None if base is None else base.subset(models), n_base=n_base)
         return net, part.history
 
     with torch_threads(threads), bar:
         base = fit_base(X, rows, plan, settings, n_options, n_judges, n_base, target, len(slices)) if n_base else None
-        crossfit = None
-        if n_base and settings.base_crossfit:
-            crossfit = fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, target, len(slices))
         fitted = map_slices(fit, slices, bar)
         bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
     return CalibrationNet.concat([net for net, _ in fitted])
 
 
-def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base,
-                crossfit=None) -> CalibrationNet:
+def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
     net = CalibrationNet(
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
@@ -150,7 +139,7 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
             net.add_base(target)  # base_phase=finetune: the target restarts as the base plus a zero residual
         if steps > 0:
             plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history),
-                                            bar=bar, crossfit=crossfit)
+                                            bar=bar)
     return net
 
 
@@ -165,7 +154,7 @@ def _merge_histories(histories: list[dict]) -> dict:
     return out
 
 
-def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar, crossfit=None) -> dict:
+def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -> dict:
     """Train every model of `net` for up to `steps` steps; with validation rows, each model stops on its
     own and `net` ends with each model's best weights.
 
@@ -178,7 +167,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar, c
     batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
     val_idx, val_mask = padded_rows(plan.val_rows)
     early = bool(val_mask.any())
-    base_rows = _base_rows(net, X, rows, crossfit)
+    base_rows = _base_rows(net, X, rows)
     best = _snapshot(net)
     best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights, _at(base_rows, alive, val_idx)) if early else None
     stale = torch.zeros(net.n_models, dtype=torch.long)
@@ -288,23 +277,15 @@ def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, bat
 
 
 @torch.no_grad()
-def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows, crossfit: CrossFit | None = None) -> torch.Tensor | None:
+def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows) -> torch.Tensor | None:
     """(M, R, Q*K) the fixed base's log-probabilities of every label row, for every model: computed once
     per phase instead of at every step. None without a base (or before it joins, base_phase=finetune), or
-    where it would take more than BASE_ROWS_ENTRIES floats (then each step computes its batch's).
-    With `crossfit`, each model's fit rows hold its out-of-fold values instead: only training steps read
-    fit rows (validation reads the validation rows, which keep the base's). Then the table is kept whatever
-    its size, since a step could not compute those values."""
+    where it would take more than BASE_ROWS_ENTRIES floats (then each step computes its batch's)."""
     n_models, n_rows = net.n_models, len(rows.item)
-    if not net.n_base or not net.base_active:
-        return None
-    if crossfit is None and n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
+    if not net.n_base or not net.base_active or n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
         return None
     x = X[rows.item].expand(n_models, -1, -1)
-    table = net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
-    if crossfit is not None:
-        crossfit.write_into(table)
-    return table
+    return net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
 
 
 def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor) -> torch.Tensor | None:

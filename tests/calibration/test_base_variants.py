@@ -1,6 +1,5 @@
-"""The opt-in variants of the network's base (Settings.base_phase, base_inputs_to_net, base_crossfit): the
-base joins only at fine-tuning, the hidden layers can skip its inputs, and the residual can train against
-out-of-fold base predictions."""
+"""The variants of the network's base (Settings.base_phase, base_inputs_to_net): the base joins only at
+fine-tuning, and the hidden layers can skip its inputs."""
 
 from __future__ import annotations
 
@@ -11,13 +10,13 @@ import pytest
 import torch
 
 from calibration.data.dataset import load_dataset
-from calibration.model.bases import fit_base, fit_crossfit
+from calibration.model.bases import fit_base
 from calibration.model.ensemble import train_ensemble
 from calibration.model.files import load_model, save_model
 from calibration.model.linear import LinearFit
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
-from calibration.model.train import Rows, _base_rows, fit_models, model_inputs, plan_models
+from calibration.model.train import Rows, fit_models, model_inputs, plan_models
 from rubric.errors import InputError
 
 N_OPTIONS = [4, 3, 4]
@@ -81,44 +80,14 @@ def test_late_base_pretraining_does_not_depend_on_the_base(synthetic_dir):
         assert equal == same, settings.base_phase
 
 
-def test_crossfit_changes_only_the_fit_rows_and_predicts_them_out_of_fold(synthetic_dir):
-    ds = load_dataset(synthetic_dir)
-    settings = dataclasses.replace(SMALL, base_crossfit=4)
-    spec, X, e = model_inputs(ds, settings)
-    rows, n_options = Rows.of(ds), ds.n_options.tolist()
-    all_rows = np.arange(len(ds.label_item))
-    plan = plan_models(ds, [all_rows, all_rows[all_rows % 5 != 0]], [1, 2], settings)
-    base = fit_base(X, rows, plan, settings, n_options, len(ds.judges), e, ds.target_index)
-    crossfit = fit_crossfit(X, rows, plan, settings, n_options, len(ds.judges), e, ds.target_index)
-    net = CalibrationNet(2, X.shape[1], len(ds.judges), n_options, n_base=e, seeds=[1, 2], base_kind=settings.base_kind)
-    net.set_base(base)
-    in_sample, mixed = _base_rows(net, X, rows), _base_rows(net, X, rows, crossfit)
-    for m in range(2):
-        changed = (in_sample[m] != mixed[m]).any(dim=-1).numpy()
-        assert set(np.flatnonzero(changed)) <= set(plan.fit_rows[m].tolist())
-        assert changed[plan.fit_rows[m]].mean() > 0.9  # nearly every fit row gets another value
-        # parts are whole conversations, and a part's rows are predicted by a base that never saw it
-        groups = ds.groups[ds.label_item[plan.fit_rows[m]]]
-        for g in np.unique(groups):
-            assert len(np.unique(plan.fit_parts[m][groups == g])) == 1
-    # out-of-fold predictions fit the rows they predict worse than in-sample ones, on average
-    fit = torch.from_numpy(plan.fit_rows[0])
-    picked = [t[0, fit].view(len(fit), 3, 4).gather(-1, rows.answers[fit].clamp(min=0)[..., None]).squeeze(-1)
-              for t in (in_sample, mixed)]
-    observed = rows.answers[fit] >= 0
-    assert float(picked[0][observed].mean()) > float(picked[1][observed].mean())
-
-
-def test_crossfit_needs_at_least_two_parts():
-    with pytest.raises(InputError, match="base_crossfit"):
-        Settings(base_crossfit=1).checked()
+def test_base_phase_takes_one_of_its_names():
     with pytest.raises(InputError, match="base_phase"):
         Settings(base_phase="pretrain").checked()
 
 
 def test_late_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
     ds = load_dataset(synthetic_dir)
-    settings = dataclasses.replace(LATE, base_crossfit=3)
+    settings = LATE
     net, spec, _ = train_ensemble(ds, settings, seed=0)
     assert net.W1.shape[1] == net.n_inputs - len(spec["expected"]["questions"]) + 1  # the narrower first layer
     save_model(tmp_path / "m", net, ds, spec, settings)
@@ -135,7 +104,7 @@ def test_base_phase_is_ignored_without_a_base(synthetic_dir):
     ds = load_dataset(synthetic_dir)
     paper = dataclasses.replace(SMALL, base="none")
     plain, _ = _train(ds, paper)
-    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune", base_inputs_to_net=False, base_crossfit=3))
+    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune", base_inputs_to_net=False))
     for name, value in plain.state_dict().items():
         assert torch.equal(late.state_dict()[name], value), name
 
