@@ -18,7 +18,7 @@ mean over training seeds; `vs_best_simple` is calibrated minus the better simple
 
     python benchmarks/shift.py [--anchors ../shared/anchors/llm_rubric_synth] [--seeds 0 1 2 3 4]
         [--only llm_rubric_cv,covariate_shift_down] [--work DIR] [--methods calibrated,linear,ordinal]
-        [--settings '{"base_phase": "finetune", "base_inputs_to_net": false, "lr": 0.03}']
+        [--settings '{"base_l2": 0.001, "lr": 0.03}']
 
 --settings: overrides of Settings (calibration/model/settings.py) for the calibrated method, as JSON, so a
 candidate default is measured by one command; --methods: which methods to run (`vs_best_simple` needs

@@ -186,7 +186,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "base": choice("ordinal", "linear", "none"),
     "base_l2": number(0),
     "base_phase": choice("both", "finetune"),
-    "base_inputs_to_net": boolean(),
 }
 
 RULES: dict[str, Rule] = {
@@ -194,7 +193,7 @@ RULES: dict[str, Rule] = {
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
         if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2",
-                 "base_phase", "base_inputs_to_net")
+                 "base_phase")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands

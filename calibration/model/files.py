@@ -92,7 +92,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "torch_version": torch.__version__,
         "settings": settings.to_dict(),
         "spec": spec,
-        "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer with base_inputs_to_net=false)
+        "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer: not the base's inputs)
         "n_models": net.n_models,
         "judges": list(ds.judges),
         "rubric": ds.rubric.to_dict(),
@@ -148,7 +148,7 @@ def load_model(path: str | Path) -> LoadedModel:
         )
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
-                         n_base=n_base(meta["spec"]), base_inputs_to_net=settings.base_inputs_to_net,
+                         n_base=n_base(meta["spec"]),
                          base_kind=settings.base_kind)
     try:
         net.load_state_dict(load_file(str(weights_path)))
@@ -208,8 +208,13 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
 
 def _without_removed_settings(settings: dict, meta_path: Path) -> dict:
     """The settings of a model.json without those this version no longer offers (REMOVED_SETTINGS), which
-    must hold the value this version always uses: a model trained otherwise cannot be rebuilt here."""
+    must hold the value this version always uses: a model trained otherwise cannot be rebuilt here. Without a
+    base the base's variants mean nothing (the network is the paper's whatever they say). A model with a base
+    saved before they existed had its hidden layers read the base's inputs: the weights' shapes refuse it."""
+    with_base = settings.get("base", "none") != "none"
     for key, value in settings.items():
+        if key.startswith("base_") and not with_base:
+            continue
         if key in REMOVED_SETTINGS and value != REMOVED_SETTINGS[key]:
             raise InputError(f"the model was trained with {key}={value!r}, which this version no longer offers "
                              f"(it always uses {REMOVED_SETTINGS[key]!r}).", path=meta_path, fix="retrain the model.")
@@ -239,7 +244,7 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
     n_q, n_k = len(rubric.questions), max(len(q.options) for q in rubric.questions)
     j = max(len(meta["judges"]), 1) if settings.personalised else 0
     e = n_base(meta["spec"]) if isinstance(meta.get("spec"), dict) else 0
-    d_net = d - e if e and not settings.base_inputs_to_net else d  # what the hidden layers read
+    d_net = d - e  # what the hidden layers read: not the base's inputs
     shapes = {
         "W1": (m, d_net + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
         "U1": (m, j, d_net + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),

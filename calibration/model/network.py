@@ -13,7 +13,7 @@ last n_base inputs (the judge's standardised expected answers; calibration/model
 training, with its columns of V at zero: the prediction starts as that simple model plus the residual that validation supports. The linear base keeps
 extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README). By
 default the base joins only at fine-tuning (`late_base`, `add_base`: pretraining is the paper's network)
-and the hidden layers do not read its inputs (`base_inputs_to_net=False`); with network.base_phase=both
+and the hidden layers never read its inputs (they read what the paper's network reads); with network.base_phase=both
 it takes part from the start (calibration/model/settings.py).
 
 Every parameter has a leading axis of M independent models (folds x seeds x trials), so many models
@@ -70,23 +70,23 @@ class CalibrationNet(nn.Module):
         hidden1, hidden2: hidden layer sizes.
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
-        n_base: E, the number of trailing inputs the base reads (0: no base, the paper's network).
+        n_base: E, the number of trailing inputs the base reads and the hidden layers do not (0: no base, the
+            paper's network).
         base_kind: the base's model, "ordinal" or "multinomial" (calibration/model/linear.py).
-        base_inputs_to_net: whether the hidden layers read those E inputs too (False: the first D - E only).
         late_base: the base joins at `add_base` (Settings.base_phase=finetune): until then the logits leave it
             out and V keeps its random init, as the paper's network would start.
     """
 
     def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
                  hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0,
-                 base_inputs_to_net: bool = True, late_base: bool = False, base_kind: str = "ordinal"):
+                 late_base: bool = False, base_kind: str = "ordinal"):
         super().__init__()
         self.n_base = n_base
         self.base_kind = base_kind
         self.base_active = not late_base
         self.base_columns: torch.Tensor | None = None  # (Q*K,) 1 on the questions the base enters (None: all)
         self.n_inputs = n_inputs  # D, the length of x; W1 reads the first net_inputs of it
-        self.net_inputs = n_inputs - n_base if n_base and not base_inputs_to_net else n_inputs
+        self.net_inputs = n_inputs - n_base  # the hidden layers do not read the base's inputs
         n_in = self.net_inputs
         seeds = list(range(n_models)) if seeds is None else list(seeds)
         self.personalised = personalised

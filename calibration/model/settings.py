@@ -17,7 +17,7 @@ import torch
 BASES = ("ordinal", "linear", "none")
 BASE_PHASES = ("both", "finetune")
 JUDGE_UPDATES = ("lazy", "dense")
-REMOVED_SETTINGS = {"base_crossfit": 0}
+REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False}
 """Settings that earlier versions offered, with the one value this version always uses (the default they
 had). A model.json that records another value is refused by load_model: retrain it."""
 
@@ -61,9 +61,6 @@ class Settings:
     "finetune": pretraining trains the paper's network alone (no base, V at its random init) on every
     question; fine-tuning then restarts the target's columns of V and UV at zero and adds the base, so the
     target is the base plus a residual read from hidden layers pretrained as the paper's."""
-    base_inputs_to_net: bool = False
-    """Whether the hidden layers also read the base's inputs (the standardised expected answers, the last
-    columns of x). False: only what the paper's network reads (distributions, coverage, missing mask)."""
 
     @property
     def base_kind(self) -> str:

@@ -124,7 +124,7 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
     net = CalibrationNet(
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
-        n_base=n_base, base_inputs_to_net=settings.base_inputs_to_net,
+        n_base=n_base,
         late_base=bool(n_base) and settings.base_phase == "finetune", base_kind=settings.base_kind,
     )
     if base is not None:

@@ -1,5 +1,5 @@
-"""The variants of the network's base (Settings.base_phase, base_inputs_to_net): the base joins only at
-fine-tuning, and the hidden layers can skip its inputs."""
+"""The network's base (Settings.base_phase): the base joins only at fine-tuning, and the hidden layers do not
+read its inputs."""
 
 from __future__ import annotations
 
@@ -21,8 +21,8 @@ from rubric.errors import InputError
 
 N_OPTIONS = [4, 3, 4]
 SMALL = Settings(hidden1=6, hidden2=5, pretrain_steps=30, finetune_steps=20, ensemble=2, eval_every=5, patience=2,
-                 lr=0.05, finetune_lr=0.05, base_phase="both", base_inputs_to_net=True)  # the base from the start
-LATE = dataclasses.replace(SMALL, base_phase="finetune", base_inputs_to_net=False)
+                 lr=0.05, finetune_lr=0.05, base_phase="both")  # the base from the start
+LATE = dataclasses.replace(SMALL, base_phase="finetune")
 
 
 def _net(**kw) -> CalibrationNet:
@@ -40,13 +40,13 @@ def _with_other_base_inputs(x: torch.Tensor) -> torch.Tensor:
     return changed
 
 
-def test_hidden_layers_skip_the_base_inputs_when_asked():
+def test_hidden_layers_do_not_read_the_base_inputs():
     x, judge = torch.rand(3, 8, 7), torch.randint(0, 5, (3, 8))
-    narrow = _net(base_inputs_to_net=False, late_base=True)
+    narrow = _net(late_base=True)
     assert narrow.W1.shape == (3, 5 + 1, 6) and narrow.U1.shape == (3, 5, 5 + 1, 6)
     assert torch.equal(narrow(x, judge), narrow(_with_other_base_inputs(x), judge))  # reads none of them
-    wide = _net(late_base=True)
-    assert not torch.allclose(wide(x, judge), wide(_with_other_base_inputs(x), judge))
+    narrow.add_base(2)  # once the base joins, the target reads them through the base alone
+    assert not torch.allclose(narrow(x, judge), narrow(_with_other_base_inputs(x), judge))
 
 
 def test_late_base_joins_the_target_only_starting_as_the_base():
@@ -104,7 +104,7 @@ def test_base_phase_is_ignored_without_a_base(synthetic_dir):
     ds = load_dataset(synthetic_dir)
     paper = dataclasses.replace(SMALL, base="none")
     plain, _ = _train(ds, paper)
-    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune", base_inputs_to_net=False))
+    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune"))
     for name, value in plain.state_dict().items():
         assert torch.equal(late.state_dict()[name], value), name
 

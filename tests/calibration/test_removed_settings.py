@@ -9,13 +9,14 @@ import shutil
 
 import pytest
 import torch
+from safetensors.torch import load_file, save_file
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import _model_sha256, load_model
 from calibration.model.settings import REMOVED_SETTINGS
 from rubric.errors import InputError
 
-OTHER_VALUE = {"base_crossfit": 3}
+OTHER_VALUE = {"base_crossfit": 3, "base_inputs_to_net": True}
 """A value each removed setting could take before, other than the one kept."""
 
 
@@ -51,3 +52,36 @@ def test_a_model_trained_with_a_removed_variant_is_refused(tiny_model, tmp_path,
     with pytest.raises(InputError, match=rf"trained with {key}=.*no longer offers") as info:
         load_model(path)
     assert "retrain" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_model_whose_hidden_layers_read_the_base_inputs_is_refused(tiny_model, tmp_path):
+    """Saved before base_inputs_to_net existed (no such key): W1 reads the base's inputs too, one row per
+    expected answer more than this version's network has."""
+    copy = tmp_path / "old"
+    shutil.copytree(tiny_model, copy)
+    weights = load_file(str(copy / "weights.safetensors"))
+    extra = len(json.loads((copy / "model.json").read_text())["spec"]["expected"]["questions"])
+    for name in ("W1", "U1"):
+        wide = weights[name]
+        weights[name] = torch.cat([wide, wide[..., -extra:, :]], dim=-2)
+    save_file(weights, str(copy / "weights.safetensors"))
+    meta = json.loads((copy / "model.json").read_text())
+    meta["settings"].pop("base_inputs_to_net", None)
+    del meta["integrity"]  # models of that time carried no checksums
+    (copy / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match=r"W1 has shape .*retrain") as info:
+        load_model(copy)
+    assert "\n" not in str(info.value)
+
+
+def test_without_a_base_the_base_variants_mean_nothing(synthetic_dir, tmp_path):
+    """The paper's network (network.base=none) is the same whatever they said: it loads."""
+    from calibration.cli import main
+
+    model = tmp_path / "paper"
+    assert main(["train", f"data={synthetic_dir}", f"out={model}", "network.base=none", "train.ensemble=2",
+                 "train.pretrain_steps=10", "train.finetune_steps=10"]) == 0
+    for key, value in OTHER_VALUE.items():
+        if key.startswith("base_"):
+            model = _with_setting(model, tmp_path, key, value)
+    assert load_model(model).settings.base == "none"
