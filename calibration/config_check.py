@@ -185,15 +185,13 @@ SETTINGS_RULES: dict[str, Rule] = {
     "recalibrate_min_members": integer(1),
     "base": choice("ordinal", "linear", "none"),
     "base_l2": number(0),
-    "base_phase": choice("both", "finetune"),
 }
 
 RULES: dict[str, Rule] = {
     **{
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
-        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2",
-                 "base_phase")
+        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands

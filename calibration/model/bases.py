@@ -17,7 +17,8 @@ from calibration.model.linear import LinearFit, fit_linear, parameter_shapes
 
 def fit_base(X, rows, plan, settings, n_options, n_judges, n_base, target: int, workers: int = 1) -> LinearFit:
     """Each model's base, fitted on its own fit rows (never its validation rows), for the questions it enters
-    (`base_questions`). Models that share a
+    (the target's only: CalibrationNet.add_base; fitting the others would be wasted work, 8/9 of it on the
+    LLM-Rubric data). Models that share a
     training set (fit and validation rows together: the members of one cv fold, or of a final ensemble) are
     fitted in one L-BFGS run, and each such group alone, so a fold's models depend on that fold's training
     rows only, bit for bit (and the groups can be fitted by `workers` processes side by side). Bases on the
@@ -40,17 +41,11 @@ def _training_groups(plan) -> list[list[int]]:
     return [[m for m, k in enumerate(trained) if k == key] for key in dict.fromkeys(trained)]
 
 
-def base_questions(settings, n_questions: int, target: int) -> list[int]:
-    """The questions whose logits the base enters: with base_phase=finetune the target's only
-    (CalibrationNet.add_base), so fitting the others would be wasted work (8/9 of it on the LLM-Rubric data)."""
-    return [target] if settings.base_phase == "finetune" else list(range(n_questions))
-
-
 def _fit_bases(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judges, n_base, target) -> LinearFit:
     """One base model (Settings.base_kind) per entry of `fit_rows`, on those label rows, in one L-BFGS run,
-    fitted on `base_questions` and laid out for every question (the others keep zeros: a uniform model)."""
+    fitted on the target and laid out for every question (the others keep zeros: a uniform model)."""
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
-    questions = base_questions(settings, len(n_options), target)
+    questions = [target]
     idx, mask = padded_rows(fit_rows)
     fit = fit_linear(settings.base_kind, X[rows.item[idx]][..., -n_base:], rows.judge[idx],
                      rows.answers[idx][..., questions], mask, [n_options[q] for q in questions], judges,

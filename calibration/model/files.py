@@ -155,7 +155,7 @@ def load_model(path: str | Path) -> LoadedModel:
     except (SafetensorError, RuntimeError, OSError) as exc:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
-    if settings.base_phase == "finetune" and n_base(meta["spec"]):  # the base joined the target alone
+    if n_base(meta["spec"]):  # the base joined the target alone
         net.base_only_for(rubric.ids.index(rubric.target))
     net.eval()
     try:

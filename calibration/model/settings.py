@@ -15,9 +15,8 @@ from dataclasses import dataclass
 import torch
 
 BASES = ("ordinal", "linear", "none")
-BASE_PHASES = ("both", "finetune")
 JUDGE_UPDATES = ("lazy", "dense")
-REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False}
+REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune"}
 """Settings that earlier versions offered, with the one value this version always uses (the default they
 had). A model.json that records another value is refused by load_model: retrain it."""
 
@@ -53,14 +52,12 @@ class Settings:
     """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
     base: str = "linear"
     """The fixed simple model the network adds its residual to: "ordinal" (cumulative logit), "linear"
-    (multinomial logistic: the `linear` baseline of cv) or "none" (the paper's network)."""
+    (multinomial logistic: the `linear` baseline of cv) or "none" (the paper's network). Pretraining trains
+    the paper's network alone on every question; fine-tuning restarts the target's columns of V and UV at
+    zero and adds the base to the target's logits, so the target is the base plus a residual read from
+    hidden layers pretrained as the paper's."""
     base_l2: float = 3e-4
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
-    base_phase: str = "finetune"
-    """When the base takes part: "both" (the network learns a residual from the start, V at zero) or
-    "finetune": pretraining trains the paper's network alone (no base, V at its random init) on every
-    question; fine-tuning then restarts the target's columns of V and UV at zero and adds the base, so the
-    target is the base plus a residual read from hidden layers pretrained as the paper's."""
 
     @property
     def base_kind(self) -> str:
@@ -86,7 +83,7 @@ class Settings:
         from rubric.errors import InputError
 
         for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES),
-                              ("judge_updates", JUDGE_UPDATES), ("base_phase", BASE_PHASES)):
+                              ("judge_updates", JUDGE_UPDATES)):
             if getattr(self, name) not in allowed:
                 key = f"{'network' if name.startswith('base') else 'train'}.{name}"
                 raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",

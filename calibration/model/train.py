@@ -4,7 +4,7 @@
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
 With a base, each model's base (linear or ordinal) is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
-fine-tuning (Settings.base_phase).
+fine-tuning.
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -125,7 +125,7 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
         n_base=n_base,
-        late_base=bool(n_base) and settings.base_phase == "finetune", base_kind=settings.base_kind,
+        base_kind=settings.base_kind,
     )
     if base is not None:
         net.set_base(base)
@@ -135,8 +135,8 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
     phases = [("pretrain", settings.pretrain_steps, settings.lr, all_questions),
               ("finetune", settings.finetune_steps, settings.finetune_lr, target_only)]
     for name, steps, lr, weights in phases:
-        if name == "finetune" and not net.base_active:
-            net.add_base(target)  # base_phase=finetune: the target restarts as the base plus a zero residual
+        if name == "finetune" and net.n_base:
+            net.add_base(target)  # the target restarts as the base plus a zero residual
         if steps > 0:
             plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history),
                                             bar=bar)
@@ -279,7 +279,7 @@ def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, bat
 @torch.no_grad()
 def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows) -> torch.Tensor | None:
     """(M, R, Q*K) the fixed base's log-probabilities of every label row, for every model: computed once
-    per phase instead of at every step. None without a base (or before it joins, base_phase=finetune), or
+    per phase instead of at every step. None without a base (or before it joins at fine-tuning), or
     where it would take more than BASE_ROWS_ENTRIES floats (then each step computes its batch's)."""
     n_models, n_rows = net.n_models, len(rows.item)
     if not net.n_base or not net.base_active or n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:

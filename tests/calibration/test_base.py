@@ -1,5 +1,5 @@
-"""The network's base (Settings.base_phase): the base joins only at fine-tuning, and the hidden layers do not
-read its inputs."""
+"""The network's base (Settings.base): it joins the target at fine-tuning, and the hidden layers do not read
+its inputs."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 import torch
 
 from calibration.data.dataset import load_dataset
-from calibration.model.bases import fit_base
+from calibration.model.bases import fit_base, padded_rows
 from calibration.model.ensemble import train_ensemble
 from calibration.model.files import load_model, save_model
-from calibration.model.linear import LinearFit
+from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
 from calibration.model.train import Rows, fit_models, model_inputs, plan_models
@@ -21,8 +21,7 @@ from rubric.errors import InputError
 
 N_OPTIONS = [4, 3, 4]
 SMALL = Settings(hidden1=6, hidden2=5, pretrain_steps=30, finetune_steps=20, ensemble=2, eval_every=5, patience=2,
-                 lr=0.05, finetune_lr=0.05, base_phase="both")  # the base from the start
-LATE = dataclasses.replace(SMALL, base_phase="finetune")
+                 lr=0.05, finetune_lr=0.05)
 
 
 def _net(**kw) -> CalibrationNet:
@@ -42,7 +41,7 @@ def _with_other_base_inputs(x: torch.Tensor) -> torch.Tensor:
 
 def test_hidden_layers_do_not_read_the_base_inputs():
     x, judge = torch.rand(3, 8, 7), torch.randint(0, 5, (3, 8))
-    narrow = _net(late_base=True)
+    narrow = _net()
     assert narrow.W1.shape == (3, 5 + 1, 6) and narrow.U1.shape == (3, 5, 5 + 1, 6)
     assert torch.equal(narrow(x, judge), narrow(_with_other_base_inputs(x), judge))  # reads none of them
     narrow.add_base(2)  # once the base joins, the target reads them through the base alone
@@ -50,7 +49,7 @@ def test_hidden_layers_do_not_read_the_base_inputs():
 
 
 def test_late_base_joins_the_target_only_starting_as_the_base():
-    net = _net(late_base=True)
+    net = _net()
     x, judge = torch.rand(3, 8, 7), torch.randint(-1, 5, (3, 8))
     assert float(net.V.detach().abs().sum()) > 0  # the paper's random init, not the residual's zero
     before = net(x, judge)
@@ -70,26 +69,22 @@ def _train(ds, settings: Settings, seeds=(3, 4)):
     return net, plan
 
 
-def test_late_base_pretraining_does_not_depend_on_the_base(synthetic_dir):
-    """base_l2 changes the base, and so pretraining with the base from the start; with base_phase=finetune
-    pretraining is the paper's network alone and ends the same whatever the base."""
+def test_pretraining_does_not_depend_on_the_base(synthetic_dir):
+    """base_l2 changes the base; pretraining is the paper's network alone and ends the same whatever the base."""
     ds = load_dataset(synthetic_dir)
-    for settings, same in ((LATE, True), (SMALL, False)):
-        histories = [_train(ds, dataclasses.replace(settings, base_l2=l2))[1].history for l2 in (1e-3, 1.0)]
-        equal = histories[0]["pretrain"]["best_val_nll"] == histories[1]["pretrain"]["best_val_nll"]
-        assert equal == same, settings.base_phase
+    histories = [_train(ds, dataclasses.replace(SMALL, base_l2=l2))[1].history for l2 in (1e-3, 1.0)]
+    assert histories[0]["pretrain"]["best_val_nll"] == histories[1]["pretrain"]["best_val_nll"]
+    assert histories[0]["finetune"]["best_val_nll"] != histories[1]["finetune"]["best_val_nll"]
 
 
-def test_base_phase_takes_one_of_its_names():
-    with pytest.raises(InputError, match="base_phase"):
-        Settings(base_phase="pretrain").checked()
-
-
-def test_late_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
+@pytest.mark.parametrize("base", ["linear", "ordinal"])
+def test_model_with_a_base_round_trips_through_its_files(synthetic_dir, tmp_path, base):
     ds = load_dataset(synthetic_dir)
-    settings = LATE
+    settings = dataclasses.replace(SMALL, base=base)
     net, spec, _ = train_ensemble(ds, settings, seed=0)
     assert net.W1.shape[1] == net.n_inputs - len(spec["expected"]["questions"]) + 1  # the narrower first layer
+    options = max(ds.n_options) if base == "linear" else len(spec["expected"]["questions"])
+    assert net.base_weight.shape[-1] == options  # multinomial: one weight per option; ordinal: per input
     save_model(tmp_path / "m", net, ds, spec, settings)
     loaded = load_model(tmp_path / "m")
     X = torch.from_numpy(ds.features(spec)).expand(net.n_models, -1, -1)
@@ -98,19 +93,8 @@ def test_late_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
         assert torch.equal(loaded.net(X, judge), net(X, judge))  # the target alone gets the base, as trained
 
 
-def test_base_phase_is_ignored_without_a_base(synthetic_dir):
-    """network.base=none with base_phase=finetune is the paper's network: fine-tuning must not restart the
-    target's head as if a base were joining."""
-    ds = load_dataset(synthetic_dir)
-    paper = dataclasses.replace(SMALL, base="none")
-    plain, _ = _train(ds, paper)
-    late, _ = _train(ds, dataclasses.replace(paper, base_phase="finetune"))
-    for name, value in plain.state_dict().items():
-        assert torch.equal(late.state_dict()[name], value), name
-
-
 def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
-    net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2, late_base=True,
+    net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2,
                          base_kind="multinomial")
     gen = torch.Generator().manual_seed(1)
     fit = LinearFit("multinomial", torch.randn(3, 3, 2, 4, generator=gen), torch.randn(3, 3, 4, generator=gen),
@@ -126,36 +110,29 @@ def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
                           atol=1e-5)
 
 
-def test_linear_base_model_round_trips_through_its_files(synthetic_dir, tmp_path):
-    ds = load_dataset(synthetic_dir)
-    net, spec, _ = train_ensemble(ds, dataclasses.replace(LATE, base="linear"), seed=0)
-    assert net.base_weight.shape[-1] == max(ds.n_options)  # one weight per option: the multinomial model
-    save_model(tmp_path / "m", net, ds, spec, dataclasses.replace(LATE, base="linear"))
-    loaded = load_model(tmp_path / "m")
-    X = torch.from_numpy(ds.features(spec)).expand(net.n_models, -1, -1)
-    judge = torch.zeros(net.n_models, X.shape[1], dtype=torch.long)
-    with torch.no_grad():
-        assert torch.equal(loaded.net(X, judge), net(X, judge))
-
-
 @pytest.mark.parametrize("base", ["linear", "ordinal"])
-def test_late_base_is_fitted_on_the_target_alone(synthetic_dir, base):
-    """base_phase=finetune: the base enters the target's logits only, so only the target's model is fitted;
-    it is the target's model of the fit on every question (base_phase=both) to the optimiser's tolerance."""
+def test_the_base_is_fitted_on_the_target_alone(synthetic_dir, base):
+    """The base enters the target's logits only, so only the target's model is fitted, laid out for every
+    question as the network keeps it: the target's model of a fit on the target alone, zeros elsewhere."""
     ds = load_dataset(synthetic_dir)
-    late, both = (dataclasses.replace(s, base=base) for s in (LATE, SMALL))
+    late = dataclasses.replace(SMALL, base=base)
     spec, X, e = model_inputs(ds, late)
     rows, n_options, target = Rows.of(ds), ds.n_options.tolist(), ds.target_index
     all_rows = np.arange(len(ds.label_item))
     plan = plan_models(ds, [all_rows, all_rows[all_rows % 3 != 0]], [1, 2], late)
     alone = fit_base(X, rows, plan, late, n_options, len(ds.judges), e, target)
-    every = fit_base(X, rows, plan, both, n_options, len(ds.judges), e, target)
+    idx, mask = padded_rows(plan.fit_rows)
+    target_only = [fit_linear(late.base_kind, X[rows.item[idx[m:m + 1]]][..., -e:], rows.judge[idx[m:m + 1]],
+                              rows.answers[idx[m:m + 1]][..., [target]], mask[m:m + 1], [n_options[target]],
+                              len(ds.judges), late.base_l2) for m in range(2)]  # each model alone, as fit_base does
     for name in ("weight", "bias", "judge"):
         value = getattr(alone, name)
-        assert value.shape == getattr(every, name).shape  # laid out for every question, as the network keeps it
+        assert value.shape[1] == len(n_options)  # laid out for every question, as the network keeps it
         others = [q for q in range(len(n_options)) if q != target]
         assert not value[:, others].any()  # the other questions are not fitted (zeros: a uniform model)
         assert value[:, target].abs().sum() > 0
     x, judge = X[rows.item][None, :, -e:].expand(2, -1, -1), rows.judge[None].expand(2, -1)
-    probs = [fit.logp(x, judge, n_options)[:, :, target].exp() for fit in (alone, every)]
-    assert torch.allclose(probs[0], probs[1], atol=1e-3)  # measured 3e-4 (linear) and 8e-5 (ordinal)
+    laid_out = alone.logp(x, judge, n_options)[:, :, target, : n_options[target]]
+    for m, fit in enumerate(target_only):
+        diff = (laid_out[m] - fit.logp(x[:1], judge[:1], [n_options[target]])[0, :, 0]).abs().max()
+        assert diff < 1e-12  # the same fit (measured 4e-15: the rounding of other padding)
