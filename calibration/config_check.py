@@ -173,7 +173,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "finetune_steps": integer(1),
     "l2_judge": number(0),
     "weight_decay": number(0),
-    "judge_updates": choice("lazy", "dense"),
     "ensemble": integer(1, 1024),
     "val_fraction": number(above=0, high=0.5),
     "eval_every": integer(1),

@@ -118,7 +118,6 @@ CONFIG_VALUES = [
     ("train", "train.train_fraction=0", r"train\.train_fraction=0 is out of range"),
     ("train", "train.train_fraction=1.5", r"train\.train_fraction=1\.5 is out of range"),
     ("train", "train.pool=median", r"train\.pool='median' is not one of the choices\. Fix: .*geometric, arithmetic"),
-    ("train", "train.judge_updates=sparse", r"train\.judge_updates='sparse' is not one of the choices\. Fix: .*lazy, dense"),
     ("train", "train.recalibrate=platt", r"train\.recalibrate='platt' is not one of the choices"),
     ("train", "train.recalibrate_prior=-1", r"train\.recalibrate_prior=-1 is out of range"),
     ("train", "train.recalibrate_min_members=0", r"train\.recalibrate_min_members=0 is out of range"),

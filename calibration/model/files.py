@@ -199,8 +199,7 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
         raise bad(f"has unknown setting(s) {unknown}")
     check_settings(kept, source=meta_path)
     # Models saved before pooling and recalibration were settings averaged their members arithmetically.
-    legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none",
-              "judge_updates": "dense"}  # settings before each existed
+    legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none"}  # settings before each existed
     merged = {**legacy, **kept}
     merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
     return Settings(**merged), rubric_from_dict(meta["rubric"], source=meta_path)

@@ -15,8 +15,7 @@ from dataclasses import dataclass
 import torch
 
 BASES = ("ordinal", "linear", "none")
-JUDGE_UPDATES = ("lazy", "dense")
-REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune"}
+REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune", "judge_updates": "lazy"}
 """Settings that earlier versions offered, with the one value this version always uses (the default they
 had). A model.json that records another value is refused by load_model: retrain it."""
 
@@ -37,9 +36,6 @@ class Settings:
     finetune_steps: int = 400
     l2_judge: float = 2e-3
     weight_decay: float = 0.0
-    judge_updates: str = "lazy"
-    """Adam on the judge offsets: "lazy" moves only the judges a batch holds (a step costs O(judges in the
-    batch)); "dense" moves every judge's at every step (weight decay and momentum), as before (lazy_adam.py)."""
     ensemble: int = 16
     val_fraction: float = 0.1
     eval_every: int = 10
@@ -82,8 +78,7 @@ class Settings:
         from calibration.model.recalibrate import METHODS, POOLS
         from rubric.errors import InputError
 
-        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES),
-                              ("judge_updates", JUDGE_UPDATES)):
+        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES)):
             if getattr(self, name) not in allowed:
                 key = f"{'network' if name.startswith('base') else 'train'}.{name}"
                 raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",

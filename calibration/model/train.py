@@ -224,17 +224,15 @@ def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Te
 
 
 def _adam(net: CalibrationNet, settings: Settings, lr: float) -> torch.optim.Adam:
-    """Adam on the shared weights, and on the judge offsets with judge_updates=dense (every judge's at every
-    step). Fresh per phase. Adam's weight_decay adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2."""
-    groups = [{"params": net.shared_parameters(), "weight_decay": 2 * settings.weight_decay}]
-    if settings.judge_updates == "dense":
-        groups.append({"params": net.judge_parameters(), "weight_decay": 2 * settings.l2_judge})
-    return torch.optim.Adam(groups, lr=lr, fused=True)
+    """Adam on the shared weights, fresh per phase (the judge offsets: `_lazy_adam`). Adam's weight_decay
+    adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2."""
+    return torch.optim.Adam(net.shared_parameters(), lr=lr, weight_decay=2 * settings.weight_decay, fused=True)
 
 
 def _lazy_adam(net: CalibrationNet, settings: Settings, lr: float) -> LazyAdam | None:
-    """With judge_updates=lazy (and judge offsets): Adam on the offsets of the judges each batch holds."""
-    if settings.judge_updates != "lazy" or not net.personalised:
+    """With judge offsets: Adam on the offsets of the judges each batch holds (calibration/model/lazy_adam.py),
+    so a step costs what the batch holds, not all judges."""
+    if not net.personalised:
         return None
     return LazyAdam(net.judge_parameters(), lr=lr, weight_decay=2 * settings.l2_judge)
 
