@@ -123,8 +123,10 @@ def test_the_network_starts_as_its_ordinal_base(synthetic_dir):
                       torch.ones_like(rows, dtype=torch.bool), ds.n_options.tolist(), len(ds.judges), 1e-3)
     net = CalibrationNet(1, X.shape[1], len(ds.judges), ds.n_options.tolist(), n_base=n_base)
     net.set_base(base)
-    logp = net(X[None], judge)
-    expected = base.logp(e, judge, ds.n_options.tolist()).float()
+    t = ds.target_index
+    net.add_base(t)  # as fine-tuning does: the target restarts as the base plus a zero residual
+    logp = net(X[None], judge)[:, :, t]
+    expected = base.logp(e, judge, ds.n_options.tolist()).float()[:, :, t]
     # to float32 precision (the base runs in float32 inside the network); -inf where an option is absent
     torch.testing.assert_close(logp.detach(), expected, atol=1e-5, rtol=1e-3)
 
