@@ -182,7 +182,7 @@ SETTINGS_RULES: dict[str, Rule] = {
     "recalibrate": choice("vector", "none"),
     "recalibrate_prior": number(0),
     "recalibrate_min_members": integer(1),
-    "base": choice("ordinal", "linear", "none"),
+    "base": choice("linear", "none"),
     "base_l2": number(0),
 }
 

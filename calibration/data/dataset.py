@@ -114,7 +114,7 @@ class Dataset:
             parts.append(coverage[:, keep])
         if spec["mask"]:
             parts.append((~self.present[:, keep]).astype(np.float32))
-        if spec.get("expected"):  # last, where the network's ordinal base reads them
+        if spec.get("expected"):  # last, where the network's base reads them
             parts.append(self.expected_inputs(spec["expected"]))
         return np.concatenate(parts, axis=1).astype(np.float32)
 

@@ -1,6 +1,6 @@
 """The fixed bases the network adds its residual to, fitted before training (calibration/model/train.py).
 
-`fit_base`: each model's personalised simple model (Settings.base: ordinal or multinomial) on its own fit
+`fit_base`: each model's personalised simple model (the multinomial logistic one) on its own fit
 rows, for the questions the base enters (the target only, by default). Models that share a training set
 are fitted in one L-BFGS run, and the training groups are dealt over worker processes (`map_dealt`,
 calibration/model/forked.py).
@@ -13,6 +13,7 @@ import torch
 
 from calibration.model.forked import map_dealt
 from calibration.model.linear import LinearFit, fit_linear, parameter_shapes
+from calibration.model.network import BASE_KIND
 
 
 def fit_base(X, rows, plan, settings, n_options, n_judges, n_base, target: int, workers: int = 1) -> LinearFit:
@@ -42,12 +43,12 @@ def _training_groups(plan) -> list[list[int]]:
 
 
 def _fit_bases(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judges, n_base, target) -> LinearFit:
-    """One base model (Settings.base_kind) per entry of `fit_rows`, on those label rows, in one L-BFGS run,
+    """One base model (BASE_KIND) per entry of `fit_rows`, on those label rows, in one L-BFGS run,
     fitted on the target and laid out for every question (the others keep zeros: a uniform model)."""
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
     questions = [target]
     idx, mask = padded_rows(fit_rows)
-    fit = fit_linear(settings.base_kind, X[rows.item[idx]][..., -n_base:], rows.judge[idx],
+    fit = fit_linear(BASE_KIND, X[rows.item[idx]][..., -n_base:], rows.judge[idx],
                      rows.answers[idx][..., questions], mask, [n_options[q] for q in questions], judges,
                      settings.base_l2, personalised=settings.personalised)
     return _for_every_question(fit, questions, n_options, n_base, judges)

@@ -23,7 +23,7 @@ from safetensors.torch import load_file, save_file
 from calibration.data.dataset import load_dataset
 from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import parameter_shapes
-from calibration.model.network import CalibrationNet
+from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
@@ -148,8 +148,7 @@ def load_model(path: str | Path) -> LoadedModel:
         )
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
-                         n_base=n_base(meta["spec"]),
-                         base_kind=settings.base_kind)
+                         n_base=n_base(meta["spec"]))
     try:
         net.load_state_dict(load_file(str(weights_path)))
     except (SafetensorError, RuntimeError, OSError) as exc:
@@ -250,7 +249,7 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
         "option_pad": (n_q, n_k),
     }
     if e:
-        base = parameter_shapes(settings.base_kind, n_q, e, j, n_k)
+        base = parameter_shapes(BASE_KIND, n_q, e, j, n_k)
         shapes |= {f"base_{name}": (m, *shape) for name, shape in base.items()}
     return shapes
 

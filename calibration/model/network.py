@@ -8,7 +8,7 @@ W are shared; U are per-judge offsets that start at zero and carry an L2 penalty
 in training (or judge index -1, "population") is predicted by the shared weights alone.
 
 With a base (`n_base` > 0; the default `network.base=linear`), the target's logits also get the
-log-probabilities of a fixed personalised multinomial (network.base=linear) or ordinal model on the
+log-probabilities of a fixed personalised multinomial logistic model (network.base=linear) on the
 last n_base inputs (the judge's standardised expected answers; calibration/model/linear.py), fitted before
 training. The base joins at fine-tuning (`add_base`: pretraining is the paper's network), with the target's
 columns of V at zero: the target starts as that simple model plus the residual that validation supports.
@@ -41,6 +41,9 @@ from torch import nn
 from calibration.model.linear import LinearFit, linear_logp, parameter_shapes
 from calibration.model.personal_layer import Groups, personal_layer
 
+BASE_KIND = "multinomial"
+"""The base's model in calibration/model/linear.py's names: the multinomial logistic model (network.base=linear)."""
+
 
 @dataclass
 class JudgeOffsets:
@@ -70,18 +73,14 @@ class CalibrationNet(nn.Module):
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
         n_base: E, the number of trailing inputs the base reads and the hidden layers do not (0: no base, the
-            paper's network).
-        base_kind: the base's model, "ordinal" or "multinomial" (calibration/model/linear.py).
-            The base joins at `add_base`: until then the logits leave it out and V keeps its random init, as
+            paper's network). The base joins at `add_base`: until then the logits leave it out and V keeps its random init, as
             the paper's network would start.
     """
 
     def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
-                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0,
-                 base_kind: str = "ordinal"):
+                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0):
         super().__init__()
         self.n_base = n_base
-        self.base_kind = base_kind
         self.base_active = False  # until add_base (fine-tuning) or base_only_for (a loaded model)
         self.base_columns: torch.Tensor | None = None  # (Q*K,) 1 on the question the base enters
         self.n_inputs = n_inputs  # D, the length of x; W1 reads the first net_inputs of it
@@ -101,11 +100,11 @@ class CalibrationNet(nn.Module):
         pad = torch.arange(n_k)[None, :] >= torch.tensor(n_options)[:, None]
         self.register_buffer("option_pad", pad)  # (Q, K) True where a question has no such option
         if n_base:  # fixed (set_base), not trained: parameters only so they follow the model axis and the files
-            for name, shape in parameter_shapes(base_kind, n_q, n_base, judges, n_k).items():
+            for name, shape in parameter_shapes(BASE_KIND, n_q, n_base, judges, n_k).items():
                 setattr(self, f"base_{name}", nn.Parameter(torch.zeros(n_models, *shape), requires_grad=False))
 
     def set_base(self, fit: LinearFit) -> None:
-        """Use the fitted models `fit` (one per model, of kind base_kind) as the base."""
+        """Use the fitted models `fit` (one per model, of kind BASE_KIND) as the base."""
         with torch.no_grad():
             for name, value in (("base_weight", fit.weight), ("base_bias", fit.bias), ("base_judge", fit.judge)):
                 getattr(self, name).copy_(value)
@@ -184,7 +183,7 @@ class CalibrationNet(nn.Module):
             judge: (M, B) judge index; -1 = population (shared weights only).
             offsets: `judge_offsets(judge)` to use (None: taken from U1, U2, UV here).
             base: `base_logits(x, judge)`, computed beforehand (training computes it once for every label row:
-                the base is fixed, and its ordinal link is a quarter of a step's arithmetic).
+                the base is fixed).
         """
         return _log_softmax(self._logits(x, judge, offsets, base))
 
@@ -215,7 +214,7 @@ class CalibrationNet(nn.Module):
 
     def base_logits(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
         """(M, B, Q*K) log-probabilities of the base (0 on padded options) for inputs x (M, B, D)."""
-        base = linear_logp(self.base_kind, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
+        base = linear_logp(BASE_KIND, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
                            judge, self.n_options)  # (M, B, Q, K)
         return base.masked_fill(self.option_pad, 0.0).flatten(2)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 import torch
 
-BASES = ("ordinal", "linear", "none")
+BASES = ("linear", "none")
 REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune", "judge_updates": "lazy"}
 """Settings that earlier versions offered, with the one value this version always uses (the default they
 had). A model.json that records another value is refused by load_model: retrain it."""
@@ -47,18 +47,13 @@ class Settings:
     recalibrate_min_members: int = 8
     """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
     base: str = "linear"
-    """The fixed simple model the network adds its residual to: "ordinal" (cumulative logit), "linear"
-    (multinomial logistic: the `linear` baseline of cv) or "none" (the paper's network). Pretraining trains
+    """The fixed simple model the network adds its residual to: "linear" (multinomial logistic: the `linear`
+    baseline of cv) or "none" (the paper's network). Pretraining trains
     the paper's network alone on every question; fine-tuning restarts the target's columns of V and UV at
     zero and adds the base to the target's logits, so the target is the base plus a residual read from
     hidden layers pretrained as the paper's."""
     base_l2: float = 3e-4
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
-
-    @property
-    def base_kind(self) -> str:
-        """The base's model in calibration/model/linear.py's names."""
-        return "multinomial" if self.base == "linear" else "ordinal"
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:

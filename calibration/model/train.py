@@ -3,7 +3,7 @@
 `fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
 validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
 fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
-With a base, each model's base (linear or ordinal) is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
+With a base, each model's base is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
 fine-tuning.
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
@@ -125,7 +125,6 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
         n_base=n_base,
-        base_kind=settings.base_kind,
     )
     if base is not None:
         net.set_base(base)

@@ -14,7 +14,7 @@ from calibration.model.bases import fit_base, padded_rows
 from calibration.model.ensemble import train_ensemble
 from calibration.model.files import load_model, save_model
 from calibration.model.linear import LinearFit, fit_linear
-from calibration.model.network import CalibrationNet
+from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.settings import Settings
 from calibration.model.train import Rows, fit_models, model_inputs, plan_models
 from rubric.errors import InputError
@@ -28,8 +28,8 @@ def _net(**kw) -> CalibrationNet:
     """3 models, 7 inputs of which the last 2 are the base's; a base with non-zero weights."""
     net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2, **kw)
     gen = torch.Generator().manual_seed(0)
-    net.set_base(LinearFit("ordinal", torch.randn(3, 3, 2, generator=gen), torch.randn(3, 3, 3, generator=gen),
-                           torch.randn(3, 3, 5, generator=gen)))
+    net.set_base(LinearFit("multinomial", torch.randn(3, 3, 2, 4, generator=gen), torch.randn(3, 3, 4, generator=gen),
+                           torch.randn(3, 3, 5, 4, generator=gen)))
     return net
 
 
@@ -77,14 +77,12 @@ def test_pretraining_does_not_depend_on_the_base(synthetic_dir):
     assert histories[0]["finetune"]["best_val_nll"] != histories[1]["finetune"]["best_val_nll"]
 
 
-@pytest.mark.parametrize("base", ["linear", "ordinal"])
-def test_model_with_a_base_round_trips_through_its_files(synthetic_dir, tmp_path, base):
+def test_model_with_a_base_round_trips_through_its_files(synthetic_dir, tmp_path):
     ds = load_dataset(synthetic_dir)
-    settings = dataclasses.replace(SMALL, base=base)
+    settings = SMALL
     net, spec, _ = train_ensemble(ds, settings, seed=0)
     assert net.W1.shape[1] == net.n_inputs - len(spec["expected"]["questions"]) + 1  # the narrower first layer
-    options = max(ds.n_options) if base == "linear" else len(spec["expected"]["questions"])
-    assert net.base_weight.shape[-1] == options  # multinomial: one weight per option; ordinal: per input
+    assert net.base_weight.shape[-1] == max(ds.n_options)  # one weight per option: the multinomial model
     save_model(tmp_path / "m", net, ds, spec, settings)
     loaded = load_model(tmp_path / "m")
     X = torch.from_numpy(ds.features(spec)).expand(net.n_models, -1, -1)
@@ -94,8 +92,7 @@ def test_model_with_a_base_round_trips_through_its_files(synthetic_dir, tmp_path
 
 
 def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
-    net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2,
-                         base_kind="multinomial")
+    net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2)
     gen = torch.Generator().manual_seed(1)
     fit = LinearFit("multinomial", torch.randn(3, 3, 2, 4, generator=gen), torch.randn(3, 3, 4, generator=gen),
                     torch.randn(3, 3, 5, 4, generator=gen))
@@ -110,19 +107,18 @@ def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
                           atol=1e-5)
 
 
-@pytest.mark.parametrize("base", ["linear", "ordinal"])
-def test_the_base_is_fitted_on_the_target_alone(synthetic_dir, base):
+def test_the_base_is_fitted_on_the_target_alone(synthetic_dir):
     """The base enters the target's logits only, so only the target's model is fitted, laid out for every
     question as the network keeps it: the target's model of a fit on the target alone, zeros elsewhere."""
     ds = load_dataset(synthetic_dir)
-    late = dataclasses.replace(SMALL, base=base)
+    late = SMALL
     spec, X, e = model_inputs(ds, late)
     rows, n_options, target = Rows.of(ds), ds.n_options.tolist(), ds.target_index
     all_rows = np.arange(len(ds.label_item))
     plan = plan_models(ds, [all_rows, all_rows[all_rows % 3 != 0]], [1, 2], late)
     alone = fit_base(X, rows, plan, late, n_options, len(ds.judges), e, target)
     idx, mask = padded_rows(plan.fit_rows)
-    target_only = [fit_linear(late.base_kind, X[rows.item[idx[m:m + 1]]][..., -e:], rows.judge[idx[m:m + 1]],
+    target_only = [fit_linear(BASE_KIND, X[rows.item[idx[m:m + 1]]][..., -e:], rows.judge[idx[m:m + 1]],
                               rows.answers[idx[m:m + 1]][..., [target]], mask[m:m + 1], [n_options[target]],
                               len(ds.judges), late.base_l2) for m in range(2)]  # each model alone, as fit_base does
     for name in ("weight", "bias", "judge"):

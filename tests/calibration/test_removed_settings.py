@@ -85,3 +85,10 @@ def test_without_a_base_the_base_variants_mean_nothing(synthetic_dir, tmp_path):
         if key.startswith("base_"):
             model = _with_setting(model, tmp_path, key, value)
     assert load_model(model).settings.base == "none"
+
+
+def test_a_model_with_the_ordinal_base_is_refused(tiny_model, tmp_path):
+    """network.base=ordinal, the default before the linear base, is no longer offered."""
+    with pytest.raises(InputError, match=r"base='ordinal'.*retrain") as info:
+        load_model(_with_setting(tiny_model, tmp_path, "base", "ordinal"))
+    assert "\n" not in str(info.value)
