@@ -164,7 +164,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "hidden1": integer(1, 4096),
     "hidden2": integer(1, 4096),
     "personalised": boolean(),
-    "use_coverage": boolean(),
     "drop_questions": text_list(),
     "lr": number(above=0, high=10),
     "finetune_lr": number(above=0, high=10),
@@ -190,7 +189,7 @@ RULES: dict[str, Rule] = {
     **{
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
-        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2")
+        if k in ("hidden1", "hidden2", "personalised", "drop_questions", "base", "base_l2")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands

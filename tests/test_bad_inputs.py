@@ -126,7 +126,6 @@ CONFIG_VALUES = [
     ("train", "network.hidden1=big", r"network\.hidden1='big' is not a whole number"),
     ("train", "network.hidden1=100000", r"network\.hidden1=100000 is out of range.*<= 4096"),
     ("train", "network.personalised=maybe", r"network\.personalised='maybe' is not true or false"),
-    ("train", "network.use_coverage=2", r"network\.use_coverage=2 is not true or false"),
     ("train", "network.drop_questions=scope", r"network\.drop_questions='scope' is not a list of names"),
     ("train", "seed=abc", r"seed='abc' is not a whole number"),
     ("train", "seed=-1", r"seed=-1 is out of range"),

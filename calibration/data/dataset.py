@@ -87,8 +87,9 @@ class Dataset:
             values[q, : len(question.options)] = question.values
         return values
 
-    def feature_spec(self, *, drop_questions: tuple[str, ...] = (), use_coverage: bool = True) -> dict:
-        """What the network input holds for this data; saved with a model so prediction rebuilds it."""
+    def feature_spec(self, *, drop_questions: tuple[str, ...] = ()) -> dict:
+        """What the network input holds for this data (the coverage wherever the data has it); saved with a
+        model so prediction rebuilds it."""
         unknown = set(drop_questions) - set(self.rubric.ids)
         if unknown:
             raise InputError(
@@ -100,7 +101,7 @@ class Dataset:
         keep_idx = [self.rubric.ids.index(q) for q in keep]
         return {
             "questions": keep,
-            "coverage": bool(use_coverage and self.coverage is not None),
+            "coverage": self.coverage is not None,
             "mask": bool(not self.present[:, keep_idx].all()),
         }
 

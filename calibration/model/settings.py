@@ -15,7 +15,8 @@ from dataclasses import dataclass
 import torch
 
 BASES = ("linear", "none")
-REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune", "judge_updates": "lazy"}
+REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune", "judge_updates": "lazy",
+                    "use_coverage": True}
 """Settings that earlier versions offered, with the one value this version always uses (the default they
 had). A model.json that records another value is refused by load_model: retrain it."""
 
@@ -27,7 +28,6 @@ class Settings:
     hidden1: int = 25
     hidden2: int = 25
     personalised: bool = True
-    use_coverage: bool = True
     drop_questions: tuple[str, ...] = ()
     lr: float = 0.03
     finetune_lr: float = 0.02

@@ -74,7 +74,7 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
 
 def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
     """The feature spec, the (N, D) inputs and n_base (how many trailing inputs the base reads)."""
-    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
+    spec = ds.feature_spec(drop_questions=settings.drop_questions)
     if settings.base != "none":
         spec["expected"] = ds.expected_spec(spec["questions"])
     return spec, torch.from_numpy(ds.features(spec)), n_base(spec)

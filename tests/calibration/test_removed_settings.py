@@ -16,7 +16,8 @@ from calibration.model.files import _model_sha256, load_model
 from calibration.model.settings import REMOVED_SETTINGS
 from rubric.errors import InputError
 
-OTHER_VALUE = {"base_crossfit": 3, "base_inputs_to_net": True, "base_phase": "both", "judge_updates": "dense"}
+OTHER_VALUE = {"base_crossfit": 3, "base_inputs_to_net": True, "base_phase": "both", "judge_updates": "dense",
+               "use_coverage": False}
 """A value each removed setting could take before, other than the one kept."""
 
 
