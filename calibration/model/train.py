@@ -1,10 +1,14 @@
-"""Training, top to bottom: rows, plan, model, optimiser, loop with early stopping, best weights.
+"""Training, top to bottom: inputs, plan, bases, model, phases, loop with early stopping, best weights.
 
-`fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
-validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
-fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
-With a base, each model's base is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
-fine-tuning.
+`train_models` is the one entry point (cross-validation, search, the final ensemble): it trains M models at
+once (a leading model axis), each with its own training rows and seed, and reads in this order:
+- `model_inputs`: every item's input vector (and the base's inputs, last);
+- `plan_models`: each model's fit and validation rows (whole conversations apart) and seed;
+- `fit_models`: each model's base, fitted first (`fit_base`, calibration/model/bases.py), then the models
+  in slices side by side (calibration/model/forked.py), each slice by `_fit_models`: pretraining on all
+  questions, then fine-tuning on the target with a fresh optimiser, where the base joins the target;
+- `_run_phase`: one phase, every model stopping early on its own validation loss and keeping its best
+  weights; `train_step`: one step of every model.
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -59,17 +63,24 @@ class Plan:
                     [self.seeds[m] for m in models])
 
 
-def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
-    """For each model: its training rows (subsampled by train_fraction), split by conversation into fit
-    and validation rows with its own seed, so ensemble members validate on different conversations."""
-    row_groups = ds.groups[ds.label_item]
-    fit, val = [], []
-    for rows, seed in zip(train_rows, seeds, strict=True):
-        rows = subsample(rows, settings.train_fraction, seed + 7)
-        f, v = validation_split(rows, row_groups, settings.val_fraction, seed + 11)
-        fit.append(f)
-        val.append(v)
-    return Plan(fit, val, list(seeds))
+@dataclass
+class Trained:
+    """The models `train_models` trained, with the inputs they read and their plan."""
+
+    net: CalibrationNet
+    X: torch.Tensor  # (N, D) every item's inputs (`model_inputs`)
+    spec: dict  # what X holds; saved with a model so prediction rebuilds it
+    plan: Plan  # each model's fit and validation rows, seed, and training history
+
+
+def train_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings, *,
+                 progress: bool = False, workers: int | None = None, threads: int | None = None) -> Trained:
+    """Train one model per entry of `train_rows` (label rows of `ds`) with its seed, all side by side."""
+    spec, X, base_inputs = model_inputs(ds, settings)
+    plan = plan_models(ds, train_rows, seeds, settings)
+    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                     target=ds.target_index, progress=progress, threads=threads, workers=workers, n_base=base_inputs)
+    return Trained(net, X, spec, plan)
 
 
 def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
@@ -82,6 +93,19 @@ def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, i
 
 def n_base(spec: dict) -> int:
     return len(spec["expected"]["questions"]) if spec.get("expected") else 0
+
+
+def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
+    """For each model: its training rows (subsampled by train_fraction), split by conversation into fit
+    and validation rows with its own seed, so ensemble members validate on different conversations."""
+    row_groups = ds.groups[ds.label_item]
+    fit, val = [], []
+    for rows, seed in zip(train_rows, seeds, strict=True):
+        rows = subsample(rows, settings.train_fraction, seed + 7)
+        f, v = validation_split(rows, row_groups, settings.val_fraction, seed + 11)
+        fit.append(f)
+        val.append(v)
+    return Plan(fit, val, list(seeds))
 
 
 def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n_judges: int, n_options: list[int],
