@@ -6,7 +6,6 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
-import pytest
 import torch
 
 from calibration.data.dataset import load_dataset
@@ -17,7 +16,6 @@ from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.settings import Settings
 from calibration.model.train import Rows, fit_models, model_inputs, plan_models
-from rubric.errors import InputError
 
 N_OPTIONS = [4, 3, 4]
 SMALL = Settings(hidden1=6, hidden2=5, pretrain_steps=30, finetune_steps=20, ensemble=2, eval_every=5, patience=2,
