@@ -1,7 +1,7 @@
 """The fixed bases the network adds its residual to, fitted before training (calibration/model/train.py).
 
 `fit_base`: each model's personalised simple model (the multinomial logistic one) on its own fit
-rows, for the questions the base enters (the target only, by default). Models that share a training set
+rows, for the question the base enters (the target). Models that share a training set
 are fitted in one L-BFGS run, and the training groups are dealt over worker processes (`map_dealt`,
 calibration/model/forked.py).
 """
