@@ -164,7 +164,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "hidden1": integer(1, 4096),
     "hidden2": integer(1, 4096),
     "personalised": boolean(),
-    "use_coverage": boolean(),
     "drop_questions": text_list(),
     "lr": number(above=0, high=10),
     "finetune_lr": number(above=0, high=10),
@@ -173,7 +172,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "finetune_steps": integer(1),
     "l2_judge": number(0),
     "weight_decay": number(0),
-    "judge_updates": choice("lazy", "dense"),
     "ensemble": integer(1, 1024),
     "val_fraction": number(above=0, high=0.5),
     "eval_every": integer(1),
@@ -183,19 +181,15 @@ SETTINGS_RULES: dict[str, Rule] = {
     "recalibrate": choice("vector", "none"),
     "recalibrate_prior": number(0),
     "recalibrate_min_members": integer(1),
-    "base": choice("ordinal", "linear", "none"),
+    "base": choice("linear", "none"),
     "base_l2": number(0),
-    "base_phase": choice("both", "finetune"),
-    "base_inputs_to_net": boolean(),
-    "base_crossfit": either(integer(0, 0), integer(2, 100)),
 }
 
 RULES: dict[str, Rule] = {
     **{
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
-        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2",
-                 "base_phase", "base_inputs_to_net", "base_crossfit")
+        if k in ("hidden1", "hidden2", "personalised", "drop_questions", "base", "base_l2")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands

@@ -86,7 +86,7 @@ def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_shift_measures_settings_overrides_and_chosen_methods(tmp_path):
-    late = {"base_phase": "finetune", "base_inputs_to_net": False, "base_crossfit": 3}
+    late = {"base_l2": 0.001, "lr": 0.03}
     out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2", "--only",
                "covariate_shift_up", "--work", str(tmp_path), "--methods", "calibrated,linear,ordinal",
                "--settings", json.dumps(late))
