@@ -31,6 +31,7 @@ LAYERS = {
     "calibration.model.files": 6,
     "calibration.model.predict": 7,
     "calibration.evaluation": 8,
+    "calibration.release.inference": 1,  # the estimators: numpy and scipy only
     "calibration.compare": 9,
     "calibration.report": 9,
     "calibration": 10,  # the entry points at the top: api, score, demo, cli and the package's re-exports

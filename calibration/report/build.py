@@ -35,6 +35,7 @@ from calibration.report.page import (
     section_html,
 )
 from calibration.report.pool import prefetching_pool, report_threads, run_cvs
+from calibration.report.release import raw_adherence, release_section, release_summary
 from calibration.report.reliability import plot_reliability, prepare_reliability
 from calibration.report.tables import (
     plot_distributions,
@@ -232,6 +233,10 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         turn_results, turn_html_sections, drilldown = turn_sections(cfg.data, ds, predictions, adheres_at=threshold)
         results.update(turn_results)
         html_sections += turn_html_sections
+        if threshold is not None:  # what `role-rubric estimate` would give on a release like this data
+            results["release"] = release_summary(predictions, raw_adherence(ds, float(threshold)),
+                                                 adheres_at=float(threshold), seed=seed)
+            html_sections.append(release_section(results["release"]))
         skipped = [
             f"{title} (report.{key}{'.repeats=0' if key == 'learning_curve' else '=false'})"
             for title, key, on in (
