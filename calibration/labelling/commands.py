@@ -120,7 +120,7 @@ def run_import(cfg) -> dict[str, int]:
     print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
     copied = ", ".join(n for n in copied_names(data)) or "nothing"
     print(f"import: wrote {Path(cfg.out) / 'labels.csv'} ({counts['labels_written']} rows: {counts['labels']} imported,"
-          f" {counts['earlier_labels_kept']} earlier kept) and {copied} from {data}")
+          f" {counts['earlier_labels_kept']} earlier kept) and copied {copied} from {data}")
     return counts
 
 

@@ -170,10 +170,13 @@ def label_studio_labels(
             answered = _answers(ann, item, judge, task, rubric, rows, bad, counts, path)
             counts["questions_left_unanswered"] += len(rubric.ids) - answered
     if bad:
-        more = f"; {len(bad) - 1} more, in tasks {', '.join(dict.fromkeys(str(t) for t, _ in bad[1:]))}" if len(bad) > 1 else ""
+        more = f"; {len(bad) - 1} more, in tasks {', '.join(list(dict.fromkeys(str(t) for t, _ in bad[1:]))[:10])}" if len(bad) > 1 else ""
         raise InputError(f"{len(bad)} answer(s) not an option of the rubric: task {bad[0][0]} {bad[0][1]}{more}.",
                          path=path,
                          fix="correct them in Label Studio (or change rubric.yaml to match) and export again.")
+    if not rows:
+        raise InputError(f"no answers to import ({counts['tasks']} tasks, {counts['cancelled_skipped']} cancelled "
+                         "annotations).", path=path, fix="submit annotations in Label Studio, then export again.")
     labels = pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "question_id", "answer"])
     counts["labels"] = len(labels)
     counts["annotators"] = labels["judge_id"].nunique()
@@ -188,8 +191,11 @@ def _task_item(task: dict[str, Any], conversations: dict[str, Conversation], pat
         raise InputError(f"task {tid} has no {', '.join(missing)} in its data; it was not made by "
                          "`role-rubric label-studio export`.", path=path,
                          fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
-    turn = data["turn"]
-    item = (str(data["conversation_id"]), "" if turn in ("", None) else str(int(turn)))
+    turn = str(data["turn"] if data["turn"] is not None else "").strip()
+    if not (turn == "" or turn.isdigit()):
+        raise InputError(f"task {tid} has the turn {data['turn']!r}, not a turn number.", path=path,
+                         fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
+    item = (str(data["conversation_id"]), turn)
     check_item(item, conversations, where=f"task {tid}", path=path)
     conv = conversations[item[0]]
     expected = conversation_messages(conv, item[1])

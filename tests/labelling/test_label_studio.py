@@ -70,6 +70,21 @@ def test_export_to_files_for_all_turns_a_sheet_or_a_sample_plan(labelling_dir, t
     assert picked == {cids[0], cids[2]}
 
 
+def test_the_calibrated_prediction_rides_along_as_a_pre_annotation(labelling_dir, tmp_path):
+    conversations = dataset_conversations(labelling_dir)
+    cid = next(iter(conversations))
+    rows = [(cid, "1", "", "scope", 0.1, 0.2, 0.3, 0.4), (cid, "1", "", "overall", 0.5, 0.3, 0.1, 0.1),
+            (cid, "1", "J1", "scope", 0.9, 0.1, 0.0, 0.0)]  # a judge's row: not the population's
+    pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "question_id", "p_1", "p_2", "p_3", "p_4"]).to_csv(
+        tmp_path / "predictions.csv", index=False)
+    out = tmp_path / "ls"
+    assert main(["label-studio", f"data={labelling_dir}", f"out={out}", f"predictions={tmp_path / 'predictions.csv'}"]) == 0
+    tasks = {(t["data"]["conversation_id"], t["data"]["turn"]): t for t in json.loads((out / "tasks.json").read_text())}
+    guess = tasks[(cid, 1)]["predictions"][0]
+    assert {r["from_name"]: r["value"]["choices"] for r in guess["result"]} == {"scope": ["4"], "overall": ["1"]}
+    assert guess["score"] == pytest.approx(0.45) and "predictions" not in tasks[(cid, 0)]
+
+
 def _annotation(aid, who, answers, *, cancelled=False, updated="2026-01-01T10:00:00Z"):
     return {"id": aid, "completed_by": who, "was_cancelled": cancelled, "updated_at": updated,
             "result": [{"from_name": q, "to_name": "dialogue", "type": "choices", "value": {"choices": [a]}}
@@ -112,6 +127,9 @@ def test_export_reading_skips_cancelled_keeps_the_latest_and_leaves_skipped_ques
     (lambda t: t[0]["annotations"][0].update(completed_by=5),
      r"task 10, annotation 1: the export names its annotator by user id 5 only"),
     (lambda t: t[0]["data"].pop("messages"), r"task 10 has no messages in its data"),
+    (lambda t: t[0]["data"].update(turn="first"), r"task 10 has the turn 'first', not a turn number"),
+    (lambda t: [a.update(was_cancelled=True) for task in t for a in task["annotations"]],
+     r"no answers to import \(2 tasks, 2 cancelled annotations\)"),
 ])
 def test_bad_exports_are_one_clear_error(labelling_dir, change, message):
     cid, tasks = _export(labelling_dir, lambda i: [_annotation(1 + i, {"id": 1, "email": "a@x.org"}, {"scope": "4"})])

@@ -40,12 +40,12 @@ def _labels(path) -> set[tuple[str, str, str, str, str]]:
     return set(map(tuple, frame[["conversation_id", "turn", "judge_id", "question_id", "answer"]].to_numpy()))
 
 
-def _no_token_in(root, *texts: str) -> None:
+def _no_token_in(root, token: str, *texts: str) -> None:
     for text in texts:
-        assert TOKEN not in text
+        assert token not in text
     for path in root.rglob("*"):
         if path.is_file():
-            assert TOKEN.encode() not in path.read_bytes(), f"the API token was written into {path}"
+            assert token.encode() not in path.read_bytes(), f"the API token was written into {path}"
 
 
 def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypatch, capsys):
@@ -53,11 +53,18 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     data = make_labelling_dataset(tmp_path / "data")
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", TOKEN)
     rng = np.random.default_rng(7)
+    seen: list[str] = []  # everything the commands printed, checked for the token at the end
+
+    def read():
+        captured = capsys.readouterr()
+        seen.append(captured.out + captured.err)
+        return captured
 
     # 1. the tasks and the labelling config go into a new project
     title = "round trip"
     assert main(["label-studio", f"data={data}", f"url={server.url}", f"title={title}", "annotations_per_task=3"]) == 0
     project = _project_id(server, title)
+    assert server.call("GET", f"/api/projects/{project}")["maximum_annotations"] == 3
     tasks = sorted(server.call("GET", f"/api/tasks?project={project}&page_size=1000")["tasks"], key=lambda t: t["id"])
     assert len(tasks) == 17 and tasks[0]["data"]["messages"][-1]["role"] == "assistant"
     assert main(["label-studio", f"data={data}", f"url={server.url}", f"project={project}"]) == 0  # nothing twice
@@ -102,7 +109,7 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     out = tmp_path / "labelled"
     pull = ["import", "source=label-studio", f"data={data}", f"url={server.url}", f"project={project}", f"out={out}"]
     assert main(pull) == 2
-    err = capsys.readouterr().err
+    err = read().err
     assert f"task {six[1]['id']} ({REVIEWERS[2]}): question 'tone' answered ['7'], not one of 1, 2, 3 or 4" in err
     assert err.count("\n") == 1
 
@@ -112,7 +119,7 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     expected.update({(six[1]["data"]["conversation_id"], str(six[1]["data"]["turn"]), REVIEWERS[2], q): a
                      for q, a in fixed.items()})
     assert main(pull) == 0
-    printed = capsys.readouterr()
+    printed = read()
     want = {(*k, v) for k, v in expected.items()}
     assert _labels(out / "labels.csv") == want and len(want) == 6 * 5 + 2 + 4 * 5 + 6 * 5
     assert "cancelled_skipped=1" in printed.out and "superseded_by_a_later_annotation=1" in printed.out
@@ -126,7 +133,7 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     raw = tmp_path / "export.json"
     raw.write_text(json.dumps(server.call("GET", f"/api/projects/{project}/export?exportType=JSON")))
     assert main(["import", "source=label-studio", f"data={data}", f"export={raw}", f"out={tmp_path / 'ids'}"]) == 2
-    assert "names its annotator by user id" in capsys.readouterr().err
+    assert "names its annotator by user id" in read().err
     names = tmp_path / "judges.csv"
     pd.DataFrame({"annotator": [str(users[e]) for e in REVIEWERS], "judge_id": ["A", "B", "C"]}).to_csv(names, index=False)
     assert main(["import", "source=label-studio", f"data={data}", f"export={raw}", f"judge_map={names}",
@@ -134,14 +141,21 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     renamed = {(c, t, "ABC"[REVIEWERS.index(j)], q, a) for c, t, j, q, a in want}
     assert _labels(tmp_path / "mapped" / "labels.csv") == renamed
 
+    # 5b. a personal access token (a JWT refresh token) works as well as the legacy token
+    pat = server.call("POST", "/api/token/", {})["token"]
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", pat)
+    assert main([*pull[:-1], f"out={tmp_path / 'pat'}"]) == 0
+    assert _labels(tmp_path / "pat" / "labels.csv") == want
+
     # 6. train on them
     model = tmp_path / "model"
     assert main(["train", f"data={out}", f"out={model}", "train.ensemble=1", "train.pretrain_steps=20",
                  "train.finetune_steps=20"]) == 0
     assert set(json.loads((model / "model.json").read_text())["judges"]) == set(REVIEWERS)
 
-    captured = capsys.readouterr()
-    _no_token_in(tmp_path, captured.out, captured.err)
+    read()
+    _no_token_in(tmp_path, TOKEN, *seen)
+    _no_token_in(tmp_path, pat, *seen)
 
 
 def test_a_project_with_another_rubric_is_refused(label_studio, tmp_path, monkeypatch, capsys):
