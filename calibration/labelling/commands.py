@@ -172,4 +172,6 @@ def _llm_items(data: Path) -> set[tuple[str, str]] | None:
 def _need(cfg, source: str, *keys: str) -> None:
     for key in keys:
         if cfg.get(key) in (None, "", "???"):
-            raise InputError(f"source={source} needs {key}=.", fix=f"pass {key}=PATH (see `role-rubric import --help`).")
+            other = " (labels from reviewers: source=label-studio or source=sheet)" if source == "llm-rubric" else ""
+            raise InputError(f"source={source} needs {key}=.",
+                             fix=f"pass {key}=PATH{other}; see `role-rubric import --help`.")

@@ -202,3 +202,23 @@ def test_the_token_is_never_printed_or_written(labelling_dir, tmp_path, monkeypa
     written = [p for p in tmp_path.rglob("*") if p.is_file()]
     assert (tmp_path / "ls" / "tasks.json") in written
     assert not [p for p in written if TOKEN.encode() in p.read_bytes()]
+
+
+@pytest.mark.parametrize("argv,message", [
+    (["label-studio", "data=d", "url=ftp://host"], r"url='ftp://host' is not an http\(s\) URL"),
+    (["label-studio", "data=d", "url=http://host", "project=0"], r"project=0 is out of range"),
+    (["label-studio", "data=d", "out=o", "annotations_per_task=0"], r"annotations_per_task=0 is out of range"),
+    (["label-studio", "data=d", "out=o", "timeout=0"], r"timeout=0 is out of range"),
+    (["import", "source=labelstudio", "out=o"], r"source='labelstudio' is not one of the choices"),
+    (["import", "export=e.json", "out=o"], r"source=llm-rubric needs evaluations=.*source=label-studio or source=sheet"),
+    (["import", "source=label-studio", "out=o"], r"source=label-studio needs data="),
+])
+def test_bad_settings_stop_before_any_work(tmp_path, monkeypatch, capsys, argv, message):
+    monkeypatch.chdir(tmp_path)
+    assert main(argv) == 2
+    assert re.search(message, capsys.readouterr().err)
+
+
+def test_no_place_for_the_tasks(labelling_dir, capsys):
+    assert main(["label-studio", f"data={labelling_dir}"]) == 2
+    assert "nowhere to put the tasks. Fix: pass out=FOLDER" in capsys.readouterr().err
