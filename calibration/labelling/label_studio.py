@@ -160,17 +160,21 @@ def label_studio_labels(
     """labels.csv rows (one per task, annotator and answered question) and counts of what was skipped."""
     counts: Counter[str] = Counter()
     rows: list[tuple[str, str, str, str, str]] = []
-    bad: list[str] = []
+    bad: list[tuple[Any, str]] = []  # (task id, what is wrong)
     for task in tasks:
-        item = _task_item(task, conversations, path)
+        item = _task_item(task, path)
         counts["tasks"] += 1
         counts["drafts_not_submitted"] += len(task.get("drafts") or [])
-        for judge, ann in _latest_per_annotator(task, counts, users, judge_map, path).items():
+        latest = _latest_per_annotator(task, counts, users, judge_map, path)
+        if latest:  # a turn nobody answered may have changed since: nothing of it is imported
+            _check_same_text(task, item, conversations, path)
+        for judge, ann in latest.items():
             counts["annotations"] += 1
             answered = _answers(ann, item, judge, task, rubric, rows, bad, counts, path)
             counts["questions_left_unanswered"] += len(rubric.ids) - answered
     if bad:
-        more = f"; {len(bad) - 1} more, in tasks {', '.join(list(dict.fromkeys(str(t) for t, _ in bad[1:]))[:10])}" if len(bad) > 1 else ""
+        others = list(dict.fromkeys(str(t) for t, _ in bad[1:]))[:10]
+        more = f"; {len(bad) - 1} more, in tasks {', '.join(others)}" if len(bad) > 1 else ""
         raise InputError(f"{len(bad)} answer(s) not an option of the rubric: task {bad[0][0]} {bad[0][1]}{more}.",
                          path=path,
                          fix="correct them in Label Studio (or change rubric.yaml to match) and export again.")
@@ -183,19 +187,24 @@ def label_studio_labels(
     return labels, dict(counts)
 
 
-def _task_item(task: dict[str, Any], conversations: dict[str, Conversation], path: str | Path) -> Item:
-    """The (conversation_id, turn) of a task made by `role-rubric label-studio`, checked against the dataset."""
+def _task_item(task: dict[str, Any], path: str | Path) -> Item:
+    """The (conversation_id, turn) of a task made by `role-rubric label-studio`."""
     data, tid = task["data"], task.get("id", "?")
     missing = [f for f in TASK_FIELDS if f not in data]
     if missing:
         raise InputError(f"task {tid} has no {', '.join(missing)} in its data; it was not made by "
-                         "`role-rubric label-studio export`.", path=path,
+                         "`role-rubric label-studio`.", path=path,
                          fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
     turn = str(data["turn"] if data["turn"] is not None else "").strip()
     if not (turn == "" or turn.isdigit()):
         raise InputError(f"task {tid} has the turn {data['turn']!r}, not a turn number.", path=path,
                          fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
-    item = (str(data["conversation_id"]), turn)
+    return (str(data["conversation_id"]), turn)
+
+
+def _check_same_text(task: dict[str, Any], item: Item, conversations: dict[str, Conversation], path) -> None:
+    """The task shows the dataset's conversation as it is now: otherwise its labels judge other text."""
+    data, tid = task["data"], task.get("id", "?")
     check_item(item, conversations, where=f"task {tid}", path=path)
     conv = conversations[item[0]]
     expected = conversation_messages(conv, item[1])
@@ -207,7 +216,6 @@ def _task_item(task: dict[str, Any], conversations: dict[str, Conversation], pat
             f"task {tid} (conversation {item[0]!r}, turn {item[1] or 'all'}) no longer matches conversations.jsonl "
             f"({what} differs): the reviewers judged other text.", path=path,
             fix="pass data= the dataset the tasks were made from, or export the changed turns again and relabel them.")
-    return item
 
 
 def _annotator(ann: dict[str, Any], users: dict[int, str] | None, judge_map: dict[str, str] | None,

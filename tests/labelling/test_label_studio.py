@@ -115,6 +115,11 @@ def test_export_reading_skips_cancelled_keeps_the_latest_and_leaves_skipped_ques
                                                      (cid, "1", "reviewer-b", "overall", "2")]
     assert counts["cancelled_skipped"] == 1 and counts["superseded_by_a_later_annotation"] == 1
     assert counts["questions_left_unanswered"] == 8 and counts["annotations"] == 2
+    tasks[1]["annotations"] = []
+    tasks[1]["data"]["messages"][-1]["content"] = "changed since, but nobody answered it"
+    labels, counts = label_studio_labels(tasks, load_rubric(labelling_dir), dataset_conversations(labelling_dir),
+                                         path="export.json")
+    assert len(labels) == 1 and counts["tasks"] == 2
 
 
 @pytest.mark.parametrize("change,message", [
