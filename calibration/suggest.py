@@ -30,6 +30,7 @@ import torch
 from rubric.errors import InputError
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
+RANKED = ("entropy", "bald", "variance")  # a score worth a sheet column; random (and an estimate sample) has none
 
 
 def member_target_proba(
@@ -196,7 +197,14 @@ def run_suggest(cfg) -> Path:
     [strategy=bald] [diversity=0.5] [questions=all|target]`."""
     from calibration import load_dataset, load_model
 
+    if str(cfg.get("purpose", "learn")) == "estimate":
+        from calibration.release.sampling import run_estimate_plan
+
+        return run_estimate_plan(cfg)
     start = time.perf_counter()
+    if not cfg.get("model"):
+        raise InputError("suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
+                         fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.")
     model = load_model(cfg.model)
     ds = load_dataset(
         cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False
@@ -299,7 +307,7 @@ def suggestions_frame(
     with what the judge saw (the role, the earlier turns, the user message and the reply; empty when the
     dataset has no conversations.jsonl), the question and its options ("value: label" joined by " | "); the
     reviewer writes an option value into `answer`. The acquisition `score` is a column only where it ranks
-    something: under strategy=random it is a random number and is left out."""
+    something: under strategy=random it is a random number, for an estimate sample nothing, and is left out."""
     from calibration.labelling.sheet import sheet_frame
 
     keys = [(str(c), str(t)) for c, t in ds.items.iloc[np.asarray(item, dtype=np.int64)].itertuples(index=False)]
@@ -309,5 +317,5 @@ def suggestions_frame(
         ds.rubric,
         conversations or {},
         questions=questions,
-        scores=None if strategy == "random" else [float(s) for s in scores],
+        scores=[float(s) for s in scores] if strategy in RANKED else None,
     )
