@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 from types import SimpleNamespace
 
@@ -126,3 +127,21 @@ def test_imported_labels_join_the_datasets_own_and_replace_the_same_answer(label
     labels = pd.read_csv(out / "labels.csv", dtype=str)
     assert sorted(zip(labels["judge_id"], labels["answer"], strict=True)) == [("J1", "4"), ("J9", "2")]
     assert "earlier_labels_kept=1" in capsys.readouterr().out
+
+
+def test_an_estimate_sample_goes_to_label_studio_and_comes_back_from_its_sheet(labelling_dir, tmp_path):
+    sheet = tmp_path / "estimate.csv"
+    assert main(["suggest", "purpose=estimate", f"data={labelling_dir}", "budget=2", f"out={sheet}"]) == 0
+    frame = pd.read_csv(sheet, dtype=str, keep_default_na=False)
+    assert "score" not in frame.columns and (frame["judge_id"] == "").all() and "earlier_turns" in frame.columns
+    tasks = {}
+    for name in ("estimate.csv", "sample_plan.csv"):  # the sheet and its plan name the same turns
+        assert main(["label-studio", f"data={labelling_dir}", f"select={tmp_path / name}", f"out={tmp_path / name}.ls"]) == 0
+        tasks[name] = [(t["data"]["conversation_id"], str(t["data"]["turn"]))
+                       for t in json.loads((tmp_path / f"{name}.ls" / "tasks.json").read_text())]
+    assert tasks["estimate.csv"] == tasks["sample_plan.csv"]
+    assert tasks["estimate.csv"] == list(dict.fromkeys(zip(frame["conversation_id"], frame["turn"], strict=True)))
+    frame.loc[:4, ["judge_id", "answer"]] = ["ana", "3"]
+    frame.to_csv(sheet, index=False)
+    assert main(["import", "source=sheet", f"sheet={sheet}", f"data={labelling_dir}", f"out={tmp_path / 'o'}"]) == 0
+    assert len(pd.read_csv(tmp_path / "o" / "labels.csv")) == 5
