@@ -153,6 +153,24 @@ def base_url() -> Rule:
     return Rule(check, "null (the environment's), local, or a URL such as http://localhost:8000/v1")
 
 
+def http_url() -> Rule:
+    def check(v: Any) -> str | None:
+        if v is None:
+            return None
+        ok = isinstance(v, str) and v.lower().startswith(("http://", "https://")) and len(v) > len("https://")
+        return None if ok else "is not an http(s) URL"
+
+    return Rule(check, "null or a URL such as http://localhost:8080")
+
+
+def env_name() -> Rule:
+    def check(v: Any) -> str | None:
+        ok = isinstance(v, str) and v.replace("_", "a").isalnum() and not v[:1].isdigit()
+        return None if ok else "is not the name of an environment variable"
+
+    return Rule(check, "a variable name such as LABEL_STUDIO_API_KEY (the token itself never goes on the command line)")
+
+
 def _judges() -> Rule:
     """predict: labelled | population | [ids]; score: null (every training judge) | population | [ids]."""
     return either(choice("labelled", "population", None), text_list(non_empty=True))
@@ -210,7 +228,14 @@ RULES: dict[str, Rule] = {
     "output_mode": choice("continuous", "binary"),
     "adheres_at": number(optional=True),
     "show": integer(0, optional=True),
-    "source": choice("llm-rubric"),
+    "source": choice("llm-rubric", "label-studio", "sheet"),
+    # import from and export to Label Studio
+    "url": http_url(),
+    "project": integer(1, optional=True),
+    "token_env": env_name(),
+    "timeout": number(above=0),
+    "title": text(),
+    "annotations_per_task": integer(1, 100),
     # suggest and decide
     "budget": integer(1),
     "strategy": choice("random", "entropy", "bald", "variance"),
@@ -274,7 +299,7 @@ RULES: dict[str, Rule] = {
 }
 
 # Output paths: which commands write a folder and which a single file.
-OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate"}
+OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
 OUT_FILE = {"predict", "evaluate", "score"}
 
 
@@ -345,14 +370,16 @@ def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
 
 
 # Input keys, and the files a command writes into its out folder (a file out is the file itself).
-INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator")
+INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator",
+              "export", "sheet", "select", "judge_map")
 DATASET_FILES = ("rubric.yaml", "llm.csv", "llm.parquet", "labels.csv", "labels.parquet", "conversations.jsonl",
                  "model.json", "weights.safetensors")
 WRITES = {
     "train": ("model.json", "weights.safetensors"),
     "cv": ("predictions.csv", "metrics.json"),
     "report": ("report.html", "metrics.json"),
-    "import": ("rubric.yaml", "llm.csv", "labels.csv"),
+    "import": ("rubric.yaml", "llm.csv", "labels.csv", "label-studio-export.json"),
+    "label-studio": ("tasks.json", "label_config.xml"),
     "search": ("best.yaml", "search.json"),
 }
 

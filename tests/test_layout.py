@@ -22,6 +22,7 @@ LAYERS = {
     "calibration.data": 1,
     "calibration.config_check": 1,
     "calibration.compose": 1,  # composing a command's config; the CLI and its help both use it  # types and ranges of settings; model files and cv folders check theirs with it
+    "calibration.labelling": 2,  # Label Studio and the labelling sheet: reads and writes dataset folders
     "calibration.model": 2,
     "calibration.model.network": 2,
     "calibration.model.recalibrate": 2,
