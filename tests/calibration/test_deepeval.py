@@ -222,9 +222,9 @@ def fake_judge():
         )
 
 
-def test_a_measure_is_the_async_gather(fake_judge, convs, monkeypatch):
+def test_a_measure_is_the_async_gather(fake_judge, convs, monkeypatch, tmp_path):
     server, judge = fake_judge
-    want = RoleAdherence(judge=judge).measure_many(convs[:2])
+    want = RoleAdherence(judge=judge).measure_many(convs[:4])
     asked = server.requests
     assert asked > 0
 
@@ -233,16 +233,17 @@ def test_a_measure_is_the_async_gather(fake_judge, convs, monkeypatch):
         raise AssertionError("a_measure went through the sync path")
 
     monkeypatch.setattr(calibration.api, "run_sync", no_sync)
-    metric = RoleRubricMetric(judge=judge)
-    result = evaluate(
-        test_cases=[case(c) for c in convs[:2]],
-        metrics=[metric],
-        async_config=AsyncConfig(run_async=True),
-        display_config=QUIET,
-    )
-    got = {t.name: t.metrics_data[0].score for t in result.test_results}
-    assert got == {r.conversation_id: pytest.approx(r.score, abs=1e-12) for r in want}
-    assert server.requests == 2 * asked  # the metric asked the judge itself (in-memory cache per call)
+    metric = RoleRubricMetric(judge=judge, cache=tmp_path / "requests.sqlite")
+    for _ in range(2):  # four test cases at once on one cache file; the second run asks nothing
+        result = evaluate(
+            test_cases=[case(c) for c in convs[:4]],
+            metrics=[metric],
+            async_config=AsyncConfig(run_async=True),
+            display_config=QUIET,
+        )
+        got = {t.name: t.metrics_data[0].score for t in result.test_results}
+        assert got == {r.conversation_id: pytest.approx(r.score, abs=1e-12) for r in want}
+        assert server.requests == 2 * asked  # the same questions as RoleAdherence asked, once
     assert asyncio.run(metric.a_measure(case(convs[0]))) == pytest.approx(want[0].score, abs=1e-12)
 
 

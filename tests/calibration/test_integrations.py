@@ -20,7 +20,9 @@ def test_importing_the_package_imports_no_framework():
 
 
 def test_missing_deepeval_names_the_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "deepeval", None)  # what an environment without deepeval sees
+    # what an environment without deepeval sees, also where this session imported it already
+    for name in [m for m in sys.modules if m == "deepeval" or m.startswith("deepeval.")] or ["deepeval"]:
+        monkeypatch.setitem(sys.modules, name, None)
     monkeypatch.delitem(sys.modules, "calibration.integrations.deepeval", raising=False)
     with pytest.raises(ModuleNotFoundError, match=r"needs deepeval: pip install 'role-rubric\[deepeval\]'"):
         importlib.import_module("calibration.integrations.deepeval")
