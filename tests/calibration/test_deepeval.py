@@ -173,11 +173,17 @@ def test_test_case_mapping():
     assert indices == [(2, 3), (5,)] and unanswered == [6]
 
 
-def test_evaluate_offline(calibrated, scores, convs, deepeval_dir):
+@pytest.mark.parametrize("run_async", [True, False], ids=["async", "sync"])
+def test_evaluate_offline(run_async, calibrated, scores, convs, deepeval_dir):
     path, cache, reference = calibrated
     metric = RoleRubricMetric(calibrator=path, cache=cache)
     cases = [case(c) for c in convs[:4]]
-    result = evaluate(test_cases=cases, metrics=[metric], display_config=QUIET)
+    result = evaluate(
+        test_cases=cases,
+        metrics=[metric],
+        async_config=AsyncConfig(run_async=run_async),
+        display_config=QUIET,
+    )
     assert len(result.test_results) == 4
     for test in result.test_results:
         (data,) = test.metrics_data
@@ -185,7 +191,7 @@ def test_evaluate_offline(calibrated, scores, convs, deepeval_dir):
         assert data.score == pytest.approx(scores[test.name], abs=1e-12)
         assert data.success == (data.score >= 0.5) and test.success == data.success
         assert data.reason.startswith(f"Score {data.score:.3f}") and "Lowest turn" in data.reason
-    # deepeval measures copies of the metric; they share the RoleAdherence and the results list
+    # async: deepeval measures a copy of the metric per test case; the copies share the results list
     assert sorted(r.conversation_id for r in metric.results) == sorted(c.name for c in cases)
     assert deepeval_dir.is_dir()
 
