@@ -108,13 +108,8 @@ class RoleRubricMetric(BaseConversationalMetric):
         if int(lowest_turns) < 1:
             raise InputError(f"lowest_turns={lowest_turns} names no turn.", fix="pass lowest_turns >= 1.")
         # Every __init__ argument is kept under its own name: deepeval copies a metric by passing these back.
-        self.calibrator, self.judge, self.judges, self.risk, self.delta = (
-            calibrator,
-            judge,
-            judges,
-            risk,
-            delta,
-        )
+        self.calibrator, self.judge, self.judges = calibrator, judge, judges
+        self.risk, self.delta = risk, delta
         self.rubric, self.adheres_at, self.output_mode, self.cache = rubric, adheres_at, output_mode, cache
         self.allow_judge_mismatch, self.include_reason = allow_judge_mismatch, include_reason
         self.lowest_turns, self.verbose_mode = int(lowest_turns), bool(verbose_mode)
@@ -124,7 +119,6 @@ class RoleRubricMetric(BaseConversationalMetric):
         self.evaluation_model = _model_name(adherence)
         self.result: AdherenceResult | None = None
         self.turn_indices: list[tuple[int, ...]] = []
-        self._unanswered: list[int] = []
 
     @property
     def __name__(self) -> str:
@@ -133,13 +127,13 @@ class RoleRubricMetric(BaseConversationalMetric):
     # deepeval's interface -----------------------------------------------------------------------------------
     def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
         """Score the test case (deepeval passes private keyword arguments such as _show_indicator: unused)."""
-        conversation = self._prepare(test_case)
-        return self._finish(self.adherence.measure(conversation))
+        conversation, indices, unanswered = self._prepare(test_case)
+        return self._finish(self.adherence.measure(conversation), indices, unanswered)
 
     async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
         """`measure` on the running event loop: RoleAdherence.a_measure, the judge's async gather."""
-        conversation = self._prepare(test_case)
-        return self._finish(await self.adherence.a_measure(conversation))
+        conversation, indices, unanswered = self._prepare(test_case)
+        return self._finish(await self.adherence.a_measure(conversation), indices, unanswered)
 
     def is_successful(self) -> bool:
         # RoleAdherence decides success (strict_mode: every turn adheres), not score >= threshold.
@@ -148,24 +142,26 @@ class RoleRubricMetric(BaseConversationalMetric):
         return bool(self.success)
 
     # internals ----------------------------------------------------------------------------------------------
-    def _prepare(self, test_case: Any) -> Conversation:
-        """Reset the last measurement and map the test case, recording deepeval's error text on failure."""
+    def _prepare(self, test_case: Any) -> tuple[Conversation, list[tuple[int, ...]], list[int]]:
+        """Reset the last measurement and map the test case, recording deepeval's error text on failure. The
+        mapping is returned, not stored, so measurements running at once on one metric never mix turns."""
         self.error, self.score, self.success, self.reason, self.result = None, None, None, None, None
         self.score_breakdown, self.verbose_logs, self.turn_indices = None, None, []
         try:
-            conversation, self.turn_indices, self._unanswered = conversation_from_test_case(test_case)
+            return conversation_from_test_case(test_case)
         except (MissingTestCaseParamsError, MismatchedTestCaseInputsError) as exc:
             self.error = str(exc)
             raise
-        return conversation
 
-    def _finish(self, result: AdherenceResult) -> float:
-        self.result = result
+    def _finish(
+        self, result: AdherenceResult, indices: list[tuple[int, ...]], unanswered: list[int]
+    ) -> float:
+        labels = [_label(ix) for ix in indices]
+        self.result, self.turn_indices = result, indices
         self.results.append(result)
         self.score, self.success = result.score, result.success
-        labels = [_label(ix) for ix in self.turn_indices]
         self.score_breakdown = {label: t.adherence for label, t in zip(labels, result.turns, strict=True)}
-        self.reason = _reason(result, labels, self.adherence.rubric, self.lowest_turns, self._unanswered)
+        self.reason = _reason(result, labels, self.adherence.rubric, self.lowest_turns, unanswered)
         self.verbose_logs = _turn_table(result, labels)
         if self.verbose_mode:
             print(f"{NAME} ({self.evaluation_model}):\n{self.verbose_logs}\n{self.reason}")

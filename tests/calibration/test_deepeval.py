@@ -252,6 +252,12 @@ def test_a_measure_is_the_async_gather(fake_judge, convs, monkeypatch, tmp_path)
         assert server.requests == 2 * asked  # the same questions as RoleAdherence asked, once
     assert asyncio.run(metric.a_measure(case(convs[0]))) == pytest.approx(want[0].score, abs=1e-12)
 
+    async def at_once():  # one metric object, three test cases at the same time
+        return await asyncio.gather(*(metric.a_measure(case(c)) for c in convs[1:4]))
+
+    assert asyncio.run(at_once()) == pytest.approx([r.score for r in want[1:4]], abs=1e-12)
+    assert len(metric.turn_indices) == len(metric.result.turns)  # the last one finished, consistent
+
 
 @pytest.mark.parametrize(
     "overrides, error, needle",
