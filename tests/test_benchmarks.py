@@ -129,3 +129,12 @@ def test_estimate_prints_coverage_width_and_bias(tmp_path):
             assert row["ppi_mean_width"] <= row["humans_mean_width"] + 1e-12
             assert 0.6 <= row["ppi_coverage"] <= 1 and row["effective_labels_median"] >= int(n) - 1e-6
         assert block["by_n"]["10"]["ppi_mean_width"] > block["by_n"]["20"]["ppi_mean_width"]
+
+
+def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():
+    pytest.importorskip("deepeval", reason="deepeval is not installed: pip install 'role-rubric[deepeval]'")
+    out = _run("deepeval_overhead.py", "--limit", "6", "--repeats", "1")
+    assert out["conversations"] == 6 and out["assistant_turns"] >= 6
+    assert out["max_score_difference"] < 1e-12  # deepeval reports RoleAdherence's session scores
+    assert 0 < out["warm_measure_many_s"] < out["cold_gather_s"]  # the warm cache asks the judge nothing
+    assert out["warm_a_measure_per_conversation_s"] > 0 and out["warm_deepeval_evaluate_s"] > 0
