@@ -301,7 +301,7 @@ def rubric_from_config(cfg: Any) -> Rubric:
     )
 
 
-def run_gather(cfg: Any) -> GatherResult:
+def run_gather(cfg: Any) -> GatherResult | None:
     """`role-rubric gather`: read conversations and rubric, gather, write a native dataset dir.
 
     The output folder is locked for the run; it may not hold the run's own inputs unless they are the
@@ -322,17 +322,35 @@ def run_gather(cfg: Any) -> GatherResult:
     rubric = rubric_from_config(cfg)
     judge = JudgeConfig.from_mapping(OmegaConf.to_container(cfg.judge, resolve=True))
     out = Path(cfg.out)
+    batch = _batch_settings(cfg)
     with out_lock(out):
         _refuse_overwriting_inputs(cfg, out, rubric, conversations)
-        result = gather(
-            conversations,
-            rubric,
-            judge,
-            granularity=cfg.granularity,
-            cache=cfg.cache,
-            include_reason=bool(cfg.include_reason),
-            progress=bool(cfg.progress),
-        )
+        if batch is None:
+            result = gather(
+                conversations,
+                rubric,
+                judge,
+                granularity=cfg.granularity,
+                cache=cfg.cache,
+                include_reason=bool(cfg.include_reason),
+                progress=bool(cfg.progress),
+            )
+        else:  # through batch files (rubric/batch_run.py); None: the files wait to be run elsewhere
+            from rubric.batch_run import gather_batch
+
+            result = gather_batch(
+                conversations,
+                rubric,
+                judge,
+                out=out,
+                settings=batch,
+                granularity=cfg.granularity,
+                cache=cfg.cache,
+                include_reason=bool(cfg.include_reason),
+                progress=bool(cfg.progress),
+            )
+            if result is None:
+                return None
         written = write_outputs(result, out, rubric, conversations, judge)
     print(f"gather: {result.summary.line()}")
     for path in written:
@@ -340,14 +358,33 @@ def run_gather(cfg: Any) -> GatherResult:
     failed = result.summary.failures
     if failed:
         asked = result.summary.pairs + (result.summary.items if cfg.include_reason else 0)
+        how = "in the batch" if batch is not None else "after every retry"
         raise IncompleteRun(
-            f"{failed} of {asked} requests failed after every retry; they are listed here and left out of llm.csv"
+            f"{failed} of {asked} requests failed {how}; they are listed here and left out of llm.csv"
             f" ({len(result.llm)} rows written).",
             path=out / "failures.csv",
             fix="see the error column, fix the endpoint or judge settings and rerun: answered pairs come from the cache.",
         )
     check_gather(result.summary, allow=judge.allow_low_coverage, path=out / "gather_summary.json")
     return result
+
+
+def _batch_settings(cfg: Any) -> Any:
+    """mode=batch's settings (rubric/batch.py), or None for an online gather (where submit= and results=
+    mean nothing, so giving them is a mistake worth one line)."""
+    from rubric.batch import BatchSettings
+
+    mode = cfg.get("mode") or "online"
+    if mode != "batch":
+        if cfg.get("results"):
+            raise InputError("results= is read in batch mode only.", fix="add mode=batch.")
+        return None
+    block = cfg.get("batch") or {}
+    return BatchSettings(
+        submit=bool(cfg.get("submit", True)),
+        results=cfg.get("results"),
+        **{k: block[k] for k in ("max_requests", "max_mb", "poll_s", "price_factor") if k in block},
+    )
 
 
 def _refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversations: Sequence[Conversation]) -> None:
