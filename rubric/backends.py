@@ -238,7 +238,13 @@ class OpenAIBackend:
         n: int | None = None,
     ) -> dict[str, Any]:
         return request_body(
-            self.cfg, prompt, reask=reask, max_tokens=max_tokens, temperature=temperature, logprobs=logprobs, n=n
+            self.cfg,
+            prompt,
+            reask=reask,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            logprobs=logprobs,
+            n=n,
         )
 
     async def _post(self, body: dict[str, Any], ans: Answer) -> dict[str, Any]:

@@ -24,15 +24,22 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rubric.backends import Answer, request_body
 from rubric.errors import InputError
-from rubric.extraction import Distribution, first_word, from_answer_steps, from_samples, one_hot, option_of
-from rubric.extraction import uniform_fallback
+from rubric.extraction import (
+    Distribution,
+    first_word,
+    from_answer_steps,
+    from_samples,
+    one_hot,
+    option_of,
+    uniform_fallback,
+)
 from rubric.files import atomic_write_bytes, atomic_write_text
 from rubric.http import error_message
 from rubric.judge_settings import JudgeConfig
@@ -82,7 +89,11 @@ def batch_body(cfg: JudgeConfig, prompt: Prompt, *, reask: bool) -> dict[str, An
         return request_body(cfg, prompt, reask=reask, max_tokens=cfg.answer_tokens, temperature=0.0)
     if cfg.answer_mode == "sampled":
         return request_body(
-            cfg, prompt, reask=reask, max_tokens=cfg.answer_tokens, temperature=cfg.sample_temperature,
+            cfg,
+            prompt,
+            reask=reask,
+            max_tokens=cfg.answer_tokens,
+            temperature=cfg.sample_temperature,
             n=cfg.samples,
         )
     return request_body(
@@ -94,8 +105,12 @@ def batch_lines(cfg: JudgeConfig, pending: Iterable[tuple[str, Prompt]], round_:
     url = endpoint(cfg)
     return [
         json.dumps(
-            {"custom_id": custom_id(p, k, round_), "method": "POST", "url": url,
-             "body": batch_body(cfg, p, reask=round_ > 0)},
+            {
+                "custom_id": custom_id(p, k, round_),
+                "method": "POST",
+                "url": url,
+                "body": batch_body(cfg, p, reask=round_ > 0),
+            },
             ensure_ascii=False,
         ).encode()
         + b"\n"
@@ -122,9 +137,9 @@ def split_lines(lines: list[bytes], max_requests: int, max_bytes: int) -> list[l
 
 
 # results --------------------------------------------------------------------------------------------------
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """The lines of a results file (Batch API output or error file, or vLLM's run_batch output)."""
-    lines = []
+def read_results(path: Path) -> Iterator[dict[str, Any]]:
+    """The lines of a results file (Batch API output or error file, or vLLM's run_batch output), one at a
+    time (a 50,000-line file of full responses is hundreds of megabytes)."""
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             if not raw.strip():
@@ -134,7 +149,8 @@ def read_results(path: Path) -> list[dict[str, Any]]:
             except (json.JSONDecodeError, UnicodeDecodeError):
                 cut = not raw.endswith(b"\n")
                 raise InputError(
-                    "this line is not JSON" + (" (the file ends in the middle of it: truncated)." if cut else "."),
+                    "this line is not JSON"
+                    + (" (the file ends in the middle of it: truncated)." if cut else "."),
                     path=path,
                     row=n,
                     fix="pass the complete results file the batch produced (nothing was read from this one).",
@@ -146,8 +162,28 @@ def read_results(path: Path) -> list[dict[str, Any]]:
                     row=n,
                     fix="pass the output file of the batch (lines with custom_id, response, error).",
                 )
-            lines.append(line)
-    return lines
+            if "response" not in line and "error" not in line and "body" in line:
+                raise InputError(
+                    "this is a batch request (input) line, not a result.",
+                    path=path,
+                    row=n,
+                    fix="pass the file the batch wrote (run_batch's -o, or the Batch API's output file).",
+                )
+            yield line
+
+
+def _request_ids(path: Path, state: Path) -> Iterator[str]:
+    """The custom ids of a batch input file the job wrote."""
+    try:
+        with open(path, "rb") as fh:
+            for raw in fh:
+                yield json.loads(raw)["custom_id"]
+    except (OSError, ValueError, KeyError, TypeError):
+        raise InputError(
+            "a batch file of the job is missing or damaged.",
+            path=path,
+            fix=f"delete {state} to start a new batch job (a batch already submitted is then paid for again).",
+        ) from None
 
 
 def line_body(line: dict[str, Any], backend: str) -> dict[str, Any]:
@@ -193,7 +229,9 @@ def distribution_of(data: dict[str, Any], prompt: Prompt, cfg: JudgeConfig) -> D
 class BatchJob:
     """The batch files of one gather and their state in OUT/batch/ (see the module docstring)."""
 
-    def __init__(self, folder: Path, cfg: JudgeConfig, asks: list[Prompt], keys: list[str], settings: BatchSettings):
+    def __init__(
+        self, folder: Path, cfg: JudgeConfig, asks: list[Prompt], keys: list[str], settings: BatchSettings
+    ):
         self.folder, self.cfg, self.settings = folder, cfg, settings
         self.prompt_of = dict(zip(keys, asks, strict=True))
         self.first_ids = {custom_id(p, k): k for k, p in self.prompt_of.items()}
@@ -221,7 +259,9 @@ class BatchJob:
     def save(self) -> None:
         atomic_write_text(self.folder / STATE, json.dumps(self.state, indent=1))
 
-    def plan(self, pending: list[tuple[str, Prompt]], round_: int, spent: dict[str, list[int]] | None = None) -> None:
+    def plan(
+        self, pending: list[tuple[str, Prompt]], round_: int, spent: dict[str, list[int]] | None = None
+    ) -> None:
         """Write the batch files for `pending` and a new state that names them."""
         self.folder.mkdir(parents=True, exist_ok=True)
         for old in self.folder.glob("*.jsonl"):  # an earlier job's files (ingested already), not the user's
@@ -235,12 +275,33 @@ class BatchJob:
             data = b"".join(chunk)
             name = f"{prefix}-{i:03d}.jsonl"
             atomic_write_bytes(self.folder / name, data)
-            files.append({"name": name, "requests": len(chunk), "bytes": len(data),
-                          "sha256": hashlib.sha256(data).hexdigest(), "file_id": None, "batch_id": None,
-                          "status": None, "output": None, "errors": None, "failure": None, "done": False})
+            files.append(
+                {
+                    "name": name,
+                    "requests": len(chunk),
+                    "bytes": len(data),
+                    "sha256": hashlib.sha256(data).hexdigest(),
+                    "file_id": None,
+                    "batch_id": None,
+                    "status": None,
+                    "output": None,
+                    "errors": None,
+                    "failure": None,
+                    "done": False,
+                }
+            )
         failed = self.state.get("failed", {}) if round_ else {}
-        self.state = {"format": 1, "created_at": time.time(), "endpoint": endpoint(self.cfg), "round": round_,
-                      "files": files, "results": None, "spent": spent or {}, "failed": failed, "finished": False}
+        self.state = {
+            "format": 1,
+            "created_at": time.time(),
+            "endpoint": endpoint(self.cfg),
+            "round": round_,
+            "files": files,
+            "results": None,
+            "spent": spent or {},
+            "failed": failed,
+            "finished": False,
+        }
         self.save()
 
     def paths(self) -> list[Path]:
@@ -254,18 +315,18 @@ class BatchJob:
         round_ = self.state["round"]
         wanted = {custom_id(self.prompt_of[k], k, round_): k for k in self._round_keys()}
         for entry, path in zip(self.state["files"], self.paths(), strict=True):
-            for line in read_results(path):
-                self.file_of[line["custom_id"]] = entry
-                key = wanted.get(line["custom_id"])
+            for cid in _request_ids(path, self.folder / STATE):
+                self.file_of[cid] = entry
+                key = wanted.get(cid)
                 if key is None:
                     raise InputError(
-                        f"the batch job in {self.folder} asks for {line['custom_id']!r}, which is not among this "
-                        "gather's requests (other conversations, rubric or judge settings).",
+                        f"the batch job in {self.folder} asks for {cid!r}, which is not among this gather's "
+                        "requests (other conversations, rubric or judge settings).",
                         path=path,
                         fix="rerun with the inputs and judge of that job to collect it, or delete "
                         f"{self.folder / STATE} to abandon it.",
                     )
-                ids[line["custom_id"]] = key
+                ids[cid] = key
         return ids
 
     def _round_keys(self) -> list[str]:
@@ -292,9 +353,13 @@ class BatchJob:
             )
         path = Path(results)
         if not path.exists():
-            raise InputError("the results file does not exist.", path=path, fix="pass the file run_batch wrote.")
+            raise InputError(
+                "the results file does not exist.", path=path, fix="pass the file run_batch wrote."
+            )
         if path.is_dir() and not [p for p in path.glob("*.jsonl") if not OWN_FILE.match(p.name)]:
-            raise InputError("this folder holds no results files (*.jsonl).", path=path, fix="pass the results file.")
+            raise InputError(
+                "this folder holds no results files (*.jsonl).", path=path, fix="pass the results file."
+            )
         self.state["results"] = str(path.resolve())
         for f in self.state["files"]:
             f["done"] = True
@@ -365,7 +430,9 @@ class BatchJob:
             return f"no result for this request: batch {entry['batch_id']} ended {entry['status']}{why}"
         return f"no result for this request in {self.state.get('results') or 'the results'}"
 
-    def _answer(self, line: dict[str, Any], key: str, round_: int, spent: list[int]) -> tuple[Answer, str | None]:
+    def _answer(
+        self, line: dict[str, Any], key: str, round_: int, spent: list[int]
+    ) -> tuple[Answer, str | None]:
         prompt = self.prompt_of[key]
         ans = Answer(None, prompt_tokens=spent[1], completion_tokens=spent[2], requests=spent[0] + 1)
         try:

@@ -45,9 +45,12 @@ class BatchAPI:
         self.client.close()
 
     def upload(self, path: Path, name: str) -> str:
-        return self._call("upload the batch file", lambda: self.client.files.create(
-            file=(name, path.read_bytes(), "application/jsonl"), purpose="batch"
-        )).id
+        return self._call(
+            "upload the batch file",
+            lambda: self.client.files.create(
+                file=(name, path.read_bytes(), "application/jsonl"), purpose="batch"
+            ),
+        ).id
 
     def find_upload(self, name: str, size: int) -> str | None:
         """The id of an earlier upload of this very file (same name, which holds its hash, and size)."""
@@ -60,9 +63,15 @@ class BatchAPI:
         return None
 
     def create(self, file_id: str, endpoint: str, metadata: dict[str, str]) -> str:
-        return self._call("create the batch", lambda: self.client.batches.create(
-            input_file_id=file_id, endpoint=endpoint, completion_window="24h", metadata=metadata  # type: ignore[arg-type]
-        )).id
+        return self._call(
+            "create the batch",
+            lambda: self.client.batches.create(
+                input_file_id=file_id,
+                endpoint=endpoint,
+                completion_window="24h",
+                metadata=metadata,  # type: ignore[arg-type]
+            ),
+        ).id
 
     def find_batch(self, file_id: str, since: float) -> str | None:
         """The batch an earlier run created from `file_id` (newest first; none older than `since`)."""

@@ -32,7 +32,7 @@ def gather_batch(
     judge: JudgeConfig | Mapping[str, Any],
     *,
     out: str | Path,
-    settings: BatchSettings = BatchSettings(),
+    settings: BatchSettings | None = None,
     granularity: str = "turn",
     cache: str | Path | RequestCache | None = None,
     include_reason: bool = False,
@@ -45,8 +45,11 @@ def gather_batch(
     from rubric.gather import _keys, _prompt_chunks
 
     cfg = judge if isinstance(judge, JudgeConfig) else JudgeConfig.from_mapping(judge)
+    settings = settings or BatchSettings()
     if cfg.backend == "embedding":
-        raise InputError("mode=batch needs an LLM judge; the embedding judge runs here.", fix="use mode=online.")
+        raise InputError(
+            "mode=batch needs an LLM judge; the embedding judge runs here.", fix="use mode=online."
+        )
     started = time.perf_counter()
     items = list(iter_items(conversations, granularity))
     asks = [p for chunk in _prompt_chunks(items, rubric, include_reason) for p in chunk]
@@ -99,6 +102,7 @@ def _run_job(
     """Plan or resume the job and drive it round by round; False while it waits on files run elsewhere."""
     settings = job.settings
     if job.load():
+        job.requested()  # the job is for these requests: checked now, not after a day of waiting
         ids = ", ".join(job.remote) or "not submitted"
         print(f"gather: resuming the batch job in {job.folder} (round {job.state['round']}; batches: {ids})")
     else:
@@ -186,7 +190,9 @@ def _submit(job: BatchJob, entry: dict[str, Any], api: Any) -> None:
             file_id = api.upload(path, upload_name)
         entry["file_id"] = file_id
         job.save()
-    batch_id = api.find_batch(entry["file_id"], job.state["created_at"]) if entry.get("create_started") else None
+    batch_id = (
+        api.find_batch(entry["file_id"], job.state["created_at"]) if entry.get("create_started") else None
+    )
     if batch_id is None:
         entry["create_started"] = True
         job.save()
@@ -238,9 +244,10 @@ def _poll(job: BatchJob, entry: dict[str, Any], api: Any) -> int:
             entry[kind] = name
     if batch.status == "failed":
         errors = (batch.errors.data if batch.errors else None) or []
-        entry["failure"] = "; ".join(
-            f"{'line ' + str(e.line) + ': ' if e.line else ''}{e.message}" for e in errors[:3]
-        ) or "the batch failed"
+        entry["failure"] = (
+            "; ".join(f"{'line ' + str(e.line) + ': ' if e.line else ''}{e.message}" for e in errors[:3])
+            or "the batch failed"
+        )
     entry["done"] = True
     job.save()
     return 0

@@ -90,8 +90,16 @@ class FakeBatchAPI:
     # batches ---------------------------------------------------------------------------------------
     def _create(self, body: dict[str, Any]) -> tuple[int, dict, Any]:
         fid = body.get("input_file_id")
-        if fid not in self.files or body.get("endpoint") not in ENDPOINTS or body.get("completion_window") != "24h":
-            return 400, {}, _error("bad input_file_id, endpoint or completion_window", "invalid_request_error")
+        if (
+            fid not in self.files
+            or body.get("endpoint") not in ENDPOINTS
+            or body.get("completion_window") != "24h"
+        ):
+            return (
+                400,
+                {},
+                _error("bad input_file_id, endpoint or completion_window", "invalid_request_error"),
+            )
         bid = f"batch_{len(self.batches) + 1:06d}"
         now = int(time.time())
         self.batches[bid] = {
@@ -125,7 +133,9 @@ class FakeBatchAPI:
         if status == "validating":
             problem = self._validate(batch, work)
             if problem is not None:
-                batch.update(status="failed", failed_at=int(time.time()), errors={"object": "list", "data": [problem]})
+                batch.update(
+                    status="failed", failed_at=int(time.time()), errors={"object": "list", "data": [problem]}
+                )
                 return
             batch.update(status="in_progress", in_progress_at=int(time.time()))
             batch["request_counts"]["total"] = len(work["lines"])

@@ -157,7 +157,13 @@ class FakeOpenAI:
                     + out
                 )
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, IndexError, ValueError):
+        except (
+            asyncio.IncompleteReadError,
+            ConnectionError,
+            asyncio.LimitOverrunError,
+            IndexError,
+            ValueError,
+        ):
             pass
         finally:
             writer.close()

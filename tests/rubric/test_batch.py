@@ -56,8 +56,14 @@ def run_like_vllm(server, inputs, results, faults=()):
         for n, line in enumerate(lines(path)):
             fault = server.faults.popleft() if server.faults else None
             status, body = server.answer(line["url"], line["body"], fault)
-            rows.append({"id": f"vllm-{n}", "custom_id": line["custom_id"],
-                         "response": {"status_code": status, "request_id": f"r{n}", "body": body}, "error": None})
+            rows.append(
+                {
+                    "id": f"vllm-{n}",
+                    "custom_id": line["custom_id"],
+                    "response": {"status_code": status, "request_id": f"r{n}", "body": body},
+                    "error": None,
+                }
+            )
     results.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
@@ -79,7 +85,9 @@ def test_benchmark_batch_and_online_write_identical_llm_csv(server, tmp_path, ca
     assert sorted(json.dumps(s["body"], sort_keys=True) for s in sent) == sorted(unique)
     assert len(online_bodies) - len(sent) == 5
     first = llm.iloc[0]
-    assert sent[0]["custom_id"].startswith(f"{first.conversation_id}|{first.turn}|{first.question_id}|{first.prompt_hash}|")
+    assert sent[0]["custom_id"].startswith(
+        f"{first.conversation_id}|{first.turn}|{first.question_id}|{first.prompt_hash}|"
+    )
     assert {(s["method"], s["url"]) for s in sent} == {("POST", "/v1/chat/completions")}
     # the Batch API calls, in the documented shapes
     calls = server.batch_api.calls
@@ -185,7 +193,9 @@ def test_bad_results_exit_2_with_one_line_and_nothing_lost(server, tmp_path, con
     assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(results) in err
-    assert ("match no request" in err) if damage == "other_rubric" else ("truncated" in err and "row 60" in err)
+    assert (
+        ("match no request" in err) if damage == "other_rubric" else ("truncated" in err and "row 60" in err)
+    )
     assert not (out / "llm.csv").exists() and not state(out)["finished"]
     if damage == "truncated":  # the complete file still works
         run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
