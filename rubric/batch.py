@@ -360,10 +360,11 @@ class BatchJob:
             raise InputError(
                 "this folder holds no results files (*.jsonl).", path=path, fix="pass the results file."
             )
+        # Not saved: the job records these results only once they are read, so a bad file changes nothing
+        # (a rerun passes results= again).
         self.state["results"] = str(path.resolve())
         for f in self.state["files"]:
             f["done"] = True
-        self.save()
 
     def result_lines(self) -> Iterable[tuple[Path, dict[str, Any]]]:
         sources = [self.folder / f[k] for f in self.state["files"] for k in ("output", "errors") if f[k]]

@@ -183,6 +183,12 @@ def _submit(job: BatchJob, entry: dict[str, Any], api: Any) -> None:
     path = job.folder / entry["name"]
     upload_name = f"role-rubric-{entry['sha256'][:16]}-{entry['name']}"
     if not entry["file_id"]:
+        if _sha256(path) != entry["sha256"]:
+            raise InputError(
+                "this batch file changed after it was written; it is not uploaded.",
+                path=path,
+                fix=f"delete {job.folder / 'state.json'} and rerun to write the files again.",
+            )
         file_id = api.find_upload(upload_name, entry["bytes"]) if entry.get("upload_started") else None
         if file_id is None:
             entry["upload_started"] = True
@@ -202,6 +208,15 @@ def _submit(job: BatchJob, entry: dict[str, Any], api: Any) -> None:
     entry["batch_id"] = batch_id
     job.save()
     print(f"gather: submitted {path} as batch {batch_id} ({entry['requests']} requests)")
+
+
+def _sha256(path: Path) -> str:
+    import hashlib
+
+    try:
+        return hashlib.sha256(path.read_bytes()).hexdigest()
+    except OSError:
+        return ""
 
 
 def _wait(job: BatchJob, api: Any, progress: bool) -> None:

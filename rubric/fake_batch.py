@@ -10,7 +10,8 @@ polling it sees every status. While in progress each retrieve runs `lines_per_po
 fake judge (the same answers as online requests, `server.faults` consumed one per line: "500" puts the
 line in the error file with its status). `expire_after_polls` = k: the batch expires after k retrieves in
 progress, its unrun lines in the error file with code batch_expired, as OpenAI does after 24 h. A file
-whose lines are not valid batch requests makes the batch `failed` with the line in `errors`.
+whose lines are not valid batch requests (or `reject_line` = n: its nth line) makes the batch `failed`
+with the line in `errors`.
 `calls` records every request (method, path, JSON body or form fields) for tests of the wire shapes.
 """
 
@@ -35,6 +36,7 @@ class FakeBatchAPI:
         self.calls: list[tuple[str, str, Any]] = []
         self.lines_per_poll = 1_000_000
         self.expire_after_polls: int | None = None
+        self.reject_line: int | None = None  # validation fails at this line, as for a malformed request
 
     # routing ---------------------------------------------------------------------------------------
     def respond(self, method: str, path: str, headers: dict[str, str], raw: bytes) -> tuple[int, dict, Any]:
@@ -168,7 +170,7 @@ class FakeBatchAPI:
                 )
             except json.JSONDecodeError:
                 ok = False
-            if not ok:
+            if not ok or n == self.reject_line:
                 return {"code": "invalid_request", "message": f"line {n} is not a valid request", "line": n}
             ids.add(line["custom_id"])
             work["lines"].append(line)

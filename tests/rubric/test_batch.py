@@ -275,3 +275,41 @@ def test_batch_keys_are_documented_and_checked(capsys):
     assert main(["gather", "conversations=x", "mode=bulk"]) == 2
     assert "mode='bulk'" in capsys.readouterr().err
     assert main(["gather", "conversations=x", "batch.max_requests=0"]) == 2
+
+
+@pytest.mark.parametrize(
+    "extra", [["judge.backend=completions"], ["include_reason=true"], ["judge.answer_mode=sampled"]]
+)
+def test_completions_reasons_and_sampling_match_online(server, tmp_path, convs, extra):
+    out, online = tmp_path / "out", tmp_path / "online"
+    assert main(["gather", *args(server, online, *extra)]) == 0
+    assert main(["gather", *args(server, out, "mode=batch", *extra)]) == 0
+    for name in ("llm.csv", "reasons.csv"):
+        if (online / name).exists():
+            assert (out / name).read_bytes() == (online / name).read_bytes()
+    url = lines(out / "batch/input-000.jsonl")[0]["url"]
+    assert url == ("/v1/completions" if "completions" in extra[0] else "/v1/chat/completions")
+
+
+def test_a_batch_that_fails_validation_lists_every_request(server, tmp_path, convs, capsys):
+    server.batch_api.reject_line = 7
+    assert main(["gather", *args(server, tmp_path / "out", "mode=batch")]) == 3
+    assert "batch batch_000001 failed" in capsys.readouterr().out
+    failures = pd.read_csv(tmp_path / "out/failures.csv")
+    assert len(failures) == 60 and failures["error"].str.contains("ended failed: line 7").all()
+
+
+def test_changed_inputs_or_files_are_refused_before_any_request(server, tmp_path, convs, capsys):
+    out = tmp_path / "out"
+    assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
+    assert main(["gather", *args(server, out, "mode=batch", "rubric=llm_rubric")]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "not among this gather's requests" in err and "state.json" in err
+    assert main(["gather", *args(server, out, "mode=batch", f"results={out / 'batch/input-000.jsonl'}")]) == 2
+    assert "batch request (input) line, not a result" in capsys.readouterr().err
+    data = out / "batch/input-000.jsonl"
+    data.write_bytes(data.read_bytes().replace(b'"temperature": 0.0', b'"temperature": 0.5', 1))
+    assert main(["gather", *args(server, out, "mode=batch")]) == 2
+    assert "changed after it was written" in capsys.readouterr().err
+    assert server.requests == 0 and not server.batch_api.calls
+    assert main(["gather", *args(server, out, "results=x.jsonl")]) == 2  # results= is for mode=batch
