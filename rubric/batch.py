@@ -264,9 +264,6 @@ class BatchJob:
     ) -> None:
         """Write the batch files for `pending` and a new state that names them."""
         self.folder.mkdir(parents=True, exist_ok=True)
-        for old in self.folder.glob("*.jsonl"):  # an earlier job's files (ingested already), not the user's
-            if OWN_FILE.match(old.name):
-                old.unlink()
         max_bytes = int(self.settings.max_mb * 1_000_000)
         chunks = split_lines(batch_lines(self.cfg, pending, round_), self.settings.max_requests, max_bytes)
         prefix = "input" if round_ == 0 else f"reask{round_}"
@@ -303,6 +300,12 @@ class BatchJob:
             "finished": False,
         }
         self.save()
+        keep = {f["name"] for f in files}
+        for old in self.folder.glob(
+            "*.jsonl"
+        ):  # earlier rounds' and jobs' files (read already), not the user's
+            if OWN_FILE.match(old.name) and old.name not in keep:
+                old.unlink()
 
     def paths(self) -> list[Path]:
         return [self.folder / f["name"] for f in self.state["files"]]

@@ -8,7 +8,8 @@ It answers /v1/chat/completions and /v1/completions the way an LLM judge would: 
 logprobs spread over the option codes it finds in the prompt ("... option code (1, 2, 3 or 4) ..."), with
 a distribution fixed by a hash of the prompt, so every run sees the same answers. It reads nothing of the
 conversation's meaning: its answers are deterministic noise, so a calibrator trained on them learns
-nothing true about your chatbot. Use it to check plumbing, never to measure adherence.
+nothing true about your chatbot. Use it to check plumbing, never to measure adherence. It also serves the
+OpenAI Batch API (files and batches, rubric/fake_batch.py) for `gather mode=batch`.
 
 Faults are consumed in arrival order from `server.faults`; `server.modes` holds persistent behaviours.
 Faults: "429" (with Retry-After), "500", "timeout" (sleeps past any sane client timeout), "malformed"

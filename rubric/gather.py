@@ -307,7 +307,8 @@ def run_gather(cfg: Any) -> GatherResult | None:
     The output folder is locked for the run; it may not hold the run's own inputs unless they are the
     files it would write. Requests that failed after every retry end the command with IncompleteRun
     (exit 3) after everything else is written; a judge that mostly named no option, with LowCoverage
-    (exit 4; rubric/health.py) unless judge.allow_low_coverage=true."""
+    (exit 4; rubric/health.py) unless judge.allow_low_coverage=true. mode=batch goes through batch files
+    (rubric/batch_run.py) to the same outputs."""
     from omegaconf import OmegaConf
 
     if cfg.get("scorer"):  # a reference-based scorer instead of a judge (rubric/scorers/features.py)

@@ -221,12 +221,12 @@ def test_a_batch_created_just_before_a_kill_is_adopted_not_paid_twice(server, tm
     # as if killed right after batches.create returned: upload and batch exist, the ids were not recorded
     import openai
 
-    client = openai.OpenAI(api_key="x", base_url=server.base_url)
     s = state(out)
     data = (out / "batch/input-000.jsonl").read_bytes()
     name = f"role-rubric-{s['files'][0]['sha256'][:16]}-input-000.jsonl"
-    fid = client.files.create(file=(name, data, "application/jsonl"), purpose="batch").id
-    client.batches.create(input_file_id=fid, endpoint="/v1/chat/completions", completion_window="24h")
+    with openai.OpenAI(api_key="x", base_url=server.base_url) as client:
+        fid = client.files.create(file=(name, data, "application/jsonl"), purpose="batch").id
+        client.batches.create(input_file_id=fid, endpoint="/v1/chat/completions", completion_window="24h")
     s["files"][0].update(upload_started=True, create_started=True)
     (out / "batch/state.json").write_text(json.dumps(s))
     assert main(["gather", *args(server, out, "mode=batch")]) == 0
