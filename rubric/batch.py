@@ -101,26 +101,18 @@ def batch_body(cfg: JudgeConfig, prompt: Prompt, *, reask: bool) -> dict[str, An
     )
 
 
-def batch_lines(cfg: JudgeConfig, pending: Iterable[tuple[str, Prompt]], round_: int) -> list[bytes]:
+def batch_lines(cfg: JudgeConfig, pending: Iterable[tuple[str, Prompt]], round_: int) -> Iterator[bytes]:
+    """One JSONL line per request, made as they are written (half a million lines are gigabytes)."""
     url = endpoint(cfg)
-    return [
-        json.dumps(
-            {
-                "custom_id": custom_id(p, k, round_),
-                "method": "POST",
-                "url": url,
-                "body": batch_body(cfg, p, reask=round_ > 0),
-            },
-            ensure_ascii=False,
-        ).encode()
-        + b"\n"
-        for k, p in pending
-    ]
+    for k, p in pending:
+        line = {"custom_id": custom_id(p, k, round_), "method": "POST", "url": url}
+        line["body"] = batch_body(cfg, p, reask=round_ > 0)
+        yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
 
 
-def split_lines(lines: list[bytes], max_requests: int, max_bytes: int) -> list[list[bytes]]:
-    """Consecutive runs of lines, each at most `max_requests` lines and `max_bytes` bytes."""
-    files: list[list[bytes]] = [[]]
+def split_lines(lines: Iterable[bytes], max_requests: int, max_bytes: int) -> Iterator[list[bytes]]:
+    """Consecutive runs of lines, each at most `max_requests` lines and `max_bytes` bytes, one at a time."""
+    chunk: list[bytes] = []
     size = 0
     for line in lines:
         if len(line) > max_bytes:
@@ -128,12 +120,13 @@ def split_lines(lines: list[bytes], max_requests: int, max_bytes: int) -> list[l
                 f"one batch request is {len(line):,} bytes, more than batch.max_mb allows.",
                 fix="raise batch.max_mb (the provider's limit per file permitting).",
             )
-        if len(files[-1]) >= max_requests or size + len(line) > max_bytes:
-            files.append([])
-            size = 0
-        files[-1].append(line)
+        if chunk and (len(chunk) >= max_requests or size + len(line) > max_bytes):
+            yield chunk
+            chunk, size = [], 0
+        chunk.append(line)
         size += len(line)
-    return [f for f in files if f]
+    if chunk:
+        yield chunk
 
 
 # results --------------------------------------------------------------------------------------------------
@@ -173,11 +166,16 @@ def read_results(path: Path) -> Iterator[dict[str, Any]]:
 
 
 def _request_ids(path: Path, state: Path) -> Iterator[str]:
-    """The custom ids of a batch input file the job wrote."""
+    """The custom ids of a batch input file the job wrote (each line starts with its id: only that is
+    decoded, not the request's few kilobytes)."""
+    decode = json.JSONDecoder().raw_decode
     try:
         with open(path, "rb") as fh:
             for raw in fh:
-                yield json.loads(raw)["custom_id"]
+                if raw.startswith(b'{"custom_id": "'):
+                    yield decode(raw[len(b'{"custom_id": ') : raw.index(b'", "method"') + 1].decode())[0]
+                else:
+                    yield json.loads(raw)["custom_id"]
     except (OSError, ValueError, KeyError, TypeError):
         raise InputError(
             "a batch file of the job is missing or damaged.",

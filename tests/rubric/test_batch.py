@@ -120,16 +120,18 @@ def test_files_split_at_the_limits_and_submit_false_writes_files_only(server, tm
     printed = capsys.readouterr().out
     assert "vllm.entrypoints.openai.run_batch -i" in printed and "--model fake-judge" in printed
     parts = [b"x" * 9 + b"\n"] * 7
-    assert [len(f) for f in split_lines(parts, 3, 10**6)] == [3, 3, 1]
+    assert [len(f) for f in split_lines(iter(parts), 3, 10**6)] == [3, 3, 1]
     assert [len(f) for f in split_lines(parts, 100, 25)] == [2, 2, 2, 1]
 
 
 def test_results_from_elsewhere_match_online(server, tmp_path, convs):
     out, online = tmp_path / "out", tmp_path / "online"
     assert main(["gather", *args(server, online)]) == 0
-    assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
-    results = tmp_path / "vllm_out.jsonl"
-    run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
+    assert main(["gather", *args(server, out, "mode=batch", "submit=false", "batch.max_requests=25")]) == 0
+    results = tmp_path / "vllm_out"  # one results file per batch file, as run_batch writes them
+    results.mkdir()
+    for n in range(3):
+        run_like_vllm(server, [out / f"batch/input-00{n}.jsonl"], results / f"out-{n}.jsonl")
     before = server.requests
     assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 0
     assert server.requests == before
@@ -140,14 +142,16 @@ def test_failed_lines_go_to_failures_csv_and_a_rerun_sends_only_them(server, tmp
     out, online = tmp_path / "out", tmp_path / "online"
     assert main(["gather", *args(server, online)]) == 0
     server.faults.extend(["500", "500", "500"])
-    assert main(["gather", *args(server, out, "mode=batch")]) == 3
+    assert main(["gather", *args(server, out, "mode=batch", "batch.max_requests=25")]) == 3
+    assert len(server.batch_api.batches) == 3  # one per file
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "3 of 60 requests failed in the batch" in err
     failures = pd.read_csv(out / "failures.csv")
     assert len(failures) == 3 and failures["error"].str.contains("HTTP 500").all()
     assert len(pd.read_csv(out / "llm.csv")) == 57 * 4
-    assert main(["gather", *args(server, out, "mode=batch")]) == 0
+    assert main(["gather", *args(server, out, "mode=batch", "batch.max_requests=25")]) == 0
     assert len(lines(out / "batch/input-000.jsonl")) == 3  # only the failed ones were sent again
+    assert not (out / "batch/input-001.jsonl").exists()
     assert not (out / "failures.csv").exists()
     assert (out / "llm.csv").read_bytes() == (online / "llm.csv").read_bytes()
 
@@ -278,7 +282,13 @@ def test_batch_keys_are_documented_and_checked(capsys):
 
 
 @pytest.mark.parametrize(
-    "extra", [["judge.backend=completions"], ["include_reason=true"], ["judge.answer_mode=sampled"]]
+    "extra",
+    [
+        ["judge.backend=completions"],
+        ["include_reason=true"],
+        ["judge.answer_mode=sampled"],
+        ["granularity=conversation"],
+    ],
 )
 def test_completions_reasons_and_sampling_match_online(server, tmp_path, convs, extra):
     out, online = tmp_path / "out", tmp_path / "online"
