@@ -101,11 +101,16 @@ def batch_body(cfg: JudgeConfig, prompt: Prompt, *, reask: bool) -> dict[str, An
     )
 
 
-def batch_lines(cfg: JudgeConfig, pending: Iterable[tuple[str, Prompt]], round_: int) -> Iterator[bytes]:
-    """One JSONL line per request, made as they are written (half a million lines are gigabytes)."""
+def batch_lines(
+    cfg: JudgeConfig, pending: Iterable[tuple[str, Prompt]], round_: int, ids: dict[str, str] | None = None
+) -> Iterator[bytes]:
+    """One JSONL line per request, made as they are written (half a million lines are gigabytes).
+    ids: key -> custom_id(prompt, key), where the caller has them already."""
     url = endpoint(cfg)
+    suffix = f"|r{round_}" if round_ else ""
     for k, p in pending:
-        line = {"custom_id": custom_id(p, k, round_), "method": "POST", "url": url}
+        cid = ids[k] + suffix if ids is not None else custom_id(p, k, round_)
+        line = {"custom_id": cid, "method": "POST", "url": url}
         line["body"] = batch_body(cfg, p, reask=round_ > 0)
         yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
 
@@ -232,7 +237,9 @@ class BatchJob:
     ):
         self.folder, self.cfg, self.settings = folder, cfg, settings
         self.prompt_of = dict(zip(keys, asks, strict=True))
-        self.first_ids = {custom_id(p, k): k for k, p in self.prompt_of.items()}
+        self.id_of = {k: custom_id(p, k) for k, p in self.prompt_of.items()}  # round 0's; rounds add |rN
+        self.first_ids = {cid: k for k, cid in self.id_of.items()}
+        self._requested: tuple[int, dict[str, str]] | None = None
         self.state: dict[str, Any] = {}
 
     # state ------------------------------------------------------------------------------------------
@@ -263,7 +270,8 @@ class BatchJob:
         """Write the batch files for `pending` and a new state that names them."""
         self.folder.mkdir(parents=True, exist_ok=True)
         max_bytes = int(self.settings.max_mb * 1_000_000)
-        chunks = split_lines(batch_lines(self.cfg, pending, round_), self.settings.max_requests, max_bytes)
+        lines = batch_lines(self.cfg, pending, round_, self.id_of)
+        chunks = split_lines(lines, self.settings.max_requests, max_bytes)
         prefix = "input" if round_ == 0 else f"reask{round_}"
         files = []
         for i, chunk in enumerate(chunks):
@@ -311,10 +319,13 @@ class BatchJob:
     def requested(self) -> dict[str, str]:
         """custom id -> cache key of every request in the job's current files (read back from the files,
         which are what was sent)."""
+        round_ = self.state["round"]
+        if self._requested is not None and self._requested[0] == round_:
+            return self._requested[1]
         ids: dict[str, str] = {}
         self.file_of: dict[str, dict[str, Any]] = {}
-        round_ = self.state["round"]
-        wanted = {custom_id(self.prompt_of[k], k, round_): k for k in self._round_keys()}
+        suffix = f"|r{round_}" if round_ else ""
+        wanted = {self.id_of[k] + suffix: k for k in self._round_keys()}
         for entry, path in zip(self.state["files"], self.paths(), strict=True):
             for cid in _request_ids(path, self.folder / STATE):
                 self.file_of[cid] = entry
@@ -328,6 +339,7 @@ class BatchJob:
                         f"{self.folder / STATE} to abandon it.",
                     )
                 ids[cid] = key
+        self._requested = (round_, ids)
         return ids
 
     def _round_keys(self) -> list[str]:
@@ -385,7 +397,7 @@ class BatchJob:
         spent = self.state["spent"]
         got: dict[str, Answer] = {}
         failed: dict[str, str] = {}
-        reask: list[str] = []
+        reask: dict[str, None] = {}  # ordered, and a fast `in`
         unmatched: list[tuple[Path, str]] = []
         for path, line in self.result_lines():
             cid = line["custom_id"]
@@ -401,7 +413,7 @@ class BatchJob:
                 failed[key] = why
                 failures[key] = got_ans
             elif got_ans.dist is None and got_ans.text is None:
-                reask.append(key)
+                reask[key] = None
                 spent[key] = [got_ans.requests, got_ans.prompt_tokens, got_ans.completion_tokens]
             else:
                 got[key] = got_ans
@@ -423,7 +435,7 @@ class BatchJob:
         for key in [*got, *failed]:
             spent.pop(key, None)
         self.state["failed"].update({k: failures[k].error for k in failed})
-        return reask
+        return list(reask)
 
     def _missing(self, cid: str) -> str:
         entry = self.file_of[cid]
