@@ -23,6 +23,7 @@ from rubric.files import atomic_write_bytes
 from rubric.judge_settings import JudgeConfig
 from rubric.outputs import GatherResult, GatherSummary, failure_frame, llm_frame, reason_frame, tally
 from rubric.progress import progress_bar
+from rubric.prompts import prompt_chunks, prompt_keys
 from rubric.schema import Rubric
 
 
@@ -42,8 +43,6 @@ def gather_batch(
     """`gather` through batch files in `out`/batch/. Returns the result once every request is answered
     (or failed), None while the job waits on files to be run elsewhere (submit=false, or a results file
     whose re-asks form a new round). api: a BatchAPI to use (tests); by default one for `judge`."""
-    from rubric.gather import _keys, _prompt_chunks
-
     cfg = judge if isinstance(judge, JudgeConfig) else JudgeConfig.from_mapping(judge)
     settings = settings or BatchSettings()
     if cfg.backend == "embedding":
@@ -52,8 +51,8 @@ def gather_batch(
         )
     started = time.perf_counter()
     items = list(iter_items(conversations, granularity))
-    asks = [p for chunk in _prompt_chunks(items, rubric, include_reason) for p in chunk]
-    keys = _keys(asks, identity_json(cfg.identity()))
+    asks = [p for chunk in prompt_chunks(items, rubric, include_reason) for p in chunk]
+    keys = prompt_keys(asks, identity_json(cfg.identity()))
     store = cache if isinstance(cache, RequestCache) else RequestCache(cache)
     fresh: dict[str, Answer] = {}
     failures: dict[str, Answer] = {}
@@ -257,6 +256,7 @@ def _poll(job: BatchJob, entry: dict[str, Any], api: Any) -> int:
             name = entry["name"].replace(".jsonl", f".{kind}.jsonl")
             atomic_write_bytes(job.folder / name, api.download(file_id))
             entry[kind] = name
+            print(f"gather: downloaded batch {entry['batch_id']}'s {kind} file to {job.folder / name}")
     if batch.status == "failed":
         errors = (batch.errors.data if batch.errors else None) or []
         entry["failure"] = (

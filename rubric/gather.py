@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from rubric.backends import Answer, OpenAIBackend
-from rubric.cache import RequestCache, cache_key, identity_json
-from rubric.conversations import Conversation, Item, iter_items, load_conversations
+from rubric.cache import RequestCache, identity_json
+from rubric.conversations import Conversation, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
 from rubric.health import check_gather
@@ -39,7 +39,9 @@ from rubric.outputs import (
     write_outputs,
 )
 from rubric.parallel import run_sharded, worker_processes
-from rubric.prompts import Prompt, render_context, render_prompt, render_reason_prompt
+from rubric.prompts import Prompt
+from rubric.prompts import prompt_chunks as _prompt_chunks  # shared with batch mode (rubric/batch_run.py)
+from rubric.prompts import prompt_keys as _keys
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 from rubric.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
 
@@ -183,22 +185,6 @@ def _processes(cfg: JudgeConfig, backend: Any, pending: int) -> int:
     return 1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, pending)
 
 
-def _prompt_chunks(
-    items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32
-) -> Iterator[list[Prompt]]:
-    """Every prompt in request order (all the questions, item by item; then the reasons), `size` items a
-    chunk."""
-    for start in range(0, len(items), size):
-        yield [p for item in items[start : start + size] for p in _render_all(item, rubric)]
-    if include_reason:
-        for start in range(0, len(items), size):
-            yield [render_reason_prompt(item) for item in items[start : start + size]]
-
-
-def _keys(prompts: list[Prompt], identity: str) -> list[str]:
-    return [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in prompts]
-
-
 async def _gather_upfront(
     cfg: JudgeConfig,
     backend: Any,
@@ -281,11 +267,6 @@ async def _gather_streaming(
         if own and pool.started and hasattr(backend, "close"):
             await backend.close()
     return asks, keys, pending, 1 if pending else 0
-
-
-def _render_all(item: Item, rubric: Rubric) -> list[Prompt]:
-    context = render_context(item)  # the shared prefix, rendered once for all the questions
-    return [render_prompt(item, q, context) for q in rubric.questions]
 
 
 # command line -------------------------------------------------------------------------------------------
