@@ -90,6 +90,7 @@ def out_lock(out: str | Path, *, key: str = "out") -> Iterator[Path]:
     refused run can name it."""
     import fcntl
 
+    created = not Path(out).exists()
     out = ensure_out_dir(out, key=key)
     lock_path = out / LOCK_NAME
     try:
@@ -116,6 +117,13 @@ def out_lock(out: str | Path, *, key: str = "out") -> Iterator[Path]:
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         try:
             yield out
+        except BaseException:
+            # A run refused before writing anything leaves no trace: the folder it made goes again.
+            if created and [p.name for p in out.iterdir()] == [LOCK_NAME]:
+                with contextlib.suppress(OSError):
+                    lock_path.unlink()
+                    out.rmdir()
+            raise
         finally:
             with contextlib.suppress(OSError):
                 os.ftruncate(fd, 0)
