@@ -1,6 +1,6 @@
 """`gather mode=batch` at scale against the fake judge's Batch API; prints JSON.
 
-    python benchmarks/batch_gather.py [--conversations 2000] [--turns 5]
+    python benchmarks/batch_gather.py [--conversations 2000] [--turns 5] [--results-name batch_gather]
 
 2,000 conversations x 5 turns x the 5-question rubric = 50,000 requests by default (the OpenAI Batch
 API's limit per file). The fake judge (rubric/fake_server.py) runs in its own process, as a real
@@ -8,13 +8,15 @@ endpoint would. Phases, each timed (wall and this process's CPU): writing the ba
 (`submit=false`), submitting them and waiting (upload, create, poll every 0.2 s, download, read the
 results into the cache, write llm.csv), reading the same results again from a file as for vLLM's runner
 (`results=`, into a fresh out folder), and a rerun from the cache. The batch file's size says where the
-200 MB limit per file falls for this rubric.
+200 MB limit per file falls for this rubric. The JSON goes to stdout and benchmarks/results/NAME.json
+(benchmarks/_results.py); the gathers' own lines are kept off stdout.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
+import contextlib
+import io
 import os
 import resource
 import subprocess
@@ -25,12 +27,37 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
-sys.path.insert(0, str(ROOT / "tests" / "rubric"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 
-from conftest import make_conversations  # noqa: E402
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.cli import main  # noqa: E402
-from rubric.conversations import save_conversations  # noqa: E402
+from calibration.cli import main as cli_main  # noqa: E402
+from rubric.conversations import Conversation, Turn, save_conversations  # noqa: E402
+
+ROLE = "Customer-support agent for a bank: account inquiries, transactions and cards only; never investment advice."
+
+
+def make_conversations(n: int, turns: int) -> list[Conversation]:
+    return [
+        Conversation(
+            f"c{i}",
+            ROLE,
+            tuple(
+                Turn(
+                    f"Question {j} of conversation {i} about my card.",
+                    f"Reply {j}: let me check card {i}-{j}.",
+                )
+                for j in range(turns)
+            ),
+        )
+        for i in range(n)
+    ]
+
+
+def main(argv: list[str]) -> int:
+    """The CLI with its status lines kept off stdout, which holds the JSON."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return cli_main(argv)
 
 
 def timed(argv: list[str]) -> dict[str, float]:
@@ -96,5 +123,6 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=2000)
     parser.add_argument("--turns", type=int, default=5)
+    add_results_argument(parser, "batch_gather")
     a = parser.parse_args()
-    print(json.dumps(run(a.conversations, a.turns), indent=2))
+    emit(a.results_name, run(a.conversations, a.turns))
