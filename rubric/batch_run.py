@@ -2,8 +2,8 @@
 the judge's Batch API and wait (or stop at the files, or read results made elsewhere), then answer every
 (item, question) from the cache exactly as the online gather does (rubric/gather.py).
 
-The file format, the job record and the reading of results are rubric/batch.py; the API calls
-rubric/batch_api.py.
+The file format and the reading of a result are rubric/batch.py; the job and its record
+rubric/batch_job.py; the API calls rubric/batch_api.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from rubric.backends import Answer
-from rubric.batch import TERMINAL, BatchJob, BatchSettings
+from rubric.batch import TERMINAL, BatchSettings
+from rubric.batch_job import BatchJob
 from rubric.cache import RequestCache, identity_json
 from rubric.conversations import Conversation, iter_items
 from rubric.errors import InputError
