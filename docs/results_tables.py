@@ -271,6 +271,24 @@ def estimate(r: dict) -> str:
                       "ppi worth (labels)", "diff covers 0", "calibrator bias", "raw judge bias"], rows))
 
 
+BATCH_PHASES = {
+    "write_files": "write the batch files (`submit=false`)",
+    "submit_wait_read": "upload, create, poll, download, read into the cache, write `llm.csv`",
+    "read_results_file": "read the same results from a file (`results=`, a fresh folder)",
+    "rerun_from_cache": "rerun from the cache",
+}
+
+
+def batch_gather(r: dict) -> str:
+    res = r["result"]
+    rows = [[BATCH_PHASES.get(k, k), f"{v['wall_s']:.1f} s", f"{v['cpu_s']:.1f} s"] for k, v in res["phases"].items()]
+    same = "identical" if res["results_file_llm_csv_identical"] else "**different**"
+    return (f"{res['requests']:,} requests in {res['batch_files']} batch file(s) of {res['batch_bytes'] / 1e6:.0f} MB "
+            f"({res['bytes_per_request']:,} bytes per request, so about {res['requests_per_200mb_file']:,} requests "
+            f"fit the 200 MB limit per file); the `llm.csv` read from a results file is {same} to the one from "
+            "the Batch API.\n\n" + _table(["phase", "wall", "CPU of the gather"], rows))
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "llm_rubric_cv": llm_rubric_cv,
     "shift": shift,
@@ -280,6 +298,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "active_labelling": active_labelling,
     "scaling": scaling,
     "estimate": estimate,
+    "batch_gather": batch_gather,
 }
 
 

@@ -115,6 +115,14 @@ def test_scaling_prints_points_slopes_and_the_floor():
     assert out["cache_rerun"]["cached"] == out["cache_rerun"]["pairs"] > 0
 
 
+def test_batch_gather_prints_each_phase_and_the_file_size():
+    out = _run("batch_gather.py", "--conversations", "20", "--turns", "2")
+    assert out["requests"] == 200 and out["batch_files"] == 1 and out["results_file_llm_csv_identical"]
+    assert abs(out["bytes_per_request"] * 200 - out["batch_bytes"]) <= 100  # rounded to whole bytes
+    assert set(out["phases"]) == {"write_files", "submit_wait_read", "read_results_file", "rerun_from_cache"}
+    assert all(p["wall_s"] >= 0 and p["cpu_s"] >= 0 for p in out["phases"].values())
+
+
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_estimate_prints_coverage_width_and_bias(tmp_path):
     out = _run("estimate.py", "--anchors", str(ANCHORS), "--draws", "40", "--n", "10", "20", "200",
