@@ -10,9 +10,9 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
-from tests.calibration.conftest import make_native_dataset
 from calibration.evaluation.risk_control import calibrate, decide, losses, p_value, validate
 from rubric.errors import InputError
+from tests.calibration.conftest import make_native_dataset
 
 
 def _calibrated_sample(rng, n: int, reviewers: int = 1):
