@@ -230,7 +230,7 @@ def scaling(r: dict) -> str:
     res = r["result"]
     rows = [
         [f"{p['rows']:,}", f"{p['judges']:,}", _f(p.get("train_s"), 2), _f(p.get("train_base_s"), 2),
-         f"{p.get('train_peak_mib', 0):,}", _f(p.get("step_ms_lazy"), 2), _f(p.get("step_ms_dense"), 2),
+         f"{p.get('train_peak_mib', 0):,}", _f(p.get("step_ms", p.get("step_ms_lazy")), 2),
          _f(p.get("cv_s"), 1) if "cv_s" in p else ""]
         for p in res["points"] if "error" not in p
     ]
@@ -239,8 +239,8 @@ def scaling(r: dict) -> str:
             f"judges), {_f(sj['train_s'], 2)} against judges (at {sj['rows']:,} rows).")
     return ("Default calibrator on the LLM-Rubric data grown (resampled items, jittered distributions, cloned "
             "judges); each point in its own process; peak = max RSS.\n\n"
-            + _table(["label rows", "judges", "train s", "of it the base", "peak MiB", "step ms (lazy)",
-                      "step ms (dense)", "cv s"], rows) + tail)
+            + _table(["label rows", "judges", "train s", "of it the base", "peak MiB", "step ms", "cv s"], rows)
+            + tail)
 
 ESTIMATE_NAMES = {
     "llm_rubric_in_distribution": "LLM-Rubric, in distribution (a random half trained on)",
