@@ -34,9 +34,9 @@ import numpy as np
 import pandas as pd
 import torch
 from _results import add_results_argument, emit  # benchmarks/_results.py: the JSON and its provenance
+from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shift.py
 
 from calibration.data.dataset import load_dataset
-from calibration.data.importers import import_llm_rubric
 from calibration.model.files import load_model
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
 from calibration.release.turns import reviewer_predictions
@@ -183,25 +183,6 @@ def run(name: str, work: Path, anchors: Path, n_values, draws: int, alpha: float
     result = pooled(list(parts.values()))
     result["roles"] = parts
     return result
-
-
-def llm_rubric_dir(anchors: Path, work: Path) -> Path:
-    out = work / "llm_rubric"
-    if not (out / "labels.csv").exists():
-        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", out)
-    return out
-
-
-def bundled_dir(work: Path) -> Path:
-    """The bundled benchmark with the offline embedding judge's distributions (gathered once, cached)."""
-    out = work / "role_adherence"
-    if not (out / "llm.csv").exists():
-        data = ROOT / "data" / "role_adherence"
-        subprocess.run([sys.executable, "-m", "calibration.cli", "gather", f"conversations={data / 'conversations.jsonl'}",
-                        "rubric=role_adherence", "judge=embedding", f"out={out}", "progress=false"], check=True,
-                       stdout=subprocess.DEVNULL)
-    (out / "labels.csv").write_bytes((ROOT / "data" / "role_adherence" / "labels.csv").read_bytes())
-    return out
 
 
 def main() -> None:

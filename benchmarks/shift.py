@@ -150,14 +150,19 @@ def _difference(methods: dict, boot: dict, ref: str) -> dict:
     }
 
 
-def llm_rubric_dataset(anchors: Path, work: Path):
+def llm_rubric_dir(anchors: Path, work: Path) -> Path:
+    """LLM-Rubric's synthetic data imported once into WORK/llm_rubric."""
     out = work / "llm_rubric"
     if not (out / "labels.csv").exists():
         import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", out)
-    return load_dataset(out)
+    return out
 
 
-def bundled_dataset(work: Path):
+def llm_rubric_dataset(anchors: Path, work: Path):
+    return load_dataset(llm_rubric_dir(anchors, work))
+
+
+def bundled_dir(work: Path) -> Path:
     """The bundled benchmark with the offline embedding judge's distributions (gathered once, cached)."""
     out = work / "role_adherence"
     if not (out / "llm.csv").exists():
@@ -166,7 +171,11 @@ def bundled_dataset(work: Path):
                         "rubric=role_adherence", "judge=embedding", f"out={out}", "progress=false"], check=True,
                        stdout=subprocess.DEVNULL)
     (out / "labels.csv").write_bytes((ROOT / "data" / "role_adherence" / "labels.csv").read_bytes())
-    return load_dataset(out)
+    return out
+
+
+def bundled_dataset(work: Path):
+    return load_dataset(bundled_dir(work))
 
 
 def main() -> None:
