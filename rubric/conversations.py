@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError, read_text_file
+from rubric.ids import clean_id
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
             f"conversation {cid!r} has no chatbot_role.",
             'add "chatbot_role": the role the chatbot was assigned.',
         )
-    return Conversation(str(cid), role.strip(), tuple(turns))
+    return Conversation(clean_id(cid), role.strip(), tuple(turns))
 
 
 def _text(value: Any) -> str | None:

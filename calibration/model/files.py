@@ -30,6 +30,7 @@ from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
 from rubric.identity import dataset_judge_identity, describe
+from rubric.ids import clean_id
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
 FORMAT = "role-rubric-calibrator/1"
@@ -59,7 +60,7 @@ class LoadedModel:
     def judge_index(self, judge_id: str) -> int:
         """Index of a training judge, or -1 (population model) for a judge never seen in training."""
         try:
-            return self.judges.index(str(judge_id))
+            return self.judges.index(clean_id(judge_id))
         except ValueError:
             return -1
 
