@@ -91,7 +91,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from calibration.config_check import check_config
 
         check_config(command, cfg)  # every value's type and range, before any long work
-        _resolve(COMMANDS[command][0])(cfg)
+        from calibration.run_lock import locked_outputs
+
+        with locked_outputs(command, cfg):  # one run per output, until its last write
+            _resolve(COMMANDS[command][0])(cfg)
     except InputError as exc:
         print(f"role-rubric {command}: error: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
