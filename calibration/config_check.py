@@ -168,7 +168,7 @@ SETTINGS_RULES: dict[str, Rule] = {
     "drop_questions": text_list(),
     "lr": number(above=0, high=10),
     "finetune_lr": number(above=0, high=10),
-    "batch_size": integer(1),
+    "batch_size": integer(0),  # 0 = full batch (calibration/model/train.py _batch_indices)
     "pretrain_steps": integer(0),
     "finetune_steps": integer(1),
     "l2_judge": number(0),
@@ -217,6 +217,7 @@ RULES: dict[str, Rule] = {
     "adheres_at": number(optional=True),
     "show": integer(0, optional=True),
     "source": choice("llm-rubric"),
+    "unmatched_labels": choice("error", "skip"),
     # suggest and decide
     "budget": integer(1),
     "strategy": choice("random", "entropy", "bald", "variance"),

@@ -20,7 +20,7 @@ from calibration.run_lock import FILE_OUTPUTS
 from rubric.files import LOCK_NAME, lock_path
 
 ROOT = Path(__file__).resolve().parents[1]
-WRITERS = [c for c in COMMANDS if "out" in compose_config(c, []).keys()]
+WRITERS = [c for c in COMMANDS if "out" in set(compose_config(c, []).keys())]  # set: `in` skips ???
 
 
 def _out(command: str, tmp_path: Path) -> tuple[Path, bool]:

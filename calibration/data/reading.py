@@ -243,8 +243,9 @@ def _labels(labels, rubric, items, path, unmatched, report):
                 "has no judge distributions in llm.csv.",
                 path=path,
                 row=_row(bad),
-                fix="gather distributions for that item or remove its labels (from Python, "
-                "load_dataset(..., unmatched_labels='skip') skips and counts them).",
+                fix="gather distributions for that item or remove its labels, or pass unmatched_labels=skip "
+                "(train, cv, search, evaluate, report; load_dataset(..., unmatched_labels='skip') from Python) "
+                "to skip and count them.",
             )
         report["labels_without_distributions"] = int(orphan.sum())
         labels, item_of, option = labels[~orphan], item_of[~orphan], option[~orphan]

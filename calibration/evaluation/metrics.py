@@ -98,7 +98,7 @@ def run_evaluate(cfg) -> dict:
     """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
     from calibration.data.dataset import load_dataset
 
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     path = Path(cfg.predictions)
     predictions = read_predictions(path, ds.rubric)
     metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)

@@ -299,7 +299,7 @@ def best_overrides(study: optuna.Study) -> dict[str, dict]:
 
 def run_search(cfg) -> optuna.Study:
     """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`."""
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     out = Path(cfg.out)
     with out_lock(out):
         storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"

@@ -281,7 +281,7 @@ def _version() -> str:
 def run_train(cfg) -> Path:
     """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     start = time.perf_counter()
     judge = dataset_judge_identity(cfg.data)
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
