@@ -218,6 +218,8 @@ RULES: dict[str, Rule] = {
     "show": integer(0, optional=True),
     "source": choice("llm-rubric"),
     "unmatched_labels": choice("error", "skip"),
+    "long_turn_tokens": integer(1, optional=True),
+    "long_turns": choice("warn", "refuse"),
     # suggest and decide
     "budget": integer(1),
     "strategy": choice("random", "entropy", "bald", "variance"),
