@@ -102,12 +102,11 @@ def out_lock(out: str | Path, *, key: str = "out", file: bool = False) -> Iterat
     it ends, so a killed run never leaves a stale lock; the file holds the holder's PID so a refused run
     can name it, and is removed when the block ends. Re-entrant within one process."""
     out = Path(out)
-    if file:
-        if out.is_dir():
-            raise InputError("the output path is a folder, not a file.", path=out, fix=f"set {key}= to a file path.")
-        ensure_out_dir(out.parent, key=key)
-    else:
-        out = ensure_out_dir(out, key=key)
+    folder = out.parent if file else out
+    if file and out.is_dir():
+        raise InputError("the output path is a folder, not a file.", path=out, fix=f"set {key}= to a file path.")
+    created = _missing_folders(folder)
+    ensure_out_dir(folder, key=key)
     path = lock_path(out, file=file)
     held = (os.getpid(), os.path.realpath(path))
     if held in _HELD:
@@ -117,7 +116,11 @@ def out_lock(out: str | Path, *, key: str = "out", file: bool = False) -> Iterat
         finally:
             _HELD[held] -= 1
         return
-    fd = _acquire(path, out, key)
+    try:
+        fd = _acquire(path, out, key)
+    except InputError:
+        _remove_if_empty(created)
+        raise
     _HELD[held] = 1
     try:
         yield out
@@ -126,6 +129,24 @@ def out_lock(out: str | Path, *, key: str = "out", file: bool = False) -> Iterat
         with contextlib.suppress(OSError):
             os.unlink(path)  # while still locked: a run waiting on this inode sees it gone and retries
         os.close(fd)  # releases the flock
+        _remove_if_empty(created)  # a run that wrote nothing (bad input) leaves no folder behind
+
+
+def _missing_folders(folder: Path) -> list[Path]:
+    """`folder` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing
+
+
+def _remove_if_empty(folders: list[Path]) -> None:
+    for folder in folders:
+        try:
+            folder.rmdir()  # only an empty folder; another run's files stop it here
+        except OSError:
+            return
 
 
 def _acquire(path: Path, out: Path, key: str) -> int:

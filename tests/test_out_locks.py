@@ -103,7 +103,21 @@ def test_lock_files_do_not_stay_behind(tmp_path):
 
     with out_lock(tmp_path / "o"), out_lock(tmp_path / "o"):  # re-entrant in one process
         assert (tmp_path / "o" / LOCK_NAME).exists()
+        (tmp_path / "o" / "result.json").write_text("{}")
     with out_lock(tmp_path / "f.csv", file=True):
         assert lock_path(tmp_path / "f.csv", file=True).exists()
-    assert sorted(p.name for p in tmp_path.rglob("*")) == ["o"]
-    assert json.dumps(sorted(os.listdir(tmp_path / "o"))) == "[]"
+    assert sorted(str(p.relative_to(tmp_path)) for p in tmp_path.rglob("*")) == ["o", "o/result.json"]
+
+
+def test_a_run_that_wrote_nothing_leaves_no_folder(tmp_path):
+    from rubric.files import out_lock
+
+    with out_lock(tmp_path / "a" / "b" / "c"):
+        pass  # e.g. refused on bad input before writing
+    with out_lock(tmp_path / "x" / "y.csv", file=True):
+        pass
+    assert list(tmp_path.iterdir()) == []
+    (tmp_path / "mine").mkdir()
+    with out_lock(tmp_path / "mine"):
+        pass
+    assert (tmp_path / "mine").is_dir()  # a folder the user made stays
