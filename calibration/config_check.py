@@ -235,6 +235,7 @@ RULES: dict[str, Rule] = {
     "search.timeout": number(above=0, optional=True),
     "search.workers": integer(1, 256),
     "search.resume": boolean(),
+    "search.heartbeat": integer(1, 3600),
     # judge (rubric/judge_settings.py JudgeConfig)
     "judge.backend": choice("chat", "completions", "embedding"),
     "judge.model": text(),
