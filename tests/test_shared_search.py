@@ -187,3 +187,10 @@ def test_a_missing_driver_is_one_line_naming_the_extra(data, tmp_path, monkeypat
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "needs the database driver 'psycopg'" in err and "pip install 'role-rubric[postgres]'" in err
+
+
+def test_a_storage_password_is_never_printed_or_written():
+    from calibration.evaluation.search import _shown
+
+    assert _shown("postgresql://bob:s3cret@db.example:5432/studies") == "postgresql://bob:***@db.example:5432/studies"
+    assert _shown("postgresql://bob@db.example/studies") == "postgresql://bob@db.example/studies"

@@ -385,7 +385,7 @@ def run_search(cfg) -> optuna.Study:
         defaults = study.user_attrs["defaults_nll"]
         summary = {"best_nll": recommended_nll(study), "best_trial_nll": study.best_value,
                    "defaults_nll": defaults, "kept_defaults": not beats_defaults(study), "best": best,
-                   "finished_trials": _finished(study), "seconds": time.perf_counter() - start, "storage": storage,
+                   "finished_trials": _finished(study), "seconds": time.perf_counter() - start, "storage": _shown(storage),
                    "study": cfg.search.study}
         atomic_write_text(out / "search.json", json.dumps(summary, indent=2))
     flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
@@ -395,8 +395,13 @@ def run_search(cfg) -> optuna.Study:
         print("search: no trial beat the current settings: best.yaml keeps them (no overrides)")
     else:
         print(f"search: best overrides: {flat}")
-    print(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {storage}")
+    print(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {_shown(storage)}")
     return study
+
+
+def _shown(url: str) -> str:
+    """A storage URL as printed and written: never its password."""
+    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
 
 
 def _plain(node) -> dict:
