@@ -100,7 +100,8 @@ def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True,
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
     if clean:
-        optuna.storages.fail_stale_trials(study)  # shared: only the silent ones (a no-op without heartbeat)
+        with _quiet():
+            optuna.storages.fail_stale_trials(study)  # shared: only the silent ones (a no-op without heartbeat)
         _requeue_interrupted(study)
     return study
 
@@ -191,9 +192,22 @@ def _storage(url: str | None, heartbeat: int | None = None):
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     if heartbeat is None:
         return optuna.storages.RDBStorage(url, engine_kwargs=engine)
-    retry = optuna.storages.RetryFailedTrialCallback(max_retry=2)
-    return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=heartbeat,
-                                      grace_period=2 * heartbeat, heartbeat_stale_trial_callback=retry)
+    # Optuna 4.9 renamed the callback; both put the failed trial's number in system attr "failed_trial".
+    retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
+    with _quiet():
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=heartbeat,
+                                          grace_period=2 * heartbeat,
+                                          heartbeat_stale_trial_callback=retry(max_retry=2))
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Optuna marks heartbeats experimental and warns on every use; a search prints its own lines only."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        yield
 
 
 def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
@@ -209,7 +223,8 @@ def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
                 params[name] = value
         elif value is not None:
             params[name] = min(max(value, spec["low"]), spec["high"])
-    study.enqueue_trial(params, skip_if_exists=True)  # two searches starting a shared study at once
+    with _quiet():
+        study.enqueue_trial(params, skip_if_exists=True)  # two searches starting a shared study at once
 
 
 def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
@@ -248,7 +263,8 @@ def _wait_for_others(study: optuna.Study, heartbeat: int) -> None:
     after its grace period), so that every search of the study reports the same best trial."""
     printed = False
     while True:
-        optuna.storages.fail_stale_trials(study)
+        with _quiet():
+            optuna.storages.fail_stale_trials(study)
         running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
         if not running:
             return
