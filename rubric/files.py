@@ -20,6 +20,10 @@ from typing import Any
 from rubric.errors import InputError
 
 LOCK_NAME = ".role-rubric.lock"
+# The mode the user's umask gives a new file (read once: os.umask can only be read by setting it).
+_UMASK = os.umask(0o022)
+os.umask(_UMASK)
+FILE_MODE = 0o666 & ~_UMASK
 
 
 @contextlib.contextmanager
@@ -28,6 +32,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
     otherwise."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.fchmod(fd, FILE_MODE)  # mkstemp's 0600 would make outputs unreadable by the rest of the team
     os.close(fd)
     try:
         yield Path(tmp)

@@ -121,3 +121,16 @@ def test_a_run_that_wrote_nothing_leaves_no_folder(tmp_path):
     with out_lock(tmp_path / "mine"):
         pass
     assert (tmp_path / "mine").is_dir()  # a folder the user made stays
+
+
+def test_outputs_get_the_mode_of_a_normal_file(tmp_path):
+    import stat
+
+    from rubric.files import atomic_write_text
+
+    umask = os.umask(0o022)
+    os.umask(umask)
+    (tmp_path / "plain.txt").write_text("x")
+    atomic_write_text(tmp_path / "atomic.txt", "x")
+    modes = {p.name: stat.S_IMODE(p.stat().st_mode) for p in tmp_path.iterdir()}
+    assert modes["atomic.txt"] == modes["plain.txt"] == 0o666 & ~umask
