@@ -32,6 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 from scipy import stats
 
 from calibration import (
@@ -265,6 +266,7 @@ def main() -> None:
     parser.add_argument(
         "--merge", type=Path, nargs="+", help="summarise the runs of earlier outputs (seeds run apart)"
     )
+    add_results_argument(parser, "active_labelling")
     args = parser.parse_args()
     if args.merge:
         outputs = [json.loads(path.read_text()) for path in args.merge]
@@ -300,8 +302,8 @@ def main() -> None:
     summary = summarise(runs, strategies)
     if args.plot:
         plot(summary, args.plot, f"{args.dataset}: {len(args.seeds)} seeds")
-    print(
-        json.dumps(
+    emit(
+        args.results_name,
             {
                 "dataset": args.dataset,
                 "label_rows": len(ds.label_item),
@@ -320,8 +322,7 @@ def main() -> None:
                 "seconds": round(time.perf_counter() - start, 1),
                 "runs": runs,
             },
-            indent=1,
-        )
+        indent=1,
     )
 
 

@@ -13,7 +13,6 @@ halves add their own noise, so this is a check of the method, not the exact prom
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
 import tempfile
@@ -21,6 +20,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration import Settings, import_llm_rubric, load_dataset, train_ensemble
 from calibration.decide import adherence_probability, default_adheres_at, jsonable, turn_votes
@@ -74,6 +74,7 @@ def main() -> None:
     parser.add_argument("--splits", type=int, default=20)
     parser.add_argument("--delta", type=float, default=0.1)
     parser.add_argument("--against", choices=("majority", "reviewers"), default="majority")
+    add_results_argument(parser, "decide_risk")
     args = parser.parse_args()
     start = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
@@ -106,8 +107,8 @@ def main() -> None:
         if risk == 0.1:
             per_split = [{k: round(x, 4) for k, x in r.items()} for r in v["per_split"]]
     majority_adheres = float(np.mean(2 * n_yes > n_all))
-    print(
-        json.dumps(
+    emit(
+        args.results_name,
             jsonable(
                 {
                     "dataset": args.dataset,
@@ -129,8 +130,7 @@ def main() -> None:
                     "seconds": round(time.perf_counter() - start, 1),
                 }
             ),
-            indent=1,
-        )
+        indent=1,
     )
 
 

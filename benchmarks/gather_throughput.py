@@ -20,7 +20,6 @@ that approaches 1000 ms x processes, the client is CPU-bound and more concurrenc
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
@@ -30,6 +29,8 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from rubric import Conversation, Turn, gather, iter_items, load_rubric, render_prompt  # noqa: E402
 from rubric.http import HTTP_CLIENTS  # noqa: E402
@@ -186,6 +187,7 @@ def main() -> None:
         help="judge.http_client value(s)",
     )
     parser.add_argument("--repeats", type=int, default=3, help="runs of each setting, interleaved; medians")
+    add_results_argument(parser, "gather_throughput")
     args = parser.parse_args()
     rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
     convs = conversations(args.turns)
@@ -232,7 +234,7 @@ def main() -> None:
         proc.wait()
     out["shared_prefix_share"] = round(shared_prefix_share(convs, rubric), 3)
     out["load_avg_1m_after"] = os.getloadavg()[0]
-    print(json.dumps(out, indent=2))
+    emit(args.results_name, out, indent=2)
 
 
 if __name__ == "__main__":

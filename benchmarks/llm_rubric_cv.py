@@ -11,13 +11,13 @@ the smECE of the calibrated Q0 distribution one-vs-rest for every answer value, 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
 from pathlib import Path
 
 import relplot
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.cli import compose_config
 from calibration.data.dataset import load_dataset
@@ -46,6 +46,7 @@ def main() -> None:
     parser.add_argument("--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"))
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.ensemble=8")
+    add_results_argument(parser, "llm_rubric_cv")
     args = parser.parse_args()
     anchors = Path(args.anchors)
     with tempfile.TemporaryDirectory() as tmp:
@@ -69,7 +70,7 @@ def main() -> None:
         return {"mean": round(statistics.mean(xs), 4), "std": round(statistics.stdev(xs), 4) if len(xs) > 1 else 0.0,
                 "min": min(xs), "max": max(xs)}
 
-    print(json.dumps({
+    emit(args.results_name, {
         "data": "LLM-Rubric synthetic, Q0, 5-fold CV grouped by dialogue (fold_seed=0)",
         "settings": settings.to_dict(),
         "per_seed": per_seed,
@@ -82,7 +83,7 @@ def main() -> None:
         "reference": REFERENCE,
         "threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
         "load_avg_1m": round(os.getloadavg()[0], 2),
-    }, indent=2))
+    }, indent=2)
 
 
 if __name__ == "__main__":

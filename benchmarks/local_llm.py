@@ -28,6 +28,7 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.cli import main as cli
 from rubric.conversations import iter_items, load_conversations
@@ -147,6 +148,7 @@ def main() -> None:
     parser.add_argument("--no-cv", action="store_true")
     parser.add_argument("--prefix-only", action="store_true", help="only the prefix-reuse timing")
     parser.add_argument("--out", default=None, help="keep the gathered datasets here (default: a temp dir)")
+    add_results_argument(parser, "local_llm")
     args = parser.parse_args()
 
     conversations = spread(load_conversations(BENCHMARK / "conversations.jsonl"), args.conversations)
@@ -172,7 +174,7 @@ def main() -> None:
                 preset, conversations, rubric, args.prefix_turns
             )
         print(json.dumps({preset: report["presets"][preset]}), flush=True)  # partial results as they come
-    print(json.dumps(report, indent=2))
+    emit(args.results_name, report, indent=2)
 
 
 if __name__ == "__main__":

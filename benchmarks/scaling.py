@@ -43,6 +43,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import torch
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.compose import compose_config
 from calibration.data.dataset import Dataset, load_dataset
@@ -247,6 +248,7 @@ def main() -> None:
     parser.add_argument("--point-timeout", type=int, default=900)
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.judge_updates=dense")
     parser.add_argument("--point", type=int, nargs=2, metavar=("ROWS", "JUDGES"), help=argparse.SUPPRESS)
+    add_results_argument(parser, "scaling")
     args = parser.parse_args()
     settings = Settings.from_cfg(compose_config("train", ["data=unused", "out=unused", *args.override]))
     if args.point:
@@ -284,7 +286,7 @@ def main() -> None:
         "floor": matmul_floor(anchor, settings, step_ms(anchor, settings, settings.judge_updates)),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
-    print(json.dumps(result, indent=2))
+    emit(args.results_name, result, indent=2)
 
 
 if __name__ == "__main__":

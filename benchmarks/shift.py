@@ -37,6 +37,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
@@ -179,6 +180,7 @@ def main() -> None:
     parser.add_argument("--settings", type=json.loads, default={},
                         help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_crossfit\": 5}'")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, among {','.join(METHODS)}")
+    add_results_argument(parser, "shift")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-shift-"))
     methods = args.methods.split(",")
@@ -194,7 +196,7 @@ def main() -> None:
         print(f"shift: {name} done in {out[name]['seconds']} s", file=sys.stderr, flush=True)
         if args.partial:
             args.partial.write_text(json.dumps(out, indent=1))
-    print(json.dumps(out, indent=1))
+    emit(args.results_name, out, indent=1)
 
 
 if __name__ == "__main__":

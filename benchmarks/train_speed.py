@@ -17,7 +17,6 @@ Adam update, per model, beside the budget a 30x speed-up leaves per model and st
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import tempfile
@@ -26,6 +25,7 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
@@ -72,6 +72,7 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--single-models", type=int, default=4, help="models timed one at a time per repeat")
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="slices for the sliced batched run")
+    add_results_argument(parser, "train_speed")
     args = parser.parse_args()
     anchors = Path(args.anchors)
     with tempfile.TemporaryDirectory() as tmp:
@@ -110,7 +111,7 @@ def main() -> None:
         "per_model_step_ms": _per_model_step(parts, statistics.median(single), len(members)),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
-    print(json.dumps(result, indent=2))
+    emit(args.results_name, result, indent=2)
 
 
 def _per_model_step(parts: list[tuple[float, float]], single_models_per_s: float, models: int) -> dict:

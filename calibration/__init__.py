@@ -2,7 +2,7 @@
 
 Sub-packages, each importing only the ones before it: `data` (dataset dirs -> arrays, splits, importers),
 `model` (network, settings, training loop, ensemble, model files, predict), `evaluation` (metrics, baselines,
-significance, cross-validation, search, adherence), `report` (the report page and its sections); on top the
+significance, cross-validation, search, adherence), `report` (the report page and its sections), `release` (release estimates); on top the
 entry points `api` (RoleAdherence), `demo` and `cli` (the dispatcher). The public names below are
 re-exported here and imported on first use, so `import calibration` stays fast.
 """
@@ -32,6 +32,7 @@ _EXPORTS = {
     "search": "calibration.evaluation.search",
     "run_report": "calibration.report.build",
     "RoleAdherence": "calibration.api",
+    "estimate_release": "calibration.release.estimate",
 }
 
 __all__ = sorted(_EXPORTS)

@@ -31,6 +31,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("calibration.demo:run_demo", "offline end-to-end run on the bundled role-adherence benchmark"),
     "score": ("calibration.score:run_score", "score a conversations file per conversation -> CSV"),
     "suggest": ("calibration.suggest:run_suggest", "rank unlabelled (turn, reviewer) pairs by what a label would teach -> CSV"),
+    "estimate": ("calibration.release.estimate:run_estimate", "a release's adherence rate with valid intervals, a comparison and a CI gate"),
     "decide": ("calibration.decide:run_decide", "adheres / violates / escalate per turn at a guaranteed disagreement risk"),
     "compare": ("calibration.compare.stage:run_compare", "reference-based scorers and judges on one scale: AUC table -> compare.json/html"),
     "serve-fake-judge": ("rubric.fake_server:run_serve", "a local OpenAI-protocol judge for trying the pipeline (judge=fake)"),
@@ -96,7 +97,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         with locked_outputs(command, cfg):  # one run per output, until its last write
             _resolve(COMMANDS[command][0])(cfg)
     except InputError as exc:
-        print(f"role-rubric {command}: error: {exc.one_line()}", file=sys.stderr)
+        label = "gate failed" if exc.exit_code == 1 else "error"  # exit 1: a CI gate (estimate), not bad input
+        print(f"role-rubric {command}: {label}: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"role-rubric {command}: interrupted; finished work is kept.", file=sys.stderr)

@@ -227,6 +227,12 @@ RULES: dict[str, Rule] = {
     "risk": number(above=0, below=1),
     "delta": number(above=0, below=1),
     "against": choice("majority", "reviewers"),
+    "purpose": choice("learn", "estimate"),
+    # estimate
+    "alpha": number(above=0, below=1),
+    "fail_under": number(0, 1, optional=True),
+    "fail_if_worse": boolean(),
+    "population": choice("finite", "process"),
     # search
     "search.trials": integer(1),
     "search.inner_folds": integer(2, 100),
@@ -278,7 +284,7 @@ RULES: dict[str, Rule] = {
 }
 
 # Output paths: which commands write a folder and which a single file.
-OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo"}
+OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate"}
 OUT_FILE = {"predict", "evaluate", "score"}
 
 

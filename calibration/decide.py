@@ -16,6 +16,7 @@ import numpy as np
 import pandas as pd
 
 from calibration.evaluation.risk_control import RISK_LEVELS, Threshold, calibrate, decide
+from calibration.model.provenance import refuse_overlap
 from rubric.errors import InputError
 
 CALIBRATION_FILE = "decide_calibration.csv"
@@ -108,6 +109,10 @@ def run_decide(cfg) -> Path:
     model = load_model(cfg.model)
     rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
     cal = load_dataset(cfg.calibration, rubric=rubric)
+    # The risk bound holds only on turns the model never trained on (calibration/model/provenance.py).
+    if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration):
+        print("decide: warning: the model does not record its training conversations (trained before they were "
+              "recorded), so it cannot be checked that the calibration set is held out")
     adheres_at = (
         default_adheres_at(rubric.question(rubric.target))
         if cfg.get("adheres_at") is None

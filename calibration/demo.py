@@ -200,7 +200,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     if model_dir.exists():
         shutil.rmtree(model_dir)
     save_model(model_dir, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-               judge=dataset_judge_identity(dataset))
+               judge=dataset_judge_identity(dataset), data=dataset)
     timings["final model"] = time.perf_counter() - tick
 
     tick = time.perf_counter()

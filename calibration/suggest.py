@@ -197,7 +197,14 @@ def run_suggest(cfg) -> Path:
     [strategy=bald] [diversity=0.5] [questions=all|target]`."""
     from calibration import load_dataset, load_model
 
+    if str(cfg.get("purpose", "learn")) == "estimate":
+        from calibration.release.sampling import run_estimate_plan
+
+        return run_estimate_plan(cfg)
     start = time.perf_counter()
+    if not cfg.get("model"):
+        raise InputError("suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
+                         fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.")
     model = load_model(cfg.model)
     ds = load_dataset(
         cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False

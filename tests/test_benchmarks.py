@@ -8,8 +8,10 @@ cached rerun makes no request), not for the README's values, which need the full
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -21,10 +23,19 @@ pytestmark = pytest.mark.slow
 
 
 def _run(script: str, *args: str) -> dict:
-    done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
-                          capture_output=True, text=True, timeout=600)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    """Run a benchmark; its results file goes to a scratch folder (never over benchmarks/results/) and
+    must hold what it printed, with the command and the machine."""
+    with tempfile.TemporaryDirectory() as results:
+        env = {**os.environ, "ROLE_RUBRIC_RESULTS": results}
+        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
+                              capture_output=True, text=True, timeout=600, env=env)
+        assert done.returncode == 0, done.stderr[-2000:]
+        printed = json.loads(done.stdout)
+        saved = json.loads((Path(results) / f"{Path(script).stem}.json").read_text())
+    assert saved["result"] == printed
+    assert saved["command"].startswith(f"python benchmarks/{script}") and saved["machine"]["cores"] >= 1
+    assert saved["machine"]["torch"] and saved["machine"]["cpu_model"] and saved["date"].endswith("UTC")
+    return printed
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
@@ -102,3 +113,19 @@ def test_scaling_prints_points_slopes_and_the_floor():
     assert run["ratio"] >= 0.9  # never faster than the server's latency allows
     assert out["cache_rerun"]["requests"] == 0
     assert out["cache_rerun"]["cached"] == out["cache_rerun"]["pairs"] > 0
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_estimate_prints_coverage_width_and_bias(tmp_path):
+    out = _run("estimate.py", "--anchors", str(ANCHORS), "--draws", "40", "--n", "10", "20", "200",
+               "--only", "llm_rubric_in_distribution", "--work", str(tmp_path))
+    bench = out["benchmarks"]["llm_rubric_in_distribution"]
+    for kind in ("rate", "mean"):
+        block = bench[kind]
+        assert abs(block["raw_judge_bias"]) > abs(block["calibrator_bias"])  # the judge alone is far off
+        assert block["by_n"]["200"] is None  # more than the release has
+        for n in ("10", "20"):
+            row = block["by_n"][n]
+            assert row["ppi_mean_width"] <= row["humans_mean_width"] + 1e-12
+            assert 0.6 <= row["ppi_coverage"] <= 1 and row["effective_labels_median"] >= int(n) - 1e-6
+        assert block["by_n"]["10"]["ppi_mean_width"] > block["by_n"]["20"]["ppi_mean_width"]

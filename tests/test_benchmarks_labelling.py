@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -22,6 +24,7 @@ def _run(script: str, *args: str) -> dict:
         capture_output=True,
         text=True,
         timeout=900,
+        env={**os.environ, "ROLE_RUBRIC_RESULTS": tempfile.mkdtemp()},  # never over benchmarks/results/
     )
     assert done.returncode == 0, done.stderr[-2000:]
     return json.loads(done.stdout)

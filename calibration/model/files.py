@@ -24,6 +24,7 @@ from calibration.data.dataset import load_dataset
 from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import parameter_shapes
 from calibration.model.network import CalibrationNet
+from calibration.model.provenance import training_record
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import Settings
 from calibration.model.train import n_base
@@ -80,8 +81,9 @@ class LoadedModel:
 
 
 def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
-               recalibration: Recalibration | None = None, judge: dict | None = None) -> Path:
-    """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None."""
+               recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "") -> Path:
+    """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
+    data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints."""
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     with atomic_path(out / "weights.safetensors") as tmp:
@@ -101,6 +103,8 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "history": history or {},
         "recalibration": None if recalibration is None else recalibration.to_dict(),
         "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
+        # estimate and decide refuse labelled samples the model trained on (calibration/model/provenance.py)
+        "trained_on": [training_record(ds, data)],
     }
     meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": _model_sha256(meta)}
     atomic_write_text(out / "model.json", json.dumps(meta, indent=2))
@@ -286,7 +290,8 @@ def run_train(cfg) -> Path:
     judge = dataset_judge_identity(cfg.data)
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
         net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-        save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration, judge=judge)
+        save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration, judge=judge,
+                   data=cfg.data)
     print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
     print(f"train: trained on the distributions of the {describe(judge)}")

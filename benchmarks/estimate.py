@@ -1,0 +1,228 @@
+"""Release estimates where the truth is known: coverage and width of the humans-only and the
+prediction-powered (PPI++) intervals of `role-rubric estimate`, and the calibrator's and the raw judge's bias.
+Prints JSON.
+
+Each benchmark trains a calibrator (the defaults) on one part of a labelled dataset and treats the rest
+as a release whose every label is known, so its true adherence rate and mean target answer are known.
+Each draw labels n conversations of the release picked uniformly at random (their labels only; the others
+hidden) and computes both intervals at nominal 90%; coverage is the share of draws whose interval holds
+the truth. n is skipped where the release has fewer than n + 1 conversations.
+- llm_rubric_in_distribution: LLM-Rubric's synthetic dialogues, a random half trained on, the other half
+  the release;
+- llm_rubric_shift_down / _up: the covariate-shift splits of benchmarks/shift.py (train on the dialogues
+  whose judge-expected Q0 is in the top 70% / bottom 70%, the release is the other 30%);
+- new_chatbot: the bundled role-adherence benchmark (offline embedding judge), leave one role out: the
+  release is a role (chatbot) the calibrator never saw, for each of the 4 roles, pooled.
+`same_truth_difference_covers_0`: the release split at random into two halves, two releases of the same
+chatbot, n conversations labelled in each and compared as `baseline=` does; the share of draws whose
+difference interval covers 0 (n is skipped where a half has n conversations or fewer).
+
+    python benchmarks/estimate.py [--draws 500] [--n 10 20 40 80] [--only llm_rubric_in_distribution,...]
+        [--work DIR] [--results-name estimate]
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import torch
+from _results import add_results_argument, emit  # benchmarks/_results.py: the JSON and its provenance
+
+from calibration.data.dataset import load_dataset
+from calibration.data.importers import import_llm_rubric
+from calibration.model.files import load_model
+from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
+from calibration.release.turns import reviewer_predictions
+
+ROOT = Path(__file__).resolve().parents[1]
+BENCHMARKS = ("llm_rubric_in_distribution", "llm_rubric_shift_down", "llm_rubric_shift_up", "new_chatbot")
+
+
+def write_subset(src: Path, dst: Path, conversations: set[str]) -> Path:
+    """A dataset directory with the conversations named (items without labels dropped)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    read = {"dtype": {"conversation_id": str, "turn": str, "judge_id": str}, "keep_default_na": False}
+    llm, labels = pd.read_csv(src / "llm.csv", **read), pd.read_csv(src / "labels.csv", **read)
+    labels = labels[labels.conversation_id.isin(conversations)]
+    labelled = set(zip(labels.conversation_id, labels.turn, strict=True))
+    keep = [(c, t) in labelled for c, t in zip(llm.conversation_id, llm.turn, strict=True)]
+    llm[keep].to_csv(dst / "llm.csv", index=False)
+    labels.to_csv(dst / "labels.csv", index=False)
+    (dst / "rubric.yaml").write_bytes((src / "rubric.yaml").read_bytes())
+    return dst
+
+
+def train(data: Path, out: Path, seed: int = 0) -> Path:
+    subprocess.run([sys.executable, "-m", "calibration.cli", "train", f"data={data}", f"out={out}", f"seed={seed}"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
+def splits(name: str, src: Path) -> list[tuple[str, set[str], set[str]]]:
+    """(label, training conversations, release conversations) of a benchmark."""
+    ds = load_dataset(src)
+    convs = np.array(sorted(set(ds.items["conversation_id"])), dtype=object)
+    if name == "llm_rubric_in_distribution":
+        perm = np.random.default_rng(0).permutation(len(convs))
+        half = len(convs) // 2
+        return [("half", set(convs[perm[:half]]), set(convs[perm[half:]]))]
+    if name.startswith("llm_rubric_shift"):
+        t = ds.target_index
+        expected = (ds.probs[:, t] * ds.option_values()[t]).sum(-1)
+        per_conv = pd.Series(expected).groupby(ds.items["conversation_id"].to_numpy()).mean().sort_values(kind="stable")
+        n_test = int(round(0.3 * len(per_conv)))
+        order = list(per_conv.index)
+        test = set(order[:n_test] if name.endswith("down") else order[-n_test:])
+        return [("30%", set(convs) - test, test)]
+    if name == "new_chatbot":
+        role = pd.Series(convs).str.rsplit("-", n=1).str[0].to_numpy()
+        return [(r, set(convs[role != r]), set(convs[role == r])) for r in sorted(set(role))]
+    raise ValueError(name)
+
+
+def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: float, seed: int) -> dict:
+    """Coverage, width and effective labels over `draws` samples of n conversations, per quantity."""
+    model = load_model(model_dir)
+    ds = load_dataset(release_dir, rubric=model.rubric)
+    X = torch.from_numpy(ds.features(model.spec))
+    out: dict = {}
+    for kind in ("rate", "mean"):
+        preds = reviewer_predictions(model, ds, X, ds.target_index, kind=kind, adheres_at=3.0)
+        truth = preds.human_mean()
+        labelled_items = np.unique(preds.row_item)
+        convs = np.unique(preds.conversation)
+        row_conv = preds.conversation[preds.row_item]
+        rng = np.random.default_rng(seed)
+        per_n: dict = {}
+        for n in n_values:
+            if n + 1 > len(convs):
+                per_n[str(n)] = None
+                continue
+            stats = {k: [] for k in ("humans_cover", "ppi_cover", "humans_width", "ppi_width", "eff", "lam", "diff_cover")}
+            for _ in range(draws):
+                picked = rng.choice(convs, size=n, replace=False)
+                sample = preds.sample(np.isin(row_conv, picked))
+                humans, ppi = classical_mean(sample, alpha=alpha), ppi_mean(sample, alpha=alpha)
+                stats["humans_cover"].append(humans.low <= truth <= humans.high)
+                stats["ppi_cover"].append(ppi.low <= truth <= ppi.high)
+                stats["humans_width"].append(humans.width)
+                stats["ppi_width"].append(ppi.width)
+                stats["eff"].append(effective_labels(n, humans, ppi))
+                stats["lam"].append(ppi.lam)
+                if 2 * (n + 1) <= len(convs):
+                    stats["diff_cover"].append(_same_truth_difference(preds, convs, row_conv, n, alpha, rng))
+            per_n[str(n)] = {
+                "humans_coverage": float(np.mean(stats["humans_cover"])),
+                "ppi_coverage": float(np.mean(stats["ppi_cover"])),
+                "humans_mean_width": float(np.mean(stats["humans_width"])),
+                "ppi_mean_width": float(np.mean(stats["ppi_width"])),
+                "ppi_width_ratio": float(np.mean(stats["ppi_width"]) / np.mean(stats["humans_width"])),
+                "effective_labels_median": float(np.median(stats["eff"])),
+                "lambda_median": float(np.median(stats["lam"])),
+                "same_truth_difference_covers_0": float(np.mean(stats["diff_cover"])) if stats["diff_cover"] else None,
+            }
+        out[kind] = {
+            "truth": truth,
+            "calibrator_bias": float(preds.calibrator[labelled_items].mean() - truth),
+            "raw_judge_bias": float(preds.raw[labelled_items].mean() - truth),
+            "n_release_conversations": int(len(convs)),
+            "n_release_turns": int(len(labelled_items)),
+            "by_n": per_n,
+        }
+    return out
+
+
+def _same_truth_difference(preds, convs, row_conv, n, alpha, rng) -> bool:
+    """Two releases of the same chatbot: the release's conversations split at random in two halves, n labelled
+    in each; does the difference's interval (each release a draw of the behaviour) cover 0?"""
+    halves = np.array_split(rng.permutation(convs), 2)
+    estimates = []
+    for half in halves:
+        picked = rng.choice(half, size=n, replace=False)
+        sample = preds.sample(np.isin(row_conv, picked), conversations=half)
+        estimates.append(ppi_mean(sample, alpha=alpha, population="process"))
+    d = difference(*estimates, alpha=alpha)
+    return bool(d["low"] <= 0 <= d["high"])
+
+
+def pooled(parts: list[dict]) -> dict:
+    """The per-role results of new_chatbot averaged (coverage and widths over all draws of all roles)."""
+    result: dict = {"roles": {}}
+    for kind in ("rate", "mean"):
+        block = {k: float(np.mean([p[kind][k] for p in parts])) for k in ("calibrator_bias", "raw_judge_bias")}
+        block["calibrator_abs_bias"] = float(np.mean([abs(p[kind]["calibrator_bias"]) for p in parts]))
+        block["raw_judge_abs_bias"] = float(np.mean([abs(p[kind]["raw_judge_bias"]) for p in parts]))
+        by_n = {}
+        for n in parts[0][kind]["by_n"]:
+            found = [p[kind]["by_n"][n] for p in parts if p[kind]["by_n"][n] is not None]
+            by_n[n] = None if not found else {
+                k: (None if any(f[k] is None for f in found) else float(np.mean([f[k] for f in found])))
+                for k in found[0]}
+        block["by_n"] = by_n
+        result[kind] = block
+    return result
+
+
+def run(name: str, work: Path, anchors: Path, n_values, draws: int, alpha: float) -> dict:
+    src = llm_rubric_dir(anchors, work) if name.startswith("llm_rubric") else bundled_dir(work)
+    parts = {}
+    for label, trained, release in splits(name, src):
+        tag = f"{name}-{label}".replace("%", "pct").replace(" ", "_")
+        model = train(write_subset(src, work / f"{tag}-train", trained), work / f"{tag}-model")
+        parts[label] = draws_of(write_subset(src, work / f"{tag}-release", release), model, n_values, draws, alpha,
+                                seed=0)
+    if len(parts) == 1:
+        return next(iter(parts.values()))
+    result = pooled(list(parts.values()))
+    result["roles"] = parts
+    return result
+
+
+def llm_rubric_dir(anchors: Path, work: Path) -> Path:
+    out = work / "llm_rubric"
+    if not (out / "labels.csv").exists():
+        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", out)
+    return out
+
+
+def bundled_dir(work: Path) -> Path:
+    """The bundled benchmark with the offline embedding judge's distributions (gathered once, cached)."""
+    out = work / "role_adherence"
+    if not (out / "llm.csv").exists():
+        data = ROOT / "data" / "role_adherence"
+        subprocess.run([sys.executable, "-m", "calibration.cli", "gather", f"conversations={data / 'conversations.jsonl'}",
+                        "rubric=role_adherence", "judge=embedding", f"out={out}", "progress=false"], check=True,
+                       stdout=subprocess.DEVNULL)
+    (out / "labels.csv").write_bytes((ROOT / "data" / "role_adherence" / "labels.csv").read_bytes())
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--anchors", type=Path, default=ROOT.parent / "shared" / "anchors" / "llm_rubric_synth")
+    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--n", type=int, nargs="+", default=[10, 20, 40, 80])
+    parser.add_argument("--alpha", type=float, default=0.1)
+    parser.add_argument("--only", default=",".join(BENCHMARKS))
+    parser.add_argument("--work", type=Path, default=None, help="cache folder (imported / gathered data, models)")
+    add_results_argument(parser, "estimate")
+    args = parser.parse_args()
+    work = args.work or Path(tempfile.mkdtemp(prefix="estimate-bench-"))
+    start = time.perf_counter()
+    result = {"alpha": args.alpha, "draws": args.draws, "n": args.n, "benchmarks": {}}
+    for name in args.only.split(","):
+        result["benchmarks"][name] = run(name, work, args.anchors, args.n, args.draws, args.alpha)
+        print(f"estimate benchmark: {name} done ({time.perf_counter() - start:.0f}s)", file=sys.stderr)
+    result["seconds"] = round(time.perf_counter() - start, 1)
+    emit(args.results_name, result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,217 @@
+"""`role-rubric estimate`: a release's adherence rate and mean answer with intervals that hold however wrong
+the calibrator is (prediction-powered inference, calibration/release/inference.py), a comparison with a
+baseline release, and a gate for CI.
+
+Three columns side by side for every quantity: `calibrator` (the calibrated mean over all turns, a point,
+uncorrected), `humans` (the labelled sample alone) and `ppi` (the calibrator's mean corrected by its error
+on the labelled sample). Overall, per chatbot role (where the release has conversations.jsonl) and per
+rubric question (where that question is labelled).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
+from calibration.release.plan import PLAN_FILE, read_plan
+from calibration.release.turns import ReviewerPredictions, reviewer_predictions
+from rubric.errors import InputError
+
+__all__ = ["GateFailed", "estimate_release", "run_estimate"]
+
+KINDS = ("rate", "mean")
+QUANTITY_NOTE = (
+    "The quantity is what a reviewer of the panel, drawn as the labels' reviewers were, would answer on a turn "
+    "of the release (rate: share of answers >= adheres_at; mean: the answer's value). Labelled pairs are compared "
+    "with the calibrator's prediction for that same reviewer; unlabelled turns use the panel mixture, the "
+    "reviewers' predictions weighted by their share of the labels. Conversations are the sampling unit: every "
+    "interval treats the labels of one conversation as one draw (a ratio estimator with conversation-level "
+    "linearised variance and Student's t on n - 1 degrees of freedom), and is valid only if the labelled "
+    "conversations are a random sample the calibrator never trained on."
+)
+POPULATION_NOTE = {
+    "finite": "Intervals are for this release's own turns (finite population: they narrow to a point as the "
+    "whole release gets labelled).",
+    "process": "Intervals are for the chatbot's behaviour that this release is a draw of (population=process): "
+    "wider than for the release's own turns.",
+}
+
+
+class GateFailed(InputError):
+    """`fail_under=` or `fail_if_worse=` failed: the command line exits 1 with this line."""
+
+    exit_code = 1
+
+
+def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
+                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False) -> dict:
+    """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
+    labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
+    baseline: another release directory, for the difference; plan: its sampling plan (default
+    DATA/sample_plan.csv where it exists, else a uniform sample is assumed); population: "finite" (this
+    release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py)."""
+    from calibration import load_model
+
+    if not 0 < alpha < 1:
+        raise InputError(f"alpha={alpha} is not in (0, 1).", fix="pass alpha=0.1 for 90% intervals.")
+    if population not in POPULATION_NOTE:
+        raise InputError(f"population={population!r}.", fix="use population=finite or population=process.")
+    model = load_model(model) if isinstance(model, str | Path) else model
+    options = {"alpha": alpha, "population": population}
+    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release")
+    if baseline is not None:
+        base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
+        result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
+        result["difference"] = {k: _difference(result[k], base[k], alpha) for k in KINDS}
+    return result
+
+
+def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) -> dict:
+    from calibration import load_dataset
+    from calibration.decide import default_adheres_at
+    from calibration.model.provenance import refuse_overlap
+    from rubric.identity import check_same_judge, dataset_judge_identity
+
+    root = Path(data)
+    rubric = model.check_rubric(root / "rubric.yaml")
+    check_same_judge(model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate")
+    ds = load_dataset(root, rubric=rubric)
+    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv")
+    release = set(ds.items["conversation_id"])
+    labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])
+    if len(labelled) < 2:
+        raise InputError(f"{len(labelled)} labelled conversation(s) in {what}: an interval needs at least 2.",
+                         path=root / "labels.csv",
+                         fix="label a random sample of 20 or more conversations (`role-rubric suggest purpose=estimate`).")
+    plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
+    pi_of = read_plan(plan_path, release, labelled) if plan_path else None
+    X = torch.from_numpy(ds.features(model.spec))
+    t = ds.target_index
+    cut = {q.id: default_adheres_at(q) for q in rubric.questions}
+    if adheres_at is not None:
+        cut[rubric.target] = float(adheres_at)
+    turns = {kind: reviewer_predictions(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target]) for kind in KINDS}
+    roles = _roles(root)
+    result = {
+        "data": str(root), "alpha": options["alpha"], "population": options["population"],
+        "target": rubric.target, "adheres_at": cut[rubric.target],
+        **{kind: _block(turns[kind], options, pi_of) for kind in KINDS},
+        "by_role": {role: {kind: _block(turns[kind], options, pi_of, convs) for kind in KINDS}
+                    for role, convs in sorted(roles.items()) if release & convs},
+        "by_question": {},
+        "sampling": "inclusion probabilities from " + str(plan_path) if pi_of else
+        ("uniform (" + (str(plan_path) if plan_path else "no sampling plan given; a simple random sample of "
+                        "conversations is assumed") + ")"),
+        "note": QUANTITY_NOTE + " " + POPULATION_NOTE[options["population"]],
+        "training_overlap_checked": bool(checked),
+    }
+    for q, question in enumerate(rubric.questions):
+        if q != t and (ds.answers[:, q] >= 0).any():
+            result["by_question"][question.id] = {
+                "adheres_at": cut[question.id],
+                **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id]), options,
+                                pi_of)
+                   for kind in KINDS}}
+    if not roles:
+        result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
+    return result
+
+
+def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None) -> dict:
+    """calibrator / humans / ppi for one quantity over all turns (or the conversations named)."""
+    keep = preds.scope(conversations)
+    labelled = preds.labelled_conversations(conversations=conversations)
+    block = {
+        "calibrator": float(preds.calibrator[keep].mean()),
+        "calibrator_note": "uncorrected: the mean calibrated prediction over all turns",
+        "judge": float(preds.raw[keep].mean()),
+        "n_labelled_conversations": len(labelled), "n_conversations": len(np.unique(preds.conversation[keep])),
+        "n_labelled_turns": len(np.unique(preds.row_item[preds.labelled_rows(conversations=conversations)])),
+        "n_turns": int(keep.sum()),
+        "humans": None, "ppi": None,
+    }
+    if len(labelled) < 2:
+        block["note"] = "fewer than 2 labelled conversations: no interval."
+        return block
+    sample = preds.sample(conversations=conversations, pi_of=pi_of)
+    humans, ppi = classical_mean(sample, **options), ppi_mean(sample, **options)
+    block["humans"] = {"estimate": humans.estimate, "low": humans.low, "high": humans.high}
+    block["ppi"] = {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam}
+    block["effective_labels"] = effective_labels(len(labelled), humans, ppi)
+    # Two releases are compared as draws of their chatbots' behaviour (process level), whatever `population`.
+    block["_process"] = ppi_mean(sample, alpha=options["alpha"], population="process")
+    return block
+
+
+def _difference(a: dict, b: dict, alpha: float) -> dict:
+    d = difference(a["_process"], b["_process"], alpha=alpha)
+    return {k: d[k] for k in ("estimate", "low", "high", "p")} | {
+        "method": "ppi, each release a draw of its chatbot's behaviour (population=process)"}
+
+
+def _roles(root: Path) -> dict[str, set[str]]:
+    path = root / "conversations.jsonl"
+    if not path.exists():
+        return {}
+    from rubric.conversations import load_conversations
+
+    roles: dict[str, set[str]] = {}
+    for conv in load_conversations(path):
+        roles.setdefault(conv.chatbot_role or "(no role)", set()).add(conv.conversation_id)
+    return roles
+
+
+def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list[str]:
+    """The failed checks, one line each (empty: pass)."""
+    failed = []
+    rate = result["rate"]["ppi"]
+    if fail_under is not None and rate["low"] < fail_under:
+        failed.append(f"the adherence rate's lower bound {rate['low']:.3f} is below fail_under={fail_under:g} "
+                      f"(ppi {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])")
+    if fail_if_worse:
+        if "difference" not in result:
+            raise InputError("fail_if_worse=true needs a baseline.", fix="pass baseline=DIR (the last release).")
+        diff = result["difference"]["rate"]
+        if diff["high"] < 0:
+            failed.append(f"the release is worse than the baseline: the rate difference's upper bound "
+                          f"{diff['high']:+.3f} is below 0 ({diff['estimate']:+.3f}, p={diff['p']:.3g})")
+    return failed
+
+
+def strip_private(value):
+    """Drop the `_process` helpers and turn inf/NaN into None (strict JSON)."""
+    if isinstance(value, dict):
+        return {k: strip_private(v) for k, v in value.items() if not k.startswith("_")}
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def run_estimate(cfg) -> Path:
+    """CLI: `role-rubric estimate data=DIR model=MODEL_DIR out=OUT [alpha=0.1] [baseline=DIR2] [fail_under=X]
+    [fail_if_worse=true]`."""
+    from calibration.release.table import format_table
+    from rubric.files import atomic_write_text, out_lock
+
+    fail_under = None if cfg.get("fail_under") is None else float(cfg.fail_under)
+    with out_lock(cfg.out) as out:
+        result = estimate_release(cfg.data, cfg.model, alpha=float(cfg.alpha),
+                                  adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
+                                  baseline=cfg.get("baseline"), plan=cfg.get("plan"),
+                                  population=str(cfg.get("population", "finite")),
+                                  allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)))
+        failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
+        result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
+                          "passed": not failed, "failed": failed}
+        print(format_table(result))
+        path = out / "estimate.json"
+        atomic_write_text(path, json.dumps(strip_private(result), indent=2))
+    print(f"estimate: wrote {path}")
+    if failed:
+        raise GateFailed("; ".join(failed) + ".", fix="")
+    return path

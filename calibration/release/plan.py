@@ -1,0 +1,70 @@
+"""Sampling plans: which conversations of a release to label for an estimate, with their inclusion
+probabilities (`role-rubric suggest purpose=estimate`), and reading them back in `estimate`.
+
+The plan is a simple random sample of conversations without replacement (seeded): every conversation has
+inclusion probability n / N. An uncertainty-weighted plan (Zrnic & Candes 2024) is not offered: nothing
+has shown it narrower than the uniform plan on our data (docs, release estimates).
+`sample_plan.csv` lists every conversation of the release: conversation_id, inclusion_probability,
+sampled (1 for the ones to label).
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from rubric.errors import InputError
+
+PLAN_FILE = "sample_plan.csv"
+PLAN_COLUMNS = ("conversation_id", "inclusion_probability", "sampled")
+
+__all__ = ["PLAN_FILE", "read_plan", "uniform_plan"]
+
+
+def uniform_plan(conversations, budget: int, *, seed: int = 0) -> pd.DataFrame:
+    """`budget` conversations drawn uniformly without replacement; every inclusion probability budget / N."""
+    ids = np.array(sorted(set(conversations)), dtype=object)
+    if budget < 2:
+        raise InputError(f"budget={budget}: an interval needs at least 2 labelled conversations.",
+                         fix="pass budget=N with N >= 2 (20 or more for intervals that hold their level).")
+    if budget > len(ids):
+        raise InputError(f"budget={budget} is more than the release's {len(ids)} conversations.",
+                         fix=f"pass budget <= {len(ids)}.")
+    picked = np.random.default_rng(seed).choice(len(ids), size=budget, replace=False)
+    sampled = np.zeros(len(ids), int)
+    sampled[picked] = 1
+    return pd.DataFrame({"conversation_id": ids, "inclusion_probability": budget / len(ids), "sampled": sampled})
+
+
+def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, float] | None:
+    """Inclusion probabilities of the labelled conversations from a plan file, checked against the release
+    and its labels; None when the plan is uniform (every probability equal), which needs no weights."""
+    frame = pd.read_csv(path, dtype={"conversation_id": str}, keep_default_na=False)
+    missing = [c for c in PLAN_COLUMNS if c not in frame.columns]
+    if missing:
+        raise InputError(f"a sampling plan needs the columns {list(PLAN_COLUMNS)}; {missing} missing.", path=path,
+                         fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.")
+    frame["conversation_id"] = frame["conversation_id"].str.strip()
+    pi = pd.to_numeric(frame["inclusion_probability"], errors="coerce")
+    bad = np.flatnonzero(~((pi > 0) & (pi <= 1)))
+    if len(bad):
+        raise InputError(f"inclusion_probability {frame['inclusion_probability'].iloc[bad[0]]!r} is not in (0, 1].",
+                         path=path, row=int(bad[0]) + 1, fix="inclusion probabilities are in (0, 1].")
+    of = dict(zip(frame["conversation_id"], pi, strict=True))
+    unknown = sorted(set(of) - release)
+    if unknown:
+        raise InputError(f"the plan names {len(unknown)} conversations not in the release (e.g. {unknown[0]!r}).",
+                         path=path, fix="use the plan written for this release's llm.csv.")
+    unplanned = sorted(labelled - set(of))
+    if unplanned:
+        raise InputError(
+            f"{len(unplanned)} labelled conversations (e.g. {unplanned[0]!r}) are not in the sampling plan, so "
+            "their inclusion probabilities are unknown.", path=path,
+            fix="label only the conversations the plan sampled, or remove plan= to treat the sample as uniform.")
+    values = np.array([of[c] for c in labelled], float)
+    if len(values) and np.allclose(values, values[0]) and math.isclose(float(pi.min()), float(pi.max())):
+        return None
+    return {c: float(of[c]) for c in labelled}
