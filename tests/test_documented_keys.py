@@ -30,9 +30,10 @@ def _docs() -> list[Path]:
 
 
 def _placeholder(value: str) -> bool:
-    """DIR, FILE.gguf, MODEL_DIR, <imported data>, [id,...]: a stand-in for the user's own value."""
+    """DIR, FILE.gguf, MODEL_DIR, <imported data>, [id,...], a shell or CI expansion ($(hostname),
+    ${{ github.sha }}): a stand-in for the user's own value."""
     core = value.strip("[]'\"")
-    return (not core or "<" in value or "..." in value or re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?", core) is not None
+    return (not core or "<" in value or "..." in value or "$(" in value or "${{" in value or re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?", core) is not None
             or any(word in core for word in ("NAME", "DIR", "FILE", "PATH", "URL")))
 
 
