@@ -11,8 +11,8 @@ training child's: `peak_mib`) is its own:
 `train` (train_ensemble with the default settings: features, the ordinal base by L-BFGS, 16 members with
 early stopping, the recalibration) with the base's share timed on its own; `cv` (cross_validate, 5 folds
 with baselines, as the `cv` command) where rows <= --cv-max-rows (cv costs ~5 trainings and more, so only
-1k rows by default); and the median time of one training step of the 16 members (batch 128, one core)
-with lazy and with dense Adam on the judge offsets (Settings.judge_updates). Slopes are least-squares fits of log(time) on log(rows) at 24 judges and on
+1k rows by default); and the median time of one training step of the 16 members (batch 128, one core).
+Slopes are least-squares fits of log(time) on log(rows) at 24 judges and on
 log(judges) at --judge-rows rows.
 
 The floor: the matrix-multiply arithmetic of one training step (forward, and backward for inputs and
@@ -21,7 +21,7 @@ this machine measures for torch.bmm or numpy's matmul (the faster) on the same s
 our measured step.
 
     python benchmarks/scaling.py [--rows 1000 10000 100000] [--judges 24 200 1000] [--judge-rows 10000]
-        [--override train.judge_updates=dense] [--cv-max-rows 1000] [--point-timeout 900]
+        [--override train.ensemble=8] [--cv-max-rows 1000] [--point-timeout 900]
 
 Each point's JSON also goes to stderr as it finishes.
 """
@@ -108,9 +108,8 @@ def grown(ds: Dataset, rows: int, judges: int, *, seed: int = 0, jitter: float =
         report={})
 
 
-def step_ms(ds: Dataset, settings: Settings, updates: str, *, steps: int = 30) -> float:
+def step_ms(ds: Dataset, settings: Settings, *, steps: int = 30) -> float:
     """Median ms of one pretraining step (forward, backward, Adam) of settings.ensemble members, one core."""
-    settings = dataclasses.replace(settings, judge_updates=updates)
     _, X, n_base = model_inputs(ds, settings)
     rows = Rows.of(ds)
     seeds = list(range(settings.ensemble))
@@ -161,8 +160,7 @@ def measure_point(anchors: Path, rows: int, judges: int, settings: Settings, cv:
     out["train_base_s"] = round(sum(base_seconds), 2)
     out["train_steps"] = {name: h["steps"] for name, h in plan.history.items()}
     out["train_peak_mib"] = round(peak_mib())
-    for updates in ("lazy", "dense"):
-        out[f"step_ms_{updates}"] = round(step_ms(ds, settings, updates), 2)
+    out["step_ms"] = round(step_ms(ds, settings), 2)
     if cv:
         base_seconds.clear()
         result = cross_validate(ds, settings, folds=5, seed=0, fold_seed=0)
@@ -246,7 +244,7 @@ def main() -> None:
                         help="also the point (largest rows, most judges)")
     parser.add_argument("--cv-max-rows", type=int, default=1000, help="cv only at points with at most these rows")
     parser.add_argument("--point-timeout", type=int, default=900)
-    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.judge_updates=dense")
+    parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.ensemble=8")
     parser.add_argument("--point", type=int, nargs=2, metavar=("ROWS", "JUDGES"), help=argparse.SUPPRESS)
     add_results_argument(parser, "scaling")
     args = parser.parse_args()
@@ -269,7 +267,7 @@ def main() -> None:
 
     def slopes(points: list[dict], axis: str) -> dict:
         xs = [p[axis] for p in points]
-        out = {key: slope(xs, [p[key] for p in points]) for key in ("train_s", "step_ms_lazy", "step_ms_dense")}
+        out = {key: slope(xs, [p[key] for p in points]) for key in ("train_s", "step_ms")}
         cv = [p for p in points if "cv_s" in p]
         out["cv_s"] = slope([p[axis] for p in cv], [p["cv_s"] for p in cv])
         out["train_s_without_base"] = slope(xs, [p["train_s"] - p["train_base_s"] for p in points])
@@ -283,7 +281,7 @@ def main() -> None:
         "points": list(points.values()),
         "slope_vs_rows": {"judges": base_judges, **slopes(by_rows, "rows")},
         "slope_vs_judges": {"rows": args.judge_rows, **slopes(by_judges, "judges")},
-        "floor": matmul_floor(anchor, settings, step_ms(anchor, settings, settings.judge_updates)),
+        "floor": matmul_floor(anchor, settings, step_ms(anchor, settings)),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
     emit(args.results_name, result, indent=2)

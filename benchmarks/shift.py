@@ -18,7 +18,7 @@ mean over training seeds; `vs_best_simple` is calibrated minus the better simple
 
     python benchmarks/shift.py [--anchors ../shared/anchors/llm_rubric_synth] [--seeds 0 1 2 3 4]
         [--only llm_rubric_cv,covariate_shift_down] [--work DIR] [--methods calibrated,linear,ordinal]
-        [--settings '{"base_phase": "finetune", "base_inputs_to_net": false, "lr": 0.03}']
+        [--settings '{"base_l2": 0.001, "lr": 0.03}']
 
 --settings: overrides of Settings (calibration/model/settings.py) for the calibrated method, as JSON, so a
 candidate default is measured by one command; --methods: which methods to run (`vs_best_simple` needs
@@ -178,7 +178,7 @@ def main() -> None:
     parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
     parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
     parser.add_argument("--settings", type=json.loads, default={},
-                        help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_crossfit\": 5}'")
+                        help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_l2\": 0.001}'")
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, among {','.join(METHODS)}")
     add_results_argument(parser, "shift")
     args = parser.parse_args()

@@ -32,10 +32,10 @@ from calibration.data.importers import import_llm_rubric
 from calibration.data.splits import group_folds
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
-from calibration.model.train import Plan, Rows, _adam, _batch_indices, fit_models
+from calibration.model.train import Plan, Rows, _adam, _batch_indices, _lazy_adam, fit_models
 
 PAPER = Settings(hidden1=25, hidden2=25, batch_size=64, pretrain_steps=200, finetune_steps=300, lr=0.01,
-                 finetune_lr=0.01, val_fraction=0.0, ensemble=1, judge_updates="dense")
+                 finetune_lr=0.01, val_fraction=0.0, ensemble=1)
 
 
 def _train(ds, X, rows, plan_rows, seeds, workers=1):
@@ -48,7 +48,7 @@ def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float
     """Median ms of one batched training step's forward + backward and of its Adam update, one core."""
     net = CalibrationNet(len(seeds), X.shape[1], len(ds.judges), ds.n_options.tolist(), hidden1=PAPER.hidden1,
                          hidden2=PAPER.hidden2, seeds=seeds)
-    optimiser = _adam(net, PAPER, PAPER.lr)
+    optimiser, lazy = _adam(net, PAPER, PAPER.lr), _lazy_adam(net, PAPER, PAPER.lr)  # as training steps
     batches = torch.from_numpy(_batch_indices(train_rows, seeds, steps, PAPER.batch_size, 0))
     weights = torch.ones(len(ds.n_options))
     forward_backward, adam = [], []
@@ -56,11 +56,13 @@ def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float
         for step in range(steps):
             b = batches[:, step]
             start = time.perf_counter()
-            loss = net.loss(X[rows.item[b]], rows.judge[b], rows.answers[b], weights)
+            offsets = net.judge_offsets(rows.judge[b], leaves=True)
+            loss = net.loss(X[rows.item[b]], rows.judge[b], rows.answers[b], weights, offsets=offsets)
             optimiser.zero_grad(set_to_none=True)
             loss.backward()
             middle = time.perf_counter()
             optimiser.step()
+            lazy.step(offsets)
             forward_backward.append(middle - start)
             adam.append(time.perf_counter() - middle)
     return statistics.median(forward_backward) * 1e3, statistics.median(adam) * 1e3

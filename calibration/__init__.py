@@ -20,6 +20,7 @@ _EXPORTS = {
     "CalibrationNet": "calibration.model.network",
     "Settings": "calibration.model.settings",
     "fit_models": "calibration.model.train",
+    "train_models": "calibration.model.train",
     "train_ensemble": "calibration.model.ensemble",
     "ensemble_proba": "calibration.model.ensemble",
     "save_model": "calibration.model.files",

@@ -15,8 +15,11 @@ Definitions (what the numbers mean):
   defaults to the lower edge of the upper half of the scale (3 = "mostly adheres"), so adherence is the
   probability that a human judge would call the turn at least "mostly adherent".
 - `turn_score` = `adherence` (output_mode="continuous") or 1.0/0.0 for adherence >= threshold ("binary").
-- `score` = the mean turn_score over the conversation's turns (the session score).
-- `success` = every turn's adherence >= threshold (strict_mode=True), else score >= threshold.
+- `score` = the mean turn_score over the conversation's turns (the conversation score).
+- `success` = score >= threshold, i.e. the *mean* against the threshold, so a conversation can succeed beside a
+  turn below it; with strict_mode=True, every turn's adherence >= threshold.
+- `judge_distributions` / `judge_expected_<q>` in `score`'s CSV: the raw judge's, before calibration, for
+  comparison with the calibrated `expected` (equal to it without a calibrator).
 
 Which human judges (`judges=`): None (default) averages the personalised predicted distributions over every
 judge the calibrator was trained on, i.e. "what a randomly chosen member of the training panel would
@@ -59,7 +62,7 @@ class RoleAdherence:
         calibrator: a model directory written by `role-rubric train` (or the demo), or None to report the
             raw judge. The calibrator must have been trained on distributions from the same judge.
         judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...), a mapping or a JudgeConfig.
-        threshold: adherence probability a turn needs to adhere, and the session score needed for success.
+        threshold: adherence probability a turn needs to adhere, and the conversation score needed for success.
         strict_mode: success only if every turn adheres.
         output_mode: "continuous" (turn score = adherence probability) or "binary" (1/0 at threshold).
         granularity: "turn" (one item per assistant turn) or "conversation" (one item per conversation).
@@ -67,9 +70,10 @@ class RoleAdherence:
         include_reason: ask the judge for a short justification per item (LLM judges only).
         rubric: the rubric when there is no calibrator: a path, a Rubric or a name in conf/rubric
             (default role_adherence). With a calibrator the calibrator's rubric is used.
-        risk, delta: decide each turn (`TurnResult.decision`) so that, with probability 1 - delta, the
+        risk: decide each turn (`TurnResult.decision`) so that, with probability 1 - delta, the
             disagreement with the reviewers on decided turns is <= risk, escalating the rest; needs a calibrator
             on which `role-rubric decide` has run (its held-out calibration turns) and judges=None.
+        delta: the allowed probability that the risk bound fails (with risk).
         adheres_at: an answer >= this value adheres; default the lowest value of the upper half of the target's
             options (3 on a 1-4 scale).
         cache: SQLite request cache path (None: in memory; reruns then ask the judge again).
@@ -314,7 +318,7 @@ class RoleAdherence:
         )
 
     def _conversation_result(self, conversation_id: str, results: list[TurnResult]) -> AdherenceResult:
-        """The session score and success of one conversation's turn results."""
+        """The conversation score and success of one conversation's turn results."""
         score = float(np.mean([r.turn_score for r in results]))
         success = all(r.adheres for r in results) if self.strict_mode else score >= self.threshold
         return AdherenceResult(

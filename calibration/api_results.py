@@ -38,8 +38,10 @@ class AdherenceResult:
 
     conversation_id: str
     score: float
-    """Mean turn_score over the turns (the session score)."""
+    """Mean turn_score over the turns (the conversation score)."""
     success: bool
+    """strict_mode=False: score >= threshold (the mean, so a conversation can succeed beside a turn below
+    the threshold); strict_mode=True: every turn adheres."""
     threshold: float
     strict_mode: bool
     output_mode: str
@@ -52,13 +54,16 @@ class AdherenceResult:
     turns: list[TurnResult]
 
     @property
-    def violating_turns(self) -> list[int | None]:
+    def violating_turn_indices(self) -> list[int | None]:
+        """The 0-based indices of the turns whose adherence is below the threshold (not a count: their
+        number is `len(...)`). `success` can be True beside such turns: without strict_mode it compares
+        the mean score with the threshold, not each turn."""
         return [t.turn for t in self.turns if not t.adheres]
 
     @property
     def reason(self) -> str:
         """A one-line account of the score."""
-        bad = self.violating_turns
+        bad = self.violating_turn_indices
         where = "no turn below the threshold" if not bad else f"turn(s) {bad} below the threshold"
         source = "calibrated to " + self.judges if self.calibrated else "raw judge, not calibrated"
         return (
@@ -67,4 +72,4 @@ class AdherenceResult:
         )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self) | {"violating_turns": self.violating_turns, "reason": self.reason}
+        return asdict(self) | {"violating_turn_indices": self.violating_turn_indices, "reason": self.reason}

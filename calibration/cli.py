@@ -20,7 +20,7 @@ __all__ = ["COMMANDS", "compose_config", "main"]
 
 # command -> ("module:function", one-line help). Modules are imported lazily so `--help` is instant.
 COMMANDS: dict[str, tuple[str, str]] = {
-    "import": ("calibration.data.importers:run_import", "convert foreign files (source=llm-rubric) to a native dataset dir"),
+    "import": ("calibration.labelling.commands:run_import", "labels from Label Studio or a filled sheet, or LLM-Rubric files -> a native dataset dir"),
     "gather": ("rubric.gather:run_gather", "ask the LLM judge every rubric question about every turn -> llm.csv"),
     "train": ("calibration.model.files:run_train", "train the calibration network on a dataset dir -> model dir"),
     "cv": ("calibration.evaluation.crossval:run_cv", "cross-validate the calibrator and the baselines -> predictions + metrics"),
@@ -32,6 +32,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "score": ("calibration.score:run_score", "score a conversations file per conversation -> CSV"),
     "suggest": ("calibration.suggest:run_suggest", "rank unlabelled (turn, reviewer) pairs by what a label would teach -> CSV"),
     "estimate": ("calibration.release.estimate:run_estimate", "a release's adherence rate with valid intervals, a comparison and a CI gate"),
+    "label-studio": ("calibration.labelling.commands:run_label_studio", "Label Studio tasks and labelling config from a dataset -> files or a project"),
     "decide": ("calibration.decide:run_decide", "adheres / violates / escalate per turn at a guaranteed disagreement risk"),
     "compare": ("calibration.compare.stage:run_compare", "reference-based scorers and judges on one scale: AUC table -> compare.json/html"),
     "serve-fake-judge": ("rubric.fake_server:run_serve", "a local OpenAI-protocol judge for trying the pipeline (judge=fake)"),

@@ -153,6 +153,24 @@ def base_url() -> Rule:
     return Rule(check, "null (the environment's), local, or a URL such as http://localhost:8000/v1")
 
 
+def http_url() -> Rule:
+    def check(v: Any) -> str | None:
+        if v is None:
+            return None
+        ok = isinstance(v, str) and v.lower().startswith(("http://", "https://")) and len(v) > len("https://")
+        return None if ok else "is not an http(s) URL"
+
+    return Rule(check, "null or a URL such as http://localhost:8080")
+
+
+def env_name() -> Rule:
+    def check(v: Any) -> str | None:
+        ok = isinstance(v, str) and v.replace("_", "a").isalnum() and not v[:1].isdigit()
+        return None if ok else "is not the name of an environment variable"
+
+    return Rule(check, "a variable name such as LABEL_STUDIO_API_KEY (the token itself never goes on the command line)")
+
+
 def _judges() -> Rule:
     """predict: labelled | population | [ids]; score: null (every training judge) | population | [ids]."""
     return either(choice("labelled", "population", None), text_list(non_empty=True))
@@ -164,7 +182,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "hidden1": integer(1, 4096),
     "hidden2": integer(1, 4096),
     "personalised": boolean(),
-    "use_coverage": boolean(),
     "drop_questions": text_list(),
     "lr": number(above=0, high=10),
     "finetune_lr": number(above=0, high=10),
@@ -173,7 +190,6 @@ SETTINGS_RULES: dict[str, Rule] = {
     "finetune_steps": integer(1),
     "l2_judge": number(0),
     "weight_decay": number(0),
-    "judge_updates": choice("lazy", "dense"),
     "ensemble": integer(1, 1024),
     "val_fraction": number(above=0, high=0.5),
     "eval_every": integer(1),
@@ -183,19 +199,15 @@ SETTINGS_RULES: dict[str, Rule] = {
     "recalibrate": choice("vector", "none"),
     "recalibrate_prior": number(0),
     "recalibrate_min_members": integer(1),
-    "base": choice("ordinal", "linear", "none"),
+    "base": choice("linear", "none"),
     "base_l2": number(0),
-    "base_phase": choice("both", "finetune"),
-    "base_inputs_to_net": boolean(),
-    "base_crossfit": either(integer(0, 0), integer(2, 100)),
 }
 
 RULES: dict[str, Rule] = {
     **{
         f"network.{k}": v
         for k, v in SETTINGS_RULES.items()
-        if k in ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions", "base", "base_l2",
-                 "base_phase", "base_inputs_to_net", "base_crossfit")
+        if k in ("hidden1", "hidden2", "personalised", "drop_questions", "base", "base_l2")
     },
     **{f"train.{k}": v for k, v in SETTINGS_RULES.items()},
     # commands
@@ -209,6 +221,14 @@ RULES: dict[str, Rule] = {
     "progress": boolean(),
     "include_reason": boolean(),
     "granularity": choice("turn", "conversation"),
+    # gather mode=batch (rubric/batch.py)
+    "mode": choice("online", "batch"),
+    "submit": boolean(),
+    "results": text(optional=True),
+    "batch.max_requests": integer(1),
+    "batch.max_mb": number(above=0),
+    "batch.poll_s": number(above=0),
+    "batch.price_factor": number(0),
     "threads": integer(1, 1024),
     "judges": _judges(),
     "threshold": number(0, 1),
@@ -216,10 +236,17 @@ RULES: dict[str, Rule] = {
     "output_mode": choice("continuous", "binary"),
     "adheres_at": number(optional=True),
     "show": integer(0, optional=True),
-    "source": choice("llm-rubric"),
+    "source": choice("llm-rubric", "label-studio", "sheet"),
     "unmatched_labels": choice("error", "skip"),
     "long_turn_tokens": integer(1, optional=True),
     "long_turns": choice("warn", "refuse"),
+    # import from and export to Label Studio
+    "url": http_url(),
+    "project": integer(1, optional=True),
+    "token_env": env_name(),
+    "timeout": number(above=0),
+    "title": text(),
+    "annotations_per_task": integer(1, 100),
     # suggest and decide
     "budget": integer(1),
     "strategy": choice("random", "entropy", "bald", "variance"),
@@ -284,7 +311,7 @@ RULES: dict[str, Rule] = {
 }
 
 # Output paths: which commands write a folder and which a single file.
-OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate"}
+OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
 OUT_FILE = {"predict", "evaluate", "score"}
 
 
@@ -355,14 +382,16 @@ def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
 
 
 # Input keys, and the files a command writes into its out folder (a file out is the file itself).
-INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator")
+INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator",
+              "export", "sheet", "select", "judge_map")
 DATASET_FILES = ("rubric.yaml", "llm.csv", "llm.parquet", "labels.csv", "labels.parquet", "conversations.jsonl",
                  "model.json", "weights.safetensors")
 WRITES = {
     "train": ("model.json", "weights.safetensors"),
     "cv": ("predictions.csv", "metrics.json"),
     "report": ("report.html", "metrics.json"),
-    "import": ("rubric.yaml", "llm.csv", "labels.csv"),
+    "import": ("rubric.yaml", "llm.csv", "labels.csv", "label-studio-export.json"),
+    "label-studio": ("tasks.json", "label_config.xml"),
     "search": ("best.yaml", "search.json"),
 }
 

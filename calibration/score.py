@@ -32,7 +32,9 @@ def results_frames(
                 "score": round(r.score, 4),
                 "success": r.success,
                 "min_adherence": round(min(t.adherence for t in r.turns), 4),
-                "violating_turns": " ".join("" if t is None else str(t) for t in r.violating_turns),
+                "violating_turn_count": len(r.violating_turn_indices),
+                # 0-based turn indices, space-separated: the turns below the threshold
+                "violating_turn_indices": " ".join("" if t is None else str(t) for t in r.violating_turn_indices),
                 "calibrated": r.calibrated,
                 "judges": r.judges,
             }
@@ -61,13 +63,13 @@ def results_frames(
 
 def format_results(frame: pd.DataFrame, limit: int | None = 40) -> str:
     """A fixed-width per-conversation table (the first `limit` rows)."""
-    head = f"{'conversation_id':<24}{'turns':>6}{'score':>8}{'min':>7}  {'success':<8}violating turns"
+    head = f"{'conversation_id':<24}{'turns':>6}{'score':>8}{'min':>7}  {'success':<8}turns below threshold (0-based)"
     lines = [head]
     shown = frame if limit is None else frame.head(limit)
     for row in shown.itertuples(index=False):
         lines.append(
             f"{str(row.conversation_id)[:23]:<24}{row.turns:>6}{row.score:8.3f}{row.min_adherence:7.3f}  "
-            f"{'yes' if row.success else 'no':<8}{row.violating_turns or '-'}"
+            f"{'yes' if row.success else 'no':<8}{row.violating_turn_indices or '-'}"
         )
     if limit is not None and len(frame) > limit:
         lines.append(f"... {len(frame) - limit} more rows in the CSV")

@@ -31,6 +31,7 @@ from rubric.errors import InputError
 from rubric.ids import clean_id_list
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
+RANKED = ("entropy", "bald", "variance")  # a score worth a sheet column; random (and an estimate sample) has none
 
 
 def member_target_proba(
@@ -252,7 +253,11 @@ def run_suggest(cfg) -> Path:
         f"suggest: {len(picked)} of {len(item)} unlabelled (turn, judge) pairs by {cfg.strategy} "
         f"(diversity {float(cfg.diversity):g}) in {time.perf_counter() - start:.1f}s"
     )
-    print(f"suggest: wrote {out} ({len(frame)} rows: one per pair and question)")
+    print(
+        f"suggest: wrote {out} ({len(frame)} rows): budget={budget} counts (turn, reviewer) pairs, and each pair "
+        f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet sheet={out} "
+        f"data={cfg.data} out=NEW_DIR`"
+    )
     return out
 
 
@@ -299,38 +304,19 @@ def suggestions_frame(
     questions: str = "all",
     conversations: dict | None = None,
 ) -> pd.DataFrame:
-    """The labelling sheet: one row per (suggested pair, question), ranked, with the turn's text (empty
-    when the dataset has no conversations.jsonl), the question and its options ("value: label" joined
-    by " | "); the reviewer writes an option value into `answer`."""
-    if questions not in ("all", "target"):
-        raise InputError(f"questions={questions!r}.", fix="use questions=all or questions=target.")
-    asked = [q for q in ds.rubric.questions if questions == "all" or q.id == ds.rubric.target]
-    conversations = conversations or {}
-    rows = []
-    for rank, (i, judge_id, score) in enumerate(zip(item, judge_ids, scores, strict=True), start=1):
-        cid, turn = ds.items.iloc[int(i)]
-        conv = conversations.get(cid)
-        user = assistant = role = ""
-        if conv is not None:
-            role = conv.chatbot_role
-            if turn != "" and int(turn) < len(conv.turns):
-                user, assistant = conv.turns[int(turn)].user, conv.turns[int(turn)].assistant
-        for q in asked:
-            rows.append(
-                {
-                    "rank": rank,
-                    "conversation_id": cid,
-                    "turn": turn,
-                    "judge_id": judge_id,
-                    "strategy": strategy,
-                    "score": float(score),
-                    "question_id": q.id,
-                    "question": q.text,
-                    "options": " | ".join(f"{o.key}: {o.label}" for o in q.options),
-                    "chatbot_role": role,
-                    "user": user,
-                    "assistant": assistant,
-                    "answer": "",
-                }
-            )
-    return pd.DataFrame(rows)
+    """The labelling sheet (calibration/labelling/sheet.py): one row per (suggested pair, question), ranked,
+    with what the judge saw (the role, the earlier turns, the user message and the reply; empty when the
+    dataset has no conversations.jsonl), the question and its options ("value: label" joined by " | "); the
+    reviewer writes an option value into `answer`. The acquisition `score` is a column only where it ranks
+    something: under strategy=random it is a random number, for an estimate sample nothing, and is left out."""
+    from calibration.labelling.sheet import sheet_frame
+
+    keys = [(str(c), str(t)) for c, t in ds.items.iloc[np.asarray(item, dtype=np.int64)].itertuples(index=False)]
+    return sheet_frame(
+        keys,
+        list(judge_ids),
+        ds.rubric,
+        conversations or {},
+        questions=questions,
+        scores=[float(s) for s in scores] if strategy in RANKED else None,
+    )

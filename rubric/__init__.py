@@ -4,10 +4,13 @@ Public API (the openai client is imported only when an LLM judge is built)::
 
     from rubric import gather, load_conversations, load_rubric, JudgeConfig
     result = gather(conversations, rubric, {"backend": "embedding"})   # -> GatherResult(llm=DataFrame, ...)
+    gather_batch(conversations, rubric, judge, out="runs/x")           # the same through batch files
 """
 
 from __future__ import annotations
 
+from rubric.batch import BatchSettings
+from rubric.batch_run import gather_batch
 from rubric.cache import RequestCache
 from rubric.conversations import (
     Conversation,
@@ -28,6 +31,7 @@ from rubric.schema import Option, Question, Rubric, format_value, load_rubric, r
 
 __all__ = [
     "LLM_COLUMNS",
+    "BatchSettings",
     "Conversation",
     "Distribution",
     "GatherResult",
@@ -47,6 +51,7 @@ __all__ = [
     "format_value",
     "from_top_logprobs",
     "gather",
+    "gather_batch",
     "iter_items",
     "judge_config",
     "load_conversations",

@@ -237,27 +237,15 @@ class OpenAIBackend:
         logprobs: bool = False,
         n: int | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {
-            **self.cfg.extra_body,
-            "model": self.cfg.model,
-            "max_tokens": max_tokens,
-            "temperature": temperature,
-        }
-        extra = REASK.format(codes=", ".join(prompt.codes)) if reask else None
-        if self.cfg.backend == "chat":
-            msgs = _messages(prompt, system_role=self.cfg.system_role)
-            body["messages"] = msgs + ([{"role": "user", "content": extra}] if extra else [])
-            if logprobs:
-                body.update(logprobs=True, top_logprobs=self.cfg.top_logprobs)
-        else:
-            body["prompt"] = (
-                prompt.text if not extra else prompt.text[: -len("Answer:")] + extra + "\nAnswer:"
-            )
-            if logprobs:
-                body["logprobs"] = self.cfg.top_logprobs
-        if n is not None and n > 1:
-            body["n"] = n
-        return body
+        return request_body(
+            self.cfg,
+            prompt,
+            reask=reask,
+            max_tokens=max_tokens,
+            temperature=temperature,
+            logprobs=logprobs,
+            n=n,
+        )
 
     async def _post(self, body: dict[str, Any], ans: Answer) -> dict[str, Any]:
         path = "/chat/completions" if self.cfg.backend == "chat" else "/completions"
@@ -313,6 +301,39 @@ class OpenAIBackend:
                 fix="check judge.base_url and judge.model.",
             )
         return RequestFailed(f"HTTP {status}: {message}")
+
+
+def request_body(
+    cfg: JudgeConfig,
+    prompt: Prompt,
+    *,
+    reask: bool,
+    max_tokens: int,
+    temperature: float,
+    logprobs: bool = False,
+    n: int | None = None,
+) -> dict[str, Any]:
+    """The JSON body of one request for `prompt` (chat or legacy completions), as the online judge sends it
+    and as batch files carry it (rubric/batch.py)."""
+    body: dict[str, Any] = {
+        **cfg.extra_body,
+        "model": cfg.model,
+        "max_tokens": max_tokens,
+        "temperature": temperature,
+    }
+    extra = REASK.format(codes=", ".join(prompt.codes)) if reask else None
+    if cfg.backend == "chat":
+        msgs = _messages(prompt, system_role=cfg.system_role)
+        body["messages"] = msgs + ([{"role": "user", "content": extra}] if extra else [])
+        if logprobs:
+            body.update(logprobs=True, top_logprobs=cfg.top_logprobs)
+    else:
+        body["prompt"] = prompt.text if not extra else prompt.text[: -len("Answer:")] + extra + "\nAnswer:"
+        if logprobs:
+            body["logprobs"] = cfg.top_logprobs
+    if n is not None and n > 1:
+        body["n"] = n
+    return body
 
 
 @contextlib.contextmanager

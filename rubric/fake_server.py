@@ -8,7 +8,8 @@ It answers /v1/chat/completions and /v1/completions the way an LLM judge would: 
 logprobs spread over the option codes it finds in the prompt ("... option code (1, 2, 3 or 4) ..."), with
 a distribution fixed by a hash of the prompt, so every run sees the same answers. It reads nothing of the
 conversation's meaning: its answers are deterministic noise, so a calibrator trained on them learns
-nothing true about your chatbot. Use it to check plumbing, never to measure adherence.
+nothing true about your chatbot. Use it to check plumbing, never to measure adherence. It also serves the
+OpenAI Batch API (files and batches, rubric/fake_batch.py) for `gather mode=batch`.
 
 Faults are consumed in arrival order from `server.faults`; `server.modes` holds persistent behaviours.
 Faults: "429" (with Retry-After), "500", "timeout" (sleeps past any sane client timeout), "malformed"
@@ -78,6 +79,9 @@ class FakeOpenAI:
         self.keep_bodies = False
         self.last_headers: dict[str, str] = {}  # of the latest request, names in lower case
         self._lock = threading.Lock()
+        from rubric.fake_batch import FakeBatchAPI
+
+        self.batch_api = FakeBatchAPI(self)  # /v1/files and /v1/batches
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -137,13 +141,16 @@ class FakeOpenAI:
             while True:
                 head = await reader.readuntil(b"\r\n\r\n")
                 lines = head.decode("latin-1").split("\r\n")
-                path = lines[0].split(" ")[1]
+                method, path = lines[0].split(" ")[:2]
                 headers = {
                     k.strip().lower(): v.strip() for k, v in (h.split(":", 1) for h in lines[1:] if ":" in h)
                 }
                 self.last_headers = headers
                 body = await reader.readexactly(int(headers.get("content-length", "0")))
-                status, extra, payload = await self._respond(path, body)
+                if path.startswith(("/v1/files", "/v1/batches")):  # rubric/fake_batch.py
+                    status, extra, payload = self.batch_api.respond(method, path, headers, body)
+                else:
+                    status, extra, payload = await self._respond(path, body)
                 out = payload if isinstance(payload, bytes) else json.dumps(payload).encode()
                 hdrs = "".join(f"{k}: {v}\r\n" for k, v in extra.items())
                 writer.write(
@@ -151,7 +158,13 @@ class FakeOpenAI:
                     + out
                 )
                 await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError, IndexError):
+        except (
+            asyncio.IncompleteReadError,
+            ConnectionError,
+            asyncio.LimitOverrunError,
+            IndexError,
+            ValueError,
+        ):
             pass
         finally:
             writer.close()
@@ -169,26 +182,30 @@ class FakeOpenAI:
             return self._count(
                 429, {"retry-after": self.retry_after}, _error("rate limited", "rate_limit_exceeded")
             )
-        if "bad_key" in self.modes:
-            return self._count(401, {}, _error("Incorrect API key provided", "invalid_api_key"))
-        if fault == "500" or (self.fail_when and self.fail_when in json.dumps(body)):
-            return self._count(500, {}, _error("internal error", "server_error"))
         if fault == "timeout":
             await asyncio.sleep(self.timeout_s)
         if fault == "slow":
             await asyncio.sleep(self.slow_s)
+        status, payload = self.answer(path, body, fault)
+        return self._count(status, {}, payload)
+
+    def answer(self, path: str, body: dict[str, Any], fault: str | None) -> tuple[int, Any]:
+        """The status and body for one completion request: what an online request gets after the
+        transport faults (429, timeout, slow), and what one line of a batch gets (rubric/fake_batch.py)."""
+        if "bad_key" in self.modes:
+            return 401, _error("Incorrect API key provided", "invalid_api_key")
+        if fault == "500" or (self.fail_when and self.fail_when in json.dumps(body)):
+            return 500, _error("internal error", "server_error")
         if fault == "malformed":
-            return self._count(200, {}, b'{"id": "x", "choices": [{"index": 0, "mess')
+            return 200, b'{"id": "x", "choices": [{"index": 0, "mess'
         if body.get("logprobs") and "reject_logprobs" in self.modes:
-            return self._count(
-                400, {}, _error("logprobs are not supported by this model", "invalid_request_error")
-            )
+            return 400, _error("logprobs are not supported by this model", "invalid_request_error")
         if path.endswith("/chat/completions"):
             prompt = "\n".join(m.get("content", "") for m in body.get("messages", []))
-            return self._count(200, {}, self._chat(body, prompt, fault))
+            return 200, self._chat(body, prompt, fault)
         if path.endswith("/completions"):
-            return self._count(200, {}, self._completion(body, body.get("prompt", ""), fault))
-        return self._count(404, {}, _error("not found", "not_found"))
+            return 200, self._completion(body, body.get("prompt", ""), fault)
+        return 404, _error("not found", "not_found")
 
     def _count(self, status: int, extra: dict[str, str], payload: Any) -> tuple[int, dict[str, str], Any]:
         with self._lock:

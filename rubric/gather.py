@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any
 
 from rubric.backends import Answer, OpenAIBackend
-from rubric.cache import RequestCache, cache_key, identity_json
-from rubric.conversations import Conversation, Item, iter_items, load_conversations
+from rubric.cache import RequestCache, identity_json
+from rubric.conversations import Conversation, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
 from rubric.health import check_gather
@@ -40,7 +40,9 @@ from rubric.outputs import (
     write_outputs,
 )
 from rubric.parallel import run_sharded, worker_processes
-from rubric.prompts import Prompt, render_context, render_prompt, render_reason_prompt
+from rubric.prompts import Prompt
+from rubric.prompts import prompt_chunks as _prompt_chunks  # shared with batch mode (rubric/batch_run.py)
+from rubric.prompts import prompt_keys as _keys
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 from rubric.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
 
@@ -193,22 +195,6 @@ def _processes(cfg: JudgeConfig, backend: Any, pending: int) -> int:
     return 1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, pending)
 
 
-def _prompt_chunks(
-    items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32
-) -> Iterator[list[Prompt]]:
-    """Every prompt in request order (all the questions, item by item; then the reasons), `size` items a
-    chunk."""
-    for start in range(0, len(items), size):
-        yield [p for item in items[start : start + size] for p in _render_all(item, rubric)]
-    if include_reason:
-        for start in range(0, len(items), size):
-            yield [render_reason_prompt(item) for item in items[start : start + size]]
-
-
-def _keys(prompts: list[Prompt], identity: str) -> list[str]:
-    return [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in prompts]
-
-
 async def _gather_upfront(
     cfg: JudgeConfig,
     backend: Any,
@@ -293,11 +279,6 @@ async def _gather_streaming(
     return asks, keys, pending, 1 if pending else 0
 
 
-def _render_all(item: Item, rubric: Rubric) -> list[Prompt]:
-    context = render_context(item)  # the shared prefix, rendered once for all the questions
-    return [render_prompt(item, q, context) for q in rubric.questions]
-
-
 # command line -------------------------------------------------------------------------------------------
 def rubric_from_config(cfg: Any) -> Rubric:
     """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml)."""
@@ -311,13 +292,14 @@ def rubric_from_config(cfg: Any) -> Rubric:
     )
 
 
-def run_gather(cfg: Any) -> GatherResult:
+def run_gather(cfg: Any) -> GatherResult | None:
     """`role-rubric gather`: read conversations and rubric, gather, write a native dataset dir.
 
     The output folder is locked for the run; it may not hold the run's own inputs unless they are the
     files it would write. Requests that failed after every retry end the command with IncompleteRun
     (exit 3) after everything else is written; a judge that mostly named no option, with LowCoverage
-    (exit 4; rubric/health.py) unless judge.allow_low_coverage=true."""
+    (exit 4; rubric/health.py) unless judge.allow_low_coverage=true. mode=batch goes through batch files
+    (rubric/batch_run.py) to the same outputs."""
     from omegaconf import OmegaConf
 
     if cfg.get("scorer"):  # a reference-based scorer instead of a judge (rubric/scorers/features.py)
@@ -332,21 +314,39 @@ def run_gather(cfg: Any) -> GatherResult:
     rubric = rubric_from_config(cfg)
     judge = JudgeConfig.from_mapping(OmegaConf.to_container(cfg.judge, resolve=True))
     out = Path(cfg.out)
+    batch = _batch_settings(cfg)
     with out_lock(out):
         _refuse_overwriting_inputs(cfg, out, rubric, conversations)
         check_long_turns(list(iter_items(conversations, cfg.granularity)), rubric, judge,
                          limit=cfg.get("long_turn_tokens", LONG_TURN_TOKENS), mode=cfg.get("long_turns", "warn"),
                          include_reason=bool(cfg.include_reason), where=cfg.conversations)
-        result = gather(
-            conversations,
-            rubric,
-            judge,
-            granularity=cfg.granularity,
-            cache=cfg.cache,
-            include_reason=bool(cfg.include_reason),
-            progress=bool(cfg.progress),
-            long_turn_tokens=None,  # checked above, naming the file
-        )
+        if batch is None:
+            result = gather(
+                conversations,
+                rubric,
+                judge,
+                granularity=cfg.granularity,
+                cache=cfg.cache,
+                include_reason=bool(cfg.include_reason),
+                progress=bool(cfg.progress),
+                long_turn_tokens=None,  # checked above, naming the file
+            )
+        else:  # through batch files (rubric/batch_run.py); None: the files wait to be run elsewhere
+            from rubric.batch_run import gather_batch
+
+            result = gather_batch(
+                conversations,
+                rubric,
+                judge,
+                out=out,
+                settings=batch,
+                granularity=cfg.granularity,
+                cache=cfg.cache,
+                include_reason=bool(cfg.include_reason),
+                progress=bool(cfg.progress),
+            )
+            if result is None:
+                return None
         written = write_outputs(result, out, rubric, conversations, judge)
     print(f"gather: {result.summary.line()}")
     for path in written:
@@ -354,14 +354,33 @@ def run_gather(cfg: Any) -> GatherResult:
     failed = result.summary.failures
     if failed:
         asked = result.summary.pairs + (result.summary.items if cfg.include_reason else 0)
+        how = "in the batch" if batch is not None else "after every retry"
         raise IncompleteRun(
-            f"{failed} of {asked} requests failed after every retry; they are listed here and left out of llm.csv"
+            f"{failed} of {asked} requests failed {how}; they are listed here and left out of llm.csv"
             f" ({len(result.llm)} rows written).",
             path=out / "failures.csv",
             fix="see the error column, fix the endpoint or judge settings and rerun: answered pairs come from the cache.",
         )
     check_gather(result.summary, allow=judge.allow_low_coverage, path=out / "gather_summary.json")
     return result
+
+
+def _batch_settings(cfg: Any) -> Any:
+    """mode=batch's settings (rubric/batch.py), or None for an online gather (where submit= and results=
+    mean nothing, so giving them is a mistake worth one line)."""
+    from rubric.batch import BatchSettings
+
+    mode = cfg.get("mode") or "online"
+    if mode != "batch":
+        if cfg.get("results"):
+            raise InputError("results= is read in batch mode only.", fix="add mode=batch.")
+        return None
+    block = cfg.get("batch") or {}
+    return BatchSettings(
+        submit=bool(cfg.get("submit", True)),
+        results=cfg.get("results"),
+        **{k: block[k] for k in ("max_requests", "max_mb", "poll_s", "price_factor") if k in block},
+    )
 
 
 def _refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversations: Sequence[Conversation]) -> None:

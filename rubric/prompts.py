@@ -17,10 +17,12 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
+from rubric.cache import cache_key
 from rubric.conversations import Conversation, Item
-from rubric.schema import Question, format_value
+from rubric.schema import Question, Rubric, format_value
 
 SYSTEM = (
     "You are a careful reviewer who checks whether a chatbot keeps to the role it was assigned. "
@@ -120,3 +122,25 @@ def render_reason_prompt(item: Item) -> Prompt:
 def _turn(conv: Conversation, i: int) -> str:
     t = conv.turns[i]
     return f'<turn index="{i}">\n<user>\n{defuse(t.user)}\n</user>\n<assistant>\n{defuse(t.assistant)}\n</assistant>\n</turn>'
+
+
+def prompt_chunks(
+    items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32
+) -> Iterator[list[Prompt]]:
+    """Every prompt of a gather in request order (all the questions, item by item; then the reasons),
+    `size` items a chunk."""
+    for start in range(0, len(items), size):
+        yield [p for item in items[start : start + size] for p in _render_all(item, rubric)]
+    if include_reason:
+        for start in range(0, len(items), size):
+            yield [render_reason_prompt(item) for item in items[start : start + size]]
+
+
+def prompt_keys(prompts: list[Prompt], identity: str) -> list[str]:
+    """The cache key of each prompt for a judge (`identity`: rubric/cache.py identity_json)."""
+    return [cache_key(identity, {"messages": p.messages, "reason": p.question is None}) for p in prompts]
+
+
+def _render_all(item: Item, rubric: Rubric) -> list[Prompt]:
+    context = render_context(item)  # the shared prefix, rendered once for all the questions
+    return [render_prompt(item, q, context) for q in rubric.questions]

@@ -86,7 +86,7 @@ def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_shift_measures_settings_overrides_and_chosen_methods(tmp_path):
-    late = {"base_phase": "finetune", "base_inputs_to_net": False, "base_crossfit": 3}
+    late = {"base_l2": 0.001, "lr": 0.03}
     out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2", "--only",
                "covariate_shift_up", "--work", str(tmp_path), "--methods", "calibrated,linear,ordinal",
                "--settings", json.dumps(late))
@@ -115,6 +115,14 @@ def test_scaling_prints_points_slopes_and_the_floor():
     assert out["cache_rerun"]["cached"] == out["cache_rerun"]["pairs"] > 0
 
 
+def test_batch_gather_prints_each_phase_and_the_file_size():
+    out = _run("batch_gather.py", "--conversations", "20", "--turns", "2")
+    assert out["requests"] == 200 and out["batch_files"] == 1 and out["results_file_llm_csv_identical"]
+    assert abs(out["bytes_per_request"] * 200 - out["batch_bytes"]) <= 100  # rounded to whole bytes
+    assert set(out["phases"]) == {"write_files", "submit_wait_read", "read_results_file", "rerun_from_cache"}
+    assert all(p["wall_s"] >= 0 and p["cpu_s"] >= 0 for p in out["phases"].values())
+
+
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_estimate_prints_coverage_width_and_bias(tmp_path):
     out = _run("estimate.py", "--anchors", str(ANCHORS), "--draws", "40", "--n", "10", "20", "200",
@@ -129,3 +137,12 @@ def test_estimate_prints_coverage_width_and_bias(tmp_path):
             assert row["ppi_mean_width"] <= row["humans_mean_width"] + 1e-12
             assert 0.6 <= row["ppi_coverage"] <= 1 and row["effective_labels_median"] >= int(n) - 1e-6
         assert block["by_n"]["10"]["ppi_mean_width"] > block["by_n"]["20"]["ppi_mean_width"]
+
+
+def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():
+    pytest.importorskip("deepeval", reason="deepeval is not installed: pip install 'role-rubric[deepeval]'")
+    out = _run("deepeval_overhead.py", "--limit", "6", "--repeats", "1")
+    assert out["conversations"] == 6 and out["assistant_turns"] >= 6
+    assert out["max_score_difference"] < 1e-12  # deepeval reports RoleAdherence's session scores
+    assert 0 < out["warm_measure_many_s"] < out["cold_gather_s"]  # the warm cache asks the judge nothing
+    assert out["warm_a_measure_per_conversation_s"] > 0 and out["warm_deepeval_evaluate_s"] > 0

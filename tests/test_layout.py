@@ -22,6 +22,7 @@ LAYERS = {
     "calibration.data": 1,
     "calibration.config_check": 1,
     "calibration.compose": 1,  # composing a command's config; the CLI and its help both use it  # types and ranges of settings; model files and cv folders check theirs with it
+    "calibration.labelling": 2,  # Label Studio and the labelling sheet: reads and writes dataset folders
     "calibration.model": 2,
     "calibration.model.network": 2,
     "calibration.model.recalibrate": 2,
@@ -31,6 +32,7 @@ LAYERS = {
     "calibration.model.files": 6,
     "calibration.model.predict": 7,
     "calibration.evaluation": 8,
+    "calibration.release.inference": 1,  # the estimators: numpy and scipy only
     "calibration.compare": 9,
     "calibration.report": 9,
     "calibration": 10,  # the entry points at the top: api, score, demo, cli and the package's re-exports

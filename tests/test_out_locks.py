@@ -5,7 +5,6 @@ covered the day it is added."""
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys

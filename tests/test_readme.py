@@ -1,5 +1,7 @@
 """The README's command blocks: every ```bash block is run here or says why not, and the run ones run
-verbatim (the worked example: fake judge, gather, cv, report, train, score, predict, evaluate)."""
+verbatim (the worked example: fake judge, gather, cv, report, train, score, predict, evaluate). A
+```python block marked as run runs at its place in the example, and what it prints must equal the ```text
+block right after it in the README, so the numbers the README shows are the numbers the code gives."""
 
 from __future__ import annotations
 
@@ -15,6 +17,13 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK_RE = re.compile(r"(?:<!-- (?P<marker>[^>]*?) -->\n)?```bash\n(?P<code>.*?)```", re.S)
+# a run python block and the ```text block that shows what it prints
+PY_RE = re.compile(
+    r"<!-- run by tests/test_readme.py -->\n```python\n(?P<code>.*?)```\n(?:[^`]*?)```text\n(?P<printed>.*?)```", re.S
+)
+RUN_BLOCK_RE = re.compile(
+    r"<!-- run by tests/test_readme.py -->\n```(?P<lang>bash|python)\n(?P<code>.*?)```", re.S
+)
 RUN = "run by tests/test_readme.py"
 
 
@@ -22,6 +31,27 @@ def readme_blocks() -> list[tuple[str, str]]:
     """(marker, code) of every bash block of the README, in order."""
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     return [(m.group("marker") or "", m.group("code")) for m in BLOCK_RE.finditer(text)]
+
+
+def readme_script() -> str:
+    """The run blocks in README order; the n-th run python block prints into api_output_n.txt."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    parts, n = [], 0
+    for m in RUN_BLOCK_RE.finditer(text):
+        if m.group("lang") == "bash":
+            parts.append(m.group("code"))
+        else:
+            parts.append(f"python - > api_output_{n}.txt <<'README_PY'\n{m.group('code')}README_PY\n")
+            n += 1
+    return "\n".join(parts)
+
+
+def test_every_run_python_block_shows_what_it_prints():
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    runs = RUN_BLOCK_RE.findall(text)
+    shown = PY_RE.findall(text)
+    assert shown and len(shown) == sum(lang == "python" for lang, _ in runs)
+    assert all(printed.strip() for _, printed in shown)
 
 
 def test_every_bash_block_is_run_or_says_why_not():
@@ -40,7 +70,7 @@ def test_readme_blocks_run_verbatim(tmp_path):
     """Minutes on 2 cores; CI runs it (.ci/run). Paths in the README are relative to the repository root,
     so the run happens in a scratch directory holding a link to data/."""
     (tmp_path / "data").symlink_to(ROOT / "data")
-    script = "\n".join(code for marker, code in readme_blocks() if marker == RUN)
+    script = readme_script()
     # The harness (not the README) stops on the first failure and never leaves the fake judge running.
     harness = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n"
     (tmp_path / "readme.sh").write_text(harness + script)
@@ -69,3 +99,7 @@ def test_readme_blocks_run_verbatim(tmp_path):
     assert {"user", "assistant", "adherence"} <= set(turns.columns) and turns["assistant"].str.len().min() > 0
     assert 'id="turns"' in (runs / "report" / "report.html").read_text()  # the per-turn drill-down
     assert "Traceback" not in done.stderr, log
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for n, (_, printed) in enumerate(PY_RE.findall(text)):
+        got = (tmp_path / f"api_output_{n}.txt").read_text()
+        assert got.strip() == printed.strip(), f"README python block {n} prints:\n{got}\nthe README shows:\n{printed}"

@@ -87,8 +87,9 @@ class Dataset:
             values[q, : len(question.options)] = question.values
         return values
 
-    def feature_spec(self, *, drop_questions: tuple[str, ...] = (), use_coverage: bool = True) -> dict:
-        """What the network input holds for this data; saved with a model so prediction rebuilds it."""
+    def feature_spec(self, *, drop_questions: tuple[str, ...] = ()) -> dict:
+        """What the network input holds for this data (the coverage wherever the data has it); saved with a
+        model so prediction rebuilds it."""
         unknown = set(drop_questions) - set(self.rubric.ids)
         if unknown:
             raise InputError(
@@ -100,7 +101,7 @@ class Dataset:
         keep_idx = [self.rubric.ids.index(q) for q in keep]
         return {
             "questions": keep,
-            "coverage": bool(use_coverage and self.coverage is not None),
+            "coverage": self.coverage is not None,
             "mask": bool(not self.present[:, keep_idx].all()),
         }
 
@@ -114,7 +115,7 @@ class Dataset:
             parts.append(coverage[:, keep])
         if spec["mask"]:
             parts.append((~self.present[:, keep]).astype(np.float32))
-        if spec.get("expected"):  # last, where the network's ordinal base reads them
+        if spec.get("expected"):  # last, where the network's base reads them
             parts.append(self.expected_inputs(spec["expected"]))
         return np.concatenate(parts, axis=1).astype(np.float32)
 

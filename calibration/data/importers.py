@@ -187,10 +187,9 @@ def _labels_long(human: pd.DataFrame, rubric: Rubric) -> tuple[pd.DataFrame, int
     return pd.concat(frames, ignore_index=True), unanswered
 
 
-def run_import(cfg) -> dict[str, int]:
-    """CLI: `role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR`."""
-    if cfg.source != "llm-rubric":
-        raise InputError(f"unknown import source {cfg.source!r}.", fix="use source=llm-rubric.")
+def run_llm_rubric_import(cfg) -> dict[str, int]:
+    """`role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR` (the command's other sources
+    are in calibration/labelling/commands.py)."""
     counts = import_llm_rubric(cfg.evaluations, cfg.judgments, cfg.out)
     print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
     print(f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv")

@@ -16,7 +16,7 @@ from calibration.data.splits import group_folds
 from calibration.evaluation.out_of_fold import Members
 from calibration.model.ensemble import member_logproba, recalibrations
 from calibration.model.recalibrate import pool
-from calibration.model.train import Rows, fit_models, model_inputs, plan_models
+from calibration.model.train import model_inputs, train_models
 
 
 def item_adherence(predictions: pd.DataFrame, method: str, *, adheres_at: float = 3.0) -> pd.DataFrame:
@@ -50,7 +50,6 @@ def oof_item_adherence(
     (`CVResult.members`): used instead of training them again.
     """
     t = ds.target_index
-    _, X, base_inputs = model_inputs(ds, settings)
     fold_of_item = group_folds(ds.groups, folds, fold_seed)
     fold_of_row = fold_of_item[ds.label_item]
     members = [(f, e) for f in range(folds) for e in range(settings.ensemble)]
@@ -59,12 +58,10 @@ def oof_item_adherence(
         if trained.plan.seeds != seeds or trained.fold != [f for f, _ in members]:
             raise ValueError("trained: models of other folds, seeds or ensemble size than these.")
         net, plan = trained.net, trained.plan
+        _, X, _ = model_inputs(ds, settings)
     else:
-        plan = plan_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
-        net = fit_models(
-            X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(), target=t,
-            n_base=base_inputs,
-        )
+        fresh = train_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
+        net, plan, X = fresh.net, fresh.plan, fresh.X
     recal = recalibrations(net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)],
                            settings)
     panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])

@@ -15,7 +15,7 @@ from calibration.model.ensemble import member_logproba, target_recalibration
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import pool
 from calibration.model.settings import Settings
-from calibration.model.train import Plan, Rows, fit_models, model_inputs, plan_models
+from calibration.model.train import Plan, train_models
 
 
 def oof_network(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
@@ -46,14 +46,12 @@ def oof_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds:
     """Train `settings.ensemble` members for every fold as one batched computation. Members are numbered
     from `first_member`, so an ensemble can be grown in steps (search's pruning rungs) with the same
     members a single call would train."""
-    _, X, base_inputs = model_inputs(ds, settings)
     t = ds.target_index
     members = [(f, e) for f in range(folds) for e in range(first_member, first_member + settings.ensemble)]
     seeds = [seed * 100_000 + f * 100 + e for f, e in members]
     train_rows = [np.flatnonzero(fold_of_row != f) for f, _ in members]
-    plan = plan_models(ds, train_rows, seeds, settings)
-    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                     target=t, progress=progress, n_base=base_inputs)
+    trained = train_models(ds, train_rows, seeds, settings, progress=progress)
+    net, X, plan = trained.net, trained.X, trained.plan
     test_rows = [np.flatnonzero(fold_of_row == f) for f, _ in members]
     test_logp, val_logp = (
         [lp[:, t] for lp in member_logproba(net, X, [ds.label_item[r] for r in rows], [ds.label_judge[r] for r in rows])]

@@ -32,7 +32,7 @@ from calibration.model.settings import Settings, default_training_workers
 from rubric.errors import InputError
 from rubric.files import atomic_write_text, out_lock
 
-NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "use_coverage", "drop_questions")
+NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "drop_questions")
 
 
 def suggest(trial: optuna.Trial, space: dict) -> dict:

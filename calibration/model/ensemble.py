@@ -14,7 +14,7 @@ from calibration.model import recalibrate
 from calibration.model.network import CalibrationNet
 from calibration.model.recalibrate import Recalibration, fit_recalibration
 from calibration.model.settings import Settings, torch_threads
-from calibration.model.train import Plan, Rows, fit_models, model_inputs, plan_models
+from calibration.model.train import Plan, train_models
 
 
 def member_proba(net, X: torch.Tensor, items: list[np.ndarray], judges: list[np.ndarray]) -> list[np.ndarray]:
@@ -74,11 +74,9 @@ def target_recalibration(ds: Dataset, settings: Settings, val_rows: list[np.ndar
 def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: bool = False):
     """Train the final ensemble on every label row of `ds`; returns (net, feature spec, plan), with the
     ensemble's target recalibration in plan.recalibration."""
-    spec, X, base_inputs = model_inputs(ds, settings)
     seeds = [seed * 1000 + e for e in range(settings.ensemble)]
     all_rows = np.arange(len(ds.label_item))
-    plan = plan_models(ds, [all_rows] * settings.ensemble, seeds, settings)
-    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                     target=ds.target_index, progress=progress, n_base=base_inputs)
-    plan.recalibration = recalibrations(net, X, ds, plan, [list(range(net.n_models))], settings)[0]
-    return net, spec, plan
+    trained = train_models(ds, [all_rows] * settings.ensemble, seeds, settings, progress=progress)
+    net, plan = trained.net, trained.plan
+    plan.recalibration = recalibrations(net, trained.X, ds, plan, [list(range(net.n_models))], settings)[0]
+    return net, trained.spec, plan

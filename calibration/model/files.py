@@ -23,10 +23,10 @@ from safetensors.torch import load_file, save_file
 from calibration.data.dataset import load_dataset
 from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import parameter_shapes
-from calibration.model.network import CalibrationNet
+from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.provenance import training_record
 from calibration.model.recalibrate import Recalibration
-from calibration.model.settings import Settings
+from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
@@ -95,7 +95,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "torch_version": torch.__version__,
         "settings": settings.to_dict(),
         "spec": spec,
-        "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer with base_inputs_to_net=false)
+        "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer: not the base's inputs)
         "n_models": net.n_models,
         "judges": list(ds.judges),
         "rubric": ds.rubric.to_dict(),
@@ -153,14 +153,13 @@ def load_model(path: str | Path) -> LoadedModel:
         )
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
-                         n_base=n_base(meta["spec"]), base_inputs_to_net=settings.base_inputs_to_net,
-                         base_kind=settings.base_kind)
+                         n_base=n_base(meta["spec"]))
     try:
         net.load_state_dict(load_file(str(weights_path)))
     except (SafetensorError, RuntimeError, OSError) as exc:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
-    if settings.base_phase == "finetune" and n_base(meta["spec"]):  # the base joined the target alone
+    if n_base(meta["spec"]):  # the base joined the target alone
         net.base_only_for(rubric.ids.index(rubric.target))
     net.eval()
     try:
@@ -198,16 +197,31 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
     if not all(isinstance(j, str) for j in meta["judges"]) or len(set(meta["judges"])) != len(meta["judges"]):
         raise bad("has a judge map that is not a list of distinct judge ids")
     names = {f.name for f in dataclasses.fields(Settings)}
-    unknown = sorted(set(meta["settings"]) - names)
+    kept = _without_removed_settings(meta["settings"], meta_path)
+    unknown = sorted(set(kept) - names)
     if unknown:
         raise bad(f"has unknown setting(s) {unknown}")
-    check_settings(meta["settings"], source=meta_path)
+    check_settings(kept, source=meta_path)
     # Models saved before pooling and recalibration were settings averaged their members arithmetically.
-    legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none",
-              "judge_updates": "dense"}  # settings before each existed
-    merged = {**legacy, **meta["settings"]}
+    legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none"}  # settings before each existed
+    merged = {**legacy, **kept}
     merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
     return Settings(**merged), rubric_from_dict(meta["rubric"], source=meta_path)
+
+
+def _without_removed_settings(settings: dict, meta_path: Path) -> dict:
+    """The settings of a model.json without those this version no longer offers (REMOVED_SETTINGS), which
+    must hold the value this version always uses: a model trained otherwise cannot be rebuilt here. Without a
+    base the base's variants mean nothing (the network is the paper's whatever they say). A model with a base
+    saved before they existed had its hidden layers read the base's inputs: the weights' shapes refuse it."""
+    with_base = settings.get("base", "none") != "none"
+    for key, value in settings.items():
+        if key.startswith("base_") and not with_base:
+            continue
+        if key in REMOVED_SETTINGS and value != REMOVED_SETTINGS[key]:
+            raise InputError(f"the model was trained with {key}={value!r}, which this version no longer offers "
+                             f"(it always uses {REMOVED_SETTINGS[key]!r}).", path=meta_path, fix="retrain the model.")
+    return {k: v for k, v in settings.items() if k not in REMOVED_SETTINGS}
 
 
 def _check_integrity(meta: dict, meta_path: Path) -> dict | None:
@@ -233,14 +247,14 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
     n_q, n_k = len(rubric.questions), max(len(q.options) for q in rubric.questions)
     j = max(len(meta["judges"]), 1) if settings.personalised else 0
     e = n_base(meta["spec"]) if isinstance(meta.get("spec"), dict) else 0
-    d_net = d - e if e and not settings.base_inputs_to_net else d  # what the hidden layers read
+    d_net = d - e  # what the hidden layers read: not the base's inputs
     shapes = {
         "W1": (m, d_net + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
         "U1": (m, j, d_net + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),
         "option_pad": (n_q, n_k),
     }
     if e:
-        base = parameter_shapes(settings.base_kind, n_q, e, j, n_k)
+        base = parameter_shapes(BASE_KIND, n_q, e, j, n_k)
         shapes |= {f"base_{name}": (m, *shape) for name, shape in base.items()}
     return shapes
 

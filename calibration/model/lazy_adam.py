@@ -7,7 +7,7 @@ still pulls them towards zero and the momentum carries them on. That makes every
 model, with the bias correction of the phase's step count (as TensorFlow's LazyAdam and PyTorch's
 SparseAdam). With every judge in every batch it is dense Adam, to float rounding. What differs otherwise:
 an absent judge's offsets are neither decayed nor carried by momentum at that step, and a judge first seen
-late takes a first step of up to ~3 lr instead of ~lr (Settings.judge_updates; measured in README, "Scaling").
+late takes a first step of up to ~3 lr instead of ~lr (measured in README, "Scaling").
 """
 
 from __future__ import annotations

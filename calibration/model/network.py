@@ -7,14 +7,13 @@ For judge a and input x (the LLM judge's answer distributions, concatenated):
 W are shared; U are per-judge offsets that start at zero and carry an L2 penalty, so a judge never seen
 in training (or judge index -1, "population") is predicted by the shared weights alone.
 
-With a base (`n_base` > 0; the default `network.base=linear`), the logits of every question also get the
-log-probabilities of a fixed personalised multinomial (network.base=linear) or ordinal model on the
+With a base (`n_base` > 0; the default `network.base=linear`), the target's logits also get the
+log-probabilities of a fixed personalised multinomial logistic model (network.base=linear) on the
 last n_base inputs (the judge's standardised expected answers; calibration/model/linear.py), fitted before
-training, with its columns of V at zero: the prediction starts as that simple model plus the residual that validation supports. The linear base keeps
-extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README). By
-default the base joins only at fine-tuning (`late_base`, `add_base`: pretraining is the paper's network)
-and the hidden layers do not read its inputs (`base_inputs_to_net=False`); with network.base_phase=both
-it takes part from the start (calibration/model/settings.py).
+training. The base joins at fine-tuning (`add_base`: pretraining is the paper's network), with the target's
+columns of V at zero: the target starts as that simple model plus the residual that validation supports.
+The hidden layers never read the base's inputs (they read what the paper's network reads). The linear base
+keeps extrapolating where the sigmoid layers saturate, which is what held up on shifted data (README).
 
 Every parameter has a leading axis of M independent models (folds x seeds x trials), so many models
 train as one batched computation. The loss is the SUM over models of each model's own mean NLL, which
@@ -41,6 +40,9 @@ from torch import nn
 
 from calibration.model.linear import LinearFit, linear_logp, parameter_shapes
 from calibration.model.personal_layer import Groups, personal_layer
+
+BASE_KIND = "multinomial"
+"""The base's model in calibration/model/linear.py's names: the multinomial logistic model (network.base=linear)."""
 
 
 @dataclass
@@ -70,23 +72,19 @@ class CalibrationNet(nn.Module):
         hidden1, hidden2: hidden layer sizes.
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
-        n_base: E, the number of trailing inputs the base reads (0: no base, the paper's network).
-        base_kind: the base's model, "ordinal" or "multinomial" (calibration/model/linear.py).
-        base_inputs_to_net: whether the hidden layers read those E inputs too (False: the first D - E only).
-        late_base: the base joins at `add_base` (Settings.base_phase=finetune): until then the logits leave it
-            out and V keeps its random init, as the paper's network would start.
+        n_base: E, the number of trailing inputs the base reads and the hidden layers do not (0: no base, the
+            paper's network). The base joins at `add_base`: until then the logits leave it out and V keeps its random init, as
+            the paper's network would start.
     """
 
     def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
-                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0,
-                 base_inputs_to_net: bool = True, late_base: bool = False, base_kind: str = "ordinal"):
+                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0):
         super().__init__()
         self.n_base = n_base
-        self.base_kind = base_kind
-        self.base_active = not late_base
-        self.base_columns: torch.Tensor | None = None  # (Q*K,) 1 on the questions the base enters (None: all)
+        self.base_active = False  # until add_base (fine-tuning) or base_only_for (a loaded model)
+        self.base_columns: torch.Tensor | None = None  # (Q*K,) 1 on the question the base enters
         self.n_inputs = n_inputs  # D, the length of x; W1 reads the first net_inputs of it
-        self.net_inputs = n_inputs - n_base if n_base and not base_inputs_to_net else n_inputs
+        self.net_inputs = n_inputs - n_base  # the hidden layers do not read the base's inputs
         n_in = self.net_inputs
         seeds = list(range(n_models)) if seeds is None else list(seeds)
         self.personalised = personalised
@@ -102,23 +100,19 @@ class CalibrationNet(nn.Module):
         pad = torch.arange(n_k)[None, :] >= torch.tensor(n_options)[:, None]
         self.register_buffer("option_pad", pad)  # (Q, K) True where a question has no such option
         if n_base:  # fixed (set_base), not trained: parameters only so they follow the model axis and the files
-            if not late_base:
-                with torch.no_grad():
-                    self.V.zero_()
-            for name, shape in parameter_shapes(base_kind, n_q, n_base, judges, n_k).items():
+            for name, shape in parameter_shapes(BASE_KIND, n_q, n_base, judges, n_k).items():
                 setattr(self, f"base_{name}", nn.Parameter(torch.zeros(n_models, *shape), requires_grad=False))
 
     def set_base(self, fit: LinearFit) -> None:
-        """Use the fitted models `fit` (one per model, of kind base_kind) as the base of every question."""
+        """Use the fitted models `fit` (one per model, of kind BASE_KIND) as the base."""
         with torch.no_grad():
             for name, value in (("base_weight", fit.weight), ("base_bias", fit.bias), ("base_judge", fit.judge)):
                 getattr(self, name).copy_(value)
 
     def add_base(self, question: int) -> None:
-        """Let the base into question `question`'s logits (after pretraining without it, `late_base`) and
-        restart its columns of V and UV at zero: its prediction starts as the base, plus a residual that
-        fine-tuning grows from zero."""
-        self.base_active = True
+        """Let the base into question `question`'s logits (after pretraining without it) and restart its
+        columns of V and UV at zero: its prediction starts as the base, plus a residual that fine-tuning grows
+        from zero."""
         self.base_only_for(question)
         n_k = self.option_pad.shape[1]
         with torch.no_grad():
@@ -126,9 +120,10 @@ class CalibrationNet(nn.Module):
             self.UV[..., question * n_k:(question + 1) * n_k] = 0.0
 
     def base_only_for(self, question: int) -> None:
-        """Add the base to question `question`'s logits only. With base_phase=finetune the other questions
-        keep the heads the paper's network pretrained, which already predict them in full: adding the base
-        there would count the evidence twice. (Not in the files: loading sets it from the settings.)"""
+        """Add the base to question `question`'s logits only. The other questions keep the heads the paper's
+        network pretrained, which already predict them in full: adding the base there would count the
+        evidence twice. (Not in the files: loading sets it from the rubric's target.)"""
+        self.base_active = True
         n_q, n_k = self.option_pad.shape
         self.base_columns = torch.zeros(n_q, n_k)
         self.base_columns[question] = 1.0
@@ -188,7 +183,7 @@ class CalibrationNet(nn.Module):
             judge: (M, B) judge index; -1 = population (shared weights only).
             offsets: `judge_offsets(judge)` to use (None: taken from U1, U2, UV here).
             base: `base_logits(x, judge)`, computed beforehand (training computes it once for every label row:
-                the base is fixed, and its ordinal link is a quarter of a step's arithmetic).
+                the base is fixed).
         """
         return _log_softmax(self._logits(x, judge, offsets, base))
 
@@ -213,13 +208,13 @@ class CalibrationNet(nn.Module):
         logits = personal_layer(z, self.V, uv, groups)  # (M, B, Q*K)
         if self.n_base and self.base_active:
             base = self.base_logits(x, judge) if base is None else base
-            logits = logits + (base if self.base_columns is None else base * self.base_columns)
+            logits = logits + base * self.base_columns
         logits = logits.view(*logits.shape[:2], *self.option_pad.shape)
         return logits.masked_fill(self.option_pad, float("-inf"))
 
     def base_logits(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
         """(M, B, Q*K) log-probabilities of the base (0 on padded options) for inputs x (M, B, D)."""
-        base = linear_logp(self.base_kind, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
+        base = linear_logp(BASE_KIND, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
                            judge, self.n_options)  # (M, B, Q, K)
         return base.masked_fill(self.option_pad, 0.0).flatten(2)
 

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 
 import torch
 
-BASES = ("ordinal", "linear", "none")
-BASE_PHASES = ("both", "finetune")
-JUDGE_UPDATES = ("lazy", "dense")
+BASES = ("linear", "none")
+REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune", "judge_updates": "lazy",
+                    "use_coverage": True}
+"""Settings that earlier versions offered, with the one value this version always uses (the default they
+had). A model.json that records another value is refused by load_model: retrain it."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,6 @@ class Settings:
     hidden1: int = 25
     hidden2: int = 25
     personalised: bool = True
-    use_coverage: bool = True
     drop_questions: tuple[str, ...] = ()
     lr: float = 0.03
     finetune_lr: float = 0.02
@@ -35,9 +36,6 @@ class Settings:
     finetune_steps: int = 400
     l2_judge: float = 2e-3
     weight_decay: float = 0.0
-    judge_updates: str = "lazy"
-    """Adam on the judge offsets: "lazy" moves only the judges a batch holds (a step costs O(judges in the
-    batch)); "dense" moves every judge's at every step (weight decay and momentum), as before (lazy_adam.py)."""
     ensemble: int = 16
     val_fraction: float = 0.1
     eval_every: int = 10
@@ -49,28 +47,13 @@ class Settings:
     recalibrate_min_members: int = 8
     """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
     base: str = "linear"
-    """The fixed simple model the network adds its residual to: "ordinal" (cumulative logit), "linear"
-    (multinomial logistic: the `linear` baseline of cv) or "none" (the paper's network)."""
+    """The fixed simple model the network adds its residual to: "linear" (multinomial logistic: the `linear`
+    baseline of cv) or "none" (the paper's network). Pretraining trains
+    the paper's network alone on every question; fine-tuning restarts the target's columns of V and UV at
+    zero and adds the base to the target's logits, so the target is the base plus a residual read from
+    hidden layers pretrained as the paper's."""
     base_l2: float = 3e-4
     """L2 penalty of the base's weights and judge offsets, per mean NLL."""
-    base_phase: str = "finetune"
-    """When the base takes part: "both" (the network learns a residual from the start, V at zero) or
-    "finetune": pretraining trains the paper's network alone (no base, V at its random init) on every
-    question; fine-tuning then restarts the target's columns of V and UV at zero and adds the base, so the
-    target is the base plus a residual read from hidden layers pretrained as the paper's."""
-    base_inputs_to_net: bool = False
-    """Whether the hidden layers also read the base's inputs (the standardised expected answers, the last
-    columns of x). False: only what the paper's network reads (distributions, coverage, missing mask)."""
-    base_crossfit: int = 0
-    """0: the residual trains on top of the base fitted on all of a member's fit rows. K >= 2: in the training
-    steps each fit row gets the log-probabilities of a base fitted on the other K-1 of K parts (whole
-    conversations) of those rows, so the residual learns what the base misses out of sample, not beside
-    its in-sample fit; validation and predictions use the base fitted on all fit rows."""
-
-    @property
-    def base_kind(self) -> str:
-        """The base's model in calibration/model/linear.py's names."""
-        return "multinomial" if self.base == "linear" else "ordinal"
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:
@@ -90,15 +73,11 @@ class Settings:
         from calibration.model.recalibrate import METHODS, POOLS
         from rubric.errors import InputError
 
-        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES),
-                              ("judge_updates", JUDGE_UPDATES), ("base_phase", BASE_PHASES)):
+        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES)):
             if getattr(self, name) not in allowed:
                 key = f"{'network' if name.startswith('base') else 'train'}.{name}"
                 raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",
                                  fix=f"set {key} to one of {list(allowed)}.")
-        if self.base_crossfit == 1 or self.base_crossfit < 0:
-            raise InputError(f"network.base_crossfit={self.base_crossfit} is not 0 or at least 2.",
-                             fix="set network.base_crossfit to 0 (off) or a number of parts such as 5.")
         return self
 
     def recalibrates(self, members: int) -> bool:

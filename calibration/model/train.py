@@ -1,10 +1,14 @@
-"""Training, top to bottom: rows, plan, model, optimiser, loop with early stopping, best weights.
+"""Training, top to bottom: inputs, plan, bases, model, phases, loop with early stopping, best weights.
 
-`fit_models` trains M models at once (a leading model axis): each model m has its own training rows,
-validation rows and seed. It pretrains on all questions, then fine-tunes on the target question with a
-fresh optimiser; each phase stops early per model on its validation loss and keeps its best weights.
-With a base, each model's base (linear or ordinal) is fitted first (`fit_base`, calibration/model/bases.py); by default it joins only at
-fine-tuning (Settings.base_phase), and opt-in the residual trains on out-of-fold base predictions (`fit_crossfit`).
+`train_models` is the one entry point (cross-validation, search, the final ensemble): it trains M models at
+once (a leading model axis), each with its own training rows and seed, and reads in this order:
+- `model_inputs`: every item's input vector (and the base's inputs, last);
+- `plan_models`: each model's fit and validation rows (whole conversations apart) and seed;
+- `fit_models`: each model's base, fitted first (`fit_base`, calibration/model/bases.py), then the models
+  in slices side by side (calibration/model/forked.py), each slice by `_fit_models`: pretraining on all
+  questions, then fine-tuning on the target with a fresh optimiser, where the base joins the target;
+- `_run_phase`: one phase, every model stopping early on its own validation loss and keeping its best
+  weights; `train_step`: one step of every model.
 The settings are in calibration/model/settings.py; pooling members into an ensemble, its recalibration
 and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/model/files.py.
 """
@@ -17,8 +21,8 @@ import numpy as np
 import torch
 
 from calibration.data.dataset import Dataset
-from calibration.data.splits import group_folds, subsample, validation_split
-from calibration.model.bases import CrossFit, fit_base, fit_crossfit, padded_rows
+from calibration.data.splits import subsample, validation_split
+from calibration.model.bases import fit_base, padded_rows
 from calibration.model.forked import map_slices
 from calibration.model.lazy_adam import LazyAdam
 from calibration.model.network import CalibrationNet
@@ -52,14 +56,43 @@ class Plan:
     seeds: list[int]
     history: dict = field(default_factory=dict)
     recalibration: Recalibration | None = None  # train_ensemble's, fitted after training
-    fit_parts: list[np.ndarray] | None = None
-    """With Settings.base_crossfit: per model, the part (0..K-1, whole conversations) of each of its fit rows."""
 
     def subset(self, models: np.ndarray) -> Plan:
         """The plan of some of the models (a fresh history)."""
-        parts = None if self.fit_parts is None else [self.fit_parts[m] for m in models]
         return Plan([self.fit_rows[m] for m in models], [self.val_rows[m] for m in models],
-                    [self.seeds[m] for m in models], fit_parts=parts)
+                    [self.seeds[m] for m in models])
+
+
+@dataclass
+class Trained:
+    """The models `train_models` trained, with the inputs they read and their plan."""
+
+    net: CalibrationNet
+    X: torch.Tensor  # (N, D) every item's inputs (`model_inputs`)
+    spec: dict  # what X holds; saved with a model so prediction rebuilds it
+    plan: Plan  # each model's fit and validation rows, seed, and training history
+
+
+def train_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings, *,
+                 progress: bool = False, workers: int | None = None, threads: int | None = None) -> Trained:
+    """Train one model per entry of `train_rows` (label rows of `ds`) with its seed, all side by side."""
+    spec, X, base_inputs = model_inputs(ds, settings)
+    plan = plan_models(ds, train_rows, seeds, settings)
+    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
+                     target=ds.target_index, progress=progress, threads=threads, workers=workers, n_base=base_inputs)
+    return Trained(net, X, spec, plan)
+
+
+def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
+    """The feature spec, the (N, D) inputs and n_base (how many trailing inputs the base reads)."""
+    spec = ds.feature_spec(drop_questions=settings.drop_questions)
+    if settings.base != "none":
+        spec["expected"] = ds.expected_spec(spec["questions"])
+    return spec, torch.from_numpy(ds.features(spec)), n_base(spec)
+
+
+def n_base(spec: dict) -> int:
+    return len(spec["expected"]["questions"]) if spec.get("expected") else 0
 
 
 def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings) -> Plan:
@@ -72,22 +105,7 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
         f, v = validation_split(rows, row_groups, settings.val_fraction, seed + 11)
         fit.append(f)
         val.append(v)
-    parts = None
-    if settings.base_crossfit and settings.base != "none":  # seeded per model, so slicing changes nothing
-        parts = [group_folds(row_groups[f], settings.base_crossfit, seed + 13) for f, seed in zip(fit, seeds, strict=True)]
-    return Plan(fit, val, list(seeds), fit_parts=parts)
-
-
-def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
-    """The feature spec, the (N, D) inputs and n_base (how many trailing inputs the base reads)."""
-    spec = ds.feature_spec(drop_questions=settings.drop_questions, use_coverage=settings.use_coverage)
-    if settings.base != "none":
-        spec["expected"] = ds.expected_spec(spec["questions"])
-    return spec, torch.from_numpy(ds.features(spec)), n_base(spec)
-
-
-def n_base(spec: dict) -> int:
-    return len(spec["expected"]["questions"]) if spec.get("expected") else 0
+    return Plan(fit, val, list(seeds))
 
 
 def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n_judges: int, n_options: list[int],
@@ -115,28 +133,22 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
     def fit(models: np.ndarray, bar) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)
         net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar,
-                          base=None if base is None else base.subset(models), n_base=n_base,
-                          crossfit=None if crossfit is None else crossfit.subset(models))
+                          base=None if base is None else base.subset(models), n_base=n_base)
         return net, part.history
 
     with torch_threads(threads), bar:
         base = fit_base(X, rows, plan, settings, n_options, n_judges, n_base, target, len(slices)) if n_base else None
-        crossfit = None
-        if n_base and settings.base_crossfit:
-            crossfit = fit_crossfit(X, rows, plan, settings, n_options, n_judges, n_base, target, len(slices))
         fitted = map_slices(fit, slices, bar)
         bar.update(bar.total - bar.n)  # models that stopped early skip their last steps: end the bar at its total
     plan.history.update(_merge_histories([h for _, h in fitted]))
     return CalibrationNet.concat([net for net, _ in fitted])
 
 
-def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base,
-                crossfit=None) -> CalibrationNet:
+def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
     net = CalibrationNet(
         len(plan.seeds), X.shape[1], n_judges, n_options,
         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
-        n_base=n_base, base_inputs_to_net=settings.base_inputs_to_net,
-        late_base=bool(n_base) and settings.base_phase == "finetune", base_kind=settings.base_kind,
+        n_base=n_base,
     )
     if base is not None:
         net.set_base(base)
@@ -146,11 +158,11 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
     phases = [("pretrain", settings.pretrain_steps, settings.lr, all_questions),
               ("finetune", settings.finetune_steps, settings.finetune_lr, target_only)]
     for name, steps, lr, weights in phases:
-        if name == "finetune" and not net.base_active:
-            net.add_base(target)  # base_phase=finetune: the target restarts as the base plus a zero residual
+        if name == "finetune" and net.n_base:
+            net.add_base(target)  # the target restarts as the base plus a zero residual
         if steps > 0:
             plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history),
-                                            bar=bar, crossfit=crossfit)
+                                            bar=bar)
     return net
 
 
@@ -165,7 +177,7 @@ def _merge_histories(histories: list[dict]) -> dict:
     return out
 
 
-def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar, crossfit=None) -> dict:
+def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -> dict:
     """Train every model of `net` for up to `steps` steps; with validation rows, each model stops on its
     own and `net` ends with each model's best weights.
 
@@ -178,7 +190,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar, c
     batches = torch.from_numpy(_batch_indices(plan.fit_rows, plan.seeds, steps, settings.batch_size, salt))
     val_idx, val_mask = padded_rows(plan.val_rows)
     early = bool(val_mask.any())
-    base_rows = _base_rows(net, X, rows, crossfit)
+    base_rows = _base_rows(net, X, rows)
     best = _snapshot(net)
     best_loss = _val_loss(net, X, rows, val_idx, val_mask, weights, _at(base_rows, alive, val_idx)) if early else None
     stale = torch.zeros(net.n_models, dtype=torch.long)
@@ -235,17 +247,15 @@ def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Te
 
 
 def _adam(net: CalibrationNet, settings: Settings, lr: float) -> torch.optim.Adam:
-    """Adam on the shared weights, and on the judge offsets with judge_updates=dense (every judge's at every
-    step). Fresh per phase. Adam's weight_decay adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2."""
-    groups = [{"params": net.shared_parameters(), "weight_decay": 2 * settings.weight_decay}]
-    if settings.judge_updates == "dense":
-        groups.append({"params": net.judge_parameters(), "weight_decay": 2 * settings.l2_judge})
-    return torch.optim.Adam(groups, lr=lr, fused=True)
+    """Adam on the shared weights, fresh per phase (the judge offsets: `_lazy_adam`). Adam's weight_decay
+    adds wd * w to the gradient, i.e. the L2 penalty (wd / 2)|w|^2."""
+    return torch.optim.Adam(net.shared_parameters(), lr=lr, weight_decay=2 * settings.weight_decay, fused=True)
 
 
 def _lazy_adam(net: CalibrationNet, settings: Settings, lr: float) -> LazyAdam | None:
-    """With judge_updates=lazy (and judge offsets): Adam on the offsets of the judges each batch holds."""
-    if settings.judge_updates != "lazy" or not net.personalised:
+    """With judge offsets: Adam on the offsets of the judges each batch holds (calibration/model/lazy_adam.py),
+    so a step costs what the batch holds, not all judges."""
+    if not net.personalised:
         return None
     return LazyAdam(net.judge_parameters(), lr=lr, weight_decay=2 * settings.l2_judge)
 
@@ -288,23 +298,15 @@ def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, bat
 
 
 @torch.no_grad()
-def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows, crossfit: CrossFit | None = None) -> torch.Tensor | None:
+def _base_rows(net: CalibrationNet, X: torch.Tensor, rows: Rows) -> torch.Tensor | None:
     """(M, R, Q*K) the fixed base's log-probabilities of every label row, for every model: computed once
-    per phase instead of at every step. None without a base (or before it joins, base_phase=finetune), or
-    where it would take more than BASE_ROWS_ENTRIES floats (then each step computes its batch's).
-    With `crossfit`, each model's fit rows hold its out-of-fold values instead: only training steps read
-    fit rows (validation reads the validation rows, which keep the base's). Then the table is kept whatever
-    its size, since a step could not compute those values."""
+    per phase instead of at every step. None without a base (or before it joins at fine-tuning), or
+    where it would take more than BASE_ROWS_ENTRIES floats (then each step computes its batch's)."""
     n_models, n_rows = net.n_models, len(rows.item)
-    if not net.n_base or not net.base_active:
-        return None
-    if crossfit is None and n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
+    if not net.n_base or not net.base_active or n_models * n_rows * net.option_pad.numel() > BASE_ROWS_ENTRIES:
         return None
     x = X[rows.item].expand(n_models, -1, -1)
-    table = net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
-    if crossfit is not None:
-        crossfit.write_into(table)
-    return table
+    return net.base_logits(x, rows.judge.expand(n_models, -1)).contiguous()
 
 
 def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor) -> torch.Tensor | None:

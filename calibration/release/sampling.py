@@ -11,23 +11,22 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-import numpy as np
-
 from calibration.release.plan import PLAN_FILE, uniform_plan
 
 
 def run_estimate_plan(cfg) -> Path:
     from calibration import load_dataset
-    from calibration.suggest import _conversations, suggestions_frame
+    from calibration.labelling.items import dataset_conversations
+    from calibration.labelling.sheet import sheet_frame
     from rubric.files import atomic_write_text
 
     start = time.perf_counter()
     ds = load_dataset(cfg.data, require_labels=False)
     plan = uniform_plan(ds.items["conversation_id"], int(cfg.budget), seed=int(cfg.seed))
     chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
-    item = np.flatnonzero(ds.items["conversation_id"].isin(chosen).to_numpy())
-    frame = suggestions_frame(ds, item, [""] * len(item), np.zeros(len(item)), "estimate",
-                              questions=str(cfg.get("questions", "all")), conversations=_conversations(cfg.data))
+    keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
+    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, dataset_conversations(cfg.data),
+                        questions=str(cfg.get("questions", "all")), scores=None)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, frame.to_csv(index=False))

@@ -24,6 +24,7 @@ from calibration.evaluation.cv_predictions import (
 from calibration.evaluation.metrics import jsonable
 from calibration.evaluation.significance import METRICS
 from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
+from calibration.report.decisions import decision_sections
 from calibration.report.page import (
     PAGE,
     encode_png,
@@ -34,6 +35,7 @@ from calibration.report.page import (
     section_html,
 )
 from calibration.report.pool import prefetching_pool, report_threads, run_cvs
+from calibration.report.release import raw_adherence, release_section, release_summary
 from calibration.report.reliability import plot_reliability, prepare_reliability
 from calibration.report.tables import (
     plot_distributions,
@@ -231,6 +233,10 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         turn_results, turn_html_sections, drilldown = turn_sections(cfg.data, ds, predictions, adheres_at=threshold)
         results.update(turn_results)
         html_sections += turn_html_sections
+        if threshold is not None:  # what `role-rubric estimate` would give on a release like this data
+            results["release"] = release_summary(predictions, raw_adherence(ds, float(threshold)),
+                                                 adheres_at=float(threshold), seed=seed)
+            html_sections.append(release_section(results["release"]))
         skipped = [
             f"{title} (report.{key}{'.repeats=0' if key == 'learning_curve' else '=false'})"
             for title, key, on in (
@@ -350,47 +356,13 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
                 )
             )
             timings["learning curve"] = time.perf_counter() - tick
-        if threshold is not None or opts.get("active_labelling"):
-            from calibration.report.decisions import (
-                plot_decisions,
-                plot_labelling,
-                prepare_decisions,
-                prepare_labelling,
-                turn_table,
-            )
+        tick = time.perf_counter()
+        decided, decision_html = decision_sections(main_calibrated, threshold, opts.get("active_labelling"), seed=seed,
+                                                   out=out)
+        results.update(decided)
+        html_sections += decision_html
         if threshold is not None:
-            tick = time.perf_counter()
-            decisions = prepare_decisions(turn_table(main_calibrated, float(threshold)), seed=seed)
-            results["decisions"] = _records(decisions)
-            html_sections.append(
-                section_html(
-                    "What can be decided automatically",
-                    "Per turn: adheres, violates or escalate to a human (<code>role-rubric decide</code>). The "
-                    "threshold is set on a random half of the conversations so that, with probability 0.9, the "
-                    "disagreement with the reviewers' majority (answer &ge; "
-                    f"{float(threshold):g} adheres; a tie counts as a disagreement) on decided turns stays under "
-                    "the risk; the other half measures it (20 splits). Adherence probability: the mean of the "
-                    "out-of-fold predictions for the turn's own reviewers (decide averages every training judge).",
-                    ("decisions.png", encode_png(plot_decisions(decisions)[0], out / "decisions.png")),
-                    html_table(decisions.round(3)),
-                )
-            )
             timings["decisions"] = time.perf_counter() - tick
-        if opts.get("active_labelling"):
-            labelling = prepare_labelling(opts.active_labelling)
-            results["active_labelling"] = _records(labelling["table"])
-            html_sections.append(
-                section_html(
-                    "How many labels are enough",
-                    f"Simulated active labelling ({html.escape(labelling['dataset'])}, "
-                    f"{len(labelling['seeds'])} seeds, benchmarks/active_labelling.py): from 10% of the label pool, "
-                    "5% more per round chosen by each strategy of <code>role-rubric suggest</code>; test RMSE of "
-                    "the target (band: 95% interval over seeds). Label saving: the share of labels not needed to "
-                    "reach random's RMSE with the whole pool.",
-                    ("active_labelling.png", encode_png(plot_labelling(labelling)[0], out / "active_labelling.png")),
-                    html_table(labelling["table"]),
-                )
-            )
 
     intro = (
         f"Data <code>{html.escape(str(cfg.data))}</code>, target {html.escape(target)}, "

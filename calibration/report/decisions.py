@@ -11,6 +11,7 @@ Labels: reads the JSON of benchmarks/active_labelling.py (a simulation too long 
 
 from __future__ import annotations
 
+import html
 import json
 from pathlib import Path
 
@@ -18,7 +19,9 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from calibration.evaluation.metrics import jsonable
 from calibration.evaluation.risk_control import RISK_LEVELS, validate
+from calibration.report.page import encode_png, html_table, section_html
 
 
 def turn_table(rows: pd.DataFrame, adheres_at: float) -> pd.DataFrame:
@@ -118,3 +121,40 @@ def plot_labelling(labelling: dict, ax=None):
     ax.legend(fontsize=7)
     fig.tight_layout()
     return fig, ax
+
+
+def decision_sections(rows: pd.DataFrame, threshold: float | None, labelling_json: str | None, *, seed: int,
+                      out: Path) -> tuple[dict, list[str]]:
+    """Both sections for the report: what they add to metrics.json, and their HTML. "What can be decided"
+    needs the adherence threshold (the calibrated model's out-of-fold `rows`); "How many labels" the JSON
+    of benchmarks/active_labelling.py. Each writes its PNG into `out`."""
+    results: dict = {}
+    sections = []
+    if threshold is not None:
+        decisions = prepare_decisions(turn_table(rows, float(threshold)), seed=seed)
+        results["decisions"] = jsonable(decisions.to_dict(orient="records"))
+        sections.append(section_html(
+            "What can be decided automatically",
+            "Per turn: adheres, violates or escalate to a human (<code>role-rubric decide</code>). The "
+            "threshold is set on a random half of the conversations so that, with probability 0.9, the "
+            "disagreement with the reviewers' majority (answer &ge; "
+            f"{float(threshold):g} adheres; a tie counts as a disagreement) on decided turns stays under "
+            "the risk; the other half measures it (20 splits). Adherence probability: the mean of the "
+            "out-of-fold predictions for the turn's own reviewers (decide averages every training judge).",
+            ("decisions.png", encode_png(plot_decisions(decisions)[0], out / "decisions.png")),
+            html_table(decisions.round(3)),
+        ))
+    if labelling_json:
+        labelling = prepare_labelling(labelling_json)
+        results["active_labelling"] = jsonable(labelling["table"].to_dict(orient="records"))
+        sections.append(section_html(
+            "How many labels are enough",
+            f"Simulated active labelling ({html.escape(labelling['dataset'])}, "
+            f"{len(labelling['seeds'])} seeds, benchmarks/active_labelling.py): from 10% of the label pool, "
+            "5% more per round chosen by each strategy of <code>role-rubric suggest</code>; test RMSE of "
+            "the target (band: 95% interval over seeds). Label saving: the share of labels not needed to "
+            "reach random's RMSE with the whole pool.",
+            ("active_labelling.png", encode_png(plot_labelling(labelling)[0], out / "active_labelling.png")),
+            html_table(labelling["table"]),
+        ))
+    return results, sections

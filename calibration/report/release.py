@@ -20,6 +20,14 @@ from calibration.report.page import html_table, section_html
 N_VALUES = (10, 20, 40, 80)
 
 
+def raw_adherence(ds, adheres_at: float) -> float:
+    """The raw judge's mean P(target >= adheres_at) over the labelled turns of `ds`."""
+    t = ds.target_index
+    k = int(ds.n_options[t])
+    above = ds.option_values()[t, :k] >= adheres_at
+    return float(ds.probs[np.unique(ds.label_item), t, :k][:, above].sum(1).mean())
+
+
 def release_summary(predictions: pd.DataFrame, raw_adherence: float, *, adheres_at: float, alpha: float = 0.1,
                     seed: int = 0, draws: int = 200) -> dict:
     """The rates and, per n, the mean interval widths, effective labels and coverage over `draws` samples."""

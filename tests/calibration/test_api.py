@@ -84,7 +84,7 @@ def test_strict_and_binary_modes(convs, cache):
     assert min(adh) < threshold < np.mean(adh)
     assert RoleAdherence(threshold=threshold, cache=cache).measure(conv).success
     strict = RoleAdherence(threshold=threshold, strict_mode=True, cache=cache).measure(conv)
-    assert not strict.success and strict.violating_turns
+    assert not strict.success and strict.violating_turn_indices
     binary = RoleAdherence(threshold=threshold, output_mode="binary", cache=cache).measure(conv)
     assert {t.turn_score for t in binary.turns} <= {0.0, 1.0}
     assert binary.score == pytest.approx(np.mean([a >= threshold for a in adh]))

@@ -12,6 +12,7 @@ import pytest
 from calibration.cli import main
 from calibration.evaluation.risk_control import calibrate, decide, losses, p_value, validate
 from rubric.errors import InputError
+from tests.calibration.conftest import make_native_dataset
 
 
 def _calibrated_sample(rng, n: int, reviewers: int = 1):
@@ -90,8 +91,15 @@ def test_bad_settings_are_input_errors(kwargs, match):
         calibrate(np.array([0.9]), np.array([1]), np.array([1]), **kwargs)
 
 
+@pytest.fixture(scope="module")
+def held_out_dir(tmp_path_factory):
+    """Labelled turns from the same process as the model's training data, never trained on (decide refuses
+    the model's own training conversations)."""
+    return make_native_dataset(tmp_path_factory.mktemp("held_out"), seed=1)
+
+
 def test_decide_command_stores_calibration_and_decides_every_turn(
-    tiny_model, synthetic_dir, tmp_path, capsys
+    tiny_model, synthetic_dir, held_out_dir, tmp_path, capsys
 ):
     out = tmp_path / "decide"
     assert (
@@ -99,7 +107,7 @@ def test_decide_command_stores_calibration_and_decides_every_turn(
             [
                 "decide",
                 f"model={tiny_model}",
-                f"calibration={synthetic_dir}",
+                f"calibration={held_out_dir}",
                 f"data={synthetic_dir}",
                 f"out={out}",
                 "risk=0.3",
@@ -122,11 +130,11 @@ def test_decide_without_labels_is_one_clear_error(tiny_model, tmp_path, capsys):
     assert "error" in capsys.readouterr().err
 
 
-def test_role_adherence_with_risk_uses_the_stored_calibration(tiny_model, synthetic_dir, tmp_path):
+def test_role_adherence_with_risk_uses_the_stored_calibration(tiny_model, held_out_dir, tmp_path):
     from calibration.api import RoleAdherence
     from calibration.decide import load_calibration, threshold_from
 
-    assert main(["decide", f"model={tiny_model}", f"calibration={synthetic_dir}", f"out={tmp_path}"]) == 0
+    assert main(["decide", f"model={tiny_model}", f"calibration={held_out_dir}", f"out={tmp_path}"]) == 0
     metric = RoleAdherence(calibrator=tiny_model, risk=0.3, delta=0.2)
     expected = threshold_from(load_calibration(tiny_model), risk=0.3, delta=0.2).threshold
     assert metric.decision_threshold == expected

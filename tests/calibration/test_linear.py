@@ -1,4 +1,4 @@
-"""The simple personalised models (calibration/model/linear.py), the network's ordinal base, the linear
+"""The simple personalised models (calibration/model/linear.py), the network's base, the linear
 baselines in cv, and cv on data whose target has no judge distribution."""
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ def test_models_fitted_together_equal_models_fitted_alone():
                               atol=1e-4)
 
 
-def test_the_network_starts_as_its_ordinal_base(synthetic_dir):
+def test_the_network_starts_as_its_base(synthetic_dir):
     ds = load_dataset(synthetic_dir)
     spec, X, n_base = model_inputs(ds, Settings())
     assert n_base == len(spec["expected"]["questions"]) == 3
@@ -119,12 +119,14 @@ def test_the_network_starts_as_its_ordinal_base(synthetic_dir):
     judge = torch.arange(X.shape[0])[None] % len(ds.judges)
     rows = torch.from_numpy(ds.label_item.copy())[None]
     answers = torch.from_numpy(ds.answers.copy())[None]
-    base = fit_linear("ordinal", X[rows][..., -n_base:], torch.from_numpy(ds.label_judge.copy())[None], answers,
+    base = fit_linear("multinomial", X[rows][..., -n_base:], torch.from_numpy(ds.label_judge.copy())[None], answers,
                       torch.ones_like(rows, dtype=torch.bool), ds.n_options.tolist(), len(ds.judges), 1e-3)
     net = CalibrationNet(1, X.shape[1], len(ds.judges), ds.n_options.tolist(), n_base=n_base)
     net.set_base(base)
-    logp = net(X[None], judge)
-    expected = base.logp(e, judge, ds.n_options.tolist()).float()
+    t = ds.target_index
+    net.add_base(t)  # as fine-tuning does: the target restarts as the base plus a zero residual
+    logp = net(X[None], judge)[:, :, t]
+    expected = base.logp(e, judge, ds.n_options.tolist()).float()[:, :, t]
     # to float32 precision (the base runs in float32 inside the network); -inf where an option is absent
     torch.testing.assert_close(logp.detach(), expected, atol=1e-5, rtol=1e-3)
 

@@ -117,7 +117,7 @@ def test_precomputed_base_gives_the_same_step():
     with torch.no_grad():
         for name in ("base_weight", "base_bias", "base_judge"):
             getattr(net, name).normal_(generator=gen)
-        net.base_bias.copy_(net.base_bias.sort(dim=-1).values)  # ordered thresholds
+    net.add_base(0)  # as fine-tuning does
     X = torch.rand(10, 7, generator=gen)
     rows = Rows(torch.randint(0, 10, (30,), generator=gen), torch.randint(0, 5, (30,), generator=gen),
                 torch.randint(0, 3, (30, 3), generator=gen))

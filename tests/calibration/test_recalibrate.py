@@ -117,7 +117,7 @@ def test_cv_pooling_and_recalibration_settings(synthetic_dir):
     p = ["p_1", "p_2", "p_3", "p_4"]
 
     def probs(**kw):
-        # without the ordinal base: members that share it and barely leave it in these few steps would pool
+        # without the base: members that share it and barely leave it in these few steps would pool
         # to the same distribution either way, and this test is about the pooling
         pred = cross_validate(
             ds, dataclasses.replace(FAST, base="none", **kw), folds=3, seed=0, baselines=False

@@ -28,3 +28,23 @@ def test_turn_rows_have_the_user_message_and_the_reply():
     assert conv["score"].iloc[0] == 0.8765
     _, bare = results_frames([result])
     assert "user" not in bare.columns
+
+
+def test_violating_turns_are_named_as_indices_and_counted_beside_a_mean_success():
+    """success is the mean score against the threshold: a conversation passes beside a turn below it,
+    and the CSV says which turn (a 0-based index) and how many, in columns that cannot be read as one
+    another."""
+    good = {"overall": {1.0: 0.1, 4.0: 0.9}}
+    bad = {"overall": {1.0: 0.8, 4.0: 0.2}}
+    turns = [
+        TurnResult(0, good, {"overall": 3.7}, 0.9, True, 0.9, good),
+        TurnResult(1, bad, {"overall": 1.6}, 0.2, False, 0.2, bad),
+        TurnResult(2, good, {"overall": 3.7}, 0.9, True, 0.9, good),
+    ]
+    result = AdherenceResult("c1", 2.0 / 3, True, 0.5, False, "continuous", True, "overall", 3.0, "all", turns)
+    assert result.violating_turn_indices == [1] and result.success
+    conv, _ = results_frames([result])
+    row = conv.iloc[0]
+    assert row["violating_turn_indices"] == "1" and row["violating_turn_count"] == 1 and bool(row["success"])
+    assert "violating_turns" not in conv.columns
+    assert "turn(s) [1] below the threshold" in result.reason

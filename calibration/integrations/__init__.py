@@ -1,0 +1,21 @@
+"""role-rubric inside other evaluation frameworks.
+
+`calibration.integrations.deepeval.RoleRubricMetric`: a deepeval conversational metric (the
+`role-rubric[deepeval]` extra; docs/how-to/deepeval.md). Nothing here imports a framework until its
+integration is used, so `import calibration` never pays for (or needs) deepeval.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+_EXPORTS = {"RoleRubricMetric": "calibration.integrations.deepeval"}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

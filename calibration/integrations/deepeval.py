@@ -1,0 +1,292 @@
+"""RoleRubricMetric: role-rubric's per-turn, calibrated role adherence as a deepeval conversational metric.
+
+    from calibration.integrations.deepeval import RoleRubricMetric
+    metric = RoleRubricMetric(calibrator="runs/demo/model", judge="embedding", threshold=0.5)
+    evaluate(test_cases=[ConversationalTestCase(turns=[...], chatbot_role="...")], metrics=[metric])
+
+A `ConversationalTestCase` becomes one role-rubric conversation: its `chatbot_role`, and one turn per assistant
+reply with the user message(s) before it. `RoleAdherence` (calibration/api.py, which defines every number)
+measures it: `score` is the session score (mean turn score), `success` the RoleAdherence success, and `reason`
+names the lowest turns by their position in `test_case.turns`, with their adherence and the rubric questions
+whose expected answer pulled them down. Per turn, `metric.result` (an AdherenceResult) and
+`metric.turn_indices` (where each scored turn sits in `test_case.turns`) keep everything; `metric.results`
+collects every conversation measured by the metric and the copies deepeval makes of it during `evaluate`.
+
+Mapping rules: consecutive user messages are one user message; consecutive assistant messages are one reply
+(one scored turn); a trailing user message with no reply is not scored (the reason says so). A test case with
+no `chatbot_role` or no assistant turn raises deepeval's MissingTestCaseParamsError; an assistant message
+before any user message, or an empty message, raises MismatchedTestCaseInputsError. deepeval reports both the
+usual way (`ignore_errors`, `skip_on_missing_params` apply).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+try:
+    from deepeval.errors import MismatchedTestCaseInputsError, MissingTestCaseParamsError
+    from deepeval.metrics import BaseConversationalMetric
+except ModuleNotFoundError as exc:  # only deepeval itself missing gets the hint; a broken install shows as is
+    if exc.name is None or exc.name.split(".")[0] != "deepeval":
+        raise
+    raise ModuleNotFoundError(
+        "RoleRubricMetric needs deepeval: pip install 'role-rubric[deepeval]' (or pip install deepeval).",
+        name="deepeval",
+    ) from exc
+
+from calibration.api import RoleAdherence
+from calibration.api_results import AdherenceResult, TurnResult
+from rubric.conversations import Conversation, conversations_from_records
+from rubric.errors import InputError
+from rubric.schema import Rubric
+
+NAME = "Role Rubric"
+
+
+class RoleRubricMetric(BaseConversationalMetric):
+    """role-rubric's role adherence of a deepeval `ConversationalTestCase` (with `chatbot_role`).
+
+    Args (the first six as in RoleAdherence, calibration/api.py):
+        calibrator: a model directory from `role-rubric train` (None: the raw judge, uncalibrated).
+        judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...) or a mapping.
+        threshold: adherence a turn needs to adhere, and the session score needed for success.
+        strict_mode: success only if every turn adheres (the score stays the session score).
+        judges: None (all training judges), a list of trusted judge ids, or "population".
+        risk, delta: decide every turn (adheres / violates / escalate) with risk control; see RoleAdherence.
+        rubric, adheres_at, output_mode, cache, allow_judge_mismatch: passed to RoleAdherence.
+        include_reason: ask the (LLM) judge for a short justification and quote it for the lowest turns.
+        lowest_turns: how many of the lowest turns the reason names.
+        verbose_mode: print the per-turn table after every measurement.
+        adherence: an existing RoleAdherence to measure with instead of building one (its threshold and
+            strict_mode become the metric's). deepeval copies the metric once per test case; the copies get
+            this object, so a calibrator and an embedding model load once.
+        results: a list that every measured AdherenceResult is appended to (default: a new one), shared the
+            same way, so `metric.results` holds every conversation `evaluate` measured.
+    """
+
+    _requires_chatbot_role = True
+
+    def __init__(
+        self,
+        calibrator: str | Path | None = None,
+        judge: str | Mapping[str, Any] = "embedding",
+        threshold: float = 0.5,
+        strict_mode: bool = False,
+        judges: None | str | Sequence[str] = None,
+        risk: float | None = None,
+        *,
+        delta: float = 0.1,
+        rubric: str | Path | Rubric | None = None,
+        adheres_at: float | None = None,
+        output_mode: str = "continuous",
+        include_reason: bool = False,
+        cache: str | Path | None = None,
+        allow_judge_mismatch: bool = False,
+        lowest_turns: int = 3,
+        verbose_mode: bool = False,
+        adherence: RoleAdherence | None = None,
+        results: list[AdherenceResult] | None = None,
+    ):
+        if adherence is None:
+            adherence = RoleAdherence(
+                calibrator,
+                judge=judge,
+                threshold=threshold,
+                strict_mode=strict_mode,
+                output_mode=output_mode,
+                judges=judges,
+                include_reason=include_reason,
+                risk=risk,
+                delta=delta,
+                rubric=rubric,
+                adheres_at=adheres_at,
+                cache=cache,
+                allow_judge_mismatch=allow_judge_mismatch,
+            )
+        if int(lowest_turns) < 1:
+            raise InputError(f"lowest_turns={lowest_turns} names no turn.", fix="pass lowest_turns >= 1.")
+        # Every __init__ argument is kept under its own name: deepeval copies a metric by passing these back.
+        self.calibrator, self.judge, self.judges = calibrator, judge, judges
+        self.risk, self.delta = risk, delta
+        self.rubric, self.adheres_at, self.output_mode, self.cache = rubric, adheres_at, output_mode, cache
+        self.allow_judge_mismatch, self.include_reason = allow_judge_mismatch, include_reason
+        self.lowest_turns, self.verbose_mode = int(lowest_turns), bool(verbose_mode)
+        self.adherence = adherence
+        self.results = [] if results is None else results
+        self.threshold, self.strict_mode = adherence.threshold, adherence.strict_mode
+        self.evaluation_model = _model_name(adherence)
+        self.result: AdherenceResult | None = None
+        self.turn_indices: list[tuple[int, ...]] = []
+
+    @property
+    def __name__(self) -> str:
+        return NAME
+
+    # deepeval's interface -----------------------------------------------------------------------------------
+    def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
+        """Score the test case (deepeval passes private keyword arguments such as _show_indicator: unused)."""
+        conversation, indices, unanswered = self._prepare(test_case)
+        return self._finish(self.adherence.measure(conversation), indices, unanswered)
+
+    async def a_measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
+        """`measure` on the running event loop: RoleAdherence.a_measure, the judge's async gather."""
+        conversation, indices, unanswered = self._prepare(test_case)
+        return self._finish(await self.adherence.a_measure(conversation), indices, unanswered)
+
+    def is_successful(self) -> bool:
+        # RoleAdherence decides success (strict_mode: every turn adheres), not score >= threshold.
+        if self.error is not None or self.success is None:
+            self.success = False
+        return bool(self.success)
+
+    # internals ----------------------------------------------------------------------------------------------
+    def _prepare(self, test_case: Any) -> tuple[Conversation, list[tuple[int, ...]], list[int]]:
+        """Reset the last measurement and map the test case, recording deepeval's error text on failure. The
+        mapping is returned, not stored, so measurements running at once on one metric never mix turns."""
+        self.error, self.score, self.success, self.reason, self.result = None, None, None, None, None
+        self.score_breakdown, self.verbose_logs, self.turn_indices = None, None, []
+        try:
+            return conversation_from_test_case(test_case)
+        except (MissingTestCaseParamsError, MismatchedTestCaseInputsError) as exc:
+            self.error = str(exc)
+            raise
+
+    def _finish(
+        self, result: AdherenceResult, indices: list[tuple[int, ...]], unanswered: list[int]
+    ) -> float:
+        labels = [_label(ix) for ix in indices]
+        self.result, self.turn_indices = result, indices
+        self.results.append(result)
+        self.score, self.success = result.score, result.success
+        self.score_breakdown = {label: t.adherence for label, t in zip(labels, result.turns, strict=True)}
+        self.reason = _reason(result, labels, self.adherence.rubric, self.lowest_turns, unanswered)
+        self.verbose_logs = _turn_table(result, labels)
+        if self.verbose_mode:
+            print(f"{NAME} ({self.evaluation_model}):\n{self.verbose_logs}\n{self.reason}")
+        return self.score
+
+
+def conversation_from_test_case(test_case: Any) -> tuple[Conversation, list[tuple[int, ...]], list[int]]:
+    """(the role-rubric conversation, for each of its turns the positions in `test_case.turns` of the assistant
+    message(s) judged, the positions of trailing user messages with no reply)."""
+    role = getattr(test_case, "chatbot_role", None)
+    if not isinstance(role, str) or not role.strip():
+        raise MissingTestCaseParamsError(
+            f"'chatbot_role' in a conversational test case cannot be empty for the '{NAME}' metric: it is the "
+            "role every assistant turn is judged against. Pass ConversationalTestCase(chatbot_role=...)."
+        )
+    turns = list(getattr(test_case, "turns", None) or [])
+    if not turns:
+        raise MissingTestCaseParamsError("'turns' in conversational test case cannot be empty.")
+    groups: list[tuple[list[str], list[str], list[int]]] = []  # (user messages, assistant messages, indices)
+    pending: list[int] = []  # user messages since the last reply
+    for i, turn in enumerate(turns):
+        text = turn.content if isinstance(turn.content, str) else ""
+        if not text.strip():
+            raise MismatchedTestCaseInputsError(
+                f"turns[{i}] ({turn.role}) has empty content; the '{NAME}' metric judges the text of every "
+                "message. Give it the text the user saw, or drop the turn."
+            )
+        if turn.role == "user":
+            pending.append(i)
+        elif pending:
+            groups.append(([turns[j].content for j in pending], [text], [i]))
+            pending = []
+        elif groups:  # a second assistant message in a row: the same reply, sent in parts
+            groups[-1][1].append(text)
+            groups[-1][2].append(i)
+        else:
+            raise MismatchedTestCaseInputsError(
+                f"turns[{i}] is an assistant message before any user message; the '{NAME}' metric judges "
+                "replies to the user. Start the turns with the user's first message (an opening greeting "
+                "cannot be scored on its own)."
+            )
+    if not groups:
+        raise MissingTestCaseParamsError(
+            f"the conversational test case has no assistant turn, so the '{NAME}' metric has no reply to "
+            "judge. Add at least one Turn(role='assistant', ...) after a user turn."
+        )
+    name = getattr(test_case, "name", None)
+    record = {
+        "conversation_id": str(name) if name else "test_case",
+        "chatbot_role": role,
+        "turns": [{"user": "\n\n".join(u), "assistant": "\n\n".join(a)} for u, a, _ in groups],
+    }
+    try:
+        (conversation,) = conversations_from_records([record], source="deepeval test case")
+    except InputError as exc:  # e.g. text that is not valid Unicode
+        raise MismatchedTestCaseInputsError(f"{exc.problem} {exc.fix}".strip()) from None
+    return conversation, [tuple(ix) for _, _, ix in groups], pending
+
+
+def _label(indices: Sequence[int]) -> str:
+    return f"turns[{indices[0]}]" if len(indices) == 1 else f"turns[{indices[0]}..{indices[-1]}]"
+
+
+def _model_name(adherence: RoleAdherence) -> str:
+    judge = (
+        "no judge" if adherence.judge is None else f"{adherence.judge.backend} judge {adherence.judge.model}"
+    )
+    return f"role-rubric: {judge}, " + (
+        f"calibrated to {adherence.judges_label}" if adherence.model is not None else "not calibrated"
+    )
+
+
+def _pulled_down(turn: TurnResult, rubric: Rubric) -> str:
+    """The rubric questions (other than the target) whose expected answer lies below the upper half of their
+    scale, lowest first; if none does, the weakest one."""
+    scored = []
+    for q in rubric.questions:
+        if q.id == rubric.target or q.id not in turn.expected:
+            continue
+        values = sorted(q.values)
+        lo, hi, cut = values[0], values[-1], values[len(values) // 2]
+        e = turn.expected[q.id]
+        scored.append(((e - lo) / (hi - lo), e < cut, f"{q.id} {e:.1f} of {lo:g}-{hi:g}"))
+    if not scored:
+        return ""
+    scored.sort()
+    below = [text for _, low, text in scored if low][:3]
+    return ", ".join(below) if below else "weakest: " + scored[0][2]
+
+
+def _reason(
+    result: AdherenceResult, labels: list[str], rubric: Rubric, lowest: int, unanswered: list[int]
+) -> str:
+    """One paragraph: the score and verdict, then the lowest turns and what pulled each down."""
+    turns = result.turns
+    below = sum(not t.adheres for t in turns)
+    source = f"calibrated to {result.judges}" if result.calibrated else "raw judge, not calibrated"
+    text = (
+        f"Score {result.score:.3f}: mean turn {'adherence' if result.output_mode == 'continuous' else 'score'} "
+        f"over {len(turns)} assistant turn(s), {below} below adherence {result.threshold:g}; "
+        f"{'pass' if result.success else 'fail'}{' (strict: every turn must adhere)' if result.strict_mode else ''}; "
+        f"{source}."
+    )
+    order = sorted(range(len(turns)), key=lambda k: turns[k].adherence)[:lowest]
+    parts = []
+    for k in order:
+        t = turns[k]
+        why = _pulled_down(t, rubric)
+        part = f"{labels[k]} adherence {t.adherence:.2f}" + (f" ({why})" if why else "")
+        if t.decision is not None:
+            part += f", decision {t.decision}"
+        if t.reason:
+            part += f', judge: "{t.reason.strip()}"'
+        parts.append(part)
+    text += f" Lowest turn{'s' if len(parts) > 1 else ''}: " + "; ".join(parts) + "."
+    if unanswered:
+        text += f" Not scored: {', '.join(f'turns[{i}]' for i in unanswered)} (user, no reply)."
+    return text
+
+
+def _turn_table(result: AdherenceResult, labels: list[str]) -> str:
+    """Every scored turn: where it is, its adherence and its expected answer to each question."""
+    rows = []
+    for label, t in zip(labels, result.turns, strict=True):
+        expected = ", ".join(f"{q} {v:.2f}" for q, v in t.expected.items())
+        mark = "adheres" if t.adheres else "BELOW"
+        rows.append(f"  {label}: adherence {t.adherence:.3f} {mark}; expected {expected}")
+    return "\n".join(rows)

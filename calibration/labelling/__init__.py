@@ -1,0 +1,15 @@
+"""Human labels in and out: Label Studio tasks and exports, and the plain labelling sheet.
+
+- `items`: the turns to label (all, or those a suggest sheet or sample plan names), the conversation so far
+  as messages, and the check that a labelled turn still says what the reviewer saw.
+- `answers`: every answer checked against the rubric, and the labelled dataset folder written.
+- `label_studio`: the labelling config made from rubric.yaml, tasks, and a Label Studio JSON export read
+  into labels.csv rows; `label_studio_api`: the same over Label Studio's REST API.
+- `sheet`: the CSV sheet `suggest` writes and `import source=sheet` reads back.
+- `commands`: `role-rubric label-studio` and `role-rubric import`.
+"""
+
+from calibration.labelling.items import conversation_messages, read_selection
+from calibration.labelling.label_studio import label_config, label_studio_labels, make_tasks
+
+__all__ = ["conversation_messages", "label_config", "label_studio_labels", "make_tasks", "read_selection"]

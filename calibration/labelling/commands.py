@@ -1,0 +1,177 @@
+"""`role-rubric label-studio` (tasks and a labelling config, to files or a server) and `role-rubric import`.
+
+    role-rubric label-studio data=DIR out=DIR [select=SHEET.csv] [predictions=predictions.csv]
+    role-rubric label-studio data=DIR url=http://localhost:8080 [project=ID]      (token: $LABEL_STUDIO_API_KEY)
+    role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR     (or url= and project=)
+    role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
+    role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+from calibration.labelling.answers import copied_names, write_labelled_dataset
+from calibration.labelling.items import dataset_conversations, every_turn, read_selection
+from calibration.labelling.label_studio import (
+    config_questions,
+    label_config,
+    label_studio_labels,
+    make_tasks,
+    read_export,
+    read_judge_map,
+    read_predictions,
+)
+from calibration.labelling.label_studio_api import LabelStudio
+from calibration.labelling.sheet import sheet_labels
+from rubric.errors import InputError
+from rubric.files import atomic_write_text, ensure_out_dir
+from rubric.schema import load_rubric
+
+EXPORT_NAME = "label-studio-export.json"
+
+
+def run_label_studio(cfg) -> dict[str, int]:
+    """CLI: `role-rubric label-studio data=DIR (out=DIR | url=URL [project=ID]) [select=FILE] [predictions=FILE]`."""
+    token = _token(cfg) if cfg.get("url") else ""  # before any work: a missing token is the likeliest mistake
+    data = Path(cfg.data)
+    rubric = load_rubric(data / "rubric.yaml")
+    conversations = dataset_conversations(data)
+    items = read_selection(cfg.select, conversations) if cfg.get("select") else every_turn(conversations)
+    predictions = read_predictions(cfg.predictions, rubric) if cfg.get("predictions") else None
+    tasks = make_tasks(items, conversations, predictions)
+    config = label_config(rubric)
+    with_guess = sum("predictions" in t for t in tasks)
+    if not cfg.get("url") and not cfg.get("out"):
+        raise InputError("nowhere to put the tasks.", fix="pass out=FOLDER (files to import by hand) or url=URL "
+                         "(Label Studio's address; the token in $" + str(cfg.token_env) + ").")
+    counts = {"tasks": len(tasks), "tasks_with_pre_annotation": with_guess}
+    print(f"label-studio: {len(tasks)} tasks (one per turn to label; {with_guess} with the calibrated prediction "
+          f"as a pre-annotation), {len(rubric.ids)} questions each")
+    if cfg.get("out"):
+        out = ensure_out_dir(cfg.out)
+        atomic_write_text(out / "tasks.json", json.dumps(tasks, ensure_ascii=False, indent=1))
+        atomic_write_text(out / "label_config.xml", config)
+        print(f"label-studio: wrote {out / 'label_config.xml'} (Settings -> Labeling Interface -> Code) "
+              f"and {out / 'tasks.json'} (Import)")
+    if cfg.get("url"):
+        counts.update(_push(cfg, token, tasks, config))
+    return counts
+
+
+def _push(cfg, token: str, tasks: list[dict], config: str) -> dict[str, int]:
+    client = LabelStudio(str(cfg.url), token, timeout=float(cfg.timeout))
+    if cfg.get("project") is None:
+        project = client.create_project(str(cfg.title), config, annotations_per_task=int(cfg.annotations_per_task))
+        fresh, already = tasks, 0
+        made = "a new project"
+    else:
+        project = int(cfg.project)
+        _check_same_questions(client.project(project).get("label_config", ""), config, project, cfg.url)
+        there = {(str(t["data"].get("conversation_id")), str(t["data"].get("turn"))) for t in client.tasks(project)
+                 if isinstance(t.get("data"), dict)}
+        fresh = [t for t in tasks if (t["data"]["conversation_id"], str(t["data"]["turn"])) not in there]
+        already, made = len(tasks) - len(fresh), "project"
+    added = client.add_tasks(project, fresh) if fresh else 0
+    print(f"label-studio: added {added} tasks to {made} {project} ({already} were already there): "
+          f"{str(cfg.url).rstrip('/')}/projects/{project}")
+    return {"project": project, "tasks_added": added, "tasks_already_there": already}
+
+
+def _check_same_questions(theirs: str, ours: str, project: int, url: str) -> None:
+    """An existing project must ask exactly this rubric's questions with these options."""
+    if config_questions(theirs) != config_questions(ours):
+        asked = ", ".join(config_questions(theirs)) or "none"
+        raise InputError(f"project {project} at {url} asks other questions or options ({asked}) than rubric.yaml.",
+                         fix="leave out project= to make a new project, or pass data= the dataset it was made from.")
+
+
+def _token(cfg) -> str:
+    name = str(cfg.token_env)
+    token = os.environ.get(name, "").strip()
+    if not token:
+        raise InputError(f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",
+                         fix=f"export {name}=<your Access Token (Label Studio: Account & Settings)>; it is read "
+                             "from there only and never written.")
+    return token
+
+
+def run_import(cfg) -> dict[str, int]:
+    """CLI: `role-rubric import source=llm-rubric|label-studio|sheet ... out=DIR`."""
+    source = str(cfg.source)
+    if source == "llm-rubric":
+        from calibration.data.importers import run_llm_rubric_import
+
+        _need(cfg, source, "evaluations", "judgments")
+        return run_llm_rubric_import(cfg)
+    _need(cfg, source, "data")
+    data = Path(cfg.data)
+    rubric = load_rubric(data / "rubric.yaml")
+    if source == "sheet":
+        _need(cfg, source, "sheet")
+        conversations = dataset_conversations(data) if (data / "conversations.jsonl").exists() else None
+        known = None if conversations is not None else _llm_items(data)
+        labels, counts = sheet_labels(cfg.sheet, rubric, conversations=conversations, known=known)
+    else:
+        labels, counts = _label_studio_labels(cfg, data, rubric)
+    counts.update(write_labelled_dataset(data, cfg.out, labels))
+    print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    copied = ", ".join(n for n in copied_names(data)) or "nothing"
+    print(f"import: wrote {Path(cfg.out) / 'labels.csv'} ({counts['labels_written']} rows: {counts['labels']} imported,"
+          f" {counts['earlier_labels_kept']} earlier kept) and copied {copied} from {data}")
+    return counts
+
+
+def _label_studio_labels(cfg, data: Path, rubric):
+    conversations = dataset_conversations(data)
+    judge_map = read_judge_map(cfg.judge_map) if cfg.get("judge_map") else None
+    users = None
+    if cfg.get("export"):
+        if cfg.get("url"):
+            raise InputError("both export= and url= given.", fix="pass export=FILE.json, or url= and project=, not both.")
+        path, tasks = Path(cfg.export), read_export(cfg.export)
+    else:
+        if not cfg.get("url") or cfg.get("project") is None:
+            raise InputError("source=label-studio needs export=FILE.json, or url= and project=.",
+                             fix="pass export= a JSON export of the project, or url=URL project=ID (token in $"
+                                 f"{cfg.token_env}).")
+        client = LabelStudio(str(cfg.url), _token(cfg), timeout=float(cfg.timeout))
+        tasks, users = client.export(int(cfg.project)), client.users()
+        path = ensure_out_dir(cfg.out) / EXPORT_NAME
+        atomic_write_text(path, json.dumps(_with_emails(tasks, users), ensure_ascii=False, indent=1))
+        print(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
+    return label_studio_labels(tasks, rubric, conversations, path=path, users=users, judge_map=judge_map)
+
+
+def _with_emails(tasks: list[dict], users: dict[int, str]) -> list[dict]:
+    """The export with each completed_by id as {id, email}, as Label Studio writes it when asked to, so the
+    saved file imports again on its own."""
+    for task in tasks:
+        for ann in task.get("annotations") or []:
+            uid = ann.get("completed_by")
+            if isinstance(uid, int) and uid in users:
+                ann["completed_by"] = {"id": uid, "email": users[uid]}
+    return tasks
+
+
+def _llm_items(data: Path) -> set[tuple[str, str]] | None:
+    """Items of the dataset's llm.csv (a sheet's turns are checked against them when there is no
+    conversations.jsonl); None when the folder has neither."""
+    from calibration.data.reading import LLM_COLUMNS, _as_text_ids, _find, _read_table
+
+    path = _find(data, "llm", required=False)
+    if path is None:
+        raise InputError("the dataset folder has neither conversations.jsonl nor llm.csv to check the sheet's turns "
+                         "against.", path=data, fix="pass data= the dataset the sheet was made from.")
+    frame = _as_text_ids(_read_table(path, LLM_COLUMNS))
+    return set(zip(frame["conversation_id"], frame["turn"], strict=True))
+
+
+def _need(cfg, source: str, *keys: str) -> None:
+    for key in keys:
+        if cfg.get(key) in (None, "", "???"):
+            other = " (labels from reviewers: source=label-studio or source=sheet)" if source == "llm-rubric" else ""
+            raise InputError(f"source={source} needs {key}=.",
+                             fix=f"pass {key}=PATH{other}; see `role-rubric import --help`.")

@@ -1,0 +1,134 @@
+"""Label Studio's REST API over plain HTTP (the standard library's urllib: no SDK, no extra dependency).
+
+The API token is read by the caller from an environment variable and held only in this client's request
+header: it is never printed, logged or written, and any text that echoes it is masked before it is shown.
+Two kinds of token work: a legacy token (sent as `Authorization: Token ...`) and a personal access token
+(a JWT refresh token, exchanged at /api/token/refresh for an access token sent as `Bearer ...`).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import urllib.error
+import urllib.parse
+import urllib.request
+from typing import Any
+
+from rubric.errors import InputError
+
+PAGE = 500  # tasks per request when listing or adding tasks
+
+
+class LabelStudio:
+    """A client for one Label Studio server."""
+
+    def __init__(self, url: str, token: str, *, timeout: float = 60.0):
+        self.url = url.rstrip("/")
+        self._token = token
+        self.timeout = timeout
+        self._opener = _opener(self.url)
+        self._auth = self._authorization(token)
+
+    # -- what role-rubric uses ------------------------------------------------------------------------------
+    def project(self, project: int) -> dict[str, Any]:
+        return self._call("GET", f"/api/projects/{int(project)}", what=f"project {project}")
+
+    def create_project(self, title: str, label_config: str, *, annotations_per_task: int = 1) -> int:
+        body = {"title": title, "label_config": label_config, "maximum_annotations": int(annotations_per_task)}
+        return int(self._call("POST", "/api/projects", body, what="a new project")["id"])
+
+    def add_tasks(self, project: int, tasks: list[dict[str, Any]]) -> int:
+        """Import tasks in batches; returns how many the server took."""
+        added = 0
+        for start in range(0, len(tasks), PAGE):
+            reply = self._call("POST", f"/api/projects/{int(project)}/import", tasks[start : start + PAGE],
+                               what=f"tasks of project {project}")
+            added += int(reply.get("task_count", 0))
+        return added
+
+    def tasks(self, project: int) -> list[dict[str, Any]]:
+        """Every task of a project (data only), page by page."""
+        found: list[dict[str, Any]] = []
+        page = 1
+        while True:
+            reply = self._call("GET", f"/api/tasks?project={int(project)}&page_size={PAGE}&page={page}",
+                               what=f"tasks of project {project}")
+            found += reply.get("tasks", [])
+            if not reply.get("tasks") or len(found) >= int(reply.get("total", 0)):
+                return found
+            page += 1
+
+    def export(self, project: int) -> list[dict[str, Any]]:
+        """The project's JSON export (every task with annotations)."""
+        reply = self._call("GET", f"/api/projects/{int(project)}/export?exportType=JSON", what=f"project {project}")
+        if not isinstance(reply, list):
+            raise InputError(f"Label Studio at {self.url} sent no task list for project {project}.",
+                             fix="check the url= and project= (is it a Label Studio server?).")
+        return reply
+
+    def users(self) -> dict[int, str]:
+        """user id -> email, for annotations that name their annotator by id."""
+        return {int(u["id"]): str(u.get("email") or "") for u in self._call("GET", "/api/users/", what="users")}
+
+    # -- plumbing -------------------------------------------------------------------------------------------
+    def _authorization(self, token: str) -> str:
+        if token.count(".") == 2 and token.startswith("eyJ"):  # a personal access token (a JWT refresh token)
+            reply = self._call("POST", "/api/token/refresh", {"refresh": token}, what="the access token", auth="")
+            return f"Bearer {reply['access']}"
+        return f"Token {token}"
+
+    def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None) -> Any:
+        headers = {"Accept": "application/json"}
+        if (auth if auth is not None else self._auth):
+            headers["Authorization"] = auth if auth is not None else self._auth
+        data = None
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+            data = json.dumps(body).encode()
+        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        try:
+            with self._opener.open(request, timeout=self.timeout) as reply:
+                text = reply.read()
+        except urllib.error.HTTPError as exc:
+            raise self._refused(exc, what) from None
+        except (urllib.error.URLError, OSError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise InputError(f"cannot reach Label Studio at {self.url} ({self._mask(str(reason))}).",
+                             fix="start Label Studio or correct url= (e.g. http://localhost:8080).") from None
+        try:
+            return json.loads(text) if text else {}
+        except json.JSONDecodeError:
+            raise InputError(f"{self.url}{path.split('?')[0]} did not answer JSON; is it Label Studio?",
+                             fix="set url= to the address Label Studio runs at (e.g. http://localhost:8080).") from None
+
+    def _refused(self, exc: urllib.error.HTTPError, what: str) -> InputError:
+        detail = ""
+        try:
+            payload = json.loads(exc.read() or b"{}")
+            detail = str(payload.get("validation_errors") or payload.get("detail") or "")[:200].rstrip(".")
+        except (json.JSONDecodeError, AttributeError, OSError):
+            pass
+        detail = f": {self._mask(detail)}" if detail else ""
+        if exc.code in (401, 403):
+            return InputError(f"Label Studio at {self.url} refused the API token for {what} (HTTP {exc.code}){detail}.",
+                              fix="put your Access Token (Label Studio: Account & Settings) in the environment "
+                                  "variable named by token_env=.")
+        if exc.code == 404:
+            return InputError(f"Label Studio at {self.url} has no {what} (HTTP 404).",
+                              fix="check project= (the number in the project's address) and url=.")
+        return InputError(f"Label Studio at {self.url} refused {what} (HTTP {exc.code}){detail}.",
+                          fix="check the server's log; the request is as its API documents.")
+
+    def _mask(self, text: str) -> str:
+        return text.replace(self._token, "***") if self._token else text
+
+
+def _opener(url: str) -> urllib.request.OpenerDirector:
+    """The environment's proxies, except for a server on this machine (a proxy cannot reach our loopback)."""
+    host = urllib.parse.urlsplit(url).hostname or ""
+    try:
+        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        local = False
+    return urllib.request.build_opener(urllib.request.ProxyHandler({} if local else None))

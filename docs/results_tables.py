@@ -1,0 +1,388 @@
+"""Markdown tables rendered from benchmarks/results/*.json: the only source of the numbers in the docs.
+
+A results page holds a marker `<!-- results: NAME -->` (NAME a renderer below); docs/hooks.py replaces it
+with the table and a line saying which command, machine and date gave it. A renderer whose JSON file is
+missing renders a note that the benchmark has not been run, never numbers from elsewhere.
+The README's results table (`readme_table`) is rendered the same way by docs/gen_reference.py.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+RESULTS = ROOT / "benchmarks" / "results"
+MARKER = re.compile(r"<!-- results: (?P<name>[\w-]+) -->")
+
+
+def load(name: str, results: Path = RESULTS) -> dict[str, Any] | None:
+    path = results / f"{name}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.exists() else None
+
+
+def provenance(record: dict[str, Any]) -> str:
+    m = record["machine"]
+    return (
+        f"*Measured by `{record['command']}` on {record['date']}: {m['cores']} cores ({m['cpu_model']}), "
+        f"torch {m['torch']}, {record['wall_s']:g} s of wall time, load average {record['load_avg_1m_at_end']:g} "
+        f"at the end (`benchmarks/results/{record['benchmark']}.json`).*"
+    )
+
+
+def _table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _f(x: float | None, digits: int = 4) -> str:
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:.{digits}f}"
+
+
+def _interval(pair: list[float], digits: int = 4) -> str:
+    return f"[{pair[0]:+.{digits}f}, {pair[1]:+.{digits}f}]"
+
+
+# --- one renderer per table ---------------------------------------------------------------------------
+
+BASELINE_NAMES = {
+    "calibrated": "calibrated (the default)",
+    "linear": "linear (personalised multinomial on expected answers)",
+    "ordinal": "ordinal (personalised cumulative logit)",
+    "calibrated_llm": "calibrated-LLM (the target's own distribution, personalised)",
+    "judge_mean": "per-judge mean",
+    "constant": "constant (training mean)",
+    "expected_llm": "expected-LLM (the judge's expected answer)",
+    "argmax_llm": "argmax-LLM",
+    "random": "random answer",
+}
+
+
+def llm_rubric_cv(r: dict) -> str:
+    res = r["result"]
+    cal = res["calibrated"]
+    seeds = [s["seed"] for s in res["per_seed"]]
+    ens = res["settings"].get("ensemble")
+    head = (
+        f"The calibrated model, {ens}-member ensembles, over {len(seeds)} training seeds "
+        f"({', '.join(map(str, seeds))}) on the same folds: mean ± sd (worst seed).\n\n"
+    )
+    main = _table(
+        ["", "RMSE", "Pearson", "Spearman", "Kendall"],
+        [[
+            "**calibrated**",
+            f"**{cal['rmse']['mean']:.4f} ± {cal['rmse']['std']:.4f}** ({cal['rmse']['max']:.4f})",
+            f"**{cal['pearson']['mean']:.4f} ± {cal['pearson']['std']:.4f}** ({cal['pearson']['min']:.4f})",
+            f"{cal['spearman']['mean']:.3f} ± {cal['spearman']['std']:.3f}",
+            f"{cal['kendall']['mean']:.3f} ± {cal['kendall']['std']:.3f}",
+        ]],
+    )
+    base = res["baselines_seed0"]
+    rows = [
+        [BASELINE_NAMES.get(k, k), _f(v["rmse"]), _f(v["pearson"]), _f(v.get("spearman"), 3),
+         _f(v.get("kendall"), 3), _f(v.get("nll"), 3)]
+        for k, v in sorted(base.items(), key=lambda kv: kv[1]["rmse"])
+    ]
+    baselines = _table(["method (seed 0)", "RMSE", "Pearson", "Spearman", "Kendall", "NLL"], rows)
+    values = sorted({v for s in res["smece_one_vs_rest"].values() for v in s}, key=float)
+    smece = _table(
+        ["answer", *values],
+        [["smECE, lowest–highest over the seeds",
+          *[f"{min(s[v] for s in res['smece_one_vs_rest'].values()):.3f}–"
+            f"{max(s[v] for s in res['smece_one_vs_rest'].values()):.3f}" for v in values]]],
+    )
+    times = f"Median `cv` time per seed: {res['cv_seconds_median']:g} s (start-up excluded)."
+    return "\n\n".join([head + main, "Every method on the same folds, seed 0:", baselines,
+                        "smECE of the calibrated target distribution, one-vs-rest for each answer:", smece, times])
+
+
+SHIFT_NAMES = {
+    "llm_rubric_cv": "LLM-Rubric, 5-fold cv (in distribution)",
+    "covariate_shift_down": "LLM-Rubric, covariate shift: train top 70% of judge-expected Q0, test bottom 30%",
+    "covariate_shift_up": "LLM-Rubric, covariate shift: train bottom 70%, test top 30%",
+    "new_judges": "LLM-Rubric, new judges (4 groups held out in turn; population model)",
+    "new_chatbot": "bundled benchmark, new chatbot (leave one role out; embedding judge)",
+}
+SHIFT_METHODS = ["calibrated", "network_paper", "linear", "ordinal", "judge_mean"]
+
+
+def shift(r: dict) -> str:
+    res = r["result"]
+    benches = [k for k in SHIFT_NAMES if k in res]
+    methods = [m for m in SHIFT_METHODS if any(m in res[b]["methods"] for b in benches)]
+    label = {"calibrated": "**calibrated (default)**", "network_paper": "paper network (`network.base=none`)",
+             "linear": "linear", "ordinal": "ordinal", "judge_mean": "per-judge mean"}
+    rows = []
+    for b in benches:
+        bench = res[b]
+        cells = [f"{SHIFT_NAMES[b]} ({bench['rows']})"]
+        for m in methods:
+            v = bench["methods"].get(m)
+            cells.append("–" if v is None else f"{v['rmse']:.4f} / {v['pearson']:.4f}")
+        vs = bench.get("vs_best_simple")
+        if vs:
+            cells += [f"{vs['rmse_diff']:+.4f} {_interval(vs['rmse_diff_95'])}",
+                      f"{vs['pearson_diff']:+.4f} {_interval(vs['pearson_diff_95'])}"]
+        else:
+            cells += ["–", "–"]
+        rows.append(cells)
+    seeds = res[benches[0]]["seeds"] if benches else []
+    head = (f"RMSE / Pearson of the target, mean over {len(seeds)} training seeds ({', '.join(map(str, seeds))}); "
+            "the last two columns are the default minus the better simple model (by RMSE), with a 95% paired "
+            "bootstrap interval over conversations.\n\n")
+    return head + _table(
+        ["benchmark (rows)", *[label[m] for m in methods], "default − best simple: RMSE [95%]", "Pearson [95%]"],
+        rows,
+    )
+
+
+def train_speed(r: dict) -> str:
+    res = r["result"]
+    cfg = res["config"]
+    workers = cfg["workers"]
+    rows = [
+        ["one model at a time", f"{res['one_at_a_time_models_per_s']:.2f}", "1×"],
+        [f"{cfg['batched_models']} models as one computation, one core", f"{res['batched_models_per_s']:.2f}",
+         f"**{res['speedup']:.1f}×**"],
+        [f"the same {cfg['batched_models']} models in {workers} slices",
+         f"{res[f'batched_{workers}_workers_models_per_s']:.2f}", f"**{res[f'speedup_{workers}_workers']:.1f}×**"],
+    ]
+    step = res["per_model_step_ms"]
+    head = (f"The paper's configuration (hidden {cfg['hidden'][0]}/{cfg['hidden'][1]}, batch {cfg['batch_size']}, "
+            f"{cfg['steps'][0]} + {cfg['steps'][1]} steps, no early stopping), median of {cfg['repeats']} runs, "
+            "all measured side by side in one run:\n\n")
+    steps = _table(
+        ["ms per model and step: one model alone", "batched forward + backward", "batched Adam update"],
+        [[_f(step["one_at_a_time"], 3), _f(step["batched_forward_backward"], 3), _f(step["batched_adam"], 3)]],
+    )
+    return head + _table(["", "models/s", "vs one at a time"], rows) + "\n\n" + steps
+
+
+def gather_throughput(r: dict) -> str:
+    res = r["result"]
+    rows = [
+        [run["concurrency"], f"{run['http_client']}, processes={run['processes_setting']} ({run['processes']})",
+         f"{run['wall_s']:.2f}", f"{run['ideal_s']:.2f}", f"**{run['ratio']:.2f}×**", f"{run['requests_per_s']:g}",
+         _f(run.get("client_cpu_ms_per_request"), 2), run["failures"]]
+        for run in res["runs"]
+    ]
+    head = (f"{res['turns']:,} turns × {res['questions']} questions against the local OpenAI-protocol server with a "
+            f"fixed {res['latency_s'] * 1000:g} ms latency, on the same cores as the gather; medians of "
+            f"{res['repeats']} interleaved runs. Ideal = requests × latency / concurrency.\n\n")
+    rerun = res.get("cache_rerun")
+    tail = (f"\n\nA rerun over the {rerun['pairs']:,} cached pairs made {rerun['requests']} requests and took "
+            f"{rerun['wall_s']:.2f} s. The questions of a turn share {res['shared_prefix_share']:.0%} of their "
+            "prompt (in characters), which a server's prefix cache can reuse.") if rerun else ""
+    return head + _table(
+        ["concurrency", "client", "wall s", "ideal s", "wall / ideal", "requests/s", "client CPU ms/request",
+         "failures"], rows) + tail
+
+
+def decide_risk(r: dict) -> str:
+    res = r["result"]
+    s = res["settings"]
+    rows = [
+        [level, f"{v['share_within_risk']:.0%}", _f(v["disagreement_mean"], 3), _f(v["disagreement_q90"], 3),
+         f"{v['coverage_mean']:.1%} ({v['coverage_min']:.1%})"]
+        for level, v in sorted(res["levels"].items(), key=lambda kv: float(kv[0]))
+    ]
+    head = (f"{res['dataset']}: {res['turns']} turns, {res['reviewers_per_turn']} reviewers a turn, "
+            f"majority adheres on {res['share_majority_adheres']:.0%}. Out-of-fold adherence from "
+            f"{s['folds']} folds ({s['ensemble']}-member ensembles); {s['splits']} random halves of the "
+            f"conversations calibrate the threshold (delta {s['delta']}, against={s['against']}) and the "
+            "other halves measure it.\n\n")
+    return head + _table(
+        ["risk", "splits within the risk", "realised disagreement: mean", "90% quantile",
+         "share decided: mean (lowest)"], rows)
+
+
+def active_labelling(r: dict) -> str:
+    res = r["result"]
+    strategies = res["strategies"]
+    shares = strategies["random"]["share"]
+    rows = []
+    for name, v in strategies.items():
+        cells = [name]
+        for i, _ in enumerate(shares):
+            cell = f"{v['rmse_mean'][i]:.3f}"
+            if name != "random" and len(res["seeds"]) > 1:
+                cell += f" ({v['rmse_minus_random_mean'][i]:+.3f} ± {v['rmse_minus_random_ci95_half'][i]:.3f})"
+            cells.append(cell)
+        save = v["label_saving"]
+        cells.append("–" if save is None else f"{save:.0%}")
+        rows.append(cells)
+    s = res["settings"]
+    head = (f"{res['dataset']}, seeds {res['seeds']}: test RMSE of the target against the share of the pool "
+            f"labelled ({s['ensemble']}-member ensembles, {s['pretrain_steps']} + {s['finetune_steps']} steps, "
+            f"rounds of {s['step']:.0%}); random at 100%: {res['random_full_rmse']:.3f}. The last column is "
+            "the label saving at which the strategy first reaches random's full-pool RMSE.\n\n")
+    return head + _table(["strategy", *[f"{x:.0%}" for x in shares], "saving"], rows)
+
+
+def scaling(r: dict) -> str:
+    res = r["result"]
+    rows = [
+        [f"{p['rows']:,}", f"{p['judges']:,}", _f(p.get("train_s"), 2), _f(p.get("train_base_s"), 2),
+         f"{p.get('train_peak_mib', 0):,}", _f(p.get("step_ms", p.get("step_ms_lazy")), 2),
+         _f(p.get("cv_s"), 1) if "cv_s" in p else ""]
+        for p in res["points"] if "error" not in p
+    ]
+    sr, sj = res["slope_vs_rows"], res["slope_vs_judges"]
+    tail = (f"\n\nSlopes of log train time on log size: {_f(sr['train_s'], 2)} against rows (at {sr['judges']} "
+            f"judges), {_f(sj['train_s'], 2)} against judges (at {sj['rows']:,} rows).")
+    return ("Default calibrator on the LLM-Rubric data grown (resampled items, jittered distributions, cloned "
+            "judges); each point in its own process; peak = max RSS.\n\n"
+            + _table(["label rows", "judges", "train s", "of it the base", "peak MiB", "step ms", "cv s"], rows)
+            + tail)
+
+ESTIMATE_NAMES = {
+    "llm_rubric_in_distribution": "LLM-Rubric, in distribution (a random half trained on)",
+    "llm_rubric_shift_down": "LLM-Rubric, covariate shift down (release: bottom 30% of judge-expected Q0)",
+    "llm_rubric_shift_up": "LLM-Rubric, covariate shift up (release: top 30%)",
+    "new_chatbot": "bundled benchmark, new chatbot (leave one role out, 4 roles pooled)",
+}
+
+
+def estimate(r: dict) -> str:
+    res = r["result"]
+    pct = round(100 * (1 - res["alpha"]))
+    rows = []
+    for name, bench in res["benchmarks"].items():
+        for kind in ("rate", "mean"):
+            b = bench[kind]
+            for n, v in b["by_n"].items():
+                if v is None:
+                    continue
+                diff = v["same_truth_difference_covers_0"]
+                rows.append([ESTIMATE_NAMES.get(name, name), kind, n, _f(v["humans_coverage"], 3),
+                             _f(v["ppi_coverage"], 3), _f(v["humans_mean_width"], 3), _f(v["ppi_mean_width"], 3),
+                             f"{v['effective_labels_median']:.1f}", _f(diff, 3),
+                             f"{b['calibrator_bias']:+.3f}", f"{b['raw_judge_bias']:+.3f}"])
+    return (f"{res['draws']} draws per n; nominal coverage {pct}%. rate: share of target answers >= 3; mean: the "
+            "mean target answer. Rows are skipped where the release has n conversations or fewer.\n\n"
+            + _table(["benchmark", "quantity", "n", "humans coverage", "ppi coverage", "humans width", "ppi width",
+                      "ppi worth (labels)", "diff covers 0", "calibrator bias", "raw judge bias"], rows))
+
+
+BATCH_PHASES = {
+    "write_files": "write the batch files (`submit=false`)",
+    "submit_wait_read": "upload, create, poll, download, read into the cache, write `llm.csv`",
+    "read_results_file": "read the same results from a file (`results=`, a fresh folder)",
+    "rerun_from_cache": "rerun from the cache",
+}
+
+
+def batch_gather(r: dict) -> str:
+    res = r["result"]
+    rows = [[BATCH_PHASES.get(k, k), f"{v['wall_s']:.1f} s", f"{v['cpu_s']:.1f} s"] for k, v in res["phases"].items()]
+    same = "identical" if res["results_file_llm_csv_identical"] else "**different**"
+    return (f"{res['requests']:,} requests in {res['batch_files']} batch file(s) of {res['batch_bytes'] / 1e6:.0f} MB "
+            f"({res['bytes_per_request']:,} bytes per request, so about {res['requests_per_200mb_file']:,} requests "
+            f"fit the 200 MB limit per file); the `llm.csv` read from a results file is {same} to the one from "
+            "the Batch API.\n\n" + _table(["phase", "wall", "CPU of the gather"], rows))
+
+
+RENDERERS: dict[str, Callable[[dict], str]] = {
+    "llm_rubric_cv": llm_rubric_cv,
+    "shift": shift,
+    "train_speed": train_speed,
+    "gather_throughput": gather_throughput,
+    "decide_risk": decide_risk,
+    "active_labelling": active_labelling,
+    "scaling": scaling,
+    "estimate": estimate,
+    "batch_gather": batch_gather,
+}
+
+
+def render(name: str, results: Path = RESULTS) -> str:
+    """The table of benchmark NAME with its provenance, or a note that it has not been run. A variant
+    written with `--results-name BENCHMARK-VARIANT` is rendered like BENCHMARK."""
+    renderer = RENDERERS.get(name.split("-")[0])
+    if renderer is None:
+        raise KeyError(f"no results renderer {name!r}; known: {', '.join(RENDERERS)}")
+    record = load(name, results)
+    if record is None:
+        return (f"!!! note \"Not measured\"\n    `benchmarks/results/{name}.json` is missing: run "
+                f"`python benchmarks/{name.split('-')[0]}.py` to produce it.")
+    return renderer(record) + "\n\n" + provenance(record)
+
+
+def render_markers(markdown: str, results: Path = RESULTS) -> str:
+    """Replace every `<!-- results: NAME -->` of a page with its rendered table."""
+    return MARKER.sub(lambda m: render(m.group("name"), results), markdown)
+
+
+# --- the README's short table -----------------------------------------------------------------------
+
+def readme_table(results: Path = RESULTS) -> str:
+    """What was measured, one line per figure, each linking to the page that explains it."""
+    rows = []
+    cv = load("llm_rubric_cv", results)
+    if cv:
+        c = cv["result"]["calibrated"]
+        jm = cv["result"]["baselines_seed0"]["judge_mean"]
+        rows.append([
+            "[Agreement with held-out reviewers](docs/results.md#calibration-on-the-llm-rubric-data), "
+            "LLM-Rubric data, 5-fold cv",
+            f"Pearson {c['pearson']['mean']:.3f} ± {c['pearson']['std']:.3f}, RMSE {c['rmse']['mean']:.3f} "
+            f"(per-judge mean: {jm['pearson']:.3f}, {jm['rmse']:.3f})",
+        ])
+        rows.append([
+            "[Calibration](docs/results.md#calibration-on-the-llm-rubric-data): worst smECE of the target",
+            f"{cv['result']['smece_max']:.3f}",
+        ])
+        rows.append([f"[`cv` time](docs/results.md#calibration-on-the-llm-rubric-data), "
+                     f"{cv['result']['settings']['ensemble']} members, every baseline",
+                     f"{cv['result']['cv_seconds_median']:g} s median per seed"])
+    sh = load("shift", results)
+    if sh:
+        for key, text in (("llm_rubric_cv", "in distribution"), ("covariate_shift_up", "covariate shift up"),
+                          ("new_chatbot", "a new chatbot")):
+            vs = sh["result"].get(key, {}).get("vs_best_simple")
+            if vs:
+                rows.append([
+                    f"[Default − best simple model](docs/results.md#accuracy-under-shift), {text}",
+                    f"RMSE {vs['rmse_diff']:+.4f} {_interval(vs['rmse_diff_95'])}",
+                ])
+    ts = load("train_speed", results)
+    if ts:
+        w = ts["result"]["config"]["workers"]
+        rows.append(["[Batched training](docs/results.md#training-speed) against one model at a time",
+                     f"{ts['result']['speedup']:.1f}× on one core, {ts['result'][f'speedup_{w}_workers']:.1f}× "
+                     f"in {w} slices"])
+    gt = load("gather_throughput", results)
+    if gt:
+        best = min(gt["result"]["runs"], key=lambda run: run["ratio"])
+        rows.append([f"[`gather`](docs/results.md#gather-throughput) at concurrency {best['concurrency']}",
+                     f"{best['ratio']:.2f}× the ideal time, {best['requests_per_s']:g} requests/s"])
+    dr = load("decide_risk", results)
+    if dr:
+        v = dr["result"]["levels"].get("0.1")
+        if v:
+            rows.append(["[`decide` at risk 0.1](docs/results.md#decisions-with-a-guarantee): splits within it, "
+                         "share decided",
+                         f"{v['share_within_risk']:.0%}, {v['coverage_mean']:.1%}"])
+    es = load("estimate", results)
+    if es:
+        at20 = [(b[kind]["by_n"]["20"]["ppi_coverage"], name) for name, b in es["result"]["benchmarks"].items()
+                for kind in ("rate", "mean") if b[kind]["by_n"].get("20")]
+        shift_rate = es["result"]["benchmarks"].get("llm_rubric_shift_down", {}).get("rate")
+        if at20 and shift_rate:
+            rows.append(["[Release adherence rate](docs/how-to/release-estimates.md#measured) from 20 labelled "
+                         "conversations: ppi interval coverage (nominal 90%), and the bias it corrects under shift",
+                         f"{min(at20)[0]:.1%} to {max(at20)[0]:.1%} over {len(at20)} benchmark quantities; "
+                         f"calibrator bias {shift_rate['calibrator_bias']:+.3f}, raw judge "
+                         f"{shift_rate['raw_judge_bias']:+.3f}"])
+    if not rows:
+        return "No benchmark results are committed yet (`benchmarks/results/`)."
+    return _table(["what", "measured"], rows) + (
+        "\n\nEach figure was written by a benchmark into `benchmarks/results/`, with the command, the machine "
+        "and the date; [Results](docs/results.md) has the full tables.")

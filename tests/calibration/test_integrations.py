@@ -1,0 +1,32 @@
+"""calibration.integrations without the frameworks: nothing is imported until used, and a missing deepeval
+is one clear error naming the extra (these run whether or not deepeval is installed)."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_importing_the_package_imports_no_framework():
+    code = "import sys, calibration, calibration.integrations as i; print(sorted(i.__all__), 'deepeval' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["['RoleRubricMetric']", "False"]
+
+
+def test_missing_deepeval_names_the_extra(monkeypatch):
+    # what an environment without deepeval sees, also where this session imported it already
+    for name in [m for m in sys.modules if m == "deepeval" or m.startswith("deepeval.")] or ["deepeval"]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.delitem(sys.modules, "calibration.integrations.deepeval", raising=False)
+    with pytest.raises(ModuleNotFoundError, match=r"needs deepeval: pip install 'role-rubric\[deepeval\]'"):
+        importlib.import_module("calibration.integrations.deepeval")
+    import calibration.integrations
+
+    with pytest.raises(ModuleNotFoundError, match="needs deepeval"):
+        calibration.integrations.RoleRubricMetric  # noqa: B018 (the lazy attribute imports it)
