@@ -40,6 +40,8 @@ def _placeholder(value: str) -> bool:
 def _pairs(text: str) -> list[tuple[str, str]]:
     found = []
     for key, value in PAIR.findall(text):
+        if key == "key":  # the usage line's literal "key=value"
+            continue
         value = value.rstrip(".:)").strip("'\"")
         for alternative in value.split("|") if not value.startswith("[") else [value]:
             found.append((key, alternative))
@@ -66,7 +68,7 @@ def _from_docs() -> tuple[list[tuple[str, str, str, str]], list[tuple[str, str, 
     for command, (_, summary) in COMMANDS.items():  # `role-rubric COMMAND --help`: the text, not the listing
         for n, line in enumerate(command_help(command, summary).splitlines(), start=1):
             text = re.sub(r"^\s+\S+=\S+", "", line)  # a listed key=default is the config itself
-            alone += [(f"{command} --help:{n}", k, v, line, text) for k, v in _pairs(text) if k != "key"]
+            alone += [(f"{command} --help:{n}", k, v, line, text) for k, v in _pairs(text)]
     return lines, alone
 
 
@@ -168,6 +170,9 @@ LINES, ALONE = _from_docs()
 MESSAGES = _from_messages()
 # A sentence that shows a refused value ("`folds=1` is one such line") is not an instruction to pass it.
 COLUMNS = {"source"}  # llm.csv's `source=sampled` is a column value, not import's source=
+# Spelled like a setting, but another program's: the OpenAI Files API's upload purpose.
+FOREIGN = {("purpose", "batch")}
+PYTHON = {"None", "True", "False"}  # a keyword argument in Python (the command line says null/true/false)
 REFUSAL = re.compile(r"refuse|such line|is an error|are errors|rejected", re.I)
 
 
@@ -192,7 +197,8 @@ def test_a_key_an_error_tells_users_to_pass_is_accepted(where, key, value):
 @pytest.mark.parametrize(("where", "key", "value", "line", "code"), ALONE, ids=[f"{w} {k}={v}" for w, k, v, _, _ in ALONE])
 def test_a_setting_the_docs_name_is_accepted(where, key, value, line, code):
     having = [c for c in COMMANDS if _has_key(c, key)]
-    if not having or REFUSAL.search(line) or key in COLUMNS or re.search(r"\w\(", code):  # f(x=1): Python
+    if (not having or REFUSAL.search(line) or key in COLUMNS or (key, value) in FOREIGN or value in PYTHON
+            or re.search(r"\w\(", code)):  # f(x=1): Python
         pytest.skip(f"{key}= is no setting here (a column, a Python argument) or is shown refused")
     _accepted_by_one(where, having, key, value)
 
