@@ -48,6 +48,7 @@ from calibration.evaluation.risk_control import decide
 from rubric.conversations import Conversation
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
+from rubric.ids import clean_id_list
 from rubric.outputs import GatherResult
 from rubric.schema import Rubric
 
@@ -112,7 +113,7 @@ class RoleAdherence:
         if not 0.0 <= float(threshold) <= 1.0:
             raise InputError(f"threshold {threshold} is outside [0, 1].", fix="pass a probability threshold.")
         if isinstance(judges, str) and judges != "population":  # "a,b" as the command line passes it
-            judges = [j.strip() for j in judges.split(",") if j.strip()]
+            judges = clean_id_list(judges)
         self.threshold = float(threshold)
         self.strict_mode = bool(strict_mode)
         self.output_mode = output_mode

@@ -93,7 +93,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         from calibration.config_check import check_config
 
         check_config(command, cfg)  # every value's type and range, before any long work
-        _resolve(COMMANDS[command][0])(cfg)
+        from calibration.run_lock import locked_outputs
+
+        with locked_outputs(command, cfg):  # one run per output, until its last write
+            _resolve(COMMANDS[command][0])(cfg)
     except InputError as exc:
         label = "gate failed" if exc.exit_code == 1 else "error"  # exit 1: a CI gate (estimate), not bad input
         print(f"role-rubric {command}: {label}: {exc.one_line()}", file=sys.stderr)

@@ -185,7 +185,7 @@ SETTINGS_RULES: dict[str, Rule] = {
     "drop_questions": text_list(),
     "lr": number(above=0, high=10),
     "finetune_lr": number(above=0, high=10),
-    "batch_size": integer(1),
+    "batch_size": integer(0),  # 0 = full batch (calibration/model/train.py _batch_indices)
     "pretrain_steps": integer(0),
     "finetune_steps": integer(1),
     "l2_judge": number(0),
@@ -237,6 +237,9 @@ RULES: dict[str, Rule] = {
     "adheres_at": number(optional=True),
     "show": integer(0, optional=True),
     "source": choice("llm-rubric", "label-studio", "sheet"),
+    "unmatched_labels": choice("error", "skip"),
+    "long_turn_tokens": integer(1, optional=True),
+    "long_turns": choice("warn", "refuse"),
     # import from and export to Label Studio
     "url": http_url(),
     "project": integer(1, optional=True),
@@ -265,6 +268,7 @@ RULES: dict[str, Rule] = {
     "search.timeout": number(above=0, optional=True),
     "search.workers": integer(1, 256),
     "search.resume": boolean(),
+    "search.heartbeat": integer(1, 3600),
     # judge (rubric/judge_settings.py JudgeConfig)
     "judge.backend": choice("chat", "completions", "embedding"),
     "judge.model": text(),

@@ -13,6 +13,7 @@ from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.identity import stand_in_note
+from rubric.ids import clean_id_list
 
 
 def results_frames(
@@ -85,7 +86,7 @@ def run_score(cfg) -> pd.DataFrame:
     out = Path(cfg.out)
     judges = cfg.get("judges")
     if judges is not None and not isinstance(judges, str):
-        judges = [str(j) for j in OmegaConf.to_container(judges)]
+        judges = clean_id_list(OmegaConf.to_container(judges))
     rubric = None
     if cfg.get("calibrator") is None:
         from rubric.gather import rubric_from_config

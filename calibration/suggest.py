@@ -28,6 +28,7 @@ import pandas as pd
 import torch
 
 from rubric.errors import InputError
+from rubric.ids import clean_id_list
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
 RANKED = ("entropy", "bald", "variance")  # a score worth a sheet column; random (and an estimate sample) has none
@@ -269,12 +270,12 @@ def _judges(judges, model) -> list[str]:
         if not model.judges:
             raise InputError("the model has no training judges to ask.", fix="pass judges=[id,...].")
         return list(model.judges)
-    chosen = [str(j).strip() for j in (judges.split(",") if isinstance(judges, str) else judges)]
-    if not [j for j in chosen if j]:
+    chosen = clean_id_list(judges)
+    if not chosen:
         raise InputError(
             "judges is empty.", fix="pass judges=null (every training judge) or judges=[id,...]."
         )
-    return [j for j in chosen if j]
+    return chosen
 
 
 def _candidates(ds, judges: list[str]) -> tuple[np.ndarray, list[str]]:

@@ -12,13 +12,15 @@ of the assistant reply in the conversation.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError, read_text_file
+from rubric.ids import clean_id
 
 
 @dataclass(frozen=True)
@@ -38,8 +40,15 @@ class Conversation:
     conversation_id: str
     chatbot_role: str
     turns: tuple[Turn, ...]
+    record: dict[str, Any] | None = field(default=None, compare=False, hash=False, repr=False)
+    """The line this conversation was read from, whole: fields role-rubric does not use (conversation
+    metadata, per-turn timestamps) are written back unchanged by `to_record`."""
 
     def to_record(self) -> dict[str, Any]:
+        if self.record is not None:  # the user's own line, unknown fields and all, with its id as compared
+            record = copy.deepcopy(self.record)
+            record["id" if "id" in record and "conversation_id" not in record else "conversation_id"] = self.conversation_id
+            return record
         turns = []
         for t in self.turns:
             row: dict[str, Any] = {"user": t.user, "assistant": t.assistant}
@@ -169,7 +178,7 @@ def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
             f"conversation {cid!r} has no chatbot_role.",
             'add "chatbot_role": the role the chatbot was assigned.',
         )
-    return Conversation(str(cid), role.strip(), tuple(turns))
+    return Conversation(clean_id(cid), role.strip(), tuple(turns), record=rec)
 
 
 def _text(value: Any) -> str | None:

@@ -29,6 +29,7 @@ from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
 from rubric.health import check_gather
 from rubric.judge_settings import JudgeConfig
+from rubric.long_turns import LONG_TURN_TOKENS, check_long_turns
 from rubric.outputs import (
     GatherResult,
     GatherSummary,
@@ -88,6 +89,8 @@ def gather(
     include_reason: bool = False,
     progress: bool = False,
     backend: Any = None,
+    long_turn_tokens: int | None = LONG_TURN_TOKENS,
+    long_turns: str = "warn",
 ) -> GatherResult:
     """Judge distributions for every (item, question); see `a_gather` (this runs it on a new event loop,
     also from a notebook where one is already running)."""
@@ -101,6 +104,8 @@ def gather(
             include_reason=include_reason,
             progress=progress,
             backend=backend,
+            long_turn_tokens=long_turn_tokens,
+            long_turns=long_turns,
         )
     )
 
@@ -128,12 +133,16 @@ async def a_gather(
     include_reason: bool = False,
     progress: bool = False,
     backend: Any = None,
+    long_turn_tokens: int | None = LONG_TURN_TOKENS,
+    long_turns: str = "warn",
 ) -> GatherResult:
     """Ask `judge` every question of `rubric` about every item of `conversations`.
 
     judge: a JudgeConfig or a mapping like conf/judge/*.yaml. cache: a path (SQLite file), an open
     RequestCache, or None for an in-memory cache. backend: an already-built backend to reuse (its
     config must be `judge`). Returns llm rows in item order, then question order, then option order.
+    A turn above `long_turn_tokens` estimated tokens is warned about before any request, or with
+    long_turns="refuse" an InputError (rubric/long_turns.py).
     """
     cfg = judge if isinstance(judge, JudgeConfig) else JudgeConfig.from_mapping(judge)
     if include_reason and cfg.backend == "embedding":
@@ -143,6 +152,7 @@ async def a_gather(
         )
     started = time.perf_counter()
     items = list(iter_items(conversations, granularity))
+    check_long_turns(items, rubric, cfg, limit=long_turn_tokens, mode=long_turns, include_reason=include_reason)
     store = cache if isinstance(cache, RequestCache) else RequestCache(cache)
     identity = identity_json(cfg.identity())
     n_asks = len(items) * (len(rubric.questions) + int(include_reason))
@@ -307,6 +317,9 @@ def run_gather(cfg: Any) -> GatherResult | None:
     batch = _batch_settings(cfg)
     with out_lock(out):
         _refuse_overwriting_inputs(cfg, out, rubric, conversations)
+        check_long_turns(list(iter_items(conversations, cfg.granularity)), rubric, judge,
+                         limit=cfg.get("long_turn_tokens", LONG_TURN_TOKENS), mode=cfg.get("long_turns", "warn"),
+                         include_reason=bool(cfg.include_reason), where=cfg.conversations)
         if batch is None:
             result = gather(
                 conversations,
@@ -316,6 +329,7 @@ def run_gather(cfg: Any) -> GatherResult | None:
                 cache=cfg.cache,
                 include_reason=bool(cfg.include_reason),
                 progress=bool(cfg.progress),
+                long_turn_tokens=None,  # checked above, naming the file
             )
         else:  # through batch files (rubric/batch_run.py); None: the files wait to be run elsewhere
             from rubric.batch_run import gather_batch

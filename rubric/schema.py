@@ -28,6 +28,7 @@ from typing import Any
 import yaml
 
 from rubric.errors import InputError, read_text_file
+from rubric.ids import clean_id
 
 
 @dataclass(frozen=True)
@@ -95,8 +96,9 @@ class Rubric:
 
     def with_target(self, target: str | None) -> Rubric:
         """The same rubric with another target question (None keeps the current one)."""
-        if target is None or target == self.target:
+        if target is None or clean_id(target) == self.target:
             return self
+        target = clean_id(target)
         return Rubric(self.name, self.questions, target, self.description, self.extra)
 
     def to_dict(self) -> dict[str, Any]:
@@ -141,7 +143,7 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
     chosen = target or data.get("target") or ("overall" if "overall" in ids else ids[-1])
     name = str(data.get("name") or Path(str(source)).stem)
     extra = {k: v for k, v in data.items() if k not in {"name", "questions", "target", "description"}}
-    return Rubric(name, tuple(questions), str(chosen), str(data.get("description") or ""), extra)
+    return Rubric(name, tuple(questions), clean_id(chosen), str(data.get("description") or ""), extra)
 
 
 def _text_field(value: Any, what: str, source: str | Path, *, required: bool = True) -> str | None:
@@ -176,7 +178,7 @@ def _question(item: Any, index: int, source: str | Path) -> Question:
             path=source,
             fix="give each question a non-empty text id such as 'scope'.",
         )
-    qid = str(raw_id)
+    qid = clean_id(raw_id)  # one rule for ids (rubric/ids.py)
     options = item.get("options")
     if not isinstance(options, list) or len(options) < 2:
         raise InputError(

@@ -108,7 +108,7 @@ CONFIG_VALUES = [
     ("train", "train.val_fraction=2", r"train\.val_fraction=2 is out of range.*<= 0\.5"),
     ("train", "train.val_fraction=0", r"train\.val_fraction=0 is out of range"),
     ("train", "train.val_fraction=0.9", r"train\.val_fraction=0\.9 is out of range"),
-    ("train", "train.batch_size=0", r"train\.batch_size=0 is out of range"),
+    ("train", "train.batch_size=-1", r"train\.batch_size=-1 is out of range"),  # 0 = full batch
     ("train", "train.pretrain_steps=-1", r"train\.pretrain_steps=-1 is out of range"),
     ("train", "train.finetune_steps=0", r"train\.finetune_steps=0 is out of range"),
     ("train", "train.l2_judge=-1", r"train\.l2_judge=-1 is out of range"),

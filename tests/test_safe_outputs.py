@@ -29,11 +29,18 @@ ROOT = Path(__file__).resolve().parents[1]
 def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
     conversations = tmp_path / "c.jsonl"
     conversations.write_text('{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n')
-    with out_lock(tmp_path / "out"):
-        code = main(["gather", f"conversations={conversations}", "judge=embedding", f"out={tmp_path / 'out'}"])
+    holder = subprocess.Popen(  # another run: a lock is re-entrant within one process (calibration/run_lock.py)
+        [sys.executable, "-c", f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path / 'out')!r}):\n"
+         "    print('held', flush=True)\n    time.sleep(60)\n"],
+        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+    )
+    assert holder.stdout.readline().strip() == "held"
+    code = main(["gather", f"conversations={conversations}", "judge=embedding", f"out={tmp_path / 'out'}"])
+    holder.kill()
+    holder.wait()
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1
-    assert f"another role-rubric run (PID {os.getpid()}) is writing to this folder" in err and "Fix: wait" in err
+    assert f"another role-rubric run (PID {holder.pid}) is writing to this folder" in err and "Fix: wait" in err
     assert not (tmp_path / "out" / "llm.csv").exists()
 
 

@@ -16,6 +16,7 @@ import pandas as pd
 
 from rubric.conversations import load_conversations
 from rubric.errors import InputError
+from rubric.ids import clean_id_columns
 
 KEY = ["conversation_id", "turn"]
 
@@ -61,7 +62,7 @@ def _read_labels(path: str | Path) -> pd.DataFrame:
             path=path,
             fix="pass labels=turn_designs.csv (or a CSV with design or adherent).",
         )
-    frame = pd.read_csv(path, dtype={"conversation_id": str})
+    frame = clean_id_columns(pd.read_csv(path, dtype={"conversation_id": str}), ["conversation_id", "question_id"])
     missing = [c for c in KEY if c not in frame.columns]
     if missing:
         raise InputError(
@@ -119,7 +120,7 @@ def read_extra_scores(
             path=path,
             fix="pass an llm.csv, a cv predictions.csv or a CSV with a score column.",
         )
-    frame = pd.read_csv(path, dtype={"conversation_id": str})
+    frame = clean_id_columns(pd.read_csv(path, dtype={"conversation_id": str}), ["conversation_id", "question_id"])
     if {"question_id", "option", "prob"} <= set(frame.columns):
         rows = frame[(frame["question_id"] == target) & (frame["option"].astype(float) >= adheres_at)]
         score = rows.groupby(KEY)["prob"].sum()

@@ -16,10 +16,12 @@ import yaml
 
 from rubric.errors import InputError, read_text_file
 from rubric.files import atomic_to_csv, out_lock
+from rubric.ids import clean_id_columns
 from rubric.schema import Rubric, format_value, rubric_from_dict, save_rubric
 
 EVAL_COLUMNS = ("text_id", "criterion", "answer1_prob", "answer2_prob", "answer3_prob", "answer4_prob")
 JUDGMENT_COLUMNS = ("text_id", "annotator_id", "DQQ0")
+SOURCE_ROW = "_source_row"  # 1-based data row of the TSV a converted row came from (dropped before writing)
 
 
 def llm_rubric_template() -> dict:
@@ -38,6 +40,8 @@ def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str |
     llm = _llm_long(evals, rubric, evaluations)
     human, counts = _usable_judgments(human, set(llm["conversation_id"]))
     labels, counts["unanswered_cells"] = _labels_long(human, rubric)
+    _check_as_train_reads(rubric, llm, labels, evaluations, judgments)
+    llm, labels = llm.drop(columns=SOURCE_ROW), labels.drop(columns=SOURCE_ROW)
     with out_lock(out):
         save_rubric(rubric, out / "rubric.yaml")
         atomic_to_csv(llm, out / "llm.csv")
@@ -47,6 +51,23 @@ def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str |
         judges=labels["judge_id"].nunique(),
     )
     return counts
+
+
+def _check_as_train_reads(rubric: Rubric, llm: pd.DataFrame, labels: pd.DataFrame, evaluations: Path,
+                          judgments: Path) -> None:
+    """Refuse to write what `train` would refuse to read: the native checks (calibration/data/reading.py)
+    run on the converted tables, and an error names the source file and its row, not the row of a file
+    that was never written. So a dataset `import` wrote is never refused later."""
+    from calibration.data.dataset import dataset_from_frames
+
+    try:
+        dataset_from_frames(rubric, llm.drop(columns=SOURCE_ROW), labels.drop(columns=SOURCE_ROW),
+                            llm_source="llm.csv", labels_source="labels.csv")
+    except InputError as exc:
+        frame, source = (llm, evaluations) if exc.path == "llm.csv" else (labels, judgments)
+        row = None if exc.row is None else int(frame[SOURCE_ROW].iloc[exc.row - 1])
+        raise InputError(f"{exc.problem} (in the converted {exc.path})", path=source, row=row,
+                         fix=f"correct that row of {source.name} and import again ({exc.fix})") from None
 
 
 def _usable_judgments(human: pd.DataFrame, known: set[str]) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -82,7 +103,7 @@ def _read_tsv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
             path=path,
             fix="evaluations= takes llm_evaluations.tsv and judgments= takes human_judgments.tsv.",
         )
-    return df
+    return clean_id_columns(df, ("text_id", "criterion", "annotator_id"))  # one rule for ids (rubric/ids.py)
 
 
 def _check_probabilities(evals: pd.DataFrame, path: Path) -> None:
@@ -134,6 +155,7 @@ def _llm_long(evals: pd.DataFrame, rubric: Rubric, path: Path) -> pd.DataFrame:
                         "question_id": question.id,
                         "option": option.key,
                         "prob": part[f"answer{k}_prob"].to_numpy(dtype=float),
+                        SOURCE_ROW: part.index.to_numpy() + 1,
                     }
                 )
             )
@@ -155,9 +177,10 @@ def _labels_long(human: pd.DataFrame, rubric: Rubric) -> tuple[pd.DataFrame, int
                 {
                     "conversation_id": human.loc[given, "text_id"].to_numpy(),
                     "turn": "",
-                    "judge_id": human.loc[given, "annotator_id"].astype(str).to_numpy(),
+                    "judge_id": human.loc[given, "annotator_id"].to_numpy(),
                     "question_id": question.id,
                     "answer": [format_value(v) for v in answer[given]],
+                    SOURCE_ROW: human.index[given.to_numpy()].to_numpy() + 1,
                 }
             )
         )

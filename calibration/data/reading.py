@@ -16,6 +16,7 @@ import pandas as pd
 
 from rubric.errors import InputError
 from rubric.health import health_of_llm
+from rubric.ids import clean_id_columns
 from rubric.schema import Rubric, format_value
 
 LLM_COLUMNS = ("conversation_id", "turn", "question_id", "option", "prob")
@@ -33,12 +34,7 @@ def _warn_if_unreliable(llm: pd.DataFrame, path: Path) -> None:
 
 def _as_text_ids(df: pd.DataFrame) -> pd.DataFrame:
     """Id columns as plain strings ("" for a missing turn), whatever types the caller used."""
-    df = df.reset_index(drop=True).copy()
-    for col in ("conversation_id", "turn", "judge_id", "question_id", "option"):
-        if col in df.columns:
-            df[col] = df[col].map(lambda v: "" if _missing(v) else _id_text(v))
-            df[col] = df[col].astype(object)
-    return df
+    return clean_id_columns(df.reset_index(drop=True))
 
 
 def _find(root: Path, stem: str, *, required: bool) -> Path | None:
@@ -61,9 +57,6 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     try:
         if path.suffix == ".parquet":
             df = pd.read_parquet(path)
-            for col in ("conversation_id", "turn", "judge_id", "question_id", "option"):
-                if col in df.columns:
-                    df[col] = df[col].map(lambda v: "" if pd.isna(v) else _id_text(v)).astype(object)
         else:
             # Everything as text: ids stay exact ("007" is not 7) and errors quote what the user wrote.
             df = pd.read_csv(path, dtype=str, keep_default_na=False)
@@ -81,21 +74,7 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
         fix = (f"every request of the gather that wrote it failed: see {failures}, fix the cause and rerun gather."
                if failures.exists() else "add data rows.")
         raise InputError("the file has a header but no rows.", path=path, fix=fix)
-    return df.reset_index(drop=True)
-
-
-def _missing(value: object) -> bool:
-    """None, NaN, pd.NA or NaT (e.g. a conversation-level turn in a nullable integer column)."""
-    try:
-        return bool(pd.isna(value))
-    except (TypeError, ValueError):
-        return False
-
-
-def _id_text(value: object) -> str:
-    if isinstance(value, float) and value.is_integer():
-        return str(int(value))
-    return str(value)
+    return clean_id_columns(df.reset_index(drop=True))  # " 21" is judge "21" (rubric/ids.py)
 
 
 def _row(index: int) -> int:
@@ -246,7 +225,6 @@ def _sort_items(keys: pd.DataFrame) -> pd.DataFrame:
 def _labels(labels, rubric, items, path, unmatched, report):
     labels = labels.copy()
     labels["turn"] = _turns(labels, path)
-    labels["judge_id"] = labels["judge_id"].astype(str).str.strip()  # "21 " is judge "21", not a new judge
     _check_questions(labels, rubric, path)
     if (labels["judge_id"].astype(str).str.strip() == "").any():
         bad = int(np.flatnonzero((labels["judge_id"].astype(str).str.strip() == "").to_numpy())[0])
@@ -265,8 +243,9 @@ def _labels(labels, rubric, items, path, unmatched, report):
                 "has no judge distributions in llm.csv.",
                 path=path,
                 row=_row(bad),
-                fix="gather distributions for that item or remove its labels (from Python, "
-                "load_dataset(..., unmatched_labels='skip') skips and counts them).",
+                fix="gather distributions for that item or remove its labels, or pass unmatched_labels=skip "
+                "(train, cv, search, evaluate, report; load_dataset(..., unmatched_labels='skip') from Python) "
+                "to skip and count them.",
             )
         report["labels_without_distributions"] = int(orphan.sum())
         labels, item_of, option = labels[~orphan], item_of[~orphan], option[~orphan]

@@ -195,7 +195,7 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
 def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     check_folds(ds, int(cfg.folds))
     print_warnings("cv", size_warnings(ds, int(cfg.folds)))
     with out_lock(cfg.out) as out:  # one run per folder, taken before the long work

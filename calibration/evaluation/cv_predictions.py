@@ -17,6 +17,7 @@ import numpy as np
 import pandas as pd
 
 from rubric.errors import InputError
+from rubric.ids import clean_id_columns
 
 KEYS = ["conversation_id", "turn", "judge_id"]
 REFERENCE = "calibrated"
@@ -93,6 +94,7 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
     ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id", "method")}
     try:
         predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
+        predictions = clean_id_columns(predictions, ids)  # one rule for ids (rubric/ids.py)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
         raise InputError(f"cannot be read ({str(exc).splitlines()[0][:120]}).", path=path,
                          fix="pass a predictions.csv written by `role-rubric cv`.") from None

@@ -98,7 +98,7 @@ def run_evaluate(cfg) -> dict:
     """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
     from calibration.data.dataset import load_dataset
 
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     path = Path(cfg.predictions)
     predictions = read_predictions(path, ds.rubric)
     metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)
@@ -131,7 +131,9 @@ def read_predictions(path: Path, rubric) -> pd.DataFrame:
             raise InputError(f"missing column {column}.", path=path, fix=fix)
     if predictions.empty:
         raise InputError("the file has a header but no rows.", path=path, fix=fix)
-    predictions["judge_id"] = predictions["judge_id"].str.strip()
+    from rubric.ids import clean_id_columns
+
+    predictions = clean_id_columns(predictions)  # " 21" is judge "21" (rubric/ids.py)
     expected = pd.to_numeric(predictions["expected"], errors="coerce").to_numpy(dtype=np.float64)
     bad = np.flatnonzero(~np.isfinite(expected))
     if bad.size:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import hashlib
+import importlib
 import json
 import multiprocessing
 import os
@@ -68,15 +69,25 @@ def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, t
     return score
 
 
-def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True) -> optuna.Study:
+def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True,
+               heartbeat: int | None = None) -> optuna.Study:
     """Create or resume a study. With `clean`, trials left RUNNING by a killed process are marked failed
     (and so redone), and an enqueued trial (the current defaults) that never finished is queued again;
-    only the process that starts a search cleans, never its workers."""
+    only the process that starts a search cleans, never its workers.
+
+    heartbeat None: this search is the study's only user (OUT/search.db under the out-folder lock), so
+    every RUNNING trial was left by a killed run. heartbeat N: the study is shared (search.storage, e.g. a
+    PostgreSQL server several machines use): each running trial stamps a sign of life every N seconds,
+    and only a trial silent for 2N seconds counts as killed; it is failed and its parameters are run
+    again (once more at most twice), by whichever process notices it first."""
+    if heartbeat is not None:  # processes sharing a study must not draw the same parameters from one seed
+        seed = int.from_bytes(hashlib.sha256(f"{seed}:{_worker_name()}".encode()).digest()[:4], "little")
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
+    _check_driver(storage)
     try:
-        study = optuna.create_study(study_name=name, storage=_storage(storage), sampler=sampler, pruner=pruner,
-                                    direction="minimize", load_if_exists=True)
+        study = optuna.create_study(study_name=name, storage=_storage(storage, heartbeat), sampler=sampler,
+                                    pruner=pruner, direction="minimize", load_if_exists=True)
     except Exception as exc:  # the storage's driver raises its own types (sqlalchemy, psycopg...)
         if not (type(exc).__module__.startswith("sqlalchemy") or isinstance(exc, (ImportError, ValueError, OSError))):
             raise
@@ -85,11 +96,41 @@ def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True)
         raise InputError(f"cannot open the search storage {shown} ({detail}).",
                          fix="set search.storage to a database you can reach and write, or leave it null "
                          "(OUT/search.db).") from None
-    if clean:
+    if clean and heartbeat is None:
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
+    if clean:
+        with _quiet():
+            optuna.storages.fail_stale_trials(study)  # shared: only the silent ones (a no-op without heartbeat)
         _requeue_interrupted(study)
     return study
+
+
+def _worker_name() -> str:
+    """host:pid of this process; recorded on each trial it runs (user attr `worker`)."""
+    import socket
+
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# SQLAlchemy's default driver of each server scheme, and the extra that installs it.
+DRIVERS = {"postgresql": ("psycopg", "postgres"), "postgresql+psycopg": ("psycopg", "postgres"),
+           "postgresql+psycopg2": ("psycopg2", "postgres")}
+
+
+def _check_driver(url: str | None) -> None:
+    """A storage URL whose database driver is not installed: one line naming the extra to install."""
+    scheme = (url or "").split("://", 1)[0].lower()
+    if scheme not in DRIVERS:
+        return
+    module, extra = DRIVERS[scheme]
+    try:
+        importlib.import_module(module)
+    except ImportError:
+        raise InputError(
+            f"search.storage {scheme}:// needs the database driver {module!r}, which is not installed.",
+            fix=f"pip install 'role-rubric[{extra}]' (or pip install 'psycopg[binary]').",
+        ) from None
 
 
 def _requeue_interrupted(study: optuna.Study) -> None:
@@ -119,7 +160,8 @@ def fingerprint(ds: Dataset, base: Settings, space: dict, *, folds: int, seed: i
     return digest.hexdigest()[:32]
 
 
-def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, seed: int, resume: bool) -> optuna.Study:
+def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, seed: int, resume: bool,
+          heartbeat: int | None = None) -> optuna.Study:
     """The study for fingerprint `print_`: the stored one if it was made for the same data and settings;
     for other data or settings an error, or (resume=False) a new study in its place."""
     found = study.user_attrs.get("fingerprint")
@@ -137,16 +179,35 @@ def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, s
         optuna.delete_study(study_name=name, storage=_storage(storage))
         print(f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) "
               "and started a new one")
-        study = open_study(storage, name, seed)
+        study = open_study(storage, name, seed, heartbeat=heartbeat)
     study.set_user_attr("fingerprint", print_)
     return study
 
 
-def _storage(url: str | None):
-    """An RDB storage that waits for a lock instead of failing when several processes share SQLite."""
-    if url is None or not url.startswith("sqlite"):
-        return url
-    return optuna.storages.RDBStorage(url, engine_kwargs={"connect_args": {"timeout": 60}})
+def _storage(url: str | None, heartbeat: int | None = None):
+    """An RDB storage (SQLite waits for a lock instead of failing when several processes share it), with
+    trial heartbeats for a shared study (see open_study)."""
+    if url is None:
+        return None
+    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
+    if heartbeat is None:
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine)
+    # Optuna 4.9 renamed the callback; both put the failed trial's number in system attr "failed_trial".
+    retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
+    with _quiet():
+        return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=heartbeat,
+                                          grace_period=2 * heartbeat,
+                                          heartbeat_stale_trial_callback=retry(max_retry=2))
+
+
+@contextlib.contextmanager
+def _quiet():
+    """Optuna marks heartbeats experimental and warns on every use; a search prints its own lines only."""
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
+        yield
 
 
 def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
@@ -162,34 +223,55 @@ def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
                 params[name] = value
         elif value is not None:
             params[name] = min(max(value, spec["low"]), spec["high"])
-    study.enqueue_trial(params)
+    with _quiet():
+        study.enqueue_trial(params, skip_if_exists=True)  # two searches starting a shared study at once
 
 
 def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
            storage: str | None = None, study_name: str = "role-rubric", timeout: float | None = None,
-           workers: int = 1, progress: bool = False, resume: bool = True) -> optuna.Study:
+           workers: int = 1, progress: bool = False, resume: bool = True,
+           heartbeat: int | None = None) -> optuna.Study:
     """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials.
 
     workers > 1 adds processes that share the study through its storage (one core each; the networks
     are too small to use more than one thread well). They need a storage URL, not the in-memory default.
     A stored study is resumed only for the same data and settings (`fingerprint`); otherwise InputError,
-    or with resume=False a new study replaces it.
+    or with resume=False a new study replaces it. heartbeat: share the study with other searches (other
+    processes or machines running the same command on the same storage; see open_study).
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = open_study(storage, study_name, seed)
+    study = open_study(storage, study_name, seed, heartbeat=heartbeat)
     study = _bind(study, fingerprint(ds, base, space, folds=folds, seed=seed), storage=storage, name=study_name,
-                  seed=seed, resume=resume)
+                  seed=seed, resume=resume, heartbeat=heartbeat)
     _enqueue_base(study, base, space)
     done = _finished(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
-    job = (ds, base, space, trials, folds, seed, storage, study_name, timeout)
+    job = (ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat)
     parallel = done < trials and workers > 1 and storage is not None
     # Processes already fill the cores: each trains its models in one slice (see fit_models).
     with default_training_workers(1) if parallel else contextlib.nullcontext():
         _search_until_done(study, job, trials, workers if parallel else 1, bar)
     bar.close()
+    if heartbeat is not None:
+        _wait_for_others(study, heartbeat)
     _score_defaults(study, ds, base, folds=folds, seed=seed)
-    return open_study(storage, study_name, seed, clean=False) if storage is not None else study
+    return open_study(storage, study_name, seed, clean=False, heartbeat=heartbeat) if storage is not None else study
+
+
+def _wait_for_others(study: optuna.Study, heartbeat: int) -> None:
+    """Wait until the trials other searches are running on the shared study end (a silent one is failed
+    after its grace period), so that every search of the study reports the same best trial."""
+    printed = False
+    while True:
+        with _quiet():
+            optuna.storages.fail_stale_trials(study)
+        running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
+        if not running:
+            return
+        if not printed:
+            print(f"search: waiting for {len(running)} trial(s) that other processes are running on the study")
+            printed = True
+        time.sleep(min(1.0, heartbeat / 2))
 
 
 def _score_defaults(study: optuna.Study, ds: Dataset, base: Settings, *, folds: int, seed: int) -> None:
@@ -224,9 +306,10 @@ def _search_until_done(study, job, trials: int, workers: int, bar) -> None:
         process.join()
 
 
-def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, *, callbacks=(),
-              parent: int | None = None) -> None:
+def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, *,
+              callbacks=(), parent: int | None = None) -> None:
     def objective(trial: optuna.Trial) -> float:
+        trial.set_user_attr("worker", _worker_name())
         settings = dataclasses.replace(base, **suggest(trial, space))
         return inner_objective(ds, settings, folds=folds, seed=seed, trial=trial)
 
@@ -238,13 +321,15 @@ def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, 
     study.optimize(objective, timeout=timeout, callbacks=[*callbacks, stop_when_done], gc_after_trial=False)
 
 
-def _work(ds, base, space, trials, folds, seed, storage, study_name, timeout, index: int, parent: int) -> None:
+def _work(ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, index: int,
+          parent: int) -> None:
     """A worker process: its own sampler seed, the shared study, stops when the study is complete."""
     _die_with(parent)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = open_study(storage, study_name, seed + index, clean=False)
+    study = open_study(storage, study_name, seed + index, clean=False, heartbeat=heartbeat)
     if _finished(study) < trials:
-        _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, parent=parent)
+        _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat,
+                  parent=parent)
 
 
 def _die_with(parent: int) -> None:
@@ -299,22 +384,24 @@ def best_overrides(study: optuna.Study) -> dict[str, dict]:
 
 def run_search(cfg) -> optuna.Study:
     """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`."""
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     out = Path(cfg.out)
     with out_lock(out):
         storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
+        # a storage of the user's may be shared with other searches: heartbeats tell killed trials apart
+        heartbeat = int(cfg.search.get("heartbeat", 10)) if cfg.search.storage else None
         space = _plain(cfg.search.space)
         start = time.perf_counter()
         study = search(ds, Settings.from_cfg(cfg), space, trials=int(cfg.search.trials),
                        folds=int(cfg.search.inner_folds), seed=int(cfg.seed), storage=storage,
                        study_name=cfg.search.study, timeout=cfg.search.timeout, workers=int(cfg.search.workers),
-                       progress=True, resume=bool(cfg.search.get("resume", True)))
+                       progress=True, resume=bool(cfg.search.get("resume", True)), heartbeat=heartbeat)
         best = best_overrides(study)
         atomic_write_text(out / "best.yaml", yaml.safe_dump(best, sort_keys=False))
         defaults = study.user_attrs["defaults_nll"]
         summary = {"best_nll": recommended_nll(study), "best_trial_nll": study.best_value,
                    "defaults_nll": defaults, "kept_defaults": not beats_defaults(study), "best": best,
-                   "finished_trials": _finished(study), "seconds": time.perf_counter() - start, "storage": storage,
+                   "finished_trials": _finished(study), "seconds": time.perf_counter() - start, "storage": _shown(storage),
                    "study": cfg.search.study}
         atomic_write_text(out / "search.json", json.dumps(summary, indent=2))
     flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
@@ -324,8 +411,13 @@ def run_search(cfg) -> optuna.Study:
         print("search: no trial beat the current settings: best.yaml keeps them (no overrides)")
     else:
         print(f"search: best overrides: {flat}")
-    print(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {storage}")
+    print(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {_shown(storage)}")
     return study
+
+
+def _shown(url: str) -> str:
+    """A storage URL as printed and written: never its password."""
+    return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
 
 
 def _plain(node) -> dict:

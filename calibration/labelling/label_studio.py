@@ -28,6 +28,7 @@ from calibration.labelling.answers import option_key, options_text
 from calibration.labelling.items import Item, check_item, conversation_messages
 from rubric.conversations import Conversation
 from rubric.errors import InputError, read_text_file
+from rubric.ids import clean_id, clean_id_columns
 from rubric.schema import Rubric
 
 DIALOGUE = "dialogue"  # the object tag the questions point at
@@ -181,7 +182,7 @@ def label_studio_labels(
     if not rows:
         raise InputError(f"no answers to import ({counts['tasks']} tasks, {counts['cancelled_skipped']} cancelled "
                          "annotations).", path=path, fix="submit annotations in Label Studio, then export again.")
-    labels = pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "question_id", "answer"])
+    labels = clean_id_columns(pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "question_id", "answer"]))
     counts["labels"] = len(labels)
     counts["annotators"] = labels["judge_id"].nunique()
     return labels, dict(counts)
@@ -199,7 +200,7 @@ def _task_item(task: dict[str, Any], path: str | Path) -> Item:
     if not (turn == "" or turn.isdigit()):
         raise InputError(f"task {tid} has the turn {data['turn']!r}, not a turn number.", path=path,
                          fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
-    return (str(data["conversation_id"]), turn)
+    return (clean_id(data["conversation_id"]), turn)  # one rule for ids (rubric/ids.py)
 
 
 def _check_same_text(task: dict[str, Any], item: Item, conversations: dict[str, Conversation], path) -> None:

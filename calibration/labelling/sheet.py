@@ -26,6 +26,7 @@ from calibration.labelling.items import (
 )
 from rubric.conversations import Conversation
 from rubric.errors import InputError
+from rubric.ids import clean_id
 from rubric.schema import Rubric
 
 NEEDED = ("conversation_id", "turn", "judge_id", "question_id", "answer")
@@ -113,8 +114,8 @@ def sheet_labels(
 
 def _checked_row(row, n, path, rubric, conversations, known) -> tuple[tuple[str, str, str, str], str]:
     where = f"sheet row {n}"
-    cid, turn = row["conversation_id"].strip(), turn_text(row["turn"])
-    judge, qid = row["judge_id"].strip(), row["question_id"].strip()
+    cid, turn = clean_id(row["conversation_id"]), turn_text(row["turn"])  # one rule for ids (rubric/ids.py)
+    judge, qid = clean_id(row["judge_id"]), clean_id(row["question_id"])
     if not judge:
         raise InputError(f"{where} has an answer but no judge_id.", path=path,
                          fix="write your reviewer id in judge_id on every row you answer (the same id each time).")

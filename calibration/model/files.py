@@ -31,6 +31,7 @@ from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
 from rubric.identity import dataset_judge_identity, describe
+from rubric.ids import clean_id
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
 FORMAT = "role-rubric-calibrator/1"
@@ -60,7 +61,7 @@ class LoadedModel:
     def judge_index(self, judge_id: str) -> int:
         """Index of a training judge, or -1 (population model) for a judge never seen in training."""
         try:
-            return self.judges.index(str(judge_id))
+            return self.judges.index(clean_id(judge_id))
         except ValueError:
             return -1
 
@@ -298,7 +299,7 @@ def _version() -> str:
 def run_train(cfg) -> Path:
     """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     start = time.perf_counter()
     judge = dataset_judge_identity(cfg.data)
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work

@@ -19,6 +19,7 @@ from calibration.model.files import load_model
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.identity import check_same_judge, dataset_judge_identity
+from rubric.ids import clean_id_list
 from rubric.schema import Rubric, format_value
 
 
@@ -79,5 +80,5 @@ def _pairs(ds, judges, data_dir) -> tuple[np.ndarray, list[str]]:
     n = len(ds.items)
     if judges == "population":
         return np.arange(n), [""] * n
-    chosen = [str(j) for j in (judges if not isinstance(judges, str) else judges.split(","))]
+    chosen = clean_id_list(judges)
     return np.tile(np.arange(n), len(chosen)), [j for j in chosen for _ in range(n)]

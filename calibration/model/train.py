@@ -284,7 +284,7 @@ def _compact(work: CalibrationNet, optimiser: torch.optim.Adam, lazy: LazyAdam |
 
 def _batch_indices(fit_rows: list[np.ndarray], seeds: list[int], steps: int, batch: int, salt: int) -> np.ndarray:
     """(M, steps, B) row indices: each model walks through its own reshuffled rows, epoch after epoch.
-    batch <= 0 means full batch (the largest model's row count)."""
+    batch 0 means full batch (the largest model's row count; train.batch_size=0)."""
     if any(len(rows) == 0 for rows in fit_rows):
         raise ValueError("a model has no training rows; use fewer folds or more labelled data.")
     batch = batch if batch > 0 else max(len(rows) for rows in fit_rows)

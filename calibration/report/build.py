@@ -85,7 +85,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
     fold_seed = int(cfg.get("fold_seed") or 0)
-    ds = load_dataset(cfg.data, target=cfg.get("target"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
     target = ds.rubric.target
     if cfg.get("cv"):
         predictions, info = read_cv_folder(cfg.cv, target)
@@ -118,7 +118,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         ]
     if opts.targets:
         variant_jobs += [
-            (load_dataset(cfg.data, target=q), light, folds, fold_seed, seed, threads)
+            (load_dataset(cfg.data, target=q, unmatched_labels=cfg.get("unmatched_labels", "error")), light, folds, fold_seed, seed, threads)
             for q in ds.rubric.ids
             if q != target
         ]

@@ -170,7 +170,9 @@ def read_designs(data_dir: str | Path) -> pd.DataFrame | None:
     path = Path(data_dir) / "turn_designs.csv"
     if not path.exists():
         return None
-    return pd.read_csv(path, dtype={"conversation_id": str, "turn": str})
+    from rubric.ids import clean_id_columns
+
+    return clean_id_columns(pd.read_csv(path, dtype={"conversation_id": str, "turn": str}), ["conversation_id", "turn"])
 
 
 def _num(value: Any, digits: int = 2) -> float | None:

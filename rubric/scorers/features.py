@@ -21,6 +21,7 @@ import pandas as pd
 
 from rubric.conversations import Conversation, load_conversations, save_conversations
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 from rubric.schema import Option, Question, Rubric, load_rubric, save_rubric
 from rubric.scorers import EmbeddingStore, Scorer, make_scorer
 
@@ -125,24 +126,24 @@ def run_scorer_gather(cfg: Any, rubric: Rubric) -> pd.DataFrame:
     if cfg.get("limit"):
         conversations = conversations[: int(cfg.limit)]
     out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    llm, rubric = gather_scores(
-        conversations,
-        rubric,
-        spec["name"],
-        params=spec.get("params") or {},
-        beside=spec.get("beside"),
-        cache=cfg.get("cache"),
-    )
-    llm.to_csv(out / "llm.csv", index=False)
-    save_rubric(rubric, out / "rubric.yaml")
-    save_conversations(conversations, out / "conversations.jsonl")
-    summary = {
-        "scorer": spec,
-        "items": int(llm[["conversation_id", "turn"]].drop_duplicates().shape[0]),
-        "questions": rubric.ids,
-    }
-    (out / "gather_summary.json").write_text(json.dumps(summary, indent=2) + "\n")
+    with out_lock(out):  # one run per folder, until the last write
+        llm, rubric = gather_scores(
+            conversations,
+            rubric,
+            spec["name"],
+            params=spec.get("params") or {},
+            beside=spec.get("beside"),
+            cache=cfg.get("cache"),
+        )
+        atomic_to_csv(llm, out / "llm.csv")
+        save_rubric(rubric, out / "rubric.yaml")
+        save_conversations(conversations, out / "conversations.jsonl")
+        summary = {
+            "scorer": spec,
+            "items": int(llm[["conversation_id", "turn"]].drop_duplicates().shape[0]),
+            "questions": rubric.ids,
+        }
+        atomic_write_text(out / "gather_summary.json", json.dumps(summary, indent=2) + "\n")
     print(
         f"gather: {spec['name']} scores for {summary['items']} turns as question ref_{spec['name']}"
         + (f", beside {spec['beside']}" if spec.get("beside") else "")
