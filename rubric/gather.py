@@ -280,8 +280,9 @@ async def _gather_streaming(
 
 
 # command line -------------------------------------------------------------------------------------------
-def rubric_from_config(cfg: Any) -> Rubric:
-    """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml)."""
+def rubric_from_config(cfg: Any, command: str = "gather") -> Rubric:
+    """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml); a target
+    that nobody chose is announced once, under COMMAND's name."""
     from omegaconf import OmegaConf
 
     target = cfg.get("target")
@@ -291,7 +292,7 @@ def rubric_from_config(cfg: Any) -> Rubric:
         rubric = rubric_from_dict(
             OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target
         )
-    note_default_target(rubric, "gather")
+    note_default_target(rubric, command)
     return rubric
 
 

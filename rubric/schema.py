@@ -177,7 +177,7 @@ def note_default_target(rubric: Rubric, command: str | None = None) -> None:
     where = f"{rubric.source}: " if rubric.source else ""
     print(
         (f"{command}: " if command else "") + f"{where}no 'target:' and no 'overall' question, so the last question, {rubric.target!r}, "
-        "is the training target; choose another with 'target: ID' in rubric.yaml or target=ID on the "
+        "is the target (trained on, adherence read from); choose another with 'target: ID' in rubric.yaml or target=ID on the "
         "command line.",
         file=sys.stderr,
     )

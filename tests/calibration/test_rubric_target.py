@@ -98,3 +98,21 @@ def test_a_question_the_labelling_interface_reserves_names_the_rubric_file(tmp_p
     (data / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
     with pytest.raises(InputError, match=r"d/rubric\.yaml: the rubric has a question named 'dialogue'"):
         label_config(load_rubric(data / "rubric.yaml"))
+
+
+def test_score_without_a_calibrator_announces_the_target(tmp_path, capsys):
+    from rubric.conversations import save_conversations
+    from rubric.fake_server import FakeOpenAI
+    from tests.rubric.conftest import make_conversations
+
+    rubric = {k: v for k, v in SYNTH_RUBRIC.items() if k != "target"}
+    rubric["questions"] = rubric["questions"][:2]
+    path = tmp_path / "mine.yaml"
+    path.write_text(yaml.safe_dump(rubric, sort_keys=False))
+    convs = save_conversations(make_conversations(1), tmp_path / "c.jsonl")
+    with FakeOpenAI() as server:
+        args = [f"conversations={convs}", f"rubric_file={path}", "judge=fake", f"judge.base_url={server.base_url}",
+                f"out={tmp_path / 's.csv'}", "progress=false"]  # fmt: skip
+        assert main(["score", *args]) == 0
+    notes = [line for line in capsys.readouterr().err.splitlines() if "no 'target:'" in line]
+    assert len(notes) == 1 and notes[0].startswith(f"score: {path}:") and "'tone'" in notes[0]
