@@ -178,6 +178,8 @@ def check_same_judge(
             f"{command}: warning: judge mismatch allowed ({'; '.join(diffs)}); the calibration does not hold."
         )
     elif moved:
-        print(f"{command}: the same judge at another endpoint ({moved}); model, prompt, rubric, answer mode "
-              "and sampling match, so the calibration holds.")
+        print(
+            f"{command}: the same judge at another endpoint ({moved}); model, prompt, rubric, answer mode "
+            "and sampling match, so the calibration holds."
+        )
     return diffs
