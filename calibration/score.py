@@ -91,7 +91,7 @@ def run_score(cfg) -> pd.DataFrame:
     if cfg.get("calibrator") is None:
         from rubric.gather import rubric_from_config
 
-        rubric = rubric_from_config(cfg)
+        rubric = rubric_from_config(cfg, "score")
     cache = cfg.get("cache") or out.with_suffix(".cache.sqlite")
     metric = RoleAdherence(
         calibrator=cfg.get("calibrator"),

@@ -43,7 +43,7 @@ from rubric.parallel import run_sharded, worker_processes
 from rubric.prompts import Prompt
 from rubric.prompts import prompt_chunks as _prompt_chunks  # shared with batch mode (rubric/batch_run.py)
 from rubric.prompts import prompt_keys as _keys
-from rubric.schema import Rubric, load_rubric, rubric_from_dict
+from rubric.schema import Rubric, load_rubric, note_default_target, rubric_from_dict
 from rubric.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
 
 
@@ -280,16 +280,20 @@ async def _gather_streaming(
 
 
 # command line -------------------------------------------------------------------------------------------
-def rubric_from_config(cfg: Any) -> Rubric:
-    """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml)."""
+def rubric_from_config(cfg: Any, command: str = "gather") -> Rubric:
+    """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml); a target
+    that nobody chose is announced once, under COMMAND's name."""
     from omegaconf import OmegaConf
 
     target = cfg.get("target")
     if cfg.get("rubric_file"):
-        return load_rubric(cfg.rubric_file, target=target)
-    return rubric_from_dict(
-        OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target
-    )
+        rubric = load_rubric(cfg.rubric_file, target=target)
+    else:
+        rubric = rubric_from_dict(
+            OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target
+        )
+    note_default_target(rubric, command)
+    return rubric
 
 
 def run_gather(cfg: Any) -> GatherResult | None:

@@ -1,9 +1,11 @@
 """Which judge produced a set of answer distributions, so that a calibrator is never fed another judge's.
 
-A calibrator learns the habits of one judge (model, endpoint, prompt, rubric wording, way of reading
-answers); on distributions from another it is silently wrong. `gather` records `judge_identity(...)` in
-gather_summary.json, `train` copies it into model.json, and `predict`/`score` compare it with the judge
-they are given (`check_same_judge`), refusing a mismatch unless allow_judge_mismatch=true.
+A calibrator learns the habits of one judge (model, prompt, rubric wording, way of reading answers,
+sampling); on distributions from another it is silently wrong. `gather` records `judge_identity(...)` in
+gather_summary.json, `train` copies it into model.json, and `predict`/`score`/`estimate` compare it with
+the judge they are given (`check_same_judge`), refusing a mismatch unless allow_judge_mismatch=true.
+Only what determines the answers is compared: the endpoint (a local server restarted on another port,
+the same model behind another host name) is recorded and shown, never a reason to refuse.
 """
 
 from __future__ import annotations
@@ -17,7 +19,11 @@ from urllib.parse import urlparse
 
 from rubric.errors import InputError
 
-IDENTITY_KEYS = ("backend", "model", "base_url_host", "prompt_template", "rubric", "answer_mode")
+COMPARED_KEYS = ("backend", "model", "prompt_template", "rubric", "answer_mode", "sampling")
+"""What determines the answers; "sampling" is absent from identities recorded before it was."""
+INFO_KEYS = ("base_url_host",)
+"""Recorded and shown, not compared: the same model answers the same wherever it is served."""
+IDENTITY_KEYS = COMPARED_KEYS + INFO_KEYS
 _NAMES = {
     "backend": "backend",
     "model": "model",
@@ -25,6 +31,7 @@ _NAMES = {
     "prompt_template": "prompt template hash",
     "rubric": "rubric hash",
     "answer_mode": "answer mode",
+    "sampling": "sampling",
 }
 
 
@@ -62,9 +69,24 @@ def rubric_hash(rubric: Any) -> str:
     return hashlib.sha256(json.dumps(questions, sort_keys=True).encode()).hexdigest()[:16]
 
 
+def sampling_settings(judge: Any) -> str:
+    """The request settings that change a chat judge's answers, as one comparable line ("temperature 0.0;
+    20 logprobs; 10 samples at temperature 1.0; 3 answer tokens" plus any extra request fields); the
+    embedding judge has none."""
+    if judge.backend == "embedding":
+        return "none"
+    text = (
+        f"temperature {float(judge.temperature)}; {judge.top_logprobs} logprobs; {judge.samples} samples at "
+        f"temperature {float(judge.sample_temperature)}; {judge.answer_tokens} answer tokens"
+    )
+    extra = {**(judge.params or {}), **(judge.extra_body or {})}
+    return text + (f"; {json.dumps(extra, sort_keys=True)}" if extra else "")
+
+
 def judge_identity(judge: Any, rubric: Any) -> dict[str, str]:
-    """The judge's identity: backend, model, endpoint host (no path, no key), prompt template hash,
-    rubric hash and answer mode ("distribution/auto", "binary/logprobs", ...)."""
+    """The judge's identity: backend, model, prompt template hash, rubric hash, answer mode
+    ("distribution/auto", "binary/logprobs", ...) and sampling settings, which are compared, plus the
+    endpoint host (no path, no key), which is only shown."""
     url = judge.resolved_base_url()
     if judge.backend == "embedding":
         host = "local"
@@ -81,6 +103,7 @@ def judge_identity(judge: Any, rubric: Any) -> dict[str, str]:
         "prompt_template": prompt_template_hash(),
         "rubric": rubric_hash(rubric),
         "answer_mode": f"{judge.output_mode}/{judge.answer_mode}",
+        "sampling": sampling_settings(judge),
     }
 
 
@@ -103,18 +126,29 @@ def describe(identity: Mapping[str, Any] | None) -> str:
     return (
         f"{identity.get('backend')} judge {identity.get('model')} at {identity.get('base_url_host')} "
         f"({identity.get('answer_mode')}; prompt {identity.get('prompt_template')}, "
-        f"rubric {identity.get('rubric')})"
+        f"rubric {identity.get('rubric')}"
+        + (f"; sampling {identity['sampling']}" if identity.get("sampling") else "")
+        + ")"
     )
 
 
 def identity_differences(trained: Mapping[str, Any], current: Mapping[str, Any]) -> list[str]:
-    """'model: trained on 'a', given 'b'' for every recorded key whose value differs."""
+    """'model: trained on 'a', given 'b'' for every compared key recorded on both sides whose value
+    differs (the endpoint is not compared: see `endpoint_note`)."""
     out = []
-    for key in IDENTITY_KEYS:
+    for key in COMPARED_KEYS:
         a, b = trained.get(key), current.get(key)
         if a is not None and b is not None and a != b:
             out.append(f"{_NAMES[key]}: trained on {a!r}, given {b!r}")
     return out
+
+
+def endpoint_note(trained: Mapping[str, Any], current: Mapping[str, Any]) -> str | None:
+    """'endpoint host: trained at 'a', given 'b'' when the judge is served elsewhere now, else None."""
+    a, b = trained.get("base_url_host"), current.get("base_url_host")
+    if a is None or b is None or a == b:
+        return None
+    return f"{_NAMES['base_url_host']}: trained at {a!r}, given {b!r}"
 
 
 def check_same_judge(
@@ -126,18 +160,26 @@ def check_same_judge(
 ) -> list[str]:
     """Refuse distributions from another judge than the calibrator was trained on (InputError naming
     what differs), or with allow=True print a warning; returns the differences. Unknown identities
-    (old models, imported data) are not compared."""
+    (old models, imported data) are not compared. The same judge at another endpoint is accepted with
+    one information line."""
     if not trained or not current:
         return []
     diffs = identity_differences(trained, current)
+    moved = endpoint_note(trained, current)
     if diffs and not allow:
+        seen = diffs + ([moved] if moved else [])
         raise InputError(
-            "the calibrator was trained on another judge's distributions (" + "; ".join(diffs) + ").",
+            "the calibrator was trained on another judge's distributions (" + "; ".join(seen) + ").",
             fix="use the judge it was trained on, retrain on this judge, or pass allow_judge_mismatch=true "
             "to use it anyway (its calibration then does not hold).",
         )
     if diffs:
         print(
             f"{command}: warning: judge mismatch allowed ({'; '.join(diffs)}); the calibration does not hold."
+        )
+    elif moved:
+        print(
+            f"{command}: the same judge at another endpoint ({moved}); model, prompt, rubric, answer mode "
+            "and sampling match, so the calibration holds."
         )
     return diffs

@@ -3,7 +3,7 @@
 A rubric file looks like::
 
     name: role_adherence
-    target: overall            # optional; default "overall" if present, else the last question
+    target: overall            # optional; default "overall" if present, else the last question (with a note)
     questions:
       - id: scope
         text: Does the reply stay within the topics and tasks the role covers?
@@ -21,7 +21,8 @@ import hashlib
 import json
 import math
 import re
-from dataclasses import dataclass, field
+import sys
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -75,12 +76,17 @@ class Rubric:
     target: str
     description: str = ""
     extra: dict[str, Any] = field(default_factory=dict, compare=False)
+    source: str | None = field(default=None, compare=False)
+    """The rubric file it was read from, named by errors about it (None: built in code)."""
+    target_defaulted: bool = field(default=False, compare=False)
+    """True when nothing chose the target and the last question became it (see `note_default_target`)."""
 
     def __post_init__(self) -> None:
         ids = [q.id for q in self.questions]
         if self.target not in ids:
             raise InputError(
                 f"target question {self.target!r} is not in the rubric (questions: {', '.join(ids)}).",
+                path=self.source,
                 fix="set target= to one of the rubric's question ids.",
             )
 
@@ -96,10 +102,9 @@ class Rubric:
 
     def with_target(self, target: str | None) -> Rubric:
         """The same rubric with another target question (None keeps the current one)."""
-        if target is None or clean_id(target) == self.target:
+        if target is None:
             return self
-        target = clean_id(target)
-        return Rubric(self.name, self.questions, target, self.description, self.extra)
+        return replace(self, target=clean_id(target), target_defaulted=False)  # checked, naming self.source
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -139,11 +144,43 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
     for key in ("name", "description", "target"):
         _text_field(data.get(key), f"the rubric's {key!r}", source, required=False)
     if target is not None and not isinstance(target, str):
-        raise InputError(f"target={target!r} is not a question id.", fix="set target= to one of the rubric's question ids.")
-    chosen = target or data.get("target") or ("overall" if "overall" in ids else ids[-1])
+        raise InputError(
+            f"target={target!r} is not a question id.", path=source, fix="set target= to one of the rubric's question ids."
+        )
+    own = data.get("target")
+    if not target and own is not None and clean_id(own) not in ids:
+        raise InputError(
+            f"the rubric's target {clean_id(own)!r} is not one of its questions ({', '.join(ids)}).",
+            path=source,
+            fix="set 'target:' in this file (or target= on the command line) to one of its question ids.",
+        )
+    chosen = target or own or ("overall" if "overall" in ids else ids[-1])
     name = str(data.get("name") or Path(str(source)).stem)
     extra = {k: v for k, v in data.items() if k not in {"name", "questions", "target", "description"}}
-    return Rubric(name, tuple(questions), clean_id(chosen), str(data.get("description") or ""), extra)
+    return Rubric(
+        name, tuple(questions), clean_id(chosen), str(data.get("description") or ""), extra,
+        source=str(source), target_defaulted=not (target or own or "overall" in ids),
+    )
+
+
+_NOTED: set[tuple[str | None, str]] = set()
+
+
+def note_default_target(rubric: Rubric, command: str | None = None) -> None:
+    """Say once per command which question became the target when the rubric chose none (no 'target:'
+    and no 'overall' question), and how to choose another; silent otherwise. Called where a command
+    settles its rubric, so a rubric loaded again inside a loop is not announced again."""
+    key = (rubric.source, rubric.target)
+    if not rubric.target_defaulted or key in _NOTED:
+        return
+    _NOTED.add(key)
+    where = f"{rubric.source}: " if rubric.source else ""
+    print(
+        (f"{command}: " if command else "") + f"{where}no 'target:' and no 'overall' question, so the last question, {rubric.target!r}, "
+        "is the target (trained on, adherence read from); choose another with 'target: ID' in rubric.yaml or target=ID on the "
+        "command line.",
+        file=sys.stderr,
+    )
 
 
 def _text_field(value: Any, what: str, source: str | Path, *, required: bool = True) -> str | None:

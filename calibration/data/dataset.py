@@ -26,7 +26,7 @@ from calibration.data.reading import (
     _warn_if_unreliable,
 )
 from rubric.errors import InputError
-from rubric.schema import Rubric, load_rubric
+from rubric.schema import Rubric, load_rubric, note_default_target
 
 
 @dataclass
@@ -166,6 +166,7 @@ def load_dataset(
     if not root.is_dir():
         raise InputError("dataset directory not found.", path=root, fix="pass data=DIR with rubric.yaml and llm.csv.")
     rubric = (rubric or load_rubric(root / "rubric.yaml")).with_target(target)
+    note_default_target(rubric)  # once per command: which question became the target, when none was chosen
     llm_path = _find(root, "llm", required=True)
     label_path = _find(root, "labels", required=require_labels)
     llm = _read_table(llm_path, LLM_COLUMNS)

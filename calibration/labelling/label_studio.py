@@ -42,7 +42,7 @@ def label_config(rubric: Rubric) -> str:
     clash = sorted(set(rubric.ids) & RESERVED)
     if clash:
         raise InputError(f"the rubric has a question named {clash[0]!r}, a name the labelling interface uses.",
-                         fix="rename that question in rubric.yaml (and in labels.csv and llm.csv).")
+                         path=rubric.source, fix="rename that question in rubric.yaml (and in labels.csv and llm.csv).")
     lines = [
         "<View>",
         '  <Header value="The role the chatbot was given"/>',

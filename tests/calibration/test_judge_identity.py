@@ -1,5 +1,6 @@
 """model.json records which judge produced the training distributions; predict and score refuse another
-judge's distributions unless allow_judge_mismatch=true, naming what differs."""
+judge's distributions unless allow_judge_mismatch=true, naming what differs; the same judge at another
+endpoint is accepted."""
 
 from __future__ import annotations
 
@@ -24,22 +25,43 @@ FAST = ["network.hidden1=4", "network.hidden2=4", "train.ensemble=1", "train.pre
         "train.finetune_steps=5", "train.eval_every=5"]  # fmt: skip
 
 
-def test_identity_names_backend_model_host_prompt_rubric_and_answer_mode(tmp_path):
+def test_identity_names_backend_model_host_prompt_rubric_answer_mode_and_sampling(tmp_path):
     rubric = load_rubric(make_native_dataset(tmp_path / "d", n_conversations=2) / "rubric.yaml")
     fake = judge_identity(judge_config("fake"), rubric)
     assert set(fake) == set(IDENTITY_KEYS)
     assert fake["model"] == "fake-judge" and fake["base_url_host"] == "127.0.0.1:8765"
+    assert fake["sampling"].startswith("temperature 0.0;")
     other = judge_identity(
         judge_config("fake", base_url="https://api.example.com/v1", answer_mode="sampled"), rubric
     )
     assert other["base_url_host"] == "api.example.com" and other["prompt_template"] == fake["prompt_template"]
     with pytest.raises(
         InputError,
-        match=r"endpoint host: trained on '127.0.0.1:8765'.*answer mode.*allow_judge_mismatch=true",
+        match=r"answer mode: trained on .*endpoint host: trained at '127.0.0.1:8765'.*allow_judge_mismatch=true",
     ):
         check_same_judge(fake, other, allow=False, command="score")
-    assert len(check_same_judge(fake, other, allow=True, command="score")) == 2
+    assert len(check_same_judge(fake, other, allow=True, command="score")) == 1  # the answer mode only
     assert check_same_judge(None, other, allow=False, command="score") == []  # unknown: not compared
+
+
+def test_the_same_judge_at_another_port_or_host_is_accepted(tmp_path, capsys):
+    rubric = load_rubric(make_native_dataset(tmp_path / "d", n_conversations=2) / "rubric.yaml")
+    fake = judge_identity(judge_config("fake"), rubric)
+    for url in ("http://127.0.0.1:9123/v1", "http://judge.internal:8765/v1"):
+        moved = judge_identity(judge_config("fake", base_url=url), rubric)
+        assert moved["base_url_host"] != fake["base_url_host"]
+        assert check_same_judge(fake, moved, allow=False, command="predict") == []
+        line = capsys.readouterr().out
+        assert "predict: the same judge at another endpoint" in line and moved["base_url_host"] in line
+    # what determines the answers is still compared, wherever the judge is served
+    for change, key in (({"model": "other-model"}, "model"), ({"temperature": 0.7}, "sampling")):
+        other = judge_identity(judge_config("fake", base_url="http://127.0.0.1:9123/v1", **change), rubric)
+        with pytest.raises(InputError, match=f"{key}: trained on"):
+            check_same_judge(fake, other, allow=False, command="predict")
+    with pytest.raises(InputError, match="prompt template hash: trained on 'aaaa'"):
+        check_same_judge({**fake, "prompt_template": "aaaa"}, fake, allow=False, command="predict")
+    old = {k: v for k, v in fake.items() if k != "sampling"}  # recorded before sampling was
+    assert check_same_judge(old, {**fake, "sampling": "temperature 1.0"}, allow=False, command="predict") == []
 
 
 @pytest.fixture(scope="module")
