@@ -39,7 +39,7 @@ from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shi
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
-from calibration.release.turns import reviewer_predictions
+from calibration.release.turns import judge_probabilities, reviewer_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
 BENCHMARKS = ("llm_rubric_in_distribution", "llm_rubric_shift_down", "llm_rubric_shift_up", "new_chatbot")
@@ -92,9 +92,10 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
     model = load_model(model_dir)
     ds = load_dataset(release_dir, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
+    proba = judge_probabilities(model, X)
     out: dict = {}
     for kind in ("rate", "mean"):
-        preds = reviewer_predictions(model, ds, X, ds.target_index, kind=kind, adheres_at=3.0)
+        preds = reviewer_predictions(model, ds, X, ds.target_index, kind=kind, adheres_at=3.0, proba=proba)
         truth = preds.human_mean()
         labelled_items = np.unique(preds.row_item)
         convs = np.unique(preds.conversation)

@@ -242,6 +242,7 @@ def scaling(r: dict) -> str:
             + _table(["label rows", "judges", "train s", "of it the base", "peak MiB", "step ms", "cv s"], rows)
             + tail)
 
+
 ESTIMATE_NAMES = {
     "llm_rubric_in_distribution": "LLM-Rubric, in distribution (a random half trained on)",
     "llm_rubric_shift_down": "LLM-Rubric, covariate shift down (release: bottom 30% of judge-expected Q0)",

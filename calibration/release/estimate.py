@@ -19,7 +19,7 @@ import torch
 
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
 from calibration.release.plan import PLAN_FILE, read_plan
-from calibration.release.turns import ReviewerPredictions, reviewer_predictions
+from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
 from rubric.errors import InputError
 
 __all__ = ["GateFailed", "estimate_release", "run_estimate"]
@@ -95,7 +95,9 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
     cut = {q.id: default_adheres_at(q) for q in rubric.questions}
     if adheres_at is not None:
         cut[rubric.target] = float(adheres_at)
-    turns = {kind: reviewer_predictions(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target]) for kind in KINDS}
+    proba = judge_probabilities(model, X)
+    turns = {kind: reviewer_predictions(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target], proba=proba)
+             for kind in KINDS}
     roles = _roles(root)
     result = {
         "data": str(root), "alpha": options["alpha"], "population": options["population"],
@@ -114,8 +116,8 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
         if q != t and (ds.answers[:, q] >= 0).any():
             result["by_question"][question.id] = {
                 "adheres_at": cut[question.id],
-                **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id]), options,
-                                pi_of)
+                **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id],
+                                                     proba=proba), options, pi_of)
                    for kind in KINDS}}
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
@@ -143,13 +145,14 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
     block["humans"] = {"estimate": humans.estimate, "low": humans.low, "high": humans.high}
     block["ppi"] = {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam}
     block["effective_labels"] = effective_labels(len(labelled), humans, ppi)
-    # Two releases are compared as draws of their chatbots' behaviour (process level), whatever `population`.
-    block["_process"] = ppi_mean(sample, alpha=options["alpha"], population="process")
+    block["_sample"] = sample  # for a comparison with a baseline; dropped before writing
     return block
 
 
 def _difference(a: dict, b: dict, alpha: float) -> dict:
-    d = difference(a["_process"], b["_process"], alpha=alpha)
+    # Two releases are compared as draws of their chatbots' behaviour (process level), whatever `population`.
+    a_process, b_process = (ppi_mean(x["_sample"], alpha=alpha, population="process") for x in (a, b))
+    d = difference(a_process, b_process, alpha=alpha)
     return {k: d[k] for k in ("estimate", "low", "high", "p")} | {
         "method": "ppi, each release a draw of its chatbot's behaviour (population=process)"}
 
@@ -184,7 +187,7 @@ def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list
 
 
 def strip_private(value):
-    """Drop the `_process` helpers and turn inf/NaN into None (strict JSON)."""
+    """Drop the `_sample` helpers and turn inf/NaN into None (strict JSON)."""
     if isinstance(value, dict):
         return {k: strip_private(v) for k, v in value.items() if not k.startswith("_")}
     if isinstance(value, float) and not math.isfinite(value):

@@ -17,7 +17,7 @@ import torch
 
 from calibration.release.inference import ClusterSample
 
-__all__ = ["ReviewerPredictions", "reviewer_predictions"]
+__all__ = ["ReviewerPredictions", "judge_probabilities", "reviewer_predictions"]
 
 
 @dataclass(frozen=True)
@@ -100,25 +100,38 @@ class ReviewerPredictions:
         )
 
 
-def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str,
-                         adheres_at: float) -> ReviewerPredictions:
+def judge_probabilities(model, X: torch.Tensor):
+    """judge index -> (N_items, Q, K) the model's distributions of every item for that judge (-1: the
+    population model), each computed once: every question and quantity of a release reads the same ones."""
+    items = np.arange(X.shape[0])
+    cache: dict[int, np.ndarray] = {}
+
+    def proba(judge_index: int) -> np.ndarray:
+        if judge_index not in cache:
+            judge = np.full(len(items), judge_index, dtype=np.int64)
+            cache[judge_index] = np.asarray(model.proba(X, items, judge), float)
+        return cache[judge_index]
+
+    return proba
+
+
+def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str, adheres_at: float,
+                         proba=None) -> ReviewerPredictions:
     """kind "rate": P(answer >= adheres_at) and 1[answer >= adheres_at]; kind "mean": the expected and the
-    actual answer value."""
+    actual answer value. proba: a `judge_probabilities` to share between calls (default: a new one)."""
+    proba = proba or judge_probabilities(model, X)
     values = ds.option_values()[question, : int(ds.n_options[question])]
     score = (values >= adheres_at).astype(float) if kind == "rate" else values.astype(float)
-    n_items = len(ds.items)
-    items = np.arange(n_items)
 
     def predicted(judge_index: int) -> np.ndarray:
-        p = model.proba(X, items, np.full(n_items, judge_index, dtype=np.int64))[:, question, : len(values)]
-        return np.asarray(p, float) @ score
+        return proba(judge_index)[:, question, : len(values)] @ score
 
     rows = np.flatnonzero(ds.answers[:, question] >= 0)
     reviewer = np.array([model.judge_index(ds.judges[j]) for j in ds.label_judge[rows]], dtype=np.int64)
     columns = np.unique(np.append(reviewer, -1))  # -1, the population model, for a sample with no reviewer
     P = np.stack([predicted(int(j)) for j in columns], axis=1)
     panel = range(len(model.judges)) if model.judges and model.settings.personalised else [-1]
-    calibrator = np.mean([P[:, np.searchsorted(columns, j)] if j in columns else predicted(j) for j in panel], axis=0)
+    calibrator = np.mean([predicted(j) for j in panel], axis=0)
     raw = ds.probs[:, question, : len(values)].astype(float) @ score
     return ReviewerPredictions(ds.items["conversation_id"].to_numpy(), P, calibrator, raw, ds.label_item[rows],
                                np.searchsorted(columns, reviewer), score[ds.answers[rows, question]])
