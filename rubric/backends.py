@@ -155,7 +155,7 @@ class OpenAIBackend:
 
     async def reason(self, prompt: Prompt) -> Answer:
         ans = Answer(None)
-        body = self._body(prompt, reask=False, max_tokens=self.cfg.reason_max_tokens, temperature=0.0)
+        body = request_body(self.cfg, prompt, reask=False, max_tokens=self.cfg.reason_max_tokens, temperature=0.0)
         with _charged_on_failure(ans):
             data = await self._post(body, ans)
         ans.text = choice_texts(data, self.cfg.backend)[0].strip()
@@ -164,7 +164,7 @@ class OpenAIBackend:
     async def _ask(self, prompt: Prompt, ans: Answer, *, reask: bool) -> Distribution | None:
         cfg = self.cfg
         if cfg.output_mode == "binary":
-            body = self._body(prompt, reask=reask, max_tokens=cfg.answer_tokens, temperature=0.0)
+            body = request_body(self.cfg, prompt, reask=reask, max_tokens=cfg.answer_tokens, temperature=0.0)
             data = await self._post(body, ans)
             idx = option_of(first_word(choice_texts(data, cfg.backend)[0]), prompt.codes)
             return None if idx is None else one_hot(idx, len(prompt.codes), floor=cfg.floor)
@@ -176,7 +176,8 @@ class OpenAIBackend:
         return await self._ask_sampled(prompt, ans, reask)
 
     async def _ask_logprobs(self, prompt: Prompt, ans: Answer, reask: bool) -> Distribution | None:
-        body = self._body(
+        body = request_body(
+            self.cfg,
             prompt,
             reask=reask,
             max_tokens=self.cfg.answer_tokens,
@@ -201,7 +202,8 @@ class OpenAIBackend:
     async def _ask_sampled(self, prompt: Prompt, ans: Answer, reask: bool) -> Distribution | None:
         texts: list[str] = []
         while len(texts) < self.cfg.samples:  # some servers ignore n: ask again until we have enough
-            body = self._body(
+            body = request_body(
+                self.cfg,
                 prompt,
                 reask=reask,
                 max_tokens=self.cfg.answer_tokens,
@@ -227,26 +229,6 @@ class OpenAIBackend:
         )
 
     # HTTP ------------------------------------------------------------------------------------------
-    def _body(
-        self,
-        prompt: Prompt,
-        *,
-        reask: bool,
-        max_tokens: int,
-        temperature: float,
-        logprobs: bool = False,
-        n: int | None = None,
-    ) -> dict[str, Any]:
-        return request_body(
-            self.cfg,
-            prompt,
-            reask=reask,
-            max_tokens=max_tokens,
-            temperature=temperature,
-            logprobs=logprobs,
-            n=n,
-        )
-
     async def _post(self, body: dict[str, Any], ans: Answer) -> dict[str, Any]:
         path = "/chat/completions" if self.cfg.backend == "chat" else "/completions"
         last = "no attempt"
