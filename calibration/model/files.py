@@ -20,7 +20,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from calibration.data.dataset import load_dataset
+from calibration.data.union import training_data_from_cfg
 from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import parameter_shapes
 from calibration.model.network import BASE_KIND, CalibrationNet
@@ -30,7 +30,7 @@ from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
-from rubric.identity import dataset_judge_identity, describe
+from rubric.identity import describe
 from rubric.ids import clean_id
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
@@ -81,9 +81,11 @@ class LoadedModel:
 
 
 def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
-               recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "") -> Path:
+               recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "",
+               trained_on: list[dict] | None = None) -> Path:
     """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
-    data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints."""
+    data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints;
+    trained_on: instead, the records of the directories it was read from (`TrainingData.records`)."""
     out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
     with atomic_path(out / "weights.safetensors") as tmp:
@@ -104,7 +106,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "recalibration": None if recalibration is None else recalibration.to_dict(),
         "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
         # estimate and decide refuse labelled samples the model trained on (calibration/model/provenance.py)
-        "trained_on": [training_record(ds, data)],
+        "trained_on": trained_on if trained_on is not None else [training_record(ds, data)],
     }
     meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": _model_sha256(meta)}
     atomic_write_text(out / "model.json", json.dumps(meta, indent=2))
@@ -297,17 +299,20 @@ def _version() -> str:
 
 
 def run_train(cfg) -> Path:
-    """CLI: `role-rubric train data=DIR out=MODEL_DIR [target=Q] [network.*=..] [train.*=..]`."""
+    """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [target=Q] [network.*=..]
+    [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
+    data = training_data_from_cfg(cfg)
+    ds, judge = data.ds, data.judge
     start = time.perf_counter()
-    judge = dataset_judge_identity(cfg.data)
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
         net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
         save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration, judge=judge,
-                   data=cfg.data)
+                   trained_on=data.records())
     print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
+    if len(data.sources) > 1:
+        print(f"train: trained on {data.summary()}")
     print(f"train: trained on the distributions of the {describe(judge)}")
     print(f"train: wrote model to {out}")
     return out
