@@ -229,3 +229,21 @@ def test_zero_weight_directory_teaches_nothing(two_dirs):
     b = train_ensemble(flipped, settings, seed=0)[0]
     for (name, p), q in zip(a.state_dict().items(), b.state_dict().values(), strict=True):
         torch.testing.assert_close(p, q, msg=name)
+
+
+def test_search_and_report_read_two_directories(two_dirs, tmp_path):
+    from calibration.compose import compose_config
+    from calibration.report.build import run_report
+
+    old, new = two_dirs
+    assert main(["search", f"data=[{old},{new}]", f"out={tmp_path / 's'}", "search.trials=2", "search.inner_folds=2",
+                 "search.workers=1", *FAST]) == 0
+    assert json.loads((tmp_path / "s" / "search.json").read_text())["finished_trials"] == 2
+    quick = ["folds=2", "report.n_boot=20", "report.n_perm=20", "report.smece_boot=5", "report.band_bootstrap=5",
+             "report.ablations=false", "report.learning_curve.repeats=0", "report.workers=1", "report.targets=true"]
+    results = run_report(compose_config("report", [f"data=[{old},{new}]", "weights=[1,2]", f"out={tmp_path / 'r'}",
+                                                   *quick, *FAST]))
+    page = (tmp_path / "r" / "report.html").read_text()
+    assert "2 directories" in page
+    assert results["verdict"]["size"]["conversations"] == 28  # "c000" of each directory counted apart
+    assert {r["question"] for r in results["targets"]} == {"scope", "tone", "overall"}
