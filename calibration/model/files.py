@@ -24,7 +24,7 @@ from calibration.data.union import training_data_from_cfg
 from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import parameter_shapes
 from calibration.model.network import BASE_KIND, CalibrationNet
-from calibration.model.provenance import training_record
+from calibration.model.provenance import training_record, training_records
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
@@ -308,7 +308,7 @@ def run_train(cfg) -> Path:
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
         net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
         save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration, judge=judge,
-                   trained_on=data.records())
+                   trained_on=training_records(data))
     print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
     if len(data.sources) > 1:
