@@ -7,6 +7,7 @@ so a stage can equally be called from Python with a config composed by `compose_
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -57,6 +58,17 @@ def _resolve(target: str) -> Any:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    try:
+        return _main(argv)
+    except BrokenPipeError:
+        # The reader of stdout went away (`role-rubric ... | head`): files written so far are kept (every
+        # write is atomic); say nothing more, and exit as a process stopped by SIGPIPE does.
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return 141
+
+
+def _main(argv: Sequence[str] | None) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     if not args or args[0] in {"-h", "--help", "help"}:
         print(_usage())

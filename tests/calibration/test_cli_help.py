@@ -62,3 +62,18 @@ def test_parse_yaml_doc_joins_continued_comments():
     doc = parse_yaml_doc("# header\nreport:\n  ensemble: 2   # first\n                # second\n  n: 1\n")
     assert doc.header == ["header"] and doc.comments["report.ensemble"] == "first second"
     assert doc.raw["report.n"] == "1" and doc.comments["report.n"] == ""
+
+
+def test_a_closed_pipe_ends_quietly():
+    """`role-rubric train --help | head -1`: the reader leaves early; no traceback, SIGPIPE's exit status."""
+    import subprocess
+    import sys
+
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import sys; from calibration.cli import main; sys.exit(main(['train', '--help']))"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    )
+    proc.stdout.close()  # the reader goes away before the help is printed
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 141
+    assert err == "", err
