@@ -124,11 +124,6 @@ def train_linear(ds: Dataset, model: str, *, seed: int = 0) -> tuple[LinearCalib
     The target is fitted exactly as cv fits a fold's (`choose_and_refit`); the other questions, which
     predict writes too, with the same penalty, all in one L-BFGS run (their problems are separate: the loss
     and the penalty are sums over questions)."""
-    if model not in MODELS:
-        from rubric.errors import InputError
-
-        raise InputError(f"model={model!r} is not one of {['network', *MODELS]}.",
-                         fix="set model= to network, linear or ordinal.")
     kind = MODELS[model]
     expected = ds.expected_spec(ds.rubric.ids)
     spec = {"questions": [], "coverage": False, "mask": False, "expected": expected}
