@@ -31,8 +31,8 @@ from rubric.errors import InputError
 from rubric.ids import clean_id_list
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
-RANKED = ("entropy", "bald", "variance")
-DISAGREEMENT = ("bald", "variance")  # scores from the members' disagreement: none with one member  # a score worth a sheet column; random (and an estimate sample) has none
+RANKED = ("entropy", "bald", "variance")  # a score worth a sheet column; random (and an estimate sample) has none
+DISAGREEMENT = ("bald", "variance")  # scores from the members' disagreement: none with one member
 
 
 def member_target_proba(
