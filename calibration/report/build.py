@@ -263,6 +263,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             },
             skipped=skipped,
             warnings=size_notes,
+            data=cfg.data,
+            target=cfg.get("target"),
         )
         timings["turns and verdict"] = time.perf_counter() - tick
 

@@ -4,6 +4,8 @@ predict, estimate, decide and suggest."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import shutil
 from pathlib import Path
@@ -39,7 +41,10 @@ def cv_run(tmp_path_factory):
     """A synthetic dataset and its cv predictions (the network kept tiny: only the baselines are read)."""
     root = tmp_path_factory.mktemp("cv_linear")
     data = make_native_dataset(root / "data", n_conversations=30, seed=5)
-    assert main(["cv", f"data={data}", f"out={root / 'cv'}", f"folds={FOLDS}", *TINY_NET]) == 0
+    printed = io.StringIO()
+    with contextlib.redirect_stdout(printed):
+        assert main(["cv", f"data={data}", f"out={root / 'cv'}", f"folds={FOLDS}", *TINY_NET]) == 0
+    (root / "cv.log").write_text(printed.getvalue())
     return root, data, _read(root / "cv" / "predictions.csv")
 
 
@@ -214,3 +219,32 @@ def test_estimate_decide_and_suggest_take_a_linear_model(tmp_path, capsys):
 def test_model_key_of_other_commands_is_still_a_folder(linear_model, synthetic_dir, tmp_path):
     """train's model= names a kind; predict's is the model folder (config_check keeps them apart)."""
     assert main(["predict", f"model={linear_model}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}"]) == 0
+
+
+@pytest.mark.parametrize(("rmse", "command"), [
+    ({"calibrated": 0.77, "judge_mean": 0.70, "linear": 0.76, "ordinal": 0.78},
+     "role-rubric train data=d model=linear out=MODEL_DIR"),
+    ({"calibrated": 0.75, "linear": 0.76, "ordinal": 0.75}, "role-rubric train data=d out=MODEL_DIR"),  # tie: network
+    ({"calibrated": float("nan"), "ordinal": 0.7}, "role-rubric train data=d model=ordinal out=MODEL_DIR"),
+])
+def test_cv_names_the_command_that_trains_the_winner(rmse, command):
+    """Only models `train` ships compete (judge_mean wins nothing); the network wins ties."""
+    from calibration.evaluation.crossval import winner_line
+
+    line = winner_line({m: {"rmse": v} for m, v in rmse.items()}, "d")
+    assert line.endswith(f"train it: {command}"), line
+
+
+def test_the_command_keeps_the_target_and_every_data_folder():
+    from calibration.evaluation.cv_predictions import best_trainable
+
+    best = best_trainable({"calibrated": 0.8, "linear": 0.7}, ["a", "b"], target="scope")
+    assert best["command"] == "role-rubric train data=[a,b] model=linear target=scope out=MODEL_DIR"
+
+
+def test_cv_prints_the_train_command(cv_run):
+    root, data, _ = cv_run
+    metrics = json.loads((root / "cv" / "metrics.json").read_text())["metrics"]
+    best = min(("calibrated", "linear", "ordinal"), key=lambda m: metrics[m]["rmse"])
+    option = "" if best == "calibrated" else f" model={best}"
+    assert f"train it: role-rubric train data={data}{option} out=MODEL_DIR" in (root / "cv.log").read_text()
