@@ -248,3 +248,23 @@ def test_cv_prints_the_train_command(cv_run):
     best = min(("calibrated", "linear", "ordinal"), key=lambda m: metrics[m]["rmse"])
     option = "" if best == "calibrated" else f" model={best}"
     assert f"train it: role-rubric train data={data}{option} out=MODEL_DIR" in (root / "cv.log").read_text()
+
+
+def test_a_network_saved_before_the_model_field_still_loads(tiny_model, tmp_path):
+    """Models written before `model` existed have no such field, and a checksum over the older fields."""
+    import hashlib
+
+    from calibration.model import files
+
+    shutil.copytree(tiny_model, tmp_path / "old")
+    meta = json.loads((tmp_path / "old" / "model.json").read_text())
+    assert meta.pop("model") == "network"
+    covered = {k: meta.get(k) for k in files._CHECKED}
+    meta["integrity"]["model_sha256"] = hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
+    (tmp_path / "old" / "model.json").write_text(json.dumps(meta))
+    old, new = load_model(tmp_path / "old"), load_model(tiny_model)
+    assert old.net.n_models == new.net.n_models == 2
+    meta["model"] = "network"  # added by hand: no longer the checksum's fields
+    (tmp_path / "old" / "model.json").write_text(json.dumps(meta))
+    with pytest.raises(InputError, match="changed after training"):
+        load_model(tmp_path / "old")
