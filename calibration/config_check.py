@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -411,13 +411,15 @@ def _check_not_an_input(command: str, cfg: Mapping[str, Any]) -> None:
         if key in COMMAND_RULES.get(command, {}):
             continue  # not a path for this command (train's model= names a kind of model)
         present, value = _lookup(cfg, key)
-        if not present or not isinstance(value, str) or value in ("", "???"):
-            continue
-        path = Path(value)
-        if path.is_file():
-            inputs.add(path.resolve())
-        elif path.is_dir():
-            inputs |= {(path / name).resolve() for name in DATASET_FILES if (path / name).is_file()}
+        values = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
+        for one in values if present else []:  # data= may name several directories
+            if not isinstance(one, str) or one in ("", "???"):
+                continue
+            path = Path(one)
+            if path.is_file():
+                inputs.add(path.resolve())
+            elif path.is_dir():
+                inputs |= {(path / name).resolve() for name in DATASET_FILES if (path / name).is_file()}
     out_path = Path(str(out))
     targets = [out_path] if command in OUT_FILE else [out_path / name for name in WRITES.get(command, ())]
     for target in targets:

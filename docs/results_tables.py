@@ -143,6 +143,40 @@ def shift(r: dict) -> str:
     )
 
 
+ADAPT_BENCHMARKS = {"covariate_shift_down": "LLM-Rubric, shift down", "covariate_shift_up": "LLM-Rubric, shift up",
+                    "new_judges": "LLM-Rubric, new judges", "new_chatbot": "bundled benchmark, new chatbot"}
+ADAPT_NAMES = {"none": "no adaptation", "network": "**default on the union**",
+               "network_weighted": "default, new rows weighted", "linear": "linear on the union",
+               "ordinal": "ordinal on the union"}
+
+
+def adapt(r: dict) -> str:
+    """Per shift benchmark and k: each method's RMSE / Pearson, then the default against no adaptation and
+    against the linear model, with their intervals."""
+    res = r["result"]
+    benches = [k for k in ADAPT_BENCHMARKS if k in res]
+    methods = [m for m in ADAPT_NAMES if m in res["methods"]]
+    rows = []
+    for b in benches:
+        for k, at in res[b]["by_k"].items():
+            if at is None:
+                continue
+            cells = [ADAPT_BENCHMARKS[b], k]
+            cells += [f"{at['methods'][m]['rmse']:.4f} / {at['methods'][m]['pearson']:.4f}" for m in methods]
+            for key in ("vs_none", "vs_linear"):
+                d = at.get(key, {}).get("network")
+                cells.append("–" if not d or int(k) == 0 and key == "vs_none"
+                             else f"{d['rmse_diff']:+.4f} {_interval(d['rmse_diff_95'])}")
+            rows.append(cells)
+    head = (f"RMSE / Pearson of the target on the new side's remaining conversations, mean over {res['draws']} "
+            f"draws of the k conversations (the same draws for every method); new rows weighted "
+            f"{res['weight']:g} in the weighted variant. The last two columns: the default on the union minus no "
+            "adaptation and minus the linear model on the union, RMSE with a 95% paired bootstrap interval over "
+            "conversations.\n\n")
+    return head + _table(["benchmark", "k", *[ADAPT_NAMES[m] for m in methods], "default − none: RMSE [95%]",
+                          "default − linear: RMSE [95%]"], rows)
+
+
 def train_speed(r: dict) -> str:
     res = r["result"]
     cfg = res["config"]
@@ -293,6 +327,7 @@ def batch_gather(r: dict) -> str:
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "llm_rubric_cv": llm_rubric_cv,
     "shift": shift,
+    "adapt": adapt,
     "train_speed": train_speed,
     "gather_throughput": gather_throughput,
     "decide_risk": decide_risk,

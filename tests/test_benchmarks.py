@@ -146,3 +146,23 @@ def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():
     assert out["max_score_difference"] < 1e-12  # deepeval reports RoleAdherence's session scores
     assert 0 < out["warm_measure_many_s"] < out["cold_gather_s"]  # the warm cache asks the judge nothing
     assert out["warm_a_measure_per_conversation_s"] > 0 and out["warm_deepeval_evaluate_s"] > 0
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_adapt_prints_every_method_per_k_with_paired_intervals(tmp_path):
+    out = _run("adapt.py", "--anchors", str(ANCHORS), "--k", "0", "10", "--draws", "2", "--ensemble", "2",
+               "--only", "covariate_shift_up,new_judges", "--work", str(tmp_path))
+    assert out["k"] == [0, 10] and out["draws"] == 2 and out["settings"]["ensemble"] == 2
+    for name, folds in (("covariate_shift_up", 1), ("new_judges", 4)):
+        bench = out[name]
+        assert bench["folds"] == folds and bench["acceptance_k20"] is None  # no k = 20 in this run
+        at0, at10 = bench["by_k"]["0"], bench["by_k"]["10"]
+        assert set(at10["methods"]) == {"none", "network", "network_weighted", "linear", "ordinal"}
+        # k = 0 trains on the old side alone, so the weight has nothing to weigh
+        assert at0["methods"]["network"] == at0["methods"]["network_weighted"]
+        assert at10["test_rows_mean"] < at0["test_rows_mean"]  # the adapted conversations leave the test set
+        assert all(0.3 < m["rmse"] < 1.5 and -1 <= m["pearson"] <= 1 for m in at10["methods"].values())
+        for ref, key in (("none", "vs_none"), ("linear", "vs_linear")):
+            d = at10[key]["network"]
+            assert d["rmse_diff"] == round(at10["methods"]["network"]["rmse"] - at10["methods"][ref]["rmse"], 4)
+            assert d["rmse_diff_95"][0] < d["rmse_diff_95"][1]

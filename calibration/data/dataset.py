@@ -56,6 +56,8 @@ class Dataset:
     """Human judge ids, sorted."""
     report: dict[str, int] = field(default_factory=dict)
     """Counts of anything skipped while loading (nothing is dropped silently)."""
+    label_weight: np.ndarray | None = None
+    """(R,) float64 how much each label row counts in training (its directory's `weights=`); None: 1 each."""
 
     @property
     def n_options(self) -> np.ndarray:
@@ -69,7 +71,22 @@ class Dataset:
     @property
     def groups(self) -> np.ndarray:
         """(N,) conversation index of each item, for splits that keep a conversation together."""
-        return pd.factorize(self.items["conversation_id"], sort=True)[0]
+        return pd.factorize(self.conversation_keys(), sort=True)[0]
+
+    def conversation_keys(self) -> np.ndarray:
+        """(N,) what tells conversations apart: the id, qualified by the item's directory where several were
+        read as one ("new/c001": items' `dataset` column, calibration/data/union.py), so ids may repeat across
+        them."""
+        ids = self.items["conversation_id"].astype(str)
+        if "dataset" not in self.items:
+            return ids.to_numpy()
+        return (self.items["dataset"].astype(str) + "/" + ids).to_numpy()
+
+    def with_label_rows(self, rows: np.ndarray) -> Dataset:
+        """This data with only the label rows `rows` (their weights too)."""
+        weight = None if self.label_weight is None else self.label_weight[rows]
+        return dataclasses.replace(self, label_item=self.label_item[rows], label_judge=self.label_judge[rows],
+                                   answers=self.answers[rows], label_weight=weight)
 
     def only_target(self) -> Dataset:
         """This data with the target question alone (its distributions and answers; the same label rows), for

@@ -15,8 +15,9 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from calibration.data.dataset import Dataset, load_dataset
+from calibration.data.dataset import Dataset
 from calibration.data.splits import group_folds
+from calibration.data.union import data_paths, dataset_labels, training_data_from_cfg
 from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_TARGET_DISTRIBUTION
 from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
@@ -96,19 +97,39 @@ def target_distribution_gaps(ds: Dataset, rows: np.ndarray) -> dict[str, str]:
     return dict.fromkeys(NEEDS_TARGET_DISTRIBUTION, reason)
 
 
-def item_groups(ds: Dataset, data_dir, field: str | None) -> np.ndarray | None:
+def item_groups(ds: Dataset, data, field: str | None) -> np.ndarray | None:
     """(N,) group code of every item by a conversation-level field of DATA/conversations.jsonl (e.g. the
-    chatbot's role), so conversations that share it stay in one fold; None for field None."""
+    chatbot's role), so conversations that share it stay in one fold; None for field None. data: the
+    directory, or the directories `ds` was read from (their conversations.jsonl each)."""
     if not field or field == "conversation_id":
         return None
-    from pathlib import Path
+    paths = data_paths(data)
+    labels = dataset_labels(paths) if len(paths) > 1 else [None]
+    value_of = {}
+    for label, path in zip(labels, paths, strict=True):
+        for cid, value in _field_values(path / "conversations.jsonl", field).items():
+            value_of[cid if label is None else f"{label}/{cid}"] = value
+    conv = pd.Series(ds.conversation_keys())
+    unknown = sorted(set(conv) - set(value_of))
+    if unknown:
+        from rubric.errors import InputError
 
+        cid = unknown[0]
+        where = next((p for label, p in zip(labels, paths, strict=True) if label and cid.startswith(f"{label}/")), paths[0])
+        raise InputError(f"{len(unknown)} labelled conversation(s) are not in conversations.jsonl (e.g. {cid!r}).",
+                         path=where / "conversations.jsonl",
+                         fix="use the conversations.jsonl the distributions were gathered from.")
+    return pd.factorize(conv.map(value_of), sort=True)[0]
+
+
+def _field_values(path, field: str) -> dict[str, str]:
+    """{conversation_id: the field's value as JSON} of a conversations.jsonl."""
     from rubric.errors import InputError
 
-    path = Path(data_dir) / "conversations.jsonl"
     if not path.exists():
-        raise InputError(f"group={field} needs the conversations, but there is no conversations.jsonl.", path=data_dir,
-                         fix="put conversations.jsonl (what `gather` writes) in the data folder, or drop group=.")
+        raise InputError(f"group={field} needs the conversations, but there is no conversations.jsonl.",
+                         path=path.parent, fix="put conversations.jsonl (what `gather` writes) in the data folder, "
+                         "or drop group=.")
     value_of = {}
     with open(path, encoding="utf-8") as fh:
         for line_no, line in enumerate(fh, 1):
@@ -119,12 +140,7 @@ def item_groups(ds: Dataset, data_dir, field: str | None) -> np.ndarray | None:
                 raise InputError(f"conversation {record.get('conversation_id')!r} has no field {field!r}.", path=path,
                                  row=line_no, fix=f"add {field!r} to every conversation, or choose another group=.")
             value_of[str(record.get("conversation_id"))] = json.dumps(record[field], sort_keys=True)
-    conv = ds.items["conversation_id"].astype(str)
-    unknown = sorted(set(conv) - set(value_of))
-    if unknown:
-        raise InputError(f"{len(unknown)} labelled conversation(s) are not in conversations.jsonl (e.g. {unknown[0]!r}).",
-                         path=path, fix="use the conversations.jsonl the distributions were gathered from.")
-    return pd.factorize(conv.map(value_of), sort=True)[0]
+    return value_of
 
 
 def _tabulate(ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dict[str, np.ndarray]):
@@ -169,10 +185,10 @@ def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] |
     return "\n".join(lines)
 
 
-def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None = None) -> str:
+def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None) -> str:
     """Which of the models `train` ships has the lowest out-of-fold RMSE here, and the command that trains it."""
     rmse = {m: v["rmse"] for m, v in metrics.items()}
-    best = best_trainable(rmse, data, target)
+    best = best_trainable(rmse, data, target, weights)
     if best is None:
         return "cv: no model that `role-rubric train` ships was cross-validated"
     others = ", ".join(f"{TRAINABLE[m]} {rmse[m]:.4f}" for m in TRAINABLE if m in rmse and m != best["method"])
@@ -193,8 +209,7 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
     chosen = []
     for f in range(folds):
         inner = np.flatnonzero(fold_of_row != f)
-        inner_ds = dataclasses.replace(ds, label_item=ds.label_item[inner], label_judge=ds.label_judge[inner],
-                                       answers=ds.answers[inner])
+        inner_ds = ds.with_label_rows(inner)
         study = search(inner_ds, settings, space, trials=trials, folds=inner_folds, seed=seed + f, progress=progress)
         params = recommended_params(study)
         best = dataclasses.replace(settings, **params)
@@ -207,7 +222,7 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
 def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
+    ds = training_data_from_cfg(cfg).ds
     check_folds(ds, int(cfg.folds))
     print_warnings("cv", size_warnings(ds, int(cfg.folds)))
     with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
@@ -236,6 +251,6 @@ def run_cv(cfg) -> CVResult:
         atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
     print(format_table(result.metrics, result.skipped))
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
-    print(winner_line(result.metrics, cfg.data, cfg.get("target")))
+    print(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights")))
     print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")
     return result

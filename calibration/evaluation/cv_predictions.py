@@ -54,16 +54,20 @@ TRAINABLE = {"calibrated": "network", "linear": "linear", "ordinal": "ordinal"}
 """cv's methods that `role-rubric train model=...` trains and ships, by their model= name."""
 
 
-def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None) -> dict[str, Any] | None:
+def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None,
+                   weights: Any = None) -> dict[str, Any] | None:
     """Of the methods in TRAINABLE that `rmse` (method -> out-of-fold RMSE) scores, the one with the lowest
     RMSE (the network on a tie: it comes first), with the command that trains it on `data` (the dataset
-    directory, or a list of them) for `target` (None: the rubric's)."""
+    directory, or a list of them) with `weights` (one per directory; None: none) for `target` (None: the
+    rubric's)."""
     found = {m: float(rmse[m]) for m in TRAINABLE if m in rmse and np.isfinite(rmse[m])}
     if not found:
         return None
     best = min(found, key=found.get)
     model = TRAINABLE[best]
     where = str(data) if isinstance(data, str | Path) else f"[{','.join(str(d) for d in data)}]"
+    if weights is not None:
+        where += f" weights=[{','.join(f'{float(w):g}' for w in weights)}]"
     option = ("" if model == "network" else f" model={model}") + (f" target={target}" if target else "")
     return {"method": best, "model": model, "rmse": found[best],
             "command": f"role-rubric train data={where}{option} out=MODEL_DIR"}

@@ -24,8 +24,9 @@ import optuna
 import yaml
 from tqdm.auto import tqdm
 
-from calibration.data.dataset import Dataset, load_dataset
+from calibration.data.dataset import Dataset
 from calibration.data.splits import group_folds
+from calibration.data.union import training_data_from_cfg
 from calibration.evaluation.metrics import mean_nll
 from calibration.evaluation.out_of_fold import oof_members, pool_members
 from calibration.model.settings import Settings, default_training_workers
@@ -384,7 +385,7 @@ def best_overrides(study: optuna.Study) -> dict[str, dict]:
 
 def run_search(cfg) -> optuna.Study:
     """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`."""
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
+    ds = training_data_from_cfg(cfg).ds
     out = Path(cfg.out)
     with out_lock(out):
         storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"

@@ -50,7 +50,7 @@ def _fit_bases(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judge
     idx, mask = padded_rows(fit_rows)
     fit = fit_linear(BASE_KIND, X[rows.item[idx]][..., -n_base:], rows.judge[idx],
                      rows.answers[idx][..., questions], mask, [n_options[q] for q in questions], judges,
-                     settings.base_l2, personalised=settings.personalised)
+                     settings.base_l2, personalised=settings.personalised, row_weight=rows.weight_at(idx))
     return _for_every_question(fit, questions, n_options, n_base, judges)
 
 

@@ -68,7 +68,7 @@ def target_recalibration(ds: Dataset, settings: Settings, val_rows: list[np.ndar
         return None
     t = ds.target_index
     return fit_recalibration(val_rows, val_logp, ds.answers[:, t], question=t, n_options=int(ds.n_options[t]),
-                             how=settings.pool, prior=settings.recalibrate_prior)
+                             how=settings.pool, prior=settings.recalibrate_prior, row_weight=ds.label_weight)
 
 
 def train_ensemble(ds: Dataset, settings: Settings, *, seed: int = 0, progress: bool = False):

@@ -20,7 +20,7 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from calibration.data.dataset import load_dataset
+from calibration.data.union import training_data_from_cfg
 from calibration.model.ensemble import ensemble_proba, train_ensemble
 from calibration.model.linear import LinearFit, parameter_shapes
 from calibration.model.linear_calibrator import MODELS, LinearCalibrator, train_linear
@@ -32,7 +32,7 @@ from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, out_lock
-from rubric.identity import dataset_judge_identity, describe
+from rubric.identity import describe
 from rubric.ids import clean_id
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
@@ -84,9 +84,11 @@ class LoadedModel:
 
 
 def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
-               recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "") -> Path:
+               recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "",
+               trained_on: list[dict] | None = None) -> Path:
     """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
-    data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints."""
+    data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints;
+    trained_on: instead, the records of the directories it was read from (`TrainingData.records`)."""
     meta = {
         "format": FORMAT,
         "model": "network",
@@ -96,7 +98,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "spec": spec,
         "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer: not the base's inputs)
         "n_models": net.n_models,
-        **_provenance(ds, judge, data),
+        **_provenance(ds, judge, data, trained_on),
         "history": history or {},
         "recalibration": None if recalibration is None else recalibration.to_dict(),
     }
@@ -104,7 +106,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
 
 
 def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, record: dict, *, model: str,
-                      judge: dict | None = None, data: str | Path = "") -> Path:
+                      judge: dict | None = None, data: str | Path = "", trained_on: list[dict] | None = None) -> Path:
     """A `train model=linear|ordinal` calibrator in the same directory format: record is what
     linear_calibrator.train_linear says about the fit (kind, chosen L2, inner-cv errors)."""
     meta = {
@@ -116,12 +118,12 @@ def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, r
         "spec": spec,
         "n_inputs": calibrator.n_inputs,  # the expected answers: the last n_inputs columns of the features
         "n_models": 1,
-        **_provenance(ds, judge, data),
+        **_provenance(ds, judge, data, trained_on),
     }
     return _write_model(out, calibrator.state_dict(), meta)
 
 
-def _provenance(ds, judge: dict | None, data: str | Path) -> dict:
+def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict] | None) -> dict:
     """What every model.json records about its training data: judge map, rubric, the judge's identity and
     the conversations it trained on."""
     return {
@@ -130,7 +132,7 @@ def _provenance(ds, judge: dict | None, data: str | Path) -> dict:
         "rubric_fingerprint": ds.rubric.fingerprint(),
         "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
         # estimate and decide refuse labelled samples the model trained on (calibration/model/provenance.py)
-        "trained_on": [training_record(ds, data)],
+        "trained_on": trained_on if trained_on is not None else [training_record(ds, data)],
     }
 
 
@@ -393,28 +395,30 @@ def _version() -> str:
 
 
 def run_train(cfg) -> Path:
-    """CLI: `role-rubric train data=DIR out=MODEL_DIR [model=network|linear|ordinal] [target=Q] [network.*=..]
-    [train.*=..]`."""
+    """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [model=network|linear|ordinal]
+    [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
     model = str(cfg.get("model", "network"))
     if model != "network" and model not in MODELS:  # the CLI checked it (config_check); a Python caller may not
         raise InputError(f"model={model!r} is not one of network, {', '.join(MODELS)}.",
                          fix=f"set model= to one of network, {', '.join(MODELS)}.")
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
+    data = training_data_from_cfg(cfg)
+    ds, judge = data.ds, data.judge
     start = time.perf_counter()
-    judge = dataset_judge_identity(cfg.data)
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
         if model == "network":
             net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
             save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-                       judge=judge, data=cfg.data)
+                       judge=judge, trained_on=data.records())
             what = f"{settings.ensemble} models"
         else:  # the simple models cv reports beside the network (calibration/model/linear_calibrator.py)
             calibrator, spec, record = train_linear(ds, model, seed=int(cfg.seed))
-            save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge, data=cfg.data)
+            save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge, trained_on=data.records())
             what = f"the {model} model (L2 {record['l2']:g}, chosen by {record['inner_folds']}-fold inner cv)"
     print(f"train: {what} on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
+    if len(data.sources) > 1:
+        print(f"train: trained on {data.summary()}")
     print(f"train: trained on the distributions of the {describe(judge)}")
     print(f"train: wrote model to {out}")
     return out

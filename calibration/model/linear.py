@@ -119,12 +119,13 @@ def _thresholds(raw: torch.Tensor, n_options: list[int]) -> torch.Tensor:
 
 def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.Tensor, rows_mask: torch.Tensor,
                n_options: list[int], n_judges: int, l2: torch.Tensor | float, *,
-               personalised: bool = True) -> LinearFit:
+               personalised: bool = True, row_weight: torch.Tensor | None = None) -> LinearFit:
     """Fit M independent models by L-BFGS.
 
     e: (M, R, E) inputs of each model's training rows (padded), judge: (M, R), answers: (M, R, Q) option
     index or -1, rows_mask: (M, R) real rows. l2: (M,) or a float, the penalty on weights and judge
-    offsets per mean NLL. Each (model, question) loss is the mean NLL over its observed answers.
+    offsets per mean NLL. Each (model, question) loss is the mean NLL over its observed answers, weighted by
+    row_weight (M, R) where given (each directory's `weights=`, calibration/data/union.py).
     """
     if kind not in KINDS:
         raise ValueError(f"kind must be one of {KINDS}, not {kind!r}")
@@ -132,8 +133,11 @@ def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.T
     n_q, n_k = len(n_options), max(n_options)
     e = e.double()
     observed = (answers >= 0) & rows_mask[..., None]  # (M, R, Q)
+    if row_weight is not None:  # rows of weight 0 are left out; the others count their weight
+        observed &= (row_weight > 0)[..., None]
+    obs_weight = observed.double() if row_weight is None else observed * row_weight.double()[..., None]
     counts = torch.zeros(n_models, n_q, n_k, dtype=torch.float64)
-    counts.scatter_add_(2, answers.clamp(min=0).transpose(1, 2), observed.transpose(1, 2).double())
+    counts.scatter_add_(2, answers.clamp(min=0).transpose(1, 2), obs_weight.transpose(1, 2))
     freq = (counts + 0.5) / (counts + 0.5).sum(-1, keepdim=True)  # smoothed answer frequencies
     judges = n_judges if personalised else 0
     if kind == "multinomial":
@@ -149,7 +153,8 @@ def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.T
         offsets = torch.zeros(n_models, n_q, judges, dtype=torch.float64)
     params = [p.requires_grad_() for p in (weight, bias, offsets)]
     l2 = torch.as_tensor(l2, dtype=torch.float64).expand(n_models)
-    n_obs = observed.sum(1).clamp(min=1).double()  # (M, Q)
+    n_obs = obs_weight.sum(1)  # (M, Q) what each mean NLL divides by (1 where nothing is observed)
+    n_obs = torch.where(n_obs > 0, n_obs, torch.ones_like(n_obs))
     # Converged to ~1e-9 in the loss on the LLM-Rubric data (500 iterations at 1e-9 gain nothing, 8x slower).
     optimiser = torch.optim.LBFGS(params, lr=1, max_iter=100, tolerance_grad=1e-6, tolerance_change=1e-10,
                                   history_size=20, line_search_fn="strong_wolfe")
@@ -164,10 +169,13 @@ def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.T
         optimiser.zero_grad()
         total = torch.zeros((), dtype=torch.float64)
         if kind == "multinomial":  # the gradient written out: 2x faster than autograd at the base's sizes
-            return _multinomial_closure(params, spans, e, judge, answers, observed, n_obs, n_options, l2)
+            return _multinomial_closure(params, spans, e, judge, answers, obs_weight, n_obs, n_options, l2)
         for rows in spans:
             picked = picked_logp(kind, weight, bias, offsets, e[:, rows], judge[:, rows], answers[:, rows], n_options)
-            nll = -(picked.masked_fill(~observed[:, rows], 0.0).sum(1) / n_obs).sum(-1)  # (M,)
+            picked = picked.masked_fill(~observed[:, rows], 0.0)
+            if row_weight is not None:
+                picked = picked * obs_weight[:, rows]
+            nll = -(picked.sum(1) / n_obs).sum(-1)  # (M,)
             if rows.start == 0:
                 penalty = (weight**2).flatten(1).sum(1) + (offsets**2).flatten(1).sum(1)
                 nll = nll + l2 * penalty
@@ -192,7 +200,7 @@ def _multinomial_closure(params, spans, e, judge, answers, observed, n_obs, n_op
     n_models, n_q, n_judges, n_k = offsets.shape
     total = torch.zeros((), dtype=torch.float64)
     for rows in spans:
-        er, jr, ans, obs = e[:, rows], judge[:, rows], answers[:, rows], observed[:, rows]
+        er, jr, ans, obs = e[:, rows], judge[:, rows], answers[:, rows], observed[:, rows]  # obs: weights
         known = jr >= 0
         logits = torch.einsum("mbe,mqek->mbqk", er, weight) + bias[:, None]
         if n_judges:
@@ -202,7 +210,7 @@ def _multinomial_closure(params, spans, e, judge, answers, observed, n_obs, n_op
         logp = logits.masked_fill_(pad, float("-inf")).log_softmax(-1)
         w = obs / n_obs[:, None, :]  # (M, B, Q) each observed answer's weight in its mean NLL
         picked = logp.gather(-1, ans.clamp(min=0)[..., None]).squeeze(-1)
-        total += -(picked.masked_fill(~obs, 0.0) * w).sum()
+        total += -(picked.masked_fill(obs == 0, 0.0) * w).sum()
         dz = logp.exp_().mul_(w[..., None])  # softmax x weight, then minus the one-hot x weight
         dz.scatter_add_(-1, ans.clamp(min=0)[..., None], -w[..., None])
         grads[0] += torch.einsum("mbe,mbqk->mqek", er, dz)

@@ -76,7 +76,8 @@ class Choice:
 
 def choose_and_refit(ds: Dataset, e: torch.Tensor, kind: str, trains: list[np.ndarray], seeds: list[int]) -> Choice:
     """For each training set (label rows with a target answer), the L2 of GRID with the lowest inner-cv
-    squared error of the expected answer (INNER_FOLDS folds of its conversations, drawn with its seed), and
+    squared error of the expected answer (INNER_FOLDS folds of its conversations, drawn with its seed; rows
+    weighted by their directory's `weights=` where the data has them, as in the network's early stopping), and
     the target model refitted on the whole set with it. Every (set, inner fold, penalty) model is fitted in
     one batched L-BFGS run, then every refit in another. e: (N, E) every item's expected inputs."""
     t = ds.target_index
@@ -90,22 +91,31 @@ def choose_and_refit(ds: Dataset, e: torch.Tensor, kind: str, trains: list[np.nd
                 l2.append(lam)
     values = ds.option_values()[t, : int(ds.n_options[t])]
     inner_fit = fit_target(ds, e, kind, fits, l2)
-    sq_error = np.array([((p @ values - values[ds.answers[rows, t]]) ** 2).sum()
+    sq_error = np.array([(_row_weight(ds, rows) * (p @ values - values[ds.answers[rows, t]]) ** 2).sum()
                          for p, rows in zip(target_proba(ds, e, inner_fit, evals), evals, strict=True)])
     sq_error = sq_error.reshape(len(trains), INNER_FOLDS, len(GRID)).sum(1)
     chosen = [GRID[int(np.argmin(row))] for row in sq_error]
     return Choice(fit_target(ds, e, kind, trains, chosen), chosen, sq_error)
 
 
+def _row_weight(ds: Dataset, rows: np.ndarray) -> np.ndarray | float:
+    """How much each label row counts (its directory's `weights=`, calibration/data/union.py); 1 without."""
+    return 1.0 if ds.label_weight is None else ds.label_weight[rows]
+
+
+def _padded_weight(ds: Dataset, idx: torch.Tensor) -> torch.Tensor | None:
+    return None if ds.label_weight is None else torch.from_numpy(ds.label_weight)[idx]
+
+
 def fit_target(ds: Dataset, e: torch.Tensor, kind: str, fits: list[np.ndarray], l2: list[float]) -> LinearFit:
-    """One model of the target per (fit rows, l2), in one L-BFGS run."""
+    """One model of the target per (fit rows, l2), in one L-BFGS run (rows weighted as the network's are)."""
     t = ds.target_index
     item, judge = torch.from_numpy(ds.label_item.copy()), torch.from_numpy(ds.label_judge.copy())
     answers = torch.from_numpy(ds.answers[:, [t]].copy())
     idx, mask = padded_rows(fits)
     with torch_threads(None):  # small tensors: one thread (calibration/model/settings.py)
         return fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [int(ds.n_options[t])], len(ds.judges),
-                          torch.tensor(l2, dtype=torch.float64))
+                          torch.tensor(l2, dtype=torch.float64), row_weight=_padded_weight(ds, idx))
 
 
 def target_proba(ds: Dataset, e: torch.Tensor, fit: LinearFit, rows: list[np.ndarray]) -> list[np.ndarray]:
@@ -142,10 +152,10 @@ def train_linear(ds: Dataset, model: str, *, seed: int = 0) -> tuple[LinearCalib
         answers = torch.from_numpy(ds.answers[:, others].copy())
         with torch_threads(None):
             rest = fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [n_options[q] for q in others],
-                              n_judges, choice.l2[0])
+                              n_judges, choice.l2[0], row_weight=_padded_weight(ds, idx))
         rest = _for_every_question(rest, others, n_options, n_in, n_judges)  # zeros on the target: a sum joins them
         fit = LinearFit(kind, *(getattr(fit, n) + getattr(rest, n) for n in ("weight", "bias", "judge")))
     record = {"kind": kind, "l2": choice.l2[0], "inner_folds": INNER_FOLDS, "seed": int(seed),
-              "inner_cv_rmse": {f"{lam:g}": float(np.sqrt(err / len(train)))
+              "inner_cv_rmse": {f"{lam:g}": float(np.sqrt(err / np.sum(_row_weight(ds, train) * np.ones(len(train)))))
                                 for lam, err in zip(GRID, choice.sq_error[0], strict=True)}}
     return LinearCalibrator(fit, n_options), spec, record

@@ -188,11 +188,13 @@ class CalibrationNet(nn.Module):
         return _log_softmax(self._logits(x, judge, offsets, base))
 
     def loss(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None,
-             *, offsets: JudgeOffsets | None = None, base: torch.Tensor | None = None) -> torch.Tensor:
+             *, offsets: JudgeOffsets | None = None, base: torch.Tensor | None = None,
+             row_weight: torch.Tensor | None = None) -> torch.Tensor:
         """Each model's mean NLL over its observed (weighted) labels, summed over models (`nll_per_model`).
         targets: (M, B, Q) option index, -1 where not observed; weights: (Q,) weight of each question (e.g. 1
-        for the target only); the rest as `forward`."""
-        observed, count = _observed(targets, weights, x.dtype)
+        for the target only); row_weight: (M, B) weight of each row (its directory's, `weights=`); the rest as
+        `forward`."""
+        observed, count = _observed(targets, weights, x.dtype, row_weight)
         return _WeightedNLL.apply(self._logits(x, judge, offsets, base), targets, observed / count[:, None, None])
 
     def _logits(self, x, judge, offsets, base) -> torch.Tensor:
@@ -219,22 +221,27 @@ class CalibrationNet(nn.Module):
         return base.masked_fill(self.option_pad, 0.0).flatten(2)
 
     @staticmethod
-    def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None) -> torch.Tensor:
+    def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None, *,
+                      row_weight: torch.Tensor | None = None) -> torch.Tensor:
         """(M,) mean NLL of each model over its observed (weighted) labels: divides by the number
         observed, not by B x Q, so unanswered questions do not dilute the loss."""
-        observed, count = _observed(targets, weights, logp.dtype)
+        observed, count = _observed(targets, weights, logp.dtype, row_weight)
         picked = logp.gather(-1, targets.clamp(min=0)[..., None]).squeeze(-1)  # (M, B, Q)
         picked = picked.masked_fill(targets < 0, 0.0)
         return -(picked * observed).sum(dim=(1, 2)) / count
 
 
-def _observed(targets: torch.Tensor, weights: torch.Tensor | None, dtype) -> tuple[torch.Tensor, torch.Tensor]:
-    """(M, B, Q) the weight of each observed label (its question's weight; 0 where none), and (M,) their sum
-    per model, at least 1: what a model's mean NLL divides by."""
+def _observed(targets: torch.Tensor, weights: torch.Tensor | None, dtype,
+              row_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """(M, B, Q) the weight of each observed label (its question's weight times its row's; 0 where none), and
+    (M,) their sum per model (1 where it is 0): what a model's mean NLL divides by."""
     observed = (targets >= 0).to(dtype)
     if weights is not None:
         observed = observed * weights
-    return observed, observed.sum(dim=(1, 2)).clamp(min=1.0)
+    if row_weight is not None:
+        observed = observed * row_weight.to(dtype)[..., None]
+    count = observed.sum(dim=(1, 2))
+    return observed, torch.where(count > 0, count, torch.ones_like(count))
 
 
 class _WeightedNLL(torch.autograd.Function):

@@ -81,14 +81,18 @@ class Recalibration:
         )
 
 
-def fit_vector_scaling(probs: np.ndarray, answers: np.ndarray, prior: float) -> tuple[np.ndarray, np.ndarray]:
-    """Scales a (K,) and biases b (K,) (b[0] = 0) maximising sum_i log softmax(a * log p_i + b)[y_i]
-    - prior * (|a - 1|^2 + |b|^2). With no rows, the identity. Deterministic (L-BFGS from the identity)."""
+def fit_vector_scaling(probs: np.ndarray, answers: np.ndarray, prior: float,
+                       weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Scales a (K,) and biases b (K,) (b[0] = 0) maximising sum_i w_i log softmax(a * log p_i + b)[y_i]
+    - prior * (|a - 1|^2 + |b|^2). With no rows, the identity. Deterministic (L-BFGS from the identity).
+    weight: (n,) each row's weight (its directory's `weights=`), scaled to mean 1 so the prior keeps its
+    strength against the number of rows; None: 1 each."""
     k = probs.shape[1]
-    if len(answers) == 0:
+    if len(answers) == 0 or (weight is not None and not weight.sum() > 0):
         return np.ones(k), np.zeros(k)
     lp = np.log(np.clip(probs, 1e-300, None))
     onehot = np.eye(k)[answers]
+    w = None if weight is None else (weight / weight.mean())[:, None]
     x0 = np.concatenate([np.ones(k), np.zeros(k - 1)])
 
     def loss(theta):
@@ -97,7 +101,10 @@ def fit_vector_scaling(probs: np.ndarray, answers: np.ndarray, prior: float) -> 
         z = z - z.max(axis=1, keepdims=True)
         log_sm = z - np.log(np.exp(z).sum(axis=1, keepdims=True))
         grad_z = np.exp(log_sm) - onehot  # d(-log lik)/dz
-        value = -(log_sm * onehot).sum() + prior * np.sum((theta - x0) ** 2)
+        picked = log_sm * onehot
+        if w is not None:
+            grad_z, picked = grad_z * w, picked * w
+        value = -picked.sum() + prior * np.sum((theta - x0) ** 2)
         grad = np.concatenate([(grad_z * lp).sum(axis=0), grad_z.sum(axis=0)[1:]]) + 2 * prior * (theta - x0)
         return value, grad
 
@@ -137,11 +144,14 @@ def fit_recalibration(
     n_options: int,
     how: str,
     prior: float,
+    row_weight: np.ndarray | None = None,
 ) -> Recalibration:
     """The vector scaling of one ensemble from its members' validation rows (see the module docstring).
 
-    answers: (R,) target option index of every label row (-1 = none); val_logp: (L_m, >= n_options)."""
+    answers: (R,) target option index of every label row (-1 = none); val_logp: (L_m, >= n_options);
+    row_weight: (R,) each label row's weight, or None."""
     rows, probs = out_of_bag(val_rows, [lp[:, :n_options] for lp in val_logp], how)
     keep = answers[rows] >= 0
-    scale, bias = fit_vector_scaling(probs[keep], answers[rows][keep], prior)
+    weight = None if row_weight is None else row_weight[rows][keep]
+    scale, bias = fit_vector_scaling(probs[keep], answers[rows][keep], prior, weight)
     return Recalibration(question, scale, bias)

@@ -41,10 +41,16 @@ class Rows:
     item: torch.Tensor  # (R,)
     judge: torch.Tensor  # (R,)
     answers: torch.Tensor  # (R, Q)
+    weight: torch.Tensor | None = None  # (R,) float32 each row's weight in the losses (None: 1 each)
 
     @classmethod
     def of(cls, ds: Dataset) -> Rows:
-        return cls(*(torch.tensor(a, dtype=torch.long) for a in (ds.label_item, ds.label_judge, ds.answers)))
+        weight = None if ds.label_weight is None else torch.tensor(ds.label_weight, dtype=torch.float32)
+        return cls(*(torch.tensor(a, dtype=torch.long) for a in (ds.label_item, ds.label_judge, ds.answers)), weight)
+
+    def weight_at(self, idx: torch.Tensor) -> torch.Tensor | None:
+        """The weights of the rows idx (any shape), or None where rows are unweighted."""
+        return None if self.weight is None else self.weight[idx]
 
 
 @dataclass
@@ -232,7 +238,8 @@ def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor
     base's log-probabilities of the batch rows (`_base_rows`), if computed beforehand."""
     judge = rows.judge[b]
     offsets = None if lazy is None else net.judge_offsets(judge, leaves=True)
-    loss = net.loss(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base)
+    loss = net.loss(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base,
+                    row_weight=rows.weight_at(b))
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
@@ -243,6 +250,8 @@ def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor
 def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
     """(M,) whether each model's validation rows hold at least one answer the phase's loss weighs."""
     observed = (rows.answers[val_idx] >= 0) & val_mask[..., None]  # (M, L, Q)
+    if rows.weight is not None:
+        observed &= (rows.weight[val_idx] > 0)[..., None]
     return (observed * (weights > 0)).flatten(1).any(dim=1)
 
 
@@ -322,7 +331,7 @@ def _at(base_rows: torch.Tensor | None, models: torch.Tensor, idx: torch.Tensor)
 def _val_loss(net, X, rows, idx, mask, weights, base=None) -> torch.Tensor:
     targets = rows.answers[idx].masked_fill(~mask[..., None], -1)
     logp = net(X[rows.item[idx]], rows.judge[idx], base=base)
-    return CalibrationNet.nll_per_model(logp, targets, weights)
+    return CalibrationNet.nll_per_model(logp, targets, weights, row_weight=rows.weight_at(idx))
 
 
 def _snapshot(net) -> dict[str, torch.Tensor]:

@@ -57,7 +57,6 @@ from calibration.report.variants import (
 )
 from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
 from rubric.files import atomic_write_text
-from rubric.identity import dataset_judge_identity
 
 
 def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
@@ -75,7 +74,13 @@ def run_report(cfg: Any) -> dict[str, Any]:
 
 
 def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
-    from calibration.data.dataset import load_dataset
+    from calibration.data.union import (
+        data_paths,
+        qualified,
+        qualified_predictions,
+        retargeted,
+        training_data_from_cfg,
+    )
     from calibration.evaluation.crossval import cross_validate
     from calibration.model.settings import Settings
 
@@ -85,10 +90,12 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
     fold_seed = int(cfg.get("fold_seed") or 0)
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
+    data = training_data_from_cfg(cfg)
+    ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
     target = ds.rubric.target
     if cfg.get("cv"):
         predictions, info = read_cv_folder(cfg.cv, target)
+        predictions = qualified_predictions(predictions)
         # The ablations and the learning curve are compared with these predictions: use the cv run's setup.
         if "settings" in info:
             saved = dict(info["settings"])
@@ -118,7 +125,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         ]
     if opts.targets:
         variant_jobs += [
-            (load_dataset(cfg.data, target=q, unmatched_labels=cfg.get("unmatched_labels", "error")), light, folds, fold_seed, seed, threads)
+            (retargeted(ds, q), light, folds, fold_seed, seed, threads)
             for q in ds.rubric.ids
             if q != target
         ]
@@ -141,7 +148,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
 
     results: dict[str, Any] = {
         "target": target,
-        "data": str(cfg.data),
+        "data": data.summary(),
         "folds": folds,
         "fold_seed": fold_seed,
         "seed": seed,
@@ -230,7 +237,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         timings["tables"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
-        turn_results, turn_html_sections, drilldown = turn_sections(cfg.data, ds, predictions, adheres_at=threshold)
+        turn_results, turn_html_sections, drilldown = turn_sections(data_paths(cfg.data), ds, predictions,
+                                                                     adheres_at=threshold)
         results.update(turn_results)
         html_sections += turn_html_sections
         if threshold is not None:  # what `role-rubric estimate` would give on a release like this data
@@ -253,7 +261,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         results["verdict"] = prepare_verdict(
             table,
             results["reliability"],
-            judge=dataset_judge_identity(cfg.data),
+            judge=data.judge,
             size={
                 "judgments": len(main_calibrated),
                 "judges": int(main_calibrated["judge_id"].nunique()),
@@ -265,6 +273,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             warnings=size_notes,
             data=cfg.data,
             target=cfg.get("target"),
+            weights=cfg.get("weights"),
         )
         timings["turns and verdict"] = time.perf_counter() - tick
 
@@ -302,7 +311,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         if opts.targets:
             tick = time.perf_counter()
             targets = prepare_targets(
-                cfg.data,
+                ds,
                 light,
                 reuse={target: reference},
                 folds=folds,
@@ -367,7 +376,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             timings["decisions"] = time.perf_counter() - tick
 
     intro = (
-        f"Data <code>{html.escape(str(cfg.data))}</code>, target {html.escape(target)}, "
+        f"Data <code>{html.escape(data.summary())}</code>, target {html.escape(target)}, "
         f"{len(main_calibrated)} judgments by {main_calibrated['judge_id'].nunique()} judges on "
         f"{main_calibrated['conversation_id'].nunique()} conversations; {folds}-fold cross-validation "
         f"grouped by conversation, seed {seed}, ensemble of {settings.ensemble}."

@@ -56,6 +56,19 @@ def read_conversations(path: str | Path) -> dict[str, dict[str, Any]]:
     return out
 
 
+def _conversations_with_roles(data_dir: Path) -> dict[str, dict[str, Any]]:
+    """read_conversations of a dataset directory, with the benchmark's short role names where it has them."""
+    conversations = read_conversations(data_dir / "conversations.jsonl")
+    designs = read_designs(data_dir)
+    if designs is not None and "role" in designs.columns:
+        for cid, role in designs.drop_duplicates("conversation_id")[["conversation_id", "role"]].itertuples(
+            index=False
+        ):
+            if cid in conversations:
+                conversations[cid]["role"] = role
+    return conversations
+
+
 def prepare_turns(
     ds: Any,
     predictions: pd.DataFrame | None,
@@ -227,20 +240,24 @@ def turns_payload(
 
 
 def turn_sections(
-    data_dir: str | Path, ds: Any, predictions: pd.DataFrame, *, adheres_at: float | None
+    data_dir: str | Path | list[Path], ds: Any, predictions: pd.DataFrame, *, adheres_at: float | None
 ) -> tuple[dict[str, Any], list[str], str]:
     """The report's per-turn parts: (results for metrics.json, sections per role and per violation type
-    (when the data has roles / turn_designs.csv), the drill-down section)."""
+    (when the data has roles / turn_designs.csv), the drill-down section). data_dir: the dataset directory,
+    or the directories `ds` was read from (its conversation ids then prefixed by theirs, "new/c001")."""
+    from calibration.data.union import dataset_labels
     from calibration.report.page import html_table, section_html
 
-    conversations = read_conversations(Path(data_dir) / "conversations.jsonl")
-    designs = read_designs(data_dir)
-    if designs is not None and "role" in designs.columns:  # the benchmark's short role names
-        for cid, role in designs.drop_duplicates("conversation_id")[["conversation_id", "role"]].itertuples(
-            index=False
-        ):
-            if cid in conversations:
-                conversations[cid]["role"] = role
+    dirs = [Path(d) for d in data_dir] if isinstance(data_dir, list) else [Path(data_dir)]
+    labels = dataset_labels(dirs) if len(dirs) > 1 else [""]
+    conversations, found = {}, []
+    for label, folder in zip(labels, dirs, strict=True):
+        prefix = f"{label}/" if label else ""
+        conversations |= {prefix + cid: conv for cid, conv in _conversations_with_roles(folder).items()}
+        designs = read_designs(folder)
+        if designs is not None:
+            found.append(designs.assign(conversation_id=prefix + designs["conversation_id"]))
+    designs = pd.concat(found, ignore_index=True) if found else None
     frame = prepare_turns(ds, predictions, conversations, adheres_at=adheres_at)
     target = ds.rubric.target
     at = "the adherence threshold" if adheres_at is None else f"{adheres_at:g}"

@@ -175,7 +175,7 @@ def expected_llm_rows(ds: Any) -> pd.DataFrame:
 
 
 def prepare_targets(
-    data: str | Path,
+    data: str | Path | Any,
     settings: Any,
     *,
     questions: Sequence[str] | None = None,
@@ -189,16 +189,19 @@ def prepare_targets(
     progress: bool = False,
 ) -> pd.DataFrame:
     """Each question as the training target in turn: expected-LLM against the calibrated model (CV).
+    data: a dataset directory, or a Dataset already read.
 
     `reuse` maps a question to calibrated predictions already computed (e.g. the main target's).
     `executor`, `threads`: see `run_cvs`.
     Returns one row per (question, method): question, method, n, rmse, rmse_low, ..., kendall_high.
     """
-    from calibration.data.dataset import load_dataset
+    from calibration.data.dataset import Dataset, load_dataset
+    from calibration.data.union import retargeted
 
     reuse = reuse or {}
-    all_questions = list(questions) if questions is not None else load_dataset(data).rubric.ids
-    datasets = {q: load_dataset(data, target=q) for q in all_questions}
+    ds = data if isinstance(data, Dataset) else load_dataset(data)
+    all_questions = list(questions) if questions is not None else ds.rubric.ids
+    datasets = {q: retargeted(ds, q) for q in all_questions}
     jobs = [(f"target {q}", datasets[q], settings, seed) for q in all_questions if q not in reuse]
     computed = dict(
         zip(

@@ -40,6 +40,7 @@ def prepare_verdict(
     warnings: Iterable[str] = (),
     data: Any = "DIR",
     target: str | None = None,
+    weights: Any = None,
 ) -> dict[str, Any]:
     """table: prepare_metrics_table's frame; curves: the reliability curves (name, n, positives, smece,
     low, high); size: judgments, judges, conversations, turns, folds. Returns the verdict as a dict:
@@ -70,7 +71,7 @@ def prepare_verdict(
     stand_in = stand_in_note((judge or {}).get("model"))
     if stand_in and trust == "trust":
         trust = "use with care"
-    deploy = best_trainable({m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}, data, target)
+    deploy = best_trainable({m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}, data, target, weights)
     if deploy is not None and deploy["method"] != REFERENCE:
         deploy["p_value"] = _metric(table, deploy["method"], "rmse")["p_value"]
     return {

@@ -1,0 +1,229 @@
+"""Several dataset directories trained on as one: `data=[OLD,NEW] weights=[1,3]`.
+
+A calibrator goes stale when the chatbot, the judge prompt or the reviewers change; a few labelled
+conversations of the new release, trained on together with the old labels, help. `load_training_data`
+reads each directory as `load_dataset` does, checks that they ask the same rubric of the same judge, and
+stacks them into one `Dataset`:
+- items keep their directory (the `dataset` column, so "c001" may name different conversations in two
+  directories: `Dataset.conversation_keys` tells them apart, and cross-validation folds and validation splits
+  keep each conversation whole);
+- human reviewers are people: the same judge_id in two directories is one reviewer, with one set of offsets;
+- `weights=` gives each directory's label rows a weight (`Dataset.label_weight`) in the training loss, the
+  early-stopping loss and the recalibration; equal weights are no weights (bit for bit the same model).
+One directory (a plain `data=DIR`) is read exactly as before: no `dataset` column, no weights.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibration.data.dataset import Dataset, load_dataset
+from calibration.model.provenance import training_record
+from rubric.errors import InputError
+from rubric.identity import dataset_judge_identity, describe, identity_differences
+from rubric.schema import load_rubric
+
+
+@dataclass
+class Source:
+    """One directory of the training data: its path as given, its weight and its files' checksums."""
+
+    path: Path
+    weight: float
+    files: dict[str, str]
+    """file name -> SHA-256 of rubric.yaml, llm.* and labels.*, so a model names exactly what it learned from."""
+    dataset: Dataset
+
+
+@dataclass
+class TrainingData:
+    """The stacked dataset, where it came from, and the judge whose distributions it holds."""
+
+    ds: Dataset
+    sources: list[Source]
+    judge: dict | None
+    """The judge identity gather recorded (the first directory that records one; None: none does)."""
+
+    def records(self) -> list[dict]:
+        """model.json's `trained_on`: per directory its path, weight, checksums and conversation fingerprints."""
+        return [training_record(s.dataset, s.path) | {"weight": s.weight, "files": s.files} for s in self.sources]
+
+    def summary(self) -> str:
+        """'2 directories: old (113 conversations, weight 1), new (20 conversations, weight 3)'."""
+        if len(self.sources) == 1:
+            return str(self.sources[0].path)
+        parts = [f"{s.path} ({s.dataset.groups.max() + 1 if len(s.dataset.items) else 0} conversations, weight {s.weight:g})"
+                 for s in self.sources]
+        return f"{len(parts)} directories: " + ", ".join(parts)
+
+
+def data_paths(data) -> list[Path]:
+    """`data=` as a list of directories: one path, or a list of them (`data=[DIR1,DIR2]`)."""
+    if isinstance(data, str | Path):
+        return [Path(data)]
+    paths = [Path(str(p)) for p in data] if isinstance(data, Sequence) or hasattr(data, "__iter__") else []
+    if not paths:
+        raise InputError("data= names no dataset directory.", fix="pass data=DIR or data=[DIR1,DIR2].")
+    seen = set()
+    for p in paths:
+        key = p.resolve()
+        if key in seen:
+            raise InputError(f"data= names {p} twice.", path=p, fix="name each dataset directory once.")
+        seen.add(key)
+    return paths
+
+
+def data_weights(weights, n: int) -> list[float] | None:
+    """`weights=` checked against the n directories: one finite non-negative number each, not all zero."""
+    if weights is None:
+        return None
+    try:
+        values = [float(w) for w in (weights if not isinstance(weights, str | int | float) else [weights])]
+    except (TypeError, ValueError):
+        raise InputError(f"weights={list(weights) if not isinstance(weights, str) else weights} are not numbers.",
+                         fix="pass one number per data directory, e.g. weights=[1,3].") from None
+    if len(values) != n:
+        raise InputError(f"weights= has {len(values)} value(s) for {n} data director{'y' if n == 1 else 'ies'}.",
+                         fix=f"pass one weight per directory of data=, e.g. weights=[{','.join(['1'] * n)}].")
+    if not all(np.isfinite(values)) or min(values) < 0:
+        raise InputError(f"weights={values} has a negative or non-finite weight.",
+                         fix="pass finite weights >= 0 (0 leaves a directory's labels out of training).")
+    if max(values) == 0:
+        raise InputError(f"weights={values} are all zero: nothing would be learned.",
+                         fix="give at least one directory a positive weight.")
+    return values
+
+
+def load_training_data(data, *, weights=None, target: str | None = None, unmatched_labels: str = "error",
+                       allow_judge_mismatch: bool = False) -> TrainingData:
+    """Read `data=` (one directory or several) as one training set; see the module docstring."""
+    paths = data_paths(data)
+    values = data_weights(weights, len(paths)) or [1.0] * len(paths)
+    rubric = _common_rubric(paths)
+    judge = _common_judge(paths, allow=allow_judge_mismatch)
+    datasets = [load_dataset(p, rubric=rubric, target=target, unmatched_labels=unmatched_labels) for p in paths]
+    sources = [Source(p, w, _checksums(p), d) for p, w, d in zip(paths, values, datasets, strict=True)]
+    ds = datasets[0] if len(datasets) == 1 else stack(datasets, dataset_labels(paths), values)
+    return TrainingData(ds, sources, judge)
+
+
+def training_data_from_cfg(cfg, *, target: str | None = None) -> TrainingData:
+    """`load_training_data` with a command's keys: data, weights, target, unmatched_labels, allow_judge_mismatch."""
+    return load_training_data(cfg.data, weights=cfg.get("weights"), target=target or cfg.get("target"),
+                              unmatched_labels=cfg.get("unmatched_labels", "error"),
+                              allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)))
+
+
+def dataset_labels(paths: list[Path]) -> list[str]:
+    """What the `dataset` column calls each directory: its folder name, or the path as given where two
+    folders share a name."""
+    names = [p.name or str(p) for p in paths]
+    return names if len(set(names)) == len(names) else [str(p) for p in paths]
+
+
+def qualified(ds: Dataset) -> Dataset:
+    """`ds` with each conversation id prefixed by its directory ("new/c001"), for outputs that key rows by
+    conversation id alone (the report); `ds` itself where it was read from one directory."""
+    if "dataset" not in ds.items:
+        return ds
+    items = ds.items.assign(conversation_id=ds.items["dataset"].astype(str) + "/" + ds.items["conversation_id"])
+    return dataclasses.replace(ds, items=items.drop(columns="dataset"))
+
+
+def _common_rubric(paths: list[Path]):
+    """The first directory's rubric, after checking every other directory asks the same questions."""
+    for p in paths:
+        if not p.is_dir():
+            raise InputError("dataset directory not found.", path=p, fix="pass data=DIR with rubric.yaml and llm.csv.")
+    first = load_rubric(paths[0] / "rubric.yaml")
+    for p in paths[1:]:
+        other = load_rubric(p / "rubric.yaml")
+        if other.fingerprint() != first.fingerprint():
+            raise InputError(
+                f"this rubric (questions {other.ids}) differs from {paths[0] / 'rubric.yaml'} (questions "
+                f"{first.ids}); directories trained on together must ask the same questions with the same options.",
+                path=p / "rubric.yaml", fix="gather every directory with one rubric, or train on them separately.")
+    return first
+
+
+def _common_judge(paths: list[Path], *, allow: bool) -> dict | None:
+    """The judge identity the directories share (gather_summary.json); refuses two different judges unless
+    allow (the first one is then recorded). Directories without a record (imported data) are not compared."""
+    known = [(p, identity) for p in paths if (identity := dataset_judge_identity(p))]
+    if not known:
+        return None
+    first_path, first = known[0]
+    for p, identity in known[1:]:
+        diffs = identity_differences(first, identity)
+        if diffs and not allow:
+            raise InputError(
+                f"its distributions come from another judge than {first_path}'s ({'; '.join(diffs)}): a calibrator "
+                "learns one judge's habits.", path=p / "gather_summary.json",
+                fix="gather every directory with one judge, or pass allow_judge_mismatch=true to train on both anyway.")
+        if diffs:
+            print(f"train: warning: judge mismatch allowed between {first_path} and {p} ({'; '.join(diffs)}); "
+                  f"the model records the {describe(first)}")
+    return first
+
+
+def _checksums(path: Path) -> dict[str, str]:
+    files = [path / "rubric.yaml"] + [path / f"{stem}{suffix}" for stem in ("llm", "labels")
+                                      for suffix in (".csv", ".parquet")]
+    return {f.name: _sha256(f) for f in files if f.exists()}
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for block in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def stack(datasets: list[Dataset], names: list[str], weights: list[float]) -> Dataset:
+    """Datasets of one rubric as one: items tagged with their `names`, reviewers merged by id, each label row
+    weighted by its dataset's weight (no weights where all are equal)."""
+    judges = sorted({j for d in datasets for j in d.judges})
+    offsets = np.cumsum([0] + [len(d.items) for d in datasets[:-1]])
+    items = pd.concat([d.items.assign(dataset=name) for d, name in zip(datasets, names, strict=True)],
+                      ignore_index=True)
+    coverage = None
+    if any(d.coverage is not None for d in datasets):  # 1 where a directory did not record it, as features() reads
+        coverage = np.concatenate([d.coverage if d.coverage is not None else np.ones(d.present.shape, np.float32)
+                                   for d in datasets])
+    remap = [np.array([judges.index(j) for j in d.judges], dtype=np.int64) for d in datasets]
+    label_weight = None
+    if len(set(weights)) > 1:
+        label_weight = np.concatenate([np.full(len(d.label_item), w) for d, w in zip(datasets, weights, strict=True)])
+    report: dict[str, int] = {}
+    for d in datasets:
+        for key, count in d.report.items():
+            report[key] = report.get(key, 0) + count
+    return Dataset(
+        datasets[0].rubric, items, np.concatenate([d.probs for d in datasets]),
+        np.concatenate([d.present for d in datasets]), coverage,
+        np.concatenate([d.label_item + o for d, o in zip(datasets, offsets, strict=True)]),
+        np.concatenate([r[d.label_judge] for d, r in zip(datasets, remap, strict=True)]),
+        np.concatenate([d.answers for d in datasets]), judges, report, label_weight)
+
+
+def qualified_predictions(frame: pd.DataFrame) -> pd.DataFrame:
+    """A predictions table of `cv` on several directories keyed like `qualified` ("new/c001"), without its
+    `dataset` column; unchanged where it has none."""
+    if "dataset" not in frame:
+        return frame
+    ids = frame["dataset"].astype(str) + "/" + frame["conversation_id"].astype(str)
+    return frame.assign(conversation_id=ids).drop(columns="dataset")
+
+
+def retargeted(ds: Dataset, target: str) -> Dataset:
+    """`ds` with another question as its training target (the same arrays)."""
+    return dataclasses.replace(ds, rubric=ds.rubric.with_target(target))
+
