@@ -268,3 +268,28 @@ def test_a_network_saved_before_the_model_field_still_loads(tiny_model, tmp_path
     (tmp_path / "old" / "model.json").write_text(json.dumps(meta))
     with pytest.raises(InputError, match="changed after training"):
         load_model(tmp_path / "old")
+
+
+def test_linear_model_on_two_directories_counts_their_weights(tmp_path, capsys):
+    """data=[OLD,NEW] weights=[...]: equal weights are no weights (the same model bit for bit); unequal ones move
+    the fit; both directories are recorded; the train command cv prints keeps the weights."""
+    from safetensors.torch import load_file
+
+    old = make_native_dataset(tmp_path / "old", n_conversations=20, seed=1)
+    new = make_native_dataset(tmp_path / "new", n_conversations=8, seed=2)
+    runs = {"none": [], "equal": ["weights=[2,2]"], "new x4": ["weights=[1,4]"]}
+    tensors = {}
+    for name, extra in runs.items():
+        out = tmp_path / name.replace(" ", "_")
+        assert main(["train", f"data=[{old},{new}]", f"out={out}", "model=ordinal", *extra]) == 0
+        tensors[name] = load_file(str(out / "weights.safetensors"))
+    assert all(torch.equal(tensors["none"][k], tensors["equal"][k]) for k in tensors["none"])
+    assert not torch.allclose(tensors["none"]["weight"], tensors["new x4"]["weight"], atol=1e-4)
+    meta = json.loads((tmp_path / "new_x4" / "model.json").read_text())
+    assert [r["weight"] for r in meta["trained_on"]] == [1.0, 4.0] and len(meta["trained_on"]) == 2
+    assert main(["predict", f"model={tmp_path / 'new_x4'}", f"data={new}", f"out={tmp_path / 'p.csv'}"]) == 0
+
+    from calibration.evaluation.crossval import winner_line
+
+    line = winner_line({"calibrated": {"rmse": 0.8}, "ordinal": {"rmse": 0.7}}, [str(old), str(new)], weights=[1, 4])
+    assert line.endswith(f"role-rubric train data=[{old},{new}] weights=[1,4] model=ordinal out=MODEL_DIR"), line
