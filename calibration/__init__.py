@@ -16,6 +16,7 @@ _EXPORTS = {
     "Dataset": "calibration.data.dataset",
     "load_dataset": "calibration.data.dataset",
     "dataset_from_frames": "calibration.data.dataset",
+    "load_training_data": "calibration.data.union",
     "import_llm_rubric": "calibration.data.importers",
     "CalibrationNet": "calibration.model.network",
     "Settings": "calibration.model.settings",

@@ -388,6 +388,14 @@ def readme_table(results: Path = RESULTS) -> str:
                     f"[Default − best simple model](docs/results.md#accuracy-under-shift), {text}",
                     f"RMSE {vs['rmse_diff']:+.4f} {_interval(vs['rmse_diff_95'])}",
                 ])
+    ad = load("adapt", results)
+    at20 = [b["by_k"]["20"] for k, b in (ad or {"result": {}})["result"].items()
+            if isinstance(b, dict) and (b.get("by_k") or {}).get("20")]
+    if at20:
+        diffs = [a["vs_none"]["network"]["rmse_diff"] for a in at20]
+        rows.append([f"[20 new-release conversations trained on with the old](docs/how-to/adapt.md#how-much-it-helps), "
+                     f"RMSE against no adaptation, over {len(at20)} shift benchmarks",
+                     f"{min(diffs):+.4f} to {max(diffs):+.4f}"])
     ts = load("train_speed", results)
     if ts:
         w = ts["result"]["config"]["workers"]

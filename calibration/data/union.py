@@ -25,7 +25,6 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.dataset import Dataset, load_dataset
-from calibration.model.provenance import training_record
 from rubric.errors import InputError
 from rubric.identity import dataset_judge_identity, describe, identity_differences
 from rubric.schema import load_rubric
@@ -50,10 +49,6 @@ class TrainingData:
     sources: list[Source]
     judge: dict | None
     """The judge identity gather recorded (the first directory that records one; None: none does)."""
-
-    def records(self) -> list[dict]:
-        """model.json's `trained_on`: per directory its path, weight, checksums and conversation fingerprints."""
-        return [training_record(s.dataset, s.path) | {"weight": s.weight, "files": s.files} for s in self.sources]
 
     def summary(self) -> str:
         """'2 directories: old (113 conversations, weight 1), new (20 conversations, weight 3)'."""
@@ -103,7 +98,19 @@ def data_weights(weights, n: int) -> list[float] | None:
 
 def load_training_data(data, *, weights=None, target: str | None = None, unmatched_labels: str = "error",
                        allow_judge_mismatch: bool = False) -> TrainingData:
-    """Read `data=` (one directory or several) as one training set; see the module docstring."""
+    """Read one dataset directory, or several as one training set (see the module docstring).
+
+    Args:
+        data: a directory, or a list of them (`data=[OLD,NEW]`).
+        weights: one weight per directory for its label rows (`weights=[1,3]`), or None (equal).
+        target: the training target question (default: the rubric's).
+        unmatched_labels: "error" or "skip", as `load_dataset`.
+        allow_judge_mismatch: train on directories gathered from different judges anyway.
+
+    Returns:
+        TrainingData: `.ds` the stacked Dataset (items' `dataset` column, `label_weight`), `.sources` each
+        directory with its weight and checksums, `.judge` the judge identity they share.
+    """
     paths = data_paths(data)
     values = data_weights(weights, len(paths)) or [1.0] * len(paths)
     rubric = _common_rubric(paths)

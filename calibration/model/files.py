@@ -26,7 +26,7 @@ from calibration.model.linear import LinearFit, parameter_shapes
 from calibration.model.linear_calibrator import MODELS, LinearCalibrator, train_linear
 from calibration.model.linear_calibrator import expected_shapes as linear_shapes
 from calibration.model.network import BASE_KIND, CalibrationNet
-from calibration.model.provenance import training_record
+from calibration.model.provenance import training_record, training_records
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
@@ -409,11 +409,12 @@ def run_train(cfg) -> Path:
         if model == "network":
             net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
             save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-                       judge=judge, trained_on=data.records())
+                       judge=judge, trained_on=training_records(data))
             what = f"{settings.ensemble} models"
         else:  # the simple models cv reports beside the network (calibration/model/linear_calibrator.py)
             calibrator, spec, record = train_linear(ds, model, seed=int(cfg.seed))
-            save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge, trained_on=data.records())
+            save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge,
+                              trained_on=training_records(data))
             what = f"the {model} model (L2 {record['l2']:g}, chosen by {record['inner_folds']}-fold inner cv)"
     print(f"train: {what} on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")

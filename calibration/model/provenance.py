@@ -16,7 +16,7 @@ import numpy as np
 
 from rubric.errors import InputError
 
-__all__ = ["conversation_fingerprints", "refuse_overlap", "training_record"]
+__all__ = ["conversation_fingerprints", "refuse_overlap", "training_record", "training_records"]
 
 
 def conversation_fingerprints(ds, conversations=None) -> dict[str, str]:
@@ -42,6 +42,12 @@ def training_record(ds, data: str | Path) -> dict:
     labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
     prints = conversation_fingerprints(ds, labelled)
     return {"data": str(data), "n_conversations": len(prints), "fingerprints": sorted(prints.values())}
+
+
+def training_records(data) -> list[dict]:
+    """model.json's `trained_on` for a `TrainingData` (calibration/data/union.py): per directory its path,
+    weight, files' SHA-256 and labelled conversations' fingerprints."""
+    return [training_record(s.dataset, s.path) | {"weight": s.weight, "files": s.files} for s in data.sources]
 
 
 def refuse_overlap(model, ds, *, what: str, path: str | Path) -> int:
