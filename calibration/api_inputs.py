@@ -18,7 +18,8 @@ def _check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> No
     """The calibrator must have the scorer's question as an input, and the judge's questions too unless it
     was trained without them (then its feature spec has a question-missing mask)."""
     own = f"ref_{scorer}"
-    if own not in model.spec["questions"]:
+    inputs = [*model.spec["questions"], *(model.spec.get("expected") or {}).get("questions", [])]  # linear: expected
+    if own not in inputs:
         raise InputError(
             f"the calibrator has no {own} input.", fix=f"train it on `role-rubric gather scorer={scorer}` data."
         )

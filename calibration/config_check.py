@@ -310,6 +310,11 @@ RULES: dict[str, Rule] = {
     "report.learning_curve.repeats": integer(0),
 }
 
+# Keys whose meaning depends on the command (elsewhere `model` is a model folder to read).
+COMMAND_RULES: dict[str, dict[str, Rule]] = {
+    "train": {"model": choice("network", "linear", "ordinal")},  # calibration/model/linear_calibrator.py MODELS
+}
+
 # Output paths: which commands write a folder and which a single file.
 OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
 OUT_FILE = {"predict", "evaluate", "score"}
@@ -320,7 +325,7 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
     from omegaconf import OmegaConf
 
     plain = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else cfg
-    for key, rule in RULES.items():
+    for key, rule in {**RULES, **COMMAND_RULES.get(command, {})}.items():
         found, value = _lookup(plain, key)
         if not found or value == "???":  # a required value not given: the command says which file to pass
             continue
@@ -403,6 +408,8 @@ def _check_not_an_input(command: str, cfg: Mapping[str, Any]) -> None:
         return
     inputs: set[Path] = set()
     for key in INPUT_KEYS:
+        if key in COMMAND_RULES.get(command, {}):
+            continue  # not a path for this command (train's model= names a kind of model)
         present, value = _lookup(cfg, key)
         values = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
         for one in values if present else []:  # data= may name several directories

@@ -32,6 +32,7 @@ from rubric.ids import clean_id_list
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
 RANKED = ("entropy", "bald", "variance")  # a score worth a sheet column; random (and an estimate sample) has none
+DISAGREEMENT = ("bald", "variance")  # scores from the members' disagreement: none with one member
 
 
 def member_target_proba(
@@ -170,6 +171,10 @@ def rank_pairs(
 
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}.", fix=f"use one of {list(STRATEGIES)}.")
+    if strategy in DISAGREEMENT and net.n_models < 2:  # one member agrees with itself: every score would be 0
+        raise InputError(f"strategy={strategy} ranks by the disagreement of the calibrator's ensemble members, and this "
+                         "calibrator is a single model (model=linear|ordinal, or train.ensemble=1).",
+                         fix="pass strategy=entropy or strategy=random, or a network calibrator with an ensemble.")
     t = ds.target_index
     values = ds.option_values()[t]
     members = pooled = dens = None

@@ -28,6 +28,7 @@ LAYERS = {
     "calibration.model.recalibrate": 2,
     "calibration.model.settings": 3,
     "calibration.model.train": 4,
+    "calibration.model.linear_calibrator": 4,  # train model=linear|ordinal: fits, as train does, with torch_threads
     "calibration.model.ensemble": 5,
     "calibration.model.files": 6,
     "calibration.model.predict": 7,

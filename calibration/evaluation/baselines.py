@@ -22,10 +22,7 @@ import numpy as np
 import torch
 
 from calibration.data.dataset import Dataset
-from calibration.data.splits import group_folds
-from calibration.model.linear import GRID, fit_linear
-from calibration.model.settings import torch_threads
-from calibration.model.train import padded_rows
+from calibration.model.linear_calibrator import choose_and_refit, target_proba
 
 JUDGE_PRIOR_STRENGTH = 2.0  # pseudo-answers from the pooled distribution added to each judge's counts
 
@@ -75,53 +72,19 @@ def expected_llm(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) ->
     return ds.probs[ds.label_item, ds.target_index].astype(float)
 
 
-INNER_FOLDS = 3
-
-
 def linear_oof(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int, *, kind: str) -> np.ndarray:
-    """(R, K) out-of-fold target distributions of the personalised `kind` model. Per outer fold, the L2
-    penalty with the lowest inner-cv NLL (grid GRID) is refitted on the whole fold's training rows; every
-    (outer fold, inner fold, penalty) model is fitted in one batched L-BFGS run."""
-    t = ds.target_index
-    labelled = ds.answers[:, t] >= 0
+    """(R, K) out-of-fold target distributions of the personalised `kind` model. Per outer fold f, the L2
+    penalty is chosen by inner cv on the fold's training rows (seed + f) and the model refitted on all of them
+    (`choose_and_refit`, the function `role-rubric train model=linear|ordinal` trains with)."""
+    labelled = ds.answers[:, ds.target_index] >= 0
     e = torch.from_numpy(ds.expected_inputs(ds.expected_spec(ds.rubric.ids)))
-    fits, evals, l2 = [], [], []
-    for f in range(folds):
-        train = np.flatnonzero((fold_of_row != f) & labelled)
-        inner = group_folds(ds.groups, INNER_FOLDS, seed + f)[ds.label_item[train]]
-        for i in range(INNER_FOLDS):
-            for lam in GRID:
-                fits.append(train[inner != i])
-                evals.append(train[inner == i])
-                l2.append(lam)
-    values = ds.option_values()[t, : int(ds.n_options[t])]
-    sq_error = np.array([((p @ values - values[ds.answers[rows, t]]) ** 2).sum()
-                         for p, rows in zip(_fit_predict(ds, e, kind, fits, evals, l2), evals, strict=True)])
-    sq_error = sq_error.reshape(folds, INNER_FOLDS, len(GRID)).sum(1)
-    chosen = [GRID[int(np.argmin(sq_error[f]))] for f in range(folds)]
-    tests = [np.flatnonzero(fold_of_row == f) for f in range(folds)]
     trains = [np.flatnonzero((fold_of_row != f) & labelled) for f in range(folds)]
+    tests = [np.flatnonzero(fold_of_row == f) for f in range(folds)]
+    refit = choose_and_refit(ds, e, kind, trains, [seed + f for f in range(folds)]).fit
     out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
-    for rows, probs in zip(tests, _fit_predict(ds, e, kind, trains, tests, chosen), strict=True):
+    for rows, probs in zip(tests, target_proba(ds, e, refit, tests), strict=True):
         out[rows, : probs.shape[1]] = probs
     return out
-
-
-def _fit_predict(ds, e, kind, fits, evals, l2):
-    """Fit one model per (fit rows, l2) on the target; return each one's (rows, K) distributions on its eval
-    rows."""
-    t = ds.target_index
-    k = int(ds.n_options[t])
-    item, judge = torch.from_numpy(ds.label_item.copy()), torch.from_numpy(ds.label_judge.copy())
-    answers = torch.from_numpy(ds.answers[:, [t]].copy())
-    idx, mask = padded_rows(fits)
-    with torch_threads(None):  # small tensors: one thread (calibration/model/settings.py)
-        model = fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [k], len(ds.judges),
-                           torch.tensor(l2, dtype=torch.float64))
-    idx, mask = padded_rows(evals)
-    with torch.no_grad():
-        logp = model.logp(e[item[idx]], judge[idx], [k])[:, :, 0].numpy()  # (M, L, K)
-    return [np.exp(logp[m, : len(rows)]) for m, rows in enumerate(evals)]
 
 
 def linear(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) -> np.ndarray:

@@ -19,6 +19,7 @@ from calibration.data.dataset import Dataset
 from calibration.data.splits import group_folds
 from calibration.data.union import data_paths, dataset_labels, training_data_from_cfg
 from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_TARGET_DISTRIBUTION
+from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
@@ -184,6 +185,17 @@ def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] |
     return "\n".join(lines)
 
 
+def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None) -> str:
+    """Which of the models `train` ships has the lowest out-of-fold RMSE here, and the command that trains it."""
+    rmse = {m: v["rmse"] for m, v in metrics.items()}
+    best = best_trainable(rmse, data, target, weights)
+    if best is None:
+        return "cv: no model that `role-rubric train` ships was cross-validated"
+    others = ", ".join(f"{TRAINABLE[m]} {rmse[m]:.4f}" for m in TRAINABLE if m in rmse and m != best["method"])
+    return (f"cv: lowest RMSE of the models train ships: {best['model']} {best['rmse']:.4f} ({others}; `role-rubric "
+            f"report` tests the difference); train it: {best['command']}")
+
+
 def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trials: int, inner_folds: int,
                           folds: int = 5, seed: int = 0, fold_seed: int = 0, progress: bool = False,
                           groups: np.ndarray | None = None):
@@ -239,5 +251,6 @@ def run_cv(cfg) -> CVResult:
         atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
     print(format_table(result.metrics, result.skipped))
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
+    print(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights")))
     print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")
     return result

@@ -50,6 +50,28 @@ def method_rows(predictions: pd.DataFrame, method: str) -> pd.DataFrame:
         raise ValueError(f"no predictions for method {method!r}; methods present: {present}.")
     return rows.sort_values(KEYS, kind="stable").reset_index(drop=True)
 
+TRAINABLE = {"calibrated": "network", "linear": "linear", "ordinal": "ordinal"}
+"""cv's methods that `role-rubric train model=...` trains and ships, by their model= name."""
+
+
+def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None,
+                   weights: Any = None) -> dict[str, Any] | None:
+    """Of the methods in TRAINABLE that `rmse` (method -> out-of-fold RMSE) scores, the one with the lowest
+    RMSE (the network on a tie: it comes first), with the command that trains it on `data` (the dataset
+    directory, or a list of them) with `weights` (one per directory; None: none) for `target` (None: the
+    rubric's)."""
+    found = {m: float(rmse[m]) for m in TRAINABLE if m in rmse and np.isfinite(rmse[m])}
+    if not found:
+        return None
+    best = min(found, key=found.get)
+    model = TRAINABLE[best]
+    where = str(data) if isinstance(data, str | Path) else f"[{','.join(str(d) for d in data)}]"
+    if weights is not None:
+        where += f" weights=[{','.join(f'{float(w):g}' for w in weights)}]"
+    option = ("" if model == "network" else f" model={model}") + (f" target={target}" if target else "")
+    return {"method": best, "model": model, "rmse": found[best],
+            "command": f"role-rubric train data={where}{option} out=MODEL_DIR"}
+
 
 def method_arrays(predictions: pd.DataFrame, method: str = REFERENCE) -> dict[str, np.ndarray]:
     """One method's arrays: probs (n, K), expected (n,), answers (n,), groups (n,) conversation ids,

@@ -22,7 +22,9 @@ from safetensors.torch import load_file, save_file
 
 from calibration.data.union import training_data_from_cfg
 from calibration.model.ensemble import ensemble_proba, train_ensemble
-from calibration.model.linear import parameter_shapes
+from calibration.model.linear import LinearFit, parameter_shapes
+from calibration.model.linear_calibrator import MODELS, LinearCalibrator, train_linear
+from calibration.model.linear_calibrator import expected_shapes as linear_shapes
 from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.provenance import training_record, training_records
 from calibration.model.recalibrate import Recalibration
@@ -39,9 +41,10 @@ FORMAT = "role-rubric-calibrator/1"
 
 @dataclass
 class LoadedModel:
-    """A trained seed ensemble with what is needed to rebuild its inputs."""
+    """A trained calibrator (a seed ensemble of networks, or one linear model) with what is needed to rebuild its
+    inputs."""
 
-    net: CalibrationNet
+    net: CalibrationNet | LinearCalibrator  # both called as net(x, judge) -> (M, B, Q, K) log-probabilities
     rubric: Rubric
     spec: dict
     judges: list[str]
@@ -86,28 +89,60 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
     """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
     data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints;
     trained_on: instead, the records of the directories it was read from (`TrainingData.records`)."""
-    out.mkdir(parents=True, exist_ok=True)
-    tensors = {k: v.detach().contiguous() for k, v in net.state_dict().items()}
-    with atomic_path(out / "weights.safetensors") as tmp:
-        save_file(tensors, str(tmp), metadata={"format": FORMAT})
-        weights_sha256 = _sha256(tmp)
     meta = {
         "format": FORMAT,
+        "model": "network",
         "package_version": _version(),
         "torch_version": torch.__version__,
         "settings": settings.to_dict(),
         "spec": spec,
         "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer: not the base's inputs)
         "n_models": net.n_models,
+        **_provenance(ds, judge, data, trained_on),
+        "history": history or {},
+        "recalibration": None if recalibration is None else recalibration.to_dict(),
+    }
+    return _write_model(out, net.state_dict(), meta)
+
+
+def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, record: dict, *, model: str,
+                      judge: dict | None = None, data: str | Path = "", trained_on: list[dict] | None = None) -> Path:
+    """A `train model=linear|ordinal` calibrator in the same directory format: record is what
+    linear_calibrator.train_linear says about the fit (kind, chosen L2, inner-cv errors)."""
+    meta = {
+        "format": FORMAT,
+        "model": model,
+        "package_version": _version(),
+        "torch_version": torch.__version__,
+        "linear": record,
+        "spec": spec,
+        "n_inputs": calibrator.n_inputs,  # the expected answers: the last n_inputs columns of the features
+        "n_models": 1,
+        **_provenance(ds, judge, data, trained_on),
+    }
+    return _write_model(out, calibrator.state_dict(), meta)
+
+
+def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict] | None) -> dict:
+    """What every model.json records about its training data: judge map, rubric, the judge's identity and
+    the conversations it trained on."""
+    return {
         "judges": list(ds.judges),
         "rubric": ds.rubric.to_dict(),
         "rubric_fingerprint": ds.rubric.fingerprint(),
-        "history": history or {},
-        "recalibration": None if recalibration is None else recalibration.to_dict(),
         "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
         # estimate and decide refuse labelled samples the model trained on (calibration/model/provenance.py)
         "trained_on": trained_on if trained_on is not None else [training_record(ds, data)],
     }
+
+
+def _write_model(out: Path, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
+    """weights.safetensors, then model.json with both files' checksums."""
+    out.mkdir(parents=True, exist_ok=True)
+    tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
+    with atomic_path(out / "weights.safetensors") as tmp:
+        save_file(tensors, str(tmp), metadata={"format": FORMAT})
+        weights_sha256 = _sha256(tmp)
     meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": _model_sha256(meta)}
     atomic_write_text(out / "model.json", json.dumps(meta, indent=2))
     return out
@@ -126,7 +161,10 @@ _CHECKED = ("settings", "spec", "n_inputs", "n_models", "judges", "rubric", "rec
 
 
 def _model_sha256(meta: dict) -> str:
-    covered = {k: meta.get(k) for k in _CHECKED}
+    # Models written before the `model` field (networks all) keep their checksum; since, it covers the
+    # model's name and a linear model's block too.
+    keys = (*_CHECKED, "model", "linear") if "model" in meta else _CHECKED
+    covered = {k: meta.get(k) for k in keys}
     return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 
 
@@ -144,6 +182,13 @@ def load_model(path: str | Path) -> LoadedModel:
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
         raise InputError(f"unknown model format {meta.get('format') if isinstance(meta, dict) else None!r}.",
                          path=meta_path, fix=f"pass a model written by role-rubric ({FORMAT}).")
+    name = meta.get("model", "network")  # absent: a network saved before linear models existed
+    if name in MODELS:
+        return _load_linear(meta, meta_path, weights_path)
+    if name != "network":
+        raise InputError(f"model.json names an unknown model {name!r} (this version knows network, "
+                         f"{', '.join(MODELS)}).", path=meta_path,
+                         fix="load it with the role-rubric version that trained it, or retrain the model.")
     settings, rubric = _checked_meta(meta, meta_path)
     integrity = _check_integrity(meta, meta_path)
     _check_weight_shapes(weights_path, _expected_shapes(meta, settings, rubric))
@@ -180,24 +225,35 @@ def load_model(path: str | Path) -> LoadedModel:
     return LoadedModel(net, rubric, meta["spec"], list(meta["judges"]), settings, meta, recalibration)
 
 
+def _bad_meta(meta_path: Path, what: str) -> InputError:
+    return InputError(f"model.json {what}.", path=meta_path, fix="retrain the model; do not edit model.json.")
+
+
+def _check_common_meta(meta: dict, meta_path: Path, fields: tuple[tuple[str, type], ...]) -> Rubric:
+    """The rubric of a model.json, after checking `fields`' types, the model and input counts and the
+    judge map: what every model is rebuilt from."""
+    for key, kind in (*fields, ("spec", dict), ("judges", list), ("rubric", dict)):
+        if not isinstance(meta.get(key), kind):
+            raise _bad_meta(meta_path, f"has no valid {key!r} ({kind.__name__} expected)")
+    for key, high in (("n_models", 1024), ("n_inputs", 100_000)):
+        value = meta.get(key)
+        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
+            raise _bad_meta(meta_path, f"has {key}={value!r}, not a whole number in 1..{high}")
+    if not all(isinstance(j, str) for j in meta["judges"]) or len(set(meta["judges"])) != len(meta["judges"]):
+        raise _bad_meta(meta_path, "has a judge map that is not a list of distinct judge ids")
+    return rubric_from_dict(meta["rubric"], source=meta_path)
+
+
 def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
-    """The settings and rubric of a model.json, after checking every field the model is rebuilt from."""
+    """The settings and rubric of a network's model.json, after checking every field the model is rebuilt from."""
     import dataclasses
 
     from calibration.config_check import check_settings
 
     def bad(what: str) -> InputError:
-        return InputError(f"model.json {what}.", path=meta_path, fix="retrain the model; do not edit model.json.")
+        return _bad_meta(meta_path, what)
 
-    for key, kind in (("settings", dict), ("spec", dict), ("judges", list), ("rubric", dict)):
-        if not isinstance(meta.get(key), kind):
-            raise bad(f"has no valid {key!r} ({kind.__name__} expected)")
-    for key, high in (("n_models", 1024), ("n_inputs", 100_000)):
-        value = meta.get(key)
-        if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= high:
-            raise bad(f"has {key}={value!r}, not a whole number in 1..{high}")
-    if not all(isinstance(j, str) for j in meta["judges"]) or len(set(meta["judges"])) != len(meta["judges"]):
-        raise bad("has a judge map that is not a list of distinct judge ids")
+    rubric = _check_common_meta(meta, meta_path, (("settings", dict),))
     names = {f.name for f in dataclasses.fields(Settings)}
     kept = _without_removed_settings(meta["settings"], meta_path)
     unknown = sorted(set(kept) - names)
@@ -208,7 +264,47 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
     legacy = {"pool": "arithmetic", "recalibrate": "none", "base": "none"}  # settings before each existed
     merged = {**legacy, **kept}
     merged["drop_questions"] = tuple(merged.get("drop_questions") or ())
-    return Settings(**merged), rubric_from_dict(meta["rubric"], source=meta_path)
+    return Settings(**merged), rubric
+
+
+def _load_linear(meta: dict, meta_path: Path, weights_path: Path) -> LoadedModel:
+    """A `train model=linear|ordinal` calibrator, with the network's checks: model.json's fields and checksum,
+    the weights' shapes against them before anything is allocated, then the weights' checksum."""
+    name = meta["model"]
+    rubric = _check_common_meta(meta, meta_path, (("linear", dict),))
+    kind, expected = meta["linear"].get("kind"), meta["spec"].get("expected")
+    if kind != MODELS[name]:
+        raise _bad_meta(meta_path, f"says model {name!r} but kind {kind!r} (expected {MODELS[name]!r})")
+    if meta["n_models"] != 1 or not isinstance(expected, dict) or not isinstance(expected.get("questions"), list) \
+            or len(expected["questions"]) != meta["n_inputs"] or meta["spec"].get("questions"):
+        raise _bad_meta(meta_path, "has a feature spec that is not a linear model's (one model on "
+                                   f"n_inputs={meta['n_inputs']} expected answers)")
+    unknown = sorted(set(expected["questions"]) - set(rubric.ids))
+    if unknown:
+        raise _bad_meta(meta_path, f"reads questions {unknown} that its rubric does not ask")
+    integrity = _check_integrity(meta, meta_path)
+    n_options = [len(q.options) for q in rubric.questions]
+    shapes = linear_shapes(kind, len(n_options), meta["n_inputs"], len(meta["judges"]), max(n_options))
+    _check_weight_shapes(weights_path, shapes)
+    if integrity and integrity.get("weights_sha256") != _sha256(weights_path):
+        raise InputError(
+            "the weights are not the ones this model.json was written with (SHA-256 differs).",
+            path=weights_path,
+            fix="keep weights.safetensors and model.json of one training together, or retrain the model.",
+        )
+    try:
+        tensors = load_file(str(weights_path))
+    except (SafetensorError, OSError) as exc:
+        raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
+                         fix="retrain the model; do not mix files of different models.") from None
+    if set(tensors) != set(shapes):
+        raise InputError(f"weights do not match model.json (tensors {sorted(tensors)}, expected {sorted(shapes)}).",
+                         path=weights_path, fix="retrain the model; do not mix files of different models.")
+    fit = LinearFit(kind, *(tensors[n].double() for n in ("weight", "bias", "judge")))
+    # One model with judge offsets: no pooling to do, no recalibration (Settings only answers what the
+    # prediction code asks a calibrator: personalised, pool).
+    settings = Settings(ensemble=1, recalibrate="none", base="none", pool="arithmetic")
+    return LoadedModel(LinearCalibrator(fit, n_options), rubric, meta["spec"], list(meta["judges"]), settings, meta)
 
 
 def _without_removed_settings(settings: dict, meta_path: Path) -> dict:
@@ -299,17 +395,28 @@ def _version() -> str:
 
 
 def run_train(cfg) -> Path:
-    """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [target=Q] [network.*=..]
-    [train.*=..]`."""
+    """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [model=network|linear|ordinal]
+    [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
+    model = str(cfg.get("model", "network"))
+    if model != "network" and model not in MODELS:  # the CLI checked it (config_check); a Python caller may not
+        raise InputError(f"model={model!r} is not one of network, {', '.join(MODELS)}.",
+                         fix=f"set model= to one of network, {', '.join(MODELS)}.")
     data = training_data_from_cfg(cfg)
     ds, judge = data.ds, data.judge
     start = time.perf_counter()
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
-        net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-        save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration, judge=judge,
-                   trained_on=training_records(data))
-    print(f"train: {settings.ensemble} models on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
+        if model == "network":
+            net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
+            save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
+                       judge=judge, trained_on=training_records(data))
+            what = f"{settings.ensemble} models"
+        else:  # the simple models cv reports beside the network (calibration/model/linear_calibrator.py)
+            calibrator, spec, record = train_linear(ds, model, seed=int(cfg.seed))
+            save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge,
+                              trained_on=training_records(data))
+            what = f"the {model} model (L2 {record['l2']:g}, chosen by {record['inner_folds']}-fold inner cv)"
+    print(f"train: {what} on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
     if len(data.sources) > 1:
         print(f"train: trained on {data.summary()}")

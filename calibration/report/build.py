@@ -271,6 +271,9 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             },
             skipped=skipped,
             warnings=size_notes,
+            data=cfg.data,
+            target=cfg.get("target"),
+            weights=cfg.get("weights"),
         )
         timings["turns and verdict"] = time.perf_counter() - tick
 

@@ -14,7 +14,7 @@ from typing import Any
 
 import pandas as pd
 
-from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE
+from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, TRAINABLE, best_trainable
 from rubric.identity import stand_in_note
 
 SMECE_GOOD = 0.05
@@ -38,12 +38,16 @@ def prepare_verdict(
     size: Mapping[str, int],
     skipped: Iterable[str] = (),
     warnings: Iterable[str] = (),
+    data: Any = "DIR",
+    target: str | None = None,
+    weights: Any = None,
 ) -> dict[str, Any]:
     """table: prepare_metrics_table's frame; curves: the reliability curves (name, n, positives, smece,
     low, high); size: judgments, judges, conversations, turns, folds. Returns the verdict as a dict:
     outcome ("better" | "no clear difference" | "worse"), the best baseline and both models' RMSE and
     Pearson with intervals and p-values, the worst smECE, trust ("trust" | "use with care" | "do not
-    trust"), the judge, size, skipped and warnings."""
+    trust"), the judge, size, skipped and warnings; `deploy`: of the models `role-rubric train` ships, the one
+    with the lowest RMSE and the command that trains it on `data` (with its p-value against the network)."""
     baselines = [m for m in dict.fromkeys(table["method"]) if m not in NOT_BASELINES]
     rmse = {m: _metric(table, m, "rmse")["value"] for m in baselines}
     finite = {m: v for m, v in rmse.items() if math.isfinite(v)}
@@ -67,8 +71,12 @@ def prepare_verdict(
     stand_in = stand_in_note((judge or {}).get("model"))
     if stand_in and trust == "trust":
         trust = "use with care"
+    deploy = best_trainable({m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}, data, target, weights)
+    if deploy is not None and deploy["method"] != REFERENCE:
+        deploy["p_value"] = _metric(table, deploy["method"], "rmse")["p_value"]
     return {
         "outcome": outcome,
+        "deploy": deploy,
         "trust": trust,
         "best_baseline": best,
         "best_baseline_label": METHOD_LABELS.get(best, best) if best else None,
@@ -93,6 +101,18 @@ def _ci(m: Mapping[str, float]) -> str:
 
 def _p(p: float) -> str:
     return "–" if not math.isfinite(p) else (f"{p:.2g}" if p >= 0.001 else "&lt;0.001")
+
+
+def _deploy_html(d: Mapping[str, Any]) -> str:
+    """Which model to ship, and the command that trains it."""
+    if d["method"] == REFERENCE:
+        which = "the calibration network has the lowest RMSE of the models you can train"
+    else:
+        p = d.get("p_value", math.nan)
+        clear = "clearly" if math.isfinite(p) and p < ALPHA else "not clearly"
+        which = (f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train "
+                 f"({d['rmse']:.3f}; {clear} lower than the network's, p&nbsp;{_p(p)})")
+    return f"<b>Deploy</b>: {which}; train it on all labels: <code>{html.escape(d['command'])}</code>"
 
 
 COLOURS = {"trust": "#2a7a2a", "use with care": "#b07800", "do not trust": "#b00020"}
@@ -136,6 +156,8 @@ def verdict_html(v: Mapping[str, Any]) -> str:
             f"<b>Worst calibration</b>: smECE {w['smece']:.3f}&nbsp;[{w['low']:.3f},&nbsp;{w['high']:.3f}] for "
             f"'{html.escape(str(w['name']))}' ({good} the {SMECE_GOOD} we aim for; 0 = perfectly calibrated)."
         )
+    if v.get("deploy"):
+        items.append(_deploy_html(v["deploy"]))
     items.append(f"<b>Judge</b> that produced the distributions: {html.escape(describe(v['judge']))}.")
     if v["stand_in"]:
         items.append(f"<b class='rr-warn'>Stand-in judge</b>: {html.escape(v['stand_in'])}.")

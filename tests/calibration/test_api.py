@@ -195,3 +195,20 @@ def test_score_bad_conversations_file_names_the_line(bad, needle, tmp_path, caps
     assert err.count("\n") == 1 and "role-rubric score: error:" in err
     assert f"{file}, row 3:" in err and needle in err  # row = the line of the JSONL file
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_linear_calibrator_scores_like_the_network(model_dir, convs, tmp_path, capsys):
+    """`train model=linear` on the same data: RoleAdherence and `score` take it (one model, judge offsets)."""
+    path, judges, cache = model_dir
+    linear = tmp_path / "linear"
+    assert main(["train", f"data={path.parent}", f"out={linear}", "model=linear"]) == 0
+    per_judge = RoleAdherence(linear, cache=cache).measure(convs[0])
+    population = RoleAdherence(linear, judges="population", cache=cache).measure(convs[0])
+    assert per_judge.calibrated and 0 < per_judge.score < 1 and len(per_judge.turns) == len(convs[0].turns)
+    assert per_judge.score != pytest.approx(population.score, abs=1e-6)  # its judge offsets are used
+    file = tmp_path / "c.jsonl"
+    file.write_text("".join(json.dumps(c.to_record()) + "\n" for c in convs[:2]))
+    assert main(["score", f"conversations={file}", f"calibrator={linear}", f"out={tmp_path / 's.csv'}",
+                 "progress=false"]) == 0
+    scores = pd.read_csv(tmp_path / "s.csv")
+    assert scores["score"].iloc[0] == pytest.approx(per_judge.score, abs=5e-4)  # the CSV rounds to 3 places

@@ -3,6 +3,7 @@ dataset (twice, for repeatability), and the page opened in headless Chromium."""
 
 from __future__ import annotations
 
+import html
 import io
 import json
 import re
@@ -244,6 +245,11 @@ def test_report_opens_with_a_verdict_and_ends_with_every_turn(tiny_report: tuple
     assert verdict["best_baseline"] in {r["method"] for r in results["metrics"]} - {"calibrated"}
     assert verdict["size"]["turns"] == 80 and verdict["size"]["judges"] == 4
     assert verdict["warnings"] == []  # 40 labelled turns per fold, every judge with many labels
+    # the verdict names the command that trains the lowest-RMSE model `train` ships
+    rmse = {r["method"]: r["value"] for r in results["metrics"] if r["metric"] == "rmse"}
+    deploy = verdict["deploy"]
+    assert deploy["rmse"] == min(rmse[m] for m in ("calibrated", "linear", "ordinal"))
+    assert deploy["command"].startswith("role-rubric train data=") and deploy["command"] in html.unescape(page)
     data = json.loads(re.search(r'id="rr-turns-data">(.*?)</script>', page, re.S).group(1))
     assert len(data["rows"]) == 80 and data["questions"] == ["overall", "scope"]
     assert "[0." in page and "white-space: nowrap" in page  # intervals never wrap mid-bracket
