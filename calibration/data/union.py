@@ -96,7 +96,8 @@ def data_weights(weights, n: int) -> list[float] | None:
     return values
 
 
-def load_training_data(data, *, weights=None, target: str | None = None, unmatched_labels: str = "error",
+def load_training_data(data: str | Path | Sequence[str | Path], *, weights: Sequence[float] | None = None,
+                       target: str | None = None, unmatched_labels: str = "error",
                        allow_judge_mismatch: bool = False) -> TrainingData:
     """Read one dataset directory, or several as one training set (see the module docstring).
 
