@@ -16,7 +16,6 @@ One directory (a plain `data=DIR`) is read exactly as before: no `dataset` colum
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +25,7 @@ import pandas as pd
 
 from calibration.data.dataset import Dataset, load_dataset
 from rubric.errors import InputError
+from rubric.files import file_sha256
 from rubric.identity import dataset_judge_identity, describe, identity_differences
 from rubric.schema import load_rubric
 
@@ -184,15 +184,7 @@ def _common_judge(paths: list[Path], *, allow: bool) -> dict | None:
 def _checksums(path: Path) -> dict[str, str]:
     files = [path / "rubric.yaml"] + [path / f"{stem}{suffix}" for stem in ("llm", "labels")
                                       for suffix in (".csv", ".parquet")]
-    return {f.name: _sha256(f) for f in files if f.exists()}
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+    return {f.name: file_sha256(f) for f in files if f.exists()}
 
 
 def stack(datasets: list[Dataset], names: list[str], weights: list[float]) -> Dataset:

@@ -31,7 +31,7 @@ from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.train import n_base
 from rubric.errors import InputError
-from rubric.files import atomic_path, atomic_write_text, out_lock
+from rubric.files import atomic_path, atomic_write_text, file_sha256, out_lock
 from rubric.identity import describe
 from rubric.ids import clean_id
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
@@ -142,18 +142,10 @@ def _write_model(out: Path, tensors: dict[str, torch.Tensor], meta: dict) -> Pat
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
     with atomic_path(out / "weights.safetensors") as tmp:
         save_file(tensors, str(tmp), metadata={"format": FORMAT})
-        weights_sha256 = _sha256(tmp)
+        weights_sha256 = file_sha256(tmp)
     meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": _model_sha256(meta)}
     atomic_write_text(out / "model.json", json.dumps(meta, indent=2))
     return out
-
-
-def _sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with open(path, "rb") as fh:
-        for block in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
 
 
 # What model.json's checksum covers: everything that changes a prediction (not the training history).
@@ -192,7 +184,7 @@ def load_model(path: str | Path) -> LoadedModel:
     settings, rubric = _checked_meta(meta, meta_path)
     integrity = _check_integrity(meta, meta_path)
     _check_weight_shapes(weights_path, _expected_shapes(meta, settings, rubric))
-    if integrity and integrity.get("weights_sha256") != _sha256(weights_path):
+    if integrity and integrity.get("weights_sha256") != file_sha256(weights_path):
         raise InputError(
             "the weights are not the ones this model.json was written with (SHA-256 differs).",
             path=weights_path,
@@ -286,7 +278,7 @@ def _load_linear(meta: dict, meta_path: Path, weights_path: Path) -> LoadedModel
     n_options = [len(q.options) for q in rubric.questions]
     shapes = linear_shapes(kind, len(n_options), meta["n_inputs"], len(meta["judges"]), max(n_options))
     _check_weight_shapes(weights_path, shapes)
-    if integrity and integrity.get("weights_sha256") != _sha256(weights_path):
+    if integrity and integrity.get("weights_sha256") != file_sha256(weights_path):
         raise InputError(
             "the weights are not the ones this model.json was written with (SHA-256 differs).",
             path=weights_path,
