@@ -333,8 +333,28 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
         if problem is not None:
             raise InputError(f"{key}={_show(value)} {problem}.", fix=f"set {key} to {rule.want}.")
     _check_fractions(plain)
+    _check_one_directory(command, plain)
     _check_out(command, plain)
     _check_not_an_input(command, plain)
+
+
+SEVERAL_DIRECTORIES = ("train", "cv", "search", "report")
+"""The commands whose data= may name several directories, trained on as one (calibration/data/union.py)."""
+
+
+def _check_one_directory(command: str, cfg: Mapping[str, Any]) -> None:
+    """A list given to an input key that takes one path (data= of predict, estimate, ...) is one clear line."""
+    for key in INPUT_KEYS:
+        found, value = _lookup(cfg, key)
+        if not found or not isinstance(value, Sequence) or isinstance(value, str):
+            continue
+        if key == "data" and command in SEVERAL_DIRECTORIES:
+            if not value:
+                raise InputError("data=[] names no dataset directory.", fix="pass data=DIR or data=[DIR1,DIR2].")
+            continue
+        several = f" ({', '.join(SEVERAL_DIRECTORIES)} read several as one)" if key == "data" else ""
+        raise InputError(f"{command} reads one path from {key}=, not a list of {len(value)}{several}.",
+                         fix=f"pass {key}=PATH, and run {command} once per path.")
 
 
 def check_settings(settings: Mapping[str, Any], *, source: str | Path | None = None) -> None:

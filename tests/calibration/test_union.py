@@ -247,3 +247,14 @@ def test_search_and_report_read_two_directories(two_dirs, tmp_path):
     assert "2 directories" in page
     assert results["verdict"]["size"]["conversations"] == 28  # "c000" of each directory counted apart
     assert {r["question"] for r in results["targets"]} == {"scope", "tone", "overall"}
+
+
+@pytest.mark.parametrize("command", ["predict", "estimate", "suggest", "label-studio"])
+def test_commands_of_one_directory_refuse_a_list(command, two_dirs, tmp_path, capsys):
+    old, new = two_dirs
+    model = [] if command == "label-studio" else [f"model={tmp_path}"]
+    code = main([command, f"data=[{old},{new}]", *model, f"out={tmp_path / 'out'}"])
+    err = capsys.readouterr().err.strip()
+    assert code == 2 and len(err.splitlines()) == 1, err
+    assert f"{command} reads one path from data=, not a list of 2" in err
+    assert "train, cv, search, report read several as one" in err
