@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import tempfile
 import time
@@ -126,6 +127,7 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, settings: Settings
     start = time.perf_counter()
     result = {"folds": folds, "new_conversations": int(len(np.unique(ds.groups[ds.label_item[fold_of_row >= 0]]))),
               "by_k": {}}
+    everything_new = draws_for(ds, fold_of_row, folds, 0, 1)[0]  # per fold, every new-side row as test rows
     stale = None
     for k in ks:
         draws = draws_for(ds, fold_of_row, folds, k, n_draws)
@@ -133,12 +135,12 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, settings: Settings
             result["by_k"][str(k)] = None  # k takes every new conversation of some fold: nothing left to test
             continue
         if stale is None and "none" in methods:  # the old side alone: one training serves every k and draw
-            stale = network_predictions(ds, settings, fold_of_row, draws_for(ds, fold_of_row, folds, 0, 1), seed,
-                                        None)[0]
+            stale = network_predictions(ds, settings, fold_of_row, [everything_new], seed, None)[0]
         preds = {}
         for method in methods:
             if method == "none":
-                preds[method] = [{f: stale[f][_positions(draws_for(ds, fold_of_row, folds, 0, 1)[0][f].test, dr.test)]
+                # each draw's test rows, picked out of the stale predictions of the whole new side (sorted rows)
+                preds[method] = [{f: stale[f][np.searchsorted(everything_new[f].test, dr.test)]
                                   for f, dr in enumerate(per)} for per in draws]
             elif method.startswith("network"):
                 w = weight if method == "network_weighted" and k > 0 else None
@@ -152,11 +154,6 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, settings: Settings
     result["seconds"] = round(time.perf_counter() - start, 1)
     result["acceptance_k20"] = _acceptance(result["by_k"].get("20"))
     return result
-
-
-def _positions(all_rows: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Where each of `rows` sits in `all_rows` (both label-row indices, all_rows sorted)."""
-    return np.searchsorted(all_rows, rows)
 
 
 def _summarise(ds, draws, exp: dict[str, list[np.ndarray]], values, n_boot: int) -> dict:
@@ -210,7 +207,7 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, among {','.join(METHODS)}")
     parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
     parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
-    parser.add_argument("--settings", type=__import__("json").loads, default={},
+    parser.add_argument("--settings", type=json.loads, default={},
                         help="Settings overrides of the network methods, as JSON")
     add_results_argument(parser, "adapt")
     args = parser.parse_args()

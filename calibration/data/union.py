@@ -61,9 +61,7 @@ class TrainingData:
 
 def data_paths(data) -> list[Path]:
     """`data=` as a list of directories: one path, or a list of them (`data=[DIR1,DIR2]`)."""
-    if isinstance(data, str | Path):
-        return [Path(data)]
-    paths = [Path(str(p)) for p in data] if isinstance(data, Sequence) or hasattr(data, "__iter__") else []
+    paths = [Path(data)] if isinstance(data, str | Path) else [Path(str(p)) for p in data]
     if not paths:
         raise InputError("data= names no dataset directory.", fix="pass data=DIR or data=[DIR1,DIR2].")
     seen = set()
@@ -79,10 +77,11 @@ def data_weights(weights, n: int) -> list[float] | None:
     """`weights=` checked against the n directories: one finite non-negative number each, not all zero."""
     if weights is None:
         return None
+    given = [weights] if isinstance(weights, str | int | float) else list(weights)
     try:
-        values = [float(w) for w in (weights if not isinstance(weights, str | int | float) else [weights])]
+        values = [float(w) for w in given]
     except (TypeError, ValueError):
-        raise InputError(f"weights={list(weights) if not isinstance(weights, str) else weights} are not numbers.",
+        raise InputError(f"weights={given} are not numbers.",
                          fix="pass one number per data directory, e.g. weights=[1,3].") from None
     if len(values) != n:
         raise InputError(f"weights= has {len(values)} value(s) for {n} data director{'y' if n == 1 else 'ies'}.",

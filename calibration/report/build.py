@@ -75,7 +75,6 @@ def run_report(cfg: Any) -> dict[str, Any]:
 
 def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     from calibration.data.union import (
-        data_paths,
         qualified,
         qualified_predictions,
         retargeted,
@@ -237,7 +236,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         timings["tables"] = time.perf_counter() - tick
 
         tick = time.perf_counter()
-        turn_results, turn_html_sections, drilldown = turn_sections(data_paths(cfg.data), ds, predictions,
+        turn_results, turn_html_sections, drilldown = turn_sections([s.path for s in data.sources], ds, predictions,
                                                                      adheres_at=threshold)
         results.update(turn_results)
         html_sections += turn_html_sections
