@@ -7,9 +7,7 @@ history), so a saved model loads with nothing else.
 
 from __future__ import annotations
 
-import hashlib
 import json
-import struct
 import time
 from dataclasses import dataclass
 from importlib import metadata
@@ -22,6 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from calibration.data.union import training_data_from_cfg
 from calibration.model.ensemble import ensemble_proba, train_ensemble
+from calibration.model.integrity import check_integrity, check_weights, model_sha256
 from calibration.model.linear import LinearFit, parameter_shapes
 from calibration.model.linear_calibrator import MODELS, LinearCalibrator, train_linear
 from calibration.model.linear_calibrator import expected_shapes as linear_shapes
@@ -143,21 +142,9 @@ def _write_model(out: Path, tensors: dict[str, torch.Tensor], meta: dict) -> Pat
     with atomic_path(out / "weights.safetensors") as tmp:
         save_file(tensors, str(tmp), metadata={"format": FORMAT})
         weights_sha256 = file_sha256(tmp)
-    meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": _model_sha256(meta)}
+    meta["integrity"] = {"weights_sha256": weights_sha256, "model_sha256": model_sha256(meta)}
     atomic_write_text(out / "model.json", json.dumps(meta, indent=2))
     return out
-
-
-# What model.json's checksum covers: everything that changes a prediction (not the training history).
-_CHECKED = ("settings", "spec", "n_inputs", "n_models", "judges", "rubric", "recalibration", "judge")
-
-
-def _model_sha256(meta: dict) -> str:
-    # Models written before the `model` field (networks all) keep their checksum; since, it covers the
-    # model's name and a linear model's block too.
-    keys = (*_CHECKED, "model", "linear") if "model" in meta else _CHECKED
-    covered = {k: meta.get(k) for k in keys}
-    return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 
 
 def load_model(path: str | Path) -> LoadedModel:
@@ -182,14 +169,7 @@ def load_model(path: str | Path) -> LoadedModel:
                          f"{', '.join(MODELS)}).", path=meta_path,
                          fix="load it with the role-rubric version that trained it, or retrain the model.")
     settings, rubric = _checked_meta(meta, meta_path)
-    integrity = _check_integrity(meta, meta_path)
-    _check_weight_shapes(weights_path, _expected_shapes(meta, settings, rubric))
-    if integrity and integrity.get("weights_sha256") != file_sha256(weights_path):
-        raise InputError(
-            "the weights are not the ones this model.json was written with (SHA-256 differs).",
-            path=weights_path,
-            fix="keep weights.safetensors and model.json of one training together, or retrain the model.",
-        )
+    check_weights(weights_path, check_integrity(meta, meta_path), _expected_shapes(meta, settings, rubric))
     net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
                          n_base=n_base(meta["spec"]))
@@ -274,16 +254,10 @@ def _load_linear(meta: dict, meta_path: Path, weights_path: Path) -> LoadedModel
     unknown = sorted(set(expected["questions"]) - set(rubric.ids))
     if unknown:
         raise _bad_meta(meta_path, f"reads questions {unknown} that its rubric does not ask")
-    integrity = _check_integrity(meta, meta_path)
+    integrity = check_integrity(meta, meta_path)
     n_options = [len(q.options) for q in rubric.questions]
     shapes = linear_shapes(kind, len(n_options), meta["n_inputs"], len(meta["judges"]), max(n_options))
-    _check_weight_shapes(weights_path, shapes)
-    if integrity and integrity.get("weights_sha256") != file_sha256(weights_path):
-        raise InputError(
-            "the weights are not the ones this model.json was written with (SHA-256 differs).",
-            path=weights_path,
-            fix="keep weights.safetensors and model.json of one training together, or retrain the model.",
-        )
+    check_weights(weights_path, integrity, shapes)
     try:
         tensors = load_file(str(weights_path))
     except (SafetensorError, OSError) as exc:
@@ -314,23 +288,6 @@ def _without_removed_settings(settings: dict, meta_path: Path) -> dict:
     return {k: v for k, v in settings.items() if k not in REMOVED_SETTINGS}
 
 
-def _check_integrity(meta: dict, meta_path: Path) -> dict | None:
-    """model.json's own checksum, written at training time (models from before it have none); returns the
-    integrity block, whose weights checksum is checked once the weights' header fits."""
-    integrity = meta.get("integrity")
-    if integrity is None:
-        return None
-    if not isinstance(integrity, dict):
-        raise InputError("model.json has a malformed integrity block.", path=meta_path, fix="retrain the model.")
-    if integrity.get("model_sha256") != _model_sha256(meta):
-        raise InputError(
-            "model.json was changed after training: its judge map, rubric or settings no longer match its checksum.",
-            path=meta_path,
-            fix="restore the model.json written by `role-rubric train`, or retrain the model.",
-        )
-    return integrity
-
-
 def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str, tuple[int, ...]]:
     """The tensor shapes CalibrationNet(...) would allocate for this model.json (calibration/model/network.py)."""
     m, d, h1, h2 = meta["n_models"], meta["n_inputs"], settings.hidden1, settings.hidden2
@@ -347,36 +304,6 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
         base = parameter_shapes(BASE_KIND, n_q, e, j, n_k)
         shapes |= {f"base_{name}": (m, *shape) for name, shape in base.items()}
     return shapes
-
-
-def _check_weight_shapes(weights_path: Path, expected: dict[str, tuple[int, ...]]) -> None:
-    """Compare the safetensors header with the shapes model.json implies, before allocating anything."""
-    def bad(what: str) -> InputError:
-        return InputError(f"weights do not match model.json ({what}).", path=weights_path,
-                          fix="retrain the model; do not mix files of different models.")
-
-    size = weights_path.stat().st_size
-    with open(weights_path, "rb") as fh:
-        head = fh.read(8)
-        if len(head) < 8:
-            raise bad("the file is too short to be safetensors")
-        (n,) = struct.unpack("<Q", head)
-        if n > min(size - 8, 100_000_000):
-            raise bad("its header size is larger than the file")
-        try:
-            header = json.loads(fh.read(n))
-        except (json.JSONDecodeError, UnicodeDecodeError):
-            raise bad("its header is not valid JSON") from None
-    if not isinstance(header, dict):
-        raise bad("its header is not a JSON object")
-    header.pop("__metadata__", None)
-    found = {k: tuple(v.get("shape", ())) for k, v in header.items() if isinstance(v, dict)}
-    for name, shape in expected.items():
-        if found.get(name) != shape:
-            raise bad(f"{name} has shape {list(found.get(name, ())) or 'missing'}, model.json implies {list(shape)}")
-    ends = [v.get("data_offsets", [0, 0])[1] for v in header.values() if isinstance(v, dict)]
-    if 8 + n + max(ends, default=0) > size:
-        raise bad("the file is shorter than its header says")
 
 
 def _version() -> str:

@@ -254,12 +254,12 @@ def test_a_network_saved_before_the_model_field_still_loads(tiny_model, tmp_path
     """Models written before `model` existed have no such field, and a checksum over the older fields."""
     import hashlib
 
-    from calibration.model import files
+    from calibration.model import integrity
 
     shutil.copytree(tiny_model, tmp_path / "old")
     meta = json.loads((tmp_path / "old" / "model.json").read_text())
     assert meta.pop("model") == "network"
-    covered = {k: meta.get(k) for k in files._CHECKED}
+    covered = {k: meta.get(k) for k in integrity._CHECKED}
     meta["integrity"]["model_sha256"] = hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
     (tmp_path / "old" / "model.json").write_text(json.dumps(meta))
     old, new = load_model(tmp_path / "old"), load_model(tiny_model)

@@ -12,7 +12,8 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from calibration.data.dataset import load_dataset
-from calibration.model.files import _model_sha256, load_model
+from calibration.model.files import load_model
+from calibration.model.integrity import model_sha256
 from calibration.model.settings import REMOVED_SETTINGS
 from rubric.errors import InputError
 
@@ -27,7 +28,7 @@ def _with_setting(model, tmp_path, key, value):
     shutil.copytree(model, copy)
     meta = json.loads((copy / "model.json").read_text())
     meta["settings"][key] = value
-    meta["integrity"]["model_sha256"] = _model_sha256(meta)
+    meta["integrity"]["model_sha256"] = model_sha256(meta)
     (copy / "model.json").write_text(json.dumps(meta))
     return copy
 
