@@ -11,12 +11,13 @@ Unknown keys and bad config-group choices are Hydra's (calibration/cli.py); this
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from calibration.path_checks import check_paths
+from calibration.path_checks import lookup as _lookup
 from rubric.errors import InputError
 
 
@@ -315,11 +316,6 @@ COMMAND_RULES: dict[str, dict[str, Rule]] = {
     "train": {"model": choice("network", "linear", "ordinal")},  # calibration/model/linear_calibrator.py MODELS
 }
 
-# Output paths: which commands write a folder and which a single file.
-OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
-OUT_FILE = {"predict", "evaluate", "score"}
-
-
 def check_config(command: str, cfg: Mapping[str, Any]) -> None:
     """Raise InputError (one line: the key, its value, what it must be) on the first bad config value."""
     from omegaconf import OmegaConf
@@ -333,28 +329,7 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
         if problem is not None:
             raise InputError(f"{key}={_show(value)} {problem}.", fix=f"set {key} to {rule.want}.")
     _check_fractions(plain)
-    _check_one_directory(command, plain)
-    _check_out(command, plain)
-    _check_not_an_input(command, plain)
-
-
-SEVERAL_DIRECTORIES = ("train", "cv", "search", "report")
-"""The commands whose data= may name several directories, trained on as one (calibration/data/union.py)."""
-
-
-def _check_one_directory(command: str, cfg: Mapping[str, Any]) -> None:
-    """A list given to an input key that takes one path (data= of predict, estimate, ...) is one clear line."""
-    for key in INPUT_KEYS:
-        found, value = _lookup(cfg, key)
-        if not found or not isinstance(value, Sequence) or isinstance(value, str):
-            continue
-        if key == "data" and command in SEVERAL_DIRECTORIES:
-            if not value:
-                raise InputError("data=[] names no dataset directory.", fix="pass data=DIR or data=[DIR1,DIR2].")
-            continue
-        several = f" ({', '.join(SEVERAL_DIRECTORIES)} read several as one)" if key == "data" else ""
-        raise InputError(f"{command} reads one path from {key}=, not a list of {len(value)}{several}.",
-                         fix=f"pass {key}=PATH, and run {command} once per path.")
+    check_paths(command, plain, not_paths=COMMAND_RULES.get(command, {}).keys())
 
 
 def check_settings(settings: Mapping[str, Any], *, source: str | Path | None = None) -> None:
@@ -379,85 +354,6 @@ def _check_fractions(cfg: Mapping[str, Any]) -> None:
                 f"report.learning_curve.fractions={_show(v)} is not a list of fractions.",
                 fix="set it to a list of numbers in (0, 1], e.g. [0.25, 0.5, 1.0].",
             )
-
-
-def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
-    found, out = _lookup(cfg, "out")
-    if not found or out is None or out == "???":
-        return
-    path = Path(str(out))
-    if command in OUT_FOLDER and path.exists() and not path.is_dir():
-        raise InputError(
-            "out= is a file, but this command writes a folder.", path=path, fix="set out= to a folder."
-        )
-    if command in OUT_FILE and path.is_dir():
-        raise InputError(
-            "out= is a folder, but this command writes a file.", path=path, fix="set out= to a file path."
-        )
-    # the nearest existing ancestor must be writable, or the run would fail only at its end
-    probe = path if command in OUT_FOLDER else path.parent
-    while not probe.exists() and probe != probe.parent:
-        probe = probe.parent
-    if probe.exists() and (not probe.is_dir() or not os.access(probe, os.W_OK | os.X_OK)):
-        raise InputError(
-            f"cannot write there: {probe} is {'not a folder' if not probe.is_dir() else 'not writable'}.",
-            path=path,
-            fix="set out= to a path you can write to.",
-        )
-
-
-# Input keys, and the files a command writes into its out folder (a file out is the file itself).
-INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator",
-              "export", "sheet", "select", "judge_map")
-DATASET_FILES = ("rubric.yaml", "llm.csv", "llm.parquet", "labels.csv", "labels.parquet", "conversations.jsonl",
-                 "model.json", "weights.safetensors")
-WRITES = {
-    "train": ("model.json", "weights.safetensors"),
-    "cv": ("predictions.csv", "metrics.json"),
-    "report": ("report.html", "metrics.json"),
-    "import": ("rubric.yaml", "llm.csv", "labels.csv", "label-studio-export.json"),
-    "label-studio": ("tasks.json", "label_config.xml"),
-    "search": ("best.yaml", "search.json"),
-}
-
-
-def _check_not_an_input(command: str, cfg: Mapping[str, Any]) -> None:
-    """An output may never replace one of the command's own inputs (e.g. `predict out=DATA/llm.csv`)."""
-    found, out = _lookup(cfg, "out")
-    if not found or out is None or out == "???":
-        return
-    inputs: set[Path] = set()
-    for key in INPUT_KEYS:
-        if key in COMMAND_RULES.get(command, {}):
-            continue  # not a path for this command (train's model= names a kind of model)
-        present, value = _lookup(cfg, key)
-        values = list(value) if isinstance(value, Sequence) and not isinstance(value, str) else [value]
-        for one in values if present else []:  # data= may name several directories
-            if not isinstance(one, str) or one in ("", "???"):
-                continue
-            path = Path(one)
-            if path.is_file():
-                inputs.add(path.resolve())
-            elif path.is_dir():
-                inputs |= {(path / name).resolve() for name in DATASET_FILES if (path / name).is_file()}
-    out_path = Path(str(out))
-    targets = [out_path] if command in OUT_FILE else [out_path / name for name in WRITES.get(command, ())]
-    for target in targets:
-        if target.resolve() in inputs:
-            raise InputError(
-                f"out= would overwrite {target.name}, one of this command's own inputs.",
-                path=target,
-                fix="choose another out= (inputs are never overwritten).",
-            )
-
-
-def _lookup(cfg: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:
-    node: Any = cfg
-    for part in dotted.split("."):
-        if not isinstance(node, Mapping) or part not in node:
-            return False, None
-        node = node[part]
-    return True, node
 
 
 def _show(value: Any) -> str:

@@ -21,6 +21,7 @@ LAYERS = {
     "rubric": 0,
     "calibration.data": 1,
     "calibration.config_check": 1,
+    "calibration.path_checks": 1,  # config_check's checks of the path keys (out=, inputs, data=[...])
     "calibration.compose": 1,  # composing a command's config; the CLI and its help both use it  # types and ranges of settings; model files and cv folders check theirs with it
     "calibration.labelling": 2,  # Label Studio and the labelling sheet: reads and writes dataset folders
     "calibration.model": 2,
