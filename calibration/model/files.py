@@ -137,9 +137,9 @@ def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict]
 
 def _write_model(out: Path, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
     """weights.safetensors, then model.json with both files' checksums."""
-    out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
     check_finite(tensors, out / "weights.safetensors", saving=True)
+    out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "weights.safetensors") as tmp:
         save_file(tensors, str(tmp), metadata={"format": FORMAT})
         weights_sha256 = file_sha256(tmp)
