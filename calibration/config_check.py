@@ -260,6 +260,8 @@ RULES: dict[str, Rule] = {
     "alpha": number(above=0, below=1),
     "fail_under": number(0, 1, optional=True),
     "fail_if_worse": boolean(),
+    "allow_judge_mismatch": boolean(),  # bool("no") is True: a typo here would silently lift a guard
+    "overwrite": boolean(),
     "population": choice("finite", "process"),
     # search
     "search.trials": integer(1),

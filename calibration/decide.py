@@ -18,6 +18,7 @@ import pandas as pd
 from calibration.evaluation.risk_control import RISK_LEVELS, Threshold, calibrate, decide
 from calibration.model.provenance import refuse_overlap
 from rubric.errors import InputError
+from rubric.identity import check_same_judge, dataset_judge_identity
 
 CALIBRATION_FILE = "decide_calibration.csv"
 
@@ -108,9 +109,14 @@ def run_decide(cfg) -> Path:
 
     model = load_model(cfg.model)
     rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
+    allow = bool(cfg.get("allow_judge_mismatch", False))
+    # A threshold calibrated on another judge's distributions promises nothing about this model's turns.
+    for key in ("calibration", "data") if cfg.get("data") else ("calibration",):
+        check_same_judge(model.judge_identity, dataset_judge_identity(cfg[key]), allow=allow, command="decide",
+                         where=cfg[key])
     cal = load_dataset(cfg.calibration, rubric=rubric)
     # The risk bound holds only on turns the model never trained on (calibration/model/provenance.py).
-    if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration):
+    if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration, folder=cfg.calibration):
         print("decide: warning: the model does not record its training conversations (trained before they were "
               "recorded), so it cannot be checked that the calibration set is held out")
     adheres_at = (

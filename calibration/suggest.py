@@ -203,7 +203,13 @@ def run_suggest(cfg) -> Path:
     [strategy=bald] [diversity=0.5] [questions=all|target]`."""
     from calibration import load_dataset, load_model
 
-    if str(cfg.get("purpose", "learn")) == "estimate":
+    from calibration.release.checks import check_suggest_out
+    from calibration.release.plan import PLAN_FILE
+
+    estimate = str(cfg.get("purpose", "learn")) == "estimate"
+    check_suggest_out(Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None,
+                      overwrite=bool(cfg.get("overwrite", False)))
+    if estimate:
         from calibration.release.sampling import run_estimate_plan
 
         return run_estimate_plan(cfg)

@@ -151,25 +151,48 @@ def endpoint_note(trained: Mapping[str, Any], current: Mapping[str, Any]) -> str
     return f"{_NAMES['base_url_host']}: trained at {a!r}, given {b!r}"
 
 
+NO_RECORD = ("has no judge record (no gather_summary.json with a judge_identity: data imported or written by hand), "
+             "so the judge of its distributions is unknown")
+
+
 def check_same_judge(
     trained: Mapping[str, Any] | None,
     current: Mapping[str, Any] | None,
     *,
     allow: bool,
     command: str,
+    where: str | Path | None = None,
 ) -> list[str]:
     """Refuse distributions from another judge than the calibrator was trained on (InputError naming
-    what differs), or with allow=True print a warning; returns the differences. Unknown identities
-    (old models, imported data) are not compared. The same judge at another endpoint is accepted with
-    one information line."""
-    if not trained or not current:
+    what differs and `where` they come from), or with allow=True print a warning; returns the differences.
+    Data without a judge record beside a model that records one is refused the same way (its judge cannot
+    be shown to be the model's); a model without a record (trained before judges were recorded) is named
+    in one line and not compared. The same judge at another endpoint is accepted with one information line."""
+    if not trained:
+        if current:
+            print(f"{command}: note: the model records no judge (trained before judges were recorded, or on data "
+                  "without a judge record), so the judge cannot be checked.")
         return []
+    if not current:
+        if where is None:  # a live judge always has an identity: only directories lack one
+            return []
+        if not allow:
+            raise InputError(
+                f"{NO_RECORD}, and the calibrator was trained on the {describe(trained)}.",
+                path=Path(where),
+                fix="import the labels again from the gathered folder (import carries its gather_summary.json), "
+                "copy gather_summary.json from the folder its llm.csv was gathered in, or pass "
+                "allow_judge_mismatch=true if the judge is the model's.",
+            )
+        print(f"{command}: warning: {where} {NO_RECORD}; used anyway (allow_judge_mismatch=true).")
+        return ["judge: unknown"]
     diffs = identity_differences(trained, current)
     moved = endpoint_note(trained, current)
     if diffs and not allow:
         seen = diffs + ([moved] if moved else [])
         raise InputError(
             "the calibrator was trained on another judge's distributions (" + "; ".join(seen) + ").",
+            path=None if where is None else Path(where),
             fix="use the judge it was trained on, retrain on this judge, or pass allow_judge_mismatch=true "
             "to use it anyway (its calibration then does not hold).",
         )

@@ -8,6 +8,7 @@ answered, DQQ0 == 2 = failed the annotators' guardrail check).
 from __future__ import annotations
 
 import importlib.resources
+import json
 from pathlib import Path
 
 import numpy as np
@@ -15,7 +16,7 @@ import pandas as pd
 import yaml
 
 from rubric.errors import InputError, read_text_file
-from rubric.files import atomic_to_csv, out_lock
+from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 from rubric.ids import clean_id_columns
 from rubric.schema import Rubric, format_value, rubric_from_dict, save_rubric
 
@@ -46,11 +47,22 @@ def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str |
         save_rubric(rubric, out / "rubric.yaml")
         atomic_to_csv(llm, out / "llm.csv")
         atomic_to_csv(labels, out / "labels.csv")
+        atomic_write_text(out / "gather_summary.json", json.dumps({"judge_identity": llm_rubric_judge(rubric)}, indent=2))
     counts.update(
         items=llm["conversation_id"].nunique(), judgment_rows=len(human), label_cells=len(labels),
         judges=labels["judge_id"].nunique(),
     )
     return counts
+
+
+def llm_rubric_judge(rubric: Rubric) -> dict[str, str]:
+    """The judge of LLM-Rubric's llm_evaluations.tsv as an identity (rubric/identity.py): not gathered here, but
+    known, so that a calibrator trained on it is refused on another judge's distributions and the reverse."""
+    from rubric.identity import rubric_hash
+
+    return {"backend": "imported", "model": "LLM-Rubric llm_evaluations.tsv (the paper's judge)",
+            "base_url_host": "none (imported)", "prompt_template": "llm-rubric", "rubric": rubric_hash(rubric),
+            "answer_mode": "distribution/probabilities"}
 
 
 def _check_as_train_reads(rubric: Rubric, llm: pd.DataFrame, labels: pd.DataFrame, evaluations: Path,
@@ -192,5 +204,6 @@ def run_llm_rubric_import(cfg) -> dict[str, int]:
     are in calibration/labelling/commands.py)."""
     counts = import_llm_rubric(cfg.evaluations, cfg.judgments, cfg.out)
     print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
-    print(f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv")
+    print(f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv, gather_summary.json (the judge: "
+          "LLM-Rubric's evaluations)")
     return counts

@@ -26,7 +26,7 @@ import pandas as pd
 from calibration.data.dataset import Dataset, load_dataset
 from rubric.errors import InputError
 from rubric.files import file_sha256
-from rubric.identity import dataset_judge_identity, describe, identity_differences
+from rubric.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
 from rubric.schema import load_rubric
 
 
@@ -73,11 +73,18 @@ def data_paths(data) -> list[Path]:
     return paths
 
 
+MIN_WEIGHT, MAX_WEIGHT = 1e-6, 1e6
+"""A directory's weight, unless 0: what float32 losses carry without overflowing or vanishing."""
+
+
 def data_weights(weights, n: int) -> list[float] | None:
     """`weights=` checked against the n directories: one finite non-negative number each, not all zero."""
     if weights is None:
         return None
     given = [weights] if isinstance(weights, str | int | float) else list(weights)
+    if any(isinstance(w, bool) for w in given):  # float(True) is 1.0: a typo, never a weight
+        raise InputError(f"weights={given} holds true/false, not numbers.",
+                         fix="pass one number per data directory, e.g. weights=[1,3].")
     try:
         values = [float(w) for w in given]
     except (TypeError, ValueError):
@@ -89,6 +96,11 @@ def data_weights(weights, n: int) -> list[float] | None:
     if not all(np.isfinite(values)) or min(values) < 0:
         raise InputError(f"weights={values} has a negative or non-finite weight.",
                          fix="pass finite weights >= 0 (0 leaves a directory's labels out of training).")
+    if any(v != 0 and not MIN_WEIGHT <= v <= MAX_WEIGHT for v in values):
+        # float32 label weights overflow (1e300 -> inf) or vanish (1e-300 -> 0): training would end in NaN.
+        raise InputError(f"weights={values} has a weight outside [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}] (besides 0); only "
+                         "their ratios matter, and these cannot be trained on.",
+                         fix="pass weights of a similar size, e.g. weights=[1,3].")
     if max(values) == 0:
         raise InputError(f"weights={values} are all zero: nothing would be learned.",
                          fix="give at least one directory a positive weight.")
@@ -117,6 +129,7 @@ def load_training_data(data: str | Path | Sequence[str | Path], *, weights: Sequ
     judge = _common_judge(paths, allow=allow_judge_mismatch)
     datasets = [load_dataset(p, rubric=rubric, target=target, unmatched_labels=unmatched_labels) for p in paths]
     sources = [Source(p, w, _checksums(p), d) for p, w, d in zip(paths, values, datasets, strict=True)]
+    _refuse_copies(sources)
     ds = datasets[0] if len(datasets) == 1 else stack(datasets, dataset_labels(paths), values)
     return TrainingData(ds, sources, judge)
 
@@ -167,6 +180,15 @@ def _common_judge(paths: list[Path], *, allow: bool) -> dict | None:
     if not known:
         return None
     first_path, first = known[0]
+    unknown = [p for p in paths if not dataset_judge_identity(p)]
+    if unknown and not allow:
+        raise InputError(f"{NO_RECORD}, while {first_path} was gathered by the {describe(first)}: a calibrator learns "
+                         "one judge's habits.", path=unknown[0],
+                         fix="import it again from its gathered folder (import carries gather_summary.json), copy the "
+                         "gather_summary.json of the folder its llm.csv was gathered in, or pass "
+                         "allow_judge_mismatch=true if its judge is the same.")
+    for p in unknown:
+        print(f"train: warning: {p} {NO_RECORD}; trained on anyway (allow_judge_mismatch=true)")
     for p, identity in known[1:]:
         diffs = identity_differences(first, identity)
         if diffs and not allow:
@@ -178,6 +200,19 @@ def _common_judge(paths: list[Path], *, allow: bool) -> dict | None:
             print(f"train: warning: judge mismatch allowed between {first_path} and {p} ({'; '.join(diffs)}); "
                   f"the model records the {describe(first)}")
     return first
+
+
+def _refuse_copies(sources: list[Source]) -> None:
+    """Two directories with the same rubric, distributions and labels are one dataset named twice (a copy):
+    its labels would silently count double."""
+    seen: dict[tuple, Path] = {}
+    for s in sources:
+        key = tuple(sorted(s.files.items()))
+        if key in seen:
+            raise InputError(f"this directory holds the same rubric, distributions and labels as {seen[key]} (a copy): "
+                             "its labels would count twice.", path=s.path,
+                             fix="name the dataset once (weights= gives a directory more weight).")
+        seen[key] = s.path
 
 
 def _checksums(path: Path) -> dict[str, str]:

@@ -2,7 +2,8 @@
 
 An imported label is only kept if its answer is one of its question's option values; a labelling tool
 that validates nothing (Label Studio accepts an answer "7") must not put one into training. The output
-folder is a complete dataset: the source folder's rubric.yaml, conversations.jsonl and llm.csv, and a
+folder is a complete dataset: the source folder's rubric.yaml, conversations.jsonl, llm.csv and
+gather_summary.json (the judge's identity), and a
 labels.csv holding the source's labels plus the imported ones (an imported answer replaces an earlier one
 by the same judge to the same question of the same turn), so `train data=OUT` runs as it is.
 """
@@ -20,7 +21,9 @@ from rubric.errors import InputError
 from rubric.files import atomic_to_csv, ensure_out_dir, out_lock
 from rubric.schema import Question, Rubric, format_value
 
-COPIED = ("rubric.yaml", "conversations.jsonl", "llm.csv", "llm.parquet")
+# gather_summary.json holds the judge's identity: without it the imported labels' distributions have no judge,
+# and a calibrator of another judge could not be refused on them (rubric/identity.py).
+COPIED = ("rubric.yaml", "conversations.jsonl", "llm.csv", "llm.parquet", "gather_summary.json")
 KEY = ["conversation_id", "turn", "judge_id", "question_id"]
 
 

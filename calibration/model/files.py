@@ -20,7 +20,7 @@ from safetensors.torch import load_file, save_file
 
 from calibration.data.union import training_data_from_cfg
 from calibration.model.ensemble import ensemble_proba, train_ensemble
-from calibration.model.integrity import check_integrity, check_weights, model_sha256
+from calibration.model.integrity import check_finite, check_integrity, check_weights, model_sha256
 from calibration.model.linear import LinearFit, parameter_shapes
 from calibration.model.linear_calibrator import MODELS, LinearCalibrator, train_linear
 from calibration.model.linear_calibrator import expected_shapes as linear_shapes
@@ -137,8 +137,9 @@ def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict]
 
 def _write_model(out: Path, tensors: dict[str, torch.Tensor], meta: dict) -> Path:
     """weights.safetensors, then model.json with both files' checksums."""
-    out.mkdir(parents=True, exist_ok=True)
     tensors = {k: v.detach().contiguous() for k, v in tensors.items()}
+    check_finite(tensors, out / "weights.safetensors", saving=True)
+    out.mkdir(parents=True, exist_ok=True)
     with atomic_path(out / "weights.safetensors") as tmp:
         save_file(tensors, str(tmp), metadata={"format": FORMAT})
         weights_sha256 = file_sha256(tmp)
@@ -174,7 +175,9 @@ def load_model(path: str | Path) -> LoadedModel:
                          hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
                          n_base=n_base(meta["spec"]))
     try:
-        net.load_state_dict(load_file(str(weights_path)))
+        tensors = load_file(str(weights_path))
+        check_finite(tensors, weights_path, saving=False)
+        net.load_state_dict(tensors)
     except (SafetensorError, RuntimeError, OSError) as exc:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
@@ -263,6 +266,7 @@ def _load_linear(meta: dict, meta_path: Path, weights_path: Path) -> LoadedModel
     except (SafetensorError, OSError) as exc:
         raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
                          fix="retrain the model; do not mix files of different models.") from None
+    check_finite(tensors, weights_path, saving=False)
     if set(tensors) != set(shapes):
         raise InputError(f"weights do not match model.json (tensors {sorted(tensors)}, expected {sorted(shapes)}).",
                          path=weights_path, fix="retrain the model; do not mix files of different models.")

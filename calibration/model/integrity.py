@@ -81,3 +81,18 @@ def _check_weight_shapes(weights_path: Path, expected: dict[str, tuple[int, ...]
     ends = [v.get("data_offsets", [0, 0])[1] for v in header.values() if isinstance(v, dict)]
     if 8 + n + max(ends, default=0) > size:
         raise bad("the file is shorter than its header says")
+
+
+def check_finite(tensors: dict, path: Path, *, saving: bool) -> None:
+    """Every weight a finite number: a model with NaN or inf weights predicts NaN (or silently nothing)
+    wherever it is used, so it is never written, and never loaded (a file from before this check, or edited)."""
+    import torch
+
+    bad = sorted(name for name, t in tensors.items() if t.is_floating_point() and not bool(torch.isfinite(t).all()))
+    if not bad:
+        return
+    if saving:
+        raise InputError(f"training ended with non-finite weights ({', '.join(bad)}), so no model was written.",
+                         path=path, fix="check weights= and the data for extreme values, or lower train.lr.")
+    raise InputError(f"the model holds non-finite weights ({', '.join(bad)}): it cannot predict.", path=path,
+                     fix="retrain the model.")

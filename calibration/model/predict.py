@@ -53,7 +53,7 @@ def run_predict(cfg) -> Path:
     """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`."""
     model = load_model(cfg.model)
     check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data),
-                     allow=bool(cfg.get("allow_judge_mismatch", False)), command="predict")
+                     allow=bool(cfg.get("allow_judge_mismatch", False)), command="predict", where=cfg.data)
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = _pairs(ds, cfg.get("judges", "labelled"), cfg.data)

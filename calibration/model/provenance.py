@@ -1,26 +1,35 @@
 """Which conversations a model was trained on, so that labels it learned from are never used to judge it.
 
 A release estimate's interval (calibration/release) and `decide`'s risk guarantee are valid only when the
-calibrator never saw the labelled sample. `role-rubric train` records, in model.json, a fingerprint of
-every conversation it trained on: a hash of the judge's distributions of its turns (turn ids and
-probabilities), not of its id, so a conversation is recognised in another dataset directory under the same
-content, and two releases that reuse ids like "c001" for different dialogues do not collide.
+calibrator never saw the labelled sample. `role-rubric train` records, in model.json, what each labelled
+conversation it trained on is, by content rather than by id, so that two releases reusing ids like "c001" for
+different dialogues never collide, and the same dialogue is recognised in another directory:
+- its text (chatbot role, and each turn's user message and reply), hashed, where the directory has
+  conversations.jsonl: recognised whatever the judge answered the second time;
+- its judge distributions (turn ids and probabilities, to 1/65534), for a tolerant match where either side has
+  no text (imported data): a conversation gathered again, its probabilities moved by up to `TOLERANCE`, is
+  still recognised.
+Models trained before this recorded an exact hash of the distributions (`fingerprints`); those records still
+refuse what they recognise.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
+import json
 from pathlib import Path
 
 import numpy as np
 
 from rubric.errors import InputError
 
-__all__ = ["conversation_fingerprints", "refuse_overlap", "training_record", "training_records"]
+__all__ = ["conversation_fingerprints", "overlapping", "refuse_overlap", "training_record", "training_records"]
 
 
 def conversation_fingerprints(ds, conversations=None) -> dict[str, str]:
-    """{conversation_id: fingerprint} over `ds`'s items (all, or the conversations named)."""
+    """{conversation_id: exact hash of its distributions}: what models trained before content records kept
+    (`fingerprints`), computed the same way to check their records."""
     keys = ds.items["conversation_id"].to_numpy()
     turns = ds.items["turn"].to_numpy()
     wanted = None if conversations is None else set(conversations)
@@ -37,11 +46,58 @@ def conversation_fingerprints(ds, conversations=None) -> dict[str, str]:
     return {cid: h.hexdigest()[:24] for cid, h in prints.items()}
 
 
+TOLERANCE = 2e-3
+"""The largest difference of one probability between a conversation and a training conversation that still
+counts as the same conversation gathered again (a re-run judge moves some by up to 1e-3)."""
+_ABSENT = 65535  # the code of a probability the judge did not give (a question not asked of the turn)
+
+
+def conversation_texts(folder: str | Path | None, conversations) -> dict[str, str]:
+    """{conversation_id: hash of its chatbot role and turns} for the conversations named that the folder's
+    conversations.jsonl holds (none without one)."""
+    path = Path(folder) / "conversations.jsonl" if folder not in (None, "") else None
+    if path is None or not path.is_file():
+        return {}
+    from rubric.conversations import load_conversations
+
+    wanted = set(conversations)
+    out = {}
+    for conv in load_conversations(path):
+        if conv.conversation_id in wanted:
+            turns = [[t.user, t.assistant] for t in conv.turns]
+            text = json.dumps([conv.chatbot_role, turns], ensure_ascii=False)
+            out[conv.conversation_id] = "text:" + hashlib.sha256(text.encode()).hexdigest()[:24]
+    return out
+
+
+def distribution_signatures(ds, conversations) -> dict[str, str]:
+    """{conversation_id: "SHAPE:CODES"} where SHAPE hashes the turn ids and the array's shape and CODES are the
+    probabilities of its turns (turn order) as uint16 in base64: compared with `TOLERANCE`, not exactly."""
+    keys, turns = ds.items["conversation_id"].to_numpy(), ds.items["turn"].to_numpy()
+    scaled = np.rint(np.clip(ds.probs.astype(np.float64), 0, 1) * (_ABSENT - 1))
+    codes = np.where(ds.present[..., None], scaled, _ABSENT).astype("<u2").reshape(len(keys), -1)
+    order = np.lexsort((turns.astype(str), keys))
+    rows: dict[str, list[int]] = {}
+    wanted = set(conversations)
+    for i in order:
+        if keys[i] in wanted:
+            rows.setdefault(keys[i], []).append(i)
+    out = {}
+    for cid, idx in rows.items():
+        block = codes[idx]
+        shape = hashlib.sha256(json.dumps([[str(t) for t in turns[idx]], list(block.shape)]).encode()).hexdigest()[:16]
+        out[cid] = shape + ":" + base64.b64encode(block.tobytes()).decode()
+    return out
+
+
 def training_record(ds, data: str | Path) -> dict:
-    """model.json's `trained_on` entry for one dataset directory: its labelled conversations' fingerprints."""
-    labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
-    prints = conversation_fingerprints(ds, labelled)
-    return {"data": str(data), "n_conversations": len(prints), "fingerprints": sorted(prints.values())}
+    """model.json's `trained_on` entry for one dataset directory: per labelled conversation its text hash (or
+    null without conversations.jsonl) and its distributions' signature."""
+    labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
+    texts = conversation_texts(data, labelled)
+    signatures = distribution_signatures(ds, labelled)
+    return {"data": str(data), "n_conversations": len(labelled),
+            "conversations": sorted([texts.get(c), signatures[c]] for c in labelled)}
 
 
 def training_records(data) -> list[dict]:
@@ -50,23 +106,61 @@ def training_records(data) -> list[dict]:
     return [training_record(s.dataset, s.path) | {"weight": s.weight, "files": s.files} for s in data.sources]
 
 
-def refuse_overlap(model, ds, *, what: str, path: str | Path) -> int:
-    """Raise when labelled conversations of `ds` are ones `model` trained on; returns how many were checked
-    (0 when the model does not record its training data, which the caller should say)."""
+def _decode(signature: str) -> tuple[str, np.ndarray]:
+    shape, codes = signature.split(":", 1)
+    return shape, np.frombuffer(base64.b64decode(codes), dtype="<u2").astype(np.int32)
+
+
+def _close(mine: str, theirs: list[str]) -> bool:
+    """Whether a conversation's signature is within TOLERANCE of any of `theirs` (same turns and shape)."""
+    shape, codes = _decode(mine)
+    same = [c for s, c in map(_decode, theirs) if s == shape]
+    if not same:
+        return False
+    others = np.stack(same)
+    absent = (codes == _ABSENT) | (others == _ABSENT)
+    diff = np.where(absent, np.where(codes == others, 0, _ABSENT), np.abs(others - codes))
+    return bool((diff.max(1) <= TOLERANCE * (_ABSENT - 1)).any())
+
+
+def overlapping(model, ds, folder: str | Path | None) -> tuple[list[str], int]:
+    """(the labelled conversations of `ds` that `model` trained on, how many were checked; 0 when the model
+    records none). A match: the same text where both sides have text, else distributions within TOLERANCE;
+    for records of older models, the exact hash they kept."""
     records = model.meta.get("trained_on")
     if not records:
-        return 0
-    seen = {fp for record in records for fp in record.get("fingerprints", [])}
-    labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
-    mine = conversation_fingerprints(ds, labelled)
-    overlap = sorted(cid for cid, fp in mine.items() if fp in seen)
+        return [], 0
+    labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
+    legacy = {fp for record in records for fp in record.get("fingerprints", [])}
+    entries = [e for record in records for e in record.get("conversations", [])]
+    texts = {t for t, _ in entries if t}
+    untexted = [s for t, s in entries if not t]
+    everything = [s for _, s in entries]
+    mine_text = conversation_texts(folder, labelled)
+    mine_sig = distribution_signatures(ds, labelled) if entries else {}
+    old = conversation_fingerprints(ds, labelled) if legacy else {}
+    found = []
+    for cid in labelled:
+        text = mine_text.get(cid)
+        if old.get(cid) in legacy or (text and text in texts):
+            found.append(cid)
+        elif entries and _close(mine_sig[cid], untexted if text else everything):
+            found.append(cid)
+    return found, len(labelled)
+
+
+def refuse_overlap(model, ds, *, what: str, path: str | Path, folder: str | Path | None = None) -> int:
+    """Raise when labelled conversations of `ds` (read from `folder`) are ones `model` trained on; returns how
+    many were checked (0 when the model does not record its training data, which the caller should say)."""
+    overlap, checked = overlapping(model, ds, folder)
     if overlap:
         shown = ", ".join(overlap[:3]) + (", ..." if len(overlap) > 3 else "")
         raise InputError(
-            f"{len(overlap)} of the {len(mine)} labelled conversations of {what} are ones the model was trained on "
-            f"({shown}); an interval or risk bound from them would not be valid.",
+            f"{len(overlap)} of the {checked} labelled conversations of {what} are ones the model was trained on "
+            f"({shown}; recognised by their text or their judge distributions); an interval or risk bound from "
+            "them would not be valid.",
             path=path,
             fix="label conversations the model never saw (`role-rubric suggest purpose=estimate`), or train the model "
             "without them.",
         )
-    return len(mine)
+    return checked

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from calibration.release.checks import check_adheres_at, check_baseline, check_target_answered
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
 from calibration.release.plan import PLAN_FILE, read_plan
 from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
@@ -62,6 +63,9 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
     if population not in POPULATION_NOTE:
         raise InputError(f"population={population!r}.", fix="use population=finite or population=process.")
     model = load_model(model) if isinstance(model, str | Path) else model
+    check_adheres_at(model.rubric.question(model.rubric.target), adheres_at)
+    if baseline is not None:
+        check_baseline(Path(data), Path(baseline), allow_judge_mismatch=allow_judge_mismatch)
     options = {"alpha": alpha, "population": population}
     result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release")
     if baseline is not None:
@@ -79,9 +83,11 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
 
     root = Path(data)
     rubric = model.check_rubric(root / "rubric.yaml")
-    check_same_judge(model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate")
+    check_same_judge(model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate",
+                     where=root)
     ds = load_dataset(root, rubric=rubric)
-    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv")
+    check_target_answered(ds, root / "labels.csv")
+    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])
     if len(labelled) < 2:

@@ -42,7 +42,9 @@ def uniform_plan(conversations, budget: int, *, seed: int = 0) -> pd.DataFrame:
 def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, float] | None:
     """Inclusion probabilities of the labelled conversations from a plan file, checked against the release
     and its labels; None when the plan is uniform (every probability equal), which needs no weights."""
-    frame = pd.read_csv(path, dtype={"conversation_id": str}, keep_default_na=False)
+    from calibration.release.checks import check_plan_rows, read_plan_table
+
+    frame = read_plan_table(path)
     missing = [c for c in PLAN_COLUMNS if c not in frame.columns]
     if missing:
         raise InputError(f"a sampling plan needs the columns {list(PLAN_COLUMNS)}; {missing} missing.", path=path,
@@ -64,6 +66,7 @@ def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, fl
             f"{len(unplanned)} labelled conversations (e.g. {unplanned[0]!r}) are not in the sampling plan, so "
             "their inclusion probabilities are unknown.", path=path,
             fix="label only the conversations the plan sampled, or remove plan= to treat the sample as uniform.")
+    check_plan_rows(frame, path, release, labelled)
     values = np.array([of[c] for c in labelled], float)
     if len(values) and np.allclose(values, values[0]) and math.isclose(float(pi.min()), float(pi.max())):
         return None

@@ -30,8 +30,10 @@ def _split(src: Path, dst: Path, conversations: list[str], *, labelled: list[str
     labels[labels.conversation_id.isin(keep)].to_csv(dst / "labels.csv", index=False)
     with open(dst / "conversations.jsonl", "w") as fh:
         for i, cid in enumerate(conversations):
-            turns = [{"user": f"question {t}", "assistant": f"answer {t}"} for t in range(2)]
+            # each conversation its own text: the model recognises its training conversations by their text
+            turns = [{"user": f"question {t} of {cid}", "assistant": f"answer {t} to {cid}"} for t in range(2)]
             fh.write(json.dumps({"conversation_id": cid, "chatbot_role": ROLES[i % 2], "turns": turns}) + "\n")
+    (dst / "gather_summary.json").write_text(json.dumps({"judge_identity": JUDGE}))  # gathered by the model's judge
     return dst
 
 

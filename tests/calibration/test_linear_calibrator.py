@@ -211,7 +211,7 @@ def test_estimate_decide_and_suggest_take_a_linear_model(tmp_path, capsys):
     assert picked["score"].is_monotonic_decreasing and len(picked.drop_duplicates(["conversation_id", "turn",
                                                                                    "judge_id"])) == 4
     capsys.readouterr()
-    assert main(["suggest", f"model={model}", f"data={release}", "budget=4", "strategy=bald", f"out={out}"]) == 2
+    assert main(["suggest", f"model={model}", f"data={release}", "budget=4", "strategy=bald", f"out={tmp_path / 'b.csv'}"]) == 2
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "single model" in err and "strategy=entropy" in err, err
 
