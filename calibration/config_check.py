@@ -247,6 +247,7 @@ RULES: dict[str, Rule] = {
     "token_env": env_name(),
     "timeout": number(above=0),
     "title": text(),
+    "background": boolean(),  # serve-fake-judge
     "annotations_per_task": integer(1, 100),
     # suggest and decide
     "budget": integer(1),
