@@ -19,6 +19,7 @@ from typing import Any
 from calibration.path_checks import check_paths
 from calibration.path_checks import lookup as _lookup
 from rubric.errors import InputError
+from rubric.responses import looks_like_secret
 
 
 @dataclass(frozen=True)
@@ -247,6 +248,7 @@ RULES: dict[str, Rule] = {
     "token_env": env_name(),
     "timeout": number(above=0),
     "title": text(),
+    "background": boolean(),  # serve-fake-judge
     "annotations_per_task": integer(1, 100),
     # suggest and decide
     "budget": integer(1),
@@ -359,5 +361,7 @@ def _check_fractions(cfg: Mapping[str, Any]) -> None:
 
 
 def _show(value: Any) -> str:
+    if isinstance(value, str) and looks_like_secret(value):  # token_env=<the token itself>: never echoed
+        return "'***' (not shown: it looks like a token or key)"
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."

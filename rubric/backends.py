@@ -26,6 +26,7 @@ import json
 import os
 import random
 import sys
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -47,6 +48,10 @@ from rubric.response_reading import answer_steps, choice_texts, ended_at_once
 from rubric.responses import BadResponse, check_completion, mask_secrets
 
 REASK = "Reply with exactly one option code ({codes}) and nothing else."
+REFUSED_WAIT_S = 10.0
+"""How long a refused connection is retried (every half second) before the endpoint has ever answered: a
+judge started a moment before the gather gets that long to listen; a wrong address is one line, not
+minutes of backoff ending in a failure per pair."""
 
 
 @dataclass
@@ -113,6 +118,8 @@ class OpenAIBackend:
         self._log = log or (lambda msg: print(msg, file=sys.stderr))
         self._rng = random.Random(cfg.seed)
         self._seen_logprobs = False
+        self._reached = False  # the endpoint has answered once: a refusal after that is a failure to retry
+        self._refused_since: float | None = None
         key = cfg.api_key or (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
         self._key = key  # masked out of any error text a server sends back
         if not key:
@@ -231,8 +238,8 @@ class OpenAIBackend:
     # HTTP ------------------------------------------------------------------------------------------
     async def _post(self, body: dict[str, Any], ans: Answer) -> dict[str, Any]:
         path = "/chat/completions" if self.cfg.backend == "chat" else "/completions"
-        last = "no attempt"
-        for attempt in range(self.cfg.max_retries + 1):
+        last, attempt = "no attempt", 0
+        while True:  # attempts 0..max_retries; waiting for a listener to start counts none of them
             ans.requests += 1
             try:
                 data = await self._post_once(path, body)
@@ -242,11 +249,29 @@ class OpenAIBackend:
                 return data
             except Retryable as exc:
                 last = str(exc)
+                if exc.refused and not self._reached:
+                    await self._wait_for_listener()
+                    continue
                 if attempt == self.cfg.max_retries:
                     break
                 ans.retries += 1
                 await asyncio.sleep(self._wait(attempt, exc.wait))
+                attempt += 1
         raise RequestFailed(f"{last} (after {self.cfg.max_retries} retries)")
+
+    async def _wait_for_listener(self) -> None:
+        """A refused connection before the endpoint ever answered: wait half a second, up to
+        REFUSED_WAIT_S in all (shared by every request of this backend), then one line naming the URL."""
+        now = time.monotonic()
+        self._refused_since = self._refused_since or now
+        if now - self._refused_since >= REFUSED_WAIT_S or self.cfg.max_retries == 0:
+            url = getattr(self.channel, "base_url", None) or self.cfg.resolved_base_url()
+            raise InputError(
+                f"connection refused at {url}: nothing listens there "
+                f"(tried for {now - self._refused_since:.0f} s).",
+                fix="start the judge's server (role-rubric serve-fake-judge for judge=fake) or correct judge.base_url.",
+            )
+        await asyncio.sleep(0.5)
 
     def _wait(self, attempt: int, server_wait: float | None) -> float:
         if server_wait is not None:
@@ -255,6 +280,7 @@ class OpenAIBackend:
 
     async def _post_once(self, path: str, body: dict[str, Any]) -> dict[str, Any]:
         reply = await self.channel.post(path, body)
+        self._reached = True
         if reply.status >= 400:
             raise self._classify(reply)
         try:

@@ -43,7 +43,8 @@ from rubric.response_reading import answer_steps, choice_texts, ended_at_once
 from rubric.responses import BadResponse, check_completion
 
 STATE = "state.json"
-OWN_FILE = re.compile(r"^(input|reask\d+)-\d{3}(\.output|\.errors)?\.jsonl$")  # what a job writes
+OWN_FILE = re.compile(r"^(job\d+-)?(input|reask\d+)-\d{3}(\.output|\.errors)?\.jsonl$")  # what a job writes
+ID_SUFFIX = re.compile(r"(\|[jr]\d+)+$")  # a later job's |jN and a re-ask round's |rN
 TERMINAL = ("completed", "failed", "expired", "cancelled")
 
 
@@ -68,11 +69,23 @@ def endpoint(cfg: JudgeConfig) -> str:
     return "/v1/chat/completions" if cfg.backend == "chat" else "/v1/completions"
 
 
-def custom_id(prompt: Prompt, key: str, round_: int = 0) -> str:
-    """`conversation|turn|question|prompt_hash|key12` (+ `|rN` for the Nth re-ask)."""
+def judge_hash(cfg: JudgeConfig) -> str:
+    """12 hex digits naming the judge's settings in custom ids: what changes an answer (the cache key's
+    identity) except the address, so results written for one `judge.base_url` are read under another (the
+    same model served elsewhere answers the same; rubric/identity.py compares judges the same way)."""
+    import hashlib
+
+    from rubric.cache import identity_json
+
+    return hashlib.sha256(identity_json({**cfg.identity(), "base_url": None}).encode()).hexdigest()[:12]
+
+
+def custom_id(prompt: Prompt, judge12: str, round_: int = 0) -> str:
+    """`conversation|turn|question|prompt_hash|judge12` (+ `|jN` for the Nth job in the folder, `|rN` for
+    the Nth re-ask)."""
     turn = "" if prompt.item.turn is None else str(prompt.item.turn)
     question = prompt.question.id if prompt.question is not None else "(reason)"
-    cid = f"{prompt.item.conversation.conversation_id}|{turn}|{question}|{prompt.prompt_hash}|{key[:12]}"
+    cid = f"{prompt.item.conversation.conversation_id}|{turn}|{question}|{prompt.prompt_hash}|{judge12[:12]}"
     return cid + (f"|r{round_}" if round_ else "")
 
 
@@ -97,14 +110,20 @@ def batch_body(cfg: JudgeConfig, prompt: Prompt, *, reask: bool) -> dict[str, An
 
 
 def batch_lines(
-    cfg: JudgeConfig, pending: Iterable[tuple[str, Prompt]], round_: int, ids: dict[str, str] | None = None
+    cfg: JudgeConfig,
+    pending: Iterable[tuple[str, Prompt]],
+    round_: int,
+    ids: dict[str, str] | None = None,
+    suffix: str | None = None,
 ) -> Iterator[bytes]:
     """One JSONL line per request, made as they are written (half a million lines are gigabytes).
-    ids: key -> custom_id(prompt, key), where the caller has them already."""
+    ids: key -> custom_id(prompt, judge12), where the caller has them already; suffix: what the job adds
+    to them (|jN|rN; by default |rN for a re-ask round)."""
     url = endpoint(cfg)
-    suffix = f"|r{round_}" if round_ else ""
+    suffix = (f"|r{round_}" if round_ else "") if suffix is None else suffix
+    judge12 = judge_hash(cfg) if ids is None else ""
     for k, p in pending:
-        cid = ids[k] + suffix if ids is not None else custom_id(p, k, round_)
+        cid = ids[k] + suffix if ids is not None else custom_id(p, judge12) + suffix
         line = {"custom_id": cid, "method": "POST", "url": url}
         line["body"] = batch_body(cfg, p, reask=round_ > 0)
         yield json.dumps(line, ensure_ascii=False).encode() + b"\n"

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -22,10 +23,12 @@ from rubric.backends import Answer
 from rubric.batch import (
     OWN_FILE,
     STATE,
+    ID_SUFFIX,
     BatchSettings,
     LineFailed,
     batch_lines,
     custom_id,
+    judge_hash,
     distribution_of,
     endpoint,
     line_body,
@@ -38,6 +41,7 @@ from rubric.files import atomic_write_bytes, atomic_write_text
 from rubric.judge_settings import JudgeConfig
 from rubric.prompts import Prompt
 from rubric.response_reading import choice_texts
+from rubric.responses import mask_secrets
 
 
 def _request_ids(path: Path, state: Path) -> Iterator[str]:
@@ -67,10 +71,14 @@ class BatchJob:
     ):
         self.folder, self.cfg, self.settings = folder, cfg, settings
         self.prompt_of = dict(zip(keys, asks, strict=True))
-        self.id_of = {k: custom_id(p, k) for k, p in self.prompt_of.items()}  # round 0's; rounds add |rN
+        judge12 = judge_hash(cfg)
+        self.id_of = {k: custom_id(p, judge12) for k, p in self.prompt_of.items()}  # job 1's round 0; see suffix
         self.first_ids = {cid: k for k, cid in self.id_of.items()}
         self._requested: tuple[int, dict[str, str]] | None = None
+        self.api_key = cfg.api_key or (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
         self.state: dict[str, Any] = {}
+        self.finished: dict[str, Any] = {}  # the folder's last finished job (its number names the next one)
+        self.conflicts: list[tuple[str, Path, Path]] = []
 
     # state ------------------------------------------------------------------------------------------
     def load(self) -> bool:
@@ -87,6 +95,7 @@ class BatchJob:
                 fix="delete it to start a new batch job (a batch already submitted is then paid for again).",
             ) from None
         if state.get("finished"):
+            self.finished = state
             return False
         self.state = state
         return True
@@ -100,9 +109,10 @@ class BatchJob:
         """Write the batch files for `pending` and a new state that names them."""
         self.folder.mkdir(parents=True, exist_ok=True)
         max_bytes = int(self.settings.max_mb * 1_000_000)
-        lines = batch_lines(self.cfg, pending, round_, self.id_of)
+        job = self.state.get("job", 1) if round_ else self.finished.get("job", 0) + 1
+        lines = batch_lines(self.cfg, pending, round_, self.id_of, _suffix(job, round_))
         chunks = split_lines(lines, self.settings.max_requests, max_bytes)
-        prefix = "input" if round_ == 0 else f"reask{round_}"
+        prefix = ("" if job == 1 else f"job{job}-") + ("input" if round_ == 0 else f"reask{round_}")
         files = []
         for i, chunk in enumerate(chunks):
             data = b"".join(chunk)
@@ -126,6 +136,7 @@ class BatchJob:
         failed = self.state.get("failed", {}) if round_ else {}
         self.state = {
             "format": 1,
+            "job": job,  # the Nth job in this folder: its files and custom ids say so (job2-input-000.jsonl, |j2)
             "created_at": time.time(),
             "endpoint": endpoint(self.cfg),
             "round": round_,
@@ -133,6 +144,8 @@ class BatchJob:
             "results": None,
             "spent": spent or {},
             "failed": failed,
+            "failed_ids": self.state.get("failed_ids", {}) if round_ else {},
+            "history": self.state.get("history", []) if round_ else [],  # rounds read: files in, results
             "finished": False,
         }
         self.save()
@@ -154,7 +167,7 @@ class BatchJob:
             return self._requested[1]
         ids: dict[str, str] = {}
         self.file_of: dict[str, dict[str, Any]] = {}
-        suffix = f"|r{round_}" if round_ else ""
+        suffix = _suffix(self.state.get("job", 1), round_)
         wanted = {self.id_of[k] + suffix: k for k in self._round_keys()}
         for entry, path in zip(self.state["files"], self.paths(), strict=True):
             for cid in _request_ids(path, self.folder / STATE):
@@ -199,9 +212,16 @@ class BatchJob:
             raise InputError(
                 "the results file does not exist.", path=path, fix="pass the file run_batch wrote."
             )
-        if path.is_dir() and not [p for p in path.glob("*.jsonl") if not OWN_FILE.match(p.name)]:
+        given = [p for p in path.glob("*.jsonl") if not OWN_FILE.match(p.name)] if path.is_dir() else [path]
+        if not given:
             raise InputError(
                 "this folder holds no results files (*.jsonl).", path=path, fix="pass the results file."
+            )
+        if all(_blank(p) for p in given):
+            raise InputError(
+                "the results file is empty." if path.is_file() else "every results file in this folder is empty.",
+                path=path,
+                fix="pass the file the batch wrote once it has finished (nothing was read; the job still waits).",
             )
         # Not saved: the job records these results only once they are read, so a bad file changes nothing
         # (a rerun passes results= again).
@@ -221,27 +241,40 @@ class BatchJob:
 
     def ingest(self, answers: dict[str, Answer], failures: dict[str, Answer], record: Callable) -> list[str]:
         """Read the round's results: answers through `record(rows)` (the cache, one transaction), failed
-        lines into `failures`. Returns the keys to re-ask. Nothing is recorded if any line matches nothing."""
+        lines into `failures`. Returns the keys to re-ask. Nothing is recorded if any line matches nothing,
+        or if one request has two results that disagree (both are named: no silent choice)."""
         requested = self.requested()
         round_ = self.state["round"]
         spent = self.state["spent"]
+        self.state.setdefault("failed_ids", {})  # a job recorded before these were kept
+        self.state.setdefault("history", [])
         got: dict[str, Answer] = {}
         failed: dict[str, str] = {}
         reask: dict[str, None] = {}  # ordered, and a fast `in`
         unmatched: list[tuple[Path, str]] = []
+        first_seen: dict[str, tuple[Path, Answer]] = {}
+        conflicts: list[tuple[str, Path, Path]] = []
+        sources: dict[str, None] = {}
         for path, line in self.result_lines():
+            sources[str(path)] = None
             cid = line["custom_id"]
             key = requested.get(cid)
             if key is None:
-                if cid not in self.first_ids:  # an id of this gather's, already answered, is no mistake
+                if ID_SUFFIX.sub("", cid) not in self.first_ids:  # this gather's, from an earlier job or round: no mistake
                     unmatched.append((path, cid))
                 continue
-            if key in got or key in failed or key in answers:
+            if key in answers:
                 continue
             got_ans, why = self._answer(line, key, round_, spent.get(key, [0, 0, 0]))
+            if key in first_seen:
+                if _said(first_seen[key][1]) != _said(got_ans):
+                    conflicts.append((cid, first_seen[key][0], path))
+                continue
+            first_seen[key] = (path, got_ans)
             if why is not None:
                 failed[key] = why
                 failures[key] = got_ans
+                self.state["failed_ids"][key] = cid
             elif got_ans.dist is None and got_ans.text is None:
                 reask[key] = None
                 spent[key] = [got_ans.requests, got_ans.prompt_tokens, got_ans.completion_tokens]
@@ -256,15 +289,28 @@ class BatchJob:
                 fix="pass the results of the files this gather wrote, with the same conversations, rubric and "
                 "judge settings (nothing was read from these results).",
             )
+        if conflicts:
+            cid, one, other = conflicts[0]
+            where = f"in {one}" + ("" if one == other else f" and {other}")
+            raise InputError(
+                f"{len(conflicts)} requests have two results that disagree (first: custom_id {cid!r}, {where}): "
+                "which one is right cannot be told.",
+                path=self.state.get("results") or self.folder,
+                fix="keep one results file per batch file (an older run's output beside the new one?) and rerun "
+                "(nothing was read from these results).",
+            )
         for cid, key in requested.items():
             if key not in got and key not in failed and key not in reask and key not in answers:
                 failures[key] = Answer(None, error=self._missing(cid))
                 failed[key] = failures[key].error
+                self.state["failed_ids"][key] = cid
         record([(k, a) for k, a in got.items()])
         answers.update(got)
         for key in [*got, *failed]:
             spent.pop(key, None)
         self.state["failed"].update({k: failures[k].error for k in failed})
+        self.state["history"].append({"round": round_, "inputs": [f["name"] for f in self.state["files"]],
+                                      "results": list(sources)})
         return list(reask)
 
     def _missing(self, cid: str) -> str:
@@ -288,13 +334,40 @@ class BatchJob:
                 ans.text = choice_texts(data, self.cfg.backend)[0].strip()
                 return ans, None
             ans.dist = distribution_of(data, prompt, self.cfg)
-        except LineFailed as exc:
-            ans.error = f"{exc} (batch)"
+        except LineFailed as exc:  # a server's words may echo the key: masked as the online gather does
+            ans.error = f"{mask_secrets(str(exc), self.api_key)} (batch)"
             return ans, ans.error
         if ans.dist is None and round_ >= self.cfg.reasks:
             ans.dist = uniform_fallback(len(prompt.codes))  # flagged: source=fallback, as online
         return ans, None
 
+    def failure_ids(self) -> dict[str, str]:
+        """cache key -> the custom_id of the line (or request) that failed, for failures.csv."""
+        return {**{k: self.id_of[k] for k in self.state.get("failed", {})}, **self.state.get("failed_ids", {})}
+
     def earlier_failures(self) -> dict[str, Answer]:
         """Pairs that failed in an earlier round of this job (listed again in failures.csv)."""
         return {k: Answer(None, error=e) for k, e in self.state.get("failed", {}).items()}
+
+
+def _suffix(job: int, round_: int) -> str:
+    """What a job's custom ids add to the first job's: |jN from the second job in a folder on (so a results
+    folder that still holds an earlier job's output is told apart), |rN for a re-ask round."""
+    return (f"|j{job}" if job > 1 else "") + (f"|r{round_}" if round_ else "")
+
+
+def _said(ans: Answer) -> tuple[Any, ...]:
+    """What a result line answered, to tell a repeated line from a contradicting one."""
+    return (None if ans.dist is None else tuple(ans.dist.probs), ans.text, ans.error is not None)
+
+
+def _blank(path: Path) -> bool:
+    """Nothing but white space (read in blocks: a results file can be gigabytes, and is seldom blank)."""
+    try:
+        with open(path, "rb") as fh:
+            while block := fh.read(1 << 20):
+                if block.strip():
+                    return False
+    except OSError:
+        return False  # unreadable: reading it says so, naming the file
+    return True

@@ -24,6 +24,7 @@ from rubric.files import atomic_write_bytes
 from rubric.judge_settings import JudgeConfig
 from rubric.outputs import GatherResult, GatherSummary, failure_frame, llm_frame, reason_frame, tally
 from rubric.progress import progress_bar
+from rubric.responses import mask_secrets
 from rubric.prompts import prompt_chunks, prompt_keys
 from rubric.schema import Rubric
 
@@ -81,13 +82,23 @@ def gather_batch(
     tally(summary, list(fresh.values()), keys, answers, failures, cfg)
     if summary.cost_usd is not None:
         summary.cost_usd *= settings.price_factor
+    # No HTTP request to the judge was made here: the lines went through batch files.
+    summary.mode, summary.batch_requests, summary.http_requests, summary.retries = "batch", summary.http_requests, 0, 0
+    summary.batch = _batch_record(job)
     summary.wall_s = time.perf_counter() - started
     return GatherResult(
         llm_frame(asks, keys, answers, cfg.model),
         reason_frame(asks, keys, answers, include_reason),
-        failure_frame(asks, keys, failures),
+        failure_frame(asks, keys, failures, ids=job.failure_ids()),
         summary,
     )
+
+
+def _batch_record(job: BatchJob) -> dict[str, Any]:
+    """gather_summary.json's `batch`: the folder, the job's number there, and each round's input files and
+    the results read for it (downloaded or given with results=); empty when every answer was cached."""
+    state = job.state
+    return {"folder": str(job.folder), "job": state.get("job", 1), "rounds": state.get("history", [])}
 
 
 def _run_job(
@@ -260,10 +271,8 @@ def _poll(job: BatchJob, entry: dict[str, Any], api: Any) -> int:
             print(f"gather: downloaded batch {entry['batch_id']}'s {kind} file to {job.folder / name}")
     if batch.status == "failed":
         errors = (batch.errors.data if batch.errors else None) or []
-        entry["failure"] = (
-            "; ".join(f"{'line ' + str(e.line) + ': ' if e.line else ''}{e.message}" for e in errors[:3])
-            or "the batch failed"
-        )
+        said = "; ".join(f"{'line ' + str(e.line) + ': ' if e.line else ''}{e.message}" for e in errors[:3])
+        entry["failure"] = mask_secrets(said, job.api_key) or "the batch failed"
     entry["done"] = True
     job.save()
     return 0

@@ -28,7 +28,9 @@ import contextlib
 import hashlib
 import json
 import math
+import os
 import re
+import sys
 import threading
 from collections import Counter, deque
 from typing import Any
@@ -84,7 +86,7 @@ class FakeOpenAI:
         self.batch_api = FakeBatchAPI(self)  # /v1/files and /v1/batches
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
-        self.port = 0
+        self.port = 0  # before `with`: the port to listen on (0: a free one); after: the one it listens on
 
     # lifecycle -------------------------------------------------------------------------------------
     @property
@@ -108,7 +110,7 @@ class FakeOpenAI:
         self._loop = asyncio.new_event_loop()
         asyncio.set_event_loop(self._loop)
         server = self._loop.run_until_complete(
-            asyncio.start_server(self._handle, "127.0.0.1", 0, backlog=512, ssl=self.ssl_context)
+            asyncio.start_server(self._handle, "127.0.0.1", self.port, backlog=512, ssl=self.ssl_context)
         )
         self.port = server.sockets[0].getsockname()[1]
         ready.set()
@@ -120,17 +122,21 @@ class FakeOpenAI:
         self._loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
         self._loop.close()
 
-    async def serve_forever(self, port: int = 0, *, announce: bool = False) -> None:
-        """Run on the current loop (standalone use); prints the port, or a sentence with the base URL."""
-        server = await asyncio.start_server(self._handle, "127.0.0.1", port, backlog=1024)
+    async def serve_forever(self, port: int = 0, *, announce: bool = False, sock: Any = None) -> None:
+        """Run on the current loop (standalone use); prints the port, or a sentence with the base URL.
+        sock: a socket already listening (`serve-fake-judge background=true` binds it before detaching)."""
+        if sock is not None:
+            server = await asyncio.start_server(self._handle, sock=sock, backlog=1024)
+        else:
+            server = await asyncio.start_server(self._handle, "127.0.0.1", port, backlog=1024)
         self.port = server.sockets[0].getsockname()[1]
         if announce:
             print(
                 f"fake judge (OpenAI protocol, answers are deterministic noise) at {self.base_url}"
-                " -- gather with judge=fake" + ("" if port == 8765 else f" judge.base_url={self.base_url}"),
+                " -- gather with judge=fake" + ("" if self.port == 8765 else f" judge.base_url={self.base_url}"),
                 flush=True,
             )
-        else:
+        elif sock is None:
             print(self.port, flush=True)
         async with server:
             await server.serve_forever()
@@ -307,16 +313,54 @@ def _error(message: str, code: str) -> dict[str, Any]:
 
 
 def run_serve(cfg: Any) -> None:
-    """`role-rubric serve-fake-judge [port=8765] [latency=0]`: serve until interrupted."""
-    try:
-        asyncio.run(FakeOpenAI(latency=float(cfg.latency)).serve_forever(int(cfg.port), announce=True))
-    except OSError as exc:
-        from rubric.errors import InputError
+    """`role-rubric serve-fake-judge [port=8765] [latency=0] [background=false]`: serve until interrupted.
 
+    The port is bound here, in the foreground, so a port already taken (by another user's judge) is one
+    line and exit 2, never a server that died unseen behind `&` while the gather talks to someone else's.
+    background=true then hands the listening socket to a detached process and returns: stdout is the base
+    URL alone (for `JUDGE=$(role-rubric serve-fake-judge port=0 background=true)`), stderr says how to stop it.
+    """
+    import socket
+
+    from rubric.errors import InputError
+
+    port = int(cfg.port)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio does; a live listener still refuses
+    try:
+        sock.bind(("127.0.0.1", port))
+        sock.listen(1024)
+    except OSError as exc:
+        sock.close()
         raise InputError(
-            f"cannot listen on 127.0.0.1:{cfg.port} ({exc.strerror or exc}).",
+            f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}): another judge (or program) has it.",
             fix="pass port=0 for a free port (then set judge.base_url to the URL it prints).",
         ) from None
+    if not cfg.get("background", False):
+        with contextlib.suppress(KeyboardInterrupt):
+            asyncio.run(FakeOpenAI(latency=float(cfg.latency)).serve_forever(announce=True, sock=sock))
+        return
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    pid = _detach(sock, float(cfg.latency))
+    print(url, flush=True)
+    print(f"fake judge (OpenAI protocol, answers are deterministic noise) at {url}, running in the background "
+          f"as process {pid}: gather with judge=fake judge.base_url={url}; stop it with `kill {pid}`",
+          file=sys.stderr, flush=True)
+
+
+def _detach(sock: Any, latency: float) -> int:
+    """Serve `sock` (listening already: a client connecting now waits in its backlog) from a new process
+    in its own session, with no terminal output, that outlives this one. Returns its pid."""
+    import subprocess
+
+    fd = sock.fileno()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rubric.fake_server", "--fd", str(fd), "--latency", str(latency)],
+        pass_fds=(fd,), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        start_new_session=True, cwd=os.path.dirname(os.path.dirname(os.path.abspath(__file__))),
+    )
+    sock.close()
+    return proc.pid
 
 
 def main() -> None:
@@ -324,9 +368,15 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.05, help="seconds before each answer")
     parser.add_argument("--port", type=int, default=0, help="0 = a free port (printed)")
     parser.add_argument("--announce", action="store_true", help="print the base URL in a sentence")
+    parser.add_argument("--fd", type=int, default=None, help="serve this listening socket (background=true)")
     args = parser.parse_args()
+    sock = None
+    if args.fd is not None:
+        import socket
+
+        sock = socket.socket(fileno=args.fd)
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(FakeOpenAI(latency=args.latency).serve_forever(args.port, announce=args.announce))
+        asyncio.run(FakeOpenAI(latency=args.latency).serve_forever(args.port, announce=args.announce, sock=sock))
 
 
 if __name__ == "__main__":

@@ -35,11 +35,14 @@ class Reply:
 
 
 class Retryable(Exception):
-    """A failure worth another attempt; `wait`: seconds the server asked for (Retry-After), if any."""
+    """A failure worth another attempt; `wait`: seconds the server asked for (Retry-After), if any;
+    `refused`: nothing listens at the address (the connection was refused), which the caller treats as
+    a wrong address, not a busy server, until the endpoint has answered once."""
 
-    def __init__(self, why: str, wait: float | None = None):
+    def __init__(self, why: str, wait: float | None = None, *, refused: bool = False):
         super().__init__(why)
         self.wait = wait
+        self.refused = refused
 
 
 def retry_after(headers: Any) -> float | None:
@@ -112,6 +115,7 @@ class AiohttpChannel:
         headers = {**client.default_headers, **client.auth_headers}
         self._headers = {k: v for k, v in headers.items() if isinstance(v, str)}  # drops the SDK's Omit
         self._base = str(client.base_url).rstrip("/")
+        self.base_url = self._base  # named in errors ("connection refused at ...")
         self._timeout = timeout
         self._connections = connections
         self._session: Any = None
@@ -134,7 +138,8 @@ class AiohttpChannel:
         except asyncio.TimeoutError:
             raise Retryable("timeout") from None
         except aiohttp.ClientError as exc:
-            raise Retryable(f"connection error ({type(exc).__name__})") from None
+            refused = isinstance(getattr(exc, "os_error", None), ConnectionRefusedError)
+            raise Retryable(f"connection error ({type(exc).__name__})", refused=refused) from None
 
     async def close(self) -> None:
         if self._session is not None:
@@ -146,6 +151,7 @@ class OpenAIClientChannel:
 
     def __init__(self, client: Any):
         self.client = client
+        self.base_url = str(client.base_url).rstrip("/")
 
     async def post(self, path: str, body: dict[str, Any]) -> Reply:
         import openai
@@ -155,7 +161,7 @@ class OpenAIClientChannel:
         except openai.APIStatusError as exc:
             return Reply(exc.status_code, exc.response.headers, exc.response.content)
         except openai.APIConnectionError as exc:  # APITimeoutError included
-            raise Retryable(_what_went_wrong(exc)) from None
+            raise Retryable(_what_went_wrong(exc), refused=_refused(exc)) from None
         return Reply(resp.status_code, resp.headers, resp.content)
 
     async def close(self) -> None:
@@ -171,6 +177,21 @@ def _what_went_wrong(exc: BaseException) -> str:
     if any(isinstance(e, TimeoutError) for e in chain):
         return "timeout"
     return f"connection error ({type(chain[-1]).__name__})"
+
+
+def _refused(exc: BaseException) -> bool:
+    """A refused connection anywhere in the cause or context chain (the SDK wraps it in two layers)."""
+    seen: list[BaseException] = []
+    todo: list[BaseException | None] = [exc]
+    while todo and len(seen) < 20:
+        e = todo.pop()
+        if e is None or any(e is s for s in seen):
+            continue
+        if isinstance(e, ConnectionRefusedError) or isinstance(getattr(e, "os_error", None), ConnectionRefusedError):
+            return True
+        seen.append(e)
+        todo += [e.__cause__, e.__context__]
+    return False
 
 
 def _sdk_http_client(openai: Any, timeout: float) -> Any:

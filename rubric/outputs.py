@@ -65,12 +65,20 @@ class GatherSummary:
     processes: int = 1
     """Processes that made the requests (1: this one; more: rubric/parallel.py)."""
     wall_s: float = 0.0
+    mode: str = "online"
+    """online, or batch (`gather mode=batch`: the requests went as lines of batch files, no HTTP request)."""
+    batch_requests: int = 0
+    """Batch lines read for this run's answers (mode=batch; re-ask rounds included)."""
+    batch: dict[str, Any] | None = None
+    """mode=batch: the job's folder and number, and each round's input files and results files."""
 
     def line(self) -> str:
         cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
+        asked = (f"{self.batch_requests} batch requests (0 HTTP requests" if self.mode == "batch"
+                 else f"{self.http_requests} requests ({self.retries} retries")
         return (
             f"{self.pairs} (item, question) pairs over {self.items} items: {self.cached} from cache, "
-            f"{self.answered} answered with {self.http_requests} requests ({self.retries} retries"
+            f"{self.answered} answered with {asked}"
             f"{'' if self.processes <= 1 else f', {self.processes} processes'}); "
             f"{self.failures} failed, {self.fallbacks} fallbacks; sources {self.sources}; tokens "
             f"{self.prompt_tokens} prompt / {self.completion_tokens} completion{cost}; {self.wall_s:.1f} s; "
@@ -185,18 +193,23 @@ def reason_frame(
     return frame
 
 
-def failure_frame(asks: list[Prompt], keys: list[str], failures: dict[str, Answer]) -> pd.DataFrame:
+def failure_frame(
+    asks: list[Prompt], keys: list[str], failures: dict[str, Answer], ids: dict[str, str] | None = None
+) -> pd.DataFrame:
+    """failures.csv; ids (a batch run's key -> custom_id) add a custom_id column to find the line by."""
     rows = [
         (
             p.item.conversation.conversation_id,
             p.item.turn,
             p.question.id if p.question else "(reason)",
+            *([] if ids is None else [ids.get(k, "")]),
             failures[k].error,
         )
         for p, k in zip(asks, keys, strict=True)
         if k in failures
     ]
-    return pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "error"])
+    custom = [] if ids is None else ["custom_id"]
+    return pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", *custom, "error"])
 
 
 def write_outputs(

@@ -28,6 +28,7 @@ from calibration.labelling.label_studio_api import LabelStudio
 from calibration.labelling.sheet import sheet_labels
 from rubric.errors import InputError
 from rubric.files import atomic_write_text, ensure_out_dir
+from rubric.responses import looks_like_secret
 from rubric.schema import load_rubric
 
 EXPORT_NAME = "label-studio-export.json"
@@ -90,11 +91,16 @@ def _check_same_questions(theirs: str, ours: str, project: int, url: str) -> Non
 
 def _token(cfg) -> str:
     name = str(cfg.token_env)
+    if looks_like_secret(name):
+        raise InputError("token_env= is given what looks like the token itself (not shown here); it takes the name "
+                         "of an environment variable.",
+                         fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that "
+                             "variable); the token never goes on the command line.")
     token = os.environ.get(name, "").strip()
     if not token:
         raise InputError(f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",
-                         fix=f"export {name}=<your Access Token (Label Studio: Account & Settings)>; it is read "
-                             "from there only and never written.")
+                         fix=f"export {name}=<your personal access token (Label Studio: Account & Settings -> "
+                             "Personal Access Token)>; it is read from there only and never written.")
     return token
 
 

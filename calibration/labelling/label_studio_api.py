@@ -2,8 +2,9 @@
 
 The API token is read by the caller from an environment variable and held only in this client's request
 header: it is never printed, logged or written, and any text that echoes it is masked before it is shown.
-Two kinds of token work: a legacy token (sent as `Authorization: Token ...`) and a personal access token
-(a JWT refresh token, exchanged at /api/token/refresh for an access token sent as `Bearer ...`).
+Two kinds of token work: a personal access token (the default of Label Studio 1.13 and later: a JWT refresh
+token, exchanged at /api/token/refresh for a short-lived access token sent as `Bearer ...`, and exchanged
+again once if the server refuses it mid-import), and a legacy token (sent as `Authorization: Token ...`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ import urllib.request
 from typing import Any
 
 from rubric.errors import InputError
+from rubric.responses import mask_secrets
 
 PAGE = 500  # tasks per request when listing or adding tasks
 
@@ -26,8 +28,11 @@ class LabelStudio:
     def __init__(self, url: str, token: str, *, timeout: float = 60.0):
         self.url = url.rstrip("/")
         self._token = token
+        self._secrets = [token]  # masked out of every message, with the access tokens made from it
+        self._renewed = False
         self.timeout = timeout
         self._opener = _opener(self.url)
+        self._auth = ""
         self._auth = self._authorization(token)
 
     # -- what role-rubric uses ------------------------------------------------------------------------------
@@ -73,10 +78,17 @@ class LabelStudio:
 
     # -- plumbing -------------------------------------------------------------------------------------------
     def _authorization(self, token: str) -> str:
-        if token.count(".") == 2 and token.startswith("eyJ"):  # a personal access token (a JWT refresh token)
-            reply = self._call("POST", "/api/token/refresh", {"refresh": token}, what="the access token", auth="")
-            return f"Bearer {reply['access']}"
-        return f"Token {token}"
+        """`Token ...` for a legacy token; for a personal access token (a JWT refresh token), `Bearer` and an
+        access token fetched from /api/token/refresh (short-lived: fetched again when the server refuses it)."""
+        if not is_personal_access_token(token):
+            return f"Token {token}"
+        reply = self._call("POST", "/api/token/refresh", {"refresh": token}, what="an access token", auth="")
+        access = reply.get("access") if isinstance(reply, dict) else None
+        if not isinstance(access, str) or not access:
+            raise InputError(f"Label Studio at {self.url} sent no access token for the personal access token.",
+                             fix="check url= (a Label Studio server of version 1.13 or later) and the token.")
+        self._secrets.append(access)
+        return f"Bearer {access}"
 
     def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None) -> Any:
         headers = {"Accept": "application/json"}
@@ -91,6 +103,10 @@ class LabelStudio:
             with self._opener.open(request, timeout=self.timeout) as reply:
                 text = reply.read()
         except urllib.error.HTTPError as exc:
+            if exc.code == 401 and auth is None and self._auth.startswith("Bearer ") and not self._renewed:
+                self._renewed = True  # the access token expired during a long import: one new one, once
+                self._auth = self._authorization(self._token)
+                return self._call(method, path, body, what=what)
             raise self._refused(exc, what) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
@@ -112,8 +128,8 @@ class LabelStudio:
         detail = f": {self._mask(detail)}" if detail else ""
         if exc.code in (401, 403):
             return InputError(f"Label Studio at {self.url} refused the API token for {what} (HTTP {exc.code}){detail}.",
-                              fix="put your Access Token (Label Studio: Account & Settings) in the environment "
-                                  "variable named by token_env=.")
+                              fix="put your personal access token (Label Studio: Account & Settings -> Personal "
+                                  "Access Token) in the environment variable named by token_env=.")
         if exc.code == 404:
             return InputError(f"Label Studio at {self.url} has no {what} (HTTP 404).",
                               fix="check project= (the number in the project's address) and url=.")
@@ -121,7 +137,13 @@ class LabelStudio:
                           fix="check the server's log; the request is as its API documents.")
 
     def _mask(self, text: str) -> str:
-        return text.replace(self._token, "***") if self._token else text
+        """`text` without the token, the access token made from it, or anything shaped like a token."""
+        return mask_secrets(text, *self._secrets)
+
+
+def is_personal_access_token(token: str) -> bool:
+    """A personal access token is a JWT (three base64url parts, the first `eyJ`); a legacy token is hex."""
+    return token.count(".") == 2 and token.startswith("eyJ")
 
 
 def _opener(url: str) -> urllib.request.OpenerDirector:

@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -146,12 +147,16 @@ def test_failed_lines_go_to_failures_csv_and_a_rerun_sends_only_them(server, tmp
     assert len(server.batch_api.batches) == 3  # one per file
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "3 of 60 requests failed in the batch" in err
-    failures = pd.read_csv(out / "failures.csv")
+    failures = pd.read_csv(out / "failures.csv", keep_default_na=False)
     assert len(failures) == 3 and failures["error"].str.contains("HTTP 500").all()
+    sent = {r["custom_id"] for n in range(3) for r in lines(out / f"batch/input-00{n}.jsonl")}
+    assert set(failures["custom_id"]) <= sent  # the line to look for in the batch's files
     assert len(pd.read_csv(out / "llm.csv")) == 57 * 4
     assert main(["gather", *args(server, out, "mode=batch", "batch.max_requests=25")]) == 0
-    assert len(lines(out / "batch/input-000.jsonl")) == 3  # only the failed ones were sent again
-    assert not (out / "batch/input-001.jsonl").exists()
+    # only the failed ones were sent again, in files (and custom ids) of the folder's second job
+    again = lines(out / "batch/job2-input-000.jsonl")
+    assert len(again) == 3 and all(r["custom_id"].endswith("|j2") for r in again)
+    assert not (out / "batch/input-000.jsonl").exists() and not (out / "batch/job2-input-001.jsonl").exists()
     assert not (out / "failures.csv").exists()
     assert (out / "llm.csv").read_bytes() == (online / "llm.csv").read_bytes()
 
@@ -178,7 +183,12 @@ def test_no_option_is_re_asked_in_a_second_round(server, tmp_path, convs):
     assert len(reasks) == 2 and all(r["custom_id"].endswith("|r1") for r in reasks)
     assert "Reply with exactly one option code" in reasks[0]["body"]["messages"][-1]["content"]
     summary = json.loads((out / "gather_summary.json").read_text())
-    assert summary["fallbacks"] == 1 and summary["http_requests"] == 62  # 60 + 2 re-asks
+    assert summary["fallbacks"] == 1 and summary["batch_requests"] == 62  # 60 + 2 re-asks
+    assert summary["mode"] == "batch" and summary["http_requests"] == 0  # no request went out over HTTP here
+    assert [(r["round"], r["inputs"]) for r in summary["batch"]["rounds"]] == [
+        (0, ["input-000.jsonl"]), (1, ["reask1-000.jsonl"])]
+    assert [Path(p).name for r in summary["batch"]["rounds"] for p in r["results"]] == [
+        "input-000.output.jsonl", "reask1-000.output.jsonl"]
 
 
 @pytest.mark.parametrize("damage", ["other_rubric", "truncated"])
@@ -323,3 +333,65 @@ def test_changed_inputs_or_files_are_refused_before_any_request(server, tmp_path
     assert "changed after it was written" in capsys.readouterr().err
     assert server.requests == 0 and not server.batch_api.calls
     assert main(["gather", *args(server, out, "results=x.jsonl")]) == 2  # results= is for mode=batch
+
+
+def test_only_the_address_may_change_between_writing_and_reading_results(server, tmp_path, convs, capsys):
+    """The judge's address is no part of its identity (rubric/identity.py): results of files written for one
+    judge.base_url are read under another; any other setting still matches nothing."""
+    out, online = tmp_path / "out", tmp_path / "online"
+    assert main(["gather", *args(server, online)]) == 0
+    assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
+    results = tmp_path / "res.jsonl"
+    run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
+    moved = [a if not a.startswith("judge.base_url=") else "judge.base_url=http://gpu-box.internal:8000/v1"
+             for a in args(server, out, "mode=batch", f"results={results}")]
+    assert main(["gather", *moved]) == 0
+    assert (out / "llm.csv").read_bytes() == (online / "llm.csv").read_bytes()
+    capsys.readouterr()
+    assert main(["gather", *args(server, tmp_path / "o2", "mode=batch", "submit=false")]) == 0
+    assert main(["gather", *args(server, tmp_path / "o2", "mode=batch", f"results={results}",
+                                 "judge.top_logprobs=5")]) == 2
+    assert "not among this gather's requests" in capsys.readouterr().err
+
+
+def test_results_files_that_cannot_be_read_as_given_are_one_line(server, tmp_path, convs, capsys):
+    out = tmp_path / "out"
+    assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
+    empty = tmp_path / "empty.jsonl"
+    empty.write_text("\n")
+    capsys.readouterr()
+    assert main(["gather", *args(server, out, "mode=batch", f"results={empty}")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the results file is empty" in err and str(empty) in err
+    # the same request answered twice, differently: both named, nothing read, no silent choice
+    results = tmp_path / "res.jsonl"
+    run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
+    rows = results.read_text().splitlines()
+    other = json.loads(rows[0])
+    other["response"] = {"status_code": 500, "body": {"error": {"message": "overloaded"}}}
+    results.write_text("\n".join([*rows, rows[1], json.dumps(other)]) + "\n")  # row 1 twice: the same, no harm
+    assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "1 requests have two results that disagree" in err
+    assert other["custom_id"] in err and not (out / "llm.csv").exists() and not state(out)["finished"]
+    results.write_text("\n".join([*rows, rows[1]]) + "\n")
+    assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 0
+
+
+def test_an_echoed_api_key_is_masked_in_failures_and_the_job_record(server, tmp_path, convs):
+    key = "sk-live-0123456789abcdefXYZ"
+    out = tmp_path / "out"
+    assert main(["gather", *args(server, out, "mode=batch", "submit=false", f"judge.api_key={key}")]) == 0
+    results = tmp_path / "res.jsonl"
+    run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
+    rows = [json.loads(r) for r in results.read_text().splitlines()]
+    rows[3]["response"] = {"status_code": 401, "body": {"error": {"message": f"Incorrect API key provided: {key}"}}}
+    rows[4]["response"] = None
+    rows[4]["error"] = {"code": "bad", "message": f"the request carried Authorization: Bearer {key}"}
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["gather", *args(server, out, "mode=batch", f"results={results}", f"judge.api_key={key}")]) == 3
+    failures = pd.read_csv(out / "failures.csv", keep_default_na=False)
+    assert len(failures) == 2 and failures["error"].str.contains(r"\*\*\*").all()
+    assert list(failures["custom_id"]) == [rows[3]["custom_id"], rows[4]["custom_id"]]
+    for path in [out / "failures.csv", out / "batch" / "state.json", out / "gather_summary.json"]:
+        assert key not in path.read_text(), path

@@ -225,18 +225,54 @@ def test_requests_carry_the_key_and_the_clients_headers(server, judge, conversat
     assert sent["user-agent"].startswith("AsyncOpenAI/Python")  # the openai client's conventions
 
 
-def test_unreachable_endpoint_is_a_counted_failure_not_a_crash(judge, conversations, rubric):
+@pytest.mark.parametrize("http_client", ["aiohttp", "openai"])
+def test_an_address_where_nothing_listens_is_one_line_within_seconds(judge, conversations, rubric, monkeypatch,
+                                                                      http_client):
+    """Not minutes of backoff ending in a failure per pair: a refused connection before the endpoint ever
+    answered is retried every half second for REFUSED_WAIT_S (a judge started a moment earlier gets that
+    long), then one line naming the URL."""
     import socket
+    import time
 
+    from rubric import backends
+    from rubric.errors import InputError
+
+    monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)
     with socket.socket() as sock:  # a port nobody listens on
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    res = gather(
-        conversations, rubric, {**judge, "base_url": f"http://127.0.0.1:{port}/v1", "max_retries": 1}
-    )
-    assert res.llm.empty and len(res.failures) == N_PAIRS
-    assert res.summary.failures == N_PAIRS and res.summary.http_requests == 2 * N_PAIRS
-    assert "connection" in res.failures["error"].iloc[0]
+    url = f"http://127.0.0.1:{port}/v1"
+    started = time.monotonic()
+    with pytest.raises(InputError, match=rf"connection refused at {url}: nothing listens there") as info:
+        gather(conversations, rubric, {**judge, "base_url": url, "http_client": http_client})
+    assert time.monotonic() - started < 5 and "judge.base_url" in info.value.one_line()
+
+
+def test_a_judge_that_starts_late_is_waited_for(judge, conversations, rubric, monkeypatch):
+    """The README starts the fake judge in the background and gathers at once: a refusal while the server
+    starts is waited out, not counted as failed pairs."""
+    import threading
+
+    from rubric.fake_server import FakeOpenAI
+
+    server = FakeOpenAI()
+    server.port = _free_port()
+    timer = threading.Timer(1.0, server.__enter__)
+    timer.start()
+    try:
+        res = gather(conversations, rubric, {**judge, "base_url": server.base_url})
+    finally:
+        timer.join()
+        server.__exit__(None, None, None)
+    assert res.summary.failures == 0 and len(res.llm) > 0
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def test_unknown_http_client_is_one_setup_error(judge, conversations, rubric):

@@ -1,0 +1,69 @@
+"""Bad inputs at the edges where role-rubric meets other programs (issue 35, items 5-7, 9 and 10): the judge
+endpoint and the fake judge's port, Label Studio exports and tokens, spreadsheet cells, batch results files,
+and `-` given as a path. Each ends in one line naming what is wrong (exit 2), or works as documented, and
+never writes or echoes a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import socket
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from calibration.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+TINY = ROOT / "data" / "examples" / "tiny"
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+# the judge endpoint (item 9) ---------------------------------------------------------------------------------
+def test_gather_against_an_address_where_nothing_listens_names_it(tmp_path, monkeypatch, capsys):
+    from rubric import backends
+
+    monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)  # 10 s by default: a judge started just before
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    code = main(["gather", f"conversations={TINY / 'conversations.jsonl'}", "limit=2", "judge=fake",
+                 f"judge.base_url={url}", f"out={tmp_path / 'g'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert f"connection refused at {url}: nothing listens there" in err and "Fix:" in err
+    assert not (tmp_path / "g" / "llm.csv").exists() and not (tmp_path / "g" / "failures.csv").exists()
+
+
+def test_the_fake_judge_refuses_a_taken_port_in_the_foreground(capsys):
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen(1)
+        port = taken.getsockname()[1]
+        for extra in ([], ["background=true"]):
+            assert main(["serve-fake-judge", f"port={port}", *extra]) == 2
+            err = capsys.readouterr().err
+            assert f"cannot listen on 127.0.0.1:{port}" in err and "port=0" in err, err
+
+
+def test_the_fake_judge_in_the_background_prints_its_url_and_serves(capsys):
+    assert main(["serve-fake-judge", "port=0", "background=true"]) == 0
+    captured = capsys.readouterr()
+    url = captured.out.strip()
+    pid = int(re.search(r"`kill (\d+)`", captured.err).group(1))
+    try:
+        assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url), captured.out
+        body = b'{"model": "m", "messages": [{"role": "user", "content": "code (1, 2)"}], "max_tokens": 1}'
+        request = urllib.request.Request(url + "/chat/completions", data=body, method="POST",
+                                         headers={"Content-Type": "application/json"})
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=30) as reply:
+            assert reply.status == 200 and b"chat.completion" in reply.read()
+    finally:
+        os.kill(pid, signal.SIGTERM)
