@@ -103,6 +103,8 @@ def training_summary(ds, roles: dict[str, str] | None = None, seed: int = 0) -> 
 def _t2_permutation(train: np.ndarray, new: np.ndarray, permutations: int, rng) -> tuple[float, float]:
     """(p-value, Mahalanobis distance between the two means) of Hotelling's T^2 with the pooled sample's
     covariance (fixed under relabelling, so each permutation is one matrix product)."""
+    if len(new) > MAX_CONVERSATIONS:  # a random subset keeps the test exact, its time and memory bounded
+        new = new[rng.choice(len(new), MAX_CONVERSATIONS, replace=False)]
     pooled = np.vstack([train, new])
     n, n_new = len(pooled), len(new)
     centred = pooled - pooled.mean(0)
