@@ -45,6 +45,7 @@ import pandas as pd
 from calibration.api_inputs import _as_conversations, _check_scorer_calibrator, _rubric, _scorer_spec
 from calibration.api_results import AdherenceResult, TurnResult
 from calibration.evaluation.risk_control import decide
+from calibration.model.shift import ON_SHIFT, handle_shift
 from rubric.conversations import Conversation
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
@@ -53,6 +54,16 @@ from rubric.outputs import GatherResult
 from rubric.schema import Rubric
 
 OUTPUT_MODES = ("continuous", "binary")
+
+
+class ShiftWarning(UserWarning):
+    """The conversations measured differ from the calibrator's training data (calibration/model/shift.py)."""
+
+
+def _warn_shift(line: str) -> None:
+    import warnings
+
+    warnings.warn(line, ShiftWarning, stacklevel=4)
 
 
 class RoleAdherence:
@@ -85,6 +96,9 @@ class RoleAdherence:
             `ref_<name>`) and no judge is asked. With a calibrator trained on `gather scorer=` features,
             the score is its `ref_<name>` input, beside the judge's distributions unless judge=None.
             Distribution scorers and kNN are fitted on the references of the conversations measured together.
+        on_shift: with a calibrator, every measurement checks whether the conversations' judge answers differ
+            from the calibrator's training data (calibration/model/shift.py; the block is `self.shift`):
+            "warn" (a `ShiftWarning`), "refuse" (raise `ShiftRefused`) or "ignore" (not checked).
     """
 
     def __init__(
@@ -105,11 +119,19 @@ class RoleAdherence:
         cache: str | Path | None = None,
         allow_judge_mismatch: bool = False,
         scorer: str | Mapping[str, Any] | None = None,
+        on_shift: str = "warn",
     ):
         if output_mode not in OUTPUT_MODES:
             raise InputError(f"unknown output_mode {output_mode!r}.", fix="use continuous or binary.")
         if granularity not in ("turn", "conversation"):
             raise InputError(f"unknown granularity {granularity!r}.", fix="use turn or conversation.")
+        if on_shift not in ON_SHIFT:
+            raise InputError(f"unknown on_shift {on_shift!r}.", fix="use warn, refuse or ignore.")
+        self.on_shift = on_shift
+        self.shift: dict | None = None
+        """The shift check of the last measurement (None: no calibrator)."""
+        self.notify = _warn_shift
+        """Where the check's one line goes (score prints it; by default a ShiftWarning)."""
         if not 0.0 <= float(threshold) <= 1.0:
             raise InputError(f"threshold {threshold} is outside [0, 1].", fix="pass a probability threshold.")
         if isinstance(judges, str) and judges != "population":  # "a,b" as the command line passes it
@@ -268,6 +290,11 @@ class RoleAdherence:
         ds = dataset_from_frames(self.rubric, llm)
         raw = ds.probs.astype(np.float64)
         probs = raw if self.model is None else self._calibrated(ds)
+        if self.model is not None:
+            self.shift = handle_shift(self.model.meta.get("shift_reference"), ds,
+                                      {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
+                                      self.on_shift, "score" if self.notify is print else "RoleAdherence",
+                                      say=self.notify)
         index = {key: i for i, key in enumerate(ds.item_keys())}
         reasons = {}
         if gathered.reasons is not None:

@@ -265,6 +265,11 @@ RULES: dict[str, Rule] = {
     "allow_judge_mismatch": boolean(),  # bool("no") is True: a typo here would silently lift a guard
     "overwrite": boolean(),
     "population": choice("finite", "process"),
+    "bias_margin": number(above=0),
+    # the shift check of score, predict, estimate (calibration/model/shift.py)
+    "on_shift": choice("warn", "refuse", "ignore"),
+    # cv: the alternative annotator test (calibration/evaluation/reviewers.py)
+    "epsilon": number(above=0, below=1),
     # search
     "search.trials": integer(1),
     "search.inner_folds": integer(2, 100),

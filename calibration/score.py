@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -11,7 +12,7 @@ import pandas as pd
 from calibration.api import AdherenceResult, RoleAdherence
 from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv
+from rubric.files import atomic_to_csv, atomic_write_text
 from rubric.identity import stand_in_note
 from rubric.ids import clean_id_list
 
@@ -106,13 +107,19 @@ def run_score(cfg) -> pd.DataFrame:
         adheres_at=cfg.get("adheres_at"),
         cache=cache,
         allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
+        on_shift=str(cfg.get("on_shift", "warn")),
     )
+    metric.notify = print  # the shift check's line goes to the terminal, as "score: warning: ..."
     results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
     conv_frame, turn_frame = results_frames(results, conversations)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(conv_frame, out)
     turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
     atomic_to_csv(turn_frame, turns_out)
+    shift_out = None
+    if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
+        shift_out = out.with_name(out.stem + "_shift.json")
+        atomic_write_text(shift_out, json.dumps({"shift": metric.shift}, indent=2))
     print(format_results(conv_frame, limit=cfg.get("show")))
     mean = conv_frame["score"].mean()
     print(
@@ -133,7 +140,8 @@ def run_score(cfg) -> pd.DataFrame:
         print(
             f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}"
         )
-    print(f"score: wrote {out} (per conversation) and {turns_out} (per turn); cache {cache}")
+    print(f"score: wrote {out} (per conversation) and {turns_out} (per turn)"
+          + (f", {shift_out} (shift check)" if shift_out else "") + f"; cache {cache}")
     if math.isnan(mean):
         raise InputError("no scores were produced.", fix="check the conversations file.")
     return conv_frame

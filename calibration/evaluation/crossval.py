@@ -22,6 +22,7 @@ from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_
 from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
+from calibration.evaluation.reviewers import cv_reviewer_agreement
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.forked import map_dealt
 from calibration.model.settings import Settings, torch_threads, training_workers
@@ -249,8 +250,13 @@ def run_cv(cfg) -> CVResult:
                    "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen,
                    "skipped": result.skipped, "group": cfg.get("group") or "conversation_id"}
         atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
+        # can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
+        reviewers = cv_reviewer_agreement(ds, result, float(cfg.get("epsilon", 0.1)))
+        atomic_write_text(out / "reviewers.json", json.dumps(jsonable(reviewers), indent=2))
     print(format_table(result.metrics, result.skipped))
+    for block in reviewers["questions"].values():
+        print(f"cv: {block['verdict']}")
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
     print(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights")))
-    print(f"cv: wrote {out / 'predictions.csv'} and {out / 'metrics.json'}")
+    print(f"cv: wrote {out / 'predictions.csv'}, {out / 'metrics.json'} and {out / 'reviewers.json'}")
     return result

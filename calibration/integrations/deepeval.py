@@ -64,6 +64,8 @@ class RoleRubricMetric(BaseConversationalMetric):
             this object, so a calibrator and an embedding model load once.
         results: a list that every measured AdherenceResult is appended to (default: a new one), shared the
             same way, so `metric.results` holds every conversation `evaluate` measured.
+        on_shift: warn (a ShiftWarning) | refuse | ignore when a conversation's judge answers differ from the
+            calibrator's training data (RoleAdherence's; `metric.shift` holds the last check).
     """
 
     _requires_chatbot_role = True
@@ -88,6 +90,7 @@ class RoleRubricMetric(BaseConversationalMetric):
         verbose_mode: bool = False,
         adherence: RoleAdherence | None = None,
         results: list[AdherenceResult] | None = None,
+        on_shift: str = "warn",
     ):
         if adherence is None:
             adherence = RoleAdherence(
@@ -104,6 +107,7 @@ class RoleRubricMetric(BaseConversationalMetric):
                 adheres_at=adheres_at,
                 cache=cache,
                 allow_judge_mismatch=allow_judge_mismatch,
+                on_shift=on_shift,
             )
         if int(lowest_turns) < 1:
             raise InputError(f"lowest_turns={lowest_turns} names no turn.", fix="pass lowest_turns >= 1.")
@@ -113,12 +117,17 @@ class RoleRubricMetric(BaseConversationalMetric):
         self.rubric, self.adheres_at, self.output_mode, self.cache = rubric, adheres_at, output_mode, cache
         self.allow_judge_mismatch, self.include_reason = allow_judge_mismatch, include_reason
         self.lowest_turns, self.verbose_mode = int(lowest_turns), bool(verbose_mode)
-        self.adherence = adherence
+        self.adherence, self.on_shift = adherence, on_shift
         self.results = [] if results is None else results
         self.threshold, self.strict_mode = adherence.threshold, adherence.strict_mode
         self.evaluation_model = _model_name(adherence)
         self.result: AdherenceResult | None = None
         self.turn_indices: list[tuple[int, ...]] = []
+
+    @property
+    def shift(self) -> dict | None:
+        """The shift check of the last measurement (calibration/model/shift.py; None without a calibrator)."""
+        return self.adherence.shift
 
     @property
     def __name__(self) -> str:

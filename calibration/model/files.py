@@ -28,6 +28,7 @@ from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.provenance import training_record, training_records
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
+from calibration.model.shift import roles_of, training_summary
 from calibration.model.train import n_base
 from rubric.errors import InputError
 from rubric.files import atomic_path, atomic_write_text, file_sha256, out_lock
@@ -84,10 +85,11 @@ class LoadedModel:
 
 def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
                recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "",
-               trained_on: list[dict] | None = None) -> Path:
+               trained_on: list[dict] | None = None, roles: dict[str, str] | None = None) -> Path:
     """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
     data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints;
-    trained_on: instead, the records of the directories it was read from (`TrainingData.records`)."""
+    trained_on: instead, the records of the directories it was read from (`TrainingData.records`);
+    roles: conversation id -> chatbot role, for the per-role shift check (default: data's conversations.jsonl)."""
     meta = {
         "format": FORMAT,
         "model": "network",
@@ -97,7 +99,7 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
         "spec": spec,
         "n_inputs": int(net.n_inputs),  # the length of x (W1 reads fewer: not the base's inputs)
         "n_models": net.n_models,
-        **_provenance(ds, judge, data, trained_on),
+        **_provenance(ds, judge, data, trained_on, roles),
         "history": history or {},
         "recalibration": None if recalibration is None else recalibration.to_dict(),
     }
@@ -105,7 +107,8 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
 
 
 def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, record: dict, *, model: str,
-                      judge: dict | None = None, data: str | Path = "", trained_on: list[dict] | None = None) -> Path:
+                      judge: dict | None = None, data: str | Path = "", trained_on: list[dict] | None = None,
+                      roles: dict[str, str] | None = None) -> Path:
     """A `train model=linear|ordinal` calibrator in the same directory format: record is what
     linear_calibrator.train_linear says about the fit (kind, chosen L2, inner-cv errors)."""
     meta = {
@@ -117,14 +120,17 @@ def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, r
         "spec": spec,
         "n_inputs": calibrator.n_inputs,  # the expected answers: the last n_inputs columns of the features
         "n_models": 1,
-        **_provenance(ds, judge, data, trained_on),
+        **_provenance(ds, judge, data, trained_on, roles),
     }
     return _write_model(out, calibrator.state_dict(), meta)
 
 
-def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict] | None) -> dict:
-    """What every model.json records about its training data: judge map, rubric, the judge's identity and
-    the conversations it trained on."""
+def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict] | None,
+                roles: dict[str, str] | None = None) -> dict:
+    """What every model.json records about its training data: judge map, rubric, the judge's identity,
+    the conversations it trained on and a sample of their judge features (for the shift check)."""
+    if roles is None and data:
+        roles = roles_of([Path(data)])
     return {
         "judges": list(ds.judges),
         "rubric": ds.rubric.to_dict(),
@@ -132,6 +138,8 @@ def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict]
         "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
         # estimate and decide refuse labelled samples the model trained on (calibration/model/provenance.py)
         "trained_on": trained_on if trained_on is not None else [training_record(ds, data)],
+        # score, predict and estimate compare new data with this sample (calibration/model/shift.py)
+        "shift_reference": training_summary(ds, roles),
     }
 
 
@@ -327,17 +335,18 @@ def run_train(cfg) -> Path:
                          fix=f"set model= to one of network, {', '.join(MODELS)}.")
     data = training_data_from_cfg(cfg)
     ds, judge = data.ds, data.judge
+    roles = roles_of([s.path for s in data.sources])
     start = time.perf_counter()
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
         if model == "network":
             net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
             save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-                       judge=judge, trained_on=training_records(data))
+                       judge=judge, trained_on=training_records(data), roles=roles)
             what = f"{settings.ensemble} models"
         else:  # the simple models cv reports beside the network (calibration/model/linear_calibrator.py)
             calibrator, spec, record = train_linear(ds, model, seed=int(cfg.seed))
             save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge,
-                              trained_on=training_records(data))
+                              trained_on=training_records(data), roles=roles)
             what = f"the {model} model (L2 {record['l2']:g}, chosen by {record['inner_folds']}-fold inner cv)"
     print(f"train: {what} on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")

@@ -20,6 +20,8 @@ def model_sha256(meta: dict) -> str:
     # Models written before the `model` field (networks all) keep their checksum; since, it covers the
     # model's name and a linear model's block too.
     keys = (*_CHECKED, "model", "linear") if "model" in meta else _CHECKED
+    if "shift_reference" in meta:  # the shift check's training sample (calibration/model/shift.py), since it exists
+        keys = (*keys, "shift_reference")
     covered = {k: meta.get(k) for k in keys}
     return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 

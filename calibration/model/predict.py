@@ -8,6 +8,7 @@ normalised geometric mean) and the target's is recalibrated (see calibration/mod
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import numpy as np
@@ -16,8 +17,9 @@ import torch
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
+from calibration.model.shift import handle_shift, roles_of
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv
+from rubric.files import atomic_to_csv, atomic_write_text
 from rubric.identity import check_same_judge, dataset_judge_identity
 from rubric.ids import clean_id_list
 from rubric.schema import Rubric, format_value
@@ -55,6 +57,8 @@ def run_predict(cfg) -> Path:
     check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data),
                      allow=bool(cfg.get("allow_judge_mismatch", False)), command="predict", where=cfg.data)
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
+    shift = handle_shift(model.meta.get("shift_reference"), ds, roles_of([Path(cfg.data)]),
+                         str(cfg.get("on_shift", "warn")), "predict")
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = _pairs(ds, cfg.get("judges", "labelled"), cfg.data)
     judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
@@ -65,8 +69,10 @@ def run_predict(cfg) -> Path:
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
+    shift_out = out.with_name(out.stem + "_shift.json")  # the shift check (calibration/model/shift.py)
+    atomic_write_text(shift_out, json.dumps({"shift": shift}, indent=2))
     print(f"predict: {len(frame)} rows ({len(item)} item-judge pairs x {len(ds.rubric.ids)} questions)")
-    print(f"predict: wrote {out}")
+    print(f"predict: wrote {out} and {shift_out} (shift check)")
     return out
 
 

@@ -50,12 +50,15 @@ class GateFailed(InputError):
 
 
 def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
-                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False) -> dict:
+                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False,
+                     bias_margin: float = 0.05, on_shift: str = "warn") -> dict:
     """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
     labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
     baseline: another release directory, for the difference; plan: its sampling plan (default
     DATA/sample_plan.csv where it exists, else a uniform sample is assumed); population: "finite" (this
-    release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py)."""
+    release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py);
+    bias_margin: the transport audit's margin on the rate (calibration/release/audit.py); on_shift: the shift
+    check's warn | refuse | ignore (calibration/model/shift.py)."""
     from calibration import load_model
 
     if not 0 < alpha < 1:
@@ -67,7 +70,10 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
     if baseline is not None:
         check_baseline(Path(data), Path(baseline), allow_judge_mismatch=allow_judge_mismatch)
     options = {"alpha": alpha, "population": population}
-    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release")
+    if not bias_margin > 0:
+        raise InputError(f"bias_margin={bias_margin} is not above 0.", fix="pass bias_margin=0.05 (on the rate).")
+    trust = {"bias_margin": float(bias_margin), "on_shift": on_shift}
+    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release", trust=trust)
     if baseline is not None:
         base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
         result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
@@ -75,7 +81,7 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
     return result
 
 
-def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) -> dict:
+def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None) -> dict:
     from calibration import load_dataset
     from calibration.decide import default_adheres_at
     from calibration.model.provenance import refuse_overlap
@@ -125,6 +131,13 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
                 **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id],
                                                      proba=proba), options, pi_of)
                    for kind in KINDS}}
+    if trust is not None:  # the release (not the baseline): calibration/release/audit.py, calibration/model/shift.py
+        from calibration.model.shift import handle_shift, roles_of
+        from calibration.release.audit import transport_audit
+
+        result["transport_audit"] = transport_audit(turns["rate"], trust["bias_margin"], options["alpha"], roles)
+        result["shift"] = handle_shift(model.meta.get("shift_reference"), ds, roles_of([root]), trust["on_shift"],
+                                       "estimate")
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
@@ -213,11 +226,16 @@ def run_estimate(cfg) -> Path:
                                   adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
                                   baseline=cfg.get("baseline"), plan=cfg.get("plan"),
                                   population=str(cfg.get("population", "finite")),
-                                  allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)))
+                                  allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
+                                  bias_margin=float(cfg.get("bias_margin", 0.05)),
+                                  on_shift=str(cfg.get("on_shift", "warn")))
         failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
         result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
                           "passed": not failed, "failed": failed}
         print(format_table(result))
+        from calibration.release.audit import audit_line
+
+        print(f"estimate: {audit_line(result['transport_audit'])}")
         path = out / "estimate.json"
         atomic_write_text(path, json.dumps(strip_private(result), indent=2))
     print(f"estimate: wrote {path}")

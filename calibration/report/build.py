@@ -22,6 +22,7 @@ from calibration.evaluation.cv_predictions import (
     read_cv_folder,
 )
 from calibration.evaluation.metrics import jsonable
+from calibration.evaluation.reviewers import agreement_from_predictions
 from calibration.evaluation.significance import METRICS
 from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
 from calibration.report.decisions import decision_sections
@@ -37,6 +38,7 @@ from calibration.report.page import (
 from calibration.report.pool import prefetching_pool, report_threads, run_cvs
 from calibration.report.release import raw_adherence, release_section, release_summary
 from calibration.report.reliability import plot_reliability, prepare_reliability
+from calibration.report.reviewers import reviewer_section
 from calibration.report.tables import (
     plot_distributions,
     plot_metrics_table,
@@ -274,6 +276,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             target=cfg.get("target"),
             weights=cfg.get("weights"),
         )
+        # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
+        results["reviewers"] = agreement_from_predictions(ds, main_calibrated, float(cfg.get("epsilon", 0.1)))
         timings["turns and verdict"] = time.perf_counter() - tick
 
         reference = main_calibrated
@@ -381,7 +385,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         f"grouped by conversation, seed {seed}, ensemble of {settings.ensemble}."
     )
     stubs = [section_html(title[0].upper() + title[1:], f"Skipped: {title}.", None) for title in skipped]
-    sections = [verdict_html(results["verdict"]), *html_sections, *stubs, drilldown]
+    sections = [verdict_html(results["verdict"]), reviewer_section(results["reviewers"]), *html_sections, *stubs,
+                drilldown]
     page = PAGE.format(title=html.escape(target), intro=intro, sections="\n".join(sections))
     atomic_write_text(out / "report.html", page.replace("</style>", VERDICT_CSS + TURNS_CSS + "</style>", 1))
     atomic_write_text(out / "metrics.json", json.dumps(jsonable(results), indent=2) + "\n")

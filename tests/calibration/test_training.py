@@ -60,6 +60,11 @@ def test_train_predict_evaluate_from_the_command_line(synthetic_dir, tmp_path, c
     frame = pd.read_csv(pred, dtype={"judge_id": str})
     assert set(frame["question_id"]) == {"scope", "tone", "overall"}
     assert frame.loc[frame["question_id"] == "tone", "p_4"].isna().all()  # tone has 3 options
+    # the shift check (calibration/model/shift.py): model.json keeps a small training sample; its own data passes
+    assert len(json.loads((model / "model.json").read_text())["shift_reference"]["conversations"]) == 40
+    assert (model / "model.json").stat().st_size < 1_000_000
+    shift = json.loads((tmp_path / "pred_shift.json").read_text())["shift"]
+    assert shift["checked"] and not shift["fired"] and shift["n_conversations"] == 40
     assert main(["evaluate", f"predictions={pred}", f"data={synthetic_dir}", f"out={metrics}"]) == 0
     assert set(json.loads(metrics.read_text())) == {"rmse", "pearson", "spearman", "kendall", "n"}
     assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}",
@@ -146,6 +151,8 @@ def test_nested_cv_adds_a_nested_estimate(synthetic_dir, tmp_path, capsys):
                  "search.space.finetune_steps={low: 20, high: 40, step: 20}"]) == 0
     summary = json.loads((out / "metrics.json").read_text())
     assert "calibrated_nested" in summary["metrics"] and len(summary["nested_choices"]) == 3
+    reviewers = json.loads((out / "reviewers.json").read_text())["questions"]  # calibration/evaluation/reviewers.py
+    assert reviewers["overall"]["calibrated"]["n"] > 0 and reviewers["overall"]["alt_test"]["epsilon"] == 0.1
     assert f"wrote {out / 'predictions.csv'}" in capsys.readouterr().out
 
 
