@@ -195,7 +195,7 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def shift_line(shift: dict) -> str | None:
+def shift_line(shift: dict, labelled: bool = False) -> str | None:
     """The one warning line when the check fired (None otherwise)."""
     if not shift.get("fired"):
         return None
@@ -205,8 +205,9 @@ def shift_line(shift: dict) -> str | None:
         + f"p={g['p_adjusted']:.3g}, distance {g['distance']:.2f} sd, {100 * g['outside_support']:.0f}% of turns "
           f"outside the training range" for g in fired)
     n = min(40, sum(g["n_conversations"] for g in fired))
-    return (f"these conversations differ from the training data ({what}): the calibrated numbers may be biased; "
-            f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`")
+    advice = (f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`" if not labelled else
+              "read the ppi column (corrected by the labels) and the transport audit, not the calibrator column")
+    return f"these conversations differ from the training data ({what}): the calibrated numbers may be biased; {advice}"
 
 
 def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shift: str, command: str,
@@ -219,7 +220,7 @@ def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shif
     if on_shift == "ignore":
         return {"checked": False, "fired": False, "note": "on_shift=ignore: not checked."}
     shift = check_shift(summary, ds, roles)
-    line = shift_line(shift)
+    line = shift_line(shift, labelled=command == "estimate")
     if line and on_shift == "refuse":
         raise ShiftRefused(line + ".", fix="label a sample and run `estimate`, or pass on_shift=warn.")
     if line:
