@@ -11,7 +11,8 @@ role-adherence benchmark with the offline embedding judge, leave one role out: a
   benchmark), its false-alarm rate. The calibrator's bias on each release's rate (trained with the defaults,
   every release turn labelled) says where it should fire (|bias| > 0.03).
 - transport_audit: the verdicts of `estimate`'s audit (calibration/release/audit.py, margin 0.05, 90%
-  intervals) over random labelled samples of n = 20 and 40 conversations of each release.
+  intervals) over random labelled samples of n = 20, 40 and 80 conversations of each release (where it has
+  more), with the bias interval's mean half-width.
 - alt_test: `cv` (5 folds, seed 0) with each question as the target in turn, and the reviewer agreement and
   the alternative annotator test of calibration/evaluation/reviewers.py per question; plus two planted
   checks on the target: the judge fed the reviewers' own answers (it must win) and a reviewer replaced by the
@@ -158,18 +159,19 @@ def transport_audit(trained: dict, draws: int, margin: float = 0.05, alpha: floa
         convs = np.unique(preds.conversation)
         row_conv = preds.conversation[preds.row_item]
         by_n = {}
-        for n in (20, 40):
+        for n in (20, 40, 80):
             if n >= len(convs):
                 by_n[str(n)] = None
                 continue
-            counts = {"PASS": 0, "FAIL": 0, "INCONCLUSIVE": 0}
+            counts, half = {"PASS": 0, "FAIL": 0, "INCONCLUSIVE": 0}, []
             for _ in range(draws):
                 sel = np.isin(row_conv, rng.choice(convs, n, replace=False))
                 items, inverse = np.unique(preds.row_item[sel], return_inverse=True)
                 human = np.bincount(inverse, weights=preds.row_value[sel]) / np.bincount(inverse)
                 _, low, high, k = bias_interval(preds.calibrator[items], human, preds.conversation[items], alpha)
                 counts[verdict(low, high, margin, k)] += 1
-            by_n[str(n)] = {k: v / draws for k, v in counts.items()}
+                half.append((high - low) / 2)
+            by_n[str(n)] = {k: v / draws for k, v in counts.items()} | {"mean_half_width": round(float(np.mean(half)), 4)}
         out["benchmarks"][f"{name}/{label}"] = {"calibrator_bias_rate": round(_truth_bias(preds), 4),
                                                "n_conversations": int(len(convs)), "by_n": by_n}
     biggest = max(out["benchmarks"].values(), key=lambda b: abs(b["calibrator_bias_rate"]))

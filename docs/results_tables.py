@@ -324,7 +324,48 @@ def batch_gather(r: dict) -> str:
             "the Batch API.\n\n" + _table(["phase", "wall", "CPU of the gather"], rows))
 
 
+def trust(r: dict) -> str:
+    res, parts = r["result"], []
+    if "shift_check" in res:
+        sc = res["shift_check"]
+        rows = [[name, f"{v['calibrator_bias_rate']:+.3f}", "yes" if v["should_fire"] else "no",
+                 "yes" if v["fired_on_release"] else "no", v["n_conversations"],
+                 _f(v["firing_rate_by_n"]["20"], 2), _f(v["firing_rate_by_n"]["40"], 2)]
+                for name, v in sc["shifted"].items()]
+        rows += [[f"{name}, in distribution ({v['splits']} random halves)", "", "no", "", "",
+                  f"false alarms {v['false_alarm_rate']:.2f}", ""] for name, v in sc["in_distribution"].items()]
+        parts.append("**Shift check** (fires at p < 0.01):\n\n" + _table(
+            ["release", "calibrator bias (rate)", "should fire", "fired", "conversations", "fires at n=20",
+             "fires at n=40"], rows))
+    if "transport_audit" in res:
+        ta = res["transport_audit"]
+        rows = [[name, f"{b['calibrator_bias_rate']:+.3f}", n, _f(v["PASS"], 3), _f(v["FAIL"], 3),
+                 _f(v["INCONCLUSIVE"], 3), _f(v.get("mean_half_width"), 3)]
+                for name, b in ta["benchmarks"].items() for n, v in b["by_n"].items() if v is not None]
+        parts.append(f"**Transport audit** (margin {ta['margin']:g}, {ta['draws']} draws per n):\n\n" + _table(
+            ["release", "calibrator bias (rate)", "n", "PASS", "FAIL", "INCONCLUSIVE", "interval half-width"], rows))
+    if "alt_test" in res:
+        at = res["alt_test"]
+        rows = []
+        for data in ("llm_rubric", "role_adherence"):
+            for q, b in at.get(data, {}).get("questions", {}).items():
+                rv, cal, test = b["reviewers"], b["calibrated"], b["alt_test"]
+                rows.append([data, q, _f(rv["pearson"], 3), _f(rv["kappa"], 3), _f(cal["pearson"], 3),
+                             _f(cal["kappa"], 3), test["tested"], _f(test["winning_rate"], 2), test["outcome"]])
+        parts.append(f"**Can the calibrated judge replace a reviewer?** (epsilon {at['epsilon']:g}, cv with each "
+                     f"question as the target, ensemble of {at['ensemble']}):\n\n" + _table(
+                         ["data", "question", "reviewers pearson", "reviewers kappa", "calibrated pearson",
+                          "calibrated kappa", "reviewers tested", "winning rate", "alt-test"], rows))
+    if "score_overhead" in res:
+        so = res["score_overhead"]
+        parts.append(f"**Cost**: on the {so['conversations']} bundled conversations (answers cached), `score` took "
+                     f"{so['seconds_on_shift_ignore']:.2f} s without the check and {so['seconds_on_shift_warn']:.2f} s "
+                     f"with it ({100 * so['overhead']:+.1f}%); model.json {so['model_json_bytes'] / 1000:.0f} kB.")
+    return "\n\n".join(parts)
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
+    "trust": trust,
     "llm_rubric_cv": llm_rubric_cv,
     "shift": shift,
     "adapt": adapt,

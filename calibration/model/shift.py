@@ -2,8 +2,8 @@
 
 At train time the model records a compact sample of its training data's judge features (`training_summary`):
 per conversation, the mean over its turns of the judge's expected answer to every question, standardised by
-the training turns' mean and spread (at most MAX_CONVERSATIONS conversations, 4 decimals; a few hundred kB
-at most), with each conversation's chatbot role as a short hash where conversations.jsonl gave one, and the
+the training turns' mean and spread (at most MAX_CONVERSATIONS conversations and MAX_VALUES numbers, 4
+decimals: under 1 MB whatever the rubric), with each conversation's chatbot role as a short hash where conversations.jsonl gave one, and the
 range each question's expected answer took over the training turns.
 
 When the model scores new conversations, `check_shift` compares their conversation means with the stored
@@ -36,6 +36,7 @@ METHOD = "hotelling-permutation/1"
 ALPHA = 0.01
 PERMUTATIONS = 999
 MAX_CONVERSATIONS = 2000
+MAX_VALUES = 36_000  # stored numbers at most (about 15 bytes each in model.json), whatever the rubric's size
 ON_SHIFT = ("warn", "refuse", "ignore")
 
 
@@ -84,8 +85,9 @@ def training_summary(ds, roles: dict[str, str] | None = None, seed: int = 0) -> 
     ids, conv_means, _ = _by_conversation(keys, z)
     raw_id = dict(zip(keys.astype(str), ds.items["conversation_id"].astype(str), strict=True))
     keep = np.arange(len(ids))
-    if len(ids) > MAX_CONVERSATIONS:  # a fixed random subset: the test stays exact against it
-        keep = np.sort(np.random.default_rng(seed).choice(len(ids), MAX_CONVERSATIONS, replace=False))
+    cap = min(MAX_CONVERSATIONS, max(200, MAX_VALUES // max(len(questions), 1)))  # model.json stays < 1 MB
+    if len(ids) > cap:  # a fixed random subset: the test stays exact against it
+        keep = np.sort(np.random.default_rng(seed).choice(len(ids), cap, replace=False))
     role_of = [role_key((roles or {}).get(raw_id[c])) for c in ids[keep]]
     return {
         "method": METHOD,
@@ -193,7 +195,7 @@ def _short(text: str, n: int = 40) -> str:
     return text if len(text) <= n else text[: n - 3] + "..."
 
 
-def shift_line(shift: dict) -> str | None:
+def shift_line(shift: dict, labelled: bool = False) -> str | None:
     """The one warning line when the check fired (None otherwise)."""
     if not shift.get("fired"):
         return None
@@ -203,8 +205,9 @@ def shift_line(shift: dict) -> str | None:
         + f"p={g['p_adjusted']:.3g}, distance {g['distance']:.2f} sd, {100 * g['outside_support']:.0f}% of turns "
           f"outside the training range" for g in fired)
     n = min(40, sum(g["n_conversations"] for g in fired))
-    return (f"these conversations differ from the training data ({what}): the calibrated numbers may be biased; "
-            f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`")
+    advice = (f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`" if not labelled else
+              "read the ppi column (corrected by the labels) and the transport audit, not the calibrator column")
+    return f"these conversations differ from the training data ({what}): the calibrated numbers may be biased; {advice}"
 
 
 def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shift: str, command: str,
@@ -217,7 +220,7 @@ def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shif
     if on_shift == "ignore":
         return {"checked": False, "fired": False, "note": "on_shift=ignore: not checked."}
     shift = check_shift(summary, ds, roles)
-    line = shift_line(shift)
+    line = shift_line(shift, labelled=command == "estimate")
     if line and on_shift == "refuse":
         raise ShiftRefused(line + ".", fix="label a sample and run `estimate`, or pass on_shift=warn.")
     if line:

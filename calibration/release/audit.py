@@ -69,7 +69,8 @@ def transport_audit(preds, margin: float, alpha: float, roles: dict[str, set[str
                  "low": low if np.isfinite(low) else None, "high": high if np.isfinite(high) else None,
                  "n_labelled_conversations": n, "n_labelled_turns": int(len(items))}
         if block["verdict"] == "INCONCLUSIVE" and n < MIN_CONVERSATIONS and -margin < low and high < margin:
-            block["note"] = f"PASS withheld: fewer than {MIN_CONVERSATIONS} labelled conversations."
+            block["pass_withheld"] = (f"the interval lies inside the margin, but PASS needs {MIN_CONVERSATIONS} or "
+                                      "more labelled conversations")
         return block
 
     result = {"quantity": "rate", "margin": margin, "level": 1 - alpha, **audit(), "note": NOTE,

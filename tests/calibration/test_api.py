@@ -166,6 +166,8 @@ def test_score_command_writes_csv(model_dir, convs, tmp_path, capsys):
     turns = pd.read_csv(tmp_path / "out" / "scores_turns.csv")
     assert len(turns) == sum(len(c.turns) for c in convs[:3])
     assert convs[0].conversation_id in text and f"wrote {out}" in text and "calibrated to all" in text
+    shift = json.loads((tmp_path / "out" / "scores_shift.json").read_text())["shift"]  # calibration/model/shift.py
+    assert shift["checked"] and shift["n_conversations"] == 3 and "(shift check)" in text
 
 
 GOOD = {

@@ -117,6 +117,8 @@ def test_turn_adherence_equals_role_adherence(calibrated, convs):
         assert f"calibrated to all {len(reference.model.judges)} training judges" in metric.reason
         assert "calibrated" in metric.evaluation_model and "embedding judge" in metric.evaluation_model
     assert [r.conversation_id for r in metric.results] == [c.conversation_id for c in convs[:3]]
+    # the shift check of the last conversation against the calibrator's training data (calibration/model/shift.py)
+    assert metric.shift["checked"] and metric.shift["n_conversations"] == 1 and metric.on_shift == "warn"
 
 
 def test_reason_names_the_lowest_turns_and_the_questions_below(calibrated, convs):

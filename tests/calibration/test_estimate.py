@@ -187,3 +187,15 @@ def test_refusals(release, tmp_path, capsys):
     (other / "rubric.yaml").write_text(yaml.safe_dump(rubric))
     _refused(["estimate", f"data={other}", model], tmp_path, capsys, "rubric")
     _refused(["estimate", f"data={release['release']}", model, f"baseline={other}"], tmp_path, capsys, "rubric")
+
+
+def test_estimate_reports_the_transport_audit_and_the_shift_check(release, tmp_path, capsys):
+    assert _estimate(release, tmp_path / "est", "bias_margin=0.5") == 0
+    printed = capsys.readouterr().out
+    result = json.loads((tmp_path / "est" / "estimate.json").read_text())
+    audit = result["transport_audit"]  # calibration/release/audit.py
+    assert audit["margin"] == 0.5 and audit["n_labelled_conversations"] == 16 and audit["low"] <= audit["bias"] <= audit["high"]
+    assert audit["verdict"] == "INCONCLUSIVE" and "PASS needs 20" in audit["pass_withheld"]  # 16 < 20 conversations
+    assert set(audit["by_role"]) == set(ROLES) and f"transport audit: {audit['verdict']}" in printed
+    assert result["shift"]["checked"] and result["shift"]["by_role"]  # calibration/model/shift.py, per role
+    assert _estimate(release, tmp_path / "bad", "bias_margin=-1") == 2 and not (tmp_path / "bad").exists()

@@ -253,6 +253,12 @@ def test_report_opens_with_a_verdict_and_ends_with_every_turn(tiny_report: tuple
     data = json.loads(re.search(r'id="rr-turns-data">(.*?)</script>', page, re.S).group(1))
     assert len(data["rows"]) == 80 and data["questions"] == ["overall", "scope"]
     assert "[0." in page and "white-space: nowrap" in page  # intervals never wrap mid-bracket
+    # beside the verdict, per question: can the calibrated judge replace a reviewer? (evaluation/reviewers.py)
+    assert page.index('id="verdict"') < page.index("Can the calibrated judge replace a reviewer?") < page.index(
+        "Reliability of the calibrated")
+    overall = results["reviewers"]["questions"]["overall"]
+    assert overall["calibrated"]["n"] > 0 and overall["alt_test"] is not None
+    assert html.escape(overall["verdict"]) in page and "not tested" in results["reviewers"]["questions"]["scope"]["verdict"]
 
 
 def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:

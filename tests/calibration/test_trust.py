@@ -173,3 +173,14 @@ def test_commands_refuse_bad_trust_settings(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and args[-1].split("=")[0] in err[0]
     assert not list(tmp_path.iterdir())
+
+
+def test_training_summary_keeps_a_bounded_sample(synth, monkeypatch):
+    import calibration.model.shift as shift
+
+    monkeypatch.setattr(shift, "MAX_CONVERSATIONS", 50)
+    summary = shift.training_summary(synth)
+    assert len(summary["conversations"]) == 50 and summary["n_conversations"] == 160
+    assert check_shift(summary, synth)["groups"][0]["n_training_conversations"] == 50
+    # whatever the rubric's size, at most MAX_VALUES numbers (and never fewer than 200 conversations)
+    assert shift.MAX_VALUES * 15 < 1_000_000
