@@ -119,6 +119,9 @@ def run_decide(cfg) -> Path:
     if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration, folder=cfg.calibration):
         print("decide: warning: the model does not record its training conversations (trained before they were "
               "recorded), so it cannot be checked that the calibration set is held out")
+    from calibration.release.checks import check_adheres_at
+
+    check_adheres_at(rubric.question(rubric.target), None if cfg.get("adheres_at") is None else float(cfg.adheres_at))
     adheres_at = (
         default_adheres_at(rubric.question(rubric.target))
         if cfg.get("adheres_at") is None
