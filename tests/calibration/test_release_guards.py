@@ -117,6 +117,23 @@ def test_decide_refuses_a_calibration_set_of_another_judge(world, tmp_path, caps
              "another judge", "judge-b")
 
 
+def test_a_model_without_a_judge_record_is_named_and_decide_compares_its_two_folders(world, tmp_path, capsys):
+    from calibration.model.integrity import model_sha256
+
+    old = tmp_path / "old_model"
+    shutil.copytree(world["model"], old)
+    meta = json.loads((old / "model.json").read_text())
+    meta["judge"] = None  # trained before judges were recorded
+    meta["integrity"]["model_sha256"] = model_sha256(meta)
+    (old / "model.json").write_text(json.dumps(meta))
+    capsys.readouterr()
+    assert main(["estimate", f"data={world['release']}", f"model={old}", f"out={tmp_path / 'e'}"]) == 0
+    assert "the model records no judge" in capsys.readouterr().out
+    other = _split(world["data"], tmp_path / "b", IDS[40:60], judge={**JUDGE, "model": "judge-b"})
+    _refused(["decide", f"model={old}", f"calibration={world['release']}", f"data={other}", f"out={tmp_path / 'd'}"],
+             capsys, "another judge than the calibration set's", "judge-b")
+
+
 # 2. Training overlap recognised by content ----------------------------------------------------------------
 
 
@@ -168,6 +185,10 @@ def test_labels_that_never_answer_the_target_are_one_line(world, tmp_path, capsy
     labels = _read(rel / "labels.csv")
     labels[labels.question_id != "overall"].to_csv(rel / "labels.csv", index=False)
     _refused(_estimate(world, rel, tmp_path / "e"), capsys, "never answer the target question 'overall'", "labels.csv")
+    _refused(["decide", f"model={world['model']}", f"calibration={rel}", f"out={tmp_path / 'd'}"], capsys,
+             "never answer the target question")
+    _refused(["decide", f"model={world['model']}", f"calibration={world['release']}", "adheres_at=1",
+              f"out={tmp_path / 'd'}"], capsys, "outside the scale")
 
 
 @pytest.mark.parametrize("value", ["0", "1", "4.5", "-3"])
