@@ -218,6 +218,11 @@ def run_suggest(cfg) -> Path:
         raise InputError("suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
                          fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.")
     model = load_model(cfg.model)
+    from rubric.identity import check_same_judge, dataset_judge_identity
+
+    # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
+    check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data), command="suggest", where=cfg.data,
+                     allow=bool(cfg.get("allow_judge_mismatch", False)))
     ds = load_dataset(
         cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False
     )

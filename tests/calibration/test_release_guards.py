@@ -107,6 +107,8 @@ def test_an_unknown_judge_beside_a_known_one_is_refused_unless_allowed(world, tm
              "no judge record")
     _refused(["predict", f"model={world['model']}", f"data={unknown}", f"out={tmp_path / 'p.csv'}"], capsys,
              "no judge record")
+    _refused(["suggest", f"model={world['model']}", f"data={unknown}", "budget=2", f"out={tmp_path / 's.csv'}"],
+             capsys, "no judge record")
     _refused(["train", f"data=[{world['train']},{unknown}]", f"out={tmp_path / 'm'}"], capsys,
              "no judge record", str(world["train"]))
 
@@ -280,6 +282,26 @@ def test_suggest_keeps_an_existing_plan_and_sheet_unless_overwrite(world, tmp_pa
     assert (tmp_path / "sample_plan.csv").read_bytes() == plan and sheet.read_bytes() == filled
     assert main([*args, f"out={sheet}", "seed=2", "overwrite=true"]) == 0
     assert (tmp_path / "sample_plan.csv").read_bytes() != plan
+
+
+def test_import_never_drops_labels_an_out_folder_holds(world, tmp_path, capsys):
+    sheet = tmp_path / "plan" / "to_label.csv"
+    assert main(["suggest", "purpose=estimate", f"data={world['release']}", "budget=2", f"out={sheet}"]) == 0
+    frame = _read(sheet)
+    frame[["judge_id", "answer"]] = ["ana", "3"]
+    frame.to_csv(sheet, index=False)
+    theirs = _split(world["data"], tmp_path / "theirs", IDS[40:60])  # another team's labelled folder
+    before = (theirs / "labels.csv").read_bytes()
+    _refused(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={theirs}"], capsys,
+             "would not keep")
+    assert (theirs / "labels.csv").read_bytes() == before
+    out = tmp_path / "o"
+    assert main(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={out}"]) == 0
+    frame["answer"] = "2"  # a reviewer corrects the answers: the same labels, imported again
+    frame.to_csv(sheet, index=False)
+    assert main(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={out}"]) == 0
+    _refused(["predict", f"model={world['model']}", f"data={world['release']}", f"out={theirs / 'labels.csv'}"],
+             capsys, "a file other commands read")
 
 
 # 8. numbers that cannot be trained on ----------------------------------------------------------------------
