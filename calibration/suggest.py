@@ -202,7 +202,6 @@ def run_suggest(cfg) -> Path:
     """CLI: `role-rubric suggest data=DIR model=MODEL_DIR budget=N out=to_label.csv [judges=[ids]]
     [strategy=bald] [diversity=0.5] [questions=all|target]`."""
     from calibration import load_dataset, load_model
-
     from calibration.release.checks import check_suggest_out
     from calibration.release.plan import PLAN_FILE
 

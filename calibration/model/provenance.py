@@ -97,12 +97,13 @@ def training_record(ds, data: str | Path) -> dict:
     texts = conversation_texts(data, labelled)
     signatures = distribution_signatures(ds, labelled)
     return {"data": str(data), "n_conversations": len(labelled),
-            "conversations": sorted([texts.get(c), signatures[c]] for c in labelled)}
+            "conversations": sorted(([texts.get(c), signatures[c]] for c in labelled),
+                                    key=lambda entry: (entry[0] or "", entry[1]))}
 
 
 def training_records(data) -> list[dict]:
     """model.json's `trained_on` for a `TrainingData` (calibration/data/union.py): per directory its path,
-    weight, files' SHA-256 and labelled conversations' fingerprints."""
+    weight, files' SHA-256 and what its labelled conversations are (`training_record`)."""
     return [training_record(s.dataset, s.path) | {"weight": s.weight, "files": s.files} for s in data.sources]
 
 
@@ -145,9 +146,8 @@ def overlapping(model, ds, folder: str | Path | None) -> tuple[list[str], int]:
     found = []
     for cid in labelled:
         text = mine_text.get(cid)
-        if old.get(cid) in legacy or (text and text in texts):
-            found.append(cid)
-        elif entries and _close(mine_sig[cid], untexted if text else everything):
+        known = old.get(cid) in legacy or (text and text in texts)
+        if known or (entries and _close(mine_sig[cid], untexted if text else everything)):
             found.append(cid)
     return found, len(labelled)
 

@@ -167,6 +167,16 @@ def test_other_conversations_under_the_training_ids_are_not_confused(world, tmp_
     assert json.loads((tmp_path / "e" / "estimate.json").read_text())["training_overlap_checked"] is True
 
 
+def test_a_folder_with_text_for_some_conversations_is_recorded_whole(world, tmp_path):
+    from calibration.model.provenance import training_record
+
+    folder = _split(world["data"], tmp_path / "partial", IDS[:6])
+    lines = (folder / "conversations.jsonl").read_text().splitlines()
+    (folder / "conversations.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    record = training_record(load_dataset(folder), folder)
+    assert [t is not None for t, _ in record["conversations"]].count(True) == 3 and record["n_conversations"] == 6
+
+
 def test_an_old_models_record_still_refuses_what_it_recognises(world, tmp_path, capsys):
     old = tmp_path / "old_model"
     shutil.copytree(world["model"], old)
