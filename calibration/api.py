@@ -400,7 +400,10 @@ class RoleAdherence:
 def _adherence_cut(rubric: Rubric, adheres_at: float | None) -> tuple[float, np.ndarray]:
     """(adheres_at, which of the target's options are >= it); by default the lowest value of the upper half
     of the options, so adherence on a 1-4 scale is P(answer >= 3)."""
+    from calibration.release.checks import check_adheres_at
+
     target = rubric.question(rubric.target)
+    check_adheres_at(target, adheres_at)  # at or below the lowest option every turn adheres: a score of 1, always
     values = sorted(target.values)
     cut = float(values[len(values) // 2] if adheres_at is None else adheres_at)
     above = np.array([v >= cut for v in target.values])

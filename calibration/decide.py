@@ -18,7 +18,7 @@ import pandas as pd
 from calibration.evaluation.risk_control import RISK_LEVELS, Threshold, calibrate, decide
 from calibration.model.provenance import refuse_overlap
 from rubric.errors import InputError
-from rubric.identity import check_same_judge, dataset_judge_identity
+from rubric.identity import check_same_judge, dataset_judge_identity, identity_differences
 
 CALIBRATION_FILE = "decide_calibration.csv"
 
@@ -106,6 +106,7 @@ def run_decide(cfg) -> Path:
     turns; threshold null where no threshold passes and every turn is escalated) and, given data=DIR,
     decisions.csv (one row per turn)."""
     from calibration import load_dataset, load_model
+    from calibration.release.checks import check_adheres_at, check_target_answered
 
     model = load_model(cfg.model)
     rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
@@ -114,11 +115,21 @@ def run_decide(cfg) -> Path:
     for key in ("calibration", "data") if cfg.get("data") else ("calibration",):
         check_same_judge(model.judge_identity, dataset_judge_identity(cfg[key]), allow=allow, command="decide",
                          where=cfg[key])
+    if cfg.get("data") and not model.judge_identity and not allow:  # then the calibration set's judge is the reference
+        cal_judge, data_judge = (dataset_judge_identity(cfg[k]) for k in ("calibration", "data"))
+        diffs = identity_differences(cal_judge, data_judge) if cal_judge and data_judge else []
+        if diffs or bool(cal_judge) != bool(data_judge):
+            raise InputError(f"the turns to decide come from another judge than the calibration set's "
+                             f"({'; '.join(diffs) or 'one of them has no judge record'}): the risk bound would not hold.",
+                             path=cfg.data, fix="decide turns gathered by the calibration set's judge, or pass "
+                             "allow_judge_mismatch=true.")
     cal = load_dataset(cfg.calibration, rubric=rubric)
+    check_target_answered(cal, Path(cfg.calibration) / "labels.csv")  # else no calibration turn, every turn escalated
     # The risk bound holds only on turns the model never trained on (calibration/model/provenance.py).
     if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration, folder=cfg.calibration):
         print("decide: warning: the model does not record its training conversations (trained before they were "
               "recorded), so it cannot be checked that the calibration set is held out")
+    check_adheres_at(rubric.question(rubric.target), None if cfg.get("adheres_at") is None else float(cfg.adheres_at))
     adheres_at = (
         default_adheres_at(rubric.question(rubric.target))
         if cfg.get("adheres_at") is None

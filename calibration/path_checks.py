@@ -14,7 +14,7 @@ from rubric.errors import InputError
 
 # Output paths: which commands write a folder and which a single file.
 OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
-OUT_FILE = {"predict", "evaluate", "score"}
+OUT_FILE = {"predict", "evaluate", "score", "suggest"}
 
 
 def check_paths(command: str, cfg: Mapping[str, Any], *, not_paths: Collection[str] = ()) -> None:
@@ -113,6 +113,10 @@ def _check_not_an_input(command: str, cfg: Mapping[str, Any], not_paths: Collect
                 path=target,
                 fix="choose another out= (inputs are never overwritten).",
             )
+    if command in OUT_FILE and out_path.name in DATASET_FILES and out_path.is_file():
+        # another dataset's or model's file (someone's labels.csv): never replaced by a command's table
+        raise InputError(f"out= would overwrite {out_path.name}, a file other commands read.", path=out_path,
+                         fix=f"choose another out= file name (e.g. {command}.csv); inputs are never overwritten.")
 
 
 def lookup(cfg: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:

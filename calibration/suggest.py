@@ -202,7 +202,6 @@ def run_suggest(cfg) -> Path:
     """CLI: `role-rubric suggest data=DIR model=MODEL_DIR budget=N out=to_label.csv [judges=[ids]]
     [strategy=bald] [diversity=0.5] [questions=all|target]`."""
     from calibration import load_dataset, load_model
-
     from calibration.release.checks import check_suggest_out
     from calibration.release.plan import PLAN_FILE
 
@@ -218,6 +217,11 @@ def run_suggest(cfg) -> Path:
         raise InputError("suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
                          fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.")
     model = load_model(cfg.model)
+    from rubric.identity import check_same_judge, dataset_judge_identity
+
+    # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
+    check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data), command="suggest", where=cfg.data,
+                     allow=bool(cfg.get("allow_judge_mismatch", False)))
     ds = load_dataset(
         cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False
     )

@@ -166,3 +166,13 @@ def test_adapt_prints_every_method_per_k_with_paired_intervals(tmp_path):
             d = at10[key]["network"]
             assert d["rmse_diff"] == round(at10["methods"]["network"]["rmse"] - at10["methods"][ref]["rmse"], 4)
             assert d["rmse_diff_95"][0] < d["rmse_diff_95"][1]
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_overlap_recognition_recognises_regathered_conversations_and_confuses_none():
+    out = _run("overlap_recognition.py", "--anchors", str(ANCHORS))
+    by_move = {row["move"]: row for row in out["regathered"]}
+    assert by_move[1e-3]["tolerant_recognised"] == out["labelled_conversations"] > 100
+    assert by_move[1e-3]["exact_hash_recognised"] < out["labelled_conversations"]  # what the old records missed
+    assert by_move[1e-2]["tolerant_recognised"] == 0  # a different answer is not the same conversation
+    assert out["closest_different_conversations"] > 10 * out["tolerance"]

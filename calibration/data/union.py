@@ -82,7 +82,7 @@ def data_weights(weights, n: int) -> list[float] | None:
     if weights is None:
         return None
     given = [weights] if isinstance(weights, str | int | float) else list(weights)
-    if any(isinstance(w, bool) for w in given):  # float(True) is 1.0: a typo, never a weight
+    if any(isinstance(w, bool | np.bool_) for w in given):  # float(True) is 1.0: a typo, never a weight
         raise InputError(f"weights={given} holds true/false, not numbers.",
                          fix="pass one number per data directory, e.g. weights=[1,3].")
     try:

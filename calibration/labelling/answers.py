@@ -74,6 +74,8 @@ def write_labelled_dataset(data: str | Path, out: str | Path, labels: pd.DataFra
         clash = existing[KEY].apply(tuple, axis=1).isin(new_keys)
         replaced, kept = int(clash.sum()), int((~clash).sum())
         labels = pd.concat([existing[~clash], labels], ignore_index=True)
+    if not same:
+        _refuse_dropping(out, labels)
     with out_lock(out):
         if not same:
             for name in COPIED:
@@ -81,6 +83,21 @@ def write_labelled_dataset(data: str | Path, out: str | Path, labels: pd.DataFra
                     shutil.copyfile(data / name, out / name)
         atomic_to_csv(labels, out / "labels.csv")
     return {"labels_written": len(labels), "earlier_labels_kept": kept, "earlier_labels_replaced": replaced}
+
+
+def _refuse_dropping(out: Path, labels: pd.DataFrame) -> None:
+    """An out= folder that already holds labels (an earlier import, or another team's folder) is rewritten only
+    if every label it holds is still in the new labels.csv (perhaps corrected): an import never drops a
+    reviewer's answer."""
+    there = _existing_labels(out)
+    if there is None:
+        return
+    # by key: a corrected answer (same reviewer, question and turn) replaces the earlier one, as documented
+    lost = there[KEY].merge(labels[KEY].drop_duplicates(), how="left", indicator=True)["_merge"].eq("left_only")
+    if lost.any():
+        raise InputError(f"out= already holds {int(lost.sum())} label(s) that the new labels.csv would not keep (its "
+                         f"row {int(lost.to_numpy().argmax()) + 1} first).", path=out / "labels.csv",
+                         fix="import into a new out= folder, or pass data= the folder those labels belong to.")
 
 
 def _existing_labels(data: Path) -> pd.DataFrame | None:

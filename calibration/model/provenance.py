@@ -97,29 +97,34 @@ def training_record(ds, data: str | Path) -> dict:
     texts = conversation_texts(data, labelled)
     signatures = distribution_signatures(ds, labelled)
     return {"data": str(data), "n_conversations": len(labelled),
-            "conversations": sorted([texts.get(c), signatures[c]] for c in labelled)}
+            "conversations": sorted(([texts.get(c), signatures[c]] for c in labelled),
+                                    key=lambda entry: (entry[0] or "", entry[1]))}
 
 
 def training_records(data) -> list[dict]:
     """model.json's `trained_on` for a `TrainingData` (calibration/data/union.py): per directory its path,
-    weight, files' SHA-256 and labelled conversations' fingerprints."""
+    weight, files' SHA-256 and what its labelled conversations are (`training_record`)."""
     return [training_record(s.dataset, s.path) | {"weight": s.weight, "files": s.files} for s in data.sources]
 
 
-def _decode(signature: str) -> tuple[str, np.ndarray]:
+def _by_shape(signatures: list[str]) -> dict[str, np.ndarray]:
+    """Signatures decoded once: {shape: (n, D) codes} (int32, so differences do not wrap)."""
+    groups: dict[str, list[np.ndarray]] = {}
+    for signature in signatures:
+        shape, codes = signature.split(":", 1)
+        groups.setdefault(shape, []).append(np.frombuffer(base64.b64decode(codes), dtype="<u2"))
+    return {shape: np.stack(rows).astype(np.int32) for shape, rows in groups.items()}
+
+
+def _close(signature: str, theirs: dict[str, np.ndarray]) -> bool:
+    """Whether a conversation's signature is within TOLERANCE of one of `theirs` with its turns and shape;
+    a probability the judge did not give matches only one it did not give either."""
     shape, codes = signature.split(":", 1)
-    return shape, np.frombuffer(base64.b64decode(codes), dtype="<u2").astype(np.int32)
-
-
-def _close(mine: str, theirs: list[str]) -> bool:
-    """Whether a conversation's signature is within TOLERANCE of any of `theirs` (same turns and shape)."""
-    shape, codes = _decode(mine)
-    same = [c for s, c in map(_decode, theirs) if s == shape]
-    if not same:
+    if shape not in theirs:
         return False
-    others = np.stack(same)
-    absent = (codes == _ABSENT) | (others == _ABSENT)
-    diff = np.where(absent, np.where(codes == others, 0, _ABSENT), np.abs(others - codes))
+    mine = np.frombuffer(base64.b64decode(codes), dtype="<u2").astype(np.int32)
+    others = theirs[shape]
+    diff = np.where((mine == _ABSENT) | (others == _ABSENT), np.where(mine == others, 0, _ABSENT), np.abs(others - mine))
     return bool((diff.max(1) <= TOLERANCE * (_ABSENT - 1)).any())
 
 
@@ -134,17 +139,15 @@ def overlapping(model, ds, folder: str | Path | None) -> tuple[list[str], int]:
     legacy = {fp for record in records for fp in record.get("fingerprints", [])}
     entries = [e for record in records for e in record.get("conversations", [])]
     texts = {t for t, _ in entries if t}
-    untexted = [s for t, s in entries if not t]
-    everything = [s for _, s in entries]
+    untexted, everything = _by_shape([s for t, s in entries if not t]), _by_shape([s for _, s in entries])
     mine_text = conversation_texts(folder, labelled)
     mine_sig = distribution_signatures(ds, labelled) if entries else {}
     old = conversation_fingerprints(ds, labelled) if legacy else {}
     found = []
     for cid in labelled:
         text = mine_text.get(cid)
-        if old.get(cid) in legacy or (text and text in texts):
-            found.append(cid)
-        elif entries and _close(mine_sig[cid], untexted if text else everything):
+        known = old.get(cid) in legacy or (text and text in texts)
+        if known or (entries and _close(mine_sig[cid], untexted if text else everything)):
             found.append(cid)
     return found, len(labelled)
 

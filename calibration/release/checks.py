@@ -39,18 +39,24 @@ def check_adheres_at(question, adheres_at: float | None) -> None:
             fix=f"pass a value above {values[0]:g} and at most {values[-1]:g} (default: {values[len(values) // 2]:g}).")
 
 
-def check_target_answered(ds, labels: Path) -> None:
-    """The labels must answer the target question somewhere: an estimate of the target from none is no
-    estimate (the gate would compare nothing)."""
+def check_target_answered(ds, labels: Path, *, minimum: int = 1) -> None:
+    """The labels must answer the target question on at least `minimum` conversations: an estimate of the
+    target from none is no estimate (the gate would compare nothing)."""
     t = ds.target_index
-    if len(ds.answers) and (ds.answers[:, t] >= 0).any():
+    rows = ds.answers[:, t] >= 0 if len(ds.answers) else np.zeros(0, bool)
+    conversations = set(ds.items["conversation_id"].to_numpy()[ds.label_item[rows]])
+    if len(conversations) >= minimum:
         return
+    fix = (f"label {ds.rubric.target!r} on the sampled conversations (`role-rubric suggest purpose=estimate` writes a "
+           "sheet with every question).")
+    if conversations:
+        raise InputError(f"the labels answer the target question {ds.rubric.target!r} on {len(conversations)} "
+                         f"conversation(s): an interval needs at least {minimum}.", path=labels, fix=fix)
     answered = [q.id for q, col in zip(ds.rubric.questions, ds.answers.T, strict=True) if (col >= 0).any()]
     raise InputError(
         f"the labels never answer the target question {ds.rubric.target!r}"
         + (f" (they answer {', '.join(answered)})" if answered else "") + ", so there is nothing to estimate it from.",
-        path=labels, fix=f"label {ds.rubric.target!r} on the sampled conversations (`role-rubric suggest purpose=estimate` "
-        "writes a sheet with every question).")
+        path=labels, fix=fix)
 
 
 def check_baseline(release: Path, baseline: Path, *, allow_judge_mismatch: bool) -> None:

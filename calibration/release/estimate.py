@@ -92,7 +92,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
     check_same_judge(model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate",
                      where=root)
     ds = load_dataset(root, rubric=rubric)
-    check_target_answered(ds, root / "labels.csv")
+    check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations
     checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])

@@ -107,6 +107,8 @@ def test_an_unknown_judge_beside_a_known_one_is_refused_unless_allowed(world, tm
              "no judge record")
     _refused(["predict", f"model={world['model']}", f"data={unknown}", f"out={tmp_path / 'p.csv'}"], capsys,
              "no judge record")
+    _refused(["suggest", f"model={world['model']}", f"data={unknown}", "budget=2", f"out={tmp_path / 's.csv'}"],
+             capsys, "no judge record")
     _refused(["train", f"data=[{world['train']},{unknown}]", f"out={tmp_path / 'm'}"], capsys,
              "no judge record", str(world["train"]))
 
@@ -115,6 +117,23 @@ def test_decide_refuses_a_calibration_set_of_another_judge(world, tmp_path, caps
     other = _split(world["data"], tmp_path / "b", IDS[20:40], judge={**JUDGE, "model": "judge-b"})
     _refused(["decide", f"model={world['model']}", f"calibration={other}", f"out={tmp_path / 'd'}"], capsys,
              "another judge", "judge-b")
+
+
+def test_a_model_without_a_judge_record_is_named_and_decide_compares_its_two_folders(world, tmp_path, capsys):
+    from calibration.model.integrity import model_sha256
+
+    old = tmp_path / "old_model"
+    shutil.copytree(world["model"], old)
+    meta = json.loads((old / "model.json").read_text())
+    meta["judge"] = None  # trained before judges were recorded
+    meta["integrity"]["model_sha256"] = model_sha256(meta)
+    (old / "model.json").write_text(json.dumps(meta))
+    capsys.readouterr()
+    assert main(["estimate", f"data={world['release']}", f"model={old}", f"out={tmp_path / 'e'}"]) == 0
+    assert "the model records no judge" in capsys.readouterr().out
+    other = _split(world["data"], tmp_path / "b", IDS[40:60], judge={**JUDGE, "model": "judge-b"})
+    _refused(["decide", f"model={old}", f"calibration={world['release']}", f"data={other}", f"out={tmp_path / 'd'}"],
+             capsys, "another judge than the calibration set's", "judge-b")
 
 
 # 2. Training overlap recognised by content ----------------------------------------------------------------
@@ -148,6 +167,16 @@ def test_other_conversations_under_the_training_ids_are_not_confused(world, tmp_
     assert json.loads((tmp_path / "e" / "estimate.json").read_text())["training_overlap_checked"] is True
 
 
+def test_a_folder_with_text_for_some_conversations_is_recorded_whole(world, tmp_path):
+    from calibration.model.provenance import training_record
+
+    folder = _split(world["data"], tmp_path / "partial", IDS[:6])
+    lines = (folder / "conversations.jsonl").read_text().splitlines()
+    (folder / "conversations.jsonl").write_text("\n".join(lines[:3]) + "\n")
+    record = training_record(load_dataset(folder), folder)
+    assert [t is not None for t, _ in record["conversations"]].count(True) == 3 and record["n_conversations"] == 6
+
+
 def test_an_old_models_record_still_refuses_what_it_recognises(world, tmp_path, capsys):
     old = tmp_path / "old_model"
     shutil.copytree(world["model"], old)
@@ -168,6 +197,10 @@ def test_labels_that_never_answer_the_target_are_one_line(world, tmp_path, capsy
     labels = _read(rel / "labels.csv")
     labels[labels.question_id != "overall"].to_csv(rel / "labels.csv", index=False)
     _refused(_estimate(world, rel, tmp_path / "e"), capsys, "never answer the target question 'overall'", "labels.csv")
+    _refused(["decide", f"model={world['model']}", f"calibration={rel}", f"out={tmp_path / 'd'}"], capsys,
+             "never answer the target question")
+    _refused(["decide", f"model={world['model']}", f"calibration={world['release']}", "adheres_at=1",
+              f"out={tmp_path / 'd'}"], capsys, "outside the scale")
 
 
 @pytest.mark.parametrize("value", ["0", "1", "4.5", "-3"])
@@ -241,8 +274,9 @@ def test_suggest_refuses_an_out_that_is_an_input(world, tmp_path, capsys, purpos
     before = (rel / "labels.csv").read_bytes()
     extra = [f"model={world['model']}"] if purpose == "learn" else []
     for out in (rel / "labels.csv", tmp_path / "elsewhere" / "labels.csv", world["model"] / "model.json"):
-        _refused(["suggest", f"purpose={purpose}", f"data={rel}", "budget=2", f"out={out}", *extra], capsys,
-                 "a file other commands read")
+        line = _refused(["suggest", f"purpose={purpose}", f"data={rel}", "budget=2", f"out={out}", *extra], capsys,
+                        out.name)
+        assert "other commands read" in line or "this command's own inputs" in line, line
     _refused(["suggest", f"purpose={purpose}", f"data={rel}", "budget=2", f"out={rel}", *extra], capsys, "folder")
     assert (rel / "labels.csv").read_bytes() == before
 
@@ -259,6 +293,26 @@ def test_suggest_keeps_an_existing_plan_and_sheet_unless_overwrite(world, tmp_pa
     assert (tmp_path / "sample_plan.csv").read_bytes() == plan and sheet.read_bytes() == filled
     assert main([*args, f"out={sheet}", "seed=2", "overwrite=true"]) == 0
     assert (tmp_path / "sample_plan.csv").read_bytes() != plan
+
+
+def test_import_never_drops_labels_an_out_folder_holds(world, tmp_path, capsys):
+    sheet = tmp_path / "plan" / "to_label.csv"
+    assert main(["suggest", "purpose=estimate", f"data={world['release']}", "budget=2", f"out={sheet}"]) == 0
+    frame = _read(sheet)
+    frame[["judge_id", "answer"]] = ["ana", "3"]
+    frame.to_csv(sheet, index=False)
+    theirs = _split(world["data"], tmp_path / "theirs", IDS[40:60])  # another team's labelled folder
+    before = (theirs / "labels.csv").read_bytes()
+    _refused(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={theirs}"], capsys,
+             "would not keep")
+    assert (theirs / "labels.csv").read_bytes() == before
+    out = tmp_path / "o"
+    assert main(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={out}"]) == 0
+    frame["answer"] = "2"  # a reviewer corrects the answers: the same labels, imported again
+    frame.to_csv(sheet, index=False)
+    assert main(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={out}"]) == 0
+    _refused(["predict", f"model={world['model']}", f"data={world['release']}", f"out={theirs / 'labels.csv'}"],
+             capsys, "a file other commands read")
 
 
 # 8. numbers that cannot be trained on ----------------------------------------------------------------------
