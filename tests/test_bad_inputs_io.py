@@ -112,3 +112,22 @@ def test_model_weights_get_the_mode_of_every_other_output(tmp_path):
     _write_model(tmp_path / "m", {"w": torch.zeros(2)}, {})
     modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "m").iterdir()}
     assert modes == {"model.json": FILE_MODE, "weights.safetensors": FILE_MODE}
+
+
+def test_score_against_a_judge_that_is_not_there_or_fails_names_it(tmp_path, monkeypatch, capsys):
+    from rubric import backends
+    from rubric.fake_server import FakeOpenAI
+
+    monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)
+    conversations = f"conversations={TINY / 'new.jsonl'}"
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    assert main(["score", conversations, "judge=fake", f"judge.base_url={url}", f"out={tmp_path / 's.csv'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"connection refused at {url}" in err, err
+    with FakeOpenAI() as server:  # it answers, but every answer is an error: say which, there is no failures file
+        server.fail_when = "role"
+        assert main(["score", conversations, "judge=fake", f"judge.base_url={server.base_url}",
+                     "judge.max_retries=0", f"out={tmp_path / 's.csv'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "the judge answered no question" in err and "first: HTTP 500" in err, err
+    assert not (tmp_path / "s.csv").exists()
