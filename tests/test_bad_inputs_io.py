@@ -100,7 +100,7 @@ def test_the_printed_train_command_survives_the_shell_and_hydra(data):
     parsed = {o.key_or_group: o.value() for o in OverridesParser.create().parse_overrides(words[2:])}
     assert parsed["data"] == data and parsed["target"] == "over all"
     if data == "runs/tiny":
-        assert command == "role-rubric train data=runs/tiny 'target=over all' out=MODEL_DIR"
+        assert command == "role-rubric train data=runs/tiny 'target=\"over all\"' out=MODEL_DIR"
 
 
 def test_model_weights_get_the_mode_of_every_other_output(tmp_path):

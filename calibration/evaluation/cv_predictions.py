@@ -10,14 +10,13 @@ a pair that does not predict the same rows.
 from __future__ import annotations
 
 import json
-import re
-import shlex
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
+from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.ids import clean_id_columns
 
@@ -67,27 +66,12 @@ def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None,
         return None
     best = min(found, key=found.get)
     model = TRAINABLE[best]
-    paths = _hydra_value(data) if isinstance(data, str | Path) else f"[{','.join(_hydra_value(d) for d in data)}]"
-    where = _shell_word(f"data={paths}")
+    where = override("data", data if isinstance(data, str | Path) else list(data))
     if weights is not None:
         where += f" weights=[{','.join(f'{float(w):g}' for w in weights)}]"
-    option = ("" if model == "network" else f" model={model}") + (f" {_shell_word(f'target={target}')}" if target else "")
+    option = ("" if model == "network" else f" model={model}") + (f" {override('target', target)}" if target else "")
     return {"method": best, "model": model, "rmse": found[best],
             "command": f"role-rubric train {where}{option} out=MODEL_DIR"}
-
-
-def _hydra_value(path: str | Path) -> str:
-    """A path as a Hydra override value: as it is where Hydra reads it so, else double-quoted."""
-    text = str(path)
-    if re.fullmatch(r"[\w./~@%+:-]+", text):
-        return text
-    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-
-def _shell_word(token: str) -> str:
-    """`token` as one word for the shell (shlex.quote), left bare where nothing in it is special to the
-    shell (a Hydra list's brackets and commas included, as the docs write them)."""
-    return token if re.fullmatch(r"[\w@%+=:,./\[\]~-]+", token) else shlex.quote(token)
 
 
 def method_arrays(predictions: pd.DataFrame, method: str = REFERENCE) -> dict[str, np.ndarray]:
