@@ -131,3 +131,15 @@ def test_score_against_a_judge_that_is_not_there_or_fails_names_it(tmp_path, mon
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the judge answered no question" in err and "first: HTTP 500" in err, err
     assert not (tmp_path / "s.csv").exists()
+
+
+def test_a_batch_gather_against_an_address_where_nothing_listens_names_it(tmp_path, capsys):
+    import time
+
+    url = f"http://127.0.0.1:{_free_port()}/v1"
+    started = time.monotonic()
+    code = main(["gather", f"conversations={TINY / 'conversations.jsonl'}", "limit=2", "judge=fake",
+                 f"judge.base_url={url}", "mode=batch", f"out={tmp_path / 'g'}"])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"connection refused at {url}" in err, err
+    assert time.monotonic() - started < 10
