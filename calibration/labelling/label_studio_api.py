@@ -4,7 +4,7 @@ The API token is read by the caller from an environment variable and held only i
 header: it is never printed, logged or written, and any text that echoes it is masked before it is shown.
 Two kinds of token work: a personal access token (the default of Label Studio 1.13 and later: a JWT refresh
 token, exchanged at /api/token/refresh for a short-lived access token sent as `Bearer ...`, and exchanged
-again once if the server refuses it mid-import), and a legacy token (sent as `Authorization: Token ...`).
+again whenever the server refuses an expired one mid-import), and a legacy token (sent as `Authorization: Token ...`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ class LabelStudio:
         self.url = url.rstrip("/")
         self._token = token
         self._secrets = [token]  # masked out of every message, with the access tokens made from it
-        self._renewed = False
         self.timeout = timeout
         self._opener = _opener(self.url)
         self._auth = ""
@@ -90,7 +89,8 @@ class LabelStudio:
         self._secrets.append(access)
         return f"Bearer {access}"
 
-    def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None,
+              renew: bool = True) -> Any:
         headers = {"Accept": "application/json"}
         if (auth if auth is not None else self._auth):
             headers["Authorization"] = auth if auth is not None else self._auth
@@ -103,10 +103,9 @@ class LabelStudio:
             with self._opener.open(request, timeout=self.timeout) as reply:
                 text = reply.read()
         except urllib.error.HTTPError as exc:
-            if exc.code == 401 and auth is None and self._auth.startswith("Bearer ") and not self._renewed:
-                self._renewed = True  # the access token expired during a long import: one new one, once
-                self._auth = self._authorization(self._token)
-                return self._call(method, path, body, what=what)
+            if exc.code == 401 and auth is None and self._auth.startswith("Bearer ") and renew:
+                self._auth = self._authorization(self._token)  # the access token expired: a new one, once per request
+                return self._call(method, path, body, what=what, renew=False)
             raise self._refused(exc, what) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
