@@ -25,6 +25,7 @@ class LabelStudioLike(ThreadingHTTPServer):
     def __init__(self, tasks, *, uses=100, echo=False):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.tasks, self.uses, self.echo = tasks, uses, echo
+        self.users: object = [{"id": 1, "email": "a@x.org"}]  # what /api/users/ answers
         self.access: dict[str, int] = {}  # access token -> requests left
         self.seen: list[tuple[str, str, str]] = []  # (method, path, Authorization)
 
@@ -72,7 +73,7 @@ class _Handler(BaseHTTPRequestHandler):
         if self.path.startswith("/api/projects/1/export"):
             return self._send(200, self.server.tasks)
         if self.path.startswith("/api/users"):
-            return self._send(200, [{"id": 1, "email": "a@x.org"}])
+            return self._send(200, self.server.users)
         return self._send(404, {"detail": "Not found."})
 
     def log_message(self, *args):

@@ -97,3 +97,22 @@ def test_a_reviewer_id_that_starts_like_a_formula_is_refused(labelling_dir, tmp_
     err = capsys.readouterr().err
     assert "task 10, annotation 1: the reviewer id" in err and "starts like a spreadsheet formula" in err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("users", [{"detail": "x"}, "a@x.org", [{"id": "1", "email": "a@x.org"}]])
+def test_a_server_reply_of_the_wrong_shape_is_one_line(labelling_dir, tmp_path, monkeypatch, capsys, users):
+    tasks = annotated_tasks(labelling_dir)
+    for task in tasks:
+        task["annotations"][0]["completed_by"] = 1  # named by id only: the users list tells the email
+    monkeypatch.setenv("LABEL_STUDIO_API_KEY", LEGACY)
+    server = serve(LabelStudioLike(tasks))
+    server.users = users
+    try:
+        code = main(["import", "source=label-studio", f"data={labelling_dir}", f"url={server.url}", "project=1",
+                     f"out={tmp_path / 'o'}"])
+    finally:
+        server.shutdown()
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1, err
+    assert ("sent no list for users" in err) or ("names its annotator by user id 1 only" in err), err
+    assert not (tmp_path / "o").exists()
