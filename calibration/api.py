@@ -281,9 +281,12 @@ class RoleAdherence:
         """One result per conversation from the gathered answers, in the order of `convs`."""
         from calibration.data.dataset import dataset_from_frames
 
-        if gathered.llm.empty:
+        if gathered.llm.empty:  # name what failed: score writes no failures.csv to look in
+            failed = gathered.failures
+            first = f"; first: {failed['error'].iloc[0]}" if len(failed) and "error" in failed else ""
             raise InputError(
-                "the judge answered no question.", fix="check the judge (see failures) and retry."
+                f"the judge answered no question ({len(failed)} requests failed{first}).",
+                fix="check judge.base_url, the key and the model, then retry.",
             )
         llm = gathered.llm.copy()
         llm["turn"] = llm["turn"].map(lambda t: "" if pd.isna(t) else str(int(t)))  # conversation items: ""

@@ -27,6 +27,7 @@ import pandas as pd
 
 from calibration.evaluation.adherence import item_adherence, oof_item_adherence, per_role, violation_aucs
 from calibration.evaluation.metrics import jsonable
+from rubric.command_line import override
 from rubric.errors import InputError
 
 BENCHMARK = "role_adherence"
@@ -274,7 +275,8 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     )
     print(f"demo: wrote {cv_dir / 'predictions.csv'} and {cv_dir / 'metrics.json'} (out-of-fold)")
     print(
-        f"demo: wrote {model_dir} (try: role-rubric score conversations=FILE calibrator={model_dir} out=scores.csv)"
+        f"demo: wrote {model_dir} (try: role-rubric score conversations=FILE {override('calibrator', model_dir)} "
+        "out=scores.csv)"
     )
     print(f"demo: {report_line}")
     if report:

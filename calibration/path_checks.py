@@ -21,9 +21,21 @@ def check_paths(command: str, cfg: Mapping[str, Any], *, not_paths: Collection[s
     """Every path check of `command`'s plain config, in order: one path per input key, the output's kind and
     place, no input overwritten. not_paths: keys that are no path for this command (train's model= names a
     kind of model)."""
+    _check_no_dash(cfg)
     _check_one_directory(command, cfg)
     _check_out(command, cfg)
     _check_not_an_input(command, cfg, not_paths)
+
+
+def _check_no_dash(cfg: Mapping[str, Any]) -> None:
+    """`-` is no path here (Unix tools read it as standard input or output; role-rubric would make a file
+    named "-"): one line, before anything is read or written."""
+    for key in (*INPUT_KEYS, "out", "results", "cache", "plan", "baseline"):
+        found, value = lookup(cfg, key)
+        if found and isinstance(value, str) and value.strip() == "-":
+            way = "write to standard output" if key == "out" else "read standard input"
+            raise InputError(f"{key}=- : role-rubric does not {way}; it reads and writes named files.",
+                             fix=f"pass {key}= a path (for piped input, save it first: `... > input.jsonl`).")
 
 
 SEVERAL_DIRECTORIES = ("train", "cv", "search", "report")

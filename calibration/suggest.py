@@ -27,6 +27,7 @@ import numpy as np
 import pandas as pd
 import torch
 
+from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.ids import clean_id_list
 
@@ -270,8 +271,8 @@ def run_suggest(cfg) -> Path:
     )
     print(
         f"suggest: wrote {out} ({len(frame)} rows): budget={budget} counts (turn, reviewer) pairs, and each pair "
-        f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet sheet={out} "
-        f"data={cfg.data} out=NEW_DIR`"
+        f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet {override('sheet', out)} "
+        f"{override('data', str(cfg.data))} out=NEW_DIR`"
     )
     return out
 

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
+from rubric.http import refused_at
 from rubric.judge_settings import JudgeConfig
 from rubric.responses import mask_secrets
 
@@ -33,6 +34,12 @@ class BatchAPI:
             raise InputError(
                 "judge.base_url=local serves no Batch API.",
                 fix="write the files with submit=false and run them with vLLM's run_batch, or gather online.",
+            )
+        base_url = cfg.resolved_base_url() or "https://api.openai.com/v1"
+        if refused_at(base_url):  # at once, not after the client's retries
+            raise InputError(
+                f"connection refused at {base_url}: nothing listens there.",
+                fix="start the judge's server or correct judge.base_url (or write the files only with submit=false).",
             )
         self._key = key
         self._openai = openai

@@ -39,6 +39,7 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         yield Path(tmp)
         with open(tmp, "rb+") as fh:  # the bytes reach the disk before the name points at them
             os.fsync(fh.fileno())
+        os.chmod(tmp, FILE_MODE)  # a writer that recreates the file (safetensors' save_file) made it 0600 again
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -87,6 +87,30 @@ def env_proxy(url: str) -> str | None:
     return getproxies().get(parts.scheme)
 
 
+def refused_at(url: str | None, timeout: float = 3.0) -> bool:
+    """True when nothing listens at `url`'s host and port (the connection is refused at once); False when
+    something answers, when it cannot be told in `timeout`, or when a proxy would carry the request."""
+    import socket
+    from urllib.parse import urlsplit
+
+    if not url or env_proxy(url) is not None:
+        return False
+    parts = urlsplit(url)
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return False
+    if not parts.hostname:
+        return False
+    try:
+        with socket.create_connection((parts.hostname, port), timeout=timeout):
+            return False
+    except ConnectionRefusedError:
+        return True
+    except OSError:
+        return False
+
+
 def ssl_context_for(url: str) -> Any:
     """For https: the SSL context the openai client's transports build (httpx's create_ssl_context:
     certifi's CA bundle, SSL_CERT_FILE / SSL_CERT_DIR honoured), so both ways of sending trust the same

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.ids import clean_id_columns
 
@@ -65,12 +66,12 @@ def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None,
         return None
     best = min(found, key=found.get)
     model = TRAINABLE[best]
-    where = str(data) if isinstance(data, str | Path) else f"[{','.join(str(d) for d in data)}]"
+    where = override("data", data if isinstance(data, str | Path) else list(data))
     if weights is not None:
         where += f" weights=[{','.join(f'{float(w):g}' for w in weights)}]"
-    option = ("" if model == "network" else f" model={model}") + (f" target={target}" if target else "")
+    option = ("" if model == "network" else f" model={model}") + (f" {override('target', target)}" if target else "")
     return {"method": best, "model": model, "rmse": found[best],
-            "command": f"role-rubric train data={where}{option} out=MODEL_DIR"}
+            "command": f"role-rubric train {where}{option} out=MODEL_DIR"}
 
 
 def method_arrays(predictions: pd.DataFrame, method: str = REFERENCE) -> dict[str, np.ndarray]:

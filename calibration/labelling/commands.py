@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 from calibration.labelling.answers import copied_names, write_labelled_dataset
+from calibration.labelling.export_shape import check_export
 from calibration.labelling.items import dataset_conversations, every_turn, read_selection
 from calibration.labelling.label_studio import (
     config_questions,
@@ -118,8 +119,10 @@ def run_import(cfg) -> dict[str, int]:
     if source == "sheet":
         _need(cfg, source, "sheet")
         conversations = dataset_conversations(data) if (data / "conversations.jsonl").exists() else None
-        known = None if conversations is not None else _llm_items(data)
-        labels, counts = sheet_labels(cfg.sheet, rubric, conversations=conversations, known=known)
+        items = _llm_items(data, required=conversations is None)
+        whole = items is not None and any(turn == "" for _, turn in items)  # labels per conversation, not per turn
+        labels, counts = sheet_labels(cfg.sheet, rubric, conversations=conversations,
+                                      known=None if conversations is not None else items, whole_conversations=whole)
     else:
         labels, counts = _label_studio_labels(cfg, data, rubric)
     counts.update(write_labelled_dataset(data, cfg.out, labels))
@@ -144,10 +147,13 @@ def _label_studio_labels(cfg, data: Path, rubric):
                              fix="pass export= a JSON export of the project, or url=URL project=ID (token in $"
                                  f"{cfg.token_env}).")
         client = LabelStudio(str(cfg.url), _token(cfg), timeout=float(cfg.timeout))
-        tasks, users = client.export(int(cfg.project)), client.users()
-        path = ensure_out_dir(cfg.out) / EXPORT_NAME
+        where = f"project {cfg.project} at {str(cfg.url).rstrip('/')}"
+        tasks, users = check_export(client.export(int(cfg.project)), where), client.users()
+        found = label_studio_labels(tasks, rubric, conversations, path=where, users=users, judge_map=judge_map)
+        path = ensure_out_dir(cfg.out) / EXPORT_NAME  # only once every answer is checked: nothing half-written
         atomic_write_text(path, json.dumps(_with_emails(tasks, users), ensure_ascii=False, indent=1))
         print(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
+        return found
     return label_studio_labels(tasks, rubric, conversations, path=path, users=users, judge_map=judge_map)
 
 
@@ -162,12 +168,14 @@ def _with_emails(tasks: list[dict], users: dict[int, str]) -> list[dict]:
     return tasks
 
 
-def _llm_items(data: Path) -> set[tuple[str, str]] | None:
+def _llm_items(data: Path, *, required: bool = True) -> set[tuple[str, str]] | None:
     """Items of the dataset's llm.csv (a sheet's turns are checked against them when there is no
-    conversations.jsonl); None when the folder has neither."""
+    conversations.jsonl; their turns say whether labels are per turn); None when there is none to read."""
     from calibration.data.reading import LLM_COLUMNS, _as_text_ids, _find, _read_table
 
     path = _find(data, "llm", required=False)
+    if path is None and not required:
+        return None
     if path is None:
         raise InputError("the dataset folder has neither conversations.jsonl nor llm.csv to check the sheet's turns "
                          "against.", path=data, fix="pass data= the dataset the sheet was made from.")

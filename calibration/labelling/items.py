@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from calibration.labelling.cells import restore_frame
 from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError, read_text_file
 
@@ -116,12 +117,13 @@ def read_csv(path: Path) -> pd.DataFrame:
         raise InputError("file not found.", path=path, fix="check the path.")
     read_text_file(path)  # a folder or not UTF-8: one line naming the file
     try:
-        return pd.read_csv(path, dtype=str, keep_default_na=False)
+        frame = pd.read_csv(path, dtype=str, keep_default_na=False)
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty.", path=path, fix="pass a CSV with a header row.") from None
     except pd.errors.ParserError as exc:
         raise InputError(f"cannot be read as CSV ({str(exc).splitlines()[0]}).", path=path,
                          fix="save the sheet as CSV (comma-separated, UTF-8).") from None
+    return restore_frame(frame)  # the quotes that kept formula-like cells inert (cells.py), removed
 
 
 def _sampled(frame: pd.DataFrame, path: Path) -> pd.Series:

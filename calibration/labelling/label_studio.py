@@ -25,6 +25,8 @@ from xml.sax.saxutils import quoteattr
 import pandas as pd
 
 from calibration.labelling.answers import option_key, options_text
+from calibration.labelling.cells import check_reviewer_id
+from calibration.labelling.export_shape import check_export
 from calibration.labelling.items import Item, check_item, conversation_messages
 from rubric.conversations import Conversation
 from rubric.errors import InputError, read_text_file
@@ -138,15 +140,7 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
     except json.JSONDecodeError as exc:
         raise InputError(f"not JSON ({exc.msg}, line {exc.lineno}); not a Label Studio JSON export.", path=path,
                          fix="in Label Studio choose Export -> JSON (not CSV or TSV) and pass that file.") from None
-    if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
-        raise InputError("not a Label Studio JSON export (a list of tasks).", path=path,
-                         fix="in Label Studio choose Export -> JSON and pass that file.")
-    for i, task in enumerate(tasks):
-        if not isinstance(task.get("data"), dict) or not isinstance(task.get("annotations", []), list):
-            hint = " (this looks like JSON_MIN)" if "annotator" in task or "annotation_id" in task else ""
-            raise InputError(f"task {i + 1} has no data/annotations{hint}; not a Label Studio JSON export.", path=path,
-                             fix="in Label Studio choose Export -> JSON (the full format, not JSON_MIN).")
-    return tasks
+    return check_export(tasks, path)  # the same checks as an export pulled with url= (export_shape.py)
 
 
 def label_studio_labels(
@@ -162,6 +156,7 @@ def label_studio_labels(
     counts: Counter[str] = Counter()
     rows: list[tuple[str, str, str, str, str]] = []
     bad: list[tuple[Any, str]] = []  # (task id, what is wrong)
+    answered_in: dict[Item, Any] = {}  # item -> the task whose answers it has
     for task in tasks:
         item = _task_item(task, path)
         counts["tasks"] += 1
@@ -169,6 +164,7 @@ def label_studio_labels(
         latest = _latest_per_annotator(task, counts, users, judge_map, path)
         if latest:  # a turn nobody answered may have changed since: nothing of it is imported
             _check_same_text(task, item, conversations, path)
+            _check_one_task_per_turn(task, item, answered_in, path)
         for judge, ann in latest.items():
             counts["annotations"] += 1
             answered = _answers(ann, item, judge, task, rubric, rows, bad, counts, path)
@@ -203,6 +199,18 @@ def _task_item(task: dict[str, Any], path: str | Path) -> Item:
     return (clean_id(data["conversation_id"]), turn)  # one rule for ids (rubric/ids.py)
 
 
+def _check_one_task_per_turn(task: dict[str, Any], item: Item, answered_in: dict[Item, Any], path) -> None:
+    """Two answered tasks for one turn (tasks imported twice): whose answer counts cannot be told."""
+    tid = task.get("id", "?")
+    if item in answered_in:
+        raise InputError(
+            f"tasks {answered_in[item]} and {tid} are both conversation {item[0]!r} turn {item[1] or 'all'}, and both "
+            "have answers: the project holds this turn twice.", path=path,
+            fix=f"delete one of the two tasks in Label Studio (after moving its answers to the other), then import "
+                "again; `role-rubric label-studio project=ID` adds only the turns a project lacks.")
+    answered_in[item] = tid
+
+
 def _check_same_text(task: dict[str, Any], item: Item, conversations: dict[str, Conversation], path) -> None:
     """The task shows the dataset's conversation as it is now: otherwise its labels judge other text."""
     data, tid = task["data"], task.get("id", "?")
@@ -230,10 +238,13 @@ def _annotator(ann: dict[str, Any], users: dict[int, str] | None, judge_map: dic
     if email is None and users is not None and isinstance(uid, int):
         email = users.get(uid)
     judge_map = judge_map or {}
+    where = f"task {tid}, annotation {ann.get('id', '?')}"
     for key in (email, None if uid is None else str(uid)):
         if key is not None and key in judge_map:
+            check_reviewer_id(judge_map[key], where, path)
             return judge_map[key]
     if email:
+        check_reviewer_id(str(email), where, path)
         return str(email)
     raise InputError(
         f"task {tid}, annotation {ann.get('id', '?')}: the export names its annotator by user id {uid!r} only.",

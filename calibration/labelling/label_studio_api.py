@@ -4,7 +4,7 @@ The API token is read by the caller from an environment variable and held only i
 header: it is never printed, logged or written, and any text that echoes it is masked before it is shown.
 Two kinds of token work: a personal access token (the default of Label Studio 1.13 and later: a JWT refresh
 token, exchanged at /api/token/refresh for a short-lived access token sent as `Bearer ...`, and exchanged
-again once if the server refuses it mid-import), and a legacy token (sent as `Authorization: Token ...`).
+again whenever the server refuses an expired one mid-import), and a legacy token (sent as `Authorization: Token ...`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ class LabelStudio:
         self.url = url.rstrip("/")
         self._token = token
         self._secrets = [token]  # masked out of every message, with the access tokens made from it
-        self._renewed = False
         self.timeout = timeout
         self._opener = _opener(self.url)
         self._auth = ""
@@ -37,11 +36,15 @@ class LabelStudio:
 
     # -- what role-rubric uses ------------------------------------------------------------------------------
     def project(self, project: int) -> dict[str, Any]:
-        return self._call("GET", f"/api/projects/{int(project)}", what=f"project {project}")
+        return self._shaped(self._call("GET", f"/api/projects/{int(project)}", what=f"project {project}"), dict,
+                            f"project {project}")
 
     def create_project(self, title: str, label_config: str, *, annotations_per_task: int = 1) -> int:
         body = {"title": title, "label_config": label_config, "maximum_annotations": int(annotations_per_task)}
-        return int(self._call("POST", "/api/projects", body, what="a new project")["id"])
+        reply = self._shaped(self._call("POST", "/api/projects", body, what="a new project"), dict, "a new project")
+        if isinstance(reply.get("id"), bool) or not isinstance(reply.get("id"), int):
+            self._shaped(None, dict, "a new project (its id)")
+        return int(reply["id"])
 
     def add_tasks(self, project: int, tasks: list[dict[str, Any]]) -> int:
         """Import tasks in batches; returns how many the server took."""
@@ -49,7 +52,8 @@ class LabelStudio:
         for start in range(0, len(tasks), PAGE):
             reply = self._call("POST", f"/api/projects/{int(project)}/import", tasks[start : start + PAGE],
                                what=f"tasks of project {project}")
-            added += int(reply.get("task_count", 0))
+            count = self._shaped(reply, dict, f"tasks of project {project}").get("task_count", 0)
+            added += count if isinstance(count, int) else 0
         return added
 
     def tasks(self, project: int) -> list[dict[str, Any]]:
@@ -59,8 +63,11 @@ class LabelStudio:
         while True:
             reply = self._call("GET", f"/api/tasks?project={int(project)}&page_size={PAGE}&page={page}",
                                what=f"tasks of project {project}")
-            found += reply.get("tasks", [])
-            if not reply.get("tasks") or len(found) >= int(reply.get("total", 0)):
+            reply = self._shaped(reply, dict, f"tasks of project {project}")
+            page_tasks = self._shaped(reply.get("tasks", []), list, f"tasks of project {project}")
+            found += [t for t in page_tasks if isinstance(t, dict)]
+            total = reply.get("total", 0)
+            if not page_tasks or not isinstance(total, int) or len(found) >= total:
                 return found
             page += 1
 
@@ -74,9 +81,19 @@ class LabelStudio:
 
     def users(self) -> dict[int, str]:
         """user id -> email, for annotations that name their annotator by id."""
-        return {int(u["id"]): str(u.get("email") or "") for u in self._call("GET", "/api/users/", what="users")}
+        reply = self._call("GET", "/api/users/", what="users")
+        users = reply.get("results", reply) if isinstance(reply, dict) else reply  # a page, or the plain list
+        return {u["id"]: str(u.get("email") or "") for u in self._shaped(users, list, "users")
+                if isinstance(u, dict) and isinstance(u.get("id"), int)}
 
     # -- plumbing -------------------------------------------------------------------------------------------
+    def _shaped(self, reply: Any, kind: type, what: str) -> Any:
+        """`reply` if it is a JSON `kind` (object or list), else one line: not what Label Studio sends."""
+        if not isinstance(reply, kind):
+            raise InputError(f"Label Studio at {self.url} sent no {'list' if kind is list else 'object'} for {what}; "
+                             "is it a Label Studio server?", fix="check url= (and project=).")
+        return reply
+
     def _authorization(self, token: str) -> str:
         """`Token ...` for a legacy token; for a personal access token (a JWT refresh token), `Bearer` and an
         access token fetched from /api/token/refresh (short-lived: fetched again when the server refuses it)."""
@@ -90,7 +107,8 @@ class LabelStudio:
         self._secrets.append(access)
         return f"Bearer {access}"
 
-    def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None) -> Any:
+    def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None,
+              renew: bool = True) -> Any:
         headers = {"Accept": "application/json"}
         if (auth if auth is not None else self._auth):
             headers["Authorization"] = auth if auth is not None else self._auth
@@ -103,10 +121,9 @@ class LabelStudio:
             with self._opener.open(request, timeout=self.timeout) as reply:
                 text = reply.read()
         except urllib.error.HTTPError as exc:
-            if exc.code == 401 and auth is None and self._auth.startswith("Bearer ") and not self._renewed:
-                self._renewed = True  # the access token expired during a long import: one new one, once
-                self._auth = self._authorization(self._token)
-                return self._call(method, path, body, what=what)
+            if exc.code == 401 and auth is None and self._auth.startswith("Bearer ") and renew:
+                self._auth = self._authorization(self._token)  # the access token expired: a new one, once per request
+                return self._call(method, path, body, what=what, renew=False)
             raise self._refused(exc, what) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)

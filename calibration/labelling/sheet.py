@@ -16,6 +16,7 @@ from pathlib import Path
 import pandas as pd
 
 from calibration.labelling.answers import option_key, options_text
+from calibration.labelling.cells import check_reviewer_id, neutralise_frame
 from calibration.labelling.items import (
     SHEET_ROW_OFFSET,
     Item,
@@ -42,7 +43,8 @@ def sheet_frame(
     scores: list[float] | None = None,
 ) -> pd.DataFrame:
     """The sheet: one row per (item, judge, question) in the given order, ranked from 1. `scores` adds a
-    `score` column (leave it out where it means nothing to a reviewer, e.g. a random order)."""
+    `score` column (leave it out where it means nothing to a reviewer, e.g. a random order). Text cells that
+    a spreadsheet would run as a formula are quoted (calibration/labelling/cells.py); reading restores them."""
     if questions not in ("all", "target"):
         raise InputError(f"questions={questions!r}.", fix="use questions=all or questions=target.")
     asked = [q for q in rubric.questions if questions == "all" or q.id == rubric.target]
@@ -69,7 +71,7 @@ def sheet_frame(
                 "answer": "",
             })
             rows.append(row)
-    return pd.DataFrame(rows)
+    return neutralise_frame(pd.DataFrame(rows))  # the chatbot's users wrote some of this: no formulas
 
 
 def sheet_labels(
@@ -78,11 +80,13 @@ def sheet_labels(
     *,
     conversations: dict[str, Conversation] | None = None,
     known: set[Item] | None = None,
+    whole_conversations: bool = False,
 ) -> tuple[pd.DataFrame, dict[str, int]]:
     """labels.csv rows from the answered rows of a filled sheet, each checked; counts of what was skipped.
 
     conversations: check each row's turn exists and its user message and reply still read as in the sheet;
-    known: without conversations, the items the dataset has (from llm.csv)."""
+    known: without conversations, the items the dataset has (from llm.csv); whole_conversations: the
+    dataset judges whole conversations, so a blank turn is one (otherwise a blank turn is a mistake)."""
     path = Path(path)
     frame = read_csv(path)
     missing = [c for c in NEEDED if c not in frame.columns]
@@ -94,7 +98,7 @@ def sheet_labels(
     rows: dict[tuple[str, str, str, str], tuple[str, int]] = {}
     for i in frame.index[filled]:
         n = int(i) + SHEET_ROW_OFFSET
-        key, answer = _checked_row(frame.loc[i], n, path, rubric, conversations, known)
+        key, answer = _checked_row(frame.loc[i], n, path, rubric, conversations, known, whole_conversations)
         if key in rows:
             earlier, first = rows[key]
             if earlier != answer:
@@ -112,13 +116,21 @@ def sheet_labels(
     return labels, dict(counts)
 
 
-def _checked_row(row, n, path, rubric, conversations, known) -> tuple[tuple[str, str, str, str], str]:
+def _checked_row(row, n, path, rubric, conversations, known, whole) -> tuple[tuple[str, str, str, str], str]:
     where = f"sheet row {n}"
     cid, turn = clean_id(row["conversation_id"]), turn_text(row["turn"])  # one rule for ids (rubric/ids.py)
     judge, qid = clean_id(row["judge_id"]), clean_id(row["question_id"])
     if not judge:
         raise InputError(f"{where} has an answer but no judge_id.", path=path,
                          fix="write your reviewer id in judge_id on every row you answer (the same id each time).")
+    if not cid:
+        raise InputError(f"{where} has an answer but no conversation_id.", path=path,
+                         fix="restore the conversation_id the sheet was written with (or delete the row).")
+    if turn == "" and not whole:
+        raise InputError(f"{where} has an answer but a blank turn, and this dataset is labelled per turn "
+                         f"(conversation {cid!r}).", path=path,
+                         fix="restore the turn number the sheet was written with (0 is the first assistant reply).")
+    check_reviewer_id(judge, where, path)
     if qid not in rubric.ids:
         raise InputError(f"{where}: question {qid!r} is not in rubric.yaml ({', '.join(rubric.ids)}).", path=path,
                          fix="pass data= the dataset the sheet was made from.")
