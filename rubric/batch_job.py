@@ -21,16 +21,16 @@ from typing import Any
 
 from rubric.backends import Answer
 from rubric.batch import (
+    ID_SUFFIX,
     OWN_FILE,
     STATE,
-    ID_SUFFIX,
     BatchSettings,
     LineFailed,
     batch_lines,
     custom_id,
-    judge_hash,
     distribution_of,
     endpoint,
+    judge_hash,
     line_body,
     read_results,
     split_lines,

@@ -24,8 +24,8 @@ from rubric.files import atomic_write_bytes
 from rubric.judge_settings import JudgeConfig
 from rubric.outputs import GatherResult, GatherSummary, failure_frame, llm_frame, reason_frame, tally
 from rubric.progress import progress_bar
-from rubric.responses import mask_secrets
 from rubric.prompts import prompt_chunks, prompt_keys
+from rubric.responses import mask_secrets
 from rubric.schema import Rubric
 
 

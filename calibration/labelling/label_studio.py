@@ -206,7 +206,7 @@ def _check_one_task_per_turn(task: dict[str, Any], item: Item, answered_in: dict
         raise InputError(
             f"tasks {answered_in[item]} and {tid} are both conversation {item[0]!r} turn {item[1] or 'all'}, and both "
             "have answers: the project holds this turn twice.", path=path,
-            fix=f"delete one of the two tasks in Label Studio (after moving its answers to the other), then import "
+            fix="delete one of the two tasks in Label Studio (after moving its answers to the other), then import "
                 "again; `role-rubric label-studio project=ID` adds only the turns a project lacks.")
     answered_in[item] = tid
 
