@@ -31,7 +31,8 @@ QUANTITY_NOTE = (
     "with the calibrator's prediction for that same reviewer; unlabelled turns use the panel mixture, the "
     "reviewers' predictions weighted by their share of the labels. Conversations are the sampling unit: every "
     "interval treats the labels of one conversation as one draw (a ratio estimator with conversation-level "
-    "linearised variance and Student's t on n - 1 degrees of freedom), and is valid only if the labelled "
+    "variance, a Wilson score interval inside the quantity's range at Student's t on n - 1 degrees of freedom, "
+    "ppi's lambda cross-fitted over conversations), and is valid only if the labelled "
     "conversations are a random sample the calibrator never trained on."
 )
 POPULATION_NOTE = {
@@ -102,8 +103,9 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
     result = {
         "data": str(root), "alpha": options["alpha"], "population": options["population"],
         "target": rubric.target, "adheres_at": cut[rubric.target],
-        **{kind: _block(turns[kind], options, pi_of) for kind in KINDS},
-        "by_role": {role: {kind: _block(turns[kind], options, pi_of, convs) for kind in KINDS}
+        **{kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS},
+        "by_role": {role: {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of, convs)
+                           for kind in KINDS}
                     for role, convs in sorted(roles.items()) if release & convs},
         "by_question": {},
         "sampling": "inclusion probabilities from " + str(plan_path) if pi_of else
@@ -117,11 +119,20 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
             result["by_question"][question.id] = {
                 "adheres_at": cut[question.id],
                 **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id],
-                                                     proba=proba), options, pi_of)
+                                                     proba=proba), options | {"bounds": _bounds(ds, q, kind)}, pi_of)
                    for kind in KINDS}}
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
+
+
+def _bounds(ds, question: int, kind: str) -> tuple[float, float]:
+    """The range of the quantity: a rate's [0, 1], or the answer scale's lowest and highest value (the
+    intervals are Wilson score intervals inside it)."""
+    if kind == "rate":
+        return (0.0, 1.0)
+    values = ds.option_values()[question, : int(ds.n_options[question])]
+    return (float(values.min()), float(values.max()))
 
 
 def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None) -> dict:
