@@ -261,6 +261,8 @@ RULES: dict[str, Rule] = {
     "fail_under": number(0, 1, optional=True),
     "fail_if_worse": boolean(),
     "population": choice("finite", "process"),
+    "width": number(above=0, below=0.5, optional=True),  # estimate / suggest purpose=estimate: the rate's half-width
+    "decide_at": number(0, 1, optional=True),
     # search
     "search.trials": integer(1),
     "search.inner_folds": integer(2, 100),

@@ -50,21 +50,29 @@ class GateFailed(InputError):
 
 
 def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
-                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False) -> dict:
+                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False,
+                     width: float | None = None) -> dict:
     """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
     labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
     baseline: another release directory, for the difference; plan: its sampling plan (default
     DATA/sample_plan.csv where it exists, else a uniform sample is assumed); population: "finite" (this
-    release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py)."""
+    release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py);
+    width: the rate's half-width wanted (how many more conversations would reach it: result["width_plan"])."""
     from calibration import load_model
 
     if not 0 < alpha < 1:
         raise InputError(f"alpha={alpha} is not in (0, 1).", fix="pass alpha=0.1 for 90% intervals.")
     if population not in POPULATION_NOTE:
         raise InputError(f"population={population!r}.", fix="use population=finite or population=process.")
+    if width is not None:
+        from calibration.release.planning import check_width
+
+        width = check_width(width)
     model = load_model(model) if isinstance(model, str | Path) else model
     options = {"alpha": alpha, "population": population}
     result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release")
+    if width is not None:
+        result["width_plan"] = _width_plan(result["rate"], width, alpha)
     if baseline is not None:
         base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
         result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
@@ -160,6 +168,28 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
     return block
 
 
+def _width_plan(rate: dict, width: float, alpha: float) -> dict:
+    """How far the rate's ppi interval is from the half-width asked for, and how many labelled conversations
+    would reach it (planned from this sample's spread; calibration/release/planning.py)."""
+    from calibration.release.planning import labels_needed, spread_from_sample
+
+    ppi = rate["ppi"]
+    have = (ppi["high"] - ppi["low"]) / 2
+    n = rate["n_labelled_conversations"]
+    plan = {"width": width, "half_width": have, "reached": have <= width, "n_labelled_conversations": n}
+    if have > width:
+        s = rate["_sample"]
+        spread = spread_from_sample(s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample")
+        need = labels_needed(spread.ppi if ppi["lambda"] else spread.humans, spread.m_bar, spread.N, width, alpha)
+        plan["n_needed"] = need
+        if need is None:
+            plan["line"] = f"the rate's half-width {have:.3f} is over width={width:g}, and even all {spread.N} conversations would fall short."
+        else:
+            plan["line"] = (f"the rate's half-width {have:.3f} is over width={width:g}: label about {max(need - n, 1)} more "
+                            f"conversations ({max(need, n + 1)} in all, planned from this sample's spread).")
+    return plan
+
+
 def _difference(a: dict, b: dict, alpha: float) -> dict:
     # Two releases are compared as draws of their chatbots' behaviour (process level), whatever `population`.
     a_process, b_process = (ppi_mean(x["_sample"], alpha=alpha, population="process") for x in (a, b))
@@ -218,11 +248,14 @@ def run_estimate(cfg) -> Path:
                                   adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
                                   baseline=cfg.get("baseline"), plan=cfg.get("plan"),
                                   population=str(cfg.get("population", "finite")),
-                                  allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)))
+                                  allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
+                                  width=cfg.get("width"))
         failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
         result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
                           "passed": not failed, "failed": failed}
         print(format_table(result))
+        if "line" in result.get("width_plan", {}):
+            print("estimate: " + result["width_plan"]["line"])
         path = out / "estimate.json"
         atomic_write_text(path, json.dumps(strip_private(result), indent=2))
     print(f"estimate: wrote {path}")
