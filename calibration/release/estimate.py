@@ -51,13 +51,15 @@ class GateFailed(InputError):
 
 def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
                      plan=None, population: str = "finite", allow_judge_mismatch: bool = False,
-                     width: float | None = None) -> dict:
+                     width: float | None = None, crossfit: int | None = None, adapted_out=None) -> dict:
     """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
     labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
     baseline: another release directory, for the difference; plan: its sampling plan (default
     DATA/sample_plan.csv where it exists, else a uniform sample is assumed); population: "finite" (this
     release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py);
-    width: the rate's half-width wanted (how many more conversations would reach it: result["width_plan"])."""
+    width: the rate's half-width wanted (how many more conversations would reach it: result["width_plan"]);
+    crossfit: K folds to adapt the calibrator on the labels and estimate from the same ones
+    (calibration/release/crossfit.py; model must be a folder), the adapted model written to adapted_out."""
     from calibration import load_model
 
     if not 0 < alpha < 1:
@@ -68,9 +70,14 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
         from calibration.release.planning import check_width
 
         width = check_width(width)
+    if crossfit is not None and not isinstance(model, str | Path):
+        raise InputError("crossfit= retrains from the model's folder.", fix="pass model= a model folder.")
+    model_path = model
     model = load_model(model) if isinstance(model, str | Path) else model
     options = {"alpha": alpha, "population": population}
-    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release")
+    fit = None if crossfit is None else {"k": crossfit, "model_path": model_path, "adapted": adapted_out}
+    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release",
+                      crossfit=fit)
     if width is not None:
         result["width_plan"] = _width_plan(result["rate"], width, alpha)
     if baseline is not None:
@@ -80,7 +87,7 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
     return result
 
 
-def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) -> dict:
+def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, crossfit=None) -> dict:
     from calibration import load_dataset
     from calibration.decide import default_adheres_at
     from calibration.model.provenance import refuse_overlap
@@ -90,7 +97,8 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
     rubric = model.check_rubric(root / "rubric.yaml")
     check_same_judge(model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate")
     ds = load_dataset(root, rubric=rubric)
-    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv")
+    # crossfit: the calibrators train on these labels by design, each predicting only the fold it never saw
+    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv") if crossfit is None else 0
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])
     if len(labelled) < 2:
@@ -105,8 +113,23 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
     if adheres_at is not None:
         cut[rubric.target] = float(adheres_at)
     proba = judge_probabilities(model, X)
-    turns = {kind: reviewer_predictions(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target], proba=proba)
-             for kind in KINDS}
+    folds = None
+    if crossfit is not None:
+        import tempfile
+
+        from calibration.release.crossfit import check_folds, train_folds
+
+        k = check_folds(crossfit["k"], len(labelled), path=root / "labels.csv")
+        with tempfile.TemporaryDirectory(prefix="crossfit-") as work:
+            folds = train_folds(model, crossfit["model_path"], root, sorted(labelled), k, Path(work),
+                                Path(crossfit["adapted"]))
+
+    def predict(q: int, kind: str):
+        if folds is not None:
+            return folds.predictions(ds, q, kind=kind, adheres_at=cut[rubric.questions[q].id])
+        return reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[rubric.questions[q].id], proba=proba)
+
+    turns = {kind: predict(t, kind) for kind in KINDS}
     roles = _roles(root)
     result = {
         "data": str(root), "alpha": options["alpha"], "population": options["population"],
@@ -126,9 +149,13 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what) ->
         if q != t and (ds.answers[:, q] >= 0).any():
             result["by_question"][question.id] = {
                 "adheres_at": cut[question.id],
-                **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id],
-                                                     proba=proba), options | {"bounds": _bounds(ds, q, kind)}, pi_of)
+                **{kind: _block(predict(q, kind), options | {"bounds": _bounds(ds, q, kind)}, pi_of)
                    for kind in KINDS}}
+    if folds is not None:
+        result["crossfit"] = {"k": len(folds.models), "adapted_model": str(folds.adapted), "note": (
+            "cross-prediction-powered: each labelled conversation compared with a calibrator trained on the model's "
+            "training directories plus the other folds' labels; the other turns get the average of the "
+            f"{len(folds.models)}; the adapted model (trained on every label) is {folds.adapted}.")}
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
@@ -249,7 +276,9 @@ def run_estimate(cfg) -> Path:
                                   baseline=cfg.get("baseline"), plan=cfg.get("plan"),
                                   population=str(cfg.get("population", "finite")),
                                   allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
-                                  width=cfg.get("width"))
+                                  width=cfg.get("width"),
+                                  crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
+                                  adapted_out=Path(out) / "adapted_model")
         failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
         result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
                           "passed": not failed, "failed": failed}
