@@ -192,6 +192,9 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
     block["ppi"] = {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam}
     block["effective_labels"] = effective_labels(len(labelled), humans, ppi)
     block["_sample"] = sample  # for a comparison with a baseline; dropped before writing
+    pi = np.full(sample.n, sample.n / sample.N) if sample.pi is None else sample.pi
+    fpc = float(np.clip(1 - pi, 0, 1).mean()) if options["population"] == "finite" else 1.0
+    block["_se_process"] = ppi.se / math.sqrt(fpc) if fpc > 0 else math.inf  # sequential=true
     return block
 
 
@@ -240,10 +243,11 @@ def _roles(root: Path) -> dict[str, set[str]]:
 def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list[str]:
     """The failed checks, one line each (empty: pass)."""
     failed = []
-    rate = result["rate"]["ppi"]
+    rate = result.get("sequential") or result["rate"]["ppi"]  # sequential=true: the confidence sequence
+    what = "confidence sequence, look " + str(rate["look"]) if "look" in rate else "ppi"
     if fail_under is not None and rate["low"] < fail_under:
         failed.append(f"the adherence rate's lower bound {rate['low']:.3f} is below fail_under={fail_under:g} "
-                      f"(ppi {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])")
+                      f"({what} {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])")
     if fail_if_worse:
         if "difference" not in result:
             raise InputError("fail_if_worse=true needs a baseline.", fix="pass baseline=DIR (the last release).")
@@ -279,6 +283,11 @@ def run_estimate(cfg) -> Path:
                                   width=cfg.get("width"),
                                   crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
                                   adapted_out=Path(out) / "adapted_model")
+        if cfg.get("sequential", False):
+            from calibration.release.sequential import identity, sequential_rate
+
+            ident = identity(Path(cfg.data), Path(cfg.model))
+            result["sequential"] = sequential_rate(out, ident, result["rate"], alpha=float(cfg.alpha))
         failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
         result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
                           "passed": not failed, "failed": failed}
@@ -287,6 +296,14 @@ def run_estimate(cfg) -> Path:
             print("estimate: " + result["width_plan"]["line"])
         path = out / "estimate.json"
         atomic_write_text(path, json.dumps(strip_private(result), indent=2))
+        if "sequential" in result:
+            from calibration.release.sequential import LOOKS_FILE, record
+
+            record(out, ident, result["sequential"])
+            seq = result["sequential"]
+            print(f"estimate: look {seq['look']} ({seq['n_labelled_conversations']} labelled conversations): rate "
+                  f"{seq['estimate']:.3f}, confidence sequence [{seq['low']:.3f}, {seq['high']:.3f}] (valid at every "
+                  f"look; recorded in {out / LOOKS_FILE})")
     print(f"estimate: wrote {path}")
     if failed:
         raise GateFailed("; ".join(failed) + ".", fix="")

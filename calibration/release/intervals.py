@@ -140,3 +140,20 @@ def _wilson(estimate, var, q, n_turns, fpc_bar):
     centre = (p0 + k / 2) / (1 + k)
     half = np.sqrt(k * p0 * (1 - p0) + k * k / 4) / (1 + k)
     return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)  # clip: rounding at p = 0 or 1
+
+
+def confidence_sequence(estimate, se, n, *, alpha=0.1, t_star=20, bounds=None):
+    """The asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas (2024, "Time-
+    uniform central limit theory"): estimate +- sigma * sqrt(2 (n r^2 + 1) / (n^2 r^2) * log(sqrt(n r^2 + 1)
+    / alpha)), sigma = se * sqrt(n) the per-conversation spread (se without the finite-population factor: the
+    sequence holds for the process, so also for the release), r^2 = (-2 log alpha + log(1 - 2 log alpha)) /
+    t_star, which makes it narrowest at t_star conversations. It holds at every n at once, so it may be
+    looked at after every batch of labels; clipped to `bounds`."""
+    n = np.asarray(n, float)
+    r2 = (-2 * np.log(alpha) + np.log(1 - 2 * np.log(alpha))) / t_star
+    sigma = np.asarray(se, float) * np.sqrt(n)
+    half = sigma * np.sqrt(2 * (n * r2 + 1) / (n**2 * r2) * np.log(np.sqrt(n * r2 + 1) / alpha))
+    low, high = np.asarray(estimate) - half, np.asarray(estimate) + half
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    return low, high
