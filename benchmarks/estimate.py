@@ -39,7 +39,9 @@ from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shi
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
 from calibration.release.inference import USE_CALIBRATOR_FROM, difference, ppi_mean
-from calibration.release.intervals import ratio_interval
+from calibration.release.intervals import confidence_sequence, ratio_interval
+from calibration.release.planning import half_width, labels_needed, spread_from_sample
+from calibration.release.sequential import T_STAR
 from calibration.release.turns import judge_probabilities, reviewer_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,7 +122,12 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
             diff = [_same_truth_difference(preds, convs, row_conv, n, alpha, rng)
                     for _ in range(min(draws, DIFFERENCE_DRAWS)) if 2 * (n + 1) <= len(convs)]
             per_n[str(n)]["same_truth_difference_covers_0"] = float(np.mean(diff)) if diff else None
+        extra = {}
+        if kind == "rate":
+            extra["peeking"] = _peeking(full, truth, alpha, bounds, draws, seed)
+            extra["planner"] = _planner(full, alpha, bounds, draws, seed) if len(convs) > 45 else None
         out[kind] = {
+            **extra,
             "truth": truth,
             "calibrator_bias": float(preds.calibrator[labelled_items].mean() - truth),
             "raw_judge_bias": float(preds.raw[labelled_items].mean() - truth),
@@ -130,6 +137,90 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
             "by_n": per_n,
         }
     return out
+
+
+def _arrays(full, idx):
+    N, n = len(full.Y), idx.shape[1]
+    return (full.Y[idx], (full.F - full.V)[idx], full.m_lab[idx], np.full(idx.shape, N / n),
+            np.full(idx.shape, 1 - n / N))
+
+
+def _ppi(full, idx, alpha, bounds) -> dict:
+    """`estimate`'s ppi interval for every row of idx (ppi_mean: cross-fitted lam, humans-only below 0.5)."""
+    arrays = _arrays(full, idx)
+    n_turns = arrays[2].sum(-1)
+    humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
+    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
+    gated = ppi["lam"] < USE_CALIBRATOR_FROM
+    fpc = arrays[4][:, 0]
+    return {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high", "se")} | {
+        "se_process": np.where(gated, humans["se"], ppi["se"]) / np.sqrt(np.where(fpc > 0, fpc, 1))}
+
+
+def _peeking(full, truth, alpha, bounds, draws, seed) -> dict:
+    """A team labels 5 conversations at a time (from 10) up to 80 (or the release less one) and re-runs
+    `estimate` after each batch, stopping when the gate decides. The gate's threshold is the true rate, so
+    every decision is a false one: the share of teams that ever decide is the false-decision rate, <= alpha
+    for a valid procedure."""
+    N = len(full.Y)
+    looks = list(range(10, min(80, N - 1) + 1, 5))
+    perm = np.argsort(np.random.default_rng(seed + 7).uniform(size=(draws, N)), axis=1)
+    decided = {"fixed_n": np.zeros(draws, bool), "sequential": np.zeros(draws, bool)}
+    running = [np.full(draws, -np.inf), np.full(draws, np.inf)]
+    widths = {}
+    for n in looks:
+        r = _ppi(full, perm[:, :n], alpha, bounds)
+        decided["fixed_n"] |= (r["low"] > truth) | (r["high"] < truth)
+        low, high = confidence_sequence(r["estimate"], r["se_process"], n, alpha=alpha, t_star=T_STAR, bounds=bounds)
+        running = [np.maximum(running[0], low), np.minimum(running[1], high)]
+        decided["sequential"] |= (running[0] > truth) | (running[1] < truth)
+        if n in (20, 40):
+            widths[str(n)] = {"fixed_n": float((r["high"] - r["low"]).mean()),
+                              "sequential": float((high - low).mean())}
+    return {"looks": looks, "threshold": "the true rate",
+            "false_decisions": {k: float(v.mean()) for k, v in decided.items()}, "mean_width": widths}
+
+
+def _planner(full, alpha, bounds, draws, seed) -> dict:
+    """`suggest purpose=estimate width=W` planned from a pilot of 10 labelled conversations; the team then labels
+    up to the planned n (the pilot included). W: the expected ppi half-width at 30 conversations from the whole
+    release's spread. hit: the interval at the planned n is <= W; sufficed: the fewest of the same draw's
+    conversations (in the order labelled) whose interval is <= W."""
+    N = len(full.Y)
+    G = full.F - full.V
+    whole = spread_from_sample(full.Y, G, full.m_lab, full.m_lab, "the release")
+    width = half_width(whole.ppi, whole.m_bar, N, 30, alpha)
+    perm = np.argsort(np.random.default_rng(seed + 11).uniform(size=(draws, N)), axis=1)
+    planned = np.empty(draws, int)
+    for i in range(draws):
+        pilot = perm[i, :10]
+        sp = spread_from_sample(full.Y[pilot], G[pilot], full.m_lab[pilot], full.m_lab, "pilot")
+        planned[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, 10)
+    half = np.full((draws, N + 1), np.inf)
+    for n in range(10, N + 1):
+        r = _ppi(full, perm[:, :n], alpha, bounds)
+        half[:, n] = (r["high"] - r["low"]) / 2
+    rows = np.arange(draws)
+    hit = half[rows, planned] <= width + 1e-12
+    sufficed = np.argmax(half <= width + 1e-12, axis=1)
+    # Then `estimate width=W` on the planned sample says how many more where it falls short: label them.
+    final = planned.copy()
+    for i in np.flatnonzero(~hit):
+        first = perm[i, : planned[i]]
+        sp = spread_from_sample(full.Y[first], G[first], full.m_lab[first], full.m_lab, "first stage")
+        final[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, planned[i] + 1)
+    final = np.minimum(final, N)
+    hit2 = half[rows, final] <= width + 1e-12
+
+    def ratio(n):
+        r = n / np.maximum(sufficed, 1)
+        return {"median": float(np.median(r)), "share_above_1_3": float((r > 1.3).mean())}
+
+    return {"width": width, "pilot": 10, "sufficed_n_median": float(np.median(sufficed)),
+            "planned": {"n_median": float(np.median(planned)), "hit_rate": float(hit.mean()),
+                        "over_sufficed": ratio(planned)},
+            "planned_then_estimate_says_more": {"n_median": float(np.median(final)), "hit_rate": float(hit2.mean()),
+                                                "over_sufficed": ratio(final)}}
 
 
 def _coverage(full, idx, truth, alpha, bounds) -> dict:
@@ -211,6 +302,8 @@ def pooled(parts: list[dict]) -> dict:
             if found:
                 by_n[n]["worst_role_coverage"] = {k: min(f[k] for f in found) for k in ("humans_coverage", "ppi_coverage")}
         block["by_n"] = by_n
+        if kind == "rate":  # each role's own looks (a role has about 30 conversations: looks up to ~25)
+            block["peeking"] = {"false_decisions": _average([p["rate"]["peeking"]["false_decisions"] for p in parts])}
         result[kind] = block
     return result
 

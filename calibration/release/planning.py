@@ -11,7 +11,9 @@ minus lam times the calibrator's residual for ppi) and m_bar the mean conversati
     humans-only s2 = mean over conversations of (sum f - rate m)^2 + sum f(1 - f), and ppi's s2 =
     mean of sum f(1 - f) (what a calibrated calibrator leaves). Optimistic for ppi where the calibrator
     is off on this release: label a pilot of 10-20 conversations and plan again from it.
-The plan ignores the Wilson interval's pull towards 0.5 (narrower near 0 or 1, so the plan errs long).
+A width plan asks for the n at which the interval is that narrow in 80% of samples (the sample variance's
+chi-square spread), not on average, which would be half the time. The plan ignores the Wilson interval's
+pull towards 0.5 (narrower near 0 or 1, so the plan errs long).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from rubric.errors import InputError
 
 __all__ = ["Spread", "check_width", "half_width", "labels_needed", "spread_from_calibrator", "spread_from_sample"]
 
+ASSURANCE = 0.8  # width: the chance that the planned sample's interval is as narrow as asked
 POWER = 0.8  # decide_at: the chance that the interval excludes the threshold when the rate is as expected
 
 
@@ -57,13 +60,18 @@ def half_width(s2: float, m_bar: float, N: int, n: int, alpha: float = 0.1) -> f
 
 
 def labels_needed(s2: float, m_bar: float, N: int, width: float, alpha: float = 0.1,
-                  power: float | None = None) -> int | None:
-    """The fewest conversations whose expected half-width is <= width (power: also the chance that the
-    interval stays clear of a threshold `width` away); None when even the whole release falls short."""
+                  power: float | None = None, assurance: float | None = ASSURANCE) -> int | None:
+    """The fewest conversations whose half-width is <= width with probability `assurance` (the sample's
+    variance, chi-square on n - 1 degrees of freedom, at that quantile; None: the expected half-width);
+    power: instead, the chance that the interval stays clear of a threshold `width` away. None when even
+    the whole release falls short."""
     extra = 0.0 if power is None else float(stats.norm.ppf(power))
     for n in range(2, N + 1):
         q = float(stats.t.ppf(1 - alpha / 2, n - 1))
-        if half_width(s2, m_bar, N, n, alpha) * (q + extra) / q <= width:
+        spread = 1.0
+        if power is None and assurance is not None:
+            spread = math.sqrt(float(stats.chi2.ppf(assurance, n - 1)) / (n - 1))
+        if half_width(s2, m_bar, N, n, alpha) * spread * (q + extra) / q <= width:
             return n
     return None
 
