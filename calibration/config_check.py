@@ -263,7 +263,8 @@ RULES: dict[str, Rule] = {
     "population": choice("finite", "process"),
     "width": number(above=0, below=0.5, optional=True),  # estimate / suggest purpose=estimate: the rate's half-width
     "decide_at": number(0, 1, optional=True),
-    "sequential": boolean(),  # estimate: a confidence sequence for batch-by-batch labelling (OUT/looks.jsonl)
+    "sequential": boolean(),
+    "strata": text(optional=True),  # suggest purpose=estimate: a stratified sample (role, or a conversations.jsonl field)  # estimate: a confidence sequence for batch-by-batch labelling (OUT/looks.jsonl)
     "crossfit": integer(2, optional=True),  # estimate: folds of the labelled conversations (calibration/release/crossfit.py)
     # search
     "search.trials": integer(1),

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
-from calibration.release.plan import PLAN_FILE, read_plan
+from calibration.release.plan import PLAN_FILE, read_plan, read_strata
 from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
 from rubric.errors import InputError
 
@@ -107,6 +107,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, cr
                          fix="label a random sample of 20 or more conversations (`role-rubric suggest purpose=estimate`).")
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
     pi_of = read_plan(plan_path, release, labelled) if plan_path else None
+    strata = read_strata(plan_path)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
     cut = {q.id: default_adheres_at(q) for q in rubric.questions}
@@ -130,11 +131,15 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, cr
         return reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[rubric.questions[q].id], proba=proba)
 
     turns = {kind: predict(t, kind) for kind in KINDS}
+    overall = {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS}
+    if strata:
+        for kind in KINDS:
+            overall[kind] |= _stratified(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, strata)
     roles = _roles(root)
     result = {
         "data": str(root), "alpha": options["alpha"], "population": options["population"],
         "target": rubric.target, "adheres_at": cut[rubric.target],
-        **{kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS},
+        **overall,
         "by_role": {role: {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of, convs)
                            for kind in KINDS}
                     for role, convs in sorted(roles.items()) if release & convs},
@@ -159,6 +164,41 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, cr
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
+
+
+def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str]) -> dict:
+    """The overall humans and ppi intervals combined over the plan's strata (stratified PPI; each stratum a
+    uniform sample of its conversations); {} with a note where a stratum has fewer than 2 labels."""
+    from calibration.release.inference import stratified
+
+    groups: dict[str, set[str]] = {}
+    for conv in np.unique(preds.conversation):
+        groups.setdefault(strata.get(str(conv), "(not in the plan)"), set()).add(conv)
+    parts: dict[str, list] = {"humans": [], "ppi": []}
+    counts, lams = {}, []
+    for name, convs in sorted(groups.items()):
+        n_h = len(preds.labelled_conversations(conversations=convs))
+        counts[name] = n_h
+        if n_h < 2:
+            return {"stratified": {"labelled": counts, "note": f"stratum {name!r} has {n_h} labelled conversation(s): "
+                                   "the strata are not combined; the intervals above treat the sample as one."}}
+        share = float(preds.scope(convs).sum() / len(preds.conversation))
+        sample = preds.sample(conversations=convs)
+        turns = float(sample.m_lab.sum())
+        parts["humans"].append((share, classical_mean(sample, **options), n_h, turns))
+        ppi = ppi_mean(sample, **options)
+        lams.append(share * ppi.lam)
+        parts["ppi"].append((share, ppi, n_h, turns))
+    alpha, bounds = options["alpha"], options["bounds"]
+    humans, ppi = (stratified(parts[k], alpha=alpha, bounds=bounds) for k in ("humans", "ppi"))
+    n = sum(counts.values())
+    return {
+        "humans": {"estimate": humans.estimate, "low": humans.low, "high": humans.high},
+        "ppi": {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": float(sum(lams))},
+        "effective_labels": effective_labels(n, humans, ppi),
+        "stratified": {"labelled": counts, "note": "strata of the sampling plan combined (stratified PPI, Fisch "
+                       "et al. 2024): each stratum's interval, weighted by its share of the turns."},
+    }
 
 
 def _bounds(ds, question: int, kind: str) -> tuple[float, float]:

@@ -177,3 +177,21 @@ def effective_labels(n: int, humans: Interval, ppi: Interval) -> float:
     if ppi.width <= 0:
         return math.inf
     return n * (humans.width / ppi.width) ** 2
+
+
+def stratified(parts: list[tuple[float, Interval, int, float]], *, alpha: float = 0.1,
+               bounds: tuple[float, float] | None = None) -> Interval:
+    """Strata combined (stratified PPI, Fisch et al. 2024): parts are (turn share W_h, the stratum's
+    interval, its labelled conversations n_h, its labelled turns); estimate sum W_h theta_h, variance
+    sum W_h^2 se_h^2 (strata sampled independently), Welch-Satterthwaite degrees of freedom, and the same
+    Wilson score interval inside `bounds` as one sample."""
+    from calibration.release.intervals import wilson_or_t
+
+    estimate = sum(w * iv.estimate for w, iv, _, _ in parts)
+    terms = [(w * iv.se) ** 2 for w, iv, _, _ in parts]
+    var = sum(terms)
+    dens = sum(t**2 / max(n - 1, 1) for t, (_, _, n, _) in zip(terms, parts, strict=True))
+    df = var**2 / dens if dens > 0 else float(sum(n for _, _, n, _ in parts) - 1)
+    low, high = wilson_or_t(estimate, var, alpha=alpha, df=df, bounds=bounds,
+                            n_turns=sum(t for *_, t in parts), fpc_bar=1.0)
+    return Interval(float(estimate), float(low), float(high), math.sqrt(var), None, float(df))

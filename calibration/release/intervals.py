@@ -157,3 +157,15 @@ def confidence_sequence(estimate, se, n, *, alpha=0.1, t_star=20, bounds=None):
     if bounds is not None:
         low, high = np.clip(low, *bounds), np.clip(high, *bounds)
     return low, high
+
+
+def wilson_or_t(estimate, var, *, alpha, df, bounds=None, n_turns=1.0, fpc_bar=1.0):
+    """One interval from an estimate and its variance at Student's t on df degrees of freedom: Wilson inside
+    `bounds`, else estimate +- t * se (for estimators combined outside ratio_interval, e.g. strata)."""
+    q = float(stats.t.ppf(1 - alpha / 2, df))
+    if bounds is None:
+        se = np.sqrt(max(var, 0.0))
+        return estimate - q * se, estimate + q * se
+    lo, span = float(bounds[0]), float(bounds[1]) - float(bounds[0])
+    low, high = _wilson(np.asarray((estimate - lo) / span), np.asarray(var / span**2), q, n_turns, fpc_bar)
+    return lo + span * float(low), lo + span * float(high)

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import torch
 
-from calibration.release.plan import PLAN_FILE, uniform_plan
+from calibration.release.plan import PLAN_FILE, stratified_plan, uniform_plan
 
 
 def run_estimate_plan(cfg) -> Path:
@@ -27,10 +27,18 @@ def run_estimate_plan(cfg) -> Path:
     budget = int(cfg.budget)
     if cfg.get("width") is not None or cfg.get("decide_at") is not None:
         budget = _planned_budget(cfg, ds, budget)
-    plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
+    conversations = dataset_conversations(cfg.data)
+    if cfg.get("strata"):
+        stratum_of = _strata(conversations, str(cfg.strata), set(ds.items["conversation_id"]), Path(cfg.data))
+        plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=int(cfg.seed))
+        sizes = plan.groupby("stratum")["sampled"].agg(["sum", "size"])
+        print("suggest: stratified by " + str(cfg.strata) + " (proportional): " + ", ".join(
+            f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows()))
+    else:
+        plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
     chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
     keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
-    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, dataset_conversations(cfg.data),
+    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations,
                         questions=str(cfg.get("questions", "all")), scores=None)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -81,3 +89,27 @@ def _planned_budget(cfg, ds, budget: int) -> int:
     if n > budget:
         print(f"suggest: the plan asks for {n} conversations, more than budget={budget}: sampling {budget}.")
     return max(min(n, budget), 2)
+
+
+def _strata(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:
+    """conversation -> stratum: `role` is the role's short id (the rows of `estimate`), any other name a
+    field of conversations.jsonl that every conversation of the release must have."""
+    from calibration.release.estimate import role_key
+    from rubric.errors import InputError
+
+    out = {}
+    for cid in sorted(release):
+        conv = conversations.get(cid)
+        if conv is None:
+            raise InputError(f"conversation {cid!r} of llm.csv is not in conversations.jsonl, so its stratum is unknown.",
+                             path=data / "conversations.jsonl", fix="use the conversations.jsonl gather read.")
+        if field == "role":
+            out[cid] = role_key(conv)
+            continue
+        value = (conv.record or {}).get(field)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InputError(f"strata={field}: conversation {cid!r} has no {field!r} field.",
+                             path=data / "conversations.jsonl",
+                             fix="pass strata=role, or the name of a field every conversation has.")
+        out[cid] = str(value)
+    return out
