@@ -118,8 +118,10 @@ def _train(model, sources, weights, extra: Path, out: Path, seed: int):
     return load_model(out)
 
 
-def train_folds(model, model_path, root: Path, labelled: list[str], k: int, work: Path, adapted: Path, *, seed: int = 0) -> FoldModels:
-    """Train the K fold calibrators in `work` and the adapted one in `adapted` (see the module docstring)."""
+def train_folds(model, model_path, root: Path, labelled: list[str], k: int, work: Path, adapted: Path | None, *,
+                seed: int = 0) -> FoldModels:
+    """Train the K fold calibrators in `work` and the adapted one in `adapted` (None: not trained; the
+    benchmark's draws need only the K) (see the module docstring)."""
     sources, weights = _sources(model, model_path)
     order = np.random.default_rng(seed).permutation(sorted(labelled))
     folds = np.array_split(order, k)
@@ -129,7 +131,8 @@ def train_folds(model, model_path, root: Path, labelled: list[str], k: int, work
         rest = set(labelled) - {str(c) for c in part}
         extra = _labels_subset(root, work / f"fold{i}-labels", rest)
         models.append(_train(model, sources, weights, extra, work / f"fold{i}-model", seed))
-    everything = _labels_subset(root, work / "all-labels", set(labelled))
-    _train(model, sources, weights, everything, adapted, seed)
+    if adapted is not None:
+        everything = _labels_subset(root, work / "all-labels", set(labelled))
+        _train(model, sources, weights, everything, adapted, seed)
     (work / "folds.json").write_text(json.dumps(fold_of, indent=1))
     return FoldModels(models, fold_of, adapted)
