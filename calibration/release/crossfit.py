@@ -104,9 +104,8 @@ def _train(model, sources, weights, extra: Path, out: Path, seed: int):
     from calibration.data.union import load_training_data
     from calibration.model.ensemble import train_ensemble
     from calibration.model.files import load_model, save_model
-    from calibration.model.provenance import training_records
-
     from calibration.model.linear_calibrator import LinearCalibrator
+    from calibration.model.provenance import training_records
 
     if isinstance(model.net, LinearCalibrator):
         raise InputError("crossfit= retrains a network calibrator; this model is linear.",

@@ -59,7 +59,12 @@ def _planned_budget(cfg, ds, budget: int) -> int:
     at most `budget`; the plan's lines printed."""
     from calibration import load_model
     from calibration.decide import default_adheres_at
-    from calibration.release.planning import check_width, plan_lines, spread_from_calibrator, spread_from_sample
+    from calibration.release.planning import (
+        check_width,
+        plan_lines,
+        spread_from_calibrator,
+        spread_from_sample,
+    )
     from calibration.release.turns import reviewer_predictions
     from rubric.errors import InputError
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from rubric.conversations import Conversation
-
 from calibration.release.estimate import role_key
 from calibration.release.table import format_table
+from rubric.conversations import Conversation
 
 LONG = "You are Ava, the airline's booking assistant. Never discuss refunds before checking the fare rules."
 

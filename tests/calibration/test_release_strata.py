@@ -50,7 +50,7 @@ def test_stratified_sample_round_trip(release, tmp_path, capsys):  # noqa: F811
         block = result[kind]
         assert sum(block["stratified"]["labelled"].values()) == 12
         assert block["ppi"]["low"] <= block["ppi"]["estimate"] <= block["ppi"]["high"]
-    assert 0 <= result["rate"]["ppi"]["low"] and result["rate"]["ppi"]["high"] <= 1
+    assert result["rate"]["ppi"]["low"] >= 0 and result["rate"]["ppi"]["high"] <= 1
     assert set(result["by_role"]) == {"support agent", "tutor"}  # per-role rows stay
 
 
