@@ -26,6 +26,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _results import add_results_argument, emit
 
 READ = {"dtype": {"conversation_id": str, "turn": str, "judge_id": str}, "keep_default_na": False}
 
@@ -95,6 +96,7 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=os.cpu_count() or 1)
     parser.add_argument("--seconds", type=float, default=420)
     parser.add_argument("--out", type=Path, default=None, help="also write the JSON here")
+    add_results_argument(parser, "estimate_crossfit")
     args = parser.parse_args()
     start = time.perf_counter()
     from calibration.data.dataset import load_dataset
@@ -146,10 +148,9 @@ def main() -> None:
         block["crossfit_width_over_unadapted"] = block["crossfit"]["mean_width"] / block["unadapted"]["mean_width"]
         out["benchmarks"][split.replace("-30pct", "")] = block
     out["seconds"] = round(time.perf_counter() - start, 1)
-    text = json.dumps(out, indent=1)
-    print(text)
     if args.out:
-        args.out.write_text(text)
+        args.out.write_text(json.dumps(out, indent=1))
+    emit(args.results_name, out)
 
 
 if __name__ == "__main__":
