@@ -16,8 +16,9 @@ from tests.calibration.test_estimate import _estimate, release  # noqa: F401  (t
 
 def test_planned_n_reaches_the_width_and_one_fewer_does_not():
     for width in (0.03, 0.05, 0.1):
-        n = labels_needed(2.0, 2.0, 500, width)
+        n = labels_needed(2.0, 2.0, 500, width, assurance=None)  # the expected half-width
         assert half_width(2.0, 2.0, 500, n) <= width < half_width(2.0, 2.0, 500, n - 1)
+        assert labels_needed(2.0, 2.0, 500, width) > n  # at 80% assurance: more
     assert labels_needed(2.0, 2.0, 500, 0.03) > labels_needed(2.0, 2.0, 500, 0.1)
     assert labels_needed(2.0, 2.0, 20, 0.001) == 20  # a finite release: labelled whole, its rate is known
 
