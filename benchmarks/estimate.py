@@ -17,7 +17,7 @@ the truth. n is skipped where the release has fewer than n + 1 conversations.
 chatbot, n conversations labelled in each and compared as `baseline=` does; the share of draws whose
 difference interval covers 0 (n is skipped where a half has n conversations or fewer).
 
-    python benchmarks/estimate.py [--draws 500] [--n 10 20 40 80] [--only llm_rubric_in_distribution,...]
+    python benchmarks/estimate.py [--draws 2000] [--n 10 20 40 80] [--only llm_rubric_in_distribution,...]
         [--work DIR] [--results-name estimate]
 """
 
@@ -38,10 +38,14 @@ from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shi
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
-from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
+from calibration.release.inference import USE_CALIBRATOR_FROM, difference, ppi_mean
+from calibration.release.intervals import confidence_sequence, ratio_interval
+from calibration.release.planning import half_width, labels_needed, spread_from_sample
+from calibration.release.sequential import T_STAR
 from calibration.release.turns import judge_probabilities, reviewer_predictions
 
 ROOT = Path(__file__).resolve().parents[1]
+DIFFERENCE_DRAWS = 500  # the same-truth difference re-reads the labels per draw: fewer draws
 BENCHMARKS = ("llm_rubric_in_distribution", "llm_rubric_shift_down", "llm_rubric_shift_up", "new_chatbot")
 
 
@@ -60,6 +64,8 @@ def write_subset(src: Path, dst: Path, conversations: set[str]) -> Path:
 
 
 def train(data: Path, out: Path, seed: int = 0) -> Path:
+    if (out / "model.json").exists():  # --work is a cache: a model trained on the same split is reused
+        return out
     subprocess.run([sys.executable, "-m", "calibration.cli", "train", f"data={data}", f"out={out}", f"seed={seed}"],
                    check=True, stdout=subprocess.DEVNULL)
     return out
@@ -88,7 +94,9 @@ def splits(name: str, src: Path) -> list[tuple[str, set[str], set[str]]]:
 
 
 def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: float, seed: int) -> dict:
-    """Coverage, width and effective labels over `draws` samples of n conversations, per quantity."""
+    """Coverage, width and effective labels over `draws` samples of n conversations, per quantity, all draws
+    of one n at once (calibration/release/intervals.py is vectorised over samples); the intervals before
+    issue 36 (lam tuned on the same sample, the narrower of ppi and humans kept, Student-t) beside them."""
     model = load_model(model_dir)
     ds = load_dataset(release_dir, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
@@ -100,44 +108,155 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
         labelled_items = np.unique(preds.row_item)
         convs = np.unique(preds.conversation)
         row_conv = preds.conversation[preds.row_item]
+        full = preds.sample()  # every conversation labelled: a draw's totals are these, indexed
+        bounds = (0.0, 1.0) if kind == "rate" else tuple(
+            float(f(ds.option_values()[ds.target_index, : int(ds.n_options[ds.target_index])])) for f in (np.min, np.max))
         rng = np.random.default_rng(seed)
         per_n: dict = {}
         for n in n_values:
             if n + 1 > len(convs):
                 per_n[str(n)] = None
                 continue
-            stats = {k: [] for k in ("humans_cover", "ppi_cover", "humans_width", "ppi_width", "eff", "lam", "diff_cover")}
-            for _ in range(draws):
-                picked = rng.choice(convs, size=n, replace=False)
-                sample = preds.sample(np.isin(row_conv, picked))
-                humans, ppi = classical_mean(sample, alpha=alpha), ppi_mean(sample, alpha=alpha)
-                stats["humans_cover"].append(humans.low <= truth <= humans.high)
-                stats["ppi_cover"].append(ppi.low <= truth <= ppi.high)
-                stats["humans_width"].append(humans.width)
-                stats["ppi_width"].append(ppi.width)
-                stats["eff"].append(effective_labels(n, humans, ppi))
-                stats["lam"].append(ppi.lam)
-                if 2 * (n + 1) <= len(convs):
-                    stats["diff_cover"].append(_same_truth_difference(preds, convs, row_conv, n, alpha, rng))
-            per_n[str(n)] = {
-                "humans_coverage": float(np.mean(stats["humans_cover"])),
-                "ppi_coverage": float(np.mean(stats["ppi_cover"])),
-                "humans_mean_width": float(np.mean(stats["humans_width"])),
-                "ppi_mean_width": float(np.mean(stats["ppi_width"])),
-                "ppi_width_ratio": float(np.mean(stats["ppi_width"]) / np.mean(stats["humans_width"])),
-                "effective_labels_median": float(np.median(stats["eff"])),
-                "lambda_median": float(np.median(stats["lam"])),
-                "same_truth_difference_covers_0": float(np.mean(stats["diff_cover"])) if stats["diff_cover"] else None,
-            }
+            idx = np.argsort(rng.uniform(size=(draws, len(convs))), axis=1)[:, :n]
+            per_n[str(n)] = _coverage(full, idx, truth, alpha, bounds)
+            diff = [_same_truth_difference(preds, convs, row_conv, n, alpha, rng)
+                    for _ in range(min(draws, DIFFERENCE_DRAWS)) if 2 * (n + 1) <= len(convs)]
+            per_n[str(n)]["same_truth_difference_covers_0"] = float(np.mean(diff)) if diff else None
+        extra = {}
+        if kind == "rate":
+            extra["peeking"] = _peeking(full, truth, alpha, bounds, draws, seed)
+            extra["planner"] = _planner(full, alpha, bounds, draws, seed) if len(convs) > 45 else None
         out[kind] = {
+            **extra,
             "truth": truth,
             "calibrator_bias": float(preds.calibrator[labelled_items].mean() - truth),
             "raw_judge_bias": float(preds.raw[labelled_items].mean() - truth),
             "n_release_conversations": int(len(convs)),
             "n_release_turns": int(len(labelled_items)),
+            "bounds": list(bounds),
             "by_n": per_n,
         }
     return out
+
+
+def _arrays(full, idx):
+    N, n = len(full.Y), idx.shape[1]
+    return (full.Y[idx], (full.F - full.V)[idx], full.m_lab[idx], np.full(idx.shape, N / n),
+            np.full(idx.shape, 1 - n / N))
+
+
+def _ppi(full, idx, alpha, bounds) -> dict:
+    """`estimate`'s ppi interval for every row of idx (ppi_mean: cross-fitted lam, humans-only below 0.5)."""
+    arrays = _arrays(full, idx)
+    n_turns = arrays[2].sum(-1)
+    humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
+    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
+    gated = ppi["lam"] < USE_CALIBRATOR_FROM
+    fpc = arrays[4][:, 0]
+    return {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high", "se")} | {
+        "se_process": np.where(gated, humans["se"], ppi["se"]) / np.sqrt(np.where(fpc > 0, fpc, 1))}
+
+
+def _peeking(full, truth, alpha, bounds, draws, seed) -> dict:
+    """A team labels 5 conversations at a time (from 10) up to 80 (or the release less one) and re-runs
+    `estimate` after each batch, stopping when the gate decides. The gate's threshold is the true rate, so
+    every decision is a false one: the share of teams that ever decide is the false-decision rate, <= alpha
+    for a valid procedure."""
+    N = len(full.Y)
+    looks = list(range(10, min(80, N - 1) + 1, 5))
+    perm = np.argsort(np.random.default_rng(seed + 7).uniform(size=(draws, N)), axis=1)
+    decided = {"fixed_n": np.zeros(draws, bool), "sequential": np.zeros(draws, bool)}
+    running = [np.full(draws, -np.inf), np.full(draws, np.inf)]
+    widths = {}
+    for n in looks:
+        r = _ppi(full, perm[:, :n], alpha, bounds)
+        decided["fixed_n"] |= (r["low"] > truth) | (r["high"] < truth)
+        low, high = confidence_sequence(r["estimate"], r["se_process"], n, alpha=alpha, t_star=T_STAR, bounds=bounds)
+        running = [np.maximum(running[0], low), np.minimum(running[1], high)]
+        decided["sequential"] |= (running[0] > truth) | (running[1] < truth)
+        if n in (20, 40):
+            widths[str(n)] = {"fixed_n": float((r["high"] - r["low"]).mean()),
+                              "sequential": float((high - low).mean())}
+    return {"looks": looks, "threshold": "the true rate",
+            "false_decisions": {k: float(v.mean()) for k, v in decided.items()}, "mean_width": widths}
+
+
+def _planner(full, alpha, bounds, draws, seed) -> dict:
+    """`suggest purpose=estimate width=W` planned from a pilot of 10 labelled conversations; the team then labels
+    up to the planned n (the pilot included). W: the expected ppi half-width at 30 conversations from the whole
+    release's spread. hit: the interval at the planned n is <= W; sufficed: the fewest of the same draw's
+    conversations (in the order labelled) whose interval is <= W."""
+    N = len(full.Y)
+    G = full.F - full.V
+    whole = spread_from_sample(full.Y, G, full.m_lab, full.m_lab, "the release")
+    width = half_width(whole.ppi, whole.m_bar, N, 30, alpha)
+    perm = np.argsort(np.random.default_rng(seed + 11).uniform(size=(draws, N)), axis=1)
+    planned = np.empty(draws, int)
+    for i in range(draws):
+        pilot = perm[i, :10]
+        sp = spread_from_sample(full.Y[pilot], G[pilot], full.m_lab[pilot], full.m_lab, "pilot")
+        planned[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, 10)
+    half = np.full((draws, N + 1), np.inf)
+    for n in range(10, N + 1):
+        r = _ppi(full, perm[:, :n], alpha, bounds)
+        half[:, n] = (r["high"] - r["low"]) / 2
+    rows = np.arange(draws)
+    hit = half[rows, planned] <= width + 1e-12
+    sufficed = np.argmax(half <= width + 1e-12, axis=1)
+    # Then `estimate width=W` on the planned sample says how many more where it falls short: label them.
+    final = planned.copy()
+    for i in np.flatnonzero(~hit):
+        first = perm[i, : planned[i]]
+        sp = spread_from_sample(full.Y[first], G[first], full.m_lab[first], full.m_lab, "first stage")
+        final[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, planned[i] + 1)
+    final = np.minimum(final, N)
+    hit2 = half[rows, final] <= width + 1e-12
+
+    def ratio(n):
+        r = n / np.maximum(sufficed, 1)
+        return {"median": float(np.median(r)), "share_above_1_3": float((r > 1.3).mean())}
+
+    return {"width": width, "pilot": 10, "sufficed_n_median": float(np.median(sufficed)),
+            "planned": {"n_median": float(np.median(planned)), "hit_rate": float(hit.mean()),
+                        "over_sufficed": ratio(planned)},
+            "planned_then_estimate_says_more": {"n_median": float(np.median(final)), "hit_rate": float(hit2.mean()),
+                                                "over_sufficed": ratio(final)}}
+
+
+def _coverage(full, idx, truth, alpha, bounds) -> dict:
+    N, n = len(full.Y), idx.shape[1]
+    arrays = (full.Y[idx], (full.F - full.V)[idx], full.m_lab[idx], np.full(idx.shape, N / n),
+              np.full(idx.shape, 1 - n / N))
+    n_turns = arrays[2].sum(-1)
+    humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
+    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
+    gated = ppi["lam"] < USE_CALIBRATOR_FROM  # ppi_mean's fall-back to humans-only
+    ppi = {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high")} | {
+        "lam": np.where(gated, 0.0, ppi["lam"])}
+    old_h = ratio_interval(*arrays, alpha=alpha, lam=0.0)
+    old_p = ratio_interval(*arrays, alpha=alpha, lam="tuned")
+    narrower = old_h["se"] < old_p["se"]
+    old_p = {k: np.where(narrower, old_h[k], old_p[k]) for k in ("low", "high")}
+
+    def cover(x):
+        return float(((x["low"] <= truth) & (truth <= x["high"])).mean())
+
+    def width(x):
+        return float((x["high"] - x["low"]).mean())
+
+    hw, pw = humans["high"] - humans["low"], ppi["high"] - ppi["low"]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        eff = np.where(pw > 0, n * (hw / pw) ** 2, np.inf)
+    return {
+        "humans_coverage": cover(humans), "ppi_coverage": cover(ppi),
+        "humans_mean_width": width(humans), "ppi_mean_width": width(ppi),
+        "ppi_width_ratio": width(ppi) / width(humans),
+        "effective_labels_median": float(np.median(eff)), "lambda_median": float(np.median(ppi["lam"])),
+        "inside_bounds": bool(all(((x["low"] >= bounds[0]) & (x["high"] <= bounds[1])).all() for x in (humans, ppi))),
+        "before_issue_36": {"humans_coverage": cover(old_h), "ppi_coverage": cover(old_p),
+                            "humans_mean_width": width(old_h), "ppi_mean_width": width(old_p)},
+        "width_vs_before": {"humans": width(humans) / width(old_h), "ppi": width(ppi) / width(old_p)},
+    }
 
 
 def _same_truth_difference(preds, convs, row_conv, n, alpha, rng) -> bool:
@@ -153,6 +272,22 @@ def _same_truth_difference(preds, convs, row_conv, n, alpha, rng) -> bool:
     return bool(d["low"] <= 0 <= d["high"])
 
 
+def _average(found: list[dict]) -> dict:
+    """Numbers averaged, flags all-of, nested blocks likewise; None where any role has None."""
+    out = {}
+    for k, v in found[0].items():
+        values = [f[k] for f in found]
+        if any(x is None for x in values):
+            out[k] = None
+        elif isinstance(v, dict):
+            out[k] = _average(values)
+        elif isinstance(v, bool):
+            out[k] = all(values)
+        else:
+            out[k] = float(np.mean(values))
+    return out
+
+
 def pooled(parts: list[dict]) -> dict:
     """The per-role results of new_chatbot averaged (coverage and widths over all draws of all roles)."""
     result: dict = {"roles": {}}
@@ -163,10 +298,12 @@ def pooled(parts: list[dict]) -> dict:
         by_n = {}
         for n in parts[0][kind]["by_n"]:
             found = [p[kind]["by_n"][n] for p in parts if p[kind]["by_n"][n] is not None]
-            by_n[n] = None if not found else {
-                k: (None if any(f[k] is None for f in found) else float(np.mean([f[k] for f in found])))
-                for k in found[0]}
+            by_n[n] = None if not found else _average(found)
+            if found:
+                by_n[n]["worst_role_coverage"] = {k: min(f[k] for f in found) for k in ("humans_coverage", "ppi_coverage")}
         block["by_n"] = by_n
+        if kind == "rate":  # each role's own looks (a role has about 30 conversations: looks up to ~25)
+            block["peeking"] = {"false_decisions": _average([p["rate"]["peeking"]["false_decisions"] for p in parts])}
         result[kind] = block
     return result
 
@@ -189,7 +326,7 @@ def run(name: str, work: Path, anchors: Path, n_values, draws: int, alpha: float
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--anchors", type=Path, default=ROOT.parent / "shared" / "anchors" / "llm_rubric_synth")
-    parser.add_argument("--draws", type=int, default=500)
+    parser.add_argument("--draws", type=int, default=2000)
     parser.add_argument("--n", type=int, nargs="+", default=[10, 20, 40, 80])
     parser.add_argument("--alpha", type=float, default=0.1)
     parser.add_argument("--only", default=",".join(BENCHMARKS))

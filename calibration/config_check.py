@@ -270,6 +270,11 @@ RULES: dict[str, Rule] = {
     "on_shift": choice("warn", "refuse", "ignore"),
     # cv: the alternative annotator test (calibration/evaluation/reviewers.py)
     "epsilon": number(above=0, below=1),
+    "width": number(above=0, below=0.5, optional=True),  # estimate / suggest purpose=estimate: the rate's half-width
+    "decide_at": number(0, 1, optional=True),
+    "sequential": boolean(),
+    "strata": text(optional=True),  # suggest purpose=estimate: a stratified sample (role, or a conversations.jsonl field)
+    "crossfit": integer(2, optional=True),  # estimate: folds of the labelled conversations (calibration/release/crossfit.py)
     # search
     "search.trials": integer(1),
     "search.inner_folds": integer(2, 100),

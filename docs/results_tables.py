@@ -300,10 +300,62 @@ def estimate(r: dict) -> str:
                              _f(v["ppi_coverage"], 3), _f(v["humans_mean_width"], 3), _f(v["ppi_mean_width"], 3),
                              f"{v['effective_labels_median']:.1f}", _f(diff, 3),
                              f"{b['calibrator_bias']:+.3f}", f"{b['raw_judge_bias']:+.3f}"])
-    return (f"{res['draws']} draws per n; nominal coverage {pct}%. rate: share of target answers >= 3; mean: the "
+    before, looks, plans = [], [], []
+    for name, bench in res["benchmarks"].items():
+        label = ESTIMATE_NAMES.get(name, name)
+        for kind in ("rate", "mean"):
+            for n, v in bench[kind]["by_n"].items():
+                if v is not None and "before_issue_36" in v:
+                    old = v["before_issue_36"]
+                    before.append([label, kind, n, _f(old["humans_coverage"], 3), _f(old["ppi_coverage"], 3),
+                                   f"{v['width_vs_before']['humans']:.3f}", f"{v['width_vs_before']['ppi']:.3f}"])
+        peek = bench["rate"].get("peeking")
+        if peek:
+            looks.append([label, _f(peek["false_decisions"]["fixed_n"], 3), _f(peek["false_decisions"]["sequential"], 3)])
+        plan = bench["rate"].get("planner")
+        if plan:
+            plans.append([label, f"{plan['width']:.3f}", f"{plan['sufficed_n_median']:.0f}",
+                          f"{plan['planned']['n_median']:.0f}", _f(plan["planned"]["hit_rate"], 3),
+                          f"{plan['planned']['over_sufficed']['median']:.2f}",
+                          f"{plan['planned_then_estimate_says_more']['n_median']:.0f}",
+                          _f(plan["planned_then_estimate_says_more"]["hit_rate"], 3),
+                          f"{plan['planned_then_estimate_says_more']['over_sufficed']['median']:.2f}"])
+    text = (f"{res['draws']} draws per n; nominal coverage {pct}%. rate: share of target answers >= 3; mean: the "
             "mean target answer. Rows are skipped where the release has n conversations or fewer.\n\n"
             + _table(["benchmark", "quantity", "n", "humans coverage", "ppi coverage", "humans width", "ppi width",
                       "ppi worth (labels)", "diff covers 0", "calibrator bias", "raw judge bias"], rows))
+    if before:
+        text += ("\n\nThe intervals before issue 36 (Student-t, lambda tuned on the same sample, the narrower of ppi "
+                 "and humans-only kept) on the same draws, and the width of today's relative to them:\n\n"
+                 + _table(["benchmark", "quantity", "n", "humans coverage before", "ppi coverage before",
+                           "humans width / before", "ppi width / before"], before))
+    if looks:
+        text += ("\n\nPeeking: a team labels 5 more conversations at a time (10 to 80) and re-runs `estimate` until "
+                 "the gate decides, with the threshold at the true rate (every decision is a false one; a valid "
+                 "procedure keeps them under alpha):\n\n"
+                 + _table(["benchmark", "false decisions, fixed-n interval", "false decisions, sequential=true"],
+                          looks))
+    if plans:
+        text += ("\n\nPlanner: `suggest ... width=W` from a 10-conversation pilot (W: the expected ppi half-width "
+                 "at 30); hit: the interval at the planned n is within W; sufficed: the fewest conversations of the "
+                 "same draw that would have been; then `estimate width=W` tops up where it falls short:\n\n"
+                 + _table(["benchmark", "W", "sufficed (median)", "planned (median)", "hit", "planned / sufficed",
+                           "after top-up", "hit", "/ sufficed"], plans))
+    return text
+
+
+def estimate_strata(r: dict) -> str:
+    res = r["result"]
+    rows = []
+    for n, plans in res["by_n"].items():
+        for plan, v in plans.items():
+            alloc = ", ".join(f"{k} {a}" for k, a in v.get("allocation", {}).items()) or "-"
+            rows.append([n, plan.replace("_", " "), alloc, _f(v["ppi"]["coverage"], 3), _f(v["ppi"]["mean_width"], 3),
+                         _f(v["humans"]["coverage"], 3), _f(v["humans"]["mean_width"], 3)])
+    return (f"{res['draws']} draws per n; a {res['n_release_conversations']}-conversation release of "
+            f"{len(res['roles'])} roles; rate interval at nominal {round(100 * (1 - res['alpha']))}%.\n\n"
+            + _table(["n", "sample", "allocation", "ppi coverage", "ppi width", "humans coverage", "humans width"],
+                     rows))
 
 
 BATCH_PHASES = {
@@ -375,6 +427,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "active_labelling": active_labelling,
     "scaling": scaling,
     "estimate": estimate,
+    "estimate_strata": estimate_strata,
     "batch_gather": batch_gather,
 }
 

@@ -137,6 +137,10 @@ def test_estimate_prints_coverage_width_and_bias(tmp_path):
             assert row["ppi_mean_width"] <= row["humans_mean_width"] + 1e-12
             assert 0.6 <= row["ppi_coverage"] <= 1 and row["effective_labels_median"] >= int(n) - 1e-6
         assert block["by_n"]["10"]["ppi_mean_width"] > block["by_n"]["20"]["ppi_mean_width"]
+        assert all(block["by_n"][n]["inside_bounds"] for n in ("10", "20"))
+    peek = bench["rate"]["peeking"]["false_decisions"]
+    assert peek["sequential"] <= peek["fixed_n"]  # the confidence sequence never decides more often
+    assert bench["rate"]["planner"]["planned"]["n_median"] >= 10
 
 
 def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():

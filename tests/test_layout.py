@@ -35,6 +35,7 @@ LAYERS = {
     "calibration.model.predict": 7,
     "calibration.evaluation": 8,
     "calibration.release.inference": 1,  # the estimators: numpy and scipy only
+    "calibration.release.intervals": 1,  # their arithmetic, vectorised over samples
     "calibration.compare": 9,
     "calibration.report": 9,
     "calibration": 10,  # the entry points at the top: api, score, demo, cli and the package's re-exports

@@ -19,7 +19,7 @@ import torch
 
 from calibration.release.checks import check_adheres_at, check_baseline, check_target_answered
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
-from calibration.release.plan import PLAN_FILE, read_plan
+from calibration.release.plan import PLAN_FILE, read_plan, read_strata
 from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
 from rubric.errors import InputError
 
@@ -32,7 +32,8 @@ QUANTITY_NOTE = (
     "with the calibrator's prediction for that same reviewer; unlabelled turns use the panel mixture, the "
     "reviewers' predictions weighted by their share of the labels. Conversations are the sampling unit: every "
     "interval treats the labels of one conversation as one draw (a ratio estimator with conversation-level "
-    "linearised variance and Student's t on n - 1 degrees of freedom), and is valid only if the labelled "
+    "variance, a Wilson score interval inside the quantity's range at Student's t on n - 1 degrees of freedom, "
+    "ppi's lambda cross-fitted over conversations), and is valid only if the labelled "
     "conversations are a random sample the calibrator never trained on."
 )
 POPULATION_NOTE = {
@@ -51,20 +52,31 @@ class GateFailed(InputError):
 
 def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
                      plan=None, population: str = "finite", allow_judge_mismatch: bool = False,
-                     bias_margin: float = 0.05, on_shift: str = "warn") -> dict:
+                     bias_margin: float = 0.05, on_shift: str = "warn", width: float | None = None,
+                     crossfit: int | None = None, adapted_out=None) -> dict:
     """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
     labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
     baseline: another release directory, for the difference; plan: its sampling plan (default
     DATA/sample_plan.csv where it exists, else a uniform sample is assumed); population: "finite" (this
     release's turns) or "process" (the behaviour the release is a draw of; calibration/release/inference.py);
     bias_margin: the transport audit's margin on the rate (calibration/release/audit.py); on_shift: the shift
-    check's warn | refuse | ignore (calibration/model/shift.py)."""
+    check's warn | refuse | ignore (calibration/model/shift.py);
+    width: the rate's half-width wanted (how many more conversations would reach it: result["width_plan"]);
+    crossfit: K folds to adapt the calibrator on the labels and estimate from the same ones
+    (calibration/release/crossfit.py; model must be a folder), the adapted model written to adapted_out."""
     from calibration import load_model
 
     if not 0 < alpha < 1:
         raise InputError(f"alpha={alpha} is not in (0, 1).", fix="pass alpha=0.1 for 90% intervals.")
     if population not in POPULATION_NOTE:
         raise InputError(f"population={population!r}.", fix="use population=finite or population=process.")
+    if width is not None:
+        from calibration.release.planning import check_width
+
+        width = check_width(width)
+    if crossfit is not None and not isinstance(model, str | Path):
+        raise InputError("crossfit= retrains from the model's folder.", fix="pass model= a model folder.")
+    model_path = model
     model = load_model(model) if isinstance(model, str | Path) else model
     check_adheres_at(model.rubric.question(model.rubric.target), adheres_at)
     if baseline is not None:
@@ -73,7 +85,11 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
     if not bias_margin > 0:
         raise InputError(f"bias_margin={bias_margin} is not above 0.", fix="pass bias_margin=0.05 (on the rate).")
     trust = {"bias_margin": float(bias_margin), "on_shift": on_shift}
-    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release", trust=trust)
+    fit = None if crossfit is None else {"k": crossfit, "model_path": model_path, "adapted": adapted_out}
+    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release", trust=trust,
+                      crossfit=fit)
+    if width is not None:
+        result["width_plan"] = _width_plan(result["rate"], width, alpha)
     if baseline is not None:
         base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
         result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
@@ -81,7 +97,7 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
     return result
 
 
-def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None) -> dict:
+def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None, crossfit=None) -> dict:
     from calibration import load_dataset
     from calibration.decide import default_adheres_at
     from calibration.model.provenance import refuse_overlap
@@ -93,7 +109,9 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
                      where=root)
     ds = load_dataset(root, rubric=rubric)
     check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations
-    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
+    # crossfit: the calibrators train on these labels by design, each predicting only the fold it never saw
+    checked = (refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
+               if crossfit is None else 0)
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])
     if len(labelled) < 2:
@@ -102,20 +120,41 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
                          fix="label a random sample of 20 or more conversations (`role-rubric suggest purpose=estimate`).")
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
     pi_of = read_plan(plan_path, release, labelled) if plan_path else None
+    strata = read_strata(plan_path)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
     cut = {q.id: default_adheres_at(q) for q in rubric.questions}
     if adheres_at is not None:
         cut[rubric.target] = float(adheres_at)
     proba = judge_probabilities(model, X)
-    turns = {kind: reviewer_predictions(model, ds, X, t, kind=kind, adheres_at=cut[rubric.target], proba=proba)
-             for kind in KINDS}
+    folds = None
+    if crossfit is not None:
+        import tempfile
+
+        from calibration.release.crossfit import check_folds, train_folds
+
+        k = check_folds(crossfit["k"], len(labelled), path=root / "labels.csv")
+        with tempfile.TemporaryDirectory(prefix="crossfit-") as work:
+            folds = train_folds(model, crossfit["model_path"], root, sorted(labelled), k, Path(work),
+                                Path(crossfit["adapted"]))
+
+    def predict(q: int, kind: str):
+        if folds is not None:
+            return folds.predictions(ds, q, kind=kind, adheres_at=cut[rubric.questions[q].id])
+        return reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[rubric.questions[q].id], proba=proba)
+
+    turns = {kind: predict(t, kind) for kind in KINDS}
+    overall = {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS}
+    if strata:
+        for kind in KINDS:
+            overall[kind] |= _stratified(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, strata)
     roles = _roles(root)
     result = {
         "data": str(root), "alpha": options["alpha"], "population": options["population"],
         "target": rubric.target, "adheres_at": cut[rubric.target],
-        **{kind: _block(turns[kind], options, pi_of) for kind in KINDS},
-        "by_role": {role: {kind: _block(turns[kind], options, pi_of, convs) for kind in KINDS}
+        **overall,
+        "by_role": {role: {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of, convs)
+                           for kind in KINDS}
                     for role, convs in sorted(roles.items()) if release & convs},
         "by_question": {},
         "sampling": "inclusion probabilities from " + str(plan_path) if pi_of else
@@ -128,8 +167,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
         if q != t and (ds.answers[:, q] >= 0).any():
             result["by_question"][question.id] = {
                 "adheres_at": cut[question.id],
-                **{kind: _block(reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[question.id],
-                                                     proba=proba), options, pi_of)
+                **{kind: _block(predict(q, kind), options | {"bounds": _bounds(ds, q, kind)}, pi_of)
                    for kind in KINDS}}
     if trust is not None:  # the release (not the baseline): calibration/release/audit.py, calibration/model/shift.py
         from calibration.model.shift import handle_shift, roles_of
@@ -138,9 +176,58 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
         result["transport_audit"] = transport_audit(turns["rate"], trust["bias_margin"], options["alpha"], roles)
         result["shift"] = handle_shift(model.meta.get("shift_reference"), ds, roles_of([root]), trust["on_shift"],
                                        "estimate")
+    if folds is not None:
+        result["crossfit"] = {"k": len(folds.models), "adapted_model": str(folds.adapted), "note": (
+            "cross-prediction-powered: each labelled conversation compared with a calibrator trained on the model's "
+            "training directories plus the other folds' labels; the other turns get the average of the "
+            f"{len(folds.models)}; the adapted model (trained on every label) is {folds.adapted}.")}
     if not roles:
         result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
     return result
+
+
+def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str]) -> dict:
+    """The overall humans and ppi intervals combined over the plan's strata (stratified PPI; each stratum a
+    uniform sample of its conversations); {} with a note where a stratum has fewer than 2 labels."""
+    from calibration.release.inference import stratified
+
+    groups: dict[str, set[str]] = {}
+    for conv in np.unique(preds.conversation):
+        groups.setdefault(strata.get(str(conv), "(not in the plan)"), set()).add(conv)
+    parts: dict[str, list] = {"humans": [], "ppi": []}
+    counts, lams = {}, []
+    for name, convs in sorted(groups.items()):
+        n_h = len(preds.labelled_conversations(conversations=convs))
+        counts[name] = n_h
+        if n_h < 2:
+            return {"stratified": {"labelled": counts, "note": f"stratum {name!r} has {n_h} labelled conversation(s): "
+                                   "the strata are not combined; the intervals above treat the sample as one."}}
+        share = float(preds.scope(convs).sum() / len(preds.conversation))
+        sample = preds.sample(conversations=convs)
+        turns = float(sample.m_lab.sum())
+        parts["humans"].append((share, classical_mean(sample, **options), n_h, turns))
+        ppi = ppi_mean(sample, **options)
+        lams.append(share * ppi.lam)
+        parts["ppi"].append((share, ppi, n_h, turns))
+    alpha, bounds = options["alpha"], options["bounds"]
+    humans, ppi = (stratified(parts[k], alpha=alpha, bounds=bounds) for k in ("humans", "ppi"))
+    n = sum(counts.values())
+    return {
+        "humans": {"estimate": humans.estimate, "low": humans.low, "high": humans.high},
+        "ppi": {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": float(sum(lams))},
+        "effective_labels": effective_labels(n, humans, ppi),
+        "stratified": {"labelled": counts, "note": "strata of the sampling plan combined (stratified PPI, Fisch "
+                       "et al. 2024): each stratum's interval, weighted by its share of the turns."},
+    }
+
+
+def _bounds(ds, question: int, kind: str) -> tuple[float, float]:
+    """The range of the quantity: a rate's [0, 1], or the answer scale's lowest and highest value (the
+    intervals are Wilson score intervals inside it)."""
+    if kind == "rate":
+        return (0.0, 1.0)
+    values = ds.option_values()[question, : int(ds.n_options[question])]
+    return (float(values.min()), float(values.max()))
 
 
 def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None) -> dict:
@@ -165,7 +252,32 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
     block["ppi"] = {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam}
     block["effective_labels"] = effective_labels(len(labelled), humans, ppi)
     block["_sample"] = sample  # for a comparison with a baseline; dropped before writing
+    pi = np.full(sample.n, sample.n / sample.N) if sample.pi is None else sample.pi
+    fpc = float(np.clip(1 - pi, 0, 1).mean()) if options["population"] == "finite" else 1.0
+    block["_se_process"] = ppi.se / math.sqrt(fpc) if fpc > 0 else math.inf  # sequential=true
     return block
+
+
+def _width_plan(rate: dict, width: float, alpha: float) -> dict:
+    """How far the rate's ppi interval is from the half-width asked for, and how many labelled conversations
+    would reach it (planned from this sample's spread; calibration/release/planning.py)."""
+    from calibration.release.planning import labels_needed, spread_from_sample
+
+    ppi = rate["ppi"]
+    have = (ppi["high"] - ppi["low"]) / 2
+    n = rate["n_labelled_conversations"]
+    plan = {"width": width, "half_width": have, "reached": have <= width, "n_labelled_conversations": n}
+    if have > width:
+        s = rate["_sample"]
+        spread = spread_from_sample(s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample")
+        need = labels_needed(spread.ppi if ppi["lambda"] else spread.humans, spread.m_bar, spread.N, width, alpha)
+        plan["n_needed"] = need
+        if need is None:
+            plan["line"] = f"the rate's half-width {have:.3f} is over width={width:g}, and even all {spread.N} conversations would fall short."
+        else:
+            plan["line"] = (f"the rate's half-width {have:.3f} is over width={width:g}: label about {max(need - n, 1)} more "
+                            f"conversations ({max(need, n + 1)} in all, planned from this sample's spread).")
+    return plan
 
 
 def _difference(a: dict, b: dict, alpha: float) -> dict:
@@ -184,17 +296,37 @@ def _roles(root: Path) -> dict[str, set[str]]:
 
     roles: dict[str, set[str]] = {}
     for conv in load_conversations(path):
-        roles.setdefault(conv.chatbot_role or "(no role)", set()).add(conv.conversation_id)
+        roles.setdefault(role_key(conv), set()).add(conv.conversation_id)
     return roles
+
+
+def role_key(conv) -> str:
+    """A role's short name for rows and `by_role` keys: the conversation's `role` field where it has one,
+    else the chatbot_role itself where it is short, else its first words and a short hash of it (two
+    prompts that start alike stay apart)."""
+    import hashlib
+
+    short = conv.record.get("role") if isinstance(getattr(conv, "record", None), dict) else None
+    if isinstance(short, str) and short.strip():
+        return short.strip()
+    prompt = (conv.chatbot_role or "").strip()
+    if not prompt:
+        return "(no role)"
+    if len(prompt) <= 40 and "\n" not in prompt:  # already a short name
+        return prompt
+    words = prompt.split()
+    head = " ".join(words[:4]) + (" ..." if len(words) > 4 else "")
+    return f"{head[:40]} #{hashlib.sha256(prompt.encode()).hexdigest()[:6]}"
 
 
 def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list[str]:
     """The failed checks, one line each (empty: pass)."""
     failed = []
-    rate = result["rate"]["ppi"]
+    rate = result.get("sequential") or result["rate"]["ppi"]  # sequential=true: the confidence sequence
+    what = "confidence sequence, look " + str(rate["look"]) if "look" in rate else "ppi"
     if fail_under is not None and rate["low"] < fail_under:
         failed.append(f"the adherence rate's lower bound {rate['low']:.3f} is below fail_under={fail_under:g} "
-                      f"(ppi {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])")
+                      f"({what} {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])")
     if fail_if_worse:
         if "difference" not in result:
             raise InputError("fail_if_worse=true needs a baseline.", fix="pass baseline=DIR (the last release).")
@@ -228,7 +360,15 @@ def run_estimate(cfg) -> Path:
                                   population=str(cfg.get("population", "finite")),
                                   allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
                                   bias_margin=float(cfg.get("bias_margin", 0.05)),
-                                  on_shift=str(cfg.get("on_shift", "warn")))
+                                  on_shift=str(cfg.get("on_shift", "warn")),
+                                  width=cfg.get("width"),
+                                  crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
+                                  adapted_out=Path(out) / "adapted_model")
+        if cfg.get("sequential", False):
+            from calibration.release.sequential import identity, sequential_rate
+
+            ident = identity(Path(cfg.data), Path(cfg.model))
+            result["sequential"] = sequential_rate(out, ident, result["rate"], alpha=float(cfg.alpha))
         failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
         result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
                           "passed": not failed, "failed": failed}
@@ -236,8 +376,18 @@ def run_estimate(cfg) -> Path:
         from calibration.release.audit import audit_line
 
         print(f"estimate: {audit_line(result['transport_audit'])}")
+        if "line" in result.get("width_plan", {}):
+            print("estimate: " + result["width_plan"]["line"])
         path = out / "estimate.json"
         atomic_write_text(path, json.dumps(strip_private(result), indent=2))
+        if "sequential" in result:
+            from calibration.release.sequential import LOOKS_FILE, record
+
+            record(out, ident, result["sequential"])
+            seq = result["sequential"]
+            print(f"estimate: look {seq['look']} ({seq['n_labelled_conversations']} labelled conversations): rate "
+                  f"{seq['estimate']:.3f}, confidence sequence [{seq['low']:.3f}, {seq['high']:.3f}] (valid at every "
+                  f"look; recorded in {out / LOOKS_FILE})")
     print(f"estimate: wrote {path}")
     if failed:
         raise GateFailed("; ".join(failed) + ".", fix="")

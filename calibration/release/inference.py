@@ -12,11 +12,17 @@ The PPI++ estimate (Angelopoulos, Duchi & Zrnic 2024) is
 the calibrator's mean over all turns plus a correction measured on the sample (a Hajek ratio, so
 conversations of different lengths count by their turns). Its variance is taken by linearisation with the
 conversation as the unit, so labels of one conversation (several turns, several reviewers) are never
-treated as independent; lam minimises it (power tuning, clipped to [0, 1]): lam = 0 is the humans-only
-estimate, lam = 1 plain PPI. Intervals use Student's t with n - 1 degrees of freedom and the unbiased
-(n - 1) variance, which the small samples of a release review need; with singleton conversations,
-`ddof=0`, `quantile="normal"` and `population="process"` this is exactly ppi-python's `ppi_mean_ci` /
-`classical_mean_ci` (tests/calibration/test_release_inference.py checks it).
+treated as independent. lam = 0 is the humans-only estimate, lam = 1 plain PPI; by default each
+conversation's correction uses the lam that minimises the variance on the other conversations (power
+tuning cross-fitted leave-one-out, clipped to [0, 1]), and ppi falls back to humans-only where that lam
+averages under 0.5. The variance is the larger of the linearised one and the delete-one-conversation
+jackknife; intervals use Student's t with n - 1 degrees of freedom, and for a bounded quantity (`bounds`:
+a rate, or an answer scale) a Wilson score interval at the effective sample size p(1-p)/var, which stays
+inside the bounds and holds its level at 10-20 conversations (benchmarks/estimate.py; the arithmetic,
+vectorised over samples, is calibration/release/intervals.py). With a fixed lam, singleton conversations,
+`ddof=0`, `quantile="normal"`, `variance="linearised"` and `population="process"` this is exactly
+ppi-python's `ppi_mean_ci` / `classical_mean_ci`, and lam="tuned" is its power-tuned lam
+(tests/calibration/test_release_inference.py checks both).
 
 Personalised predictions (`V` given): F_c compares each reviewer with the calibrator's prediction for that
 reviewer, and the imputed mean is the mixture of the reviewers' predictions in the proportions the sample
@@ -45,6 +51,13 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from scipy import stats
+
+from calibration.release.intervals import ratio_interval
+
+USE_CALIBRATOR_FROM = 0.5
+"""ppi uses the calibrator where the cross-fitted lam averages at least this (it carries half the weight);
+below, the calibrator's tuning noise costs more width than its help saves (benchmarks/estimate.py), and ppi
+is the humans-only interval."""
 
 __all__ = ["ClusterSample", "Interval", "classical_mean", "difference", "effective_labels", "ppi_mean"]
 
@@ -96,56 +109,51 @@ class Interval:
 
 
 def ppi_mean(
-    s: ClusterSample, *, alpha: float = 0.1, lam: float | None = None, ddof: int = 1, quantile: str = "t",
-    population: str = "finite", variance: str = "jackknife",
+    s: ClusterSample, *, alpha: float = 0.1, lam: float | str | None = None, ddof: int = 1, quantile: str = "t",
+    population: str = "finite", variance: str = "jackknife", bounds: tuple[float, float] | None = None,
 ) -> Interval:
-    """The PPI++ estimate and (1 - alpha) interval of the per-turn mean; lam None: power-tuned. variance:
-    "linearised", or "jackknife" (default: the larger of the two)."""
-    parts = _parts(s, ddof, population)
-    tuned = lam is None
-    if tuned:
-        lam = _tuned_lam(parts)
-    estimate = parts["rho_Y"] - lam * (parts["rho_F"] - parts["offset"])
-    var = lam**2 * parts["V_A"] + parts["c"] * (parts["S_aa"] - 2 * lam * parts["S_ab"] + lam**2 * parts["S_bb"])
-    if variance == "jackknife":
-        var = max(var, lam**2 * parts["V_A"] + _jackknife(s, ddof, population, None if tuned else lam))
-    if tuned:
-        humans = classical_mean(s, alpha=alpha, ddof=ddof, quantile=quantile, population=population, variance=variance)
-        if humans.se**2 < var:  # lam = 0 is a candidate of the tuning: never wider than the humans alone
-            return dataclasses.replace(humans, lam=0.0)
-    return _interval(estimate, math.sqrt(max(var, 0.0)), s.n, alpha, quantile, lam=float(lam))
-
-
-def _jackknife(s: ClusterSample, ddof: int, population: str, lam: float | None) -> float:
-    """Delete-one-conversation jackknife variance of the correction (lam re-tuned in every replicate when
-    None), times the finite-population factor: small samples' ratio estimates and a lam tuned on the same
-    sample make the linearised variance too small."""
-    n = s.n
-    if n < 3:
-        return 0.0
-    thetas = np.empty(n)
-    keep = np.ones(n, bool)
-    for i in range(n):
-        keep[i] = False
-        sub = dataclasses.replace(s, Y=s.Y[keep], F=s.F[keep], m_lab=s.m_lab[keep],
-                                  pi=None if s.pi is None else s.pi[keep], V=None if s.V is None else s.V[keep])
-        parts = _parts(sub, min(ddof, n - 2), population)
-        lam_i = _tuned_lam(parts) if lam is None else lam
-        thetas[i] = parts["rho_Y"] - lam_i * (parts["rho_F"] - parts["offset"])
-        keep[i] = True
-    pi = np.full(n, n / s.N) if s.pi is None else np.asarray(s.pi, float)
-    fpc = float(np.clip(1 - pi, 0, 1).mean()) if population == "finite" else 1.0
-    return fpc * (n - 1) / n * float(((thetas - thetas.mean()) ** 2).sum())
+    """The PPI++ estimate and (1 - alpha) interval of the per-turn mean. lam: a number (fixed), None (cross-
+    fitted: each conversation's correction uses the lam tuned without it; the humans-only interval where the
+    cross-fitted lam averages under USE_CALIBRATOR_FROM) or "tuned" (on the same sample, as ppi-python does;
+    for comparison). variance: "linearised", or "jackknife" (default: the larger of the two). bounds: the
+    values' range ((0, 1) for a rate): a Wilson score interval inside it (calibration/release/intervals.py)."""
+    r = _ratio(s, alpha, lam, ddof, quantile, population, variance, bounds)
+    if lam is None and float(r["lam"]) < USE_CALIBRATOR_FROM:
+        return dataclasses.replace(classical_mean(s, alpha=alpha, ddof=ddof, quantile=quantile,
+                                                  population=population, variance=variance, bounds=bounds), lam=0.0)
+    return _as_interval(r)
 
 
 def classical_mean(s: ClusterSample, *, alpha: float = 0.1, ddof: int = 1, quantile: str = "t",
-                   population: str = "finite", variance: str = "jackknife") -> Interval:
+                   population: str = "finite", variance: str = "jackknife",
+                   bounds: tuple[float, float] | None = None) -> Interval:
     """The humans-only (Hajek ratio) estimate and interval from the labelled conversations alone."""
-    parts = _parts(s, ddof, population)
-    var = parts["c"] * parts["S_aa"]
-    if variance == "jackknife":
-        var = max(var, _jackknife(s, ddof, population, 0.0))
-    return _interval(parts["rho_Y"], math.sqrt(max(var, 0.0)), s.n, alpha, quantile)
+    return dataclasses.replace(_as_interval(_ratio(s, alpha, 0.0, ddof, quantile, population, variance, bounds)),
+                               lam=None)
+
+
+def _ratio(s: ClusterSample, alpha, lam, ddof, quantile, population, variance, bounds) -> dict:
+    if population not in ("finite", "process"):
+        raise ValueError(f"population={population!r}: use 'finite' or 'process'.")
+    n = s.n
+    if n <= ddof:
+        raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
+    pi = np.full(n, n / s.N) if s.pi is None else np.asarray(s.pi, float)
+    m_all = np.asarray(s.m_all, float)
+    A_bar = float(s.A.sum() / m_all.sum())
+    G = s.F if s.V is None else s.F - s.V  # personalised: the control variate is centred on the sample's panel
+    if population == "finite":  # the release's own mean: imputed exactly, each draw's share of it known
+        V_A, fpc = 0.0, np.clip(1.0 - pi, 0.0, 1.0)
+    else:
+        g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
+        V_A, fpc = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N), np.ones(n)
+    return ratio_interval(s.Y, G, s.m_lab, 1.0 / pi, fpc, alpha=alpha, lam=lam, ddof=ddof, V_A=V_A,
+                          offset=A_bar if s.V is None else 0.0, quantile=quantile, variance=variance,
+                          bounds=bounds, n_turns=float(np.sum(s.m_lab)))
+
+
+def _as_interval(r: dict) -> Interval:
+    return Interval(*(float(r[k]) for k in ("estimate", "low", "high", "se")), lam=float(r["lam"]), df=r["df"])
 
 
 def difference(a: Interval, b: Interval, *, alpha: float = 0.1) -> dict:
@@ -171,50 +179,19 @@ def effective_labels(n: int, humans: Interval, ppi: Interval) -> float:
     return n * (humans.width / ppi.width) ** 2
 
 
-def _parts(s: ClusterSample, ddof: int, population: str) -> dict:
-    """The sums both estimators are built from (linearised Hajek ratios; see the module docstring)."""
-    if population not in ("finite", "process"):
-        raise ValueError(f"population={population!r}: use 'finite' or 'process'.")
-    n = s.n
-    if n <= ddof:
-        raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
-    pi = np.full(n, n / s.N) if s.pi is None else np.asarray(s.pi, float)
-    d = 1.0 / pi
-    m_lab, m_all = np.asarray(s.m_lab, float), np.asarray(s.m_all, float)
-    G = s.F if s.V is None else s.F - s.V  # personalised: the control variate is centred on the sample's panel
-    D = float((d * m_lab).sum())
-    rho_Y = float((d * s.Y).sum()) / D
-    rho_F = float((d * G).sum()) / D
-    a = d * (s.Y - rho_Y * m_lab)
-    b = d * (G - rho_F * m_lab)
-    a, b = a - a.mean(), b - b.mean()
-    A_bar = float(s.A.sum() / m_all.sum())
-    if population == "finite":  # the release's own mean: imputed exactly, each draw's share of it known
-        V_A, fpc = 0.0, np.clip(1.0 - pi, 0.0, 1.0)
-    else:
-        g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
-        V_A, fpc = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N), np.ones(n)
-    return {
-        "rho_Y": rho_Y, "rho_F": rho_F, "offset": A_bar if s.V is None else 0.0, "V_A": V_A,
-        "S_aa": float(fpc @ (a * a)) / D**2, "S_bb": float(fpc @ (b * b)) / D**2, "S_ab": float(fpc @ (a * b)) / D**2,
-        "c": n / (n - ddof),
-    }
+def stratified(parts: list[tuple[float, Interval, int, float]], *, alpha: float = 0.1,
+               bounds: tuple[float, float] | None = None) -> Interval:
+    """Strata combined (stratified PPI, Fisch et al. 2024): parts are (turn share W_h, the stratum's
+    interval, its labelled conversations n_h, its labelled turns); estimate sum W_h theta_h, variance
+    sum W_h^2 se_h^2 (strata sampled independently), Welch-Satterthwaite degrees of freedom, and the same
+    Wilson score interval inside `bounds` as one sample."""
+    from calibration.release.intervals import wilson_or_t
 
-
-def _tuned_lam(parts: dict) -> float:
-    """The lam in [0, 1] that minimises the estimate's variance lam^2 V_A + c (S_aa - 2 lam S_ab + lam^2 S_bb)."""
-    denom = parts["V_A"] + parts["c"] * parts["S_bb"]
-    if denom <= 0:
-        return 0.0
-    return float(np.clip(parts["c"] * parts["S_ab"] / denom, 0.0, 1.0))
-
-
-def _interval(estimate: float, se: float, n: int, alpha: float, quantile: str, *, lam: float | None = None) -> Interval:
-    if quantile == "t":
-        df = float(n - 1)
-        q = float(stats.t.ppf(1 - alpha / 2, df))
-    elif quantile == "normal":
-        df, q = None, float(stats.norm.ppf(1 - alpha / 2))
-    else:
-        raise ValueError(f"quantile={quantile!r}: use 't' or 'normal'.")
-    return Interval(float(estimate), float(estimate - q * se), float(estimate + q * se), float(se), lam, df)
+    estimate = sum(w * iv.estimate for w, iv, _, _ in parts)
+    terms = [(w * iv.se) ** 2 for w, iv, _, _ in parts]
+    var = sum(terms)
+    dens = sum(t**2 / max(n - 1, 1) for t, (_, _, n, _) in zip(terms, parts, strict=True))
+    df = var**2 / dens if dens > 0 else float(sum(n for _, _, n, _ in parts) - 1)
+    low, high = wilson_or_t(estimate, var, alpha=alpha, df=df, bounds=bounds,
+                            n_turns=sum(t for *_, t in parts), fpc_bar=1.0)
+    return Interval(float(estimate), float(low), float(high), math.sqrt(var), None, float(df))

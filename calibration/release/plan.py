@@ -21,7 +21,7 @@ from rubric.errors import InputError
 PLAN_FILE = "sample_plan.csv"
 PLAN_COLUMNS = ("conversation_id", "inclusion_probability", "sampled")
 
-__all__ = ["PLAN_FILE", "read_plan", "uniform_plan"]
+__all__ = ["PLAN_FILE", "read_plan", "read_strata", "stratified_plan", "uniform_plan"]
 
 
 def uniform_plan(conversations, budget: int, *, seed: int = 0) -> pd.DataFrame:
@@ -71,3 +71,43 @@ def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, fl
     if len(values) and np.allclose(values, values[0]) and math.isclose(float(pi.min()), float(pi.max())):
         return None
     return {c: float(of[c]) for c in labelled}
+
+
+def stratified_plan(conversations, stratum_of: dict[str, str], budget: int, *, seed: int = 0) -> pd.DataFrame:
+    """A stratified simple random sample: `budget` conversations allocated to the strata in proportion to
+    their sizes (largest remainders, at least 2 per stratum so each has an interval), drawn uniformly within
+    each; inclusion probability n_h / N_h; the `stratum` column names each conversation's stratum. Neyman
+    allocation (by the calibrator's residual spread per stratum) is not offered: it needs a benchmark that
+    shows it narrower first (docs, release estimates)."""
+    ids = np.array(sorted(set(conversations)), dtype=object)
+    strata = np.array([stratum_of[c] for c in ids], dtype=object)
+    names, sizes = np.unique(strata, return_counts=True)
+    if budget < 2 * len(names) or budget > len(ids):
+        raise InputError(f"budget={budget} for {len(names)} strata of {len(ids)} conversations.",
+                         fix=f"pass a budget between {2 * len(names)} (2 per stratum) and {len(ids)}.")
+    share = budget * sizes / sizes.sum()
+    alloc = np.minimum(np.maximum(np.floor(share).astype(int), 2), sizes)
+    while alloc.sum() < budget:  # largest remainders first, where a stratum has conversations left
+        room = np.where(alloc < sizes, share - alloc, -np.inf)
+        alloc[int(np.argmax(room))] += 1
+    while alloc.sum() > budget:  # the minimum of 2 overshot: take back from the largest allocations
+        over = np.where(alloc > 2, alloc - share, -np.inf)
+        alloc[int(np.argmax(over))] -= 1
+    rng = np.random.default_rng(seed)
+    sampled = np.zeros(len(ids), int)
+    pi = np.zeros(len(ids))
+    for name, n_h in zip(names, alloc, strict=True):
+        members = np.flatnonzero(strata == name)
+        sampled[rng.choice(members, size=int(n_h), replace=False)] = 1
+        pi[members] = n_h / len(members)
+    return pd.DataFrame({"conversation_id": ids, "inclusion_probability": pi, "sampled": sampled, "stratum": strata})
+
+
+def read_strata(path: Path | None) -> dict[str, str] | None:
+    """conversation -> stratum from a plan's `stratum` column (None: no plan, or an unstratified one)."""
+    if path is None:
+        return None
+    frame = pd.read_csv(path, dtype={"conversation_id": str, "stratum": str}, keep_default_na=False)
+    if "stratum" not in frame.columns:
+        return None
+    return dict(zip(frame["conversation_id"].str.strip(), frame["stratum"], strict=True))

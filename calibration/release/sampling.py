@@ -11,7 +11,9 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from calibration.release.plan import PLAN_FILE, uniform_plan
+import torch
+
+from calibration.release.plan import PLAN_FILE, stratified_plan, uniform_plan
 
 
 def run_estimate_plan(cfg) -> Path:
@@ -22,10 +24,21 @@ def run_estimate_plan(cfg) -> Path:
 
     start = time.perf_counter()
     ds = load_dataset(cfg.data, require_labels=False)
-    plan = uniform_plan(ds.items["conversation_id"], int(cfg.budget), seed=int(cfg.seed))
+    budget = int(cfg.budget)
+    if cfg.get("width") is not None or cfg.get("decide_at") is not None:
+        budget = _planned_budget(cfg, ds, budget)
+    conversations = dataset_conversations(cfg.data)
+    if cfg.get("strata"):
+        stratum_of = _strata(conversations, str(cfg.strata), set(ds.items["conversation_id"]), Path(cfg.data))
+        plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=int(cfg.seed))
+        sizes = plan.groupby("stratum")["sampled"].agg(["sum", "size"])
+        print("suggest: stratified by " + str(cfg.strata) + " (proportional): " + ", ".join(
+            f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows()))
+    else:
+        plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
     chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
     keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
-    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, dataset_conversations(cfg.data),
+    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations,
                         questions=str(cfg.get("questions", "all")), scores=None)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -38,4 +51,70 @@ def run_estimate_plan(cfg) -> Path:
     print(f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
           f"fill in judge_id and answer) and {plan_path}")
     print(f"suggest: copy {PLAN_FILE} into the release folder (or pass plan=) when you run `role-rubric estimate`")
+    return out
+
+
+def _planned_budget(cfg, ds, budget: int) -> int:
+    """`width=W` / `decide_at=X`: the conversations the rate's interval needs (calibration/release/planning.py),
+    at most `budget`; the plan's lines printed."""
+    from calibration import load_model
+    from calibration.decide import default_adheres_at
+    from calibration.release.planning import (
+        check_width,
+        plan_lines,
+        spread_from_calibrator,
+        spread_from_sample,
+    )
+    from calibration.release.turns import reviewer_predictions
+    from rubric.errors import InputError
+
+    if cfg.get("width") is not None and cfg.get("decide_at") is not None:
+        raise InputError("width= and decide_at= both given.", fix="pass one: width=W (half-width) or decide_at=X.")
+    width = None if cfg.get("width") is None else check_width(cfg.width)
+    decide_at = None if cfg.get("decide_at") is None else float(cfg.decide_at)
+    if not cfg.get("model"):
+        raise InputError("suggest purpose=estimate with width= or decide_at= plans from a calibrator; no model= given.",
+                         fix="pass model=MODEL_DIR (the one `role-rubric estimate` will use).")
+    model = load_model(cfg.model)
+    X = torch.from_numpy(ds.features(model.spec))
+    t = ds.target_index
+    preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=default_adheres_at(model.rubric.questions[t]))
+    labelled = len(preds.labelled_conversations())
+    if labelled >= 3:
+        s = preds.sample()
+        spread = spread_from_sample(s.Y, s.F - s.V, s.m_lab, s.m_all, f"the {labelled} labelled conversations")
+    else:
+        spread = spread_from_calibrator(preds.conversation, preds.calibrator)
+    n, lines = plan_lines(spread, width=width, decide_at=decide_at, alpha=float(cfg.get("alpha", 0.1)),
+                          labelled=labelled)
+    for line in lines:
+        print("suggest: " + line)
+    if n is None:
+        n = budget
+    if n > budget:
+        print(f"suggest: the plan asks for {n} conversations, more than budget={budget}: sampling {budget}.")
+    return max(min(n, budget), 2)
+
+
+def _strata(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:
+    """conversation -> stratum: `role` is the role's short id (the rows of `estimate`), any other name a
+    field of conversations.jsonl that every conversation of the release must have."""
+    from calibration.release.estimate import role_key
+    from rubric.errors import InputError
+
+    out = {}
+    for cid in sorted(release):
+        conv = conversations.get(cid)
+        if conv is None:
+            raise InputError(f"conversation {cid!r} of llm.csv is not in conversations.jsonl, so its stratum is unknown.",
+                             path=data / "conversations.jsonl", fix="use the conversations.jsonl gather read.")
+        if field == "role":
+            out[cid] = role_key(conv)
+            continue
+        value = (conv.record or {}).get(field)
+        if value is None or (isinstance(value, str) and not value.strip()):
+            raise InputError(f"strata={field}: conversation {cid!r} has no {field!r} field.",
+                             path=data / "conversations.jsonl",
+                             fix="pass strata=role, or the name of a field every conversation has.")
+        out[cid] = str(value)
     return out

@@ -19,7 +19,7 @@ def _rows(scope: str, blocks: dict) -> list[list[str]]:
         rows.append([
             scope, kind, f"{b['calibrator']:.3f}", _cell(b["humans"], 3), _cell(b["ppi"], 3),
             f"{b['n_labelled_conversations']}/{b['n_conversations']}",
-            "-" if eff is None else ("inf" if eff == float("inf") else f"{eff:.0f}"),
+            "-" if eff is None else ("all labelled" if eff == float("inf") else f"{eff:.0f}"),
         ])
     return rows
 

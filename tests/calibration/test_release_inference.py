@@ -157,3 +157,48 @@ def test_difference_p_value_is_small_for_a_clear_gap():
 def test_too_few_labelled_conversations_is_an_error():
     with pytest.raises(ValueError, match="at least 2"):
         ppi_mean(ClusterSample(A=np.ones(5), m_all=np.ones(5), Y=np.ones(1), F=np.ones(1), m_lab=np.ones(1)))
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_same_sample_tuned_lam_equals_ppi_python(seed):
+    # The building block of the cross-fitted default: ppi-python's power tuning on one sample.
+    s, Y, F, A = _singletons(seed)
+    mine = ppi_mean(s, lam="tuned", alpha=0.1, ddof=0, quantile="normal", population="process",
+                    variance="linearised")
+    assert mine.estimate == pytest.approx(float(ppi_py.ppi_mean_pointestimate(Y, F, A)[0]), abs=1e-12)
+    low, high = ppi_py.ppi_mean_ci(Y, F, A, alpha=0.1)
+    assert (mine.low, mine.high) == pytest.approx((float(low[0]), float(high[0])), abs=1e-12)
+
+
+def test_rate_interval_stays_inside_0_1_at_two_conversations():
+    # Two labelled conversations, all turns adherent, a calibrator that disagrees: the case of issue 36
+    # ([0.234, 1.266] before the Wilson interval).
+    s = ClusterSample(A=np.full(30, 1.4), m_all=np.full(30, 2.0), Y=np.array([2.0, 2.0]), F=np.array([1.9, 0.4]),
+                      m_lab=np.array([2.0, 2.0]))
+    for est in (ppi_mean(s, bounds=(0, 1)), classical_mean(s, bounds=(0, 1)), ppi_mean(s, lam=1.0, bounds=(0, 1))):
+        assert 0.0 <= est.low < est.high <= 1.0
+    assert classical_mean(s, bounds=(0, 1)).low < 0.9  # every label adherent, still not a point
+
+
+def test_small_sample_rate_coverage_on_a_skewed_rate():
+    """n = 10 conversations of a release whose rate is 0.9, 2,000 draws at once (intervals.py is vectorised):
+    the Wilson interval holds 90% where the Student-t (Wald) one falls short."""
+    from calibration.release.intervals import ratio_interval
+
+    rng = np.random.default_rng(0)
+    N, n, draws = 200, 10, 2000
+    m = rng.integers(1, 4, size=N).astype(float)
+    y = np.array([rng.binomial(int(k), 0.9) for k in m], float)
+    f = np.clip(y + rng.normal(0, 0.6, size=N), 0, m)
+    truth = y.sum() / m.sum()
+    idx = np.argsort(rng.uniform(size=(draws, N)), axis=1)[:, :n]
+    d, fpc = np.full((draws, n), N / n), np.full((draws, n), 1 - n / N)
+    covered = {}
+    for name, bounds in (("wilson", (0.0, 1.0)), ("wald", None)):
+        r = ratio_interval(y[idx], f[idx] - f.sum() / m.sum() * m[idx], m[idx], d, fpc, lam=0.0, bounds=bounds,
+                           n_turns=m[idx].sum(-1))
+        covered[name] = float(((r["low"] <= truth) & (truth <= r["high"])).mean())
+        if bounds:
+            assert (r["low"] >= 0).all() and (r["high"] <= 1).all()
+    assert covered["wilson"] >= 0.885
+    assert covered["wald"] < covered["wilson"] - 0.02

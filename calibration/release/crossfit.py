@@ -1,0 +1,137 @@
+"""`estimate crossfit=K`: adapt the calibrator and estimate the release from the same labels (cross-
+prediction-powered inference, Zrnic & Candes, PNAS 2024).
+
+The release's labelled conversations are split into K folds. Calibrator k is trained, with the model's
+recorded settings, on the model's training directories (model.json `trained_on`, with their weights) plus
+the labelled conversations outside fold k, and predicts fold k: each labelled turn is compared with a
+calibrator that never saw it. Every other turn of the release gets the average of the K calibrators. One
+more calibrator, trained on everything, is the adapted model written beside the estimate. The interval
+is then computed as for a plain estimate (the K calibrators' dependence on the labels is what cross-
+fitting makes harmless, to first order: Zrnic & Candes 2024, Theorem 1).
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from calibration.release.turns import ReviewerPredictions, reviewer_predictions
+from rubric.errors import InputError
+
+__all__ = ["FoldModels", "check_folds", "train_folds"]
+
+_READ = {"dtype": {"conversation_id": str, "turn": str, "judge_id": str}, "keep_default_na": False}
+
+
+class FoldModels:
+    """The K calibrators, which fold each labelled conversation is in, and the adapted model's folder."""
+
+    def __init__(self, models: list, fold_of: dict[str, int], adapted: Path):
+        self.models, self.fold_of, self.adapted = models, fold_of, adapted
+
+    def predictions(self, ds, question: int, *, kind: str, adheres_at: float) -> ReviewerPredictions:
+        """Each labelled conversation's turns predicted by the calibrator of its fold, the others by the
+        average of the K; reviewers matched by name across the K (a reviewer one calibrator never saw gets
+        its population prediction)."""
+        import torch
+
+        per_model = []
+        for model in self.models:
+            X = torch.from_numpy(ds.features(model.spec))
+            per_model.append(reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at))
+        first = per_model[0]
+        rows = np.arange(len(first.row_item))
+        names = np.array([str(ds.judges[j]) for j in ds.label_judge[np.flatnonzero(ds.answers[:, question] >= 0)]],
+                         dtype=object)
+        reviewers = sorted(set(names))
+        column = np.searchsorted(np.array(reviewers, dtype=object), names)
+
+        def named(p: ReviewerPredictions) -> np.ndarray:
+            out = np.repeat(p.P[:, :1], len(reviewers), axis=1)  # column 0 of P is the population model (-1)
+            out[:, column] = p.P[:, p.row_column[rows]]
+            return out
+
+        P = np.stack([named(p) for p in per_model])  # (K, N_items, reviewers)
+        cal = np.stack([p.calibrator for p in per_model])
+        fold = np.array([self.fold_of.get(str(c), -1) for c in first.conversation])
+        own = fold >= 0
+        P_out, cal_out = P.mean(0), cal.mean(0)
+        P_out[own] = P[fold[own], np.flatnonzero(own)]
+        cal_out[own] = cal[fold[own], np.flatnonzero(own)]
+        return ReviewerPredictions(first.conversation, P_out, cal_out, first.raw, first.row_item, column,
+                                   first.row_value)
+
+
+def check_folds(k, labelled: int, *, path) -> int:
+    if isinstance(k, bool) or not float(k).is_integer() or int(k) < 2:
+        raise InputError(f"crossfit={k}: cross-fitting needs a whole number of folds >= 2.", path=path,
+                         fix="pass crossfit=5 (or crossfit=N with 2 <= N <= the labelled conversations).")
+    if int(k) > labelled:
+        raise InputError(f"crossfit={k} is more folds than the {labelled} labelled conversations.", path=path,
+                         fix=f"pass crossfit=N with 2 <= N <= {labelled}.")
+    return int(k)
+
+
+def _sources(model, model_path) -> tuple[list[Path], list[float]]:
+    records = model.meta.get("trained_on") or []
+    paths = [Path(r.get("data", "")) for r in records]
+    if not records or any(not str(p) or not (p / "labels.csv").exists() for p in paths):
+        missing = next((str(p) for p in paths if not str(p) or not (p / "labels.csv").exists()), "none recorded")
+        raise InputError(f"crossfit= retrains on the model's training directories, and model.json trained_on "
+                         f"names one that is not there ({missing}).", path=Path(model_path) / "model.json",
+                         fix="run estimate where the training directories are, or without crossfit=.")
+    return paths, [float(r.get("weight", 1.0)) for r in records]
+
+
+def _labels_subset(root: Path, dst: Path, conversations: set[str]) -> Path:
+    """The release with only these conversations' labels and turns (what a training directory holds)."""
+    dst.mkdir(parents=True, exist_ok=True)
+    labels = pd.read_csv(root / "labels.csv", **_READ)
+    llm = pd.read_csv(root / "llm.csv", **_READ)
+    labels[labels.conversation_id.isin(conversations)].to_csv(dst / "labels.csv", index=False)
+    llm[llm.conversation_id.isin(conversations)].to_csv(dst / "llm.csv", index=False)
+    for name in ("rubric.yaml", "gather_summary.json"):
+        if (root / name).exists():
+            shutil.copy(root / name, dst / name)
+    return dst
+
+
+def _train(model, sources, weights, extra: Path, out: Path, seed: int):
+    from calibration.data.union import load_training_data
+    from calibration.model.ensemble import train_ensemble
+    from calibration.model.files import load_model, save_model
+    from calibration.model.linear_calibrator import LinearCalibrator
+    from calibration.model.provenance import training_records
+
+    if isinstance(model.net, LinearCalibrator):
+        raise InputError("crossfit= retrains a network calibrator; this model is linear.",
+                         fix="train the model with model=network, or estimate without crossfit=.")
+    data = load_training_data([*sources, extra], weights=[*weights, 1.0])
+    net, spec, plan = train_ensemble(data.ds, model.settings, seed=seed)
+    save_model(out, net, data.ds, spec, model.settings, history=plan.history, recalibration=plan.recalibration,
+               judge=data.judge, trained_on=training_records(data))
+    return load_model(out)
+
+
+def train_folds(model, model_path, root: Path, labelled: list[str], k: int, work: Path, adapted: Path | None, *,
+                seed: int = 0) -> FoldModels:
+    """Train the K fold calibrators in `work` and the adapted one in `adapted` (None: not trained; the
+    benchmark's draws need only the K) (see the module docstring)."""
+    sources, weights = _sources(model, model_path)
+    order = np.random.default_rng(seed).permutation(sorted(labelled))
+    folds = np.array_split(order, k)
+    fold_of = {str(c): i for i, part in enumerate(folds) for c in part}
+    models = []
+    for i, part in enumerate(folds):
+        rest = set(labelled) - {str(c) for c in part}
+        extra = _labels_subset(root, work / f"fold{i}-labels", rest)
+        models.append(_train(model, sources, weights, extra, work / f"fold{i}-model", seed))
+    if adapted is not None:
+        everything = _labels_subset(root, work / "all-labels", set(labelled))
+        _train(model, sources, weights, everything, adapted, seed)
+    (work / "folds.json").write_text(json.dumps(fold_of, indent=1))
+    return FoldModels(models, fold_of, adapted)

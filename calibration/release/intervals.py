@@ -1,0 +1,171 @@
+"""The release estimators' arithmetic, vectorised over samples: every array is (..., n), one row per sample
+of n labelled conversations, so that `estimate` (one row) and the benchmark (thousands of draws) run the
+same code. calibration/release/inference.py states the estimators; this module computes them.
+
+Everything is built from weighted sums over the sample (the Hajek ratio's linearised variance expands into
+them), so the delete-one-conversation jackknife is the totals minus each conversation's share: O(n), not
+O(n^2). Per conversation: Y (reviewers' total), G (the control variate: the predictions' total, centred
+on the sample's panel when personalised), m (turns), d (1 / inclusion probability) and fpc (the finite-
+population factor, 1 - pi, or 1 for the process).
+
+Small samples (issue 36). Three things make the textbook interval fall short at 10-20 conversations, each
+answered here and chosen by benchmarks/estimate.py:
+- lam tuned on the same sample makes the correction's noise look smaller than it is: lam is cross-fitted
+  (each conversation's correction uses the lam tuned without it, a leave-one-out cross-fit), and there is
+  no "keep whichever of ppi and humans is narrower" step (that choice itself undercovers);
+- the linearised variance of a ratio is too small at small n: the larger of it and the jackknife;
+- a rate near 0 or 1 has a skewed estimate, and a Wald interval runs past [0, 1]: rates use a Wilson score
+  interval with the effective sample size p(1-p)/var (the design effect of clustering and of the
+  calibrator's help both in it; Kott & Carr 1997, Korn & Graubard 1998), with Student's t quantile.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import stats
+
+__all__ = ["ratio_interval"]
+
+_PAIRS = ("YY", "YG", "GG", "Ym", "Gm", "mm")
+
+
+def _contributions(Y, G, m, d, fpc) -> dict[str, np.ndarray]:
+    """Each conversation's share of the sums the estimators are built from."""
+    w2 = fpc * d * d
+    x = {"Y": Y, "G": G, "m": m}
+    out = {"D": d * m, "SY": d * Y, "SG": d * G}
+    for pair in _PAIRS:
+        out["P" + pair] = w2 * x[pair[0]] * x[pair[1]]
+    return out
+
+
+def _parts(tot: dict, n, ddof):
+    """rho_Y, rho_G and the linearised (co)variances S_aa, S_ab, S_bb (without the n / (n - ddof) factor)."""
+    D = tot["D"]
+    rY, rG = tot["SY"] / D, tot["SG"] / D
+    S_aa = (tot["PYY"] - 2 * rY * tot["PYm"] + rY**2 * tot["Pmm"]) / D**2
+    S_bb = (tot["PGG"] - 2 * rG * tot["PGm"] + rG**2 * tot["Pmm"]) / D**2
+    S_ab = (tot["PYG"] - rY * tot["PGm"] - rG * tot["PYm"] + rY * rG * tot["Pmm"]) / D**2
+    c = n / np.maximum(n - ddof, 1)
+    return rY, rG, np.maximum(S_aa, 0) * c, S_ab * c, np.maximum(S_bb, 0) * c
+
+
+def _tuned(S_ab, S_bb, V_A):
+    denom = V_A + S_bb
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.where(denom > 0, S_ab / np.where(denom > 0, denom, 1), 0.0)
+    return np.clip(lam, 0.0, 1.0)
+
+
+def ratio_interval(Y, G, m, d, fpc, *, alpha=0.1, lam=None, ddof=1, V_A=0.0, offset=0.0, quantile="t",
+                   variance="jackknife", bounds=None, n_turns=None) -> dict[str, np.ndarray]:
+    """The PPI++ estimate of the per-turn mean and its (1 - alpha) interval for each row.
+
+    lam: a number (fixed; 0 = humans only, 1 = plain PPI), None (cross-fitted leave-one-out, see the
+    module docstring; the lam returned is the conversations' mean) or "tuned" (on the same sample, the
+    PPI++ paper's and ppi-python's choice; kept for comparison); V_A: the variance of the imputed mean (0 for the finite release); offset: the
+    calibrator's per-turn mean the control variate is centred on (0 when G is already centred);
+    bounds: (low, high) the values' range (0, 1 for a rate): a Wilson score interval inside it, on the
+    rescaled value (n_turns: labelled turns per row, the effective sample size where the variance is 0);
+    None: estimate +- t * se. Returns arrays estimate, low, high, se, lam, df."""
+    Y, G, m, d, fpc = np.broadcast_arrays(*(np.asarray(a, float) for a in (Y, G, m, d, fpc)))
+    n = Y.shape[-1]
+    if n <= ddof:
+        raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
+    Gc = G - offset * m
+    parts = _contributions(Y, Gc, m, d, fpc)
+    tot = {k: v.sum(-1) for k, v in parts.items()}
+    rY, rG, S_aa, S_ab, S_bb = _parts(tot, n, ddof)
+    # delete-one totals, (..., n): conversation i left out
+    drop = {k: tot[k][..., None] - v for k, v in parts.items()}
+    ddof_1 = min(ddof, n - 2) if n > 2 else 0
+    jY, jG, j_aa, j_ab, j_bb = _parts(drop, n - 1, ddof_1)
+    if isinstance(lam, str) and lam == "tuned":  # tuned on the same sample (before issue 36; for comparison)
+        lam_used = _tuned(S_ab, S_bb, V_A)
+        estimate = rY - lam_used * rG
+        lin = S_aa - 2 * lam_used * S_ab + lam_used**2 * S_bb
+        lam_jack = _tuned(j_ab, j_bb, V_A)
+    elif lam is None:
+        lam_i = _tuned(j_ab, j_bb, V_A)  # each conversation's lam, tuned without it
+        z = d * ((Y - rY[..., None] * m) - lam_i * (Gc - rG[..., None] * m))
+        estimate = rY - (lam_i * d * Gc).sum(-1) / tot["D"]
+        zc = z - z.mean(-1, keepdims=True)
+        lin = (fpc * zc * zc).sum(-1) / tot["D"] ** 2 * n / max(n - ddof, 1)
+        lam_used = lam_i.mean(-1)
+        lam_jack = lam_i
+    else:
+        lam_used = np.full(rY.shape, float(lam))
+        estimate = rY - lam * rG
+        lin = S_aa - 2 * lam * S_ab + lam**2 * S_bb
+        lam_jack = float(lam)
+    var = lam_used**2 * V_A + lin
+    if variance == "jackknife" and n >= 3:
+        thetas = jY - lam_jack * jG
+        fpc_bar = fpc.mean(-1)
+        jack = fpc_bar * (n - 1) / n * ((thetas - thetas.mean(-1, keepdims=True)) ** 2).sum(-1)
+        var = np.maximum(var, lam_used**2 * V_A + jack)
+    elif variance not in ("jackknife", "linearised"):
+        raise ValueError(f"variance={variance!r}: use 'jackknife' or 'linearised'.")
+    se = np.sqrt(np.maximum(var, 0.0))
+    if quantile == "t":
+        df = float(n - 1)
+        q = float(stats.t.ppf(1 - alpha / 2, df))
+    elif quantile == "normal":
+        df, q = None, float(stats.norm.ppf(1 - alpha / 2))
+    else:
+        raise ValueError(f"quantile={quantile!r}: use 't' or 'normal'.")
+    if bounds is not None:
+        lo, span = float(bounds[0]), float(bounds[1]) - float(bounds[0])
+        low, high = _wilson((estimate - lo) / span, var / span**2, q, n_turns, fpc.mean(-1))
+        low, high = lo + span * low, lo + span * high
+    else:
+        low, high = estimate - q * se, estimate + q * se
+    return {"estimate": estimate, "low": low, "high": high, "se": se, "lam": lam_used, "df": df}
+
+
+def _wilson(estimate, var, q, n_turns, fpc_bar):
+    """The Wilson score interval at the effective sample size n_eff = p(1-p) / var: p is the estimate
+    clipped half a turn inside [0, 1], so that an all-adherent sample still has a width; where the variance
+    is 0 (every label alike, no calibrator help) n_eff is the labelled turns over the finite-population
+    factor (infinite, a point, when the whole release is labelled)."""
+    n_turns = np.asarray(n_turns, float)
+    edge = 0.5 / np.maximum(n_turns, 1)
+    p = np.clip(estimate, edge, 1 - edge)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        fallback = np.where(fpc_bar > 0, n_turns / fpc_bar, np.inf)
+        n_eff = np.where(var > 0, p * (1 - p) / np.where(var > 0, var, 1), fallback)
+    p0 = np.clip(estimate, 0.0, 1.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        k = np.where(np.isfinite(n_eff), q * q / n_eff, 0.0)
+    centre = (p0 + k / 2) / (1 + k)
+    half = np.sqrt(k * p0 * (1 - p0) + k * k / 4) / (1 + k)
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)  # clip: rounding at p = 0 or 1
+
+
+def confidence_sequence(estimate, se, n, *, alpha=0.1, t_star=20, bounds=None):
+    """The asymptotic confidence sequence of Waudby-Smith, Arbour, Sinha, Kennedy & Ramdas (2024, "Time-
+    uniform central limit theory"): estimate +- sigma * sqrt(2 (n r^2 + 1) / (n^2 r^2) * log(sqrt(n r^2 + 1)
+    / alpha)), sigma = se * sqrt(n) the per-conversation spread (se without the finite-population factor: the
+    sequence holds for the process, so also for the release), r^2 = (-2 log alpha + log(1 - 2 log alpha)) /
+    t_star, which makes it narrowest at t_star conversations. It holds at every n at once, so it may be
+    looked at after every batch of labels; clipped to `bounds`."""
+    n = np.asarray(n, float)
+    r2 = (-2 * np.log(alpha) + np.log(1 - 2 * np.log(alpha))) / t_star
+    sigma = np.asarray(se, float) * np.sqrt(n)
+    half = sigma * np.sqrt(2 * (n * r2 + 1) / (n**2 * r2) * np.log(np.sqrt(n * r2 + 1) / alpha))
+    low, high = np.asarray(estimate) - half, np.asarray(estimate) + half
+    if bounds is not None:
+        low, high = np.clip(low, *bounds), np.clip(high, *bounds)
+    return low, high
+
+
+def wilson_or_t(estimate, var, *, alpha, df, bounds=None, n_turns=1.0, fpc_bar=1.0):
+    """One interval from an estimate and its variance at Student's t on df degrees of freedom: Wilson inside
+    `bounds`, else estimate +- t * se (for estimators combined outside ratio_interval, e.g. strata)."""
+    q = float(stats.t.ppf(1 - alpha / 2, df))
+    if bounds is None:
+        se = np.sqrt(max(var, 0.0))
+        return estimate - q * se, estimate + q * se
+    lo, span = float(bounds[0]), float(bounds[1]) - float(bounds[0])
+    low, high = _wilson(np.asarray((estimate - lo) / span), np.asarray(var / span**2), q, n_turns, fpc_bar)
+    return lo + span * float(low), lo + span * float(high)

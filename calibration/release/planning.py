@@ -1,0 +1,131 @@
+"""How many conversations to label for a release estimate (`suggest purpose=estimate width=W | decide_at=X`,
+and `estimate width=W` on a sample that falls short).
+
+The rate's interval half-width at n labelled conversations of a release of N (a uniform sample) is about
+    t(n - 1) * sqrt((1 - n / N) * s2 / n) / m_bar,
+where s2 is the variance of a conversation's residual total (Y_c - rate * m_c for humans-only; the same
+minus lam times the calibrator's residual for ppi) and m_bar the mean conversation length. s2 comes from
+  - labelled conversations of the release (a pilot sample, or the sample estimate ran on): measured, the
+    ppi one with the power-tuned lam (s2 * (1 - r^2), r the residuals' correlation);
+  - else the calibrator alone, taken as calibrated: every turn a Bernoulli of its predicted rate f, so
+    humans-only s2 = mean over conversations of (sum f - rate m)^2 + sum f(1 - f), and ppi's s2 =
+    mean of sum f(1 - f) (what a calibrated calibrator leaves). Optimistic for ppi where the calibrator
+    is off on this release: label a pilot of 10-20 conversations and plan again from it.
+A width plan asks for the n at which the interval is that narrow in 80% of samples (the sample variance's
+chi-square spread), not on average, which would be half the time. The plan ignores the Wilson interval's
+pull towards 0.5 (narrower near 0 or 1, so the plan errs long).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import stats
+
+from rubric.errors import InputError
+
+__all__ = ["Spread", "check_width", "half_width", "labels_needed", "spread_from_calibrator", "spread_from_sample"]
+
+ASSURANCE = 0.8  # width: the chance that the planned sample's interval is as narrow as asked
+POWER = 0.8  # decide_at: the chance that the interval excludes the threshold when the rate is as expected
+
+
+@dataclass(frozen=True)
+class Spread:
+    """What the plan needs of a release: per-conversation residual variances and lengths."""
+
+    rate: float
+    humans: float
+    ppi: float
+    m_bar: float
+    N: int
+    source: str
+
+
+def check_width(width, *, key: str = "width") -> float:
+    w = float(width)
+    if not 0 < w < 0.5:
+        raise InputError(f"{key}={width}: the rate interval's half-width must be in (0, 0.5).",
+                         fix=f"pass {key}=0.05 for an interval of +-5 points.")
+    return w
+
+
+def half_width(s2: float, m_bar: float, N: int, n: int, alpha: float = 0.1) -> float:
+    if n < 2:
+        return math.inf
+    q = float(stats.t.ppf(1 - alpha / 2, n - 1))
+    return q * math.sqrt(max(1 - n / N, 0.0) * s2 / n) / m_bar
+
+
+def labels_needed(s2: float, m_bar: float, N: int, width: float, alpha: float = 0.1,
+                  power: float | None = None, assurance: float | None = ASSURANCE) -> int | None:
+    """The fewest conversations whose half-width is <= width with probability `assurance` (the sample's
+    variance, chi-square on n - 1 degrees of freedom, at that quantile; None: the expected half-width);
+    power: instead, the chance that the interval stays clear of a threshold `width` away. None when even
+    the whole release falls short."""
+    extra = 0.0 if power is None else float(stats.norm.ppf(power))
+    for n in range(2, N + 1):
+        q = float(stats.t.ppf(1 - alpha / 2, n - 1))
+        spread = 1.0
+        if power is None and assurance is not None:
+            spread = math.sqrt(float(stats.chi2.ppf(assurance, n - 1)) / (n - 1))
+        if half_width(s2, m_bar, N, n, alpha) * spread * (q + extra) / q <= width:
+            return n
+    return None
+
+
+def spread_from_calibrator(conversation: np.ndarray, f: np.ndarray) -> Spread:
+    """From the calibrator's predicted rate f of every turn (conversation: each turn's conversation id)."""
+    _, conv = np.unique(conversation, return_inverse=True)
+    m = np.bincount(conv).astype(float)
+    A = np.bincount(conv, weights=f)
+    B = np.bincount(conv, weights=f * (1 - f))
+    rate = float(A.sum() / m.sum())
+    return Spread(rate, float(np.mean((A - rate * m) ** 2 + B)), float(np.mean(B)), float(m.mean()), len(m),
+                  "the calibrator's predictions, taken as calibrated (no labels yet)")
+
+
+def spread_from_sample(Y: np.ndarray, G: np.ndarray, m_lab: np.ndarray, m_all: np.ndarray, source: str) -> Spread:
+    """From labelled conversations: Y their reviewers' totals, G the calibrator's (centred) totals."""
+    rate = float(Y.sum() / m_lab.sum())
+    a = Y - rate * m_lab
+    b = G - G.sum() / m_lab.sum() * m_lab
+    s_aa, s_bb = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
+    s_ab = float(np.cov(a, b, ddof=1)[0, 1])
+    lam = float(np.clip(s_ab / s_bb, 0, 1)) if s_bb > 0 else 0.0
+    ppi = s_aa - 2 * lam * s_ab + lam**2 * s_bb
+    return Spread(rate, s_aa, min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source)
+
+
+def plan_lines(spread: Spread, *, width: float | None = None, decide_at: float | None = None,
+               alpha: float = 0.1, labelled: int = 0) -> tuple[int | None, list[str]]:
+    """The ppi plan's n (None: the release is too small) and the lines that explain it."""
+    if decide_at is not None:
+        gap = abs(spread.rate - decide_at)
+        if gap == 0:
+            return None, [f"the expected rate {spread.rate:.3f} is the threshold decide_at={decide_at:g}: no "
+                          "sample size decides it; label a pilot and plan from it."]
+        goal, power, what = gap, POWER, (f"to decide the gate at {decide_at:g} (expected rate {spread.rate:.3f}, "
+                                          f"{POWER:.0%} chance the interval clears it)")
+    else:
+        goal, power, what = width, None, f"to reach a rate half-width of {width:g}"
+    need = {k: labels_needed(getattr(spread, k), spread.m_bar, spread.N, goal, alpha, power) for k in ("ppi", "humans")}
+    lines = []
+    for k, label in (("ppi", "ppi"), ("humans", "humans-only")):
+        n = need[k]
+        if n is None:
+            lines.append(f"{label}: even all {spread.N} conversations fall short {what}.")
+        else:
+            at = half_width(getattr(spread, k), spread.m_bar, spread.N, n, alpha)
+            more = f" ({max(n - labelled, 0)} more than the {labelled} labelled)" if labelled else ""
+            lines.append(f"{label}: label {n} of {spread.N} conversations{more} {what}; expected half-width "
+                         f"there {at:.3f}")
+    n_ppi = need["ppi"]
+    if n_ppi is not None:
+        lines.append(f"at n={n_ppi}: expected half-width humans-only "
+                     f"{half_width(spread.humans, spread.m_bar, spread.N, n_ppi, alpha):.3f}, ppi "
+                     f"{half_width(spread.ppi, spread.m_bar, spread.N, n_ppi, alpha):.3f} (spread from "
+                     f"{spread.source}).")
+    return n_ppi, lines

@@ -1,0 +1,93 @@
+"""`estimate sequential=true`: a release labelled in batches, `estimate` re-run after each until the gate
+decides. A fixed-n interval looked at after every batch is no longer a 90% interval (peeking: the chance
+that one of the looks misses the truth grows with the looks; benchmarks/estimate.py measures it). The
+adherence rate's interval is then a confidence sequence (calibration/release/intervals.py), valid at
+every look at once, intersected with the earlier looks' (still valid: they all hold together), and every
+look is recorded in OUT/looks.jsonl so that the next run knows the looks before it. The gate (fail_under)
+reads it. The file belongs to one release and one model: a looks file of another is refused.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+from pathlib import Path
+
+from calibration.release.intervals import confidence_sequence
+from rubric.errors import InputError
+
+__all__ = ["LOOKS_FILE", "T_STAR", "sequential_rate"]
+
+LOOKS_FILE = "looks.jsonl"
+T_STAR = 40
+"""The confidence sequence is narrowest at this many labelled conversations (its r is fixed in advance, so
+that every look uses the same sequence): batches of 5-10 up to 80 conversations."""
+
+
+def _sha(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.exists() else ""
+
+
+def identity(release: Path, model: Path | None) -> dict:
+    """What a looks file belongs to: the release's turns (llm.csv) and the model (model.json)."""
+    release = Path(release)
+    llm = next((p for p in (release / "llm.csv", release / "llm.jsonl") if p.exists()), release / "llm.csv")
+    return {"release": str(release), "release_sha256": _sha(llm),
+            "model_sha256": _sha(Path(model) / "model.json") if model is not None else ""}
+
+
+def read_looks(path: Path, ident: dict) -> list[dict]:
+    if not path.exists():
+        return []
+    looks = []
+    for row, line in enumerate(path.read_text().splitlines(), start=1):
+        try:
+            look = json.loads(line)
+        except json.JSONDecodeError:
+            raise InputError("a line that is not JSON.", path=path, row=row,
+                             fix="restore the file estimate wrote, or use a new out= for a new sequence.") from None
+        for key, what in (("release_sha256", "release (its llm.csv)"), ("model_sha256", "model (its model.json)"),
+                          ("t_star", "sequence (t_star)")):
+            mine = T_STAR if key == "t_star" else ident[key]
+            if look.get(key) != mine:
+                raise InputError(f"the looks recorded here are of another {what}: {look.get(key)!r}, this run "
+                                 f"{mine!r}.", path=path, row=row,
+                                 fix="pass the out= of this release's own sequence, or a new out= to start one.")
+        looks.append(look)
+    return looks
+
+
+def sequential_rate(out: Path, ident: dict, rate: dict, *, alpha: float) -> dict:
+    """This look's confidence sequence for the rate's ppi estimate, intersected with the earlier looks'
+    (read from OUT/looks.jsonl and checked; nothing is written here: `record` does, after the estimate)."""
+    looks = read_looks(Path(out) / LOOKS_FILE, ident)
+    n = rate["n_labelled_conversations"]
+    ppi = rate["ppi"]
+    low, high = confidence_sequence(ppi["estimate"], rate["_se_process"], n, alpha=alpha, t_star=T_STAR,
+                                    bounds=(0.0, 1.0))
+    low, high = float(low), float(high)
+    for look in looks:
+        low, high = max(low, look["cs_low"]), min(high, look["cs_high"])
+    if low > high:  # the looks disagree (the labels changed between looks): the latest stands alone
+        low, high = float(min(low, high)), float(max(low, high))
+    return {
+        "look": len(looks) + 1, "n_labelled_conversations": n, "estimate": ppi["estimate"],
+        "low": low, "high": high, "this_look": [float(x) for x in
+                                                confidence_sequence(ppi["estimate"], rate["_se_process"], n,
+                                                                    alpha=alpha, t_star=T_STAR, bounds=(0.0, 1.0))],
+        "t_star": T_STAR,
+        "note": f"a {1 - alpha:.0%} confidence sequence (Waudby-Smith et al. 2024), valid at every look: look "
+                f"{len(looks) + 1}, intersected with the earlier ones ({LOOKS_FILE}).",
+    }
+
+
+def record(out: Path, ident: dict, seq: dict) -> None:
+    line = ident | {"look": seq["look"], "n_labelled_conversations": seq["n_labelled_conversations"],
+                    "estimate": seq["estimate"], "cs_low": seq["this_look"][0], "cs_high": seq["this_look"][1],
+                    "t_star": T_STAR, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    if not all(math.isfinite(v) for v in (line["cs_low"], line["cs_high"])):
+        return
+    with open(Path(out) / LOOKS_FILE, "a") as fh:
+        fh.write(json.dumps(line) + "\n")

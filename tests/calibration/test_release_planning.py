@@ -1,0 +1,67 @@
+"""How many conversations to label: the planner (calibration/release/planning.py), `suggest purpose=estimate
+width= | decide_at=` and `estimate width=`."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibration.cli import main
+from calibration.release.planning import half_width, labels_needed, spread_from_calibrator
+from tests.calibration.test_estimate import _estimate, release  # noqa: F401  (the module's trained release)
+
+
+def test_planned_n_reaches_the_width_and_one_fewer_does_not():
+    for width in (0.03, 0.05, 0.1):
+        n = labels_needed(2.0, 2.0, 500, width, assurance=None)  # the expected half-width
+        assert half_width(2.0, 2.0, 500, n) <= width < half_width(2.0, 2.0, 500, n - 1)
+        assert labels_needed(2.0, 2.0, 500, width) > n  # at 80% assurance: more
+    assert labels_needed(2.0, 2.0, 500, 0.03) > labels_needed(2.0, 2.0, 500, 0.1)
+    assert labels_needed(2.0, 2.0, 20, 0.001) == 20  # a finite release: labelled whole, its rate is known
+
+
+def test_calibrator_spread_counts_the_turns_noise_for_both_and_the_level_for_humans():
+    rng = np.random.default_rng(0)
+    conversation = np.repeat(np.arange(50), 3)
+    f = rng.uniform(0.2, 0.95, size=150)
+    s = spread_from_calibrator(conversation, f)
+    assert s.N == 50 and s.m_bar == 3.0
+    assert s.humans > s.ppi > 0
+    assert s.rate == pytest.approx(f.mean())
+
+
+def test_estimate_says_how_many_more_would_reach_the_width(release, tmp_path, capsys):  # noqa: F811
+    assert _estimate(release, tmp_path / "out", "width=0.02") == 0
+    printed = capsys.readouterr().out
+    plan = json.loads((tmp_path / "out" / "estimate.json").read_text())["width_plan"]
+    assert not plan["reached"] and plan["n_labelled_conversations"] == 16
+    assert "label about" in printed and "more conversations" in printed
+    assert plan["n_needed"] is None or plan["n_needed"] > 16
+    assert _estimate(release, tmp_path / "wide", "width=0.45") == 0
+    assert json.loads((tmp_path / "wide" / "estimate.json").read_text())["width_plan"]["reached"]
+
+
+@pytest.mark.parametrize("width", ["0", "-0.1", "0.5", "0.7"])
+def test_width_out_of_range_is_refused_and_nothing_written(release, tmp_path, capsys, width):  # noqa: F811
+    assert _estimate(release, tmp_path / "out", f"width={width}") == 2
+    assert "width" in capsys.readouterr().err and not (tmp_path / "out").exists()
+    sheet = tmp_path / "sheet.csv"
+    assert main(["suggest", "purpose=estimate", f"data={release['release']}", f"model={release['model']}",
+                 "budget=30", f"width={width}", f"out={sheet}"]) == 2
+    assert not sheet.exists()
+
+
+def test_suggest_plans_the_sample_for_a_width_and_for_a_gate(release, tmp_path, capsys):  # noqa: F811
+    sheets = {}
+    for key in ("width=0.15", "width=0.3", "decide_at=0.2"):
+        sheet = tmp_path / key.replace("=", "_") / "sheet.csv"
+        assert main(["suggest", "purpose=estimate", f"data={release['release']}", f"model={release['model']}",
+                     "budget=30", key, f"out={sheet}"]) == 0
+        printed = capsys.readouterr().out
+        assert "ppi: label" in printed and "humans-only" in printed and "expected half-width" in printed
+        plan = pd.read_csv(sheet.parent / "sample_plan.csv")
+        sheets[key] = int(plan["sampled"].sum())
+    assert 2 <= sheets["width=0.3"] < sheets["width=0.15"] <= 30

@@ -1,0 +1,69 @@
+"""`estimate sequential=true`: a confidence sequence valid at every look, recorded in OUT/looks.jsonl, read
+by the gate; a looks file of another release or model is refused."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+
+from calibration.release.intervals import confidence_sequence
+from tests.calibration.test_estimate import _estimate, release  # noqa: F401  (the module's trained release)
+
+
+def test_confidence_sequence_is_wider_than_the_fixed_interval_and_narrows_with_n():
+    low, high = confidence_sequence(0.7, 0.05, 20, alpha=0.1, t_star=40)
+    assert high - low > 2 * 1.729 * 0.05  # wider than the fixed-n t interval at n=20
+    lows, highs = confidence_sequence(0.7, 0.3 / np.sqrt([10, 40, 160]), np.array([10, 40, 160]), alpha=0.1)
+    assert np.all(np.diff(highs - lows) < 0)
+
+
+def test_confidence_sequence_holds_over_every_look_where_fixed_intervals_do_not():
+    """i.i.d. Bernoulli(0.7) draws looked at after every 5 up to 200: the share of runs in which some look
+    misses the truth stays under alpha for the sequence and exceeds it for the fixed-n interval."""
+    rng = np.random.default_rng(0)
+    draws, looks = 2000, np.arange(10, 201, 5)
+    x = (rng.uniform(size=(draws, 200)) < 0.7).astype(float)
+    miss_cs = np.zeros(draws, bool)
+    miss_fixed = np.zeros(draws, bool)
+    for n in looks:
+        mean = x[:, :n].mean(1)
+        se = x[:, :n].std(1, ddof=1) / np.sqrt(n)
+        low, high = confidence_sequence(mean, se, n, alpha=0.1, t_star=40)
+        miss_cs |= (low > 0.7) | (high < 0.7)
+        miss_fixed |= np.abs(mean - 0.7) > 1.66 * se
+    assert miss_cs.mean() <= 0.1
+    assert miss_fixed.mean() > 0.2
+
+
+def test_looks_are_recorded_and_the_gate_reads_the_sequence(release, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "out"
+    assert _estimate(release, out, "sequential=true") == 0
+    assert _estimate(release, out, "sequential=true") == 0
+    looks = [json.loads(line) for line in (out / "looks.jsonl").read_text().splitlines()]
+    assert [look["look"] for look in looks] == [1, 2]
+    result = json.loads((out / "estimate.json").read_text())
+    seq, ppi = result["sequential"], result["rate"]["ppi"]
+    assert seq["look"] == 2 and seq["low"] < ppi["low"] and seq["high"] > ppi["high"]  # wider than fixed-n
+    # A threshold between the sequence's and the fixed interval's lower bound: the gate reads the sequence.
+    between = (seq["low"] + ppi["low"]) / 2
+    assert _estimate(release, tmp_path / "fixed", f"fail_under={between}") == 0
+    assert _estimate(release, out, "sequential=true", f"fail_under={between}") == 1
+    assert "confidence sequence" in capsys.readouterr().err
+
+
+def test_a_looks_file_of_another_release_or_model_is_refused(release, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "out"
+    assert _estimate(release, out, "sequential=true") == 0
+    before = (out / "looks.jsonl").read_text()
+    from calibration.cli import main
+
+    assert main(["estimate", f"data={release['baseline']}", f"model={release['model']}", f"out={out}",
+                 "sequential=true"]) == 2
+    err = capsys.readouterr().err
+    assert "looks.jsonl" in err and "another release" in err and err.count("\n") == 1
+    look = json.loads(before)
+    (out / "looks.jsonl").write_text(json.dumps(look | {"model_sha256": "0" * 16}) + "\n")
+    (out / "estimate.json").unlink()
+    assert _estimate(release, out, "sequential=true") == 2
+    assert "another model" in capsys.readouterr().err and not (out / "estimate.json").exists()
