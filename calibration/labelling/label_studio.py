@@ -27,7 +27,7 @@ import pandas as pd
 from calibration.labelling.answers import option_key, options_text
 from calibration.labelling.cells import check_reviewer_id
 from calibration.labelling.export_shape import check_export
-from calibration.labelling.items import Item, check_item, conversation_messages
+from calibration.labelling.items import Item, check_item, conversation_messages, read_csv
 from rubric.conversations import Conversation
 from rubric.errors import InputError, read_text_file
 from rubric.ids import clean_id, clean_id_columns
@@ -301,8 +301,7 @@ def read_judge_map(path: str | Path) -> dict[str, str]:
     path = Path(path)
     if not path.exists():
         raise InputError("file not found.", path=path, fix="pass judge_map= a CSV with columns annotator,judge_id.")
-    read_text_file(path)
-    frame = pd.read_csv(path, dtype=str, keep_default_na=False)
+    frame = read_csv(path)  # a folder, not UTF-8, empty or not CSV: one line naming the file
     if not {"annotator", "judge_id"} <= set(frame.columns):
         raise InputError("needs the columns annotator,judge_id.", path=path,
                          fix="write one row per reviewer: their Label Studio email (or user id), the judge_id to use.")

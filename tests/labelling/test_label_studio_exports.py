@@ -116,3 +116,13 @@ def test_a_server_reply_of_the_wrong_shape_is_one_line(labelling_dir, tmp_path, 
     assert code == 2 and err.count("\n") == 1, err
     assert ("sent no list for users" in err) or ("names its annotator by user id 1 only" in err), err
     assert not (tmp_path / "o").exists()
+
+
+@pytest.mark.parametrize("content", [b"", b"\xff\xfe", b"annotator;judge_id\n1;A\n"])
+def test_a_judge_map_that_cannot_be_read_is_one_line(labelling_dir, tmp_path, capsys, content):
+    (tmp_path / "export.json").write_text(json.dumps(annotated_tasks(labelling_dir)))
+    (tmp_path / "judges.csv").write_bytes(content)
+    assert main(["import", "source=label-studio", f"data={labelling_dir}", f"export={tmp_path / 'export.json'}",
+                 f"judge_map={tmp_path / 'judges.csv'}", f"out={tmp_path / 'o'}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and str(tmp_path / "judges.csv") in err and "Fix:" in err, err
