@@ -21,7 +21,9 @@ from calibration.evaluation.cv_predictions import (
     method_rows,
     read_cv_folder,
 )
+from calibration.data.union import dataset_labels
 from calibration.evaluation.metrics import jsonable
+from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.significance import METRICS
 from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
 from calibration.report.decisions import decision_sections
@@ -273,6 +275,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             data=cfg.data,
             target=cfg.get("target"),
             weights=cfg.get("weights"),
+            by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in data.sources])),
         )
         timings["turns and verdict"] = time.perf_counter() - tick
 

@@ -100,6 +100,15 @@ def test_cv_on_two_directories_names_each_rows_directory(two_dirs, tmp_path):
     # a conversation is whole in one fold, and "c000" of each release is its own conversation
     folds = frame[frame["method"] == "calibrated"].groupby(["dataset", "conversation_id"])["fold"].nunique()
     assert folds.max() == 1 and len(folds) == 28
+    # every fold holds new conversations (each directory is dealt over the folds on its own)
+    new_rows = frame[(frame["method"] == "calibrated") & (frame["dataset"] == "new")]
+    assert sorted(new_rows["fold"].unique()) == [0, 1, 2]
+    # the metrics per directory, and the deploy choice: 8 new conversations are too few, the union decides
+    summary = json.loads((out / "metrics.json").read_text())
+    assert list(summary["metrics_by_dataset"]) == ["old", "new"]
+    assert summary["metrics_by_dataset"]["new"]["linear"]["conversations"] == 8
+    assert summary["metrics_by_dataset"]["new"]["linear"]["n"] == len(new_rows)
+    assert summary["deploy_basis"]["by_last"] is False and "fewer than the 10" in summary["deploy_basis"]["note"]
 
 
 def _with_rubric_change(src, dst):
