@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import json
 import sys
 import tempfile
 import time
@@ -136,6 +137,7 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(BENCHMARKS))
     parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
     parser.add_argument("--ensemble", type=int, default=8, help="network members (the configured default is 16)")
+    parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
     add_results_argument(parser, "deploy_choice")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-deploy-"))
@@ -145,6 +147,8 @@ def main() -> None:
     for name in args.only.split(","):
         out[name] = run_benchmark(dataset_for(name, args.anchors, work), name, args.k, args.draws, args.units,
                                   settings, args.seed)
+        if args.partial:
+            args.partial.write_text(json.dumps(out, indent=1))
     emit(args.results_name, out, indent=1)
 
 

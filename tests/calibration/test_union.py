@@ -78,6 +78,7 @@ def test_train_on_two_directories_records_both(two_dirs, tmp_path, capsys):
     assert main(["train", f"data=[{old},{new}]", "weights=[1,3]", f"out={out}", *FAST]) == 0
     printed = capsys.readouterr().out
     assert "2 directories" in printed and "weight 3" in printed
+    assert "deploy the model `role-rubric cv` with the same data= names" in printed
     meta = json.loads((out / "model.json").read_text())
     records = meta["trained_on"]
     assert [r["data"] for r in records] == [str(old), str(new)]
