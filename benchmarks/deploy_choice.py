@@ -9,7 +9,9 @@ k of its conversations labelled; for new_judges and new_chatbot the (draw, fold)
   (calibration/evaluation/releases.py `item_folds`; new_judges, whose sides share conversations, takes plain
   folds by conversation), the RMSE of each on the new side's out-of-fold rows (the union's when k is below
   MIN_DEPLOY_CONVERSATIONS), the lowest chosen, the network on a tie.
-`deploy_rate`: the share of units where cv's choice has the lowest test RMSE of the three; `test_rmse`: the
+`deploy_rate`: the share of units where cv's choice has the lowest test RMSE of the three;
+`network_vs_linear_rate`: the share where cv on the new rows orders the network and the linear model as their
+test RMSEs do (`_union`: cv on every row, the old deploy line); `test_rmse`: the
 mean test RMSE of the chosen model ("the default chosen per release"), of no adaptation and of each model;
 `regret`: the mean test RMSE of the choice minus the
 best's; `vs_union_choice`: the same for the choice over the union's out-of-fold rows (the old deploy line).
@@ -118,10 +120,17 @@ def _rates(rows: list[dict]) -> dict:
         best = np.array([min(r["test_rmse"].values()) for r in rows])
         return round(float(np.mean(picked <= best)), 3), round(float(np.mean(picked - best)), 4)
 
+    # the question, network against linear: does cv on the new rows order the two as the test rows do?
+    pair = [(r["cv_new_rmse"]["network"] <= r["cv_new_rmse"]["linear"]) == (r["test_rmse"]["network"] <= r["test_rmse"]["linear"])
+            for r in rows]
+    pair_union = [(r["cv_union_rmse"]["network"] <= r["cv_union_rmse"]["linear"])
+                  == (r["test_rmse"]["network"] <= r["test_rmse"]["linear"]) for r in rows]
     hit, regret = rate("chosen")
     union_hit, union_regret = rate("union_choice")
     mean = {m: round(float(np.mean([r["test_rmse"][m] for r in rows])), 4) for m in rows[0]["test_rmse"]}
     return {"n_units": len(frame), "deploy_rate": hit, "regret": regret,
+            "network_vs_linear_rate": round(float(np.mean(pair)), 3),
+            "network_vs_linear_rate_union": round(float(np.mean(pair_union)), 3),
             "test_rmse": {"chosen": round(float(np.mean([r["test_rmse"][r["chosen"]] for r in rows])), 4),
                           "none": round(float(np.mean([r["none_rmse"] for r in rows])), 4), **mean},
             "vs_union_choice": {"deploy_rate": union_hit, "regret": union_regret}}
