@@ -20,9 +20,9 @@ from calibration.data.splits import group_folds
 from calibration.evaluation.metrics import agreement
 
 MIN_DEPLOY_CONVERSATIONS = 10
-"""Labelled conversations of the last directory needed to choose the model by it (two per fold at 5 folds):
-with 10-20 new conversations the choice matched the better model on the new release's test rows in the
-draws of benchmarks/deploy_choice.py; with fewer, the union decides."""
+"""Labelled conversations of the last directory needed to choose the model by it: two per fold at 5 folds, so
+no fold's new rows rest on a single conversation; with fewer, the union decides. How often the choice is
+right at 20 new conversations: benchmarks/deploy_choice.py (benchmarks/results/deploy_choice.json)."""
 
 
 def item_folds(ds, groups: np.ndarray | None, folds: int, fold_seed: int) -> np.ndarray:
