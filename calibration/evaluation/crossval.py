@@ -21,7 +21,13 @@ from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_
 from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
-from calibration.evaluation.releases import deploy_basis, deploy_rmse, format_by_dataset, item_folds, metrics_by_dataset
+from calibration.evaluation.releases import (
+    deploy_basis,
+    deploy_rmse,
+    format_by_dataset,
+    item_folds,
+    metrics_by_dataset,
+)
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.forked import map_dealt
 from calibration.model.settings import Settings, torch_threads, training_workers

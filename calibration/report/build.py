@@ -14,6 +14,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from calibration.data.union import dataset_labels
 from calibration.evaluation.cv_predictions import (
     METHOD_LABELS,
     REFERENCE,
@@ -21,7 +22,6 @@ from calibration.evaluation.cv_predictions import (
     method_rows,
     read_cv_folder,
 )
-from calibration.data.union import dataset_labels
 from calibration.evaluation.metrics import jsonable
 from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.significance import METRICS

@@ -8,7 +8,12 @@ import pandas as pd
 
 from calibration.data.splits import group_folds
 from calibration.evaluation.crossval import winner_line
-from calibration.evaluation.releases import MIN_DEPLOY_CONVERSATIONS, deploy_basis, item_folds, metrics_by_dataset
+from calibration.evaluation.releases import (
+    MIN_DEPLOY_CONVERSATIONS,
+    deploy_basis,
+    item_folds,
+    metrics_by_dataset,
+)
 from calibration.report.verdict import prepare_verdict
 
 
