@@ -346,12 +346,13 @@ def deploy_choice(r: dict) -> str:
             t = at["test_rmse"]
             rows.append([ADAPT_BENCHMARKS[b], k, str(at["n_units"]), f"{at['deploy_rate']:.0%} (regret {at['regret']:.4f})",
                          f"{at['vs_union_choice']['deploy_rate']:.0%} (regret {at['vs_union_choice']['regret']:.4f})",
+                         f"{at['network_vs_linear_rate']:.0%} / {at['network_vs_linear_rate_union']:.0%}",
                          f"{t['chosen']:.4f}", f"{t['none']:.4f}", f"{t['network']:.4f}", f"{t['linear']:.4f}"])
     head = (f"Network ensembles of {res['ensemble']}; the choice reads the new rows from "
             f"{res['min_deploy_conversations']} new conversations on (below: every row). Regret: the chosen model's "
             "test RMSE minus the best one's, mean over draws.\n\n")
     return head + _table(["benchmark", "k", "draws", "picked the best (new release)", "picked the best (union)",
-                          "RMSE of the pick", "no adaptation", "network", "linear"], rows)
+                          "network vs linear ordered right (new release / union)", "RMSE of the pick", "no adaptation", "network", "linear"], rows)
 
 
 RENDERERS: dict[str, Callable[[dict], str]] = {
