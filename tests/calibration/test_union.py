@@ -256,6 +256,7 @@ def test_search_and_report_read_two_directories(two_dirs, tmp_path):
     page = (tmp_path / "r" / "report.html").read_text()
     assert "2 directories" in page
     assert results["verdict"]["size"]["conversations"] == 28  # "c000" of each directory counted apart
+    assert "fewer than the 10 needed" in results["verdict"]["deploy"]["basis"]  # 8 new: the union chooses
     assert {r["question"] for r in results["targets"]} == {"scope", "tone", "overall"}
 
 
