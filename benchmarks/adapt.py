@@ -30,7 +30,8 @@ from pathlib import Path
 
 import numpy as np
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
-from shift import ROOT, bundled_dataset, folds_of, llm_rubric_dataset, metrics  # noqa: E402
+from far_shift import separability  # noqa: E402
+from shift import ROOT, dataset_for, folds_of, metrics  # noqa: E402
 
 from calibration.evaluation.baselines import linear_oof
 from calibration.evaluation.significance import bootstrap_counts
@@ -39,7 +40,7 @@ from calibration.model.recalibrate import pool
 from calibration.model.settings import Settings
 from calibration.model.train import train_models
 
-BENCHMARKS = ("covariate_shift_down", "covariate_shift_up", "new_judges", "new_chatbot")
+BENCHMARKS = ("covariate_shift_down", "covariate_shift_up", "new_judges", "new_chatbot", "far_shift")
 METHODS = ("none", "network", "network_weighted", "linear", "ordinal")
 DEFAULT = "network"  # what `role-rubric train data=[OLD,NEW]` trains
 
@@ -125,7 +126,7 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, settings: Settings
     fold_of_row, folds = folds_of(ds, name)
     values = ds.option_values()[t, : int(ds.n_options[t])]
     start = time.perf_counter()
-    result = {"folds": folds, "new_conversations": int(len(np.unique(ds.groups[ds.label_item[fold_of_row >= 0]]))),
+    result = {"folds": folds, "separability": separability(ds, fold_of_row, folds), "new_conversations": int(len(np.unique(ds.groups[ds.label_item[fold_of_row >= 0]]))),
               "by_k": {}}
     everything_new = draws_for(ds, fold_of_row, folds, 0, 1)[0]  # per fold, every new-side row as test rows
     stale = None
@@ -220,7 +221,7 @@ def main() -> None:
         settings = dataclasses.replace(settings, ensemble=args.ensemble)
     out = {"k": args.k, "draws": args.draws, "weight": args.weight, "settings": settings.to_dict(), "methods": methods}
     for name in args.only.split(","):
-        ds = bundled_dataset(work) if name == "new_chatbot" else llm_rubric_dataset(args.anchors, work)
+        ds = dataset_for(name, args.anchors, work)
         out[name] = run_benchmark(ds, name, args.k, args.draws, settings, args.weight, args.seed, methods=methods)
     emit(args.results_name, out, indent=1)
 

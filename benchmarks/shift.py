@@ -38,6 +38,7 @@ from pathlib import Path
 
 import numpy as np
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
+from far_shift import far_shift_dataset, new_release_conversations, separability  # noqa: E402
 
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
@@ -71,6 +72,9 @@ def folds_of(ds, name: str) -> tuple[np.ndarray, int]:
         group_of_judge = np.empty(len(ds.judges), int)
         group_of_judge[perm] = np.arange(len(perm)) % 4
         return group_of_judge[ds.label_judge], 4
+    if name == "far_shift":  # the restyled half (benchmarks/far_shift.py)
+        new_item = new_release_conversations(ds)[ds.groups]
+        return np.where(new_item[ds.label_item], 0, -1), 1
     if name == "new_chatbot":
         role = ds.items["conversation_id"].str.rsplit("-", n=1).str[0].to_numpy()
         codes = np.unique(role, return_inverse=True)[1]
@@ -113,7 +117,8 @@ def run_benchmark(ds, name: str, seeds: list[int], settings: Settings, n_boot: i
             expected.setdefault(method, []).append(p[rows, : len(values)] @ values)
     one = np.ones((1, len(rows)))
     w = bootstrap_counts(ds.groups[ds.label_item[rows]], len(rows), rng=np.random.default_rng(0), n_boot=n_boot)
-    result = {"rows": len(rows), "folds": folds, "seeds": seeds, "methods": {}}
+    result = {"rows": len(rows), "folds": folds, "seeds": seeds, "separability": separability(ds, fold_of_row, folds),
+              "methods": {}}
     boot = {}
     for method, e in expected.items():
         point = [metrics(e_s, y, one) for e_s in e]
@@ -178,11 +183,22 @@ def bundled_dataset(work: Path):
     return load_dataset(bundled_dir(work))
 
 
+BUNDLED = ("new_chatbot", "far_shift")
+
+
+def dataset_for(name: str, anchors: Path, work: Path):
+    """The data benchmark `name` reads: the bundled benchmark (restyled on one half for far_shift), else
+    LLM-Rubric's synthetic data."""
+    if name == "far_shift":
+        return far_shift_dataset(bundled_dataset(work))[0]
+    return bundled_dataset(work) if name in BUNDLED else llm_rubric_dataset(anchors, work)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--anchors", type=Path, default=ROOT.parent / "shared" / "anchors" / "llm_rubric_synth")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", default="llm_rubric_cv,covariate_shift_down,covariate_shift_up,new_judges,new_chatbot")
+    parser.add_argument("--only", default="llm_rubric_cv,covariate_shift_down,covariate_shift_up,new_judges,new_chatbot,far_shift")
     parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
     parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
     parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
@@ -200,7 +216,7 @@ def main() -> None:
         settings = dataclasses.replace(settings, ensemble=args.ensemble)
     out = {"settings": settings.to_dict(), "methods": methods}
     for name in args.only.split(","):
-        ds = bundled_dataset(work) if name == "new_chatbot" else llm_rubric_dataset(args.anchors, work)
+        ds = dataset_for(name, args.anchors, work)
         out[name] = run_benchmark(ds, name, args.seeds, settings, methods=methods)
         print(f"shift: {name} done in {out[name]['seconds']} s", file=sys.stderr, flush=True)
         if args.partial:

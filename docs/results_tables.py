@@ -109,6 +109,7 @@ SHIFT_NAMES = {
     "covariate_shift_up": "LLM-Rubric, covariate shift: train bottom 70%, test top 30%",
     "new_judges": "LLM-Rubric, new judges (4 groups held out in turn; population model)",
     "new_chatbot": "bundled benchmark, new chatbot (leave one role out; embedding judge)",
+    "far_shift": "bundled benchmark, far shift (a hotter, more lenient judge on half the conversations)",
 }
 SHIFT_METHODS = ["calibrated", "network_paper", "linear", "ordinal", "judge_mean"]
 
@@ -144,7 +145,8 @@ def shift(r: dict) -> str:
 
 
 ADAPT_BENCHMARKS = {"covariate_shift_down": "LLM-Rubric, shift down", "covariate_shift_up": "LLM-Rubric, shift up",
-                    "new_judges": "LLM-Rubric, new judges", "new_chatbot": "bundled benchmark, new chatbot"}
+                    "new_judges": "LLM-Rubric, new judges", "new_chatbot": "bundled benchmark, new chatbot",
+                    "far_shift": "bundled benchmark, far shift"}
 ADAPT_NAMES = {"none": "no adaptation", "network": "**default on the union**",
                "network_weighted": "default, new rows weighted", "linear": "linear on the union",
                "ordinal": "ordinal on the union"}
@@ -416,11 +418,42 @@ def trust(r: dict) -> str:
     return "\n\n".join(parts)
 
 
+def separability(r: dict) -> str:
+    """Per shift benchmark: the AUC of telling its new side's conversations from the old side's."""
+    res = r["result"]
+    rows = [[SHIFT_NAMES[b], "– (the same conversations on both sides)" if res[b]["auc_mean"] is None
+             else f"{res[b]['auc_mean']:.3f}" + (f" (per held-out role: {', '.join(f'{a:.3f}' for a in res[b]['auc_per_fold'])})"
+                                                  if len(res[b]["auc_per_fold"]) > 1 else "")]
+            for b in SHIFT_NAMES if b in res]
+    return f"{res['classifier']}.\n\n" + _table(["benchmark", "AUC old vs new"], rows)
+
+
+def deploy_choice(r: dict) -> str:
+    """Per shift benchmark and k: how often cv's deploy line (chosen on the new release) picked the model with
+    the lowest RMSE on the new release's test rows, against the choice over the union's rows."""
+    res = r["result"]
+    rows = []
+    for b in ADAPT_BENCHMARKS:
+        for k, at in res.get(b, {}).get("by_k", {}).items():
+            t = at["test_rmse"]
+            rows.append([ADAPT_BENCHMARKS[b], k, str(at["n_units"]), f"{at['deploy_rate']:.0%} (regret {at['regret']:.4f})",
+                         f"{at['vs_union_choice']['deploy_rate']:.0%} (regret {at['vs_union_choice']['regret']:.4f})",
+                         f"{at['network_vs_linear_rate']:.0%} / {at['network_vs_linear_rate_union']:.0%}",
+                         f"{t['chosen']:.4f}", f"{t['none']:.4f}", f"{t['network']:.4f}", f"{t['linear']:.4f}"])
+    head = (f"Network ensembles of {res['ensemble']}; the choice reads the new rows from "
+            f"{res['min_deploy_conversations']} new conversations on (below: every row). Regret: the chosen model's "
+            "test RMSE minus the best one's, mean over draws.\n\n")
+    return head + _table(["benchmark", "k", "draws", "picked the best (new release)", "picked the best (union)",
+                          "network vs linear ordered right (new release / union)", "RMSE of the pick", "no adaptation", "network", "linear"], rows)
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "trust": trust,
     "llm_rubric_cv": llm_rubric_cv,
     "shift": shift,
     "adapt": adapt,
+    "separability": separability,
+    "deploy_choice": deploy_choice,
     "train_speed": train_speed,
     "gather_throughput": gather_throughput,
     "decide_risk": decide_risk,

@@ -180,3 +180,17 @@ def test_overlap_recognition_recognises_regathered_conversations_and_confuses_no
     assert by_move[1e-3]["exact_hash_recognised"] < out["labelled_conversations"]  # what the old records missed
     assert by_move[1e-2]["tolerant_recognised"] == 0  # a different answer is not the same conversation
     assert out["closest_different_conversations"] > 10 * out["tolerance"]
+
+
+@pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
+def test_deploy_choice_scores_cvs_choice_on_the_new_releases_test_rows(tmp_path):
+    out = _run("deploy_choice.py", "--anchors", str(ANCHORS), "--k", "10", "--draws", "1", "--units", "1",
+               "--ensemble", "2", "--only", "covariate_shift_up", "--work", str(tmp_path))
+    at = out["covariate_shift_up"]["by_k"]["10"]
+    unit = at["units"][0]
+    assert at["n_units"] == 1 and set(unit["test_rmse"]) == {"network", "linear", "ordinal"}
+    assert unit["chosen"] == min(unit["cv_new_rmse"], key=unit["cv_new_rmse"].get)  # 10 conversations: the new rows
+    assert unit["union_choice"] == min(unit["cv_union_rmse"], key=unit["cv_union_rmse"].get)
+    assert at["deploy_rate"] == float(unit["chosen"] == unit["best"])
+    assert at["test_rmse"]["chosen"] == round(unit["test_rmse"][unit["chosen"]], 4)
+    assert 0.3 < unit["none_rmse"] < 1.5

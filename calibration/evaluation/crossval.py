@@ -16,12 +16,18 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.dataset import Dataset
-from calibration.data.splits import group_folds
 from calibration.data.union import data_paths, dataset_labels, training_data_from_cfg
 from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_TARGET_DISTRIBUTION
 from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement, jsonable, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
+from calibration.evaluation.releases import (
+    deploy_basis,
+    deploy_rmse,
+    format_by_dataset,
+    item_folds,
+    metrics_by_dataset,
+)
 from calibration.evaluation.reviewers import cv_reviewer_agreement
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.forked import map_dealt
@@ -59,7 +65,7 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
     start = time.perf_counter()
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)  # rows with a human answer to the target
-    fold_of_row = group_folds(ds.groups if groups is None else groups, folds, fold_seed)[ds.label_item]
+    fold_of_row = item_folds(ds, groups, folds, fold_seed)[ds.label_item]
     members = oof_members(ds, settings, fold_of_row, folds, seed, progress=progress)
     probs = {"calibrated": pool_members(ds, settings, fold_of_row, [members])}
     if not keep_models:
@@ -186,15 +192,20 @@ def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] |
     return "\n".join(lines)
 
 
-def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None) -> str:
-    """Which of the models `train` ships has the lowest out-of-fold RMSE here, and the command that trains it."""
-    rmse = {m: v["rmse"] for m, v in metrics.items()}
+def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None,
+                by_dataset: dict | None = None) -> str:
+    """Which of the models `train` ships has the lowest out-of-fold RMSE here, and the command that trains it.
+    by_dataset: the metrics per directory (`metrics_by_dataset`) of several: then the RMSE on the last
+    directory decides (`deploy_basis`), and the line says which rows chose."""
+    basis = deploy_basis(by_dataset or {})
+    rmse = deploy_rmse(metrics, by_dataset or {}, basis)
     best = best_trainable(rmse, data, target, weights)
     if best is None:
         return "cv: no model that `role-rubric train` ships was cross-validated"
     others = ", ".join(f"{TRAINABLE[m]} {rmse[m]:.4f}" for m in TRAINABLE if m in rmse and m != best["method"])
-    return (f"cv: lowest RMSE of the models train ships: {best['model']} {best['rmse']:.4f} ({others}; `role-rubric "
-            f"report` tests the difference); train it: {best['command']}")
+    where = "" if basis is None else f" ({basis['note']})"
+    return (f"cv: lowest RMSE of the models train ships{where}: {best['model']} {best['rmse']:.4f} ({others}; "
+            f"`role-rubric report` tests the difference); train it: {best['command']}")
 
 
 def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trials: int, inner_folds: int,
@@ -205,7 +216,7 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
     Returns (R, K) out-of-fold target distributions and the settings chosen per fold."""
     from calibration.evaluation.search import recommended_nll, recommended_params, search
 
-    fold_of_row = group_folds(ds.groups if groups is None else groups, folds, fold_seed)[ds.label_item]
+    fold_of_row = item_folds(ds, groups, folds, fold_seed)[ds.label_item]
     out = np.zeros((len(fold_of_row), int(ds.n_options.max())))
     chosen = []
     for f in range(folds):
@@ -240,15 +251,17 @@ def run_cv(cfg) -> CVResult:
                 fold_seed=int(cfg.fold_seed), progress=True, groups=groups,
             )
             rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
-            fold_of_row = group_folds(ds.groups if groups is None else groups, int(cfg.folds),
-                                      int(cfg.fold_seed))[ds.label_item]
+            fold_of_row = item_folds(ds, groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
             frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
             result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
             result.metrics.update(metrics)
         atomic_to_csv(result.predictions, out / "predictions.csv")
+        by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
         summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
                    "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen,
                    "skipped": result.skipped, "group": cfg.get("group") or "conversation_id"}
+        if by_dataset:  # several directories: each one's metrics, and which rows chose the model to deploy
+            summary |= {"metrics_by_dataset": by_dataset, "deploy_basis": deploy_basis(by_dataset)}
         atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
         # can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
         reviewers = cv_reviewer_agreement(ds, result, float(cfg.get("epsilon", 0.1)))
@@ -257,6 +270,8 @@ def run_cv(cfg) -> CVResult:
     for block in reviewers["questions"].values():
         print(f"cv: {block['verdict']}")
     print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
-    print(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights")))
+    if by_dataset:
+        print(format_by_dataset(by_dataset))
+    print(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights"), by_dataset))
     print(f"cv: wrote {out / 'predictions.csv'}, {out / 'metrics.json'} and {out / 'reviewers.json'}")
     return result

@@ -352,6 +352,9 @@ def run_train(cfg) -> Path:
           f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
     if len(data.sources) > 1:
         print(f"train: trained on {data.summary()}")
+        if model == "network":  # on a release unlike the old one the network can lose to the linear model
+            print("train: for a new release, deploy the model `role-rubric cv` with the same data= names: it "
+                  "chooses on the last directory's conversations (docs/how-to/adapt.md)")
     print(f"train: trained on the distributions of the {describe(judge)}")
     print(f"train: wrote model to {out}")
     return out

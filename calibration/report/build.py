@@ -14,6 +14,7 @@ from typing import Any
 import matplotlib.pyplot as plt
 import pandas as pd
 
+from calibration.data.union import dataset_labels
 from calibration.evaluation.cv_predictions import (
     METHOD_LABELS,
     REFERENCE,
@@ -22,6 +23,7 @@ from calibration.evaluation.cv_predictions import (
     read_cv_folder,
 )
 from calibration.evaluation.metrics import jsonable
+from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.reviewers import agreement_from_predictions
 from calibration.evaluation.significance import METRICS
 from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
@@ -275,6 +277,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             data=cfg.data,
             target=cfg.get("target"),
             weights=cfg.get("weights"),
+            by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in data.sources])),
         )
         # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
         results["reviewers"] = agreement_from_predictions(ds, main_calibrated, float(cfg.get("epsilon", 0.1)))

@@ -15,6 +15,7 @@ from typing import Any
 import pandas as pd
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, TRAINABLE, best_trainable
+from calibration.evaluation.releases import deploy_basis, deploy_rmse
 from rubric.identity import stand_in_note
 
 SMECE_GOOD = 0.05
@@ -41,13 +42,16 @@ def prepare_verdict(
     data: Any = "DIR",
     target: str | None = None,
     weights: Any = None,
+    by_dataset: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """table: prepare_metrics_table's frame; curves: the reliability curves (name, n, positives, smece,
     low, high); size: judgments, judges, conversations, turns, folds. Returns the verdict as a dict:
     outcome ("better" | "no clear difference" | "worse"), the best baseline and both models' RMSE and
     Pearson with intervals and p-values, the worst smECE, trust ("trust" | "use with care" | "do not
     trust"), the judge, size, skipped and warnings; `deploy`: of the models `role-rubric train` ships, the one
-    with the lowest RMSE and the command that trains it on `data` (with its p-value against the network)."""
+    with the lowest RMSE and the command that trains it on `data` (with its p-value against the network).
+    by_dataset: the metrics per directory of several (`metrics_by_dataset`): the last directory's RMSE then
+    chooses the model to deploy (`deploy_basis`; the p-value, over every directory's rows, is left out)."""
     baselines = [m for m in dict.fromkeys(table["method"]) if m not in NOT_BASELINES]
     rmse = {m: _metric(table, m, "rmse")["value"] for m in baselines}
     finite = {m: v for m, v in rmse.items() if math.isfinite(v)}
@@ -71,8 +75,14 @@ def prepare_verdict(
     stand_in = stand_in_note((judge or {}).get("model"))
     if stand_in and trust == "trust":
         trust = "use with care"
-    deploy = best_trainable({m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}, data, target, weights)
-    if deploy is not None and deploy["method"] != REFERENCE:
+    basis = deploy_basis(dict(by_dataset or {}))
+    union_rmse = {m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}
+    by_last = basis is not None and basis["by_last"]
+    deploy = best_trainable(deploy_rmse({m: {"rmse": v} for m, v in union_rmse.items()}, dict(by_dataset or {}), basis),
+                            data, target, weights)
+    if deploy is not None and basis is not None:
+        deploy["basis"] = basis["note"]
+    if deploy is not None and deploy["method"] != REFERENCE and not by_last:
         deploy["p_value"] = _metric(table, deploy["method"], "rmse")["p_value"]
     return {
         "outcome": outcome,
@@ -107,12 +117,15 @@ def _deploy_html(d: Mapping[str, Any]) -> str:
     """Which model to ship, and the command that trains it."""
     if d["method"] == REFERENCE:
         which = "the calibration network has the lowest RMSE of the models you can train"
+    elif "basis" in d and "p_value" not in d:
+        which = f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train ({d['rmse']:.3f})"
     else:
         p = d.get("p_value", math.nan)
         clear = "clearly" if math.isfinite(p) and p < ALPHA else "not clearly"
         which = (f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train "
                  f"({d['rmse']:.3f}; {clear} lower than the network's, p&nbsp;{_p(p)})")
-    return f"<b>Deploy</b>: {which}; train it on all labels: <code>{html.escape(d['command'])}</code>"
+    basis = f" ({html.escape(d['basis'])})" if d.get("basis") else ""
+    return f"<b>Deploy</b>: {which}{basis}; train it on all labels: <code>{html.escape(d['command'])}</code>"
 
 
 COLOURS = {"trust": "#2a7a2a", "use with care": "#b07800", "do not trust": "#b00020"}

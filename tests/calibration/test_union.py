@@ -78,6 +78,7 @@ def test_train_on_two_directories_records_both(two_dirs, tmp_path, capsys):
     assert main(["train", f"data=[{old},{new}]", "weights=[1,3]", f"out={out}", *FAST]) == 0
     printed = capsys.readouterr().out
     assert "2 directories" in printed and "weight 3" in printed
+    assert "deploy the model `role-rubric cv` with the same data= names" in printed
     meta = json.loads((out / "model.json").read_text())
     records = meta["trained_on"]
     assert [r["data"] for r in records] == [str(old), str(new)]
@@ -100,6 +101,15 @@ def test_cv_on_two_directories_names_each_rows_directory(two_dirs, tmp_path):
     # a conversation is whole in one fold, and "c000" of each release is its own conversation
     folds = frame[frame["method"] == "calibrated"].groupby(["dataset", "conversation_id"])["fold"].nunique()
     assert folds.max() == 1 and len(folds) == 28
+    # every fold holds new conversations (each directory is dealt over the folds on its own)
+    new_rows = frame[(frame["method"] == "calibrated") & (frame["dataset"] == "new")]
+    assert sorted(new_rows["fold"].unique()) == [0, 1, 2]
+    # the metrics per directory, and the deploy choice: 8 new conversations are too few, the union decides
+    summary = json.loads((out / "metrics.json").read_text())
+    assert list(summary["metrics_by_dataset"]) == ["old", "new"]
+    assert summary["metrics_by_dataset"]["new"]["linear"]["conversations"] == 8
+    assert summary["metrics_by_dataset"]["new"]["linear"]["n"] == len(new_rows)
+    assert summary["deploy_basis"]["by_last"] is False and "fewer than the 10" in summary["deploy_basis"]["note"]
 
 
 def _with_rubric_change(src, dst):
@@ -246,6 +256,7 @@ def test_search_and_report_read_two_directories(two_dirs, tmp_path):
     page = (tmp_path / "r" / "report.html").read_text()
     assert "2 directories" in page
     assert results["verdict"]["size"]["conversations"] == 28  # "c000" of each directory counted apart
+    assert "fewer than the 10 needed" in results["verdict"]["deploy"]["basis"]  # 8 new: the union chooses
     assert {r["question"] for r in results["targets"]} == {"scope", "tone", "overall"}
 
 

@@ -1,0 +1,94 @@
+"""cv on several directories: folds with every directory in every fold, metrics per directory, and the model
+to deploy chosen on the last directory (the new release) unless it has too few labelled conversations."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from calibration.data.splits import group_folds
+from calibration.evaluation.crossval import winner_line
+from calibration.evaluation.releases import (
+    MIN_DEPLOY_CONVERSATIONS,
+    deploy_basis,
+    item_folds,
+    metrics_by_dataset,
+)
+from calibration.report.verdict import prepare_verdict
+
+
+class _Data:
+    def __init__(self, items: pd.DataFrame):
+        self.items = items
+
+    @property
+    def groups(self):
+        keys = self.items["conversation_id"] if "dataset" not in self.items else \
+            self.items["dataset"] + "/" + self.items["conversation_id"]
+        return pd.factorize(keys, sort=True)[0]
+
+
+def _items(n_old: int, n_new: int, turns: int = 3) -> pd.DataFrame:
+    rows = [(d, f"c{c:03d}") for d, n in (("old", n_old), ("new", n_new)) for c in range(n) for _ in range(turns)]
+    return pd.DataFrame(rows, columns=["dataset", "conversation_id"])
+
+
+def test_one_directory_keeps_its_folds_and_several_fill_every_fold():
+    one = _Data(_items(30, 0).drop(columns="dataset"))
+    np.testing.assert_array_equal(item_folds(one, None, 5, 0), group_folds(one.groups, 5, 0))
+    two = _Data(_items(60, 7))
+    folds = item_folds(two, None, 5, 3)
+    new = (two.items["dataset"] == "new").to_numpy()
+    assert set(folds[new]) == set(range(5))  # 7 new conversations over 5 folds: every fold gets one
+    per_conv = pd.Series(folds).groupby(two.groups).nunique()
+    assert per_conv.max() == 1  # conversations stay whole
+    sizes = np.bincount(folds)
+    assert sizes.max() - sizes.min() <= 2 * 3  # balanced within two conversations of 3 turns
+    # plain group_folds on the union may leave a fold without new conversations; this deal never does
+    for seed in range(20):
+        assert set(item_folds(two, None, 5, seed)[new]) == set(range(5))
+
+
+def _frame(n_new: int, rng) -> pd.DataFrame:
+    """Predictions where the network wins the old directory and the linear model the new one."""
+    parts = []
+    for dataset, n_conv, err in (("old", 40, {"calibrated": 0.3, "linear": 0.6}),
+                                 ("new", n_new, {"calibrated": 0.9, "linear": 0.4})):
+        answer = rng.integers(1, 5, size=n_conv * 4).astype(float)
+        for method, e in err.items():
+            parts.append(pd.DataFrame({"dataset": dataset, "conversation_id": np.repeat(np.arange(n_conv), 4).astype(str),
+                                       "method": method, "answer": answer,
+                                       "expected": answer + rng.normal(0, e, len(answer))}))
+    return pd.concat(parts, ignore_index=True)
+
+
+def test_the_last_directory_chooses_the_model_to_deploy():
+    frame = _frame(MIN_DEPLOY_CONVERSATIONS, np.random.default_rng(0))
+    union = {m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))}
+             for m, r in frame.groupby("method")}
+    assert union["calibrated"]["rmse"] < union["linear"]["rmse"]  # the union alone would ship the network
+    by = metrics_by_dataset(frame, ["old", "new"])
+    assert by["new"]["linear"]["rmse"] < by["new"]["calibrated"]["rmse"]
+    assert by["new"]["linear"]["conversations"] == MIN_DEPLOY_CONVERSATIONS
+    line = winner_line(union, ["old", "new"], by_dataset=by)
+    assert "chosen on the last directory 'new'" in line and line.endswith("model=linear out=MODEL_DIR"), line
+    assert winner_line(union, ["old", "new"]).endswith("data=[old,new] out=MODEL_DIR")  # without: the union
+    # the report reads cv's file with qualified ids ("new/c001") and no dataset column: the same metrics
+    qualified = frame.assign(conversation_id=frame["dataset"] + "/" + frame["conversation_id"]).drop(columns="dataset")
+    assert metrics_by_dataset(qualified, ["old", "new"]) == by
+    table = pd.DataFrame([{"method": m, "metric": "rmse", "value": v["rmse"], "low": 0, "high": 1, "p_value": 0.01}
+                          for m, v in union.items()])
+    verdict = prepare_verdict(table, [], judge=None, size={}, data=["old", "new"], by_dataset=by)
+    assert verdict["deploy"]["model"] == "linear" and "last directory" in verdict["deploy"]["basis"]
+    assert "p_value" not in verdict["deploy"]  # the union's test says nothing about the new rows alone
+
+
+def test_too_few_new_conversations_fall_back_to_the_union():
+    frame = _frame(MIN_DEPLOY_CONVERSATIONS - 1, np.random.default_rng(1))
+    by = metrics_by_dataset(frame, ["old", "new"])
+    basis = deploy_basis(by)
+    assert basis["by_last"] is False and f"fewer than the {MIN_DEPLOY_CONVERSATIONS}" in basis["note"]
+    union = {m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))} for m, r in frame.groupby("method")}
+    line = winner_line(union, ["old", "new"], by_dataset=by)
+    assert "chosen on every directory" in line and line.endswith("data=[old,new] out=MODEL_DIR"), line
+    assert metrics_by_dataset(frame, ["old"]) == {}  # one directory: nothing per directory
