@@ -20,7 +20,7 @@ from rubric.batch_job import BatchJob
 from rubric.cache import RequestCache, identity_json
 from rubric.conversations import Conversation, iter_items
 from rubric.errors import InputError
-from rubric.files import atomic_write_bytes
+from rubric.files import atomic_write_bytes, file_sha256
 from rubric.judge_settings import JudgeConfig
 from rubric.outputs import GatherResult, GatherSummary, failure_frame, llm_frame, reason_frame, tally
 from rubric.progress import progress_bar
@@ -222,10 +222,9 @@ def _submit(job: BatchJob, entry: dict[str, Any], api: Any) -> None:
 
 
 def _sha256(path: Path) -> str:
-    import hashlib
-
+    """The file's SHA-256, "" when it cannot be read (then it differs from the recorded one)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
     except OSError:
         return ""
 

@@ -14,7 +14,6 @@ resamples of conversations (the same resamples for every method).
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,6 +27,8 @@ from calibration.compare.data import KEY, load_turns, read_extra_scores
 from calibration.compare.page import write_page
 from calibration.compare.tables import per_type_table, unified_table
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
+from rubric.jsonfile import write_json
 from rubric.scorers import SCORERS, EmbeddingStore, ScorerUnavailable, make_scorer
 
 
@@ -231,8 +232,8 @@ def run_compare(cfg: Any) -> dict[str, Any]:
         cache=cfg.get("cache"),
     )
     scores = result.pop("_scores")
-    scores.to_csv(out / "scores.csv", index=False)
-    (out / "compare.json").write_text(json.dumps(_jsonable(result), indent=1, sort_keys=False) + "\n")
+    atomic_to_csv(scores, out / "scores.csv")
+    write_json(out / "compare.json", result, indent=1, newline=True, digits=6)
     table = pd.DataFrame(result["results"])
     write_page(result, out)
     with pd.option_context("display.width", 250, "display.max_columns", 20):
@@ -245,15 +246,3 @@ def run_compare(cfg: Any) -> dict[str, Any]:
     for name in ("compare.json", "compare.html", "scores.csv"):
         print(f"compare: wrote {out / name}")
     return result
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float | np.floating):
-        return None if not np.isfinite(value) else round(float(value), 6)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value

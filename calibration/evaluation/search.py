@@ -337,22 +337,9 @@ def _die_with(parent: int) -> None:
     """End this worker as soon as the search process that started it is gone (killed), not at the end of
     its trial: the kernel sends SIGKILL on Linux (PR_SET_PDEATHSIG); elsewhere a thread polls the parent
     id. The trial it was running stays RUNNING and the next search marks it failed and redoes it."""
-    import signal
-    import threading
+    from rubric.lifetime import die_with_parent
 
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
+    die_with_parent(parent, poll_s=0.2)
 
 
 def _finished(study: optuna.Study) -> int:
