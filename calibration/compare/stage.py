@@ -14,6 +14,7 @@ resamples of conversations (the same resamples for every method).
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,6 +31,8 @@ from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.jsonfile import write_json
 from rubric.scorers import SCORERS, EmbeddingStore, ScorerUnavailable, make_scorer
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def corpus_sample(turns: pd.DataFrame, size: int, seed: int) -> dict[str, list[str]]:
@@ -237,12 +240,12 @@ def run_compare(cfg: Any) -> dict[str, Any]:
     table = pd.DataFrame(result["results"])
     write_page(result, out)
     with pd.option_context("display.width", 250, "display.max_columns", 20):
-        print(unified_table(table).to_string(index=False))
-        print("\nAUC per violation type (adherent turns against that type alone), largest size:")
-        print(per_type_table(table).round(3).to_string(index=False))
+        log.info(unified_table(table).to_string(index=False))
+        log.info("\nAUC per violation type (adherent turns against that type alone), largest size:")
+        log.info(per_type_table(table).round(3).to_string(index=False))
     for name, why in result["unavailable"].items():
-        print(f"compare: {name}: unavailable ({why})")
-    print(f"compare: {result['data']['labelled']} turns, {result['timing_s']['total']:.1f} s")
+        log.info(f"compare: {name}: unavailable ({why})")
+    log.info(f"compare: {result['data']['labelled']} turns, {result['timing_s']['total']:.1f} s")
     for name in ("compare.json", "compare.html", "scores.csv"):
-        print(f"compare: wrote {out / name}")
+        log.info(f"compare: wrote {out / name}")
     return result

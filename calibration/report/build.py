@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ import pandas as pd
 
 from calibration.evaluation.cv_predictions import REFERENCE, method_rows, read_cv_folder
 from calibration.evaluation.reviewers import agreement_from_predictions
-from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
+from calibration.evaluation.sizes import check_folds, reliability_warnings, size_warnings
 from calibration.report.decisions import decision_sections
 from calibration.report.page import section_html
 from calibration.report.pool import prefetching_pool, report_threads, run_cvs
@@ -41,6 +42,9 @@ from calibration.report.variants import ablation_variants
 from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
 from rubric.files import atomic_write_text
 from rubric.jsonfile import write_json
+from rubric.notices import warn_data
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 _records = records  # the earlier private name
 
@@ -97,7 +101,7 @@ def _prepare(cfg: Any) -> tuple[_Run, pd.DataFrame | None]:
             settings = dataclasses.replace(settings, **saved)
         folds, seed = int(info.get("folds", folds)), int(info.get("seed", seed))
         fold_seed = int(info.get("fold_seed", fold_seed))
-        print(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
+        log.info(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
     ensemble = cfg.report.get("ensemble")
@@ -142,7 +146,7 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         stack.callback(pool.shutdown, cancel_futures=True)
     if predictions is None:
         check_folds(run.ds, run.folds)
-        print(f"report: cross-validating the calibrated model and baselines ({run.folds} folds, seed {run.seed})")
+        log.info(f"report: cross-validating the calibrated model and baselines ({run.folds} folds, seed {run.seed})")
         predictions = cross_validate(run.ds, run.settings, folds=run.folds, seed=run.seed, fold_seed=run.fold_seed,
                                      progress=True).predictions
     timings = {"main cv": time.perf_counter() - start}
@@ -175,8 +179,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     atomic_write_text(run.out / "report.html", page)
     write_json(run.out / "metrics.json", results, newline=True)
     total = time.perf_counter() - start
-    print("report: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {total:.1f}s")
-    print(f"report: wrote {run.out / 'report.html'}, {run.out / 'metrics.json'} and the PNG files")
+    log.info("report: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {total:.1f}s")
+    log.info(f"report: wrote {run.out / 'report.html'}, {run.out / 'metrics.json'} and the PNG files")
     return results
 
 
@@ -196,13 +200,13 @@ def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.Dat
     opts, seed, out = run.cfg.report, run.seed, run.out
     tick = time.perf_counter()
     # A line per stage, so that a log (where no bar is drawn) shows what the next seconds are spent on.
-    print(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...", flush=True)
+    log.info(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...")
     results["reliability"], reliability_html = reliability_section(predictions, opts, target=run.target, seed=seed,
                                                                    out=out)
     timings["reliability"] = time.perf_counter() - tick
     tick = time.perf_counter()
     n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
-    print(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...", flush=True)
+    log.info(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...")
     table, agreement_html = agreement_section(predictions, target=run.target, folds=run.folds, seed=seed,
                                               n_boot=n_boot, n_perm=n_perm, out=out)
     results["metrics"] = records(table)
@@ -225,7 +229,7 @@ def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.Dat
         html_sections.append(release_section(results["release"]))
     skipped = _skipped(opts)
     size_notes = size_warnings(run.ds, run.folds) + reliability_warnings(results["reliability"])
-    print_warnings("report", size_notes)
+    warn_data("report", size_notes)
     results["verdict"] = prepare_verdict(
         table,
         results["reliability"],
