@@ -407,8 +407,7 @@ def _adherence_cut(rubric: Rubric, adheres_at: float | None) -> tuple[float, np.
 
     target = rubric.question(rubric.target)
     check_adheres_at(target, adheres_at)  # at or below the lowest option every turn adheres: a score of 1, always
-    values = sorted(target.values)
-    cut = float(values[len(values) // 2] if adheres_at is None else adheres_at)
+    cut = target.default_adheres_at if adheres_at is None else float(adheres_at)
     above = np.array([v >= cut for v in target.values])
     if not above.any():
         raise InputError(

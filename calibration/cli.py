@@ -106,8 +106,10 @@ def _main(argv: Sequence[str] | None) -> int:
 
         check_config(command, cfg)  # every value's type and range, before any long work
         from calibration.run_lock import locked_outputs
+        from rubric.notices import cli_notices
 
-        with locked_outputs(command, cfg):  # one run per output, until its last write
+        # one run per output, until its last write; the library's notices printed as they always were
+        with locked_outputs(command, cfg), cli_notices():
             _resolve(COMMANDS[command][0])(cfg)
     except InputError as exc:
         label = "gate failed" if exc.exit_code == 1 else "error"  # exit 1: a CI gate (estimate), not bad input

@@ -7,7 +7,6 @@ model (for `RoleAdherence(risk=...)`), and the command.
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict
 from pathlib import Path
@@ -18,7 +17,9 @@ import pandas as pd
 from calibration.evaluation.risk_control import RISK_LEVELS, Threshold, calibrate, decide
 from calibration.model.provenance import refuse_overlap
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
 from rubric.identity import check_same_judge, dataset_judge_identity, identity_differences
+from rubric.jsonfile import jsonable, write_json  # noqa: F401  (jsonable: importable here as before)
 
 CALIBRATION_FILE = "decide_calibration.csv"
 
@@ -38,9 +39,8 @@ def turn_votes(ds, adheres_at: float) -> pd.DataFrame:
 
 
 def default_adheres_at(question) -> float:
-    """The lowest value of the upper half of the options (3 on 1-4), as in RoleAdherence."""
-    values = sorted(question.values)
-    return float(values[len(values) // 2])
+    """The lowest value of the upper half of the options (3 on 1-4): `Question.default_adheres_at`."""
+    return question.default_adheres_at
 
 
 def adherence_probability(model, ds, adheres_at: float) -> np.ndarray:
@@ -136,15 +136,13 @@ def run_decide(cfg) -> Path:
         else float(cfg.adheres_at)
     )
     table = calibration_table(model, cal, adheres_at)
-    table.to_csv(Path(cfg.model) / CALIBRATION_FILE, index=False)
+    atomic_to_csv(table, Path(cfg.model) / CALIBRATION_FILE)
     risk, delta, against = float(cfg.risk), float(cfg.delta), str(cfg.against)
     chosen = threshold_from(table, risk=risk, delta=delta, against=against)
     curve = [asdict(threshold_from(table, risk=r, delta=delta, against=against)) for r in RISK_LEVELS]
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "threshold.json").write_text(
-        json.dumps(jsonable({**asdict(chosen), "adheres_at": adheres_at, "risk_coverage": curve}), indent=2)
-    )
+    write_json(out / "threshold.json", {**asdict(chosen), "adheres_at": adheres_at, "risk_coverage": curve})
     where = f"decide: {len(table)} calibration turns; at risk {risk:g}, delta {delta:g} ({against}): "
     if math.isinf(chosen.threshold):
         print(
@@ -162,7 +160,7 @@ def run_decide(cfg) -> Path:
         )
         p = adherence_probability(model, ds, adheres_at)
         frame = ds.items.assign(p_adheres=p, decision=decide(p, chosen.threshold))
-        frame.to_csv(out / "decisions.csv", index=False)
+        atomic_to_csv(frame, out / "decisions.csv")
         counts = frame["decision"].value_counts().to_dict()
         print(
             "decide: "
@@ -174,12 +172,3 @@ def run_decide(cfg) -> Path:
         f"calibration turns stored in {Path(cfg.model) / CALIBRATION_FILE}"
     )
     return out
-
-
-def jsonable(value):
-    """NaN and inf -> None, recursively (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: jsonable(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [jsonable(v) for v in value]
-    return None if isinstance(value, float) and not math.isfinite(value) else value

@@ -17,7 +17,6 @@ editable install) it is found automatically; otherwise pass data=DIR.
 
 from __future__ import annotations
 
-import json
 import shutil
 import time
 from pathlib import Path
@@ -26,9 +25,10 @@ from typing import Any
 import pandas as pd
 
 from calibration.evaluation.adherence import item_adherence, oof_item_adherence, per_role, violation_aucs
-from calibration.evaluation.metrics import jsonable
 from rubric.command_line import override
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
+from rubric.jsonfile import write_json
 
 BENCHMARK = "role_adherence"
 RAW = "expected_llm"  # the raw judge's expected answer: the uncalibrated baseline
@@ -74,10 +74,10 @@ def prepare_dataset(
     write_outputs(result, dataset, rubric, conversations, judge)
     keep = {c.conversation_id for c in conversations}
     labels = pd.read_csv(src / "labels.csv", dtype=str, keep_default_na=False)
-    labels[labels["conversation_id"].isin(keep)].to_csv(dataset / "labels.csv", index=False)
+    atomic_to_csv(labels[labels["conversation_id"].isin(keep)], dataset / "labels.csv")
     if (src / "turn_designs.csv").exists():
         designs = pd.read_csv(src / "turn_designs.csv", dtype={"conversation_id": str, "turn": str})
-        designs[designs["conversation_id"].isin(keep)].to_csv(dataset / "turn_designs.csv", index=False)
+        atomic_to_csv(designs[designs["conversation_id"].isin(keep)], dataset / "turn_designs.csv")
     return dataset, result.summary
 
 
@@ -152,7 +152,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
 
     from calibration.api import RoleAdherence
     from calibration.data.dataset import load_dataset
-    from calibration.evaluation.crossval import cross_validate, format_table
+    from calibration.evaluation.crossval import cross_validate, format_table, write_cv_folder
     from calibration.model.ensemble import train_ensemble
     from calibration.model.files import save_model
     from calibration.model.settings import Settings
@@ -179,20 +179,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     cv = cross_validate(ds, settings, folds=folds, seed=seed, progress=progress, keep_models=True)
     cv_dir = out / "cv"
     cv_dir.mkdir(exist_ok=True)
-    cv.predictions.to_csv(cv_dir / "predictions.csv", index=False)
-    (cv_dir / "metrics.json").write_text(
-        json.dumps(
-            {
-                "target": ds.rubric.target,
-                "folds": folds,
-                "seed": seed,
-                "seconds": cv.seconds,
-                "settings": settings.to_dict(),
-                "metrics": cv.metrics,
-            },
-            indent=2,
-        )
-    )
+    write_cv_folder(cv_dir, ds, settings, cv, folds=folds, seed=seed)
     timings["cross-validation"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
@@ -214,8 +201,8 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
 
     scored = load_conversations(dataset / "conversations.jsonl")
     conv_frame, turn_frame = results_frames(metric.measure_many(scored), scored)
-    conv_frame.to_csv(out / "scores.csv", index=False)
-    turn_frame.to_csv(out / "scores_turns.csv", index=False)
+    atomic_to_csv(conv_frame, out / "scores.csv")
+    atomic_to_csv(turn_frame, out / "scores_turns.csv")
     timings["scoring"] = time.perf_counter() - tick
 
     adheres_at = metric.adheres_at
@@ -234,7 +221,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     items = oof.rename(columns={"adherence": "calibrated", "raw": "raw judge"}).merge(
         human, on=["conversation_id", "turn"], how="left"
     )
-    items.to_csv(out / "item_adherence.csv", index=False)
+    atomic_to_csv(items, out / "item_adherence.csv")
     roles = per_role(items, designs, dataset / "conversations.jsonl")
     aucs = {}
     if designs is not None:
@@ -263,7 +250,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         "timings_s": timings,
         "wall_s": time.perf_counter() - start,
     }
-    (out / "summary.json").write_text(json.dumps(jsonable(summary), indent=2) + "\n")
+    write_json(out / "summary.json", summary, newline=True)
     _print_summary(summary, cv.metrics, roles, aucs, format_table)
     note = stand_in_note(judge.get("model"))
     if note:  # beside the scores, not only in a footnote

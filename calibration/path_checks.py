@@ -12,9 +12,17 @@ from typing import Any
 
 from rubric.errors import InputError
 
-# Output paths: which commands write a folder and which a single file.
+# Output paths: which commands write a folder and which a single file. FILE_OUTPUTS is the one list of
+# the config keys that name one output file (calibration/run_lock.py locks them as files); every other
+# output is a folder.
+FILE_OUTPUTS: dict[str, tuple[str, ...]] = {
+    "predict": ("out",),
+    "evaluate": ("out",),
+    "score": ("out", "turns_out"),
+    "suggest": ("out",),
+}
 OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
-OUT_FILE = {"predict", "evaluate", "score", "suggest"}
+OUT_FILE = {command for command, keys in FILE_OUTPUTS.items() if "out" in keys}
 
 
 def check_paths(command: str, cfg: Mapping[str, Any], *, not_paths: Collection[str] = ()) -> None:

@@ -15,15 +15,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+# FILE_OUTPUTS: command -> its config keys that name one output file (the rest write an `out=` folder);
+# kept with the path checks, which read the same table, so the two never disagree about a command.
+from calibration.path_checks import FILE_OUTPUTS
 from rubric.files import out_lock
 
-# command -> its config keys that name one output file (the rest of the commands write an `out=` folder).
-FILE_OUTPUTS: dict[str, tuple[str, ...]] = {
-    "predict": ("out",),
-    "evaluate": ("out",),
-    "score": ("out", "turns_out"),
-    "suggest": ("out",),
-}
 # command -> input folders it also writes into (decide stores its calibration turns beside the model).
 WRITES_INTO: dict[str, tuple[str, ...]] = {"decide": ("model",)}
 

@@ -29,6 +29,7 @@ import torch
 
 from rubric.command_line import override
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
 from rubric.ids import clean_id_list
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
@@ -264,7 +265,7 @@ def run_suggest(cfg) -> Path:
     )
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    frame.to_csv(out, index=False)
+    atomic_to_csv(frame, out)
     print(
         f"suggest: {len(picked)} of {len(item)} unlabelled (turn, judge) pairs by {cfg.strategy} "
         f"(diversity {float(cfg.diversity):g}) in {time.perf_counter() - start:.1f}s"

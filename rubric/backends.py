@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import os
 import random
 import sys
 import time
@@ -120,7 +119,7 @@ class OpenAIBackend:
         self._seen_logprobs = False
         self._reached = False  # the endpoint has answered once: a refusal after that is a failure to retry
         self._refused_since: float | None = None
-        key = cfg.api_key or (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
+        key = cfg.resolved_api_key()
         self._key = key  # masked out of any error text a server sends back
         if not key:
             raise InputError(

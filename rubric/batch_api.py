@@ -8,7 +8,6 @@ resumed gather adopts what an interrupted one created instead of paying for it t
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ class BatchAPI:
     def __init__(self, cfg: JudgeConfig):
         import openai
 
-        key = cfg.api_key or (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
+        key = cfg.resolved_api_key()
         if not key:
             raise InputError(
                 f"no API key: the environment variable {cfg.api_key_env} is not set.",

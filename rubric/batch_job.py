@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import time
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
@@ -75,7 +74,7 @@ class BatchJob:
         self.id_of = {k: custom_id(p, judge12) for k, p in self.prompt_of.items()}  # job 1's round 0; see suffix
         self.first_ids = {cid: k for k, cid in self.id_of.items()}
         self._requested: tuple[int, dict[str, str]] | None = None
-        self.api_key = cfg.api_key or (os.environ.get(cfg.api_key_env) if cfg.api_key_env else None)
+        self.api_key = cfg.resolved_api_key()
         self.state: dict[str, Any] = {}
         self.finished: dict[str, Any] = {}  # the folder's last finished job (its number names the next one)
         self.conflicts: list[tuple[str, Path, Path]] = []

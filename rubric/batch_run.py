@@ -8,6 +8,7 @@ rubric/batch_job.py; the API calls rubric/batch_api.py.
 
 from __future__ import annotations
 
+import logging
 import shlex
 import time
 from collections.abc import Mapping, Sequence
@@ -20,13 +21,15 @@ from rubric.batch_job import BatchJob
 from rubric.cache import RequestCache, identity_json
 from rubric.conversations import Conversation, iter_items
 from rubric.errors import InputError
-from rubric.files import atomic_write_bytes
+from rubric.files import atomic_write_bytes, file_sha256
 from rubric.judge_settings import JudgeConfig
 from rubric.outputs import GatherResult, GatherSummary, failure_frame, llm_frame, reason_frame, tally
 from rubric.progress import progress_bar
 from rubric.prompts import prompt_chunks, prompt_keys
 from rubric.responses import mask_secrets
 from rubric.schema import Rubric
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def gather_batch(
@@ -115,12 +118,12 @@ def _run_job(
     if job.load():
         job.requested()  # the job is for these requests: checked now, not after a day of waiting
         ids = ", ".join(job.remote) or "not submitted"
-        print(f"gather: resuming the batch job in {job.folder} (round {job.state['round']}; batches: {ids})")
+        log.info(f"gather: resuming the batch job in {job.folder} (round {job.state['round']}; batches: {ids})")
     else:
         pending = [(k, job.prompt_of[k]) for k in dict.fromkeys(keys) if k not in answers]
         if not pending:
             if settings.results:
-                print(f"gather: every request is in the cache already; {settings.results} was not read")
+                log.info(f"gather: every request is in the cache already; {settings.results} was not read")
             return True
         job.plan(pending, 0)
         _print_files(job)
@@ -137,7 +140,7 @@ def _run_job(
         if reask:
             spent = {k: job.state["spent"][k] for k in reask}
             job.plan([(k, job.prompt_of[k]) for k in reask], job.state["round"] + 1, spent)
-            print(f"gather: {len(reask)} answers named no option; they are asked again (judge.reasks)")
+            log.info(f"gather: {len(reask)} answers named no option; they are asked again (judge.reasks)")
             _print_files(job)
             if settings.results or not settings.submit:
                 _announce(job)
@@ -152,9 +155,9 @@ def _run_job(
 
 def _print_files(job: BatchJob) -> None:
     n = sum(f["requests"] for f in job.state["files"])
-    print(f"gather: wrote {n} batch requests in {len(job.state['files'])} file(s):")
+    log.info(f"gather: wrote {n} batch requests in {len(job.state['files'])} file(s):")
     for path in job.paths():
-        print(f"gather: wrote {path}")
+        log.info(f"gather: wrote {path}")
 
 
 def _announce(job: BatchJob) -> None:
@@ -162,11 +165,11 @@ def _announce(job: BatchJob) -> None:
     model = shlex.quote(job.cfg.model)
     for path in job.paths():
         out = path.with_name(path.name.replace(".jsonl", ".results.jsonl"))
-        print(
+        log.info(
             "gather: run it with vLLM: python -m vllm.entrypoints.openai.run_batch "
             f"-i {shlex.quote(str(path))} -o {shlex.quote(str(out))} --model {model}"
         )
-    print(
+    log.info(
         "gather: then rerun this gather with mode=batch results=FILE (a folder of results files works too), "
         "or with submit=true to send the files to the judge's Batch API"
     )
@@ -218,14 +221,13 @@ def _submit(job: BatchJob, entry: dict[str, Any], api: Any) -> None:
         )
     entry["batch_id"] = batch_id
     job.save()
-    print(f"gather: submitted {path} as batch {batch_id} ({entry['requests']} requests)")
+    log.info(f"gather: submitted {path} as batch {batch_id} ({entry['requests']} requests)")
 
 
 def _sha256(path: Path) -> str:
-    import hashlib
-
+    """The file's SHA-256, "" when it cannot be read (then it differs from the recorded one)."""
     try:
-        return hashlib.sha256(path.read_bytes()).hexdigest()
+        return file_sha256(path)
     except OSError:
         return ""
 
@@ -260,7 +262,7 @@ def _poll(job: BatchJob, entry: dict[str, Any], api: Any) -> int:
         entry["status"] = batch.status
         job.save()
         total = counts.total if counts else entry["requests"]
-        print(f"gather: batch {entry['batch_id']} {batch.status} ({finished}/{total} requests done)")
+        log.info(f"gather: batch {entry['batch_id']} {batch.status} ({finished}/{total} requests done)")
     if batch.status not in TERMINAL:
         return finished
     for kind, file_id in (("output", batch.output_file_id), ("errors", batch.error_file_id)):
@@ -268,7 +270,7 @@ def _poll(job: BatchJob, entry: dict[str, Any], api: Any) -> int:
             name = entry["name"].replace(".jsonl", f".{kind}.jsonl")
             atomic_write_bytes(job.folder / name, api.download(file_id))
             entry[kind] = name
-            print(f"gather: downloaded batch {entry['batch_id']}'s {kind} file to {job.folder / name}")
+            log.info(f"gather: downloaded batch {entry['batch_id']}'s {kind} file to {job.folder / name}")
     if batch.status == "failed":
         errors = (batch.errors.data if batch.errors else None) or []
         said = "; ".join(f"{'line ' + str(e.line) + ': ' if e.line else ''}{e.message}" for e in errors[:3])

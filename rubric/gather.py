@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
+import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
@@ -45,6 +46,8 @@ from rubric.prompts import prompt_chunks as _prompt_chunks  # shared with batch 
 from rubric.prompts import prompt_keys as _keys
 from rubric.schema import Rubric, load_rubric, note_default_target, rubric_from_dict
 from rubric.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **overrides: Any) -> JudgeConfig:
@@ -352,9 +355,9 @@ def run_gather(cfg: Any) -> GatherResult | None:
             if result is None:
                 return None
         written = write_outputs(result, out, rubric, conversations, judge)
-    print(f"gather: {result.summary.line()}")
+    log.info(f"gather: {result.summary.line()}")
     for path in written:
-        print(f"gather: wrote {path}")
+        log.info(f"gather: wrote {path}")
     failed = result.summary.failures
     if failed:
         asked = result.summary.pairs + (result.summary.items if cfg.include_reason else 0)

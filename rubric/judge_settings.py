@@ -135,6 +135,10 @@ class JudgeConfig:
         """role-rubric starts the server itself (`base_url: local`, rubric/local_server.py)."""
         return self.base_url == "local"
 
+    def resolved_api_key(self) -> str | None:
+        """judge.api_key, else the variable judge.api_key_env names (None when neither gives one)."""
+        return self.api_key or (os.environ.get(self.api_key_env) if self.api_key_env else None)
+
     def resolved_base_url(self) -> str | None:
         return self.base_url or (os.environ.get(self.base_url_env) if self.base_url_env else None) or None
 

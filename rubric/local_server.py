@@ -22,7 +22,6 @@ import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -202,12 +201,9 @@ def _serve(parent_pid: int, args: list[str]) -> None:
     """Run llama_cpp.server with `args`, exiting as soon as `parent_pid` is no longer our parent."""
     import runpy
 
-    def watchdog() -> None:
-        while os.getppid() == parent_pid:
-            time.sleep(0.5)
-        os._exit(0)
+    from rubric.lifetime import die_with_parent
 
-    threading.Thread(target=watchdog, daemon=True).start()
+    die_with_parent(parent_pid, poll_s=0.5, kernel=False)
     sys.argv = ["llama_cpp.server", *args]
     runpy.run_module("llama_cpp.server", run_name="__main__", alter_sys=True)
 

@@ -34,6 +34,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rubric.errors import InputError
+from rubric.lifetime import die_with_parent
 
 if TYPE_CHECKING:
     from rubric.backends import Answer
@@ -304,17 +305,3 @@ async def _watch_parent(parent_pid: int) -> None:
         await asyncio.sleep(PARENT_CHECK_S)
         if os.getppid() != parent_pid:
             os._exit(1)
-
-
-def die_with_parent(parent_pid: int) -> None:
-    """Ask Linux to SIGKILL this process when the parent dies (best effort; the watchdog backs it up)."""
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            libc = ctypes.CDLL(None, use_errno=True)
-            libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):  # pragma: no cover
-            pass
-    if os.getppid() != parent_pid:  # died before prctl took effect
-        os._exit(1)

@@ -66,6 +66,13 @@ class Question:
                 return i
         return None
 
+    @property
+    def default_adheres_at(self) -> float:
+        """Where "adheres" starts when adheres_at is not given: the lowest value of the upper half of the
+        options (3 on 1-4), as in RoleAdherence, decide, estimate and the report."""
+        values = sorted(self.values)
+        return float(values[len(values) // 2])
+
 
 @dataclass(frozen=True)
 class Rubric:

@@ -3,7 +3,6 @@ separation against corpus size for the methods that depend on it, and AUC per vi
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
@@ -17,23 +16,8 @@ import pandas as pd  # noqa: E402
 from calibration.compare.metrics import METRICS  # noqa: E402
 from calibration.compare.tables import per_type_table, unified_table  # noqa: E402
 from calibration.report.page import encode_png, html_table, interval_column  # noqa: E402
-
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<title>role-rubric compare</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}
-h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }}
-table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }}
-th, td {{ padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-img {{ max-width: 100%; }} .note {{ color: #555; font-size: 0.9em; }}
-</style></head><body>
-<h1>role-rubric compare: reference-based scorers and judges on one scale</h1>
-<p class="note">{intro}</p>
-{sections}
-</body></html>
-"""
+from calibration.report.templating import Markup, render_page, section  # noqa: E402
+from rubric.files import atomic_write_text  # noqa: E402
 
 
 def prepare_separation(table: pd.DataFrame) -> dict[str, dict[str, list[float]]]:
@@ -140,15 +124,10 @@ def write_page(result: dict[str, Any], out: Path) -> Path:
             html_table(detail[cols]),
         )
     )
-    parts = []
-    for title, note, image, body in sections:
-        img = f'<img alt="{html.escape(image[1])}" src="data:image/png;base64,{image[0]}">' if image else ""
-        parts.append(f"<h2>{html.escape(title)}</h2><p class='note'>{html.escape(note)}</p>{img}{body}")
+    parts = [section("compare_section", title, note, image, Markup(body)) for title, note, image, body in sections]
     unavailable = "; ".join(f"{k}: {v}" for k, v in result["unavailable"].items()) or "none"
     intro = (
         f"{result['data']['labelled']} labelled turns; positive class = adherent; {result['settings']['n_boot']} bootstrap resamples "
         f"(seed {result['settings']['seed']}); encoder {result['settings']['encoder']}. Unavailable: {unavailable.rstrip('.')}."
     )
-    path = out / "compare.html"
-    path.write_text(PAGE.format(intro=html.escape(intro), sections="\n".join(parts)))
-    return path
+    return atomic_write_text(out / "compare.html", render_page("compare.html.j2", intro=intro, sections=parts))

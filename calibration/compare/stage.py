@@ -14,7 +14,7 @@ resamples of conversations (the same resamples for every method).
 
 from __future__ import annotations
 
-import json
+import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -28,7 +28,11 @@ from calibration.compare.data import KEY, load_turns, read_extra_scores
 from calibration.compare.page import write_page
 from calibration.compare.tables import per_type_table, unified_table
 from rubric.errors import InputError
+from rubric.files import atomic_to_csv
+from rubric.jsonfile import write_json
 from rubric.scorers import SCORERS, EmbeddingStore, ScorerUnavailable, make_scorer
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def corpus_sample(turns: pd.DataFrame, size: int, seed: int) -> dict[str, list[str]]:
@@ -231,29 +235,17 @@ def run_compare(cfg: Any) -> dict[str, Any]:
         cache=cfg.get("cache"),
     )
     scores = result.pop("_scores")
-    scores.to_csv(out / "scores.csv", index=False)
-    (out / "compare.json").write_text(json.dumps(_jsonable(result), indent=1, sort_keys=False) + "\n")
+    atomic_to_csv(scores, out / "scores.csv")
+    write_json(out / "compare.json", result, indent=1, newline=True, digits=6)
     table = pd.DataFrame(result["results"])
     write_page(result, out)
     with pd.option_context("display.width", 250, "display.max_columns", 20):
-        print(unified_table(table).to_string(index=False))
-        print("\nAUC per violation type (adherent turns against that type alone), largest size:")
-        print(per_type_table(table).round(3).to_string(index=False))
+        log.info(unified_table(table).to_string(index=False))
+        log.info("\nAUC per violation type (adherent turns against that type alone), largest size:")
+        log.info(per_type_table(table).round(3).to_string(index=False))
     for name, why in result["unavailable"].items():
-        print(f"compare: {name}: unavailable ({why})")
-    print(f"compare: {result['data']['labelled']} turns, {result['timing_s']['total']:.1f} s")
+        log.info(f"compare: {name}: unavailable ({why})")
+    log.info(f"compare: {result['data']['labelled']} turns, {result['timing_s']['total']:.1f} s")
     for name in ("compare.json", "compare.html", "scores.csv"):
-        print(f"compare: wrote {out / name}")
+        log.info(f"compare: wrote {out / name}")
     return result
-
-
-def _jsonable(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {str(k): _jsonable(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_jsonable(v) for v in value]
-    if isinstance(value, float | np.floating):
-        return None if not np.isfinite(value) else round(float(value), 6)
-    if isinstance(value, np.integer):
-        return int(value)
-    return value

@@ -11,6 +11,7 @@ import dataclasses
 import json
 import time
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -19,7 +20,7 @@ from calibration.data.dataset import Dataset
 from calibration.data.union import data_paths, dataset_labels, training_data_from_cfg
 from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_TARGET_DISTRIBUTION
 from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
-from calibration.evaluation.metrics import agreement, jsonable, mean_nll
+from calibration.evaluation.metrics import agreement, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
 from calibration.evaluation.releases import (
     deploy_basis,
@@ -32,7 +33,8 @@ from calibration.evaluation.reviewers import cv_reviewer_agreement
 from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.forked import map_dealt
 from calibration.model.settings import Settings, torch_threads, training_workers
-from rubric.files import atomic_to_csv, atomic_write_text, out_lock
+from rubric.files import atomic_to_csv, out_lock
+from rubric.jsonfile import write_json
 
 METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm", "linear",
            "ordinal")
@@ -231,6 +233,18 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
     return out, chosen
 
 
+def write_cv_folder(out: Path, ds: Dataset, settings: Settings, result: CVResult, *, folds: int, seed: int,
+                    fold_seed: int = 0, nested_choices=None, group: str | None = None, extra: dict | None = None) -> None:
+    """predictions.csv and metrics.json of a cross-validation, as `role-rubric cv` and the demo write them
+    (atomically, strict JSON): the one writer of a cv folder, which the report reads. extra: more keys of
+    metrics.json (several directories: metrics_by_dataset and deploy_basis)."""
+    atomic_to_csv(result.predictions, out / "predictions.csv")
+    summary = {"target": ds.rubric.target, "folds": folds, "seed": seed, "fold_seed": fold_seed, "seconds": result.seconds,
+               "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": nested_choices,
+               "skipped": result.skipped, "group": group or "conversation_id"} | (extra or {})
+    write_json(out / "metrics.json", summary)
+
+
 def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
@@ -255,17 +269,14 @@ def run_cv(cfg) -> CVResult:
             frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
             result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
             result.metrics.update(metrics)
-        atomic_to_csv(result.predictions, out / "predictions.csv")
         by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
-        summary = {"target": ds.rubric.target, "folds": int(cfg.folds), "seed": int(cfg.seed), "fold_seed": int(cfg.fold_seed), "seconds": result.seconds,
-                   "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": chosen,
-                   "skipped": result.skipped, "group": cfg.get("group") or "conversation_id"}
-        if by_dataset:  # several directories: each one's metrics, and which rows chose the model to deploy
-            summary |= {"metrics_by_dataset": by_dataset, "deploy_basis": deploy_basis(by_dataset)}
-        atomic_write_text(out / "metrics.json", json.dumps(jsonable(summary), indent=2))
+        # several directories: each one's metrics, and which rows chose the model to deploy
+        extra = {"metrics_by_dataset": by_dataset, "deploy_basis": deploy_basis(by_dataset)} if by_dataset else {}
+        write_cv_folder(out, ds, settings, result, folds=int(cfg.folds), seed=int(cfg.seed),
+                        fold_seed=int(cfg.fold_seed), nested_choices=chosen, group=cfg.get("group"), extra=extra)
         # can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
         reviewers = cv_reviewer_agreement(ds, result, float(cfg.get("epsilon", 0.1)))
-        atomic_write_text(out / "reviewers.json", json.dumps(jsonable(reviewers), indent=2))
+        write_json(out / "reviewers.json", reviewers)
     print(format_table(result.metrics, result.skipped))
     for block in reviewers["questions"].values():
         print(f"cv: {block['verdict']}")

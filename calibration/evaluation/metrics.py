@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 import warnings
 from pathlib import Path
@@ -12,7 +11,7 @@ import pandas as pd
 from scipy import stats
 
 from rubric.errors import InputError
-from rubric.files import atomic_write_text
+from rubric.jsonfile import jsonable, write_json  # noqa: F401  (jsonable: importable here as before)
 
 
 def agreement(expected, answers) -> dict[str, float]:
@@ -47,23 +46,6 @@ def mean_nll(probs: np.ndarray, answer_index: np.ndarray) -> float:
     """
     picked = probs[np.arange(len(answer_index)), answer_index]
     return float(-np.mean(np.log(np.clip(picked, 1e-12, None))))
-
-
-def jsonable(value):
-    """NaN/inf -> None and numpy scalars -> Python, recursively, so metrics files are strict JSON.
-
-    >>> jsonable({"pearson": float("nan"), "n": np.int64(3)})
-    {'pearson': None, 'n': 3}
-    """
-    if isinstance(value, dict):
-        return {str(k): jsonable(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [jsonable(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def evaluate_predictions(predictions: pd.DataFrame, labels: pd.DataFrame, question: str) -> dict[str, float]:
@@ -104,7 +86,7 @@ def run_evaluate(cfg) -> dict:
     metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, json.dumps(jsonable(metrics), indent=2))
+    write_json(out, metrics)
     print("evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()))
     print(f"evaluate: wrote {out}")
     return metrics

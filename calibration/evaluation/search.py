@@ -13,6 +13,7 @@ import dataclasses
 import hashlib
 import importlib
 import json
+import logging
 import multiprocessing
 import os
 import re
@@ -32,6 +33,8 @@ from calibration.evaluation.out_of_fold import oof_members, pool_members
 from calibration.model.settings import Settings, default_training_workers
 from rubric.errors import InputError
 from rubric.files import atomic_write_text, out_lock
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "drop_questions")
 
@@ -178,7 +181,7 @@ def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, s
             )
         n_trials = len(study.trials)
         optuna.delete_study(study_name=name, storage=_storage(storage))
-        print(f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) "
+        log.info(f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) "
               "and started a new one")
         study = open_study(storage, name, seed, heartbeat=heartbeat)
     study.set_user_attr("fingerprint", print_)
@@ -270,7 +273,7 @@ def _wait_for_others(study: optuna.Study, heartbeat: int) -> None:
         if not running:
             return
         if not printed:
-            print(f"search: waiting for {len(running)} trial(s) that other processes are running on the study")
+            log.info(f"search: waiting for {len(running)} trial(s) that other processes are running on the study")
             printed = True
         time.sleep(min(1.0, heartbeat / 2))
 
@@ -337,22 +340,9 @@ def _die_with(parent: int) -> None:
     """End this worker as soon as the search process that started it is gone (killed), not at the end of
     its trial: the kernel sends SIGKILL on Linux (PR_SET_PDEATHSIG); elsewhere a thread polls the parent
     id. The trial it was running stays RUNNING and the next search marks it failed and redoes it."""
-    import signal
-    import threading
+    from rubric.lifetime import die_with_parent
 
-    with contextlib.suppress(OSError, AttributeError):
-        import ctypes
-
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
-    if os.getppid() != parent:  # the parent died before the line above took effect
-        os._exit(1)
-
-    def watch() -> None:
-        while os.getppid() == parent:
-            time.sleep(0.2)
-        os._exit(1)
-
-    threading.Thread(target=watch, daemon=True).start()
+    die_with_parent(parent, poll_s=0.2)
 
 
 def _finished(study: optuna.Study) -> int:
@@ -406,13 +396,13 @@ def run_search(cfg) -> optuna.Study:
                    "study": cfg.search.study}
         atomic_write_text(out / "search.json", json.dumps(summary, indent=2))
     flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
-    print(f"search: {_finished(study)} trials in {summary['seconds']:.0f}s; held-out NLL of the best trial "
+    log.info(f"search: {_finished(study)} trials in {summary['seconds']:.0f}s; held-out NLL of the best trial "
           f"{study.best_value:.4f}, of the current settings as they are {defaults:.4f}")
     if summary["kept_defaults"]:
-        print("search: no trial beat the current settings: best.yaml keeps them (no overrides)")
+        log.info("search: no trial beat the current settings: best.yaml keeps them (no overrides)")
     else:
-        print(f"search: best overrides: {flat}")
-    print(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {_shown(storage)}")
+        log.info(f"search: best overrides: {flat}")
+    log.info(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {_shown(storage)}")
     return study
 
 

@@ -68,5 +68,8 @@ def reliability_warnings(curves: Iterable[Mapping[str, Any]]) -> list[str]:
 
 
 def print_warnings(command: str, warnings: Iterable[str]) -> None:
-    for line in warnings:
-        print(f"{command}: warning: {line}")
+    """Each line as a `DataQualityWarning` (rubric/notices.py): the command line prints it as
+    "COMMAND: warning: LINE", as this function used to; an API user filters or catches it."""
+    from rubric.notices import warn_data
+
+    warn_data(command, warnings, stacklevel=2)

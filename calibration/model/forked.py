@@ -120,7 +120,7 @@ def _start_child(fn, item, counter) -> tuple[int, int]:
     try:
         signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C reaches the whole group; the parent stops us
         _one_torch_thread()
-        from rubric.parallel import die_with_parent
+        from rubric.lifetime import die_with_parent
 
         die_with_parent(parent)
         try:

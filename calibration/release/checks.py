@@ -36,7 +36,7 @@ def check_adheres_at(question, adheres_at: float | None) -> None:
         raise InputError(
             f"adheres_at={adheres_at:g} is outside the scale of {question.id!r} (options {values}): {side} would "
             "count as adhering, whatever the release.",
-            fix=f"pass a value above {values[0]:g} and at most {values[-1]:g} (default: {values[len(values) // 2]:g}).")
+            fix=f"pass a value above {values[0]:g} and at most {values[-1]:g} (default: {question.default_adheres_at:g}).")
 
 
 def check_target_answered(ds, labels: Path, *, minimum: int = 1) -> None:

@@ -10,7 +10,6 @@ rubric question (where that question is labelled).
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -22,6 +21,7 @@ from calibration.release.inference import classical_mean, difference, effective_
 from calibration.release.plan import PLAN_FILE, read_plan, read_strata
 from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
 from rubric.errors import InputError
+from rubric.jsonfile import jsonable
 
 __all__ = ["GateFailed", "estimate_release", "run_estimate"]
 
@@ -339,18 +339,15 @@ def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list
 
 def strip_private(value):
     """Drop the `_sample` helpers and turn inf/NaN into None (strict JSON)."""
-    if isinstance(value, dict):
-        return {k: strip_private(v) for k, v in value.items() if not k.startswith("_")}
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
+    return jsonable(value, private=False)
 
 
 def run_estimate(cfg) -> Path:
     """CLI: `role-rubric estimate data=DIR model=MODEL_DIR out=OUT [alpha=0.1] [baseline=DIR2] [fail_under=X]
     [fail_if_worse=true]`."""
     from calibration.release.table import format_table
-    from rubric.files import atomic_write_text, out_lock
+    from rubric.files import out_lock
+    from rubric.jsonfile import write_json
 
     fail_under = None if cfg.get("fail_under") is None else float(cfg.fail_under)
     with out_lock(cfg.out) as out:
@@ -379,7 +376,7 @@ def run_estimate(cfg) -> Path:
         if "line" in result.get("width_plan", {}):
             print("estimate: " + result["width_plan"]["line"])
         path = out / "estimate.json"
-        atomic_write_text(path, json.dumps(strip_private(result), indent=2))
+        write_json(path, strip_private(result))
         if "sequential" in result:
             from calibration.release.sequential import LOOKS_FILE, record
 

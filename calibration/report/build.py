@@ -1,12 +1,16 @@
 """`role-rubric report` (`run_report`): cross-validate, or reuse a cv folder, then write every section of the
-report page, its PNGs and metrics.json."""
+report page, its PNGs and metrics.json.
+
+`_run_report` is the orchestration: the main cross-validation, then each section in page order (a function
+per section in report/sections.py and its sibling modules returns the section's numbers and its HTML), then
+the page from the templates (report/templating.py) and metrics.json.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import html
-import json
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -15,56 +19,36 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from calibration.data.union import dataset_labels
-from calibration.evaluation.cv_predictions import (
-    METHOD_LABELS,
-    REFERENCE,
-    method_arrays,
-    method_rows,
-    read_cv_folder,
-)
-from calibration.evaluation.metrics import jsonable
+from calibration.evaluation.cv_predictions import REFERENCE, method_rows, read_cv_folder
 from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.reviewers import agreement_from_predictions
-from calibration.evaluation.significance import METRICS
-from calibration.evaluation.sizes import check_folds, print_warnings, reliability_warnings, size_warnings
+from calibration.evaluation.sizes import check_folds, reliability_warnings, size_warnings
 from calibration.report.decisions import decision_sections
-from calibration.report.page import (
-    PAGE,
-    encode_png,
-    html_table,
-    interval_column,
-    metrics_for_html,
-    per_judge_for_html,
-    section_html,
-)
+from calibration.report.page import section_html
 from calibration.report.pool import prefetching_pool, report_threads, run_cvs
 from calibration.report.release import raw_adherence, release_section, release_summary
-from calibration.report.reliability import plot_reliability, prepare_reliability
 from calibration.report.reviewers import reviewer_section
-from calibration.report.tables import (
-    plot_distributions,
-    plot_metrics_table,
-    plot_per_judge,
-    prepare_distributions,
-    prepare_metrics_table,
-    prepare_per_judge,
+from calibration.report.sections import (
+    ablations_section,
+    agreement_section,
+    distributions_section,
+    learning_curve_section,
+    per_judge_section,
+    records,
+    reliability_section,
+    targets_section,
 )
+from calibration.report.templating import Markup, escape, render_page
 from calibration.report.turns import TURNS_CSS, turn_sections
-from calibration.report.variants import (
-    ablation_variants,
-    plot_ablations,
-    plot_learning_curve,
-    plot_targets,
-    prepare_ablations,
-    prepare_learning_curve,
-    prepare_targets,
-)
+from calibration.report.variants import ablation_variants
 from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
 from rubric.files import atomic_write_text
+from rubric.jsonfile import write_json
+from rubric.notices import warn_data
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return jsonable(frame.to_dict(orient="records"))
+_records = records  # the earlier private name
 
 
 def run_report(cfg: Any) -> dict[str, Any]:
@@ -77,27 +61,40 @@ def run_report(cfg: Any) -> dict[str, Any]:
         return _run_report(cfg, stack)
 
 
-def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
-    from calibration.data.union import (
-        qualified,
-        qualified_predictions,
-        retargeted,
-        training_data_from_cfg,
-    )
-    from calibration.evaluation.crossval import cross_validate
+@dataclasses.dataclass
+class _Run:
+    """What every section of one report shares."""
+
+    cfg: Any
+    out: Path
+    data: Any  # calibration.data.union.TrainingData
+    ds: Any
+    settings: Any
+    light: Any  # the settings of the ablations, targets and learning curve (maybe a smaller ensemble)
+    folds: int
+    seed: int
+    fold_seed: int
+
+    @property
+    def target(self) -> str:
+        return self.ds.rubric.target
+
+
+def _prepare(cfg: Any) -> tuple[_Run, pd.DataFrame | None]:
+    """The data, the settings and, with cv=DIR, that folder's predictions (whose settings, folds and seeds
+    the report then uses)."""
+    from calibration.data.union import qualified, qualified_predictions, training_data_from_cfg
     from calibration.model.settings import Settings
 
-    start = time.perf_counter()
-    opts = cfg.report
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
     fold_seed = int(cfg.get("fold_seed") or 0)
     data = training_data_from_cfg(cfg)
     ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
-    target = ds.rubric.target
+    predictions = None
     if cfg.get("cv"):
-        predictions, info = read_cv_folder(cfg.cv, target)
+        predictions, info = read_cv_folder(cfg.cv, ds.rubric.target)
         predictions = qualified_predictions(predictions)
         # The ablations and the learning curve are compared with these predictions: use the cv run's setup.
         if "settings" in info:
@@ -106,294 +103,205 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             settings = dataclasses.replace(settings, **saved)
         folds, seed = int(info.get("folds", folds)), int(info.get("seed", seed))
         fold_seed = int(info.get("fold_seed", fold_seed))
-        print(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
-    n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
+        log.info(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
-    light = (
-        settings
-        if opts.get("ensemble") is None
-        else dataclasses.replace(settings, ensemble=int(opts.ensemble))
-    )
+    ensemble = cfg.report.get("ensemble")
+    light = settings if ensemble is None else dataclasses.replace(settings, ensemble=int(ensemble))
+    return _Run(cfg, out, data, ds, settings, light, folds, seed, fold_seed), predictions
+
+
+def _variant_jobs(run: _Run) -> list[tuple]:
+    """The cross-validations of the ablations, targets and learning curve, in the order they are asked for
+    (a process pool starts them while the main sections are computed)."""
+    from calibration.data.union import retargeted
+
+    opts, ds, light = run.cfg.report, run.ds, run.light
+    common = (run.folds, run.fold_seed)
     threads = opts.get("torch_threads")
-    curve_points = [
-        (float(f), r) for f in opts.learning_curve.fractions for r in range(int(opts.learning_curve.repeats))
-    ]
-    variant_jobs = []
-    if light != settings:
-        variant_jobs.append((ds, light, folds, fold_seed, seed, threads))
+    jobs = []
+    if light != run.settings:
+        jobs.append((ds, light, *common, run.seed, threads))
     if opts.ablations:
-        variant_jobs += [
-            (ds, v, folds, fold_seed, seed, threads) for _, v in ablation_variants(light, ds.rubric.ids, target)
-        ]
+        jobs += [(ds, v, *common, run.seed, threads) for _, v in ablation_variants(light, ds.rubric.ids, run.target)]
     if opts.targets:
-        variant_jobs += [
-            (retargeted(ds, q), light, folds, fold_seed, seed, threads)
-            for q in ds.rubric.ids
-            if q != target
-        ]
-    variant_jobs += [
-        (ds, dataclasses.replace(light, train_fraction=f), folds, fold_seed, seed + r, threads)
-        for f, r in curve_points
+        jobs += [(retargeted(ds, q), light, *common, run.seed, threads) for q in ds.rubric.ids if q != run.target]
+    points = [(float(f), r) for f in opts.learning_curve.fractions for r in range(int(opts.learning_curve.repeats))]
+    jobs += [
+        (ds, dataclasses.replace(light, train_fraction=f), *common, run.seed + r, threads)
+        for f, r in points
         if not (f >= 1 and r == 0)
     ]
-    workers = int(opts.get("workers") or 1)
+    return jobs
+
+
+def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
+    from calibration.evaluation.crossval import cross_validate
+
+    start = time.perf_counter()
+    run, predictions = _prepare(cfg)
+    jobs = _variant_jobs(run)
+    workers = int(cfg.report.get("workers") or 1)
     pool = None
-    if variant_jobs and workers > 1:
-        pool = prefetching_pool(workers, variant_jobs)
+    if jobs and workers > 1:
+        pool = prefetching_pool(workers, jobs)
         stack.callback(pool.shutdown, cancel_futures=True)
-    if not cfg.get("cv"):
-        check_folds(ds, folds)
-        print(f"report: cross-validating the calibrated model and baselines ({folds} folds, seed {seed})")
-        predictions = cross_validate(ds, settings, folds=folds, seed=seed, fold_seed=fold_seed, progress=True).predictions
+    if predictions is None:
+        check_folds(run.ds, run.folds)
+        log.info(f"report: cross-validating the calibrated model and baselines ({run.folds} folds, seed {run.seed})")
+        predictions = cross_validate(run.ds, run.settings, folds=run.folds, seed=run.seed, fold_seed=run.fold_seed,
+                                     progress=True).predictions
     timings = {"main cv": time.perf_counter() - start}
     main_calibrated = method_rows(predictions, REFERENCE)
-
     results: dict[str, Any] = {
-        "target": target,
-        "data": data.summary(),
-        "folds": folds,
-        "fold_seed": fold_seed,
-        "seed": seed,
-        "settings": settings.to_dict(),
-        "variant_ensemble": light.ensemble,
+        "target": run.target,
+        "data": run.data.summary(),
+        "folds": run.folds,
+        "fold_seed": run.fold_seed,
+        "seed": run.seed,
+        "settings": run.settings.to_dict(),
+        "variant_ensemble": run.light.ensemble,
     }
-    html_sections = []
     with plt.style.context("default"):
+        html_sections, skipped, drilldown, table = _main_sections(run, predictions, main_calibrated, results, timings)
+        html_sections += _variant_sections(run, pool, main_calibrated, table, results, timings)
         tick = time.perf_counter()
-        # A line per stage, so that a log (where no bar is drawn) shows what the next seconds are spent on.
-        print(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...", flush=True)
-        arrays = method_arrays(predictions, REFERENCE)
-        threshold = opts.get("adheres_threshold")
-        reliability = prepare_reliability(
-            arrays["probs"],
-            arrays["answers"],
-            values=arrays["values"],
-            threshold=threshold,
-            groups=arrays["groups"],
-            seed=seed,
-            n_boot=int(opts.smece_boot),
-            band_bootstrap=int(opts.band_bootstrap),
-            progress=True,
-        )
-        results["reliability"] = [
-            {k: v for k, v in c.items() if k != "diagram"} for c in reliability["curves"]
-        ]
-        html_sections.append(
-            section_html(
-                f"Reliability of the calibrated {target} distribution",
-                "One-vs-rest for every answer value, and 'adheres' = P(answer &ge; threshold). Red: smoothed observed "
-                "frequency against the predicted probability (relplot), grey band: its bootstrap 95% band, shaded: "
-                "density of predictions. smECE (smooth expected calibration error, 0 = calibrated) with a 95% interval "
-                "from resampling whole conversations.",
-                ("reliability.png", encode_png(plot_reliability(reliability)[0], out / "reliability.png")),
-                html_table(
-                    pd.DataFrame(results["reliability"])[["name", "n", "positives", "smece", "low", "high"]]
-                ),
-            )
-        )
-        timings["reliability"] = time.perf_counter() - tick
-
-        tick = time.perf_counter()
-        print(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...", flush=True)
-        table = prepare_metrics_table(predictions, seed=seed, n_boot=n_boot, n_perm=n_perm, progress=True)
-        results["metrics"] = _records(table)
-        html_sections.append(
-            section_html(
-                "Agreement with the human judges: calibrated model against the baselines",
-                f"Out-of-fold predictions of {target} pooled over {folds} folds (grouped by conversation). RMSE in answer "
-                "units (lower is better); Pearson, Spearman, Kendall tau-b (higher is better). Brackets: bootstrap 95% "
-                "intervals over conversations. p: paired permutation test (predictions swapped per conversation) of "
-                f"each baseline against the calibrated model, two-sided; with {n_perm} swaps the smallest possible p "
-                f"is {1 / (1 + n_perm):.2g}. The test treats the trained models as fixed: it measures the evidence over conversations, "
-                "not over training seeds (the learning curve's repeats show the spread over seeds).",
-                ("metrics.png", encode_png(plot_metrics_table(table)[0], out / "metrics.png")),
-                html_table(metrics_for_html(table)),
-            )
-        )
-        distributions = prepare_distributions(predictions, max_judges=int(opts.max_judges))
-        results["distributions"] = distributions
-        html_sections.append(
-            section_html(
-                "Answer distributions per judge",
-                "Each judge's observed answers (human), the distribution the calibrated model predicts for that judge "
-                "(mean over the judge's items) and the raw LLM's distribution on the same items (the paper's Figure 2).",
-                (
-                    "distributions.png",
-                    encode_png(plot_distributions(distributions)[0], out / "distributions.png"),
-                ),
-            )
-        )
-        per_judge = prepare_per_judge(predictions)
-        results["per_judge"] = _records(per_judge)
-        html_sections.append(
-            section_html(
-                "Per-judge agreement",
-                "RMSE of each method on each judge's judgments, the judge the calibrated model predicts worst on top; "
-                "correlations are undefined (–) for a judge whose answers are all the same. The per-judge mean's "
-                "within-judge correlation is negative by construction, not a bug: its prediction for a judge changes "
-                "only between folds, and a fold holding that judge's higher answers leaves a lower mean to train on.",
-                ("per_judge.png", encode_png(plot_per_judge(per_judge)[0], out / "per_judge.png")),
-                html_table(per_judge_for_html(per_judge)),
-            )
-        )
-        timings["tables"] = time.perf_counter() - tick
-
-        tick = time.perf_counter()
-        turn_results, turn_html_sections, drilldown = turn_sections([s.path for s in data.sources], ds, predictions,
-                                                                     adheres_at=threshold)
-        results.update(turn_results)
-        html_sections += turn_html_sections
-        if threshold is not None:  # what `role-rubric estimate` would give on a release like this data
-            results["release"] = release_summary(predictions, raw_adherence(ds, float(threshold)),
-                                                 adheres_at=float(threshold), seed=seed)
-            html_sections.append(release_section(results["release"]))
-        skipped = [
-            f"{title} (report.{key}{'.repeats=0' if key == 'learning_curve' else '=false'})"
-            for title, key, on in (
-                ("ablations", "ablations", opts.ablations),
-                ("every question as the target", "targets", opts.targets),
-                ("learning curve", "learning_curve", opts.learning_curve.repeats),
-            )
-            if not on
-        ]
-        if threshold is None:
-            skipped.append("the 'adheres' reliability panel (report.adheres_threshold=null)")
-        size_notes = size_warnings(ds, folds) + reliability_warnings(results["reliability"])
-        print_warnings("report", size_notes)
-        results["verdict"] = prepare_verdict(
-            table,
-            results["reliability"],
-            judge=data.judge,
-            size={
-                "judgments": len(main_calibrated),
-                "judges": int(main_calibrated["judge_id"].nunique()),
-                "turns": int(main_calibrated[["conversation_id", "turn"]].drop_duplicates().shape[0]),
-                "conversations": int(main_calibrated["conversation_id"].nunique()),
-                "folds": folds,
-            },
-            skipped=skipped,
-            warnings=size_notes,
-            data=cfg.data,
-            target=cfg.get("target"),
-            weights=cfg.get("weights"),
-            by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in data.sources])),
-        )
-        # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
-        results["reviewers"] = agreement_from_predictions(ds, main_calibrated, float(cfg.get("epsilon", 0.1)))
-        timings["turns and verdict"] = time.perf_counter() - tick
-
-        reference = main_calibrated
-        variants = bool(opts.ablations or opts.targets or opts.learning_curve.repeats)
-        runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True, "fold_seed": fold_seed}
-        if light != settings and variants:
-            tick = time.perf_counter()
-            jobs = [(f"full model with an ensemble of {light.ensemble}", ds, light, seed)]
-            reference = run_cvs(jobs, folds=folds, **runner)[0]
-            timings["variant reference cv"] = time.perf_counter() - tick
-        if opts.ablations:
-            tick = time.perf_counter()
-            ablations = prepare_ablations(
-                ds, light, reference, folds=folds, seed=seed, n_boot=n_boot, n_perm=n_perm, **runner
-            )
-            results["ablations"] = _records(ablations)
-            shown = ablations[["variant"]].assign(
-                **{m: interval_column(ablations, m) for m in METRICS},
-                p_rmse=ablations["p_rmse"],
-                p_pearson=ablations["p_pearson"],
-            )
-            html_sections.append(
-                section_html(
-                    "Ablations (cross-validated)",
-                    f"The model without pretraining, without fine-tuning, without per-judge parameters, and without "
-                    f"each input question in turn (the paper's Table 2); ensemble of {light.ensemble}. p: permutation "
-                    "test against the full model (same folds and seeds, so even small consistent differences can be "
-                    "significant; read them with the intervals).",
-                    ("ablations.png", encode_png(plot_ablations(ablations)[0], out / "ablations.png")),
-                    html_table(shown),
-                )
-            )
-            timings["ablations"] = time.perf_counter() - tick
-        if opts.targets:
-            tick = time.perf_counter()
-            targets = prepare_targets(
-                ds,
-                light,
-                reuse={target: reference},
-                folds=folds,
-                seed=seed,
-                n_boot=n_boot,
-                **runner,
-            )
-            results["targets"] = _records(targets)
-            shown = targets[["question", "method", "n"]].assign(
-                method=targets["method"].map(METHOD_LABELS),
-                rmse=interval_column(targets, "rmse"),
-                pearson=interval_column(targets, "pearson"),
-            )
-            html_sections.append(
-                section_html(
-                    "Every question as the target",
-                    "Cross-validated RMSE and Pearson when each rubric question is the training target in turn: the raw "
-                    "LLM's expected answer against the calibrated model (the paper's Table 3).",
-                    ("targets.png", encode_png(plot_targets(targets)[0], out / "targets.png")),
-                    html_table(shown),
-                )
-            )
-            timings["targets"] = time.perf_counter() - tick
-        if opts.learning_curve.repeats:
-            tick = time.perf_counter()
-            curve = prepare_learning_curve(
-                ds,
-                light,
-                fractions=list(opts.learning_curve.fractions),
-                repeats=int(opts.learning_curve.repeats),
-                folds=folds,
-                seed=seed,
-                reuse=reference,
-                **runner,
-            )
-            results["learning_curve"] = _records(curve)
-            judge_mean = table[table["method"] == "judge_mean"].set_index("metric")["value"].to_dict()
-            summary = curve.groupby("fraction")[["rmse", "pearson"]].agg(["mean", "std", "min", "max"])
-            summary.columns = [f"{m} {s}" for m, s in summary.columns]
-            html_sections.append(
-                section_html(
-                    "Learning curve",
-                    "Cross-validated metrics when each model sees only a random fraction of its training judgments "
-                    f"({int(opts.learning_curve.repeats)} repeats with different seeds: line = mean, band = min to max); "
-                    "dashed: the per-judge-mean baseline with all judgments (Appendix J of the paper).",
-                    (
-                        "learning_curve.png",
-                        encode_png(
-                            plot_learning_curve(curve, reference=judge_mean)[0], out / "learning_curve.png"
-                        ),
-                    ),
-                    html_table(summary.reset_index()),
-                )
-            )
-            timings["learning curve"] = time.perf_counter() - tick
-        tick = time.perf_counter()
-        decided, decision_html = decision_sections(main_calibrated, threshold, opts.get("active_labelling"), seed=seed,
-                                                   out=out)
+        threshold = cfg.report.get("adheres_threshold")
+        decided, decision_html = decision_sections(main_calibrated, threshold, cfg.report.get("active_labelling"),
+                                                   seed=run.seed, out=run.out)
         results.update(decided)
         html_sections += decision_html
         if threshold is not None:
             timings["decisions"] = time.perf_counter() - tick
-
-    intro = (
-        f"Data <code>{html.escape(data.summary())}</code>, target {html.escape(target)}, "
-        f"{len(main_calibrated)} judgments by {main_calibrated['judge_id'].nunique()} judges on "
-        f"{main_calibrated['conversation_id'].nunique()} conversations; {folds}-fold cross-validation "
-        f"grouped by conversation, seed {seed}, ensemble of {settings.ensemble}."
-    )
-    stubs = [section_html(title[0].upper() + title[1:], f"Skipped: {title}.", None) for title in skipped]
+    stubs = [section_html(title[0].upper() + title[1:], escape(f"Skipped: {title}."), None) for title in skipped]
     sections = [verdict_html(results["verdict"]), reviewer_section(results["reviewers"]), *html_sections, *stubs,
                 drilldown]
-    page = PAGE.format(title=html.escape(target), intro=intro, sections="\n".join(sections))
-    atomic_write_text(out / "report.html", page.replace("</style>", VERDICT_CSS + TURNS_CSS + "</style>", 1))
-    atomic_write_text(out / "metrics.json", json.dumps(jsonable(results), indent=2) + "\n")
+    page = render_page("report.html.j2", target=run.target, intro=_intro(run, main_calibrated), sections=sections,
+                       extra_css=Markup(VERDICT_CSS + TURNS_CSS))
+    atomic_write_text(run.out / "report.html", page)
+    write_json(run.out / "metrics.json", results, newline=True)
     total = time.perf_counter() - start
-    print("report: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {total:.1f}s")
-    print(f"report: wrote {out / 'report.html'}, {out / 'metrics.json'} and the PNG files")
+    log.info("report: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {total:.1f}s")
+    log.info(f"report: wrote {run.out / 'report.html'}, {run.out / 'metrics.json'} and the PNG files")
     return results
+
+
+def _intro(run: _Run, main_calibrated: pd.DataFrame) -> Markup:
+    return Markup(
+        "Data <code>{}</code>, target {}, {} judgments by {} judges on {} conversations; {}-fold cross-validation "
+        "grouped by conversation, seed {}, ensemble of {}."
+    ).format(run.data.summary(), run.target, len(main_calibrated), main_calibrated["judge_id"].nunique(),
+             main_calibrated["conversation_id"].nunique(), run.folds, run.seed, run.settings.ensemble)
+
+
+def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.DataFrame, results: dict[str, Any],
+                   timings: dict[str, float]) -> tuple[list[str], list[str], str, pd.DataFrame]:
+    """Reliability, agreement, distributions, per-judge, turns, release, verdict and reviewers: their numbers
+    into `results`; returns (their HTML sections, the skipped sections, the turn drill-down, the metrics
+    table)."""
+    opts, seed, out = run.cfg.report, run.seed, run.out
+    tick = time.perf_counter()
+    # A line per stage, so that a log (where no bar is drawn) shows what the next seconds are spent on.
+    log.info(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...")
+    results["reliability"], reliability_html = reliability_section(predictions, opts, target=run.target, seed=seed,
+                                                                   out=out)
+    timings["reliability"] = time.perf_counter() - tick
+    tick = time.perf_counter()
+    n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
+    log.info(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...")
+    table, agreement_html = agreement_section(predictions, target=run.target, folds=run.folds, seed=seed,
+                                              n_boot=n_boot, n_perm=n_perm, out=out)
+    results["metrics"] = records(table)
+    results["distributions"], distributions_html = distributions_section(
+        predictions, max_judges=int(opts.max_judges), out=out)
+    per_judge, per_judge_html = per_judge_section(predictions, out=out)
+    results["per_judge"] = records(per_judge)
+    html_sections = [reliability_html, agreement_html, distributions_html, per_judge_html]
+    timings["tables"] = time.perf_counter() - tick
+
+    tick = time.perf_counter()
+    threshold = opts.get("adheres_threshold")
+    turn_results, turn_html_sections, drilldown = turn_sections([s.path for s in run.data.sources], run.ds,
+                                                                 predictions, adheres_at=threshold)
+    results.update(turn_results)
+    html_sections += turn_html_sections
+    if threshold is not None:  # what `role-rubric estimate` would give on a release like this data
+        results["release"] = release_summary(predictions, raw_adherence(run.ds, float(threshold)),
+                                             adheres_at=float(threshold), seed=seed)
+        html_sections.append(release_section(results["release"]))
+    skipped = _skipped(opts)
+    size_notes = size_warnings(run.ds, run.folds) + reliability_warnings(results["reliability"])
+    warn_data("report", size_notes)
+    results["verdict"] = prepare_verdict(
+        table,
+        results["reliability"],
+        judge=run.data.judge,
+        size={
+            "judgments": len(main_calibrated),
+            "judges": int(main_calibrated["judge_id"].nunique()),
+            "turns": int(main_calibrated[["conversation_id", "turn"]].drop_duplicates().shape[0]),
+            "conversations": int(main_calibrated["conversation_id"].nunique()),
+            "folds": run.folds,
+        },
+        skipped=skipped,
+        warnings=size_notes,
+        data=run.cfg.data,
+        target=run.cfg.get("target"),
+        weights=run.cfg.get("weights"),
+        by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in run.data.sources])),
+    )
+    # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
+    results["reviewers"] = agreement_from_predictions(run.ds, main_calibrated, float(run.cfg.get("epsilon", 0.1)))
+    timings["turns and verdict"] = time.perf_counter() - tick
+    return html_sections, skipped, drilldown, table
+
+
+def _skipped(opts: Any) -> list[str]:
+    """The sections this configuration leaves out, each with the setting that would bring it back."""
+    skipped = [
+        f"{title} (report.{key}{'.repeats=0' if key == 'learning_curve' else '=false'})"
+        for title, key, on in (
+            ("ablations", "ablations", opts.ablations),
+            ("every question as the target", "targets", opts.targets),
+            ("learning curve", "learning_curve", opts.learning_curve.repeats),
+        )
+        if not on
+    ]
+    if opts.get("adheres_threshold") is None:
+        skipped.append("the 'adheres' reliability panel (report.adheres_threshold=null)")
+    return skipped
+
+
+def _variant_sections(run: _Run, pool: Any, main_calibrated: pd.DataFrame, table: pd.DataFrame,
+                      results: dict[str, Any], timings: dict[str, float]) -> list[str]:
+    """Ablations, every question as the target and the learning curve, each against the same reference."""
+    opts, light = run.cfg.report, run.light
+    reference = main_calibrated
+    runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True, "fold_seed": run.fold_seed}
+    common = {"folds": run.folds, "seed": run.seed, "runner": runner, "out": run.out}
+    html_sections = []
+    if light != run.settings and (opts.ablations or opts.targets or opts.learning_curve.repeats):
+        tick = time.perf_counter()
+        jobs = [(f"full model with an ensemble of {light.ensemble}", run.ds, light, run.seed)]
+        reference = run_cvs(jobs, folds=run.folds, **runner)[0]
+        timings["variant reference cv"] = time.perf_counter() - tick
+    if opts.ablations:
+        tick = time.perf_counter()
+        ablations, html = ablations_section(run.ds, light, reference, n_boot=int(opts.n_boot),
+                                            n_perm=int(opts.n_perm), **common)
+        results["ablations"] = records(ablations)
+        html_sections.append(html)
+        timings["ablations"] = time.perf_counter() - tick
+    if opts.targets:
+        tick = time.perf_counter()
+        targets, html = targets_section(run.ds, light, reference, target=run.target, n_boot=int(opts.n_boot), **common)
+        results["targets"] = records(targets)
+        html_sections.append(html)
+        timings["targets"] = time.perf_counter() - tick
+    if opts.learning_curve.repeats:
+        tick = time.perf_counter()
+        curve, html = learning_curve_section(run.ds, light, reference, table, opts, **common)
+        results["learning_curve"] = records(curve)
+        html_sections.append(html)
+        timings["learning curve"] = time.perf_counter() - tick
+    return html_sections

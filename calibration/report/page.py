@@ -2,7 +2,7 @@
 
 `encode_png` saves a figure without varying metadata (a rerun gives identical bytes) and returns it
 base64-encoded; `section_html` renders one section (title, note, image, table) and `PAGE` wraps the
-sections. `html_table` renders a frame, formatting floats to 3 decimals and undefined values as "–";
+sections, both from the Jinja2 templates in templates/ (calibration/report/templating.py). `html_table` renders a frame, formatting floats to 3 decimals and undefined values as "–";
 `interval_column`, `metrics_for_html` and `per_judge_for_html` reshape the report's frames into the
 tables shown.
 """
@@ -21,6 +21,8 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE
+from calibration.report.templating import Markup, render_page, section
+from rubric.files import atomic_path
 
 DPI = 90
 PAGE_WIDTH_PX = 1150  # the page's content width (max-width 1200px less its padding)
@@ -42,7 +44,8 @@ def encode_png(fig: Figure, path: Path) -> str:
     """Save `fig` as PNG with no varying metadata (so reruns give identical bytes), every text legible at
     page width (`legible`); return base64."""
     legible(fig)
-    fig.savefig(path, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.1)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, format="png", dpi=DPI, metadata={"Software": None}, bbox_inches="tight", pad_inches=0.1)
     plt.close(fig)
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
@@ -104,27 +107,19 @@ def per_judge_for_html(frame: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-PAGE = """<!DOCTYPE html>
-<html lang="en"><head><meta charset="utf-8"><link rel="icon" href="data:,">
-<title>role-rubric report: {title}</title>
-<style>
-body {{ font-family: system-ui, sans-serif; max-width: 1200px; margin: 2em auto; padding: 0 1em; color: #222; }}
-h1 {{ font-size: 1.5em; }} h2 {{ font-size: 1.2em; margin-top: 2em; border-bottom: 1px solid #ddd; }}
-table {{ border-collapse: collapse; font-size: 0.85em; margin: 0.5em 0; }}
-th, td {{ padding: 0.2em 0.6em; border-bottom: 1px solid #eee; text-align: right; }}
-th:first-child, td:first-child {{ text-align: left; }}
-img {{ max-width: 100%; }} .note {{ color: #555; font-size: 0.9em; }} code {{ background: #f4f4f4; }}
-</style></head><body>
-<h1>role-rubric report: target {title}</h1>
-<p class="note">{intro}</p>
-{sections}
-</body></html>
-"""
+class ReportPage:
+    """The report's layout (templates/report.html.j2) as `PAGE.format(title=..., intro=..., sections=...)`,
+    the call of the string template it replaced: title is escaped, intro and sections are HTML."""
+
+    def format(self, *, title: str, intro: str, sections: str, extra_css: str = "") -> str:
+        return render_page("report.html.j2", target=title, intro=Markup(intro), sections=[sections],
+                           extra_css=Markup(extra_css))
+
+
+PAGE = ReportPage()
 
 
 def section_html(title: str, note: str, image: tuple[str, str] | None, table: str = "") -> str:
-    img = ""
-    if image is not None:
-        name, data = image
-        img = f'<p><img src="data:image/png;base64,{data}" alt="{html.escape(title)}" data-file="{name}"></p>'
-    return f'<h2>{html.escape(title)}</h2>\n<p class="note">{note}</p>\n{img}\n{table}\n'
+    """One report section (templates/sections.html.j2 `report_section`): the title is escaped; note and
+    table are HTML (the note may hold entities such as &ge; and <code>: escape data put into it)."""
+    return str(section("report_section", title, Markup(note), image, Markup(table)))

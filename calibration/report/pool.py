@@ -11,6 +11,7 @@ report will ask for up front, so the workers train while the main process comput
 from __future__ import annotations
 
 import contextlib
+import logging
 import multiprocessing
 import os
 import time
@@ -22,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from calibration.evaluation.cv_predictions import REFERENCE, method_rows
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def report_threads(n: int | None) -> contextlib.AbstractContextManager[None]:
@@ -76,7 +79,7 @@ def run_cvs(
     for i, ((label, *_), (rows, seconds)) in enumerate(zip(jobs, results, strict=True)):
         out.append(rows)
         if progress:
-            print(
+            log.info(
                 f"report: {label} ({i + 1}/{len(jobs)}): rmse {np.sqrt(np.mean((rows['expected'] - rows['answer']) ** 2)):.3f} ({seconds:.1f}s)"
             )
     return out

@@ -92,7 +92,7 @@ def prepare_turns(
     for q, qid in enumerate(ds.rubric.ids):
         frame[f"judge {qid}"] = np.where(ds.present[:, q], expected[:, q], np.nan)
     t = ds.target_index
-    at = float(np.median(ds.rubric.questions[t].values) if adheres_at is None else adheres_at)
+    at = ds.rubric.questions[t].default_adheres_at if adheres_at is None else float(adheres_at)
     frame["judge adherence"] = (ds.probs[:, t] * (values[t] >= at)[None]).sum(axis=1)
     if predictions is None or predictions.empty:
         for column in ("calibrated", "adherence", "human mean", "human adherence", "disagreement"):
