@@ -62,7 +62,7 @@ def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **over
         return JudgeConfig.from_mapping({**_named_judge(judge), **overrides})
     settings = dict(judge)
     name = settings.pop("name", None)
-    base = {} if name is None else _named_judge(name, where="the judge settings' \"name\"")
+    base = {} if name is None else _named_judge(name, where='judge "name"')
     return JudgeConfig.from_mapping({**base, **settings, **overrides})
 
 
