@@ -280,7 +280,8 @@ def _check_deepeval_only(model: Any, system_one_model: Any, eval_mode: Any, eval
         raise InputError(
             f"model={type(model).__name__}: role-rubric reads the judge's answer distributions (log-probabilities) "
             "through its own client, not through a deepeval model object.",
-            fix="pass model='MODEL NAME' (the OpenAI judge) or judge={'name': 'vllm', 'model': ..., 'base_url': ...}.",
+            fix="give model the model's name as a string (the OpenAI judge), or give judge a dict of settings such as "
+                "{'name': 'vllm', 'model': ..., 'base_url': ...}.",
         )
     if system_one_model is not None or eval_mode not in (None, "llm"):
         raise InputError(

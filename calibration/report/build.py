@@ -55,6 +55,7 @@ from calibration.report.variants import (
     prepare_learning_curve,
     prepare_targets,
 )
+from calibration.report.shipped import as_shipped, shipped_html, shipped_model, shipped_verdict
 from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
 from rubric.files import atomic_write_text
 
@@ -85,10 +86,17 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
 
     start = time.perf_counter()
     opts = cfg.report
+    shipped = shipped_model(cfg.model) if cfg.get("model") else None
+    if shipped is not None and shipped["kind"] != "network":  # the variants retrain the network only
+        from omegaconf import OmegaConf
+
+        opts = OmegaConf.merge(opts, {"ablations": False, "targets": False, "learning_curve": {"repeats": 0}})
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
     fold_seed = int(cfg.get("fold_seed") or 0)
+    if shipped is not None and shipped["settings"] is not None:
+        settings = shipped["settings"]  # the network as it was trained
     data = training_data_from_cfg(cfg)
     ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
     target = ds.rubric.target
@@ -142,6 +150,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         check_folds(ds, folds)
         print(f"report: cross-validating the calibrated model and baselines ({folds} folds, seed {seed})")
         predictions = cross_validate(ds, settings, folds=folds, seed=seed, fold_seed=fold_seed, progress=True).predictions
+    if shipped is not None:
+        predictions = as_shipped(predictions, shipped["kind"])
     timings = {"main cv": time.perf_counter() - start}
     main_calibrated = method_rows(predictions, REFERENCE)
 
@@ -274,6 +284,9 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
             target=cfg.get("target"),
             weights=cfg.get("weights"),
         )
+        if shipped is not None:
+            results["verdict"] = shipped_verdict(results["verdict"], shipped)
+            html_sections.insert(0, shipped_html(shipped))
         timings["turns and verdict"] = time.perf_counter() - tick
 
         reference = main_calibrated

@@ -232,14 +232,19 @@ def test_cv_names_the_command_that_trains_the_winner(rmse, command):
     from calibration.evaluation.crossval import winner_line
 
     line = winner_line({m: {"rmse": v} for m, v in rmse.items()}, "d")
-    assert line.endswith(f"train it: {command}"), line
+    assert f"train it: {command}; " in line, line
+    assert line.endswith("then report it: role-rubric report data=d model=MODEL_DIR out=REPORT_DIR"), line
 
 
 def test_the_command_keeps_the_target_and_every_data_folder():
     from calibration.evaluation.cv_predictions import best_trainable
 
-    best = best_trainable({"calibrated": 0.8, "linear": 0.7}, ["a", "b"], target="scope")
-    assert best["command"] == "role-rubric train data=[a,b] model=linear target=scope out=MODEL_DIR"
+    best = best_trainable({"calibrated": 0.8, "linear": 0.7}, ["a", "b"], target="scope", weights=[1, 3])
+    assert best["command"] == "role-rubric train data=[a,b] weights=[1,3] model=linear target=scope out=MODEL_DIR"
+    from calibration.evaluation.crossval import report_command
+
+    assert report_command(best["command"]) == (
+        "role-rubric report data=[a,b] weights=[1,3] target=scope model=MODEL_DIR out=REPORT_DIR")
 
 
 def test_cv_prints_the_train_command(cv_run):
