@@ -297,4 +297,5 @@ def test_linear_model_on_two_directories_counts_their_weights(tmp_path, capsys):
     from calibration.evaluation.crossval import winner_line
 
     line = winner_line({"calibrated": {"rmse": 0.8}, "ordinal": {"rmse": 0.7}}, [str(old), str(new)], weights=[1, 4])
-    assert line.endswith(f"role-rubric train data=[{old},{new}] weights=[1,4] model=ordinal out=MODEL_DIR"), line
+    assert f"train it: role-rubric train data=[{old},{new}] weights=[1,4] model=ordinal out=MODEL_DIR; " in line, line
+    assert line.endswith(f"role-rubric report data=[{old},{new}] weights=[1,4] model=MODEL_DIR out=REPORT_DIR"), line
