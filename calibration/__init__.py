@@ -34,6 +34,7 @@ _EXPORTS = {
     "search": "calibration.evaluation.search",
     "run_report": "calibration.report.build",
     "RoleAdherence": "calibration.api",
+    "results_frames": "calibration.score",
     "estimate_release": "calibration.release.estimate",
 }
 

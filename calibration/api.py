@@ -72,7 +72,9 @@ class RoleAdherence:
     Args:
         calibrator: a model directory written by `role-rubric train` (or the demo), or None to report the
             raw judge. The calibrator must have been trained on distributions from the same judge.
-        judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...), a mapping or a JudgeConfig.
+        judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...); a dict of judge settings, with
+            "name" that judge's file with the dict's keys changed ({"name": "fake", "base_url": URL}), without
+            a whole set of settings; or a `rubric.judge_config(...)` result (docs/reference/api.md).
         threshold: adherence probability a turn needs to adhere, and the conversation score needed for success.
         strict_mode: success only if every turn adheres.
         output_mode: "continuous" (turn score = adherence probability) or "binary" (1/0 at threshold).

@@ -32,8 +32,9 @@ Every command is `role-rubric COMMAND key=value ...`: the `key=value` pairs are 
 keys, their defaults and the comment beside each in the config file. `role-rubric COMMAND --cfg` prints
 the composed config. The files each command writes, column by column, are in [Files](files.md).
 
-Exit statuses: 0 done, 2 bad input (one line naming the file, the row and the fix), 3 `gather` wrote what
-succeeded but some requests failed, 4 a judge that mostly named no option, 130 interrupted.
+Exit statuses: 0 done, 1 a failed CI gate (`estimate fail_under=` or `fail_if_worse=`: one line naming the
+bound), 2 bad input (one line naming the file, the row and the fix), 3 `gather` wrote what succeeded but
+some requests failed, 4 a judge that mostly named no option, 130 interrupted.
 """
 
 

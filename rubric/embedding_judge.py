@@ -10,7 +10,7 @@ the role covers. A softmax over the logits is the distribution (source=embedding
 
 It reads no instructions and cannot tell a polite refusal from compliance the way an LLM judge can; it
 exists so the pipeline, the cache and the calibrator can run offline (the demo, tests, first tries). Every
-distinct text is embedded once per batch, so ~500 turns x 5 questions take seconds on a CPU.
+distinct text is embedded once (on its own, so its embedding never depends on the batch), so ~500 turns x 5 questions take seconds on a CPU.
 """
 
 from __future__ import annotations
@@ -127,8 +127,12 @@ class EmbeddingBackend:
         if len(self._memo) > 100_000:  # roles and option texts recur; replies rarely do
             self._memo.clear()
         if texts:
+            # One text per forward pass: in a padded batch a text's embedding moves by ~1e-7 with its
+            # batch-mates, so a conversation measured alone, in another order or among others would score
+            # differently in the last bits (deepeval's sync and async runs did). Alone, it is the same
+            # every time, and on a CPU no slower.
             vecs = load_encoder().encode(
-                texts, batch_size=32, normalize_embeddings=True, convert_to_numpy=True
+                texts, batch_size=1, normalize_embeddings=True, convert_to_numpy=True
             )
             self._memo.update(zip(texts, np.asarray(vecs), strict=True))
 

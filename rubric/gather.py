@@ -52,26 +52,38 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 
 def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **overrides: Any) -> JudgeConfig:
     """A judge from a name in conf/judge/ ("openai", "vllm", "embedding", ...), a mapping or a JudgeConfig,
-    with keyword overrides (e.g. `judge_config("vllm", model="my-model", base_url="http://host:8000/v1")`)."""
-    from dataclasses import replace
-    from importlib import resources
+    with keyword overrides (e.g. `judge_config("vllm", model="my-model", base_url="http://host:8000/v1")`).
 
-    import yaml
+    A mapping with a "name" starts from that conf/judge file and changes the keys it gives
+    ({"name": "fake", "base_url": URL} is the fake judge at URL); a mapping without one is a whole set of
+    judge settings over JudgeConfig's defaults (an OpenAI-protocol chat judge, gpt-4o-mini)."""
+    from dataclasses import replace
 
     if isinstance(judge, JudgeConfig):
         return replace(judge, **overrides) if overrides else judge
     if isinstance(judge, str):
-        names = sorted(
-            p.name[:-5]
-            for p in resources.files("conf").joinpath("judge").iterdir()
-            if p.name.endswith(".yaml")
+        return JudgeConfig.from_mapping({**_named_judge(judge), **overrides})
+    settings = dict(judge)
+    name = settings.pop("name", None)
+    base = {} if name is None else _named_judge(name, where='judge "name"')
+    return JudgeConfig.from_mapping({**base, **settings, **overrides})
+
+
+def _named_judge(name: Any, *, where: str = "judge") -> dict[str, Any]:
+    """The settings of conf/judge/NAME.yaml; InputError naming the choices for an unknown name."""
+    from importlib import resources
+
+    import yaml
+
+    names = sorted(
+        p.name[:-5] for p in resources.files("conf").joinpath("judge").iterdir() if p.name.endswith(".yaml")
+    )
+    if name not in names:
+        raise InputError(
+            f"unknown {where} {name!r}.",
+            fix=f"use one of {', '.join(names)}, or a mapping of judge settings without a name.",
         )
-        if judge not in names:
-            raise InputError(
-                f"unknown judge {judge!r}.", fix=f"use one of {', '.join(names)} or pass a mapping."
-            )
-        judge = yaml.safe_load(resources.files("conf").joinpath("judge", f"{judge}.yaml").read_text())
-    return JudgeConfig.from_mapping({**dict(judge), **overrides})
+    return yaml.safe_load(resources.files("conf").joinpath("judge", f"{name}.yaml").read_text())
 
 
 def make_backend(judge: JudgeConfig, *, log: Callable[[str], None] | None = None) -> Any:

@@ -207,7 +207,14 @@ def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None =
     others = ", ".join(f"{TRAINABLE[m]} {rmse[m]:.4f}" for m in TRAINABLE if m in rmse and m != best["method"])
     where = "" if basis is None else f" ({basis['note']})"
     return (f"cv: lowest RMSE of the models train ships{where}: {best['model']} {best['rmse']:.4f} ({others}; "
-            f"`role-rubric report` tests the difference); train it: {best['command']}")
+            f"`role-rubric report` tests the difference); train it: {best['command']}; "
+            f"then report it: {report_command(best['command'])}")
+
+
+def report_command(train_command: str) -> str:
+    """`role-rubric report` of the model a train command writes: its data, weights and target, model=MODEL_DIR."""
+    keys = [k for k in train_command.split()[2:] if k.startswith(("data=", "weights=", "target="))]
+    return f"role-rubric report {' '.join(keys)} model=MODEL_DIR out=REPORT_DIR"
 
 
 def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trials: int, inner_folds: int,

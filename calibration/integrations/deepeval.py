@@ -7,8 +7,8 @@
 A `ConversationalTestCase` becomes one role-rubric conversation: its `chatbot_role`, and one turn per assistant
 reply with the user message(s) before it. `RoleAdherence` (calibration/api.py, which defines every number)
 measures it: `score` is the session score (mean turn score), `success` the RoleAdherence success, and `reason`
-names the lowest turns by their position in `test_case.turns`, with their adherence and the rubric questions
-whose expected answer pulled them down. Per turn, `metric.result` (an AdherenceResult) and
+names the lowest turns, as `result.turns` numbers them (turn k = the k-th assistant reply) with their position
+in `test_case.turns`, their adherence and the rubric questions whose expected answer pulled them down. Per turn, `metric.result` (an AdherenceResult) and
 `metric.turn_indices` (where each scored turn sits in `test_case.turns`) keep everything; `metric.results`
 collects every conversation measured by the metric and the copies deepeval makes of it during `evaluate`.
 
@@ -40,6 +40,7 @@ from calibration.api import RoleAdherence
 from calibration.api_results import AdherenceResult, TurnResult
 from rubric.conversations import Conversation, conversations_from_records
 from rubric.errors import InputError
+from rubric.gather import judge_config, run_sync
 from rubric.schema import Rubric
 
 NAME = "Role Rubric"
@@ -48,15 +49,30 @@ NAME = "Role Rubric"
 class RoleRubricMetric(BaseConversationalMetric):
     """role-rubric's role adherence of a deepeval `ConversationalTestCase` (with `chatbot_role`).
 
-    Args (the first six as in RoleAdherence, calibration/api.py):
+    A drop-in for deepeval's RoleAdherenceMetric: every argument of it is accepted, by name, with its meaning
+    (threshold, include_reason, async_mode, strict_mode, verbose_mode, flaky; model names the judge's model).
+
+    Args (calibrator, judge, threshold, strict_mode, judges and risk as in RoleAdherence, calibration/api.py):
         calibrator: a model directory from `role-rubric train` (None: the raw judge, uncalibrated).
-        judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...) or a mapping.
+        judge: a judge name in conf/judge ("embedding", "openai", "vllm", ...), a mapping of judge settings
+            (with "name": that judge's file changed by the other keys) or a `judge_config(...)` result.
+            Default: the offline embedding judge; with `model=`, the OpenAI judge.
         threshold: adherence a turn needs to adhere, and the session score needed for success.
-        strict_mode: success only if every turn adheres (the score stays the session score).
+        strict_mode: success only if every turn adheres (the score stays the session score; deepeval's own
+            sets the threshold to 1, which on its 0/1 turn verdicts asks the same of every turn).
         judges: None (all training judges), a list of trusted judge ids, or "population".
         risk, delta: decide every turn (adheres / violates / escalate) with risk control; see RoleAdherence.
         rubric, adheres_at, output_mode, cache, allow_judge_mismatch: passed to RoleAdherence.
-        include_reason: ask the (LLM) judge for a short justification and quote it for the lowest turns.
+        include_reason: as deepeval's: False leaves `reason` None.
+        judge_reason: ask the (LLM) judge for a short justification and quote it for the lowest turns.
+        async_mode: as deepeval's: `measure` runs `a_measure` on an event loop (True) or the synchronous
+            path (False); both give the same numbers, bit for bit.
+        model: deepeval's judge model, as a model name: the judge's `model` setting. role-rubric reads the
+            judge's answer distributions through its own OpenAI-protocol client, so a DeepEvalBaseLLM object
+            is refused; pass judge= settings for another endpoint.
+        system_one_model, eval_mode, evaluation_template: deepeval's; only their defaults (None, "llm") are
+            accepted: the rubric (rubric.yaml) is role-rubric's template.
+        flaky: deepeval's flaky flag, reported with the result.
         lowest_turns: how many of the lowest turns the reason names.
         verbose_mode: print the per-turn table after every measurement.
         adherence: an existing RoleAdherence to measure with instead of building one (its threshold and
@@ -66,6 +82,9 @@ class RoleRubricMetric(BaseConversationalMetric):
             same way, so `metric.results` holds every conversation `evaluate` measured.
         on_shift: warn (a ShiftWarning) | refuse | ignore when a conversation's judge answers differ from the
             calibrator's training data (RoleAdherence's; `metric.shift` holds the last check).
+
+    Turns are numbered as in `result.turns` and `violating_turn_indices`: turn k is the k-th assistant reply
+    (0-based); the reason and the per-turn log add its position in `test_case.turns`.
     """
 
     _requires_chatbot_role = True
@@ -73,7 +92,7 @@ class RoleRubricMetric(BaseConversationalMetric):
     def __init__(
         self,
         calibrator: str | Path | None = None,
-        judge: str | Mapping[str, Any] = "embedding",
+        judge: str | Mapping[str, Any] | Any = None,
         threshold: float = 0.5,
         strict_mode: bool = False,
         judges: None | str | Sequence[str] = None,
@@ -83,7 +102,14 @@ class RoleRubricMetric(BaseConversationalMetric):
         rubric: str | Path | Rubric | None = None,
         adheres_at: float | None = None,
         output_mode: str = "continuous",
-        include_reason: bool = False,
+        include_reason: bool = True,
+        judge_reason: bool = False,
+        async_mode: bool = True,
+        model: str | None = None,
+        system_one_model: Any = None,
+        eval_mode: str | None = None,
+        evaluation_template: Any = None,
+        flaky: bool = False,
         cache: str | Path | None = None,
         allow_judge_mismatch: bool = False,
         lowest_turns: int = 3,
@@ -92,15 +118,21 @@ class RoleRubricMetric(BaseConversationalMetric):
         results: list[AdherenceResult] | None = None,
         on_shift: str = "warn",
     ):
+        if isinstance(calibrator, (int, float)) and not isinstance(calibrator, bool):
+            raise InputError(
+                f"RoleRubricMetric's first argument is the calibrator (a model directory), not {calibrator!r}.",
+                fix=f"pass threshold={calibrator} by name (RoleAdherenceMetric's first argument is the threshold).",
+            )
+        _check_deepeval_only(model, system_one_model, eval_mode, evaluation_template)
         if adherence is None:
             adherence = RoleAdherence(
                 calibrator,
-                judge=judge,
+                judge=_judge_of(judge, model),
                 threshold=threshold,
                 strict_mode=strict_mode,
                 output_mode=output_mode,
                 judges=judges,
-                include_reason=include_reason,
+                include_reason=judge_reason,
                 risk=risk,
                 delta=delta,
                 rubric=rubric,
@@ -115,7 +147,10 @@ class RoleRubricMetric(BaseConversationalMetric):
         self.calibrator, self.judge, self.judges = calibrator, judge, judges
         self.risk, self.delta = risk, delta
         self.rubric, self.adheres_at, self.output_mode, self.cache = rubric, adheres_at, output_mode, cache
-        self.allow_judge_mismatch, self.include_reason = allow_judge_mismatch, include_reason
+        self.allow_judge_mismatch, self.include_reason = allow_judge_mismatch, bool(include_reason)
+        self.judge_reason, self.async_mode, self.flaky = bool(judge_reason), bool(async_mode), bool(flaky)
+        self.model, self.system_one_model, self.eval_mode = model, system_one_model, eval_mode
+        self.evaluation_template = evaluation_template
         self.lowest_turns, self.verbose_mode = int(lowest_turns), bool(verbose_mode)
         self.adherence, self.on_shift = adherence, on_shift
         self.results = [] if results is None else results
@@ -135,7 +170,10 @@ class RoleRubricMetric(BaseConversationalMetric):
 
     # deepeval's interface -----------------------------------------------------------------------------------
     def measure(self, test_case: Any, *args: Any, **kwargs: Any) -> float:
-        """Score the test case (deepeval passes private keyword arguments such as _show_indicator: unused)."""
+        """Score the test case (deepeval passes private keyword arguments such as _show_indicator: unused).
+        async_mode=True runs `a_measure` on an event loop, as deepeval's metrics do; the numbers are the same."""
+        if self.async_mode:
+            return run_sync(self.a_measure(test_case))
         conversation, indices, unanswered = self._prepare(test_case)
         return self._finish(self.adherence.measure(conversation), indices, unanswered)
 
@@ -165,15 +203,16 @@ class RoleRubricMetric(BaseConversationalMetric):
     def _finish(
         self, result: AdherenceResult, indices: list[tuple[int, ...]], unanswered: list[int]
     ) -> float:
-        labels = [_label(ix) for ix in indices]
+        labels = [_label(k, ix) for k, ix in enumerate(indices)]
         self.result, self.turn_indices = result, indices
         self.results.append(result)
         self.score, self.success = result.score, result.success
-        self.score_breakdown = {label: t.adherence for label, t in zip(labels, result.turns, strict=True)}
-        self.reason = _reason(result, labels, self.adherence.rubric, self.lowest_turns, unanswered)
+        self.score_breakdown = {f"turn {k}": t.adherence for k, t in enumerate(result.turns)}
+        reason = _reason(result, labels, self.adherence.rubric, self.lowest_turns, unanswered)
+        self.reason = reason if self.include_reason else None
         self.verbose_logs = _turn_table(result, labels)
         if self.verbose_mode:
-            print(f"{NAME} ({self.evaluation_model}):\n{self.verbose_logs}\n{self.reason}")
+            print(f"{NAME} ({self.evaluation_model}):\n{self.verbose_logs}\n{reason}")
         return self.score
 
 
@@ -230,8 +269,39 @@ def conversation_from_test_case(test_case: Any) -> tuple[Conversation, list[tupl
     return conversation, [tuple(ix) for _, _, ix in groups], pending
 
 
-def _label(indices: Sequence[int]) -> str:
-    return f"turns[{indices[0]}]" if len(indices) == 1 else f"turns[{indices[0]}..{indices[-1]}]"
+def _label(k: int, indices: Sequence[int]) -> str:
+    """Turn k as `result.turns[k]` and `violating_turn_indices` number it, with its place in test_case.turns."""
+    where = f"turns[{indices[0]}]" if len(indices) == 1 else f"turns[{indices[0]}..{indices[-1]}]"
+    return f"turn {k} ({where})"
+
+
+def _judge_of(judge: Any, model: str | None) -> Any:
+    """RoleAdherence's judge: the embedding judge by default; deepeval's model= names the judge's model (the
+    OpenAI judge's unless judge= names another)."""
+    if model is None:
+        return "embedding" if judge is None else judge
+    return judge_config("openai" if judge is None else judge, model=model)
+
+
+def _check_deepeval_only(model: Any, system_one_model: Any, eval_mode: Any, evaluation_template: Any) -> None:
+    """deepeval's arguments that have no role-rubric meaning: refused with the reason unless left at default."""
+    if model is not None and not isinstance(model, str):
+        raise InputError(
+            f"model={type(model).__name__}: role-rubric reads the judge's answer distributions (log-probabilities) "
+            "through its own client, not through a deepeval model object.",
+            fix="give model the model's name as a string (the OpenAI judge), or give judge a dict of settings such as "
+                "{'name': 'vllm', 'model': ..., 'base_url': ...}.",
+        )
+    if system_one_model is not None or eval_mode not in (None, "llm"):
+        raise InputError(
+            "system_one_model / eval_mode other than 'llm' are deepeval's own judging modes.",
+            fix="leave them out: the rubric's questions are always asked of the judge.",
+        )
+    if evaluation_template is not None and getattr(evaluation_template, "__name__", "") != "RoleAdherenceTemplate":
+        raise InputError(
+            "evaluation_template: role-rubric's prompts come from the rubric's questions, not from a template.",
+            fix="leave evaluation_template out and write the questions in a rubric.yaml (rubric=PATH).",
+        )
 
 
 def _model_name(adherence: RoleAdherence) -> str:
@@ -287,7 +357,7 @@ def _reason(
         parts.append(part)
     text += f" Lowest turn{'s' if len(parts) > 1 else ''}: " + "; ".join(parts) + "."
     if unanswered:
-        text += f" Not scored: {', '.join(f'turns[{i}]' for i in unanswered)} (user, no reply)."
+        text += f" Not scored: {', '.join(f'turns[{i}]' for i in unanswered)} (a user message with no reply)."
     return text
 
 

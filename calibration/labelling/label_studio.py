@@ -1,10 +1,14 @@
 """Label Studio without its server: the labelling config from rubric.yaml, tasks, and a JSON export read back.
 
 A task is one item to label: its data holds `conversation_id`, `turn`, `chatbot_role` and `messages`, the
-conversation so far ending with the reply under review ([{"role", "content"}], shown by a `Paragraphs` tag).
-The config asks each rubric question with a single-choice `Choices` tag named by the question id; each
-option is a `Choice` whose caption is "value: label" and whose `alias` (what Label Studio stores in the
-result) is the option value, so an answer reads back as the value labels.csv holds.
+conversation so far ending with the reply under review ([{"role", "content"}], what the import checks), and
+`dialogue`, the same as HTML (dialogue_html.py: earlier turns folded, the reply under review highlighted;
+shown by a `HyperText` tag, which has none of `Paragraphs`' timestamps, region buttons or author filter).
+The conversation and the questions sit side by side, so on a 1440x900 screen the reply and every question
+are visible without scrolling. The config asks each rubric question with a single-choice `Choices` tag
+named by the question id; each option is a `Choice` whose caption is "value: label", whose `alias` (what
+Label Studio stores in the result) is the option value, so an answer reads back as the value labels.csv
+holds, and whose hotkey is that value when it is 1-9.
 
 Reading an export (a list of tasks with their `annotations`, Label Studio's JSON export format):
 - an annotation marked `was_cancelled` (the reviewer pressed Skip) is skipped and counted;
@@ -26,6 +30,7 @@ import pandas as pd
 
 from calibration.labelling.answers import option_key, options_text
 from calibration.labelling.cells import check_reviewer_id
+from calibration.labelling.dialogue_html import dialogue_html
 from calibration.labelling.export_shape import check_export
 from calibration.labelling.items import Item, check_item, conversation_messages, read_csv
 from rubric.conversations import Conversation
@@ -37,28 +42,37 @@ DIALOGUE = "dialogue"  # the object tag the questions point at
 ROLE = "chatbot_role"
 TASK_FIELDS = ("conversation_id", "turn", "chatbot_role", "messages")
 RESERVED = {DIALOGUE, ROLE}
+HOTKEYS = {str(n) for n in range(1, 10)}  # an option whose value is 1-9 is chosen with that key
 
 
 def label_config(rubric: Rubric) -> str:
-    """The labelling interface: the role, the conversation so far, then one single-choice block per question."""
+    """The labelling interface: the conversation (earlier turns folded, the reply under review highlighted)
+    beside the questions, one single-choice block per question, each option's hotkey its value (1-9)."""
     clash = sorted(set(rubric.ids) & RESERVED)
     if clash:
         raise InputError(f"the rubric has a question named {clash[0]!r}, a name the labelling interface uses.",
                          path=rubric.source, fix="rename that question in rubric.yaml (and in labels.csv and llm.csv).")
     lines = [
-        "<View>",
-        '  <Header value="The role the chatbot was given"/>',
-        f'  <Text name="{ROLE}" value="${ROLE}"/>',
-        '  <Header value="The conversation so far: judge the LAST assistant reply; earlier turns are context"/>',
-        f'  <Paragraphs name="{DIALOGUE}" value="$messages" layout="dialogue" nameKey="role" textKey="content"/>',
+        '<View style="display: flex; gap: 24px; align-items: flex-start;">',
+        '  <View style="flex: 3; min-width: 0;">',
+        '    <Header value="The role the chatbot was given" size="6"/>',
+        '    <View style="max-height: 110px; overflow: auto; font-size: 13px; border-left: 3px solid #ced4da; '
+        'padding-left: 8px;">',
+        f'      <Text name="{ROLE}" value="${ROLE}"/>',
+        "    </View>",
+        '    <Header value="Judge the highlighted reply; earlier turns are context" size="6"/>',
+        f'    <HyperText name="{DIALOGUE}" value="${DIALOGUE}" inline="true"/>',
+        "  </View>",
+        '  <View style="flex: 2; min-width: 320px; position: sticky; top: 0;">',
     ]
     for q in rubric.questions:
-        lines.append(f"  <Header value={quoteattr(q.text)}/>")
-        lines.append(f'  <Choices name={quoteattr(q.id)} toName="{DIALOGUE}" choice="single-radio" showInline="false">')
+        lines.append(f"    <Header value={quoteattr(q.text)} size=\"6\"/>")
+        lines.append(f'    <Choices name={quoteattr(q.id)} toName="{DIALOGUE}" choice="single-radio" showInline="true">')
         for o in q.options:
-            lines.append(f"    <Choice value={quoteattr(f'{o.key}: {o.label}')} alias={quoteattr(o.key)}/>")
-        lines.append("  </Choices>")
-    lines.append("</View>")
+            key = f" hotkey={quoteattr(o.key)}" if o.key in HOTKEYS else ""
+            lines.append(f"      <Choice value={quoteattr(f'{o.key}: {o.label}')} alias={quoteattr(o.key)}{key}/>")
+        lines.append("    </Choices>")
+    lines += ["  </View>", "</View>"]
     return "\n".join(lines) + "\n"
 
 
@@ -86,8 +100,9 @@ def make_tasks(
     tasks = []
     for cid, turn in items:
         conv = conversations[cid]
+        messages = conversation_messages(conv, turn)
         data = {"conversation_id": cid, "turn": int(turn) if turn != "" else "", "chatbot_role": conv.chatbot_role,
-                "messages": conversation_messages(conv, turn)}
+                "messages": messages, DIALOGUE: dialogue_html(messages)}
         task: dict[str, Any] = {"data": data}
         guess = (predictions or {}).get((cid, turn))
         if guess:

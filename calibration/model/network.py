@@ -69,7 +69,8 @@ class CalibrationNet(nn.Module):
         n_inputs: D, the length of x.
         n_judges: J, the number of human judges known at training time.
         n_options: (Q,) options per question; outputs are padded to K = max and masked.
-        hidden1, hidden2: hidden layer sizes.
+        hidden1: the first hidden layer's size.
+        hidden2: the second hidden layer's size.
         personalised: keep per-judge offsets (False = population model only).
         seeds: (M,) one seed per model, for the initial shared weights.
         n_base: E, the number of trailing inputs the base reads and the hidden layers do not (0: no base, the

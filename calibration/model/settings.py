@@ -136,7 +136,7 @@ def keep_freed_memory() -> None:
 
     A training step allocates and frees arrays of 1-10 MB. By default glibc serves them with fresh mmap
     pages and hands them back on free, so every step pays ~2,000 page faults of zeroed memory: a third of
-    the step at the LLM-Rubric sizes (26.6 -> 17.3 ms CPU a step measured; README "Scaling"). Above 64 MB
+    the step at the LLM-Rubric sizes (26.6 -> 17.3 ms CPU a step measured; docs/results.md "Scaling"). Above 64 MB
     allocations still map fresh pages, and up to 256 MB of freed heap is kept: the process's resident memory
     stays near its peak until it exits instead of shrinking after training."""
     global _MALLOC_TUNED

@@ -24,12 +24,17 @@ def _rows(scope: str, blocks: dict) -> list[list[str]]:
     return rows
 
 
+def _short(role: str, width: int = 40) -> str:
+    """A role's name for the console: roles are often the whole role prompt (estimate.json keeps it whole)."""
+    return role if len(role) <= width else role[: width - 3].rstrip() + "..."
+
+
 def format_table(result: dict) -> str:
     pct = round(100 * (1 - result["alpha"]))
     header = ["scope", "quantity", "calibrator*", f"humans {pct}% CI", f"ppi {pct}% CI", "labelled/conv", "eff. labels"]
     rows = _rows("overall", result)
     for role, blocks in result["by_role"].items():
-        rows += _rows(f"role: {role}", blocks)
+        rows += _rows(f"role: {_short(role)}", blocks)
     for qid, blocks in result["by_question"].items():
         rows += _rows(f"question: {qid}", blocks)
     if "difference" in result:

@@ -38,6 +38,7 @@ from calibration.report.sections import (
     reliability_section,
     targets_section,
 )
+from calibration.report.shipped import as_shipped, shipped_html, shipped_model, shipped_verdict
 from calibration.report.templating import Markup, escape, render_page
 from calibration.report.turns import TURNS_CSS, turn_sections
 from calibration.report.variants import ablation_variants
@@ -80,9 +81,9 @@ class _Run:
         return self.ds.rubric.target
 
 
-def _prepare(cfg: Any) -> tuple[_Run, pd.DataFrame | None]:
+def _prepare(cfg: Any, shipped: dict[str, Any] | None = None) -> tuple[_Run, pd.DataFrame | None]:
     """The data, the settings and, with cv=DIR, that folder's predictions (whose settings, folds and seeds
-    the report then uses)."""
+    the report then uses); shipped: the model= directory's kind and settings (calibration/report/shipped.py)."""
     from calibration.data.union import qualified, qualified_predictions, training_data_from_cfg
     from calibration.model.settings import Settings
 
@@ -90,6 +91,8 @@ def _prepare(cfg: Any) -> tuple[_Run, pd.DataFrame | None]:
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
     fold_seed = int(cfg.get("fold_seed") or 0)
+    if shipped is not None and shipped["settings"] is not None:
+        settings = shipped["settings"]  # the network as it was trained
     data = training_data_from_cfg(cfg)
     ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
     predictions = None
@@ -139,7 +142,12 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     from calibration.evaluation.crossval import cross_validate
 
     start = time.perf_counter()
-    run, predictions = _prepare(cfg)
+    shipped = shipped_model(cfg.model) if cfg.get("model") else None
+    if shipped is not None and shipped["kind"] != "network":  # the variants retrain the network only
+        from omegaconf import OmegaConf
+
+        cfg = OmegaConf.merge(cfg, {"report": {"ablations": False, "targets": False, "learning_curve": {"repeats": 0}}})
+    run, predictions = _prepare(cfg, shipped)
     jobs = _variant_jobs(run)
     workers = int(cfg.report.get("workers") or 1)
     pool = None
@@ -151,6 +159,8 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         log.info(f"report: cross-validating the calibrated model and baselines ({run.folds} folds, seed {run.seed})")
         predictions = cross_validate(run.ds, run.settings, folds=run.folds, seed=run.seed, fold_seed=run.fold_seed,
                                      progress=True).predictions
+    if shipped is not None:
+        predictions = as_shipped(predictions, shipped["kind"])
     timings = {"main cv": time.perf_counter() - start}
     main_calibrated = method_rows(predictions, REFERENCE)
     results: dict[str, Any] = {
@@ -174,8 +184,11 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         if threshold is not None:
             timings["decisions"] = time.perf_counter() - tick
     stubs = [section_html(title[0].upper() + title[1:], escape(f"Skipped: {title}."), None) for title in skipped]
-    sections = [verdict_html(results["verdict"]), reviewer_section(results["reviewers"]), *html_sections, *stubs,
-                drilldown]
+    if shipped is not None:  # the verdict of the model= directory, and one line on it under the verdict
+        results["verdict"] = shipped_verdict(results["verdict"], shipped)
+    shipped_line = [] if shipped is None else [shipped_html(shipped)]
+    sections = [verdict_html(results["verdict"]), *shipped_line, reviewer_section(results["reviewers"]),
+                *html_sections, *stubs, drilldown]
     page = render_page("report.html.j2", target=run.target, intro=_intro(run, main_calibrated), sections=sections,
                        extra_css=Markup(VERDICT_CSS + TURNS_CSS))
     atomic_write_text(run.out / "report.html", page)

@@ -40,6 +40,7 @@ from calibration.model.ensemble import train_ensemble  # noqa: E402
 from calibration.model.files import save_model  # noqa: E402
 from calibration.model.settings import Settings  # noqa: E402
 from rubric import gather, judge_config, load_conversations, load_rubric, write_outputs  # noqa: E402
+from rubric.errors import InputError  # noqa: E402
 from rubric.fake_server import FakeOpenAI  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -111,9 +112,8 @@ def test_turn_adherence_equals_role_adherence(calibrated, convs):
         assert [t.expected for t in got.turns] == [pytest.approx(t.expected, abs=1e-12) for t in want.turns]
         # turn k of the conversation is the assistant message at position 2k + 1 of test_case.turns
         assert metric.turn_indices == [(2 * k + 1,) for k in range(len(conv.turns))]
-        assert metric.score_breakdown == {
-            f"turns[{2 * k + 1}]": pytest.approx(t.adherence) for k, t in enumerate(want.turns)
-        }
+        # one numbering: turn k of the breakdown is result.turns[k], as violating_turn_indices count
+        assert metric.score_breakdown == {f"turn {k}": pytest.approx(t.adherence) for k, t in enumerate(want.turns)}
         assert f"calibrated to all {len(reference.model.judges)} training judges" in metric.reason
         assert "calibrated" in metric.evaluation_model and "embedding judge" in metric.evaluation_model
     assert [r.conversation_id for r in metric.results] == [c.conversation_id for c in convs[:3]]
@@ -130,9 +130,11 @@ def test_reason_names_the_lowest_turns_and_the_questions_below(calibrated, convs
     low = sorted(range(len(turns)), key=lambda k: turns[k].adherence)
     named = metric.reason.split("Lowest turns: ")[1]
     # the two lowest turns, lowest first, with their adherence; the third lowest is not named
-    first, second = (f"turns[{2 * k + 1}] adherence {turns[k].adherence:.2f}" for k in low[:2])
+    first, second = (f"turn {k} (turns[{2 * k + 1}]) adherence {turns[k].adherence:.2f}" for k in low[:2])
     assert first in named and second in named and named.index(first) < named.index(second)
-    assert f"turns[{2 * low[2] + 1}]" not in named
+    assert f"turn {low[2]} " not in named and f"turns[{2 * low[2] + 1}]" not in named
+    below_threshold = [k for k in low if turns[k].adherence < metric.threshold]
+    assert sorted(below_threshold) == metric.result.violating_turn_indices
     # what pulled the lowest turn down: its questions whose expected answer is below 3 on the 1-4 scale
     below = sorted((e, q) for q, e in turns[low[0]].expected.items() if q != "overall" and e < 3)[:3]
     part = named.split(";")[0]
@@ -362,3 +364,46 @@ def test_deepeval_test_run(fake_judge, convs, tmp_path):
     assert rows[best]["score"] == pytest.approx(scores[best], abs=1e-12) and rows[best]["success"]
     assert rows[worst]["score"] == pytest.approx(scores[worst], abs=1e-12) and not rows[worst]["success"]
     assert rows["no-role"].get("score") is None and "'chatbot_role'" in rows["no-role"]["error"]
+
+
+def test_a_roleadherencemetric_test_file_runs_with_rolerubricmetric_in_its_place(calibrated, convs):
+    """deepeval's RoleAdherenceMetric arguments, by name, with deepeval's meaning."""
+    path, cache, reference = calibrated
+    metric = RoleRubricMetric(threshold=0.5, async_mode=False, include_reason=False, strict_mode=False)
+    assert metric.measure(case(convs[0])) == pytest.approx(RoleAdherence().measure(convs[0]).score, abs=0)
+    assert metric.reason is None and metric.async_mode is False and metric.include_reason is False
+    assert metric.verbose_logs.startswith("  turn 0 (turns[1]): adherence")  # the log keeps the turns
+    for kwargs in ({"flaky": True, "verbose_mode": False, "eval_mode": "llm", "system_one_model": None},
+                   {"model": None, "evaluation_template": None}):
+        RoleRubricMetric(calibrator=path, cache=cache, **kwargs)
+    with pytest.raises(InputError, match="first argument is the calibrator"):
+        RoleRubricMetric(0.5)
+    with pytest.raises(InputError, match="deepeval model object"):
+        RoleRubricMetric(model=object())
+    with pytest.raises(InputError, match="judging modes"):
+        RoleRubricMetric(eval_mode="system_one")
+    with pytest.raises(InputError, match="rubric's questions"):
+        RoleRubricMetric(evaluation_template=dict)
+
+
+def test_model_names_the_judges_model(fake_judge):
+    server, judge = fake_judge
+    metric = RoleRubricMetric(judge=judge, model="other-model")
+    assert metric.adherence.judge.model == "other-model" and metric.adherence.judge.base_url == server.base_url
+    assert RoleRubricMetric(model="gpt-4o").adherence.judge.model == "gpt-4o"  # the OpenAI judge; nothing sent
+    assert RoleRubricMetric(model="gpt-4o").adherence.judge.backend == "chat"
+
+
+def test_sync_and_async_are_equal_bit_for_bit(convs, deepeval_dir):
+    """No request cache: every run embeds afresh, one test case at a time or several at once."""
+    few = sorted(convs, key=lambda c: len(c.turns))[:2]  # short ones: every run embeds afresh
+    scores = {}
+    for run_async in (True, False):
+        metric = RoleRubricMetric(async_mode=run_async)
+        result = evaluate(test_cases=[case(c) for c in few], metrics=[metric],
+                          async_config=AsyncConfig(run_async=run_async), display_config=QUIET)
+        scores[run_async] = {t.name: t.metrics_data[0].score for t in result.test_results}
+    assert scores[True] == scores[False]  # exactly: not approx
+    alone = {c.conversation_id: RoleRubricMetric(async_mode=False).measure(case(c)) for c in few}
+    together = {r.conversation_id: r.score for r in RoleAdherence().measure_many(few)}
+    assert alone == scores[True] == together

@@ -232,14 +232,19 @@ def test_cv_names_the_command_that_trains_the_winner(rmse, command):
     from calibration.evaluation.crossval import winner_line
 
     line = winner_line({m: {"rmse": v} for m, v in rmse.items()}, "d")
-    assert line.endswith(f"train it: {command}"), line
+    assert f"train it: {command}; " in line, line
+    assert line.endswith("then report it: role-rubric report data=d model=MODEL_DIR out=REPORT_DIR"), line
 
 
 def test_the_command_keeps_the_target_and_every_data_folder():
     from calibration.evaluation.cv_predictions import best_trainable
 
-    best = best_trainable({"calibrated": 0.8, "linear": 0.7}, ["a", "b"], target="scope")
-    assert best["command"] == "role-rubric train data=[a,b] model=linear target=scope out=MODEL_DIR"
+    best = best_trainable({"calibrated": 0.8, "linear": 0.7}, ["a", "b"], target="scope", weights=[1, 3])
+    assert best["command"] == "role-rubric train data=[a,b] weights=[1,3] model=linear target=scope out=MODEL_DIR"
+    from calibration.evaluation.crossval import report_command
+
+    assert report_command(best["command"]) == (
+        "role-rubric report data=[a,b] weights=[1,3] target=scope model=MODEL_DIR out=REPORT_DIR")
 
 
 def test_cv_prints_the_train_command(cv_run):
@@ -293,4 +298,5 @@ def test_linear_model_on_two_directories_counts_their_weights(tmp_path, capsys):
     from calibration.evaluation.crossval import winner_line
 
     line = winner_line({"calibrated": {"rmse": 0.8}, "ordinal": {"rmse": 0.7}}, [str(old), str(new)], weights=[1, 4])
-    assert line.endswith(f"role-rubric train data=[{old},{new}] weights=[1,4] model=ordinal out=MODEL_DIR"), line
+    assert f"train it: role-rubric train data=[{old},{new}] weights=[1,4] model=ordinal out=MODEL_DIR; " in line, line
+    assert line.endswith(f"role-rubric report data=[{old},{new}] weights=[1,4] model=MODEL_DIR out=REPORT_DIR"), line

@@ -28,11 +28,11 @@ def test_the_config_asks_every_question_with_its_own_options():
         {"id": "overall", "text": "Overall?", "options": [{"value": v, "label": f"o{v}"} for v in (1, 2, 3, 4, 5)]},
     ]})
     root = ET.fromstring(label_config(rubric))
-    dialogue = root.find("Paragraphs")
-    assert dialogue.get("value") == "$messages" and dialogue.get("layout") == "dialogue"
+    dialogue = root.find(".//HyperText")
+    assert dialogue.get("value") == "$dialogue" and dialogue.get("inline") == "true"
     choices = {c.get("name"): c for c in root.iter("Choices")}
     assert list(choices) == ["tone", "overall"]
-    assert [o.get("alias") for o in choices["tone"]] == ["1", "2"]
+    assert [o.get("alias") for o in choices["tone"]] == [o.get("hotkey") for o in choices["tone"]] == ["1", "2"]
     assert [o.get("value") for o in choices["overall"]] == [f"{v}: o{v}" for v in (1, 2, 3, 4, 5)]
     assert all(c.get("toName") == "dialogue" and c.get("choice") == "single-radio" for c in choices.values())
     assert 'Tone "right" & polite?' in [h.get("value") for h in root.iter("Header")]
@@ -45,6 +45,7 @@ def test_tasks_carry_the_conversation_so_far_and_a_pre_annotation(labelling_dir)
     data = tasks[0]["data"]
     assert data["turn"] == 2 and [m["role"] for m in data["messages"]] == ["user", "assistant"] * 3
     assert data["messages"][-1]["content"] == conversations[cid].turns[2].assistant
+    assert data["dialogue"].count('class="rr-review"') == 1 and "1 earlier exchange (click to show)" in data["dialogue"]
     guess = tasks[0]["predictions"][0]
     assert guess["score"] == pytest.approx(0.7) and guess["result"][0]["value"] == {"choices": ["4"]}
 

@@ -1,0 +1,69 @@
+"""`role-rubric report model=MODEL_DIR`: the report of the model you will ship, whatever its kind.
+
+The report's sections (verdict, reliability diagrams, metrics, per-turn table, release summary) describe the
+method named `calibrated` in the out-of-fold predictions. For a network that is the network; for a model
+trained with `train model=linear|ordinal` the out-of-fold rows of that kind take the name, and the network's
+rows are shown as `network` beside the baselines, so every section describes the model to be shipped, each
+row of it predicted by that kind of model trained on the other folds.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, TRAINABLE
+
+METHOD_OF = {kind: method for method, kind in TRAINABLE.items()}  # network -> calibrated, linear -> linear, ...
+NETWORK = "network"  # the network's rows when another kind is the model shipped
+METHOD_LABELS.setdefault(NETWORK, "calibration network")
+
+
+def shipped_model(path: str | Path) -> dict[str, Any]:
+    """What the report needs of a model directory: its kind ("network", "linear", "ordinal"), its settings
+    (a network's, for the cross-validation) and where it is. Bad directories are refused by load_model."""
+    from calibration.model.files import load_model
+
+    loaded = load_model(path)
+    kind = str(loaded.meta.get("model", "network"))
+    return {"dir": str(path), "kind": kind, "method": METHOD_OF[kind],
+            "settings": loaded.settings if kind == "network" else None}
+
+
+def as_shipped(predictions: pd.DataFrame, kind: str) -> pd.DataFrame:
+    """The out-of-fold predictions with the shipped kind's rows as `calibrated` (the network's as `network`)."""
+    method = METHOD_OF[kind]
+    if method == REFERENCE:
+        return predictions
+    if method not in set(predictions["method"]):
+        raise_missing(method)
+    renamed = {method: REFERENCE, REFERENCE: NETWORK}
+    return predictions.assign(method=predictions["method"].map(lambda m: renamed.get(m, m)))
+
+
+def raise_missing(method: str) -> None:
+    from rubric.errors import InputError
+
+    raise InputError(f"the cross-validation has no {method!r} predictions to report the {method} model with.",
+                     fix="rerun `role-rubric cv` (it cross-validates the linear and ordinal models too), or leave cv= out.")
+
+
+def shipped_verdict(verdict: dict[str, Any], shipped: dict[str, Any]) -> dict[str, Any]:
+    """The verdict of the shipped model: its `deploy` names the model directory, not a model to train."""
+    verdict = dict(verdict)
+    verdict["shipped"] = {k: shipped[k] for k in ("dir", "kind")}
+    verdict["deploy"] = None
+    return verdict
+
+
+def shipped_html(shipped: dict[str, Any]) -> str:
+    """One line under the verdict: which model the page is about."""
+    kind = shipped["kind"]
+    label = "calibration network" if kind == "network" else METHOD_LABELS[METHOD_OF[kind]]
+    other = "" if kind == "network" else "; the network's own out-of-fold predictions are the row `network`"
+    return (f"<p><b>Model shipped</b>: <code>{html.escape(shipped['dir'])}</code>, a {html.escape(kind)} model "
+            f"({html.escape(label)}). Every section reports its kind, trained on the other folds and predicting "
+            f"the held-out conversations, under the name <i>calibrated</i>{other}.</p>")
