@@ -43,8 +43,6 @@ def test_the_index_and_the_nav_list_every_how_to(page):
     assert not missing, f"{page} does not list {missing}"
 
 
-@pytest.mark.xfail(strict=True, reason="README.md is edited by the lead: it does not list report, "
-                   "choose-a-model, decide and reference-scorers yet (remove this mark when it does)")
 def test_the_readme_lists_every_how_to():
     text = (ROOT / "README.md").read_text(encoding="utf-8")
     assert not [name for name in HOW_TOS if f"docs/how-to/{name}" not in text]

@@ -72,7 +72,8 @@ def test_readme_blocks_run_verbatim(tmp_path):
     (tmp_path / "data").symlink_to(ROOT / "data")
     script = readme_script()
     # The harness (not the README) stops on the first failure and never leaves the fake judge running.
-    harness = "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true' EXIT\n"
+    harness = ("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true; "
+               "kill $(grep -o \"kill [0-9]*\" judge.txt 2>/dev/null | cut -c6-) 2>/dev/null || true' EXIT\n")
     (tmp_path / "readme.sh").write_text(harness + script)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.setdefault("OMP_NUM_THREADS", "1")
@@ -93,7 +94,8 @@ def test_readme_blocks_run_verbatim(tmp_path):
         "metrics.json",
     ):
         assert (runs / name).stat().st_size > 0, name
-    assert "http://127.0.0.1:8765/v1" in done.stdout  # the server printed its base URL
+    url = (tmp_path / "judge.txt").read_text()
+    assert re.search(r"at http://127\.0\.0\.1:\d+/v1, running in the background as process \d+", url), url
     assert json.loads((runs / "model" / "model.json").read_text())["judge"]["model"] == "fake-judge"
     turns = pd.read_csv(runs / "scores_turns.csv")
     assert {"user", "assistant", "adherence"} <= set(turns.columns) and turns["assistant"].str.len().min() > 0
