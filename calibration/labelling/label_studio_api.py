@@ -40,7 +40,9 @@ class LabelStudio:
                             f"project {project}")
 
     def create_project(self, title: str, label_config: str, *, annotations_per_task: int = 1) -> int:
-        body = {"title": title, "label_config": label_config, "maximum_annotations": int(annotations_per_task)}
+        # show_skip_button: Skip in the labelling view as well as the stream (a reply a reviewer cannot judge)
+        body = {"title": title, "label_config": label_config, "maximum_annotations": int(annotations_per_task),
+                "show_skip_button": True}
         reply = self._shaped(self._call("POST", "/api/projects", body, what="a new project"), dict, "a new project")
         if isinstance(reply.get("id"), bool) or not isinstance(reply.get("id"), int):
             self._shaped(None, dict, "a new project (its id)")

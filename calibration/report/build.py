@@ -38,7 +38,7 @@ from calibration.report.sections import (
     reliability_section,
     targets_section,
 )
-from calibration.report.shipped import as_shipped, shipped_html, shipped_model, shipped_verdict
+from calibration.report.shipped import as_shipped, shipped_html, shipped_model, shipped_shift, shipped_verdict
 from calibration.report.templating import Markup, escape, render_page
 from calibration.report.turns import TURNS_CSS, turn_sections
 from calibration.report.variants import ablation_variants
@@ -184,9 +184,11 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         if threshold is not None:
             timings["decisions"] = time.perf_counter() - tick
     stubs = [section_html(title[0].upper() + title[1:], escape(f"Skipped: {title}."), None) for title in skipped]
+    shipped_line = []
     if shipped is not None:  # the verdict of the model= directory, and one line on it under the verdict
         results["verdict"] = shipped_verdict(results["verdict"], shipped)
-    shipped_line = [] if shipped is None else [shipped_html(shipped)]
+        results["shift"] = shipped_shift(shipped, run.data)
+        shipped_line = [shipped_html(shipped, results["shift"])]
     sections = [verdict_html(results["verdict"]), *shipped_line, reviewer_section(results["reviewers"]),
                 *html_sections, *stubs, drilldown]
     page = render_page("report.html.j2", target=run.target, intro=_intro(run, main_calibrated), sections=sections,

@@ -30,7 +30,8 @@ def shipped_model(path: str | Path) -> dict[str, Any]:
     loaded = load_model(path)
     kind = str(loaded.meta.get("model", "network"))
     return {"dir": str(path), "kind": kind, "method": METHOD_OF[kind],
-            "settings": loaded.settings if kind == "network" else None}
+            "settings": loaded.settings if kind == "network" else None,
+            "shift_reference": loaded.meta.get("shift_reference")}
 
 
 def as_shipped(predictions: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -59,11 +60,30 @@ def shipped_verdict(verdict: dict[str, Any], shipped: dict[str, Any]) -> dict[st
     return verdict
 
 
-def shipped_html(shipped: dict[str, Any]) -> str:
-    """One line under the verdict: which model the page is about."""
+def shipped_shift(shipped: dict[str, Any], data: Any) -> dict[str, Any]:
+    """Do the report's conversations look like the shipped model's training data? The shift check of score
+    and estimate (calibration/model/shift.py), its warning shown as the command's data warning."""
+    from calibration.model.shift import handle_shift, roles_of
+    from rubric.notices import warn_data
+
+    return handle_shift(shipped["shift_reference"], data.ds, roles_of([s.path for s in data.sources]), "warn",
+                        "report", say=lambda line: warn_data("report", [line]))
+
+
+def shipped_html(shipped: dict[str, Any], shift: dict[str, Any] | None = None) -> str:
+    """One line under the verdict: which model the page is about (and whether this data is like its own)."""
     kind = shipped["kind"]
     label = "calibration network" if kind == "network" else METHOD_LABELS[METHOD_OF[kind]]
     other = "" if kind == "network" else "; the network's own out-of-fold predictions are the row `network`"
     return (f"<p><b>Model shipped</b>: <code>{html.escape(shipped['dir'])}</code>, a {html.escape(kind)} model "
             f"({html.escape(label)}). Every section reports its kind, trained on the other folds and predicting "
-            f"the held-out conversations, under the name <i>calibrated</i>{other}.</p>")
+            f"the held-out conversations, under the name <i>calibrated</i>{other}.{_shift_sentence(shift)}</p>")
+
+
+def _shift_sentence(shift: dict[str, Any] | None) -> str:
+    if not shift or not shift.get("checked"):
+        return ""
+    if not shift.get("fired"):
+        return " These conversations look like the model's training data (shift check: no difference found)."
+    return (" <b>These conversations differ from the model's training data</b> (shift check): its calibrated "
+            "numbers on them may be biased; label a sample and run <code>role-rubric estimate</code>.")

@@ -71,8 +71,8 @@ def test_the_last_directory_chooses_the_model_to_deploy():
     assert by["new"]["linear"]["rmse"] < by["new"]["calibrated"]["rmse"]
     assert by["new"]["linear"]["conversations"] == MIN_DEPLOY_CONVERSATIONS
     line = winner_line(union, ["old", "new"], by_dataset=by)
-    assert "chosen on the last directory 'new'" in line and line.endswith("model=linear out=MODEL_DIR"), line
-    assert winner_line(union, ["old", "new"]).endswith("data=[old,new] out=MODEL_DIR")  # without: the union
+    assert "chosen on the last directory 'new'" in line and "train data=[old,new] model=linear out=MODEL_DIR;" in line, line
+    assert "train data=[old,new] out=MODEL_DIR;" in winner_line(union, ["old", "new"])  # without: the union
     # the report reads cv's file with qualified ids ("new/c001") and no dataset column: the same metrics
     qualified = frame.assign(conversation_id=frame["dataset"] + "/" + frame["conversation_id"]).drop(columns="dataset")
     assert metrics_by_dataset(qualified, ["old", "new"]) == by
@@ -90,5 +90,5 @@ def test_too_few_new_conversations_fall_back_to_the_union():
     assert basis["by_last"] is False and f"fewer than the {MIN_DEPLOY_CONVERSATIONS}" in basis["note"]
     union = {m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))} for m, r in frame.groupby("method")}
     line = winner_line(union, ["old", "new"], by_dataset=by)
-    assert "chosen on every directory" in line and line.endswith("data=[old,new] out=MODEL_DIR"), line
+    assert "chosen on every directory" in line and "train data=[old,new] out=MODEL_DIR;" in line, line
     assert metrics_by_dataset(frame, ["old"]) == {}  # one directory: nothing per directory

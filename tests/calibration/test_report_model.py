@@ -45,6 +45,8 @@ def test_a_linear_model_is_the_one_reported(setup):
     assert shipped["reliability"] != plain["reliability"]  # the diagrams are the linear model's
     page = (root / "lin" / "report.html").read_text()
     assert "Model shipped" in page and "a linear model" in page and 'id="turns"' in page
+    # the model's own training data: the shift check runs and does not fire
+    assert shipped["shift"]["fired"] is False and "shift" not in plain
 
 
 @pytest.mark.slow
@@ -61,3 +63,13 @@ def test_not_a_model_directory_is_refused(tmp_path, capsys):
     assert main(["report", f"data={data}", f"model={root / 'cv'}", f"out={root / 'bad'}", *QUICK]) == 2
     assert "not a model directory" in capsys.readouterr().err
     assert not (root / "bad" / "report.html").exists()
+
+
+def test_the_shipped_line_says_whether_the_data_is_like_the_models():
+    from calibration.report.shipped import shipped_html
+
+    shipped = {"dir": "m", "kind": "network"}
+    assert "differ from the model's training data" in shipped_html(shipped, {"checked": True, "fired": True})
+    assert "look like the model's training data" in shipped_html(shipped, {"checked": True, "fired": False})
+    assert "shift check" not in shipped_html(shipped, {"checked": False, "fired": False})
+    assert "shift check" not in shipped_html(shipped)
