@@ -104,10 +104,44 @@ def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True,
         for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
             study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
     if clean:
+        if heartbeat is not None:
+            _stamp_dead_local_trials(study)
         with _quiet():
             optuna.storages.fail_stale_trials(study)  # shared: only the silent ones (a no-op without heartbeat)
         _requeue_interrupted(study)
     return study
+
+
+_STAMPED: set[tuple] = set()  # (trial id, start) this process stamped once for a dead worker (see below)
+
+
+def _stamp_dead_local_trials(study: optuna.Study) -> None:
+    """A trial whose process was killed before its heartbeat thread wrote a first stamp has no heartbeat at
+    all, and Optuna never counts such a trial stale: every search sharing the study would wait for it
+    forever. Where its worker (host:pid) is a process of this machine that is gone, stamp one heartbeat
+    for it (once per process), so that it goes stale after the grace period and is failed and retried like
+    any other. A live worker's trial is never touched."""
+    import socket
+
+    host = socket.gethostname()
+    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
+        name, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
+        key = (trial._trial_id, trial.datetime_start)  # ids repeat across storages; their start does not
+        if key in _STAMPED or name != host or not pid.isdigit() or _alive(int(pid)):
+            continue
+        with _quiet():
+            study._storage.record_heartbeat(trial._trial_id)
+        _STAMPED.add(key)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process: alive
+        return True
+    return True
 
 
 def _worker_name() -> str:
@@ -267,6 +301,7 @@ def _wait_for_others(study: optuna.Study, heartbeat: int) -> None:
     after its grace period), so that every search of the study reports the same best trial."""
     printed = False
     while True:
+        _stamp_dead_local_trials(study)
         with _quiet():
             optuna.storages.fail_stale_trials(study)
         running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))

@@ -85,3 +85,40 @@ def test_two_worker_processes_share_one_study(synthetic_dir, tmp_path):
     finished = [t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
     assert 6 <= len(finished) <= 7  # both stop once the study holds 6; one may be mid-trial then
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
+
+
+def test_a_trial_killed_before_its_first_heartbeat_is_failed_and_retried(tmp_path):
+    """Killed 40 ms into a trial, before its heartbeat thread wrote a stamp: Optuna never counts such a
+    trial stale, so every search sharing the study waited for it forever. Its worker (this host, a pid that
+    is gone) is stamped once, goes stale after the grace period, and is failed and queued again."""
+    import socket
+
+    from calibration.evaluation.search import _wait_for_others, open_study
+
+    storage = f"sqlite:///{tmp_path / 'shared.db'}"
+    study = open_study(storage, "s", 0, heartbeat=1)
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    trial = study.ask({"lr": optuna.distributions.FloatDistribution(0.01, 0.05)})
+    trial.set_user_attr("worker", f"{socket.gethostname()}:{dead.pid}")
+    lost = trial.number
+    start = time.monotonic()
+    _wait_for_others(study, heartbeat=1)  # returned at all: before the fix it never did
+    assert time.monotonic() - start < 30
+    trials = {t.number: t for t in study.get_trials(deepcopy=False)}
+    assert trials[lost].state == optuna.trial.TrialState.FAIL
+    retried = [t for t in trials.values() if t.system_attrs.get("failed_trial") == lost]
+    assert len(retried) == 1 and retried[0].state == optuna.trial.TrialState.WAITING
+    assert retried[0].params == trials[lost].params
+
+
+def test_a_live_workers_trial_is_never_stamped(tmp_path):
+    import socket
+
+    from calibration.evaluation.search import _STAMPED, _stamp_dead_local_trials, open_study
+
+    study = open_study(f"sqlite:///{tmp_path / 'shared.db'}", "s", 0, heartbeat=1)
+    trial = study.ask({"lr": optuna.distributions.FloatDistribution(0.01, 0.05)})
+    trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")  # this process: alive
+    _stamp_dead_local_trials(study)
+    assert not [key for key in _STAMPED if key[0] == trial._trial_id and key[1] == study.trials[0].datetime_start]
