@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from calibration.path_checks import DATASET_FILES
 from rubric.errors import InputError, read_text_file
 from rubric.files import file_sha256
 
@@ -148,9 +149,8 @@ def check_plan_rows(frame: pd.DataFrame, path: Path, release: set[str], labelled
 
 # Files some command reads: a sheet written under one of these names would replace a team's data or be read
 # as it (a blank sheet named labels.csv is a labels file with no answers).
-INPUT_NAMES = ("rubric.yaml", "llm.csv", "llm.parquet", "labels.csv", "labels.parquet", "conversations.jsonl",
-               "gather_summary.json", "sample_plan.csv", "model.json", "weights.safetensors", "decide_calibration.csv",
-               "estimate.json", "threshold.json", "tasks.json", "label_config.xml", "label-studio-export.json")
+INPUT_NAMES = (*DATASET_FILES, "gather_summary.json", "sample_plan.csv", "decide_calibration.csv", "estimate.json",
+               "threshold.json", "tasks.json", "label_config.xml", "label-studio-export.json")
 
 
 def check_suggest_out(out: Path, *, plan: Path | None, overwrite: bool) -> None:

@@ -87,13 +87,21 @@ def _sources(model, model_path) -> tuple[list[Path], list[float]]:
     return paths, [float(r.get("weight", 1.0)) for r in records]
 
 
-def _labels_subset(root: Path, dst: Path, conversations: set[str]) -> Path:
+def _release_tables(root: Path) -> dict[str, pd.DataFrame]:
+    """The release's labels and judge distributions, read once for every fold (CSV or parquet)."""
+    tables = {}
+    for stem in ("labels", "llm"):
+        path = root / f"{stem}.csv"
+        tables[stem] = (pd.read_csv(path, **_READ) if path.exists()
+                        else pd.read_parquet(root / f"{stem}.parquet"))
+    return tables
+
+
+def _labels_subset(root: Path, tables: dict[str, pd.DataFrame], dst: Path, conversations: set[str]) -> Path:
     """The release with only these conversations' labels and turns (what a training directory holds)."""
     dst.mkdir(parents=True, exist_ok=True)
-    labels = pd.read_csv(root / "labels.csv", **_READ)
-    llm = pd.read_csv(root / "llm.csv", **_READ)
-    labels[labels.conversation_id.isin(conversations)].to_csv(dst / "labels.csv", index=False)
-    llm[llm.conversation_id.isin(conversations)].to_csv(dst / "llm.csv", index=False)
+    for stem, frame in tables.items():
+        frame[frame.conversation_id.isin(conversations)].to_csv(dst / f"{stem}.csv", index=False)
     for name in ("rubric.yaml", "gather_summary.json"):
         if (root / name).exists():
             shutil.copy(root / name, dst / name)
@@ -125,13 +133,14 @@ def train_folds(model, model_path, root: Path, labelled: list[str], k: int, work
     order = np.random.default_rng(seed).permutation(sorted(labelled))
     folds = np.array_split(order, k)
     fold_of = {str(c): i for i, part in enumerate(folds) for c in part}
+    tables = _release_tables(root)
     models = []
     for i, part in enumerate(folds):
         rest = set(labelled) - {str(c) for c in part}
-        extra = _labels_subset(root, work / f"fold{i}-labels", rest)
+        extra = _labels_subset(root, tables, work / f"fold{i}-labels", rest)
         models.append(_train(model, sources, weights, extra, work / f"fold{i}-model", seed))
     if adapted is not None:
-        everything = _labels_subset(root, work / "all-labels", set(labelled))
+        everything = _labels_subset(root, tables, work / "all-labels", set(labelled))
         _train(model, sources, weights, everything, adapted, seed)
     (work / "folds.json").write_text(json.dumps(fold_of, indent=1))
     return FoldModels(models, fold_of, adapted)

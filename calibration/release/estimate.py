@@ -113,11 +113,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
     checked = (refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
                if crossfit is None else 0)
     release = set(ds.items["conversation_id"])
-    labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])
-    if len(labelled) < 2:
-        raise InputError(f"{len(labelled)} labelled conversation(s) in {what}: an interval needs at least 2.",
-                         path=root / "labels.csv",
-                         fix="label a random sample of 20 or more conversations (`role-rubric suggest purpose=estimate`).")
+    labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])  # >= 2: checked with the target
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
     pi_of = read_plan(plan_path, release, labelled) if plan_path else None
     strata = read_strata(plan_path)

@@ -9,7 +9,6 @@ reads it. The file belongs to one release and one model: a looks file of another
 
 from __future__ import annotations
 
-import hashlib
 import json
 import math
 import time
@@ -17,6 +16,7 @@ from pathlib import Path
 
 from calibration.release.intervals import confidence_sequence
 from rubric.errors import InputError
+from rubric.files import file_sha256
 
 __all__ = ["LOOKS_FILE", "T_STAR", "sequential_rate"]
 
@@ -27,13 +27,13 @@ that every look uses the same sequence): batches of 5-10 up to 80 conversations.
 
 
 def _sha(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16] if path.exists() else ""
+    return file_sha256(path)[:16] if path.exists() else ""
 
 
 def identity(release: Path, model: Path | None) -> dict:
     """What a looks file belongs to: the release's turns (llm.csv) and the model (model.json)."""
     release = Path(release)
-    llm = next((p for p in (release / "llm.csv", release / "llm.jsonl") if p.exists()), release / "llm.csv")
+    llm = next((p for p in (release / "llm.csv", release / "llm.parquet") if p.exists()), release / "llm.csv")
     return {"release": str(release), "release_sha256": _sha(llm),
             "model_sha256": _sha(Path(model) / "model.json") if model is not None else ""}
 
