@@ -45,7 +45,7 @@ import pandas as pd
 from calibration.api_inputs import _as_conversations, _check_scorer_calibrator, _rubric, _scorer_spec
 from calibration.api_results import AdherenceResult, TurnResult
 from calibration.evaluation.risk_control import decide
-from calibration.model.shift import ON_SHIFT, handle_shift
+from calibration.model.shift import ON_SHIFT, ShiftWarning, handle_shift  # noqa: F401  (ShiftWarning: re-exported)
 from rubric.conversations import Conversation
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
@@ -55,15 +55,6 @@ from rubric.schema import Rubric
 
 OUTPUT_MODES = ("continuous", "binary")
 
-
-class ShiftWarning(UserWarning):
-    """The conversations measured differ from the calibrator's training data (calibration/model/shift.py)."""
-
-
-def _warn_shift(line: str) -> None:
-    import warnings
-
-    warnings.warn(line, ShiftWarning, stacklevel=4)
 
 
 class RoleAdherence:
@@ -132,8 +123,8 @@ class RoleAdherence:
         self.on_shift = on_shift
         self.shift: dict | None = None
         """The shift check of the last measurement (None: no calibrator)."""
-        self.notify = _warn_shift
-        """Where the check's one line goes (score prints it; by default a ShiftWarning)."""
+        self.command = "RoleAdherence"
+        """Whose the shift check's ShiftWarning is ("score" when the command line scores)."""
         if not 0.0 <= float(threshold) <= 1.0:
             raise InputError(f"threshold {threshold} is outside [0, 1].", fix="pass a probability threshold.")
         if isinstance(judges, str) and judges != "population":  # "a,b" as the command line passes it
@@ -298,8 +289,7 @@ class RoleAdherence:
         if self.model is not None:
             self.shift = handle_shift(self.model.meta.get("shift_reference"), ds,
                                       {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
-                                      self.on_shift, "score" if self.notify is print else "RoleAdherence",
-                                      say=self.notify)
+                                      self.on_shift, self.command)
         index = {key: i for i, key in enumerate(ds.item_keys())}
         reasons = {}
         if gathered.reasons is not None:

@@ -109,7 +109,7 @@ def run_score(cfg) -> pd.DataFrame:
         allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
         on_shift=str(cfg.get("on_shift", "warn")),
     )
-    metric.notify = print  # the shift check's line goes to the terminal, as "score: warning: ..."
+    metric.command = "score"  # the shift check's warning prints as "score: warning: ..."
     results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
     conv_frame, turn_frame = results_frames(results, conversations)
     out.parent.mkdir(parents=True, exist_ok=True)

@@ -25,12 +25,23 @@ estimate outside the labelled range), as a description, not the trigger.
 from __future__ import annotations
 
 import hashlib
+import logging
+import warnings
 
 import numpy as np
 
 from rubric.errors import InputError
+from rubric.notices import DataQualityWarning
 
-__all__ = ["ON_SHIFT", "ShiftRefused", "check_shift", "handle_shift", "role_key", "training_summary"]
+__all__ = ["ON_SHIFT", "ShiftRefused", "ShiftWarning", "check_shift", "handle_shift", "role_key", "training_summary"]
+
+log = logging.getLogger(__name__)
+
+
+class ShiftWarning(DataQualityWarning):
+    """The conversations measured differ from the calibrator's training data: a data-quality notice, which
+    the command line prints as "COMMAND: warning: ..." (rubric/notices.py) and Python shows as a warning."""
+
 
 METHOD = "hotelling-permutation/1"
 ALPHA = 0.01
@@ -211,9 +222,9 @@ def shift_line(shift: dict, labelled: bool = False) -> str | None:
 
 
 def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shift: str, command: str,
-                 say=print) -> dict:
-    """Run the check as on_shift says: the shift block; `say`s the warning line (warn), raises ShiftRefused
-    (refuse) when it fires; ignore: not run."""
+                 say=None) -> dict:
+    """Run the check as on_shift says: the shift block; warns (a ShiftWarning) when it fires, or `say`s its
+    "COMMAND: warning: ..." line where a caller collects them; raises ShiftRefused (refuse); ignore: not run."""
     if on_shift not in ON_SHIFT:
         raise InputError(f"on_shift={on_shift!r} is not one of {', '.join(ON_SHIFT)}.",
                          fix="set on_shift to warn, refuse or ignore.")
@@ -223,8 +234,11 @@ def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shif
     line = shift_line(shift, labelled=command == "estimate")
     if line and on_shift == "refuse":
         raise ShiftRefused(line + ".", fix="label a sample and run `estimate`, or pass on_shift=warn.")
-    if line:
+    if line and say is None:
+        warnings.warn(ShiftWarning(f"{line}.", command), stacklevel=3)
+    elif line:
         say(f"{command}: warning: {line}.")
     elif not shift["checked"]:
-        say(f"{command}: note: shift check skipped: {shift['note']}")
+        note = f"{command}: note: shift check skipped: {shift['note']}"
+        (log.info if say is None else say)(note)
     return shift

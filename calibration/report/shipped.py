@@ -62,12 +62,11 @@ def shipped_verdict(verdict: dict[str, Any], shipped: dict[str, Any]) -> dict[st
 
 def shipped_shift(shipped: dict[str, Any], data: Any) -> dict[str, Any]:
     """Do the report's conversations look like the shipped model's training data? The shift check of score
-    and estimate (calibration/model/shift.py), its warning shown as the command's data warning."""
+    and estimate (calibration/model/shift.py), its warning a data warning of the report."""
     from calibration.model.shift import handle_shift, roles_of
-    from rubric.notices import warn_data
 
     return handle_shift(shipped["shift_reference"], data.ds, roles_of([s.path for s in data.sources]), "warn",
-                        "report", say=lambda line: warn_data("report", [line]))
+                        "report")
 
 
 def shipped_html(shipped: dict[str, Any], shift: dict[str, Any] | None = None) -> str:
