@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -12,9 +11,10 @@ import pandas as pd
 from calibration.api import AdherenceResult, RoleAdherence
 from rubric.conversations import Conversation, load_conversations
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv, atomic_write_text
+from rubric.files import atomic_to_csv
 from rubric.identity import stand_in_note
 from rubric.ids import clean_id_list
+from rubric.jsonfile import write_json
 
 
 def results_frames(
@@ -119,7 +119,7 @@ def run_score(cfg) -> pd.DataFrame:
     shift_out = None
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
         shift_out = out.with_name(out.stem + "_shift.json")
-        atomic_write_text(shift_out, json.dumps({"shift": metric.shift}, indent=2))
+        write_json(shift_out, {"shift": metric.shift})
     print(format_results(conv_frame, limit=cfg.get("show")))
     mean = conv_frame["score"].mean()
     print(

@@ -8,7 +8,6 @@ normalised geometric mean) and the target's is recalibrated (see calibration/mod
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import numpy as np
@@ -19,9 +18,10 @@ from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
 from calibration.model.shift import handle_shift, roles_of
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv, atomic_write_text
+from rubric.files import atomic_to_csv
 from rubric.identity import check_same_judge, dataset_judge_identity
 from rubric.ids import clean_id_list
+from rubric.jsonfile import write_json
 from rubric.schema import Rubric, format_value
 
 
@@ -70,7 +70,7 @@ def run_predict(cfg) -> Path:
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
     shift_out = out.with_name(out.stem + "_shift.json")  # the shift check (calibration/model/shift.py)
-    atomic_write_text(shift_out, json.dumps({"shift": shift}, indent=2))
+    write_json(shift_out, {"shift": shift})
     print(f"predict: {len(frame)} rows ({len(item)} item-judge pairs x {len(ds.rubric.ids)} questions)")
     print(f"predict: wrote {out} and {shift_out} (shift check)")
     return out
