@@ -30,8 +30,9 @@ _STARTED = time.time()
 
 def add_results_argument(parser: argparse.ArgumentParser, default: str) -> None:
     """--results-name: the file name (without .json) under benchmarks/results/."""
-    parser.add_argument("--results-name", default=default,
-                        help=f"write benchmarks/results/NAME.json (default {default})")
+    parser.add_argument(
+        "--results-name", default=default, help=f"write benchmarks/results/NAME.json (default {default})"
+    )
 
 
 def _cpu_model() -> str:

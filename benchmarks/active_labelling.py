@@ -140,9 +140,7 @@ def simulate(ds, settings: Settings, seed: int, strategies: dict, start: float, 
             )
             labelled = np.sort(np.concatenate([labelled, candidates[picked]]))
         curves[name] = curve
-        log(
-            f"seed {seed} {name}: rmse {curve[0]['rmse']:.4f} -> {curve[-1]['rmse']:.4f} ({len(curve)} rounds)"
-        )
+        log(f"seed {seed} {name}: rmse {curve[0]['rmse']:.4f} -> {curve[-1]['rmse']:.4f} ({len(curve)} rounds)")
     return {
         "seed": seed,
         "pool_rows": len(pool),
@@ -263,9 +261,7 @@ def main() -> None:
     parser.add_argument("--step", type=float, default=0.05)
     parser.add_argument("--quick", action="store_true", help="smoke test: 1 seed, 2 members, rounds of 30%%")
     parser.add_argument("--plot", type=Path)
-    parser.add_argument(
-        "--merge", type=Path, nargs="+", help="summarise the runs of earlier outputs (seeds run apart)"
-    )
+    parser.add_argument("--merge", type=Path, nargs="+", help="summarise the runs of earlier outputs (seeds run apart)")
     add_results_argument(parser, "active_labelling")
     args = parser.parse_args()
     if args.merge:
@@ -304,24 +300,24 @@ def main() -> None:
         plot(summary, args.plot, f"{args.dataset}: {len(args.seeds)} seeds")
     emit(
         args.results_name,
-            {
-                "dataset": args.dataset,
-                "label_rows": len(ds.label_item),
-                "seeds": args.seeds,
-                "settings": {
-                    "ensemble": args.members,
-                    "pretrain_steps": args.steps[0],
-                    "finetune_steps": args.steps[1],
-                    "start": args.start,
-                    "step": args.step,
-                    "test_conversations": 0.2,
-                },
-                "pool_rows": [r["pool_rows"] for r in runs],
-                "test_rows": [r["test_rows"] for r in runs],
-                **summary,
-                "seconds": round(time.perf_counter() - start, 1),
-                "runs": runs,
+        {
+            "dataset": args.dataset,
+            "label_rows": len(ds.label_item),
+            "seeds": args.seeds,
+            "settings": {
+                "ensemble": args.members,
+                "pretrain_steps": args.steps[0],
+                "finetune_steps": args.steps[1],
+                "start": args.start,
+                "step": args.step,
+                "test_conversations": 0.2,
             },
+            "pool_rows": [r["pool_rows"] for r in runs],
+            "test_rows": [r["test_rows"] for r in runs],
+            **summary,
+            "seconds": round(time.perf_counter() - start, 1),
+            "runs": runs,
+        },
         indent=1,
     )
 

@@ -7,8 +7,11 @@ the rest of the new side is the test set (for new_judges: those judges' labels o
 new_chatbot: k conversations of the held-out role, each role in turn). The same draws (--draws, seeded) for
 every method:
 - none: the default network trained on the old side only (what a stale calibrator gives);
-- network: the default network on the union (`train data=[OLD,NEW]`);
-- network_weighted: the same with the new rows weighted (`weights=[1,W]`, --weight);
+- network: the default network on the union (`train data=[OLD,NEW]`, the new side as the last directory:
+  its recalibration gives the new rows half its weight, calibration/model/ensemble.py);
+- network_one_directory: the same ensembles recalibrated as if the union were one directory (the default
+  before; needs "network" among the methods);
+- network_weighted: the default with the new rows weighted (`weights=[1,W]`, --weight);
 - linear, ordinal: the simple personalised models on the union (`train model=linear|ordinal`).
 Each metric is the mean over draws of the RMSE / Pearson of the expected answer on that draw's test rows.
 Differences against `none` and against `linear` come with a 95% paired bootstrap interval (1,000 resamples
@@ -29,6 +32,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 from far_shift import separability  # noqa: E402
 from shift import ROOT, dataset_for, folds_of, metrics  # noqa: E402
@@ -41,7 +45,7 @@ from calibration.model.settings import Settings
 from calibration.model.train import train_models
 
 BENCHMARKS = ("covariate_shift_down", "covariate_shift_up", "new_judges", "new_chatbot", "far_shift")
-METHODS = ("none", "network", "network_weighted", "linear", "ordinal")
+METHODS = ("none", "network", "network_one_directory", "network_weighted", "linear", "ordinal")
 DEFAULT = "network"  # what `role-rubric train data=[OLD,NEW]` trains
 
 
@@ -71,16 +75,42 @@ def draws_for(ds, fold_of_row: np.ndarray, folds: int, k: int, n_draws: int) -> 
     return out
 
 
-def network_predictions(ds, settings: Settings, fold_of_row: np.ndarray, draws: list[list[Draw]], seed: int,
-                        weight: float | None) -> list[dict[int, np.ndarray]]:
+def as_releases(ds, new_row: np.ndarray):
+    """`ds` as `train data=[OLD,NEW]` reads it: items in a `dataset` column, "old" then "new" (categorical, so
+    "new" is the last directory whatever the items' order), the new side's items being those of the rows
+    new_row (R,) bool, so the network's recalibration treats the new side as the last directory does. `ds`
+    unchanged where an item has rows of both sides (new_judges: new judges on the old conversations, which
+    directories could only hold as copies of the items)."""
+    new_item = np.zeros(len(ds.items), bool)
+    new_item[ds.label_item[new_row]] = True
+    if np.intersect1d(ds.label_item[new_row], ds.label_item[~new_row]).size:
+        return ds
+    release = pd.Categorical(np.where(new_item, "new", "old"), categories=["old", "new"])
+    return dataclasses.replace(ds, items=ds.items.assign(dataset=release))
+
+
+def network_predictions(
+    ds,
+    settings: Settings,
+    fold_of_row: np.ndarray,
+    draws: list[list[Draw]],
+    seed: int,
+    weight: float | None,
+    one_directory: list | None = None,
+) -> list[dict[int, np.ndarray]]:
     """[draw] {fold: (test rows, K) target distributions} of the pooled, recalibrated ensemble trained on the
-    fold's old side plus the draw's adapt rows. One batch per fold: every draw's members side by side."""
+    fold's old side plus the draw's adapt rows. One batch per fold: every draw's members side by side.
+    one_directory: a list to fill with the same ensembles' predictions recalibrated as one directory's (every
+    row as weighted: the default before the new release's rows got half the recalibration), at no training."""
     t = ds.target_index
     out: list[dict[int, np.ndarray]] = [{} for _ in draws]
+    if one_directory is not None:
+        one_directory[:] = [{} for _ in draws]
     for f in range(len(draws[0])):
-        fold_ds = ds
+        plain = ds
         if weight is not None:  # this fold's new rows count `weight` times (only adapt rows are trained on)
-            fold_ds = dataclasses.replace(ds, label_weight=np.where(fold_of_row == f, weight, 1.0))
+            plain = dataclasses.replace(ds, label_weight=np.where(fold_of_row == f, weight, 1.0))
+        fold_ds = as_releases(plain, fold_of_row == f)
         old = np.flatnonzero(fold_of_row != f)
         members = [(d, e) for d in range(len(draws)) for e in range(settings.ensemble)]
         rows = [np.sort(np.concatenate([old, draws[d][f].adapt])) for d, _ in members]
@@ -88,20 +118,30 @@ def network_predictions(ds, settings: Settings, fold_of_row: np.ndarray, draws: 
         trained = train_models(fold_ds, rows, seeds, settings)
         tests = [draws[d][f].test for d, _ in members]
         test_logp, val_logp = (
-            [lp[:, t] for lp in member_logproba(trained.net, trained.X, [ds.label_item[r] for r in rr],
-                                                [ds.label_judge[r] for r in rr])]
-            for rr in (tests, trained.plan.val_rows))
+            [
+                lp[:, t]
+                for lp in member_logproba(
+                    trained.net, trained.X, [ds.label_item[r] for r in rr], [ds.label_judge[r] for r in rr]
+                )
+            ]
+            for rr in (tests, trained.plan.val_rows)
+        )
         for d in range(len(draws)):
             mine = [m for m, (dd, _) in enumerate(members) if dd == d]
             probs = pool(np.stack([test_logp[m] for m in mine]), settings.pool)
-            recal = target_recalibration(fold_ds, settings, [trained.plan.val_rows[m] for m in mine],
-                                         [val_logp[m] for m in mine])
-            out[d][f] = probs if recal is None else recal.apply_target(probs)
+            for target, data in ((out, fold_ds), (one_directory, plain)):
+                if target is None:
+                    continue
+                recal = target_recalibration(
+                    data, settings, [trained.plan.val_rows[m] for m in mine], [val_logp[m] for m in mine]
+                )
+                target[d][f] = probs if recal is None else recal.apply_target(probs)
     return out
 
 
-def simple_predictions(ds, kind: str, fold_of_row: np.ndarray, draws: list[list[Draw]],
-                       seed: int) -> list[dict[int, np.ndarray]]:
+def simple_predictions(
+    ds, kind: str, fold_of_row: np.ndarray, draws: list[list[Draw]], seed: int
+) -> list[dict[int, np.ndarray]]:
     """As network_predictions for the personalised linear (`kind` multinomial or ordinal) model, its L2 chosen
     by inner cv on its own training rows (the fold's old side and the draw's adapt rows: all but the tested)."""
     out: list[dict[int, np.ndarray]] = [{} for _ in draws]
@@ -117,17 +157,32 @@ def expected(ds, preds: list[dict[int, np.ndarray]], draws: list[list[Draw]]) ->
     """[draw] expected target answer of every test row (folds concatenated in order)."""
     t = ds.target_index
     values = ds.option_values()[t, : int(ds.n_options[t])]
-    return [np.concatenate([preds[d][f][:, : len(values)] @ values for f in sorted(preds[d])]) for d in range(len(draws))]
+    return [
+        np.concatenate([preds[d][f][:, : len(values)] @ values for f in sorted(preds[d])]) for d in range(len(draws))
+    ]
 
 
-def run_benchmark(ds, name: str, ks: list[int], n_draws: int, settings: Settings, weight: float, seed: int,
-                  n_boot: int = 1000, methods=METHODS) -> dict:
+def run_benchmark(
+    ds,
+    name: str,
+    ks: list[int],
+    n_draws: int,
+    settings: Settings,
+    weight: float,
+    seed: int,
+    n_boot: int = 1000,
+    methods=METHODS,
+) -> dict:
     t = ds.target_index
     fold_of_row, folds = folds_of(ds, name)
     values = ds.option_values()[t, : int(ds.n_options[t])]
     start = time.perf_counter()
-    result = {"folds": folds, "separability": separability(ds, fold_of_row, folds), "new_conversations": int(len(np.unique(ds.groups[ds.label_item[fold_of_row >= 0]]))),
-              "by_k": {}}
+    result = {
+        "folds": folds,
+        "separability": separability(ds, fold_of_row, folds),
+        "new_conversations": int(len(np.unique(ds.groups[ds.label_item[fold_of_row >= 0]]))),
+        "by_k": {},
+    }
     everything_new = draws_for(ds, fold_of_row, folds, 0, 1)[0]  # per fold, every new-side row as test rows
     stale = None
     for k in ks:
@@ -141,16 +196,25 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, settings: Settings
         for method in methods:
             if method == "none":
                 # each draw's test rows, picked out of the stale predictions of the whole new side (sorted rows)
-                preds[method] = [{f: stale[f][np.searchsorted(everything_new[f].test, dr.test)]
-                                  for f, dr in enumerate(per)} for per in draws]
+                preds[method] = [
+                    {f: stale[f][np.searchsorted(everything_new[f].test, dr.test)] for f, dr in enumerate(per)}
+                    for per in draws
+                ]
+            elif method == "network_one_directory":
+                continue  # filled by "network" below
             elif method.startswith("network"):
                 w = weight if method == "network_weighted" and k > 0 else None
-                preds[method] = network_predictions(ds, settings, fold_of_row, draws, seed, w)
+                plain = [] if method == "network" and "network_one_directory" in methods else None
+                preds[method] = network_predictions(ds, settings, fold_of_row, draws, seed, w, plain)
+                if plain is not None:
+                    preds["network_one_directory"] = plain
             else:
-                preds[method] = simple_predictions(ds, "multinomial" if method == "linear" else "ordinal",
-                                                   fold_of_row, draws, seed)
-        result["by_k"][str(k)] = _summarise(ds, draws, {m: expected(ds, p, draws) for m, p in preds.items()}, values,
-                                            n_boot)
+                preds[method] = simple_predictions(
+                    ds, "multinomial" if method == "linear" else "ordinal", fold_of_row, draws, seed
+                )
+        result["by_k"][str(k)] = _summarise(
+            ds, draws, {m: expected(ds, p, draws) for m, p in preds.items()}, values, n_boot
+        )
         print(f"adapt: {name} k={k} done ({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
     result["seconds"] = round(time.perf_counter() - start, 1)
     result["acceptance_k20"] = _acceptance(result["by_k"].get("20"))
@@ -162,15 +226,23 @@ def _summarise(ds, draws, exp: dict[str, list[np.ndarray]], values, n_boot: int)
     tests = [np.concatenate([dr.test for dr in per]) for per in draws]
     y = [values[ds.answers[rows, t]] for rows in tests]
     one = [np.ones((1, len(rows))) for rows in tests]
-    boots = [bootstrap_counts(ds.groups[ds.label_item[rows]], len(rows), rng=np.random.default_rng(d), n_boot=n_boot)
-             for d, rows in enumerate(tests)]
-    out = {"test_rows_mean": round(float(np.mean([len(r) for r in tests])), 1), "methods": {}, "vs_none": {},
-           "vs_linear": {}}
+    boots = [
+        bootstrap_counts(ds.groups[ds.label_item[rows]], len(rows), rng=np.random.default_rng(d), n_boot=n_boot)
+        for d, rows in enumerate(tests)
+    ]
+    out = {
+        "test_rows_mean": round(float(np.mean([len(r) for r in tests])), 1),
+        "methods": {},
+        "vs_none": {},
+        "vs_linear": {},
+    }
     boot = {}
     for method, per_draw in exp.items():
         point = [metrics(e, yy, o) for e, yy, o in zip(per_draw, y, one, strict=True)]
-        out["methods"][method] = {"rmse": round(float(np.mean([p[0][0] for p in point])), 4),
-                                  "pearson": round(float(np.mean([p[1][0] for p in point])), 4)}
+        out["methods"][method] = {
+            "rmse": round(float(np.mean([p[0][0] for p in point])), 4),
+            "pearson": round(float(np.mean([p[1][0] for p in point])), 4),
+        }
         reps = [metrics(e, yy, w) for e, yy, w in zip(per_draw, y, boots, strict=True)]
         boot[method] = (np.mean([r[0] for r in reps], 0), np.nanmean([r[1] for r in reps], 0))
     for ref, key in (("none", "vs_none"), ("linear", "vs_linear")):
@@ -181,10 +253,12 @@ def _summarise(ds, draws, exp: dict[str, list[np.ndarray]], values, n_boot: int)
 
 def _difference(methods: dict, boot: dict, method: str, ref: str) -> dict:
     d_rmse, d_pearson = boot[method][0] - boot[ref][0], boot[method][1] - boot[ref][1]
-    return {"rmse_diff": round(methods[method]["rmse"] - methods[ref]["rmse"], 4),
-            "rmse_diff_95": [round(float(x), 4) for x in np.nanpercentile(d_rmse, [2.5, 97.5])],
-            "pearson_diff": round(methods[method]["pearson"] - methods[ref]["pearson"], 4),
-            "pearson_diff_95": [round(float(x), 4) for x in np.nanpercentile(d_pearson, [2.5, 97.5])]}
+    return {
+        "rmse_diff": round(methods[method]["rmse"] - methods[ref]["rmse"], 4),
+        "rmse_diff_95": [round(float(x), 4) for x in np.nanpercentile(d_rmse, [2.5, 97.5])],
+        "pearson_diff": round(methods[method]["pearson"] - methods[ref]["pearson"], 4),
+        "pearson_diff_95": [round(float(x), 4) for x in np.nanpercentile(d_pearson, [2.5, 97.5])],
+    }
 
 
 def _acceptance(at20: dict | None) -> dict | None:
@@ -193,8 +267,10 @@ def _acceptance(at20: dict | None) -> dict | None:
     if not at20 or not {"none", DEFAULT, "linear"} <= set(at20["methods"]):
         return None
     m = at20["methods"]
-    return {"beats_none": bool(m[DEFAULT]["rmse"] < m["none"]["rmse"] and m[DEFAULT]["pearson"] > m["none"]["pearson"]),
-            "within_0.005_of_linear": bool(m[DEFAULT]["rmse"] <= m["linear"]["rmse"] + 0.005)}
+    return {
+        "beats_none": bool(m[DEFAULT]["rmse"] < m["none"]["rmse"] and m[DEFAULT]["pearson"] > m["none"]["pearson"]),
+        "within_0.005_of_linear": bool(m[DEFAULT]["rmse"] <= m["linear"]["rmse"] + 0.005),
+    }
 
 
 def main() -> None:
@@ -208,13 +284,16 @@ def main() -> None:
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, among {','.join(METHODS)}")
     parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
     parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
-    parser.add_argument("--settings", type=json.loads, default={},
-                        help="Settings overrides of the network methods, as JSON")
+    parser.add_argument(
+        "--settings", type=json.loads, default={}, help="Settings overrides of the network methods, as JSON"
+    )
     add_results_argument(parser, "adapt")
     args = parser.parse_args()
     methods = args.methods.split(",")
     if unknown := sorted(set(methods) - set(METHODS)):
         parser.error(f"unknown method(s) {unknown}; choose among {list(METHODS)}")
+    if "network_one_directory" in methods and "network" not in methods:
+        parser.error("network_one_directory reuses the ensembles of network: add network to --methods")
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-adapt-"))
     settings = dataclasses.replace(Settings(), **args.settings).checked()
     if args.ensemble:

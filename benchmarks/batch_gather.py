@@ -3,7 +3,7 @@
     python benchmarks/batch_gather.py [--conversations 2000] [--turns 5] [--results-name batch_gather]
 
 2,000 conversations x 5 turns x the 5-question rubric = 50,000 requests by default (the OpenAI Batch
-API's limit per file). The fake judge (rubric/fake_server.py) runs in its own process, as a real
+API's limit per file). The fake judge (rubric/servers/fake.py) runs in its own process, as a real
 endpoint would. Phases, each timed (wall and this process's CPU): writing the batch files
 (`submit=false`), submitting them and waiting (upload, create, poll every 0.2 s, download, read the
 results into the cache, write llm.csv), reading the same results again from a file as for vLLM's runner
@@ -74,7 +74,7 @@ def timed(argv: list[str]) -> dict[str, float]:
 
 def run(conversations: int, turns: int) -> dict:
     server = subprocess.Popen(
-        [sys.executable, "-m", "rubric.fake_server", "--latency", "0", "--port", "0"],
+        [sys.executable, "-m", "rubric.servers.fake", "--latency", "0", "--port", "0"],
         stdout=subprocess.PIPE,
         text=True,
         cwd=ROOT,

@@ -40,9 +40,7 @@ class _Fold:
     def proba(self, X, item, judge):
         from calibration import ensemble_proba
 
-        return ensemble_proba(
-            self.net, X, item, judge, pool=self.settings.pool, recalibration=self.recalibration
-        )
+        return ensemble_proba(self.net, X, item, judge, pool=self.settings.pool, recalibration=self.recalibration)
 
 
 def out_of_fold(ds, settings: Settings, folds: int, seed: int, adheres_at: float) -> np.ndarray:
@@ -101,35 +99,33 @@ def main() -> None:
             splits=args.splits,
             seed=args.seed,
         )
-        levels[str(risk)] = {
-            k: (round(x, 4) if isinstance(x, float) else x) for k, x in v.items() if k != "per_split"
-        }
+        levels[str(risk)] = {k: (round(x, 4) if isinstance(x, float) else x) for k, x in v.items() if k != "per_split"}
         if risk == 0.1:
             per_split = [{k: round(x, 4) for k, x in r.items()} for r in v["per_split"]]
     majority_adheres = float(np.mean(2 * n_yes > n_all))
     emit(
         args.results_name,
-            jsonable(
-                {
-                    "dataset": args.dataset,
-                    "turns": len(item),
-                    "reviewers_per_turn": round(float(n_all.mean()), 2),
-                    "adheres_at": adheres_at,
-                    "share_majority_adheres": round(majority_adheres, 4),
-                    "share_ties": round(float(np.mean(2 * n_yes == n_all)), 4),
-                    "settings": {
-                        "ensemble": args.members,
-                        "folds": 5,
-                        "seed": args.seed,
-                        "delta": args.delta,
-                        "against": args.against,
-                        "splits": args.splits,
-                    },
-                    "levels": levels,
-                    "risk_0.1_per_split": per_split,
-                    "seconds": round(time.perf_counter() - start, 1),
-                }
-            ),
+        jsonable(
+            {
+                "dataset": args.dataset,
+                "turns": len(item),
+                "reviewers_per_turn": round(float(n_all.mean()), 2),
+                "adheres_at": adheres_at,
+                "share_majority_adheres": round(majority_adheres, 4),
+                "share_ties": round(float(np.mean(2 * n_yes == n_all)), 4),
+                "settings": {
+                    "ensemble": args.members,
+                    "folds": 5,
+                    "seed": args.seed,
+                    "delta": args.delta,
+                    "against": args.against,
+                    "splits": args.splits,
+                },
+                "levels": levels,
+                "risk_0.1_per_split": per_split,
+                "seconds": round(time.perf_counter() - start, 1),
+            }
+        ),
         indent=1,
     )
 

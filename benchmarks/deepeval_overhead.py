@@ -98,9 +98,7 @@ def main(argv: list[str] | None = None) -> dict:
         "warm_a_measure_per_conversation_s": round(min(single_s), 3),
         "warm_deepeval_evaluate_s": round(min(deepeval_s), 3),
         "deepeval_path_ms_per_conversation": round(1000 * (min(deepeval_s) - min(direct_s)) / len(convs), 1),
-        "of_which_deepeval_ms_per_conversation": round(
-            1000 * (min(deepeval_s) - min(single_s)) / len(convs), 1
-        ),
+        "of_which_deepeval_ms_per_conversation": round(1000 * (min(deepeval_s) - min(single_s)) / len(convs), 1),
         "max_score_difference": worst,
     }
     emit(args.results_name, result)

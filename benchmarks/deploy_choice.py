@@ -24,22 +24,22 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
-import json
+import pickle
 import sys
 import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
-from adapt import BENCHMARKS, draws_for, network_predictions, simple_predictions  # noqa: E402
-from shift import ROOT, dataset_for, folds_of  # noqa: E402
+from adapt import BENCHMARKS, as_releases, draws_for, network_predictions, simple_predictions  # noqa: E402
+from shift import ROOT, dataset_for, folds_of, metrics  # noqa: E402
 
 from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import linear_oof
 from calibration.evaluation.out_of_fold import oof_network
 from calibration.evaluation.releases import MIN_DEPLOY_CONVERSATIONS, item_folds
+from calibration.evaluation.significance import bootstrap_counts
 from calibration.model.settings import Settings
 
 MODELS = ("network", "linear", "ordinal")
@@ -47,33 +47,35 @@ MODELS = ("network", "linear", "ordinal")
 
 def cv_rmse(ds, union: np.ndarray, new: np.ndarray, settings: Settings, seed: int, folds: int = 5) -> dict:
     """{"new": model -> RMSE on the new rows, "union": model -> RMSE on every row}, out of fold, of cv on the
-    label rows `union` (new: those of the new side)."""
+    label rows `union` (new: those of the new side); "arrays": the new rows' answers, conversations and each
+    model's out-of-fold expected answer (what the decision rules of `rules` read)."""
     t = ds.target_index
     sub = ds.with_label_rows(union)
     is_new = np.isin(union, new)
-    new_items = np.zeros(len(ds.items), bool)
-    new_items[sub.label_item[is_new]] = True
     shared = bool(np.intersect1d(sub.label_item[is_new], sub.label_item[~is_new]).size)
-    if shared:  # new judges on old conversations: a conversation cannot belong to one side
-        fold_of_item = group_folds(sub.groups, folds, seed)
-    else:
-        fold_of_item = item_folds(dataclasses.replace(sub, items=sub.items.assign(
-            dataset=np.where(new_items, "new", "old"))), None, folds, seed)
+    releases = as_releases(sub, is_new)  # as `cv data=[OLD,NEW]` reads them: the new side last
+    # new judges on old conversations: a conversation cannot belong to one side, plain folds by conversation
+    fold_of_item = group_folds(sub.groups, folds, seed) if shared else item_folds(releases, None, folds, seed)
     fold_of_row = fold_of_item[sub.label_item]
-    probs = {"network": oof_network(sub, settings, fold_of_row, folds, seed),
-             "linear": linear_oof(sub, fold_of_row, folds, seed, kind="multinomial"),
-             "ordinal": linear_oof(sub, fold_of_row, folds, seed, kind="ordinal")}
+    probs = {
+        "network": oof_network(releases, settings, fold_of_row, folds, seed),
+        "linear": linear_oof(sub, fold_of_row, folds, seed, kind="multinomial"),
+        "ordinal": linear_oof(sub, fold_of_row, folds, seed, kind="ordinal"),
+    }
     values = ds.option_values()[t, : int(ds.n_options[t])]
     y = values[sub.answers[:, t]]
-    out = {"new": {}, "union": {}}
+    out = {"new": {}, "union": {}, "arrays": {"y": y[is_new], "groups": sub.groups[sub.label_item[is_new]]}}
     for model, p in probs.items():
-        err = (p[:, : len(values)] @ values - y) ** 2
+        e = p[:, : len(values)] @ values
+        err = (e - y) ** 2
         out["new"][model] = float(np.sqrt(err[is_new].mean()))
         out["union"][model] = float(np.sqrt(err.mean()))
+        out["arrays"][model] = e[is_new]
     return out
 
 
 def run_benchmark(ds, name: str, ks: list[int], n_draws: int, max_units: int, settings: Settings, seed: int) -> dict:
+    """{"by_k": {k: [unit]}}: each unit's test and out-of-fold arrays (`_unit_arrays`), before any rule."""
     t = ds.target_index
     values = ds.option_values()[t, : int(ds.n_options[t])]
     fold_of_row, folds = folds_of(ds, name)
@@ -85,55 +87,123 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, max_units: int, se
         n_d, n_f = max(d for d, _ in units) + 1, max(f for _, f in units) + 1
         draws = [per[:n_f] for per in draws_for(ds, fold_of_row, folds, k, n_d)]
         # the truth: each model trained on the whole union, scored on the test rows (adapt.py's predictions)
-        preds = {"network": network_predictions(ds, settings, fold_of_row, draws, seed, None),
-                 "linear": simple_predictions(ds, "multinomial", fold_of_row, draws, seed),
-                 "ordinal": simple_predictions(ds, "ordinal", fold_of_row, draws, seed)}
+        preds = {
+            "network": network_predictions(ds, settings, fold_of_row, draws, seed, None),
+            "linear": simple_predictions(ds, "multinomial", fold_of_row, draws, seed),
+            "ordinal": simple_predictions(ds, "ordinal", fold_of_row, draws, seed),
+        }
         everything_new = [per[:n_f] for per in draws_for(ds, fold_of_row, folds, 0, 1)][0]
         stale = network_predictions(ds, settings, fold_of_row, [everything_new], seed, None)[0]  # old side only
         rows = []
         for d, f in units:
             draw = draws[d][f]
-            y = values[ds.answers[draw.test, t]]
-            test = {m: float(np.sqrt(((preds[m][d][f][:, : len(values)] @ values - y) ** 2).mean())) for m in MODELS}
-            none = stale[f][np.searchsorted(everything_new[f].test, draw.test)][:, : len(values)] @ values
-            no_adaptation = float(np.sqrt(((none - y) ** 2).mean()))
+            test = {m: preds[m][d][f][:, : len(values)] @ values for m in MODELS}
+            test["none"] = stale[f][np.searchsorted(everything_new[f].test, draw.test)][:, : len(values)] @ values
+            test["y"] = values[ds.answers[draw.test, t]]
+            test["groups"] = ds.groups[ds.label_item[draw.test]]
             union = np.sort(np.concatenate([np.flatnonzero(fold_of_row != f), draw.adapt]))
             cv = cv_rmse(ds, union, draw.adapt, settings, seed)
-            by_new = k >= MIN_DEPLOY_CONVERSATIONS
-            chosen = min(MODELS, key=(cv["new"] if by_new else cv["union"]).get)
-            union_choice = min(MODELS, key=cv["union"].get)
-            rows.append({"draw": d, "fold": f, "test_rmse": test, "none_rmse": no_adaptation, "cv_new_rmse": cv["new"],
-                         "cv_union_rmse": cv["union"], "chosen": chosen, "union_choice": union_choice,
-                         "best": min(MODELS, key=test.get)})
-            print(f"deploy_choice: {name} k={k} unit {d},{f}: chose {chosen}, best {rows[-1]['best']} "
-                  f"({time.perf_counter() - start:.0f} s)", file=sys.stderr, flush=True)
-        result["by_k"][str(k)] = {"units": rows, **_rates(rows)}
+            rows.append({"draw": d, "fold": f, "test": test, "cv_new": cv["arrays"], "cv_union_rmse": cv["union"]})
+            print(
+                f"deploy_choice: {name} k={k} unit {d},{f} ({time.perf_counter() - start:.0f} s)",
+                file=sys.stderr,
+                flush=True,
+            )
+        result["by_k"][str(k)] = rows
     result["seconds"] = round(time.perf_counter() - start, 1)
     return result
 
 
-def _rates(rows: list[dict]) -> dict:
-    frame = pd.DataFrame(rows)
+def _rmse(e: np.ndarray, y: np.ndarray) -> float:
+    return float(np.sqrt(np.mean((e - y) ** 2)))
 
-    def rate(col: str) -> tuple[float, float]:
-        picked = np.array([r["test_rmse"][r[col]] for r in rows])
-        best = np.array([min(r["test_rmse"].values()) for r in rows])
-        return round(float(np.mean(picked <= best)), 3), round(float(np.mean(picked - best)), 4)
 
-    # the issue's question, network against linear: does cv on the new rows order the two as the test rows do?
-    pair = [(r["cv_new_rmse"]["network"] <= r["cv_new_rmse"]["linear"]) == (r["test_rmse"]["network"] <= r["test_rmse"]["linear"])
-            for r in rows]
-    pair_union = [(r["cv_union_rmse"]["network"] <= r["cv_union_rmse"]["linear"])
-                  == (r["test_rmse"]["network"] <= r["test_rmse"]["linear"]) for r in rows]
-    hit, regret = rate("chosen")
-    union_hit, union_regret = rate("union_choice")
-    mean = {m: round(float(np.mean([r["test_rmse"][m] for r in rows])), 4) for m in rows[0]["test_rmse"]}
-    return {"n_units": len(frame), "deploy_rate": hit, "regret": regret,
-            "network_vs_linear_rate": round(float(np.mean(pair)), 3),
-            "network_vs_linear_rate_union": round(float(np.mean(pair_union)), 3),
-            "test_rmse": {"chosen": round(float(np.mean([r["test_rmse"][r["chosen"]] for r in rows])), 4),
-                          "none": round(float(np.mean([r["none_rmse"] for r in rows])), 4), **mean},
-            "vs_union_choice": {"deploy_rate": union_hit, "regret": union_regret}}
+def significantly_lower(arrays: dict, model: str, reference: str, n_boot: int, seed: int) -> bool:
+    """Whether `model`'s out-of-fold RMSE on the new rows is below `reference`'s with the 95% paired bootstrap
+    interval of the difference (resampling whole conversations) wholly below 0."""
+    w = bootstrap_counts(arrays["groups"], len(arrays["y"]), rng=np.random.default_rng(seed), n_boot=n_boot)
+    diff = metrics(arrays[model], arrays["y"], w)[0] - metrics(arrays[reference], arrays["y"], w)[0]
+    return bool(np.nanpercentile(diff, 97.5) < 0)
+
+
+def choices(unit: dict, k: int, n_boot: int = 2000, seed: int = 0) -> dict[str, str]:
+    """rule -> the model it deploys for one unit. Below MIN_DEPLOY_CONVERSATIONS new conversations every rule
+    that reads the new rows reads the union's instead (as cv does).
+    - lowest_new_cv: the lowest out-of-fold RMSE on the new rows (cv's deploy line);
+    - network_unless_significant: the network, unless another model's out-of-fold RMSE on the new rows is
+      lower with its paired 95% interval below 0 (then the lowest such model);
+    - lowest_union_cv: the lowest out-of-fold RMSE over every row (the old deploy line);
+    - always_network: the default, whatever cv says;
+    - blend: not a choice but the mean of the network's and the linear model's expected answers, which
+      `train` does not ship (scored as a what-if, against the best of the three shipped models)."""
+    arrays = unit["cv_new"]
+    new_rmse = {m: _rmse(arrays[m], arrays["y"]) for m in MODELS}
+    union = min(MODELS, key=unit["cv_union_rmse"].get)
+    if k < MIN_DEPLOY_CONVERSATIONS:
+        return {
+            "lowest_new_cv": union,
+            "network_unless_significant": union,
+            "lowest_union_cv": union,
+            "always_network": "network",
+            "blend": "blend",
+        }
+    better = [m for m in MODELS[1:] if significantly_lower(arrays, m, "network", n_boot, seed)]
+    return {
+        "lowest_new_cv": min(MODELS, key=new_rmse.get),
+        "network_unless_significant": min(better, key=new_rmse.get) if better else "network",
+        "lowest_union_cv": union,
+        "always_network": "network",
+        "blend": "blend",
+    }
+
+
+RULES = ("lowest_new_cv", "network_unless_significant", "lowest_union_cv", "always_network", "blend")
+TOLERANCES = (0.005, 0.01)
+"""A pick counts as right within tolerance when its test RMSE is at most the best shipped model's plus this:
+0.005 is the issue's own yardstick for "as good as the linear model"; 0.01 about the models' typical gap."""
+
+
+def summarise(rows: list[dict], k: int) -> dict:
+    """Per unit its test RMSEs and each rule's pick; per rule the strict rate (the pick has the lowest test
+    RMSE of the three shipped models), the rate within each tolerance and the mean regret (test RMSE of the
+    pick minus the best's)."""
+    units, picks = [], []
+    for r in rows:
+        test = {m: _rmse(r["test"][m], r["test"]["y"]) for m in (*MODELS, "none")}
+        test["blend"] = _rmse((r["test"]["network"] + r["test"]["linear"]) / 2, r["test"]["y"])
+        picked = choices(r, k)
+        cv_new = {m: round(_rmse(r["cv_new"][m], r["cv_new"]["y"]), 4) for m in MODELS}
+        units.append(
+            {
+                "draw": r["draw"],
+                "fold": r["fold"],
+                "test_conversations": int(len(np.unique(r["test"]["groups"]))),
+                "test_rmse": {m: round(v, 4) for m, v in test.items()},
+                "cv_new_rmse": cv_new,
+                "cv_union_rmse": {m: round(v, 4) for m, v in r["cv_union_rmse"].items()},
+                "chosen": picked,
+                "best": min(MODELS, key=test.get),
+            }
+        )
+        picks.append((test, picked))
+    out = {"n_units": len(units), "rules": {}}
+    for rule in RULES:
+        regret = np.array([t[p[rule]] - min(t[m] for m in MODELS) for t, p in picks])
+        out["rules"][rule] = {
+            "strict_rate": round(float(np.mean(regret <= 0)), 3),
+            **{f"rate_within_{tol}": round(float(np.mean(regret <= tol + 1e-12)), 3) for tol in TOLERANCES},
+            "regret": round(float(regret.mean()), 4),
+            "test_rmse": round(float(np.mean([t[p[rule]] for t, p in picks])), 4),
+        }
+    out["test_rmse"] = {m: round(float(np.mean([t[m] for t, _ in picks])), 4) for m in (*MODELS, "none", "blend")}
+    pair = [
+        (u["cv_new_rmse"]["network"] <= u["cv_new_rmse"]["linear"])
+        == (u["test_rmse"]["network"] <= u["test_rmse"]["linear"])
+        for u in units
+    ]
+    out["network_vs_linear_rate"] = round(float(np.mean(pair)), 3)
+    out["units"] = units
+    return out
 
 
 def main() -> None:
@@ -146,19 +216,51 @@ def main() -> None:
     parser.add_argument("--only", default=",".join(BENCHMARKS))
     parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
     parser.add_argument("--ensemble", type=int, default=8, help="network members (the configured default is 16)")
-    parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
+    parser.add_argument(
+        "--arrays",
+        type=Path,
+        default=None,
+        help="also pickle every unit's arrays here after each benchmark (with --from-arrays: read "
+        "them from here instead of training, to summarise again)",
+    )
+    parser.add_argument("--from-arrays", action="store_true")
     add_results_argument(parser, "deploy_choice")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-deploy-"))
     settings = dataclasses.replace(Settings(), ensemble=args.ensemble)
-    out = {"k": args.k, "draws": args.draws, "units": args.units, "ensemble": args.ensemble,
-           "min_deploy_conversations": MIN_DEPLOY_CONVERSATIONS}
-    for name in args.only.split(","):
-        out[name] = run_benchmark(dataset_for(name, args.anchors, work), name, args.k, args.draws, args.units,
-                                  settings, args.seed)
-        if args.partial:
-            args.partial.write_text(json.dumps(out, indent=1))
+    if args.from_arrays:
+        raw = pickle.loads(args.arrays.read_bytes())
+    else:
+        raw = {"k": args.k, "draws": args.draws, "units": args.units, "ensemble": args.ensemble}
+        for name in args.only.split(","):
+            raw[name] = run_benchmark(
+                dataset_for(name, args.anchors, work), name, args.k, args.draws, args.units, settings, args.seed
+            )
+            if args.arrays:
+                args.arrays.write_bytes(pickle.dumps(raw))
+    out = {key: raw[key] for key in ("k", "draws", "units", "ensemble")}
+    out |= {"min_deploy_conversations": MIN_DEPLOY_CONVERSATIONS, "tolerances": list(TOLERANCES)}
+    for name in (n for n in BENCHMARKS if n in raw):
+        out[name] = {
+            "seconds": raw[name]["seconds"],
+            "by_k": {k: summarise(rows, int(k)) for k, rows in raw[name]["by_k"].items()},
+        }
+    out["all_benchmarks"] = {k: _pooled(out, k) for k in map(str, raw["k"])}
     emit(args.results_name, out, indent=1)
+
+
+def _pooled(out: dict, k: str) -> dict:
+    """Every benchmark's units at k together: each rule's rates over all of them."""
+    units = [u for n in BENCHMARKS if n in out and k in out[n]["by_k"] for u in out[n]["by_k"][k]["units"]]
+    result = {"n_units": len(units)}
+    for rule in RULES:
+        regret = np.array([u["test_rmse"][u["chosen"][rule]] - min(u["test_rmse"][m] for m in MODELS) for u in units])
+        result[rule] = {
+            "strict_rate": round(float(np.mean(regret <= 0)), 3),
+            **{f"rate_within_{tol}": round(float(np.mean(regret <= tol + 1e-12)), 3) for tol in TOLERANCES},
+            "regret": round(float(regret.mean()), 4),
+        }
+    return result
 
 
 if __name__ == "__main__":

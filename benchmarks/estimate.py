@@ -34,11 +34,12 @@ import numpy as np
 import pandas as pd
 import torch
 from _results import add_results_argument, emit  # benchmarks/_results.py: the JSON and its provenance
+from scipy import stats
 from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shift.py
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
-from calibration.release.inference import USE_CALIBRATOR_FROM, difference, ppi_mean
+from calibration.release.inference import difference, ppi_mean, uses_calibrator
 from calibration.release.intervals import confidence_sequence, ratio_interval
 from calibration.release.planning import half_width, labels_needed, spread_from_sample
 from calibration.release.sequential import T_STAR
@@ -66,8 +67,11 @@ def write_subset(src: Path, dst: Path, conversations: set[str]) -> Path:
 def train(data: Path, out: Path, seed: int = 0) -> Path:
     if (out / "model.json").exists():  # --work is a cache: a model trained on the same split is reused
         return out
-    subprocess.run([sys.executable, "-m", "calibration.cli", "train", f"data={data}", f"out={out}", f"seed={seed}"],
-                   check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(
+        [sys.executable, "-m", "calibration.cli", "train", f"data={data}", f"out={out}", f"seed={seed}"],
+        check=True,
+        stdout=subprocess.DEVNULL,
+    )
     return out
 
 
@@ -109,8 +113,7 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
         convs = np.unique(preds.conversation)
         row_conv = preds.conversation[preds.row_item]
         full = preds.sample()  # every conversation labelled: a draw's totals are these, indexed
-        bounds = (0.0, 1.0) if kind == "rate" else tuple(
-            float(f(ds.option_values()[ds.target_index, : int(ds.n_options[ds.target_index])])) for f in (np.min, np.max))
+        bounds = target_bounds(ds, kind)
         rng = np.random.default_rng(seed)
         per_n: dict = {}
         for n in n_values:
@@ -119,12 +122,16 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
                 continue
             idx = np.argsort(rng.uniform(size=(draws, len(convs))), axis=1)[:, :n]
             per_n[str(n)] = _coverage(full, idx, truth, alpha, bounds)
-            diff = [_same_truth_difference(preds, convs, row_conv, n, alpha, rng)
-                    for _ in range(min(draws, DIFFERENCE_DRAWS)) if 2 * (n + 1) <= len(convs)]
+            diff = [
+                _same_truth_difference(preds, convs, row_conv, n, alpha, rng)
+                for _ in range(min(draws, DIFFERENCE_DRAWS))
+                if 2 * (n + 1) <= len(convs)
+            ]
             per_n[str(n)]["same_truth_difference_covers_0"] = float(np.mean(diff)) if diff else None
         extra = {}
         if kind == "rate":
             extra["peeking"] = _peeking(full, truth, alpha, bounds, draws, seed)
+            extra["peeking"]["fail_if_worse"] = _peeking_worse(full, alpha, bounds, draws, seed)
             extra["planner"] = _planner(full, alpha, bounds, draws, seed) if len(convs) > 45 else None
         out[kind] = {
             **extra,
@@ -141,20 +148,44 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
 
 def _arrays(full, idx):
     N, n = len(full.Y), idx.shape[1]
-    return (full.Y[idx], (full.F - full.V)[idx], full.m_lab[idx], np.full(idx.shape, N / n),
-            np.full(idx.shape, 1 - n / N))
+    return (
+        full.Y[idx],
+        (full.F - full.V)[idx],
+        full.m_lab[idx],
+        np.full(idx.shape, N / n),
+        np.full(idx.shape, 1 - n / N),
+    )
 
 
-def _ppi(full, idx, alpha, bounds) -> dict:
-    """`estimate`'s ppi interval for every row of idx (ppi_mean: cross-fitted lam, humans-only below 0.5)."""
+def target_bounds(ds, kind: str) -> tuple[float, float]:
+    """The quantity's range: [0, 1] for the rate, the target's option values for the mean answer."""
+    if kind == "rate":
+        return (0.0, 1.0)
+    values = ds.option_values()[ds.target_index, : int(ds.n_options[ds.target_index])]
+    return (float(np.min(values)), float(np.max(values)))
+
+
+def humans_and_ppi(full, idx, alpha, bounds, process=False) -> tuple[dict, dict, np.ndarray]:
+    """The humans-only and the raw ppi interval for every row of idx, and where `estimate` keeps the
+    calibrator (`uses_calibrator`); process: without the finite-population factor (population=process)."""
     arrays = _arrays(full, idx)
+    if process:
+        arrays = (*arrays[:4], np.ones(idx.shape))
     n_turns = arrays[2].sum(-1)
     humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
     ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
-    gated = ppi["lam"] < USE_CALIBRATOR_FROM
-    fpc = arrays[4][:, 0]
+    return humans, ppi, uses_calibrator(ppi["lam"], ppi["high"] - ppi["low"], humans["high"] - humans["low"])
+
+
+def _ppi(full, idx, alpha, bounds, process=False) -> dict:
+    """`estimate`'s ppi interval for every row of idx (ppi_mean: cross-fitted lam, humans-only where
+    `uses_calibrator` says no)."""
+    humans, ppi, keep = humans_and_ppi(full, idx, alpha, bounds, process)
+    gated = ~keep
+    fpc = np.full(len(idx), 1.0 if process else 1 - idx.shape[1] / len(full.Y))  # as _arrays sets it
     return {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high", "se")} | {
-        "se_process": np.where(gated, humans["se"], ppi["se"]) / np.sqrt(np.where(fpc > 0, fpc, 1))}
+        "se_process": np.where(gated, humans["se"], ppi["se"]) / np.sqrt(np.where(fpc > 0, fpc, 1))
+    }
 
 
 def _peeking(full, truth, alpha, bounds, draws, seed) -> dict:
@@ -175,64 +206,119 @@ def _peeking(full, truth, alpha, bounds, draws, seed) -> dict:
         running = [np.maximum(running[0], low), np.minimum(running[1], high)]
         decided["sequential"] |= (running[0] > truth) | (running[1] < truth)
         if n in (20, 40):
-            widths[str(n)] = {"fixed_n": float((r["high"] - r["low"]).mean()),
-                              "sequential": float((high - low).mean())}
-    return {"looks": looks, "threshold": "the true rate",
-            "false_decisions": {k: float(v.mean()) for k, v in decided.items()}, "mean_width": widths}
+            widths[str(n)] = {"fixed_n": float((r["high"] - r["low"]).mean()), "sequential": float((high - low).mean())}
+    return {
+        "looks": looks,
+        "threshold": "the true rate",
+        "false_decisions": {k: float(v.mean()) for k, v in decided.items()},
+        "mean_width": widths,
+    }
+
+
+def _peeking_worse(full, alpha, bounds, draws, seed) -> dict:
+    """`fail_if_worse` looked at after every batch: a baseline of 30 conversations is labelled once; the
+    release's labels grow by 5 (from 10) and the gate fails when the difference's upper bound is below 0. Both
+    are samples of the same release (no true difference; process level), so every "worse" is false."""
+    N = len(full.Y)
+    base_n = 30
+    looks = list(range(10, min(80, N - base_n) + 1, 5))
+    if not looks:  # a release too small for a baseline beside 10 labelled conversations
+        return None
+    perm = np.argsort(np.random.default_rng(seed + 13).uniform(size=(draws, N)), axis=1)
+    base = _ppi(full, perm[:, :base_n], alpha, bounds, process=True)
+    half_base = _ppi(full, perm[:, :base_n], alpha / 2, bounds, process=True)
+    decided = {"fixed_n": np.zeros(draws, bool), "sequential": np.zeros(draws, bool)}
+    running_high = np.full(draws, np.inf)
+    q = float(stats.norm.ppf(1 - alpha / 2))
+    for n in looks:
+        r = _ppi(full, perm[:, base_n : base_n + n], alpha, bounds, process=True)
+        diff = r["estimate"] - base["estimate"]
+        decided["fixed_n"] |= diff + q * np.hypot(r["se"], base["se"]) < 0
+        _, high = confidence_sequence(r["estimate"], r["se"], n, alpha=alpha / 2, t_star=T_STAR, bounds=bounds)
+        running_high = np.minimum(running_high, high - half_base["low"])
+        decided["sequential"] |= running_high < 0
+    return {
+        "looks": looks,
+        "baseline_conversations": base_n,
+        "threshold": "no true difference",
+        "false_worse_decisions": {k: float(v.mean()) for k, v in decided.items()},
+    }
 
 
 def _planner(full, alpha, bounds, draws, seed) -> dict:
     """`suggest purpose=estimate width=W` planned from a pilot of 10 labelled conversations; the team then labels
     up to the planned n (the pilot included). W: the expected ppi half-width at 30 conversations from the whole
-    release's spread. hit: the interval at the planned n is <= W; sufficed: the fewest of the same draw's
-    conversations (in the order labelled) whose interval is <= W."""
+    release's spread. hit: the interval at the planned n is <= W. Two yardsticks for "the n that would have
+    sufficed": the oracle n (the fewest conversations at which >= 80% of samples reach W: what a planner that
+    knew the release's spread would ask for at the planner's assurance) and, per draw, the fewest of the same
+    draw's conversations (in the order labelled) whose interval is <= W. `chi2_plan`: the plan that treats the
+    pilot's variance as known (before the F-based predictive assurance), for comparison."""
     N = len(full.Y)
     G = full.F - full.V
     whole = spread_from_sample(full.Y, G, full.m_lab, full.m_lab, "the release")
     width = half_width(whole.ppi, whole.m_bar, N, 30, alpha)
     perm = np.argsort(np.random.default_rng(seed + 11).uniform(size=(draws, N)), axis=1)
-    planned = np.empty(draws, int)
+    planned, chi2_plan = np.empty(draws, int), np.empty(draws, int)
     for i in range(draws):
         pilot = perm[i, :10]
         sp = spread_from_sample(full.Y[pilot], G[pilot], full.m_lab[pilot], full.m_lab, "pilot")
-        planned[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, 10)
+        planned[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df) or N, 10)
+        chi2_plan[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, 10)
     half = np.full((draws, N + 1), np.inf)
     for n in range(10, N + 1):
         r = _ppi(full, perm[:, :n], alpha, bounds)
         half[:, n] = (r["high"] - r["low"]) / 2
     rows = np.arange(draws)
-    hit = half[rows, planned] <= width + 1e-12
-    sufficed = np.argmax(half <= width + 1e-12, axis=1)
+    reached = half <= width + 1e-12
+    sufficed = np.argmax(reached, axis=1)
+    oracle = int(np.argmax(reached.mean(0) >= 0.8)) or N
     # Then `estimate width=W` on the planned sample says how many more where it falls short: label them.
     final = planned.copy()
-    for i in np.flatnonzero(~hit):
+    for i in np.flatnonzero(~reached[rows, planned]):
         first = perm[i, : planned[i]]
         sp = spread_from_sample(full.Y[first], G[first], full.m_lab[first], full.m_lab, "first stage")
-        final[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, planned[i] + 1)
+        final[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df) or N, planned[i] + 1)
     final = np.minimum(final, N)
-    hit2 = half[rows, final] <= width + 1e-12
 
-    def ratio(n):
-        r = n / np.maximum(sufficed, 1)
-        return {"median": float(np.median(r)), "share_above_1_3": float((r > 1.3).mean())}
+    def summary(n):
+        per_draw = n / np.maximum(sufficed, 1)
+        return {
+            "n_median": float(np.median(n)),
+            "hit_rate": float(reached[rows, n].mean()),
+            "over_oracle": {
+                "median": float(np.median(n / oracle)),
+                "share_above_1_3": float((n > 1.3 * oracle).mean()),
+            },
+            "over_sufficed": {"median": float(np.median(per_draw)), "share_above_1_3": float((per_draw > 1.3).mean())},
+        }
 
-    return {"width": width, "pilot": 10, "sufficed_n_median": float(np.median(sufficed)),
-            "planned": {"n_median": float(np.median(planned)), "hit_rate": float(hit.mean()),
-                        "over_sufficed": ratio(planned)},
-            "planned_then_estimate_says_more": {"n_median": float(np.median(final)), "hit_rate": float(hit2.mean()),
-                                                "over_sufficed": ratio(final)}}
+    return {
+        "width": width,
+        "pilot": 10,
+        "oracle_n": oracle,
+        "sufficed_n_median": float(np.median(sufficed)),
+        "planned": summary(planned),
+        "chi2_plan": summary(chi2_plan),
+        "planned_then_estimate_says_more": summary(final),
+    }
 
 
 def _coverage(full, idx, truth, alpha, bounds) -> dict:
     N, n = len(full.Y), idx.shape[1]
-    arrays = (full.Y[idx], (full.F - full.V)[idx], full.m_lab[idx], np.full(idx.shape, N / n),
-              np.full(idx.shape, 1 - n / N))
+    arrays = (
+        full.Y[idx],
+        (full.F - full.V)[idx],
+        full.m_lab[idx],
+        np.full(idx.shape, N / n),
+        np.full(idx.shape, 1 - n / N),
+    )
     n_turns = arrays[2].sum(-1)
     humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
     ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
-    gated = ppi["lam"] < USE_CALIBRATOR_FROM  # ppi_mean's fall-back to humans-only
+    gated = ~uses_calibrator(ppi["lam"], ppi["high"] - ppi["low"], humans["high"] - humans["low"])  # ppi_mean's
     ppi = {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high")} | {
-        "lam": np.where(gated, 0.0, ppi["lam"])}
+        "lam": np.where(gated, 0.0, ppi["lam"])
+    }
     old_h = ratio_interval(*arrays, alpha=alpha, lam=0.0)
     old_p = ratio_interval(*arrays, alpha=alpha, lam="tuned")
     narrower = old_h["se"] < old_p["se"]
@@ -248,13 +334,20 @@ def _coverage(full, idx, truth, alpha, bounds) -> dict:
     with np.errstate(divide="ignore", invalid="ignore"):
         eff = np.where(pw > 0, n * (hw / pw) ** 2, np.inf)
     return {
-        "humans_coverage": cover(humans), "ppi_coverage": cover(ppi),
-        "humans_mean_width": width(humans), "ppi_mean_width": width(ppi),
+        "humans_coverage": cover(humans),
+        "ppi_coverage": cover(ppi),
+        "humans_mean_width": width(humans),
+        "ppi_mean_width": width(ppi),
         "ppi_width_ratio": width(ppi) / width(humans),
-        "effective_labels_median": float(np.median(eff)), "lambda_median": float(np.median(ppi["lam"])),
+        "effective_labels_median": float(np.median(eff)),
+        "lambda_median": float(np.median(ppi["lam"])),
         "inside_bounds": bool(all(((x["low"] >= bounds[0]) & (x["high"] <= bounds[1])).all() for x in (humans, ppi))),
-        "before_issue_36": {"humans_coverage": cover(old_h), "ppi_coverage": cover(old_p),
-                            "humans_mean_width": width(old_h), "ppi_mean_width": width(old_p)},
+        "before_issue_36": {
+            "humans_coverage": cover(old_h),
+            "ppi_coverage": cover(old_p),
+            "humans_mean_width": width(old_h),
+            "ppi_mean_width": width(old_p),
+        },
         "width_vs_before": {"humans": width(humans) / width(old_h), "ppi": width(ppi) / width(old_p)},
     }
 
@@ -300,7 +393,9 @@ def pooled(parts: list[dict]) -> dict:
             found = [p[kind]["by_n"][n] for p in parts if p[kind]["by_n"][n] is not None]
             by_n[n] = None if not found else _average(found)
             if found:
-                by_n[n]["worst_role_coverage"] = {k: min(f[k] for f in found) for k in ("humans_coverage", "ppi_coverage")}
+                by_n[n]["worst_role_coverage"] = {
+                    k: min(f[k] for f in found) for k in ("humans_coverage", "ppi_coverage")
+                }
         block["by_n"] = by_n
         if kind == "rate":  # each role's own looks (a role has about 30 conversations: looks up to ~25)
             block["peeking"] = {"false_decisions": _average([p["rate"]["peeking"]["false_decisions"] for p in parts])}
@@ -314,8 +409,9 @@ def run(name: str, work: Path, anchors: Path, n_values, draws: int, alpha: float
     for label, trained, release in splits(name, src):
         tag = f"{name}-{label}".replace("%", "pct").replace(" ", "_")
         model = train(write_subset(src, work / f"{tag}-train", trained), work / f"{tag}-model")
-        parts[label] = draws_of(write_subset(src, work / f"{tag}-release", release), model, n_values, draws, alpha,
-                                seed=0)
+        parts[label] = draws_of(
+            write_subset(src, work / f"{tag}-release", release), model, n_values, draws, alpha, seed=0
+        )
     if len(parts) == 1:
         return next(iter(parts.values()))
     result = pooled(list(parts.values()))

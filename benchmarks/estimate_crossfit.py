@@ -4,7 +4,9 @@ the unadapted model's on the same labels. Prints JSON.
 The covariate-shift splits of benchmarks/estimate.py (LLM-Rubric; the calibrator trained on one 70%, the
 release the other 30%). Each draw labels n conversations of the release at random; the unadapted model
 estimates from them (a plain `estimate`), and K fold calibrators trained on the training directory plus the
-labels outside each fold (`estimate crossfit=K`) estimate from the same labels. Every calibrator here uses
+labels outside each fold (`estimate crossfit=K`) estimate from the same labels; and the team that adapts
+first and then labels n fresh conversations for the estimate (2n labels: "adapt then label again") estimates
+with the calibrator trained on everything. Every calibrator here uses
 the default settings with a smaller ensemble (--ensemble, 4: a draw trains K of them), the unadapted one too.
 Draws run in parallel processes until --seconds has passed (a time box), so the number of draws is reported.
 
@@ -43,8 +45,17 @@ def _light_model(train_dir: Path, out: Path, ensemble: int) -> Path:
     data = load_training_data([train_dir])
     settings = dataclasses.replace(Settings(), ensemble=ensemble)
     net, spec, plan = train_ensemble(data.ds, settings, seed=0)
-    save_model(out, net, data.ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-               judge=data.judge, trained_on=training_records(data))
+    save_model(
+        out,
+        net,
+        data.ds,
+        spec,
+        settings,
+        history=plan.history,
+        recalibration=plan.recalibration,
+        judge=data.judge,
+        trained_on=training_records(data),
+    )
     return out
 
 
@@ -64,7 +75,7 @@ def one_draw(args) -> dict:
     from calibration.release.inference import classical_mean, ppi_mean
     from calibration.release.turns import reviewer_predictions
 
-    release, model_dir, train_dir, picked, k, seed, work = args
+    release, model_dir, train_dir, picked, fresh, k, seed, work = args
     work = Path(work)
     work.mkdir(parents=True, exist_ok=True)
     rel = work / "release"
@@ -78,13 +89,37 @@ def one_draw(args) -> dict:
     ds = load_dataset(rel, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
-    plain, humans = _interval(reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=3.0),
-                              ppi_mean, classical_mean)
-    folds = train_folds(model, model_dir, rel, sorted(picked), k, work / "folds", None, seed=seed)
+    plain, humans = _interval(
+        reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=3.0), ppi_mean, classical_mean
+    )
+    folds = train_folds(model, model_dir, rel, sorted(picked), k, work / "folds", work / "adapted", seed=seed)
     crossed, _ = _interval(folds.predictions(ds, t, kind="rate", adheres_at=3.0), ppi_mean, classical_mean)
+    # adapt, then label n fresh conversations and estimate with the adapted model: 2n labels in all
+    labels[labels.conversation_id.isin(fresh)].to_csv(rel / "labels.csv", index=False)
+    again_ds = load_dataset(rel, rubric=model.rubric)
+    adapted = load_model(work / "adapted")
+    again, _ = _interval(
+        reviewer_predictions(
+            adapted,
+            again_ds,
+            torch.from_numpy(again_ds.features(adapted.spec)),
+            again_ds.target_index,
+            kind="rate",
+            adheres_at=3.0,
+        ),
+        ppi_mean,
+        classical_mean,
+    )
     shutil.rmtree(work, ignore_errors=True)
-    return {k: [iv.low, iv.high, iv.lam if iv.lam is not None else 0.0]
-            for k, iv in (("unadapted", plain), ("humans", humans), ("crossfit", crossed))}
+    return {
+        k: [iv.low, iv.high, iv.lam if iv.lam is not None else 0.0]
+        for k, iv in (
+            ("unadapted", plain),
+            ("humans", humans),
+            ("crossfit", crossed),
+            ("adapt_then_label_again", again),
+        )
+    }
 
 
 def main() -> None:
@@ -112,8 +147,9 @@ def main() -> None:
         import torch
 
         ds = load_dataset(release, rubric=model.rubric)
-        preds = reviewer_predictions(model, ds, torch.from_numpy(ds.features(model.spec)), ds.target_index,
-                                     kind="rate", adheres_at=3.0)
+        preds = reviewer_predictions(
+            model, ds, torch.from_numpy(ds.features(model.spec)), ds.target_index, kind="rate", adheres_at=3.0
+        )
         setup[split] = (release, model_dir, train_dir, preds.human_mean(), np.unique(preds.conversation))
     print(f"estimate_crossfit: base models ready ({time.perf_counter() - start:.0f}s)", file=sys.stderr)
     rng = np.random.default_rng(0)
@@ -126,8 +162,9 @@ def main() -> None:
             while time.perf_counter() < deadline and len(pending) < args.workers:
                 split = splits[i % len(splits)]
                 release, model_dir, train_dir, _, convs = setup[split]
-                picked = list(rng.choice(convs, size=args.n, replace=False))
-                job = (str(release), str(model_dir), str(train_dir), picked, args.k, i, str(tmp / f"d{i}"))
+                order = rng.permutation(convs)
+                picked, fresh = list(order[: args.n]), list(order[args.n : 2 * args.n])
+                job = (str(release), str(model_dir), str(train_dir), picked, fresh, args.k, i, str(tmp / f"d{i}"))
                 pending[pool.submit(one_draw, job)] = split
                 i += 1
             if not pending:
@@ -139,13 +176,19 @@ def main() -> None:
     for split, rows in results.items():
         truth = setup[split][3]
         block = {"draws": len(rows), "truth": truth}
-        for key in ("humans", "unadapted", "crossfit"):
+        for key in ("humans", "unadapted", "crossfit", "adapt_then_label_again"):
             lo = np.array([r[key][0] for r in rows])
             hi = np.array([r[key][1] for r in rows])
-            block[key] = {"coverage": float(((lo <= truth) & (truth <= hi)).mean()),
-                          "mean_width": float((hi - lo).mean()),
-                          "lambda_median": float(np.median([r[key][2] for r in rows]))}
+            block[key] = {
+                "coverage": float(((lo <= truth) & (truth <= hi)).mean()),
+                "mean_width": float((hi - lo).mean()),
+                "lambda_median": float(np.median([r[key][2] for r in rows])),
+            }
         block["crossfit_width_over_unadapted"] = block["crossfit"]["mean_width"] / block["unadapted"]["mean_width"]
+        block["adapt_then_label_again_width_over_crossfit"] = (
+            block["adapt_then_label_again"]["mean_width"] / block["crossfit"]["mean_width"]
+        )
+        block["coverage_mc_sd"] = float(np.sqrt(0.09 / max(len(rows), 1)))
         out["benchmarks"][split.replace("-30pct", "")] = block
     out["seconds"] = round(time.perf_counter() - start, 1)
     if args.out:

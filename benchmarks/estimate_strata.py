@@ -29,7 +29,7 @@ from shift import bundled_dir
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
-from calibration.release.inference import USE_CALIBRATOR_FROM
+from calibration.release.inference import uses_calibrator
 from calibration.release.intervals import _wilson, ratio_interval
 from calibration.release.turns import judge_probabilities, reviewer_predictions
 
@@ -54,7 +54,7 @@ def _interval(Y, G, m, N, lam, alpha):
 def _ppi(Y, G, m, N, alpha):
     humans = _interval(Y, G, m, N, 0.0, alpha)
     ppi = _interval(Y, G, m, N, None, alpha)
-    gated = ppi["lam"] < USE_CALIBRATOR_FROM
+    gated = ~uses_calibrator(ppi["lam"], ppi["high"] - ppi["low"], humans["high"] - humans["low"])
     return humans, {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high", "se")}
 
 
@@ -67,8 +67,10 @@ def draws_of(Y, G, m, role, truth, n, draws, alpha, rng) -> dict:
     out = {}
     idx = np.argsort(rng.uniform(size=(draws, N)), axis=1)[:, :n]
     humans, ppi = _ppi(Y[idx], G[idx], m[idx], N, alpha)
-    out["uniform"] = {"ppi": _summary(ppi["low"], ppi["high"], truth),
-                      "humans": _summary(humans["low"], humans["high"], truth)}
+    out["uniform"] = {
+        "ppi": _summary(ppi["low"], ppi["high"], truth),
+        "humans": _summary(humans["low"], humans["high"], truth),
+    }
     names = np.unique(role)
     sizes = np.array([(role == r).sum() for r in names])
     share = np.array([m[role == r].sum() for r in names]) / m.sum()
@@ -121,23 +123,31 @@ def main() -> None:
     for r in sorted(set(role_of)):
         members = rng.permutation(convs[role_of == r])
         train_set |= set(members[: len(members) // 2])
-        release |= set(members[len(members) // 2:])
+        release |= set(members[len(members) // 2 :])
     model_dir = train(write_subset(src, work / "strata-train", train_set), work / "strata-model")
     release_dir = write_subset(src, work / "strata-release", release)
     model = load_model(model_dir)
     ds = load_dataset(release_dir, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
-    preds = reviewer_predictions(model, ds, X, ds.target_index, kind="rate", adheres_at=3.0,
-                                 proba=judge_probabilities(model, X))
+    preds = reviewer_predictions(
+        model, ds, X, ds.target_index, kind="rate", adheres_at=3.0, proba=judge_probabilities(model, X)
+    )
     full = preds.sample()
     ids = np.unique(preds.conversation)
     role = pd.Series(ids).str.rsplit("-", n=1).str[0].to_numpy()
     truth = preds.human_mean()
-    result = {"alpha": args.alpha, "draws": args.draws, "truth": truth, "n_release_conversations": len(ids),
-              "roles": {str(r): int((role == r).sum()) for r in np.unique(role)}, "by_n": {}}
+    result = {
+        "alpha": args.alpha,
+        "draws": args.draws,
+        "truth": truth,
+        "n_release_conversations": len(ids),
+        "roles": {str(r): int((role == r).sum()) for r in np.unique(role)},
+        "by_n": {},
+    }
     for n in args.n:
-        result["by_n"][str(n)] = draws_of(full.Y, full.F - full.V, full.m_lab, role, truth, n, args.draws,
-                                          args.alpha, np.random.default_rng(n))
+        result["by_n"][str(n)] = draws_of(
+            full.Y, full.F - full.V, full.m_lab, role, truth, n, args.draws, args.alpha, np.random.default_rng(n)
+        )
     result["seconds"] = round(time.perf_counter() - start, 1)
     print(f"estimate_strata: done ({result['seconds']}s)", file=sys.stderr)
     emit(args.results_name, result)

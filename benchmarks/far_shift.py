@@ -41,8 +41,9 @@ def new_release_conversations(ds, seed: int = SPLIT_SEED) -> np.ndarray:
     return new
 
 
-def restyled(probs: np.ndarray, present: np.ndarray, n_options: np.ndarray, temperature: float = TEMPERATURE,
-             tilt: float = TILT) -> np.ndarray:
+def restyled(
+    probs: np.ndarray, present: np.ndarray, n_options: np.ndarray, temperature: float = TEMPERATURE, tilt: float = TILT
+) -> np.ndarray:
     """(n, Q, K) the distributions as the restyled judge gives them: p^(1/T) * exp(tilt * option index),
     renormalised over each question's own options (padding and missing questions stay zero)."""
     k = probs.shape[-1]
@@ -123,9 +124,11 @@ def main() -> None:
     add_results_argument(parser, "separability")
     args = parser.parse_args()
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-far-"))
-    out = {"far_shift_restyle": {"temperature": TEMPERATURE, "tilt": TILT, "split_seed": SPLIT_SEED},
-           "classifier": "logistic regression (C=1, standardised) on each conversation's mean judge distributions "
-                         "and coverage; 5-fold stratified cv AUC"}
+    out = {
+        "far_shift_restyle": {"temperature": TEMPERATURE, "tilt": TILT, "split_seed": SPLIT_SEED},
+        "classifier": "logistic regression (C=1, standardised) on each conversation's mean judge distributions "
+        "and coverage; 5-fold stratified cv AUC",
+    }
     for name in ("covariate_shift_down", "covariate_shift_up", "new_judges", "new_chatbot", "far_shift"):
         ds = dataset_for(name, args.anchors, work)
         out[name] = separability(ds, *folds_of(ds, name))

@@ -4,8 +4,8 @@
         [--processes auto] [--http-client aiohttp] [--repeats 3]
 
 1,000 turns x 5 questions by default. For each setting (concurrency x --processes x --http-client;
-processes: auto, or a number of worker processes, see rubric/parallel.py; http_client: see
-rubric/http.py), run --repeats times, interleaved: the processes used, the median wall time (and each
+processes: auto, or a number of worker processes, see rubric/transport/parallel.py; http_client: see
+rubric/transport/http.py), run --repeats times, interleaved: the processes used, the median wall time (and each
 one), the ideal (requests x latency / concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and
 the share of each turn's prompt that its five questions have in common (what a server prefix cache can
 reuse).
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from rubric import Conversation, Turn, gather, iter_items, load_rubric, render_prompt  # noqa: E402
-from rubric.http import HTTP_CLIENTS  # noqa: E402
+from rubric.transport.http import HTTP_CLIENTS  # noqa: E402
 
 USER = "Hi, I have a question about a payment of {n} pounds to a shop on my statement from last week. Can you check it?"
 REPLY = (
@@ -53,9 +53,7 @@ def conversations(turns: int, per_conversation: int = 5) -> list[Conversation]:
         Conversation(
             f"b{i:04d}",
             ROLE,
-            tuple(
-                Turn(USER.format(n=i * 10 + j), REPLY.format(n=i * 10 + j)) for j in range(per_conversation)
-            ),
+            tuple(Turn(USER.format(n=i * 10 + j), REPLY.format(n=i * 10 + j)) for j in range(per_conversation)),
         )
         for i in range(n_conv)
     ]
@@ -71,9 +69,7 @@ def start_server(latency: float) -> tuple[subprocess.Popen, str]:
     return proc, f"http://127.0.0.1:{port}/v1"
 
 
-def judge(
-    base_url: str, concurrency: int, processes: int | str = "auto", http_client: str = "aiohttp"
-) -> dict:
+def judge(base_url: str, concurrency: int, processes: int | str = "auto", http_client: str = "aiohttp") -> dict:
     return {
         "http_client": http_client,
         "backend": "chat",
@@ -176,9 +172,7 @@ def main() -> None:
     parser.add_argument("--turns", type=int, default=1000)
     parser.add_argument("--latency", type=float, default=0.05)
     parser.add_argument("--concurrency", type=int, nargs="+", default=[32, 64])
-    parser.add_argument(
-        "--processes", nargs="+", default=["auto"], help="auto and/or numbers of worker processes"
-    )
+    parser.add_argument("--processes", nargs="+", default=["auto"], help="auto and/or numbers of worker processes")
     parser.add_argument(
         "--http-client",
         nargs="+",
@@ -192,10 +186,7 @@ def main() -> None:
     rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
     convs = conversations(args.turns)
     settings = [
-        (c, p if p == "auto" else int(p), h)
-        for c in args.concurrency
-        for p in args.processes
-        for h in args.http_client
+        (c, p if p == "auto" else int(p), h) for c in args.concurrency for p in args.processes for h in args.http_client
     ]
     proc, url = start_server(args.latency)
     out: dict = {

@@ -25,8 +25,11 @@ from calibration.data.importers import import_llm_rubric
 from calibration.evaluation.crossval import cross_validate
 from calibration.model.settings import Settings
 
-REFERENCE = {"released_pytorch_code_21_seeds": {"pearson": "0.406 +- 0.019", "rmse": "0.766 +- 0.010"},
-             "per_judge_mean": {"rmse": 0.78, "pearson": 0.34}, "constant": {"rmse": 0.82}}
+REFERENCE = {
+    "released_pytorch_code_21_seeds": {"pearson": "0.406 +- 0.019", "rmse": "0.766 +- 0.010"},
+    "per_judge_mean": {"rmse": 0.78, "pearson": 0.34},
+    "constant": {"rmse": 0.82},
+}
 
 
 def smece_per_value(predictions, values: list[float]) -> dict[str, float]:
@@ -43,7 +46,9 @@ def smece_per_value(predictions, values: list[float]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"))
+    parser.add_argument(
+        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
+    )
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.ensemble=8")
     add_results_argument(parser, "llm_rubric_cv")
@@ -58,32 +63,51 @@ def main() -> None:
     for seed in args.seeds:
         result = cross_validate(ds, settings, folds=5, seed=seed, fold_seed=0)
         m = result.metrics["calibrated"]
-        per_seed.append({"seed": seed, **{k: round(m[k], 4) for k in ("pearson", "rmse", "spearman", "kendall", "nll")},
-                         "cv_seconds": round(result.seconds, 2)})
+        per_seed.append(
+            {
+                "seed": seed,
+                **{k: round(m[k], 4) for k in ("pearson", "rmse", "spearman", "kendall", "nll")},
+                "cv_seconds": round(result.seconds, 2),
+            }
+        )
         smece[str(seed)] = smece_per_value(result.predictions, values)
         if baselines is None:
-            baselines = {name: {k: round(v, 4) if isinstance(v, float) else v for k, v in met.items()}
-                         for name, met in result.metrics.items()}
+            baselines = {
+                name: {k: round(v, 4) if isinstance(v, float) else v for k, v in met.items()}
+                for name, met in result.metrics.items()
+            }
 
     def stats(key):
         xs = [r[key] for r in per_seed]
-        return {"mean": round(statistics.mean(xs), 4), "std": round(statistics.stdev(xs), 4) if len(xs) > 1 else 0.0,
-                "min": min(xs), "max": max(xs)}
+        return {
+            "mean": round(statistics.mean(xs), 4),
+            "std": round(statistics.stdev(xs), 4) if len(xs) > 1 else 0.0,
+            "min": min(xs),
+            "max": max(xs),
+        }
 
-    emit(args.results_name, {
-        "data": "LLM-Rubric synthetic, Q0, 5-fold CV grouped by dialogue (fold_seed=0)",
-        "settings": settings.to_dict(),
-        "per_seed": per_seed,
-        "calibrated": {"pearson": stats("pearson"), "rmse": stats("rmse"), "spearman": stats("spearman"),
-                       "kendall": stats("kendall")},
-        "smece_one_vs_rest": smece,
-        "smece_max": max(v for s in smece.values() for v in s.values()),
-        "cv_seconds_median": round(statistics.median(r["cv_seconds"] for r in per_seed), 2),
-        "baselines_seed0": baselines,
-        "reference": REFERENCE,
-        "threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
-        "load_avg_1m": round(os.getloadavg()[0], 2),
-    }, indent=2)
+    emit(
+        args.results_name,
+        {
+            "data": "LLM-Rubric synthetic, Q0, 5-fold CV grouped by dialogue (fold_seed=0)",
+            "settings": settings.to_dict(),
+            "per_seed": per_seed,
+            "calibrated": {
+                "pearson": stats("pearson"),
+                "rmse": stats("rmse"),
+                "spearman": stats("spearman"),
+                "kendall": stats("kendall"),
+            },
+            "smece_one_vs_rest": smece,
+            "smece_max": max(v for s in smece.values() for v in s.values()),
+            "cv_seconds_median": round(statistics.median(r["cv_seconds"] for r in per_seed), 2),
+            "baselines_seed0": baselines,
+            "reference": REFERENCE,
+            "threads": int(os.environ.get("OMP_NUM_THREADS", "0")) or None,
+            "load_avg_1m": round(os.getloadavg()[0], 2),
+        },
+        indent=2,
+    )
 
 
 if __name__ == "__main__":

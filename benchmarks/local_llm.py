@@ -78,9 +78,7 @@ def gather_preset(preset: str, conversations, rubric, labels: pd.DataFrame, out:
 def cross_validate(out: Path, labels: pd.DataFrame) -> dict:
     """`role-rubric cv` on the gathered dataset with the benchmark's labels of those conversations."""
     llm = pd.read_csv(out / "llm.csv")
-    labels[labels["conversation_id"].isin(set(llm["conversation_id"]))].to_csv(
-        out / "labels.csv", index=False
-    )
+    labels[labels["conversation_id"].isin(set(llm["conversation_id"]))].to_csv(out / "labels.csv", index=False)
     with contextlib.redirect_stdout(sys.stderr):
         code = cli(["cv", f"data={out}", f"out={out / 'cv'}", "folds=5"])
     if code != 0:
@@ -142,9 +140,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--conversations", type=int, default=20)
     parser.add_argument("--presets", nargs="+", default=["local", "local-completions"])
-    parser.add_argument(
-        "--prefix-turns", type=int, default=4, help="turns for the prefix-reuse timing (0: skip)"
-    )
+    parser.add_argument("--prefix-turns", type=int, default=4, help="turns for the prefix-reuse timing (0: skip)")
     parser.add_argument("--no-cv", action="store_true")
     parser.add_argument("--prefix-only", action="store_true", help="only the prefix-reuse timing")
     parser.add_argument("--out", default=None, help="keep the gathered datasets here (default: a temp dir)")
@@ -170,9 +166,7 @@ def main() -> None:
             else gather_preset(preset, conversations, rubric, labels, root / preset, cv=not args.no_cv)
         )
         if args.prefix_turns:
-            report["presets"][preset]["prefix_reuse"] = prefix_reuse(
-                preset, conversations, rubric, args.prefix_turns
-            )
+            report["presets"][preset]["prefix_reuse"] = prefix_reuse(preset, conversations, rubric, args.prefix_turns)
         print(json.dumps({preset: report["presets"][preset]}), flush=True)  # partial results as they come
     emit(args.results_name, report, indent=2)
 

@@ -52,13 +52,15 @@ def closest_pair(ds) -> float:
     flat = flat[order]
     best = np.inf
     for i in range(len(flat) - 1):
-        best = min(best, float(np.abs(flat[i + 1:] - flat[i]).max(1).min()))
+        best = min(best, float(np.abs(flat[i + 1 :] - flat[i]).max(1).min()))
     return best
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"))
+    parser.add_argument(
+        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
+    )
     add_results_argument(parser, "overlap_recognition")
     args = parser.parse_args()
     anchors = Path(args.anchors)
@@ -68,21 +70,31 @@ def main() -> None:
     labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
     record = training_record(ds, "")
     new = SimpleNamespace(meta={"trained_on": [record]})
-    old = SimpleNamespace(meta={"trained_on": [{"fingerprints": sorted(conversation_fingerprints(ds, labelled).values())}]})
+    old = SimpleNamespace(
+        meta={"trained_on": [{"fingerprints": sorted(conversation_fingerprints(ds, labelled).values())}]}
+    )
     rows = []
     for move in MOVES:
         again = regathered(ds, move, seed=0)
-        rows.append({"move": move, "exact_hash_recognised": len(overlapping(old, again, None)[0]),
-                     "tolerant_recognised": len(overlapping(new, again, None)[0])})
-    emit(args.results_name, {
-        "data": "LLM-Rubric synthetic (imported: no conversation text)",
-        "labelled_conversations": int(len(labelled)),
-        "probabilities_per_conversation": int(ds.probs.shape[1] * ds.probs.shape[2]),
-        "tolerance": TOLERANCE,
-        "regathered": rows,
-        "closest_different_conversations": round(closest_pair(ds), 4),
-        "record_bytes_per_conversation": round(len(json.dumps(record["conversations"])) / len(labelled), 1),
-    })
+        rows.append(
+            {
+                "move": move,
+                "exact_hash_recognised": len(overlapping(old, again, None)[0]),
+                "tolerant_recognised": len(overlapping(new, again, None)[0]),
+            }
+        )
+    emit(
+        args.results_name,
+        {
+            "data": "LLM-Rubric synthetic (imported: no conversation text)",
+            "labelled_conversations": int(len(labelled)),
+            "probabilities_per_conversation": int(ds.probs.shape[1] * ds.probs.shape[2]),
+            "tolerance": TOLERANCE,
+            "regathered": rows,
+            "closest_different_conversations": round(closest_pair(ds), 4),
+            "record_bytes_per_conversation": round(len(json.dumps(record["conversations"])) / len(labelled), 1),
+        },
+    )
 
 
 if __name__ == "__main__":

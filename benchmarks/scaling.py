@@ -99,13 +99,21 @@ def grown(ds: Dataset, rows: int, judges: int, *, seed: int = 0, jitter: float =
     base_judge = ds.label_judge[source_rows]
     clones = (judges - base_judge + n_base - 1) // n_base  # clones of judge j: j, j + n_base, ... < judges
     judge = base_judge + n_base * (rng.random(rows) * clones).astype(np.int64)
-    items = pd.DataFrame({"conversation_id": [f"s{n:06d}" for n in range(n_items)],
-                          "turn": ds.items["turn"].to_numpy()[picks]})
+    items = pd.DataFrame(
+        {"conversation_id": [f"s{n:06d}" for n in range(n_items)], "turn": ds.items["turn"].to_numpy()[picks]}
+    )
     return dataclasses.replace(
-        ds, items=items, probs=probs.astype(np.float32), present=ds.present[picks].copy(),
-        coverage=None if ds.coverage is None else ds.coverage[picks].copy(), label_item=new_item,
-        label_judge=judge, answers=ds.answers[source_rows].copy(), judges=[f"h{j:05d}" for j in range(judges)],
-        report={})
+        ds,
+        items=items,
+        probs=probs.astype(np.float32),
+        present=ds.present[picks].copy(),
+        coverage=None if ds.coverage is None else ds.coverage[picks].copy(),
+        label_item=new_item,
+        label_judge=judge,
+        answers=ds.answers[source_rows].copy(),
+        judges=[f"h{j:05d}" for j in range(judges)],
+        report={},
+    )
 
 
 def step_ms(ds: Dataset, settings: Settings, *, steps: int = 30) -> float:
@@ -113,11 +121,20 @@ def step_ms(ds: Dataset, settings: Settings, *, steps: int = 30) -> float:
     _, X, n_base = model_inputs(ds, settings)
     rows = Rows.of(ds)
     seeds = list(range(settings.ensemble))
-    net = CalibrationNet(len(seeds), X.shape[1], len(ds.judges), ds.n_options.tolist(), hidden1=settings.hidden1,
-                         hidden2=settings.hidden2, seeds=seeds, n_base=n_base)
+    net = CalibrationNet(
+        len(seeds),
+        X.shape[1],
+        len(ds.judges),
+        ds.n_options.tolist(),
+        hidden1=settings.hidden1,
+        hidden2=settings.hidden2,
+        seeds=seeds,
+        n_base=n_base,
+    )
     optimiser, lazy = _adam(net, settings, settings.lr), _lazy_adam(net, settings, settings.lr)
-    batches = torch.from_numpy(_batch_indices([np.arange(len(ds.label_item))] * len(seeds), seeds, steps + 5,
-                                              settings.batch_size, 0))
+    batches = torch.from_numpy(
+        _batch_indices([np.arange(len(ds.label_item))] * len(seeds), seeds, steps + 5, settings.batch_size, 0)
+    )
     weights = torch.ones(len(ds.n_options))
     models = torch.arange(len(seeds))
     times = []
@@ -178,8 +195,11 @@ def matmul_floor(ds: Dataset, settings: Settings, measured_step_ms: float) -> di
     _, X, _ = model_inputs(ds, settings)
     m, b = settings.ensemble, settings.batch_size
     n_qk = len(ds.n_options) * int(ds.n_options.max())
-    shapes = [(X.shape[1] + 1, settings.hidden1), (settings.hidden1 + 1, settings.hidden2),
-              (settings.hidden2 + 1, n_qk)]
+    shapes = [
+        (X.shape[1] + 1, settings.hidden1),
+        (settings.hidden1 + 1, settings.hidden2),
+        (settings.hidden2 + 1, n_qk),
+    ]
     # Forward: shared weights and judge offsets, 2 FLOPs a multiply-add each; backward twice that (input
     # and weight gradients).
     flops = 3 * 2 * sum(2 * m * b * n_in * n_out for n_in, n_out in shapes)
@@ -190,16 +210,23 @@ def matmul_floor(ds: Dataset, settings: Settings, measured_step_ms: float) -> di
             xn, wn = x.numpy(), w.numpy()
             # the faster of torch's bmm and numpy's matmul (which the personalised layers use); 2 (shared +
             # offsets) x 3 (forward, two gradients)
-            seconds += 6 * min(_median_seconds(lambda x=x, w=w: torch.bmm(x, w)),
-                               _median_seconds(lambda xn=xn, wn=wn: np.matmul(xn, wn)))
+            seconds += 6 * min(
+                _median_seconds(lambda x=x, w=w: torch.bmm(x, w)),
+                _median_seconds(lambda xn=xn, wn=wn: np.matmul(xn, wn)),
+            )
         big = torch.rand(1024, 1024)
         peak = 2 * 1024**3 / _median_seconds(lambda: big @ big, repeats=10)
-    return {"shapes": {"models": m, "batch": b, "layers_in_out": shapes}, "matmul_mflop_per_step": round(flops / 1e6, 2),
-            "matmul_gflops_at_these_shapes": round(flops / seconds / 1e9, 2),
-            "floor_ms_at_these_shapes": round(seconds * 1e3, 3), "peak_gflops_1024_matmul": round(peak / 1e9, 2),
-            "floor_ms_at_peak_rate": round(flops / peak * 1e3, 3), "measured_step_ms": round(measured_step_ms, 2),
-            "step_over_floor": round(measured_step_ms / (seconds * 1e3), 1),
-            "step_over_peak_floor": round(measured_step_ms / (flops / peak * 1e3), 1)}
+    return {
+        "shapes": {"models": m, "batch": b, "layers_in_out": shapes},
+        "matmul_mflop_per_step": round(flops / 1e6, 2),
+        "matmul_gflops_at_these_shapes": round(flops / seconds / 1e9, 2),
+        "floor_ms_at_these_shapes": round(seconds * 1e3, 3),
+        "peak_gflops_1024_matmul": round(peak / 1e9, 2),
+        "floor_ms_at_peak_rate": round(flops / peak * 1e3, 3),
+        "measured_step_ms": round(measured_step_ms, 2),
+        "step_over_floor": round(measured_step_ms / (seconds * 1e3), 1),
+        "step_over_peak_floor": round(measured_step_ms / (flops / peak * 1e3), 1),
+    }
 
 
 def _median_seconds(fn, repeats: int = 200) -> float:
@@ -221,8 +248,19 @@ def slope(xs: list[float], ys: list[float]) -> float | None:
 
 
 def _run_point(args, rows: int, judges: int) -> dict:
-    command = [sys.executable, __file__, "--point", str(rows), str(judges), "--anchors", args.anchors,
-               "--cv-max-rows", str(args.cv_max_rows), "--override", *args.override]
+    command = [
+        sys.executable,
+        __file__,
+        "--point",
+        str(rows),
+        str(judges),
+        "--anchors",
+        args.anchors,
+        "--cv-max-rows",
+        str(args.cv_max_rows),
+        "--override",
+        *args.override,
+    ]
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=args.point_timeout)
     except subprocess.TimeoutExpired:
@@ -240,8 +278,12 @@ def main() -> None:
     parser.add_argument("--rows", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--judges", type=int, nargs="+", default=[24, 200, 1000])
     parser.add_argument("--judge-rows", type=int, default=10000, help="label rows of the judges sweep")
-    parser.add_argument("--largest", action=argparse.BooleanOptionalAction, default=True,
-                        help="also the point (largest rows, most judges)")
+    parser.add_argument(
+        "--largest",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also the point (largest rows, most judges)",
+    )
     parser.add_argument("--cv-max-rows", type=int, default=1000, help="cv only at points with at most these rows")
     parser.add_argument("--point-timeout", type=int, default=900)
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.ensemble=8")
@@ -277,7 +319,8 @@ def main() -> None:
     result = {
         "data": "LLM-Rubric synthetic grown: resampled items, jittered distributions, cloned judges",
         "settings": settings.to_dict(),
-        "cpus": os.cpu_count(), "torch": torch.__version__,
+        "cpus": os.cpu_count(),
+        "torch": torch.__version__,
         "points": list(points.values()),
         "slope_vs_rows": {"judges": base_judges, **slopes(by_rows, "rows")},
         "slope_vs_judges": {"rows": args.judge_rows, **slopes(by_judges, "judges")},

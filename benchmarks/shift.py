@@ -85,10 +85,14 @@ def folds_of(ds, name: str) -> tuple[np.ndarray, int]:
 def predict_all(ds, fold_of_row, folds, seed, settings, methods=METHODS) -> dict[str, np.ndarray]:
     """(R, K) out-of-fold target distributions of every method in `methods` (rows with fold -1: zeros)."""
     paper = dataclasses.replace(settings, **PAPER)
-    run = {"calibrated": lambda: oof_network(ds, settings, fold_of_row, folds, seed),
-           "network_paper": lambda: oof_network(ds, paper, fold_of_row, folds, seed),
-           **{name: (lambda fn=fn: fn(ds, fold_of_row, folds, seed))
-              for name, fn in (("linear", linear), ("ordinal", ordinal), ("judge_mean", judge_mean))}}
+    run = {
+        "calibrated": lambda: oof_network(ds, settings, fold_of_row, folds, seed),
+        "network_paper": lambda: oof_network(ds, paper, fold_of_row, folds, seed),
+        **{
+            name: (lambda fn=fn: fn(ds, fold_of_row, folds, seed))
+            for name, fn in (("linear", linear), ("ordinal", ordinal), ("judge_mean", judge_mean))
+        },
+    }
     return {name: run[name]() for name in methods}
 
 
@@ -103,8 +107,7 @@ def metrics(e: np.ndarray, y: np.ndarray, w: np.ndarray) -> tuple[np.ndarray, np
         return rmse, cov / var
 
 
-def run_benchmark(ds, name: str, seeds: list[int], settings: Settings, n_boot: int = 1000,
-                  methods=METHODS) -> dict:
+def run_benchmark(ds, name: str, seeds: list[int], settings: Settings, n_boot: int = 1000, methods=METHODS) -> dict:
     t = ds.target_index
     fold_of_row, folds = folds_of(ds, name)
     rows = np.flatnonzero((fold_of_row >= 0) & (ds.answers[:, t] >= 0))
@@ -117,13 +120,20 @@ def run_benchmark(ds, name: str, seeds: list[int], settings: Settings, n_boot: i
             expected.setdefault(method, []).append(p[rows, : len(values)] @ values)
     one = np.ones((1, len(rows)))
     w = bootstrap_counts(ds.groups[ds.label_item[rows]], len(rows), rng=np.random.default_rng(0), n_boot=n_boot)
-    result = {"rows": len(rows), "folds": folds, "seeds": seeds, "separability": separability(ds, fold_of_row, folds),
-              "methods": {}}
+    result = {
+        "rows": len(rows),
+        "folds": folds,
+        "seeds": seeds,
+        "separability": separability(ds, fold_of_row, folds),
+        "methods": {},
+    }
     boot = {}
     for method, e in expected.items():
         point = [metrics(e_s, y, one) for e_s in e]
-        result["methods"][method] = {"rmse": round(float(np.mean([p[0][0] for p in point])), 4),
-                                     "pearson": round(float(np.mean([p[1][0] for p in point])), 4)}
+        result["methods"][method] = {
+            "rmse": round(float(np.mean([p[0][0] for p in point])), 4),
+            "pearson": round(float(np.mean([p[1][0] for p in point])), 4),
+        }
         reps = [metrics(e_s, y, w) for e_s in e]
         boot[method] = (np.mean([r[0] for r in reps], 0), np.nanmean([r[1] for r in reps], 0))
     result["seconds"] = round(time.perf_counter() - start, 1)
@@ -139,8 +149,11 @@ def _vs_best_simple(methods: dict, boot: dict) -> dict:
     it meets the target: RMSE no worse, Pearson no more than 0.005 lower."""
     best = min(("linear", "ordinal"), key=lambda m: methods[m]["rmse"])
     cal, ref = methods["calibrated"], methods[best]
-    return {"best_simple": best, **_difference(methods, boot, best),
-            "meets_target": bool(cal["rmse"] <= ref["rmse"] and cal["pearson"] >= ref["pearson"] - 0.005)}
+    return {
+        "best_simple": best,
+        **_difference(methods, boot, best),
+        "meets_target": bool(cal["rmse"] <= ref["rmse"] and cal["pearson"] >= ref["pearson"] - 0.005),
+    }
 
 
 def _difference(methods: dict, boot: dict, ref: str) -> dict:
@@ -172,9 +185,21 @@ def bundled_dir(work: Path) -> Path:
     out = work / "role_adherence"
     if not (out / "llm.csv").exists():
         data = ROOT / "data" / "role_adherence"
-        subprocess.run([sys.executable, "-m", "calibration.cli", "gather", f"conversations={data / 'conversations.jsonl'}",
-                        "rubric=role_adherence", "judge=embedding", f"out={out}", "progress=false"], check=True,
-                       stdout=subprocess.DEVNULL)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "calibration.cli",
+                "gather",
+                f"conversations={data / 'conversations.jsonl'}",
+                "rubric=role_adherence",
+                "judge=embedding",
+                f"out={out}",
+                "progress=false",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
     (out / "labels.csv").write_bytes((ROOT / "data" / "role_adherence" / "labels.csv").read_bytes())
     return out
 
@@ -198,12 +223,18 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--anchors", type=Path, default=ROOT.parent / "shared" / "anchors" / "llm_rubric_synth")
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
-    parser.add_argument("--only", default="llm_rubric_cv,covariate_shift_down,covariate_shift_up,new_judges,new_chatbot,far_shift")
+    parser.add_argument(
+        "--only", default="llm_rubric_cv,covariate_shift_down,covariate_shift_up,new_judges,new_chatbot,far_shift"
+    )
     parser.add_argument("--work", type=Path, default=None, help="where imported/gathered data is cached")
     parser.add_argument("--ensemble", type=int, default=None, help="members (default: the configured 16)")
     parser.add_argument("--partial", type=Path, default=None, help="also write the JSON here after each benchmark")
-    parser.add_argument("--settings", type=json.loads, default={},
-                        help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_l2\": 0.001}'")
+    parser.add_argument(
+        "--settings",
+        type=json.loads,
+        default={},
+        help="Settings overrides of the calibrated method, as JSON, e.g. '{\"base_l2\": 0.001}'",
+    )
     parser.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated, among {','.join(METHODS)}")
     add_results_argument(parser, "shift")
     args = parser.parse_args()

@@ -34,20 +34,45 @@ from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
 from calibration.model.train import Plan, Rows, _adam, _batch_indices, _lazy_adam, fit_models
 
-PAPER = Settings(hidden1=25, hidden2=25, batch_size=64, pretrain_steps=200, finetune_steps=300, lr=0.01,
-                 finetune_lr=0.01, val_fraction=0.0, ensemble=1)
+PAPER = Settings(
+    hidden1=25,
+    hidden2=25,
+    batch_size=64,
+    pretrain_steps=200,
+    finetune_steps=300,
+    lr=0.01,
+    finetune_lr=0.01,
+    val_fraction=0.0,
+    ensemble=1,
+)
 
 
 def _train(ds, X, rows, plan_rows, seeds, workers=1):
     plan = Plan(plan_rows, [r[:0] for r in plan_rows], seeds)
-    return fit_models(X, rows, plan, PAPER, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                      target=ds.target_index, threads=1, workers=workers)
+    return fit_models(
+        X,
+        rows,
+        plan,
+        PAPER,
+        n_judges=len(ds.judges),
+        n_options=ds.n_options.tolist(),
+        target=ds.target_index,
+        threads=1,
+        workers=workers,
+    )
 
 
 def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float, float]:
     """Median ms of one batched training step's forward + backward and of its Adam update, one core."""
-    net = CalibrationNet(len(seeds), X.shape[1], len(ds.judges), ds.n_options.tolist(), hidden1=PAPER.hidden1,
-                         hidden2=PAPER.hidden2, seeds=seeds)
+    net = CalibrationNet(
+        len(seeds),
+        X.shape[1],
+        len(ds.judges),
+        ds.n_options.tolist(),
+        hidden1=PAPER.hidden1,
+        hidden2=PAPER.hidden2,
+        seeds=seeds,
+    )
     optimiser, lazy = _adam(net, PAPER, PAPER.lr), _lazy_adam(net, PAPER, PAPER.lr)  # as training steps
     batches = torch.from_numpy(_batch_indices(train_rows, seeds, steps, PAPER.batch_size, 0))
     weights = torch.ones(len(ds.n_options))
@@ -70,7 +95,9 @@ def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"))
+    parser.add_argument(
+        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
+    )
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--single-models", type=int, default=4, help="models timed one at a time per repeat")
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="slices for the sliced batched run")
@@ -101,9 +128,18 @@ def main() -> None:
         _train(ds, X, rows, train_rows, seeds, workers=args.workers)
         sliced.append(len(members) / (time.perf_counter() - start))
     result = {
-        "config": {"hidden": [25, 25], "batch_size": 64, "steps": [200, 300], "label_rows": len(ds.label_item),
-                   "train_rows_per_model": int(np.mean([len(r) for r in train_rows])), "batched_models": len(members),
-                   "torch_threads": 1, "workers": args.workers, "cpus": os.cpu_count(), "repeats": args.repeats},
+        "config": {
+            "hidden": [25, 25],
+            "batch_size": 64,
+            "steps": [200, 300],
+            "label_rows": len(ds.label_item),
+            "train_rows_per_model": int(np.mean([len(r) for r in train_rows])),
+            "batched_models": len(members),
+            "torch_threads": 1,
+            "workers": args.workers,
+            "cpus": os.cpu_count(),
+            "repeats": args.repeats,
+        },
         "one_at_a_time_models_per_s": round(statistics.median(single), 3),
         "one_at_a_time_s_per_model": round(1 / statistics.median(single), 3),
         "batched_models_per_s": round(statistics.median(batched), 3),
@@ -118,11 +154,13 @@ def main() -> None:
 
 def _per_model_step(parts: list[tuple[float, float]], single_models_per_s: float, models: int) -> dict:
     one = 1e3 / single_models_per_s / (PAPER.pretrain_steps + PAPER.finetune_steps)
-    return {"one_at_a_time": round(one, 4),
-            "batched_forward_backward": round(statistics.median(p[0] for p in parts) / models, 4),
-            "batched_adam": round(statistics.median(p[1] for p in parts) / models, 4),
-            "budget_for_30x_one_core": round(one / 30, 4),
-            "budget_for_30x_two_cores": round(2 * one / 30, 4)}
+    return {
+        "one_at_a_time": round(one, 4),
+        "batched_forward_backward": round(statistics.median(p[0] for p in parts) / models, 4),
+        "batched_adam": round(statistics.median(p[1] for p in parts) / models, 4),
+        "budget_for_30x_one_core": round(one / 30, 4),
+        "budget_for_30x_two_cores": round(2 * one / 30, 4),
+    }
 
 
 if __name__ == "__main__":

@@ -55,8 +55,13 @@ SHIFTED = ("llm_rubric_shift_down", "llm_rubric_shift_up", "new_chatbot")
 
 def _subset(ds, conversations: set[str]):
     keep = ds.items["conversation_id"].isin(conversations).to_numpy()
-    return dataclasses.replace(ds, items=ds.items[keep].reset_index(drop=True), probs=ds.probs[keep],
-                               present=ds.present[keep], coverage=None if ds.coverage is None else ds.coverage[keep])
+    return dataclasses.replace(
+        ds,
+        items=ds.items[keep].reset_index(drop=True),
+        probs=ds.probs[keep],
+        present=ds.present[keep],
+        coverage=None if ds.coverage is None else ds.coverage[keep],
+    )
 
 
 def _source(name: str, work: Path, anchors: Path) -> Path:
@@ -69,8 +74,11 @@ def _with_conversations(src: Path, dst: Path, conversations: set[str]) -> Path:
     if (src / "conversations.jsonl").exists():
         import json
 
-        lines = [line for line in (src / "conversations.jsonl").read_text().splitlines()
-                 if line.strip() and json.loads(line)["conversation_id"] in conversations]
+        lines = [
+            line
+            for line in (src / "conversations.jsonl").read_text().splitlines()
+            if line.strip() and json.loads(line)["conversation_id"] in conversations
+        ]
         (dst / "conversations.jsonl").write_text("\n".join(lines) + "\n")
     return dst
 
@@ -93,8 +101,9 @@ def _release_preds(model_dir: Path, release_dir: Path):
     model = load_model(model_dir)
     ds = load_dataset(release_dir, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
-    preds = reviewer_predictions(model, ds, X, ds.target_index, kind="rate", adheres_at=3.0,
-                                 proba=judge_probabilities(model, X))
+    preds = reviewer_predictions(
+        model, ds, X, ds.target_index, kind="rate", adheres_at=3.0, proba=judge_probabilities(model, X)
+    )
     return model, ds, preds
 
 
@@ -119,15 +128,24 @@ def shift_check(work: Path, anchors: Path, trained: dict, n_splits: int, draws: 
             if n >= len(convs):
                 rates[str(n)] = None
                 continue
-            fired = [check_shift(summary, _subset(ds, set(rng.choice(convs, n, replace=False))), roles or None,
-                                 seed=int(s))["fired"] for s in range(draws // 5)]
+            fired = [
+                check_shift(summary, _subset(ds, set(rng.choice(convs, n, replace=False))), roles or None, seed=int(s))[
+                    "fired"
+                ]
+                for s in range(draws // 5)
+            ]
             rates[str(n)] = float(np.mean(fired))
         bias = _truth_bias(preds)
         result["shifted"][f"{name}/{label}"] = {
-            "calibrator_bias_rate": round(bias, 4), "should_fire": bool(abs(bias) > 0.03),
-            "fired_on_release": whole["fired"], "p_adjusted": [g["p_adjusted"] for g in whole["groups"]],
-            "distance": [g["distance"] for g in whole["groups"]], "outside_support": whole["outside_support"],
-            "n_conversations": int(len(convs)), "firing_rate_by_n": rates}
+            "calibrator_bias_rate": round(bias, 4),
+            "should_fire": bool(abs(bias) > 0.03),
+            "fired_on_release": whole["fired"],
+            "p_adjusted": [g["p_adjusted"] for g in whole["groups"]],
+            "distance": [g["distance"] for g in whole["groups"]],
+            "outside_support": whole["outside_support"],
+            "n_conversations": int(len(convs)),
+            "firing_rate_by_n": rates,
+        }
     must = [v["fired_on_release"] for v in result["shifted"].values() if v["should_fire"]]
     result["fires_on_every_shift_with_bias_over_0.03"] = bool(all(must)) if must else None
     for name in ("llm_rubric", "role_adherence"):
@@ -140,14 +158,18 @@ def shift_check(work: Path, anchors: Path, trained: dict, n_splits: int, draws: 
         for s in range(n_splits):
             perm = np.random.default_rng(1000 + s).permutation(convs)
             half = len(convs) // 2
-            check = check_shift(training_summary(_subset(ds, set(perm[:half])), roles),
-                                _subset(ds, set(perm[half:])), roles, seed=s)
+            check = check_shift(
+                training_summary(_subset(ds, set(perm[:half])), roles), _subset(ds, set(perm[half:])), roles, seed=s
+            )
             fired.append(check["fired"])
             p_min.append(min(g["p_adjusted"] for g in check["groups"]))
         result["in_distribution"][name] = {
-            "splits": n_splits, "false_alarm_rate": float(np.mean(fired)),
-            "per_role": roles is not None, "median_min_p": float(np.median(p_min)),
-            "seconds_per_check": round((time.perf_counter() - start) / n_splits, 4)}
+            "splits": n_splits,
+            "false_alarm_rate": float(np.mean(fired)),
+            "per_role": roles is not None,
+            "median_min_p": float(np.median(p_min)),
+            "seconds_per_check": round((time.perf_counter() - start) / n_splits, 4),
+        }
     return result
 
 
@@ -171,26 +193,40 @@ def transport_audit(trained: dict, draws: int, margin: float = 0.05, alpha: floa
                 _, low, high, k = bias_interval(preds.calibrator[items], human, preds.conversation[items], alpha)
                 counts[verdict(low, high, margin, k)] += 1
                 half.append((high - low) / 2)
-            by_n[str(n)] = {k: v / draws for k, v in counts.items()} | {"mean_half_width": round(float(np.mean(half)), 4)}
-        out["benchmarks"][f"{name}/{label}"] = {"calibrator_bias_rate": round(_truth_bias(preds), 4),
-                                               "n_conversations": int(len(convs)), "by_n": by_n}
+            by_n[str(n)] = {k: v / draws for k, v in counts.items()} | {
+                "mean_half_width": round(float(np.mean(half)), 4)
+            }
+        out["benchmarks"][f"{name}/{label}"] = {
+            "calibrator_bias_rate": round(_truth_bias(preds), 4),
+            "n_conversations": int(len(convs)),
+            "by_n": by_n,
+        }
     biggest = max(out["benchmarks"].values(), key=lambda b: abs(b["calibrator_bias_rate"]))
     in_dist = out["benchmarks"]["llm_rubric_in_distribution/half"]["by_n"]["40"]
     big40 = biggest["by_n"]["40"]
     out["acceptance"] = {
         "in_distribution_fail_rate_n40": in_dist["FAIL"],
         "largest_bias_benchmark": next(k for k, v in out["benchmarks"].items() if v is biggest),
-        "largest_bias_fail_or_inconclusive_n40": None if big40 is None else big40["FAIL"] + big40["INCONCLUSIVE"]}
+        "largest_bias_fail_or_inconclusive_n40": None if big40 is None else big40["FAIL"] + big40["INCONCLUSIVE"],
+    }
     return out
 
 
 def _compact(block: dict) -> dict:
     """A question's agreement block without the per-reviewer rows."""
     test = block["alt_test"]
-    short = None if test is None else {k: test[k] for k in ("tested", "winning_rate", "advantage", "outcome")} | {
-        "skipped_few_turns": len(test["skipped"])}
-    return {"reviewers": block["reviewers"], "calibrated": block["calibrated"], "alt_test": short,
-            "verdict": block["verdict"]}
+    short = (
+        None
+        if test is None
+        else {k: test[k] for k in ("tested", "winning_rate", "advantage", "outcome")}
+        | {"skipped_few_turns": len(test["skipped"])}
+    )
+    return {
+        "reviewers": block["reviewers"],
+        "calibrated": block["calibrated"],
+        "alt_test": short,
+        "verdict": block["verdict"],
+    }
 
 
 def _planted(ds, result) -> dict:
@@ -217,12 +253,21 @@ def _planted(ds, result) -> dict:
     f[counts > 0] = (np.bincount(item, weights=calibrated, minlength=n_items) / np.maximum(counts, 1))[counts > 0]
     test = alt_test(item, judge, planted, f, 0.1, ds.judges)
     row = next(r for r in test["reviewers"] if r["judge_id"] == ds.judges[planted_judge])
-    return {"judge_fed_true_labels": {"winning_rate": fed["winning_rate"], "outcome": fed["outcome"],
-                                      "tested": fed["tested"]},
-            "planted_reviewer": {"judge_id": row["judge_id"], "shared_turns": row["shared_turns"],
-                                 "rho_judge": row["rho_judge"], "rho_reviewer": row["rho_reviewer"],
-                                 "judge_beats_it": row["judge_wins"]},
-            "behave_as_they_should": bool(fed["outcome"] == "passes" and not row["judge_wins"])}
+    return {
+        "judge_fed_true_labels": {
+            "winning_rate": fed["winning_rate"],
+            "outcome": fed["outcome"],
+            "tested": fed["tested"],
+        },
+        "planted_reviewer": {
+            "judge_id": row["judge_id"],
+            "shared_turns": row["shared_turns"],
+            "rho_judge": row["rho_judge"],
+            "rho_reviewer": row["rho_reviewer"],
+            "judge_beats_it": row["judge_wins"],
+        },
+        "behave_as_they_should": bool(fed["outcome"] == "passes" and not row["judge_wins"]),
+    }
 
 
 def alt_tests(work: Path, anchors: Path, ensemble: int) -> dict:
@@ -248,8 +293,9 @@ def score_overhead(trained: dict, work: Path, repeats: int = 5) -> dict:
 
     model_dir, _ = trained[("new_chatbot", "airline")]
     convs = load_conversations(ROOT / "data" / "role_adherence" / "conversations.jsonl")
-    metric = RoleAdherence(calibrator=str(model_dir), judge="embedding", cache=str(work / "score_cache.sqlite"),
-                           on_shift="ignore")
+    metric = RoleAdherence(
+        calibrator=str(model_dir), judge="embedding", cache=str(work / "score_cache.sqlite"), on_shift="ignore"
+    )
     metric.notify = lambda line: None
     metric.measure_many(convs)  # the judge's answers cached, the embedding model loaded
     times: dict[str, list[float]] = {"ignore": [], "warn": []}
@@ -260,12 +306,17 @@ def score_overhead(trained: dict, work: Path, repeats: int = 5) -> dict:
             metric.measure_many(convs)
             times[mode].append(time.perf_counter() - tick)
     base, warn = float(np.median(times["ignore"])), float(np.median(times["warn"]))
-    return {"conversations": len(convs), "repeats": repeats, "seconds_on_shift_ignore": round(base, 4),
-            "seconds_on_shift_warn": round(warn, 4), "overhead": round(warn / base - 1, 4),
-            "fired": bool(metric.shift["fired"]),
-            "model_json_bytes": (model_dir / "model.json").stat().st_size,
-            "shift_reference_conversations": len(load_model(model_dir).meta["shift_reference"]["conversations"]),
-            "note": "answers from the request cache and the judge loaded: the check's share of a cold score is smaller"}
+    return {
+        "conversations": len(convs),
+        "repeats": repeats,
+        "seconds_on_shift_ignore": round(base, 4),
+        "seconds_on_shift_warn": round(warn, 4),
+        "overhead": round(warn / base - 1, 4),
+        "fired": bool(metric.shift["fired"]),
+        "model_json_bytes": (model_dir / "model.json").stat().st_size,
+        "shift_reference_conversations": len(load_model(model_dir).meta["shift_reference"]["conversations"]),
+        "note": "answers from the request cache and the judge loaded: the check's share of a cold score is smaller",
+    }
 
 
 def main() -> None:

@@ -42,7 +42,14 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from calibration.api_inputs import _as_conversations, _check_scorer_calibrator, _rubric, _scorer_spec
+from calibration.api_inputs import (
+    adherence_cut,
+    as_conversations,
+    as_rubric,
+    check_scorer_calibrator,
+    decision_threshold,
+    scorer_spec,
+)
 from calibration.api_results import AdherenceResult, TurnResult
 from calibration.evaluation.risk_control import decide
 from calibration.model.shift import ON_SHIFT, ShiftWarning, handle_shift  # noqa: F401  (ShiftWarning: re-exported)
@@ -54,7 +61,6 @@ from rubric.outputs import GatherResult
 from rubric.schema import Rubric
 
 OUTPUT_MODES = ("continuous", "binary")
-
 
 
 class RoleAdherence:
@@ -134,7 +140,7 @@ class RoleAdherence:
         self.output_mode = output_mode
         self.granularity = granularity
         self.include_reason = bool(include_reason)
-        self.scorer = _scorer_spec(scorer)
+        self.scorer = scorer_spec(scorer)
         if self.scorer is not None and calibrator is None:
             judge = None  # the raw score is the measurement
         self.judge = None if judge is None else judge_config(judge)
@@ -151,13 +157,17 @@ class RoleAdherence:
             question = feature_question(self.scorer["name"])
             self.rubric = Rubric(f"reference_{self.scorer['name']}", (question,), question.id)
         else:
-            self.rubric = _rubric(rubric)
+            self.rubric = as_rubric(rubric)
         self.judges = judges
         self._judge_idx, self.judges_label, self.unseen_judges = self._judge_indices(judges)
-        self.adheres_at, self._above = _adherence_cut(self.rubric, adheres_at)
+        self.adheres_at, self._above = adherence_cut(self.rubric, adheres_at)
         self._backend = None
         self._scorer = None
-        self.decision_threshold = None if risk is None else self._decision_threshold(calibrator, float(risk), float(delta))
+        self.decision_threshold = (
+            None
+            if risk is None
+            else decision_threshold(self.model, self.judges, calibrator, self.adheres_at, float(risk), float(delta))
+        )
 
     # public ---------------------------------------------------------------------------------------------
     def measure(self, conversation: Conversation | Mapping[str, Any]) -> AdherenceResult:
@@ -177,7 +187,7 @@ class RoleAdherence:
     async def a_measure_many(
         self, conversations: Iterable[Conversation | Mapping[str, Any]], *, progress: bool = False
     ) -> list[AdherenceResult]:
-        convs = _as_conversations(conversations)
+        convs = as_conversations(conversations)
         gathered = None
         if self.judge is not None:
             gathered = await a_gather(
@@ -208,7 +218,7 @@ class RoleAdherence:
         self.model = load_model(calibrator)
         self.rubric = self.model.rubric
         if self.scorer is not None:
-            _check_scorer_calibrator(self.model, self.scorer["name"], with_judge=self.judge is not None)
+            check_scorer_calibrator(self.model, self.scorer["name"], with_judge=self.judge is not None)
         if self.judge is not None and self.scorer is None:
             self.judge_mismatch = check_same_judge(
                 self.model.judge_identity,
@@ -222,9 +232,7 @@ class RoleAdherence:
         if self.scorer is None:
             return self.rubric
         own = f"ref_{self.scorer['name']}"
-        return Rubric(
-            self.rubric.name, tuple(q for q in self.rubric.questions if q.id != own), self.rubric.target
-        )
+        return Rubric(self.rubric.name, tuple(q for q in self.rubric.questions if q.id != own), self.rubric.target)
 
     def _with_scores(self, convs: list[Conversation], gathered: GatherResult | None) -> GatherResult:
         """The scorer's feature rows (ref_<name>) appended to the judge's answers."""
@@ -287,15 +295,18 @@ class RoleAdherence:
         raw = ds.probs.astype(np.float64)
         probs = raw if self.model is None else self._calibrated(ds)
         if self.model is not None:
-            self.shift = handle_shift(self.model.meta.get("shift_reference"), ds,
-                                      {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
-                                      self.on_shift, self.command)
+            self.shift = handle_shift(
+                self.model.meta.get("shift_reference"),
+                ds,
+                {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
+                self.on_shift,
+                self.command,
+            )
         index = {key: i for i, key in enumerate(ds.item_keys())}
         reasons = {}
         if gathered.reasons is not None:
             reasons = {
-                (str(c), "" if pd.isna(t) else str(t)): r
-                for c, t, r in gathered.reasons.itertuples(index=False)
+                (str(c), "" if pd.isna(t) else str(t)): r for c, t, r in gathered.reasons.itertuples(index=False)
             }
         t = ds.target_index
         out = []
@@ -314,9 +325,7 @@ class RoleAdherence:
             out.append(self._conversation_result(conv.conversation_id, results))
         return out
 
-    def _turn_result(
-        self, turn: int | None, p: np.ndarray, raw: np.ndarray, t: int, reason: str | None
-    ) -> TurnResult:
+    def _turn_result(self, turn: int | None, p: np.ndarray, raw: np.ndarray, t: int, reason: str | None) -> TurnResult:
         """One item's result from its (Q, K) distributions `p` (calibrated, or the judge's) and the judge's
         own `raw`; `t` is the target question's index."""
         k = len(self.rubric.questions[t].options)
@@ -326,8 +335,7 @@ class RoleAdherence:
             turn=turn,
             distributions=self._dists(p),
             expected={
-                q.id: float(p[n, : len(q.options)] @ np.asarray(q.values))
-                for n, q in enumerate(self.rubric.questions)
+                q.id: float(p[n, : len(q.options)] @ np.asarray(q.values)) for n, q in enumerate(self.rubric.questions)
             },
             adherence=adherence,
             adheres=adheres,
@@ -368,42 +376,8 @@ class RoleAdherence:
             total += self.model.proba(X, items, np.full(len(items), int(j), dtype=np.int64))
         return total / len(self._judge_idx)
 
-    def _decision_threshold(self, calibrator, risk: float, delta: float) -> float:
-        """The Learn-then-Test threshold for (risk, delta) from the calibration turns stored with the model."""
-        from calibration.decide import load_calibration, threshold_from
-
-        if self.model is None or self.judges is not None:
-            raise InputError(
-                "risk= needs a calibrator and judges=None (decide calibrates the panel average).",
-                fix="pass calibrator=DIR and leave judges unset, or leave risk unset.",
-            )
-        table = load_calibration(calibrator)
-        if not np.allclose(table["adheres_at"], self.adheres_at):
-            raise InputError(
-                f"decide calibrated adheres_at={table['adheres_at'].iloc[0]:g}, not {self.adheres_at:g}.",
-                fix="rerun `role-rubric decide` with this adheres_at, or pass the calibrated one.",
-            )
-        return threshold_from(table, risk=risk, delta=delta).threshold
-
     def _dists(self, p: np.ndarray) -> dict[str, dict[float, float]]:
         return {
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
-
-
-def _adherence_cut(rubric: Rubric, adheres_at: float | None) -> tuple[float, np.ndarray]:
-    """(adheres_at, which of the target's options are >= it); by default the lowest value of the upper half
-    of the options, so adherence on a 1-4 scale is P(answer >= 3)."""
-    from calibration.release.checks import check_adheres_at
-
-    target = rubric.question(rubric.target)
-    check_adheres_at(target, adheres_at)  # at or below the lowest option every turn adheres: a score of 1, always
-    cut = target.default_adheres_at if adheres_at is None else float(adheres_at)
-    above = np.array([v >= cut for v in target.values])
-    if not above.any():
-        raise InputError(
-            f"adheres_at={cut:g} is above every option of {target.id!r}.",
-            fix=f"use a value among {target.values}.",
-        )
-    return cut, above

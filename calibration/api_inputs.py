@@ -1,6 +1,7 @@
 """The argument checks and conversions of `RoleAdherence` (calibration/api.py): a scorer name or mapping ->
-its spec, a rubric path or name -> a Rubric, conversations or records -> Conversations, and whether a
-calibrator can take a scorer's feature.
+its spec, a rubric path or name -> a Rubric, conversations or records -> Conversations, whether a
+calibrator can take a scorer's feature, adheres_at -> the target's options that count as adhering, and
+risk= -> the decision threshold `role-rubric decide` calibrated.
 """
 
 from __future__ import annotations
@@ -9,12 +10,14 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from rubric.conversations import Conversation, conversations_from_records
 from rubric.errors import InputError
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
 
-def _check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> None:
+def check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> None:
     """The calibrator must have the scorer's question as an input, and the judge's questions too unless it
     was trained without them (then its feature spec has a question-missing mask)."""
     own = f"ref_{scorer}"
@@ -30,7 +33,7 @@ def _check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> No
         )
 
 
-def _scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
+def scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
     if scorer is None:
         return None
     spec = {"name": scorer, "params": {}} if isinstance(scorer, str) else {"params": {}, **dict(scorer)}
@@ -41,7 +44,7 @@ def _scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | Non
     return {"name": spec["name"], "params": dict(spec.get("params") or {})}
 
 
-def _rubric(rubric: str | Path | Rubric | None) -> Rubric:
+def as_rubric(rubric: str | Path | Rubric | None) -> Rubric:
     if isinstance(rubric, Rubric):
         return rubric
     name = "role_adherence" if rubric is None else str(rubric)
@@ -57,7 +60,7 @@ def _rubric(rubric: str | Path | Rubric | None) -> Rubric:
     return rubric_from_dict(yaml.safe_load(path.read_text()), source=f"conf/rubric/{name}.yaml")
 
 
-def _as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]]) -> list[Conversation]:
+def as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]]) -> list[Conversation]:
     items = list(conversations)
     if not items:
         raise InputError("no conversations to measure.", fix="pass at least one conversation.")
@@ -66,3 +69,41 @@ def _as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]])
     return conversations_from_records(
         [c.to_record() if isinstance(c, Conversation) else dict(c) for c in items], source="<measure>"
     )
+
+
+def adherence_cut(rubric: Rubric, adheres_at: float | None) -> tuple[float, np.ndarray]:
+    """(adheres_at, which of the target's options are >= it); by default the lowest value of the upper half
+    of the options, so adherence on a 1-4 scale is P(answer >= 3)."""
+    from calibration.release.checks import check_adheres_at
+
+    target = rubric.question(rubric.target)
+    check_adheres_at(target, adheres_at)  # at or below the lowest option every turn adheres: a score of 1, always
+    cut = target.default_adheres_at if adheres_at is None else float(adheres_at)
+    above = np.array([v >= cut for v in target.values])
+    if not above.any():
+        raise InputError(
+            f"adheres_at={cut:g} is above every option of {target.id!r}.",
+            fix=f"use a value among {target.values}.",
+        )
+    return cut, above
+
+
+def decision_threshold(
+    model: Any, judges: Any, calibrator: str | Path, adheres_at: float, risk: float, delta: float
+) -> float:
+    """risk= and delta=: the Learn-then-Test threshold for (risk, delta) from the calibration turns that
+    `role-rubric decide` stored with the model."""
+    from calibration.decide import load_calibration, threshold_from
+
+    if model is None or judges is not None:
+        raise InputError(
+            "risk= needs a calibrator and judges=None (decide calibrates the panel average).",
+            fix="pass calibrator=DIR and leave judges unset, or leave risk unset.",
+        )
+    table = load_calibration(calibrator)
+    if not np.allclose(table["adheres_at"], adheres_at):
+        raise InputError(
+            f"decide calibrated adheres_at={table['adheres_at'].iloc[0]:g}, not {adheres_at:g}.",
+            fix="rerun `role-rubric decide` with this adheres_at, or pass the calibrated one.",
+        )
+    return threshold_from(table, risk=risk, delta=delta).threshold

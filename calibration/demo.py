@@ -17,8 +17,11 @@ editable install) it is found automatically; otherwise pass data=DIR.
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import shutil
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +32,8 @@ from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.jsonfile import write_json
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 BENCHMARK = "role_adherence"
 RAW = "expected_llm"  # the raw judge's expected answer: the uncalibrated baseline
@@ -86,8 +91,14 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
     if the report module cannot run here. Returns (report metrics or None, a one-line status)."""
     from omegaconf import OmegaConf
 
+    from calibration.schema import defaults
+    from calibration.schema.commands_train import Report
+
+    # the report's own defaults for the keys the demo does not set (its schema: calibration/schema)
+    keys = ("weights", "allow_judge_mismatch", "model", "fold_seed", "unmatched_labels", "epsilon")
     report_cfg = OmegaConf.create(
         {
+            **defaults(Report, keys),
             "data": str(dataset),
             "out": str(out),
             "cv": str(cv_dir),
@@ -110,8 +121,10 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
     try:
         from calibration.report import method_arrays, read_cv_folder
         from calibration.report.reliability import plot_reliability, prepare_reliability
+        from rubric import load_rubric
 
-        predictions, _ = read_cv_folder(cv_dir, "overall" if cfg.get("target") is None else cfg.target)
+        target = load_rubric(dataset / "rubric.yaml").target if cfg.target is None else cfg.target
+        predictions, _ = read_cv_folder(cv_dir, target)
         arrays = method_arrays(predictions)
         data = prepare_reliability(
             arrays["probs"],
@@ -127,9 +140,7 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
         fig, _ = plot_reliability(data)
         fig.savefig(out / "reliability.png", dpi=90, metadata={"Software": None})
         curves = [{k: v for k, v in c.items() if k != "diagram"} for c in data["curves"]]
-        return {
-            "reliability": curves
-        }, f"report: full report failed ({reason}); wrote {out / 'reliability.png'}"
+        return {"reliability": curves}, f"report: full report failed ({reason}); wrote {out / 'reliability.png'}"
     except Exception as exc2:  # noqa: BLE001
         return None, f"report: skipped ({reason}; reliability fallback: {type(exc2).__name__})"
 
@@ -140,7 +151,7 @@ def run_demo(cfg: Any) -> dict[str, Any]:
 
     threads = torch.get_num_threads()
     # The network's tensors are tiny: one thread is several times faster than many on a busy 2-core machine.
-    torch.set_num_threads(max(1, int(cfg.get("threads") or 1)))
+    torch.set_num_threads(max(1, int(cfg.threads)))
     try:
         return _run_demo(cfg)
     finally:
@@ -148,16 +159,13 @@ def run_demo(cfg: Any) -> dict[str, Any]:
 
 
 def _run_demo(cfg: Any) -> dict[str, Any]:
+    """The steps of the module docstring, each timed; the summary printed and written at the end."""
     from omegaconf import OmegaConf
 
-    from calibration.api import RoleAdherence
     from calibration.data.dataset import load_dataset
-    from calibration.evaluation.crossval import cross_validate, format_table, write_cv_folder
-    from calibration.model.ensemble import train_ensemble
-    from calibration.model.files import save_model
+    from calibration.evaluation.crossval import format_table
     from calibration.model.settings import Settings
-    from calibration.score import results_frames
-    from rubric.identity import dataset_judge_identity, stand_in_note
+    from rubric.identity import stand_in_note
 
     start = time.perf_counter()
     out = Path(cfg.out)
@@ -165,69 +173,22 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     settings = Settings.from_cfg(cfg)
     folds, seed, progress = int(cfg.folds), int(cfg.seed), bool(cfg.progress)
     timings: dict[str, float] = {}
-
-    tick = time.perf_counter()
     judge = OmegaConf.to_container(cfg.judge, resolve=True)
-    dataset, gathered = prepare_dataset(
-        cfg.get("data"), out, judge, limit=cfg.get("limit"), progress=progress
-    )
-    timings["gather"] = time.perf_counter() - tick
-    print(f"demo: gather: {gathered.line()}")
 
-    tick = time.perf_counter()
-    ds = load_dataset(dataset, target=cfg.get("target"))
-    cv = cross_validate(ds, settings, folds=folds, seed=seed, progress=progress, keep_models=True)
-    cv_dir = out / "cv"
-    cv_dir.mkdir(exist_ok=True)
-    write_cv_folder(cv_dir, ds, settings, cv, folds=folds, seed=seed)
-    timings["cross-validation"] = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    net, spec, plan = train_ensemble(ds, settings, seed=seed, progress=progress)
-    model_dir = out / "model"
-    if model_dir.exists():
-        shutil.rmtree(model_dir)
-    save_model(model_dir, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-               judge=dataset_judge_identity(dataset), data=dataset)
-    timings["final model"] = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    report, report_line = write_report(cfg, dataset, cv_dir, out / "report")
-    timings["report"] = time.perf_counter() - tick
-
-    tick = time.perf_counter()
-    metric = RoleAdherence(model_dir, judge=judge, cache=out / "cache.sqlite")
-    from rubric import load_conversations
-
-    scored = load_conversations(dataset / "conversations.jsonl")
-    conv_frame, turn_frame = results_frames(metric.measure_many(scored), scored)
-    atomic_to_csv(conv_frame, out / "scores.csv")
-    atomic_to_csv(turn_frame, out / "scores_turns.csv")
-    timings["scoring"] = time.perf_counter() - tick
-
-    adheres_at = metric.adheres_at
-    designs_path = dataset / "turn_designs.csv"
-    designs = (
-        pd.read_csv(designs_path, dtype={"conversation_id": str, "turn": str})
-        if designs_path.exists()
-        else None
-    )
-    tick = time.perf_counter()
-    # the cross-validation's own models, on the same folds: nothing is trained again
-    oof = oof_item_adherence(ds, settings, folds=folds, seed=seed, adheres_at=adheres_at, trained=cv.members)
-    human = item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at)[
-        ["conversation_id", "turn", "human"]
-    ]
-    items = oof.rename(columns={"adherence": "calibrated", "raw": "raw judge"}).merge(
-        human, on=["conversation_id", "turn"], how="left"
-    )
-    atomic_to_csv(items, out / "item_adherence.csv")
-    roles = per_role(items, designs, dataset / "conversations.jsonl")
-    aucs = {}
-    if designs is not None:
-        for name in ("calibrated", "raw judge"):
-            aucs[name] = violation_aucs(items.rename(columns={name: "adherence"}), designs)
-    timings["per-turn out-of-fold scores"] = time.perf_counter() - tick
+    with _timed(timings, "gather"):
+        dataset, gathered = prepare_dataset(cfg.get("data"), out, judge, limit=cfg.get("limit"), progress=progress)
+    log.info(f"demo: gather: {gathered.line()}")
+    with _timed(timings, "cross-validation"):
+        ds = load_dataset(dataset, target=cfg.get("target"))
+        cv, cv_dir = _cross_validate(ds, settings, out, folds=folds, seed=seed, progress=progress)
+    with _timed(timings, "final model"):
+        model_dir = _final_model(ds, settings, dataset, out, seed=seed, progress=progress)
+    with _timed(timings, "report"):
+        report, report_line = write_report(cfg, dataset, cv_dir, out / "report")
+    with _timed(timings, "scoring"):
+        adheres_at = _score_through_the_api(model_dir, judge, dataset, out)
+    with _timed(timings, "per-turn out-of-fold scores"):
+        roles, aucs = _per_turn_scores(ds, settings, cv, dataset, out, folds=folds, seed=seed, adheres_at=adheres_at)
     smece = (
         []
         if not report
@@ -254,60 +215,142 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     _print_summary(summary, cv.metrics, roles, aucs, format_table)
     note = stand_in_note(judge.get("model"))
     if note:  # beside the scores, not only in a footnote
-        print(f"\ndemo: note: {note}.")
+        log.info(f"\ndemo: note: {note}.")
     wall = time.perf_counter() - start
-    print("demo: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {wall:.1f}s")
-    print(
-        f"demo: wrote {dataset} (llm.csv, labels.csv, rubric.yaml, conversations.jsonl), cache {out / 'cache.sqlite'}"
-    )
-    print(f"demo: wrote {cv_dir / 'predictions.csv'} and {cv_dir / 'metrics.json'} (out-of-fold)")
-    print(
-        f"demo: wrote {model_dir} (try: role-rubric score conversations=FILE {override('calibrator', model_dir)} "
-        "out=scores.csv)"
-    )
-    print(f"demo: {report_line}")
-    if report:
-        print(
-            f"demo: open {out / 'report' / 'report.html'} in a browser: the verdict on top, every turn with its "
-            "text at the bottom (section 'Every turn'), worst disagreement with the humans first"
-        )
-    print(f"demo: wrote {out / 'scores.csv'} and {out / 'scores_turns.csv'} (final model, via RoleAdherence)")
-    print(
-        f"demo: wrote {out / 'item_adherence.csv'} (out-of-fold per-turn adherence) and {out / 'summary.json'}"
-    )
+    log.info("demo: " + ", ".join(f"{k} {v:.1f}s" for k, v in timings.items()) + f"; total {wall:.1f}s")
+    _say_what_was_written(out, dataset, cv_dir, model_dir, report_line, report_written=bool(report))
     return summary
 
 
+@contextlib.contextmanager
+def _timed(timings: dict[str, float], step: str) -> Iterator[None]:
+    """The seconds the block took, as timings[step] (the summary's timings_s, in the order of the steps)."""
+    tick = time.perf_counter()
+    yield
+    timings[step] = time.perf_counter() - tick
+
+
+def _cross_validate(ds: Any, settings: Any, out: Path, *, folds: int, seed: int, progress: bool) -> tuple[Any, Path]:
+    """Step 2: the calibrator and the baselines cross-validated -> out/cv/ (its models kept for step 6)."""
+    from calibration.evaluation.crossval import cross_validate, write_cv_folder
+
+    cv = cross_validate(ds, settings, folds=folds, seed=seed, progress=progress, keep_models=True)
+    cv_dir = out / "cv"
+    cv_dir.mkdir(exist_ok=True)
+    write_cv_folder(cv_dir, ds, settings, cv, folds=folds, seed=seed)
+    return cv, cv_dir
+
+
+def _final_model(ds: Any, settings: Any, dataset: Path, out: Path, *, seed: int, progress: bool) -> Path:
+    """Step 3: the final calibrator on every label -> out/model/ (replacing an earlier one)."""
+    from calibration.model.ensemble import train_ensemble
+    from calibration.model.files import save_model
+    from rubric.identity import dataset_judge_identity
+
+    net, spec, plan = train_ensemble(ds, settings, seed=seed, progress=progress)
+    model_dir = out / "model"
+    if model_dir.exists():
+        shutil.rmtree(model_dir)
+    save_model(
+        model_dir,
+        net,
+        ds,
+        spec,
+        settings,
+        history=plan.history,
+        recalibration=plan.recalibration,
+        judge=dataset_judge_identity(dataset),
+        data=dataset,
+    )
+    return model_dir
+
+
+def _score_through_the_api(model_dir: Path, judge: Any, dataset: Path, out: Path) -> float:
+    """Step 5: every conversation scored by the final model through RoleAdherence -> out/scores.csv and
+    out/scores_turns.csv; returns the adherence cut it used (adheres_at)."""
+    from calibration.api import RoleAdherence
+    from calibration.score import results_frames
+    from rubric import load_conversations
+
+    metric = RoleAdherence(model_dir, judge=judge, cache=out / "cache.sqlite")
+    scored = load_conversations(dataset / "conversations.jsonl")
+    conv_frame, turn_frame = results_frames(metric.measure_many(scored), scored)
+    atomic_to_csv(conv_frame, out / "scores.csv")
+    atomic_to_csv(turn_frame, out / "scores_turns.csv")
+    return metric.adheres_at
+
+
+def _per_turn_scores(
+    ds: Any, settings: Any, cv: Any, dataset: Path, out: Path, *, folds: int, seed: int, adheres_at: float
+) -> tuple[pd.DataFrame, dict]:
+    """Step 6: per-turn adherence out of fold (the cross-validation's own models, on the same folds: nothing
+    is trained again) -> out/item_adherence.csv; returns adherence per role and, where the data has turn
+    designs, the AUC of adherent turns against each violation type."""
+    designs_path = dataset / "turn_designs.csv"
+    designs = pd.read_csv(designs_path, dtype={"conversation_id": str, "turn": str}) if designs_path.exists() else None
+    oof = oof_item_adherence(ds, settings, folds=folds, seed=seed, adheres_at=adheres_at, trained=cv.members)
+    human = item_adherence(cv.predictions, "calibrated", adheres_at=adheres_at)[["conversation_id", "turn", "human"]]
+    items = oof.rename(columns={"adherence": "calibrated", "raw": "raw judge"}).merge(
+        human, on=["conversation_id", "turn"], how="left"
+    )
+    atomic_to_csv(items, out / "item_adherence.csv")
+    roles = per_role(items, designs, dataset / "conversations.jsonl")
+    aucs = {}
+    if designs is not None:
+        for name in ("calibrated", "raw judge"):
+            aucs[name] = violation_aucs(items.rename(columns={name: "adherence"}), designs)
+    return roles, aucs
+
+
+def _say_what_was_written(
+    out: Path, dataset: Path, cv_dir: Path, model_dir: Path, report_line: str, *, report_written: bool
+) -> None:
+    log.info(
+        f"demo: wrote {dataset} (llm.csv, labels.csv, rubric.yaml, conversations.jsonl), cache {out / 'cache.sqlite'}"
+    )
+    log.info(f"demo: wrote {cv_dir / 'predictions.csv'} and {cv_dir / 'metrics.json'} (out-of-fold)")
+    log.info(
+        f"demo: wrote {model_dir} (try: role-rubric score conversations=FILE {override('calibrator', model_dir)} "
+        "out=scores.csv)"
+    )
+    log.info(f"demo: {report_line}")
+    if report_written:
+        log.info(
+            f"demo: open {out / 'report' / 'report.html'} in a browser: the verdict on top, every turn with its "
+            "text at the bottom (section 'Every turn'), worst disagreement with the humans first"
+        )
+    log.info(f"demo: wrote {out / 'scores.csv'} and {out / 'scores_turns.csv'} (final model, via RoleAdherence)")
+    log.info(f"demo: wrote {out / 'item_adherence.csv'} (out-of-fold per-turn adherence) and {out / 'summary.json'}")
+
+
 def _print_summary(summary: dict, metrics: dict, roles: pd.DataFrame, aucs: dict, format_table) -> None:
-    print(
+    log.info(
         f"\ndemo: {summary['items']} turns, {summary['label_rows']} (turn, human judge) pairs, {summary['judges']} "
         f"judges; {summary['folds']}-fold cross-validation grouped by conversation, target {summary['target']!r}"
     )
     cal, raw = metrics["calibrated"], metrics[RAW]
-    print(f"\nAgreement with the human judges (out of fold, {cal['n']} judgments):")
-    print(f"  calibrated  RMSE {cal['rmse']:.3f}  Pearson {cal['pearson']:.3f}")
-    print(
-        f"  raw judge   RMSE {raw['rmse']:.3f}  Pearson {raw['pearson']:.3f}   (expected answer of the judge)"
-    )
-    print("\n" + format_table(metrics))
+    log.info(f"\nAgreement with the human judges (out of fold, {cal['n']} judgments):")
+    log.info(f"  calibrated  RMSE {cal['rmse']:.3f}  Pearson {cal['pearson']:.3f}")
+    log.info(f"  raw judge   RMSE {raw['rmse']:.3f}  Pearson {raw['pearson']:.3f}   (expected answer of the judge)")
+    log.info("\n" + format_table(metrics))
     if summary["smece"]:
-        print("\nReliability of the calibrated distribution (smECE, 95% interval over conversations):")
+        log.info("\nReliability of the calibrated distribution (smECE, 95% interval over conversations):")
         for c in summary["smece"]:
-            print(f"  {c['name']:<14} {c['smece']:.3f}  [{c['low']:.3f}, {c['high']:.3f}]")
-    print(
+            log.info(f"  {c['name']:<14} {c['smece']:.3f}  [{c['low']:.3f}, {c['high']:.3f}]")
+    log.info(
         f"\nPer role: mean adherence P({summary['target']} >= {summary['adheres_at']:g}) (out of fold; "
         "calibrated = mixture of all training judges) and the human rate of answers at or above it:"
     )
-    print(roles.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
+    log.info(roles.to_string(index=False, float_format=lambda v: f"{v:.3f}"))
     if aucs:
-        print("\nAUC, adherent turns against each violation type (per-turn adherence, out of fold):")
+        log.info("\nAUC, adherent turns against each violation type (per-turn adherence, out of fold):")
         kinds = list(next(iter(aucs.values())))
-        print(f"  {'violation':<28}" + "".join(f"{name:>12}" for name in aucs) + f"{'n':>10}")
+        log.info(f"  {'violation':<28}" + "".join(f"{name:>12}" for name in aucs) + f"{'n':>10}")
         for kind in kinds:
             first = next(iter(aucs.values()))[kind]
-            print(
+            log.info(
                 f"  {kind:<28}"
                 + "".join(f"{aucs[name][kind]['auc']:12.3f}" for name in aucs)
                 + f"{first['n_adherent']:>5}/{first['n_violation']:<4}"
             )
-    print()
+    log.info("")

@@ -1,5 +1,5 @@
-"""The path keys of a command's config, checked before any long work (calibration/config_check.py runs
-them): the output is a folder or a file as the command writes, somewhere writable, never one of the
+"""The path keys of a command's config, checked before any long work (calibration/schema check_config
+runs them): the output is a folder or a file as the command writes, somewhere writable, never one of the
 command's own inputs; input keys name one path, except data= of the commands that read several directories
 as one."""
 
@@ -42,8 +42,10 @@ def _check_no_dash(cfg: Mapping[str, Any]) -> None:
         found, value = lookup(cfg, key)
         if found and isinstance(value, str) and value.strip() == "-":
             way = "write to standard output" if key == "out" else "read standard input"
-            raise InputError(f"{key}=- : role-rubric does not {way}; it reads and writes named files.",
-                             fix=f"pass {key}= a path (for piped input, save it first: `... > input.jsonl`).")
+            raise InputError(
+                f"{key}=- : role-rubric does not {way}; it reads and writes named files.",
+                fix=f"pass {key}= a path (for piped input, save it first: `... > input.jsonl`).",
+            )
 
 
 SEVERAL_DIRECTORIES = ("train", "cv", "search", "report")
@@ -61,8 +63,10 @@ def _check_one_directory(command: str, cfg: Mapping[str, Any]) -> None:
                 raise InputError("data=[] names no dataset directory.", fix="pass data=DIR or data=[DIR1,DIR2].")
             continue
         several = f" ({', '.join(SEVERAL_DIRECTORIES)} read several as one)" if key == "data" else ""
-        raise InputError(f"{command} reads one path from {key}=, not a list of {len(value)}{several}.",
-                         fix=f"pass {key}=PATH, and run {command} once per path.")
+        raise InputError(
+            f"{command} reads one path from {key}=, not a list of {len(value)}{several}.",
+            fix=f"pass {key}=PATH, and run {command} once per path.",
+        )
 
 
 def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
@@ -71,13 +75,9 @@ def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
         return
     path = Path(str(out))
     if command in OUT_FOLDER and path.exists() and not path.is_dir():
-        raise InputError(
-            "out= is a file, but this command writes a folder.", path=path, fix="set out= to a folder."
-        )
+        raise InputError("out= is a file, but this command writes a folder.", path=path, fix="set out= to a folder.")
     if command in OUT_FILE and path.is_dir():
-        raise InputError(
-            "out= is a folder, but this command writes a file.", path=path, fix="set out= to a file path."
-        )
+        raise InputError("out= is a folder, but this command writes a file.", path=path, fix="set out= to a file path.")
     # the nearest existing ancestor must be writable, or the run would fail only at its end
     probe = path if command in OUT_FOLDER else path.parent
     while not probe.exists() and probe != probe.parent:
@@ -91,10 +91,30 @@ def _check_out(command: str, cfg: Mapping[str, Any]) -> None:
 
 
 # Input keys, and the files a command writes into its out folder (a file out is the file itself).
-INPUT_KEYS = ("data", "conversations", "predictions", "model", "evaluations", "judgments", "rubric_file", "calibrator",
-              "export", "sheet", "select", "judge_map")
-DATASET_FILES = ("rubric.yaml", "llm.csv", "llm.parquet", "labels.csv", "labels.parquet", "conversations.jsonl",
-                 "model.json", "weights.safetensors")
+INPUT_KEYS = (
+    "data",
+    "conversations",
+    "predictions",
+    "model",
+    "evaluations",
+    "judgments",
+    "rubric_file",
+    "calibrator",
+    "export",
+    "sheet",
+    "select",
+    "judge_map",
+)
+DATASET_FILES = (
+    "rubric.yaml",
+    "llm.csv",
+    "llm.parquet",
+    "labels.csv",
+    "labels.parquet",
+    "conversations.jsonl",
+    "model.json",
+    "weights.safetensors",
+)
 WRITES = {
     "train": ("model.json", "weights.safetensors"),
     "cv": ("predictions.csv", "metrics.json"),
@@ -135,8 +155,11 @@ def _check_not_an_input(command: str, cfg: Mapping[str, Any], not_paths: Collect
             )
     if command in OUT_FILE and out_path.name in DATASET_FILES and out_path.is_file():
         # another dataset's or model's file (someone's labels.csv): never replaced by a command's table
-        raise InputError(f"out= would overwrite {out_path.name}, a file other commands read.", path=out_path,
-                         fix=f"choose another out= file name (e.g. {command}.csv); inputs are never overwritten.")
+        raise InputError(
+            f"out= would overwrite {out_path.name}, a file other commands read.",
+            path=out_path,
+            fix=f"choose another out= file name (e.g. {command}.csv); inputs are never overwritten.",
+        )
 
 
 def lookup(cfg: Mapping[str, Any], dotted: str) -> tuple[bool, Any]:

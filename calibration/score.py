@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Sequence
 from pathlib import Path
@@ -15,6 +16,8 @@ from rubric.files import atomic_to_csv
 from rubric.identity import stand_in_note
 from rubric.ids import clean_id_list
 from rubric.jsonfile import write_json
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def results_frames(
@@ -106,11 +109,11 @@ def run_score(cfg) -> pd.DataFrame:
         rubric=rubric,
         adheres_at=cfg.get("adheres_at"),
         cache=cache,
-        allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
-        on_shift=str(cfg.get("on_shift", "warn")),
+        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
+        on_shift=str(cfg["on_shift"]),
     )
     metric.command = "score"  # the shift check's warning prints as "score: warning: ..."
-    results = metric.measure_many(conversations, progress=bool(cfg.get("progress", True)))
+    results = metric.measure_many(conversations, progress=bool(cfg["progress"]))
     conv_frame, turn_frame = results_frames(results, conversations)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(conv_frame, out)
@@ -120,28 +123,25 @@ def run_score(cfg) -> pd.DataFrame:
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
         shift_out = out.with_name(out.stem + "_shift.json")
         write_json(shift_out, {"shift": metric.shift})
-    print(format_results(conv_frame, limit=cfg.get("show")))
+    log.info(format_results(conv_frame, limit=cfg.get("show")))
     mean = conv_frame["score"].mean()
-    print(
+    log.info(
         f"score: {len(conv_frame)} conversations, mean score {mean:.3f}, "
         f"{int(conv_frame['success'].sum())} pass at threshold {metric.threshold:g}"
         f"{' (strict)' if metric.strict_mode else ''}; "
-        + (
-            "calibrated to " + metric.judges_label
-            if metric.model is not None
-            else "raw judge (no calibrator)"
-        )
+        + ("calibrated to " + metric.judges_label if metric.model is not None else "raw judge (no calibrator)")
         + f"; adherence = P({metric.rubric.target} >= {metric.adheres_at:g})"
     )
     note = stand_in_note(metric.judge.model)
     if note:
-        print(f"score: note: {note}.")
+        log.info(f"score: note: {note}.")
     if metric.unseen_judges:
-        print(
-            f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}"
-        )
-    print(f"score: wrote {out} (per conversation) and {turns_out} (per turn)"
-          + (f", {shift_out} (shift check)" if shift_out else "") + f"; cache {cache}")
+        log.info(f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}")
+    log.info(
+        f"score: wrote {out} (per conversation) and {turns_out} (per turn)"
+        + (f", {shift_out} (shift check)" if shift_out else "")
+        + f"; cache {cache}"
+    )
     if math.isnan(mean):
         raise InputError("no scores were produced.", fix="check the conversations file.")
     return conv_frame

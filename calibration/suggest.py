@@ -20,6 +20,7 @@ three reviewers about the same confusing turn.
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
@@ -31,6 +32,8 @@ from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.ids import clean_id_list
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 STRATEGIES = ("random", "entropy", "bald", "variance")
 RANKED = ("entropy", "bald", "variance")  # a score worth a sheet column; random (and an estimate sample) has none
@@ -174,9 +177,11 @@ def rank_pairs(
     if strategy not in STRATEGIES:
         raise InputError(f"unknown strategy {strategy!r}.", fix=f"use one of {list(STRATEGIES)}.")
     if strategy in DISAGREEMENT and net.n_models < 2:  # one member agrees with itself: every score would be 0
-        raise InputError(f"strategy={strategy} ranks by the disagreement of the calibrator's ensemble members, and this "
-                         "calibrator is a single model (model=linear|ordinal, or train.ensemble=1).",
-                         fix="pass strategy=entropy or strategy=random, or a network calibrator with an ensemble.")
+        raise InputError(
+            f"strategy={strategy} ranks by the disagreement of the calibrator's ensemble members, and this "
+            "calibrator is a single model (model=linear|ordinal, or train.ensemble=1).",
+            fix="pass strategy=entropy or strategy=random, or a network calibrator with an ensemble.",
+        )
     t = ds.target_index
     values = ds.option_values()[t]
     members = pooled = dens = None
@@ -200,36 +205,49 @@ def rank_pairs(
     return picked, scores[picked]
 
 
+def _model_and_data(cfg):
+    """suggest purpose=learn's calibrator, the dataset read against its rubric (its judge checked) and the
+    budget."""
+    from calibration import load_dataset, load_model
+    from rubric.identity import check_same_judge, dataset_judge_identity
+
+    if not cfg.get("model"):
+        raise InputError(
+            "suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
+            fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.",
+        )
+    model = load_model(cfg.model)
+    # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
+    check_same_judge(
+        model.judge_identity,
+        dataset_judge_identity(cfg.data),
+        command="suggest",
+        where=cfg.data,
+        allow=bool(cfg["allow_judge_mismatch"]),
+    )
+    ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
+    budget = int(cfg.budget)
+    if budget < 1:
+        raise InputError(f"budget={budget} asks for no label.", fix="pass budget=N with N >= 1.")
+    return model, ds, budget
+
+
 def run_suggest(cfg) -> Path:
     """CLI: `role-rubric suggest data=DIR model=MODEL_DIR budget=N out=to_label.csv [judges=[ids]]
     [strategy=bald] [diversity=0.5] [questions=all|target]`."""
-    from calibration import load_dataset, load_model
     from calibration.release.checks import check_suggest_out
     from calibration.release.plan import PLAN_FILE
 
-    estimate = str(cfg.get("purpose", "learn")) == "estimate"
-    check_suggest_out(Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None,
-                      overwrite=bool(cfg.get("overwrite", False)))
+    estimate = str(cfg["purpose"]) == "estimate"
+    check_suggest_out(
+        Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=bool(cfg["overwrite"])
+    )
     if estimate:
         from calibration.release.sampling import run_estimate_plan
 
         return run_estimate_plan(cfg)
     start = time.perf_counter()
-    if not cfg.get("model"):
-        raise InputError("suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
-                         fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.")
-    model = load_model(cfg.model)
-    from rubric.identity import check_same_judge, dataset_judge_identity
-
-    # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
-    check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data), command="suggest", where=cfg.data,
-                     allow=bool(cfg.get("allow_judge_mismatch", False)))
-    ds = load_dataset(
-        cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False
-    )
-    budget = int(cfg.budget)
-    if budget < 1:
-        raise InputError(f"budget={budget} asks for no label.", fix="pass budget=N with N >= 1.")
+    model, ds, budget = _model_and_data(cfg)
     judges = _judges(cfg.get("judges"), model)
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = _candidates(ds, judges)
@@ -260,17 +278,17 @@ def run_suggest(cfg) -> Path:
         [judge_names[i] for i in picked],
         scores,
         str(cfg.strategy),
-        questions=str(cfg.get("questions", "all")),
+        questions=str(cfg["questions"]),
         conversations=_conversations(cfg.data),
     )
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
-    print(
+    log.info(
         f"suggest: {len(picked)} of {len(item)} unlabelled (turn, judge) pairs by {cfg.strategy} "
         f"(diversity {float(cfg.diversity):g}) in {time.perf_counter() - start:.1f}s"
     )
-    print(
+    log.info(
         f"suggest: wrote {out} ({len(frame)} rows): budget={budget} counts (turn, reviewer) pairs, and each pair "
         f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet {override('sheet', out)} "
         f"{override('data', str(cfg.data))} out=NEW_DIR`"
@@ -280,18 +298,14 @@ def run_suggest(cfg) -> Path:
 
 def _judges(judges, model) -> list[str]:
     if judges == "population":
-        raise InputError(
-            "judges=population names no reviewer to ask.", fix="pass judges=null or judges=[id,...]."
-        )
+        raise InputError("judges=population names no reviewer to ask.", fix="pass judges=null or judges=[id,...].")
     if judges is None:
         if not model.judges:
             raise InputError("the model has no training judges to ask.", fix="pass judges=[id,...].")
         return list(model.judges)
     chosen = clean_id_list(judges)
     if not chosen:
-        raise InputError(
-            "judges is empty.", fix="pass judges=null (every training judge) or judges=[id,...]."
-        )
+        raise InputError("judges is empty.", fix="pass judges=null (every training judge) or judges=[id,...].")
     return chosen
 
 

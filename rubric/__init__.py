@@ -9,8 +9,8 @@ Public API (the openai client is imported only when an LLM judge is built)::
 
 from __future__ import annotations
 
-from rubric.batch import BatchSettings
-from rubric.batch_run import gather_batch
+from rubric.batch.lines import BatchSettings
+from rubric.batch.run import gather_batch
 from rubric.cache import RequestCache
 from rubric.conversations import (
     Conversation,
@@ -23,8 +23,8 @@ from rubric.conversations import (
 )
 from rubric.errors import InputError
 from rubric.extraction import Distribution, TokenLogprob, from_top_logprobs
-from rubric.gather import a_gather, gather, judge_config, make_backend, rubric_from_config, run_gather
-from rubric.judge_settings import JudgeConfig
+from rubric.gather import a_gather, gather, make_backend, rubric_from_config, run_gather
+from rubric.judge_settings import JudgeConfig, judge_config
 from rubric.outputs import LLM_COLUMNS, GatherResult, GatherSummary, write_outputs
 from rubric.prompts import Prompt, render_prompt
 from rubric.schema import Option, Question, Rubric, format_value, load_rubric, rubric_from_dict, save_rubric

@@ -1,6 +1,6 @@
 """Judge backends for any OpenAI-compatible endpoint (OpenAI, vLLM, TGI, Ollama, llama.cpp server).
 
-Requests go out through rubric/http.py (aiohttp with the `openai` client's URL and headers, or the
+Requests go out through rubric/transport/http.py (aiohttp with the `openai` client's URL and headers, or the
 `openai` client itself) with no retries of their own: retries happen here, so they can be counted,
 honour Retry-After and re-ask on answers that name no option. Responses are read as plain JSON, which
 tolerates the small differences between servers and costs far less CPU per request than typed objects.
@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import logging
 import random
-import sys
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,11 +40,11 @@ from rubric.extraction import (
     option_of,
     uniform_fallback,
 )
-from rubric.http import Reply, Retryable, error_message, make_channel, retry_after
 from rubric.judge_settings import JudgeConfig  # re-exported: callers import it from here too
 from rubric.prompts import Prompt
 from rubric.response_reading import answer_steps, choice_texts, ended_at_once
 from rubric.responses import BadResponse, check_completion, mask_secrets
+from rubric.transport.http import Reply, Retryable, error_message, make_channel, retry_after
 
 REASK = "Reply with exactly one option code ({codes}) and nothing else."
 REFUSED_WAIT_S = 10.0
@@ -114,7 +114,7 @@ class OpenAIBackend:
     def __init__(self, cfg: JudgeConfig, *, log: Any = None):
         self.cfg = cfg
         self.mode = "sampled" if cfg.answer_mode == "sampled" else "logprobs"
-        self._log = log or (lambda msg: print(msg, file=sys.stderr))
+        self._log = log or logging.getLogger(__name__).warning  # printed on stderr (rubric/notices.py)
         self._rng = random.Random(cfg.seed)
         self._seen_logprobs = False
         self._reached = False  # the endpoint has answered once: a refusal after that is a failure to retry
@@ -129,7 +129,7 @@ class OpenAIBackend:
         self._server = None
         base_url = cfg.resolved_base_url()
         if cfg.is_local:  # serve the model ourselves, on a free loopback port, until close()
-            from rubric.local_server import LocalServer
+            from rubric.servers.local import LocalServer
 
             self._server = LocalServer(cfg.model_path, alias=cfg.model, options=cfg.server).start()
             base_url = self._server.base_url
@@ -266,8 +266,7 @@ class OpenAIBackend:
         if now - self._refused_since >= REFUSED_WAIT_S or self.cfg.max_retries == 0:
             url = getattr(self.channel, "base_url", None) or self.cfg.resolved_base_url()
             raise InputError(
-                f"connection refused at {url}: nothing listens there "
-                f"(tried for {now - self._refused_since:.0f} s).",
+                f"connection refused at {url}: nothing listens there (tried for {now - self._refused_since:.0f} s).",
                 fix="start the judge's server (role-rubric serve-fake-judge for judge=fake) or correct judge.base_url.",
             )
         await asyncio.sleep(0.5)
@@ -321,7 +320,7 @@ def request_body(
     n: int | None = None,
 ) -> dict[str, Any]:
     """The JSON body of one request for `prompt` (chat or legacy completions), as the online judge sends it
-    and as batch files carry it (rubric/batch.py)."""
+    and as batch files carry it (rubric/batch/lines.py)."""
     body: dict[str, Any] = {
         **cfg.extra_body,
         "model": cfg.model,

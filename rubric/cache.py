@@ -73,9 +73,7 @@ class RequestCache:
         for start in range(0, len(keys), 500):  # stay under SQLite's bound-parameter limit
             chunk = keys[start : start + 500]
             marks = ",".join("?" * len(chunk))
-            found.update(
-                self._db.execute(f"SELECT key, value FROM answers WHERE key IN ({marks})", chunk).fetchall()
-            )
+            found.update(self._db.execute(f"SELECT key, value FROM answers WHERE key IN ({marks})", chunk).fetchall())
         return found
 
     def put(self, key: str, value: str) -> None:

@@ -47,7 +47,9 @@ class Conversation:
     def to_record(self) -> dict[str, Any]:
         if self.record is not None:  # the user's own line, unknown fields and all, with its id as compared
             record = copy.deepcopy(self.record)
-            record["id" if "id" in record and "conversation_id" not in record else "conversation_id"] = self.conversation_id
+            record["id" if "id" in record and "conversation_id" not in record else "conversation_id"] = (
+                self.conversation_id
+            )
             return record
         turns = []
         for t in self.turns:
@@ -90,9 +92,7 @@ def load_conversations(path: str | Path) -> list[Conversation]:
     if path.is_dir():
         path = path / "conversations.jsonl"
     if not path.exists():
-        raise InputError(
-            "conversations file not found.", path=path, fix="pass conversations=PATH to a .jsonl file."
-        )
+        raise InputError("conversations file not found.", path=path, fix="pass conversations=PATH to a .jsonl file.")
     records = []
     for line_no, line in enumerate(read_text_file(path).split("\n"), start=1):
         if not line.strip():
@@ -148,9 +148,7 @@ def _conversation(rec: Any, source: str | Path, line: int) -> Conversation:
         return InputError(problem, path=source, row=line, fix=fix)
 
     if not isinstance(rec, dict):
-        raise fail(
-            "a line must be a JSON object.", 'write {"conversation_id", "chatbot_role", "turns"} per line.'
-        )
+        raise fail("a line must be a JSON object.", 'write {"conversation_id", "chatbot_role", "turns"} per line.')
     try:
         json.dumps(rec, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError as exc:
@@ -234,9 +232,7 @@ def _from_messages(raw: list[dict[str, Any]], fail: Any, cid: Any) -> tuple[str 
                 "use roles user/assistant (and one leading system message) with non-empty content.",
             )
     if pending:
-        raise fail(
-            f"conversation {cid!r} ends with a user message that has no reply.", "drop the last user message."
-        )
+        raise fail(f"conversation {cid!r} ends with a user message that has no reply.", "drop the last user message.")
     if not turns:
         raise fail(f"conversation {cid!r} has no assistant replies.", "add at least one assistant reply.")
     return system, turns

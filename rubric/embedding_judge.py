@@ -111,9 +111,7 @@ class EmbeddingBackend:
         self._memo: dict[str, np.ndarray] = {}  # text -> unit-norm embedding
 
     def judge_batch(self, prompts: Sequence[Prompt]) -> list[Answer]:
-        needed = {
-            t for p in prompts for t in (reply_text(p), p.item.conversation.chatbot_role, *option_texts(p))
-        }
+        needed = {t for p in prompts for t in (reply_text(p), p.item.conversation.chatbot_role, *option_texts(p))}
         self._embed(sorted(needed - self._memo.keys()))
         out = []
         for p in prompts:
@@ -131,21 +129,15 @@ class EmbeddingBackend:
             # batch-mates, so a conversation measured alone, in another order or among others would score
             # differently in the last bits (deepeval's sync and async runs did). Alone, it is the same
             # every time, and on a CPU no slower.
-            vecs = load_encoder().encode(
-                texts, batch_size=1, normalize_embeddings=True, convert_to_numpy=True
-            )
+            vecs = load_encoder().encode(texts, batch_size=1, normalize_embeddings=True, convert_to_numpy=True)
             self._memo.update(zip(texts, np.asarray(vecs), strict=True))
 
-    def _distribution(
-        self, reply: np.ndarray, role: np.ndarray, options: np.ndarray, prompt: Prompt
-    ) -> Distribution:
+    def _distribution(self, reply: np.ndarray, role: np.ndarray, options: np.ndarray, prompt: Prompt) -> Distribution:
         values = np.array(prompt.question.values)  # type: ignore[union-attr]
         span = values.max() - values.min()
         position = 2 * (values - values.min()) / span - 1  # -1 lowest option ... +1 highest
         relevance = float(reply @ role) - self.params["relevance_center"]
-        logits = (
-            self.params["scale"] * (options @ reply) + self.params["relevance_weight"] * relevance * position
-        )
+        logits = self.params["scale"] * (options @ reply) + self.params["relevance_weight"] * relevance * position
         logits = logits - logits.max()
         probs = np.exp(logits)
         probs = [float(x) for x in probs / probs.sum()]

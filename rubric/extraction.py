@@ -154,9 +154,7 @@ def _distribution(per_option: list[list[float]], floor: float = DEFAULT_FLOOR) -
     return Distribution(with_floor(masses, floor), coverage, "logprobs")
 
 
-def from_samples(
-    answers: Sequence[str], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR
-) -> Distribution | None:
+def from_samples(answers: Sequence[str], codes: Sequence[str], *, floor: float = DEFAULT_FLOOR) -> Distribution | None:
     """Distribution from n sampled answers (empirical frequencies); None when no sample names an option.
 
     coverage is the share of samples that named an option.

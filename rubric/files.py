@@ -83,9 +83,7 @@ def ensure_out_dir(out: str | Path, *, key: str = "out") -> Path:
             fix=f"set {key}= to a writable folder.",
         ) from None
     if not os.access(out, os.W_OK | os.X_OK):
-        raise InputError(
-            "the output folder is not writable.", path=out, fix=f"set {key}= to a writable folder."
-        )
+        raise InputError("the output folder is not writable.", path=out, fix=f"set {key}= to a writable folder.")
     return out
 
 

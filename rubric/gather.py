@@ -5,7 +5,7 @@
 Requests run with bounded concurrency in item order (the questions of a turn back to back, so a server's
 prefix cache sees the shared prefix while it is warm). In one process the first requests go out while
 the later prompts are still being rendered and looked up in the cache. Very concurrent runs spread the
-HTTP work over a few worker processes (judge.processes; rubric/parallel.py), since each request's CPU
+HTTP work over a few worker processes (judge.processes; rubric/transport/parallel.py), since each request's CPU
 caps what one process can do; this process alone writes the cache. Every finished answer goes to the
 SQLite cache within the event-loop iteration it arrives in; llm.csv is written at the end from the cache
 and fresh answers in a fixed order, so a rerun or a resumed run writes the same file. Requests that fail after every retry are counted, listed in
@@ -29,7 +29,7 @@ from rubric.conversations import Conversation, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
 from rubric.health import check_gather
-from rubric.judge_settings import JudgeConfig
+from rubric.judge_settings import JudgeConfig, judge_config  # noqa: F401  (judge_config: rubric.gather.judge_config, its old path)
 from rubric.long_turns import LONG_TURN_TOKENS, check_long_turns
 from rubric.outputs import (
     GatherResult,
@@ -37,53 +37,18 @@ from rubric.outputs import (
     failure_frame,
     llm_frame,
     reason_frame,
+    refuse_overwriting_inputs,
     tally,
     write_outputs,
 )
-from rubric.parallel import run_sharded, worker_processes
 from rubric.prompts import Prompt
-from rubric.prompts import prompt_chunks as _prompt_chunks  # shared with batch mode (rubric/batch_run.py)
+from rubric.prompts import prompt_chunks as _prompt_chunks  # shared with batch mode (rubric/batch/run.py)
 from rubric.prompts import prompt_keys as _keys
 from rubric.schema import Rubric, load_rubric, note_default_target, rubric_from_dict
-from rubric.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
+from rubric.transport.parallel import run_sharded, worker_processes
+from rubric.transport.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
-
-
-def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **overrides: Any) -> JudgeConfig:
-    """A judge from a name in conf/judge/ ("openai", "vllm", "embedding", ...), a mapping or a JudgeConfig,
-    with keyword overrides (e.g. `judge_config("vllm", model="my-model", base_url="http://host:8000/v1")`).
-
-    A mapping with a "name" starts from that conf/judge file and changes the keys it gives
-    ({"name": "fake", "base_url": URL} is the fake judge at URL); a mapping without one is a whole set of
-    judge settings over JudgeConfig's defaults (an OpenAI-protocol chat judge, gpt-4o-mini)."""
-    from dataclasses import replace
-
-    if isinstance(judge, JudgeConfig):
-        return replace(judge, **overrides) if overrides else judge
-    if isinstance(judge, str):
-        return JudgeConfig.from_mapping({**_named_judge(judge), **overrides})
-    settings = dict(judge)
-    name = settings.pop("name", None)
-    base = {} if name is None else _named_judge(name, where='judge "name"')
-    return JudgeConfig.from_mapping({**base, **settings, **overrides})
-
-
-def _named_judge(name: Any, *, where: str = "judge") -> dict[str, Any]:
-    """The settings of conf/judge/NAME.yaml; InputError naming the choices for an unknown name."""
-    from importlib import resources
-
-    import yaml
-
-    names = sorted(
-        p.name[:-5] for p in resources.files("conf").joinpath("judge").iterdir() if p.name.endswith(".yaml")
-    )
-    if name not in names:
-        raise InputError(
-            f"unknown {where} {name!r}.",
-            fix=f"use one of {', '.join(names)}, or a mapping of judge settings without a name.",
-        )
-    return yaml.safe_load(resources.files("conf").joinpath("judge", f"{name}.yaml").read_text())
 
 
 def make_backend(judge: JudgeConfig, *, log: Callable[[str], None] | None = None) -> Any:
@@ -179,9 +144,7 @@ async def a_gather(
     run = functools.partial(_gather_streaming, total=n_asks) if streams else _gather_upfront
     chunks = _prompt_chunks(items, rubric, include_reason)
     try:
-        asks, keys, pending, processes = await run(
-            cfg, backend, chunks, identity, store, answers, failures, progress
-        )
+        asks, keys, pending, processes = await run(cfg, backend, chunks, identity, store, answers, failures, progress)
     finally:
         if not isinstance(cache, RequestCache):
             store.close()
@@ -206,7 +169,7 @@ async def a_gather(
 
 def _processes(cfg: JudgeConfig, backend: Any, pending: int) -> int:
     """Processes to make `pending` requests: one for a given backend or the embedding judge, else
-    judge.processes (rubric/parallel.py)."""
+    judge.processes (rubric/transport/parallel.py)."""
     return 1 if backend is not None or cfg.backend == "embedding" else worker_processes(cfg, pending)
 
 
@@ -304,9 +267,7 @@ def rubric_from_config(cfg: Any, command: str = "gather") -> Rubric:
     if cfg.get("rubric_file"):
         rubric = load_rubric(cfg.rubric_file, target=target)
     else:
-        rubric = rubric_from_dict(
-            OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target
-        )
+        rubric = rubric_from_dict(OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target)
     note_default_target(rubric, command)
     return rubric
 
@@ -318,7 +279,7 @@ def run_gather(cfg: Any) -> GatherResult | None:
     files it would write. Requests that failed after every retry end the command with IncompleteRun
     (exit 3) after everything else is written; a judge that mostly named no option, with LowCoverage
     (exit 4; rubric/health.py) unless judge.allow_low_coverage=true. mode=batch goes through batch files
-    (rubric/batch_run.py) to the same outputs."""
+    (rubric/batch/run.py) to the same outputs."""
     from omegaconf import OmegaConf
 
     if cfg.get("scorer"):  # a reference-based scorer instead of a judge (rubric/scorers/features.py)
@@ -335,10 +296,16 @@ def run_gather(cfg: Any) -> GatherResult | None:
     out = Path(cfg.out)
     batch = _batch_settings(cfg)
     with out_lock(out):
-        _refuse_overwriting_inputs(cfg, out, rubric, conversations)
-        check_long_turns(list(iter_items(conversations, cfg.granularity)), rubric, judge,
-                         limit=cfg.get("long_turn_tokens", LONG_TURN_TOKENS), mode=cfg.get("long_turns", "warn"),
-                         include_reason=bool(cfg.include_reason), where=cfg.conversations)
+        refuse_overwriting_inputs(cfg, out, rubric, conversations)
+        check_long_turns(
+            list(iter_items(conversations, cfg.granularity)),
+            rubric,
+            judge,
+            limit=cfg.get("long_turn_tokens", LONG_TURN_TOKENS),
+            mode=cfg["long_turns"],
+            include_reason=bool(cfg.include_reason),
+            where=cfg.conversations,
+        )
         if batch is None:
             result = gather(
                 conversations,
@@ -350,8 +317,8 @@ def run_gather(cfg: Any) -> GatherResult | None:
                 progress=bool(cfg.progress),
                 long_turn_tokens=None,  # checked above, naming the file
             )
-        else:  # through batch files (rubric/batch_run.py); None: the files wait to be run elsewhere
-            from rubric.batch_run import gather_batch
+        else:  # through batch files (rubric/batch/run.py); None: the files wait to be run elsewhere
+            from rubric.batch.run import gather_batch
 
             result = gather_batch(
                 conversations,
@@ -385,57 +352,18 @@ def run_gather(cfg: Any) -> GatherResult | None:
 
 
 def _batch_settings(cfg: Any) -> Any:
-    """mode=batch's settings (rubric/batch.py), or None for an online gather (where submit= and results=
+    """mode=batch's settings (rubric/batch/lines.py), or None for an online gather (where submit= and results=
     mean nothing, so giving them is a mistake worth one line)."""
-    from rubric.batch import BatchSettings
+    from rubric.batch.lines import BatchSettings
 
-    mode = cfg.get("mode") or "online"
+    mode = cfg["mode"]
     if mode != "batch":
         if cfg.get("results"):
             raise InputError("results= is read in batch mode only.", fix="add mode=batch.")
         return None
     block = cfg.get("batch") or {}
     return BatchSettings(
-        submit=bool(cfg.get("submit", True)),
+        submit=bool(cfg["submit"]),
         results=cfg.get("results"),
         **{k: block[k] for k in ("max_requests", "max_mb", "poll_s", "price_factor") if k in block},
     )
-
-
-def _refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversations: Sequence[Conversation]) -> None:
-    """gather writes rubric.yaml and conversations.jsonl into `out`. An existing one there is replaced only
-    when it is what gather would write anyway, or when it came from an earlier gather into `out` and is not
-    this run's input: a dataset folder of the user's own is never rewritten."""
-    import yaml
-
-    from rubric.conversations import conversations_jsonl
-
-    inputs = {Path(str(cfg.conversations)).resolve()}
-    if Path(str(cfg.conversations)).is_dir():
-        inputs.add((Path(str(cfg.conversations)) / "conversations.jsonl").resolve())
-    if cfg.get("rubric_file"):
-        inputs |= {Path(str(cfg.rubric_file)).resolve(), (Path(str(cfg.rubric_file)) / "rubric.yaml").resolve()}
-    earlier_gather = (out / "gather_summary.json").exists()
-    planned = {
-        "conversations.jsonl": conversations_jsonl(conversations),
-        "rubric.yaml": yaml.safe_dump(rubric.to_dict(), sort_keys=False, allow_unicode=True),
-    }
-    for name, text in planned.items():
-        target = out / name
-        if not target.exists() or (earlier_gather and target.resolve() not in inputs):
-            continue
-        if target.is_file() and target.read_bytes() == text.encode("utf-8"):
-            continue
-        what = "is this run's input" if target.resolve() in inputs else "was not written by an earlier gather"
-        raise InputError(
-            f"the output folder already holds {name}, which {what} and would be overwritten with different "
-            "content.",
-            path=target,
-            fix="choose another out= (a new folder for the gathered dataset).",
-        )
-    if not earlier_gather and (out / "llm.csv").exists():  # a dataset's distributions, imported or hand-made
-        raise InputError(
-            "the output folder already holds an llm.csv that no earlier gather wrote; it would be replaced.",
-            path=out / "llm.csv",
-            fix="choose another out= (a new folder for the gathered dataset).",
-        )

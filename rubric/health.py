@@ -9,7 +9,7 @@ and `train` / `cv` warn when they are given it.
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +19,8 @@ import numpy as np
 import pandas as pd
 
 from rubric.errors import InputError
+
+log = logging.getLogger(__name__)  # warnings about the run (stderr); calibration/cli.py prints them (rubric/notices.py)
 
 MIN_MEDIAN_COVERAGE = 0.5
 MAX_FALLBACK_SHARE = 0.05
@@ -104,7 +106,7 @@ def check_gather(summary: Any, *, allow: bool, path: Path | None = None) -> None
     LowCoverage unless `allow`."""
     if summary.warning is None:
         return
-    print(f"gather: {summary.warning}", file=sys.stderr)
+    log.warning(f"gather: {summary.warning}")
     if not allow:
         raise LowCoverage(
             f"the judge's answers are unreliable ({summary.health().describe()}); llm.csv is written but a "

@@ -12,12 +12,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
 from rubric.errors import InputError
+from rubric.notices import warn_data
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 COMPARED_KEYS = ("backend", "model", "prompt_template", "rubric", "answer_mode", "sampling")
 """What determines the answers; "sampling" is absent from identities recorded before it was."""
@@ -151,8 +155,10 @@ def endpoint_note(trained: Mapping[str, Any], current: Mapping[str, Any]) -> str
     return f"{_NAMES['base_url_host']}: trained at {a!r}, given {b!r}"
 
 
-NO_RECORD = ("has no judge record (no gather_summary.json with a judge_identity: data imported or written by hand), "
-             "so the judge of its distributions is unknown")
+NO_RECORD = (
+    "has no judge record (no gather_summary.json with a judge_identity: data imported or written by hand), "
+    "so the judge of its distributions is unknown"
+)
 
 
 def check_same_judge(
@@ -170,8 +176,10 @@ def check_same_judge(
     in one line and not compared. The same judge at another endpoint is accepted with one information line."""
     if not trained:
         if current:
-            print(f"{command}: note: the model records no judge (trained before judges were recorded, or on data "
-                  "without a judge record), so the judge cannot be checked.")
+            log.info(
+                f"{command}: note: the model records no judge (trained before judges were recorded, or on data "
+                "without a judge record), so the judge cannot be checked."
+            )
         return []
     if not current:
         if where is None:  # a live judge always has an identity: only directories lack one
@@ -184,7 +192,7 @@ def check_same_judge(
                 "copy gather_summary.json from the folder its llm.csv was gathered in, or pass "
                 "allow_judge_mismatch=true if the judge is the model's.",
             )
-        print(f"{command}: warning: {where} {NO_RECORD}; used anyway (allow_judge_mismatch=true).")
+        warn_data(command, [f"{where} {NO_RECORD}; used anyway (allow_judge_mismatch=true)."])
         return ["judge: unknown"]
     diffs = identity_differences(trained, current)
     moved = endpoint_note(trained, current)
@@ -197,11 +205,9 @@ def check_same_judge(
             "to use it anyway (its calibration then does not hold).",
         )
     if diffs:
-        print(
-            f"{command}: warning: judge mismatch allowed ({'; '.join(diffs)}); the calibration does not hold."
-        )
+        warn_data(command, [f"judge mismatch allowed ({'; '.join(diffs)}); the calibration does not hold."])
     elif moved:
-        print(
+        log.info(
             f"{command}: the same judge at another endpoint ({moved}); model, prompt, rubric, answer mode "
             "and sampling match, so the calibration holds."
         )

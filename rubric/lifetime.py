@@ -1,6 +1,6 @@
 """A child process that ends with its parent: the one home of this for the gather workers
-(rubric/parallel.py), the forked trainers (calibration/model/forked.py), the search workers
-(calibration/evaluation/search.py) and the local model server (rubric/local_server.py)."""
+(rubric/transport/parallel.py), the forked trainers (calibration/model/forked.py), the search workers
+(calibration/evaluation/search.py) and the local model server (rubric/servers/local.py)."""
 
 from __future__ import annotations
 

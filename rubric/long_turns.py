@@ -9,7 +9,7 @@ a gather together; the estimate counts the whole prompts of the items with a lon
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Sequence
 
 from rubric.conversations import Item
@@ -18,6 +18,8 @@ from rubric.judge_settings import JudgeConfig
 from rubric.outputs import is_loopback
 from rubric.prompts import render_context, render_prompt
 from rubric.schema import Rubric
+
+log = logging.getLogger(__name__)  # warnings about the run (stderr); calibration/cli.py prints them (rubric/notices.py)
 
 CHARS_PER_TOKEN = 4
 LONG_TURN_TOKENS = 4000
@@ -37,13 +39,22 @@ def _turn_tokens(item: Item) -> int:
 
 def _prompt_tokens(item: Item, rubric: Rubric, include_reason: bool) -> int:
     context = render_context(item)
-    per_question = [sum(estimated_tokens(m["content"]) for m in render_prompt(item, q, context).messages)
-                    for q in rubric.questions]
+    per_question = [
+        sum(estimated_tokens(m["content"]) for m in render_prompt(item, q, context).messages) for q in rubric.questions
+    ]
     return sum(per_question) + (max(per_question) if include_reason else 0)
 
 
-def check_long_turns(items: Sequence[Item], rubric: Rubric, judge: JudgeConfig, *, limit: int | None,
-                     mode: str = "warn", include_reason: bool = False, where: str = "conversations") -> None:
+def check_long_turns(
+    items: Sequence[Item],
+    rubric: Rubric,
+    judge: JudgeConfig,
+    *,
+    limit: int | None,
+    mode: str = "warn",
+    include_reason: bool = False,
+    where: str = "conversations",
+) -> None:
     """Warn on stderr about the items whose turn is above `limit` estimated tokens (mode="warn"), or raise
     InputError naming the longest (mode="refuse"). `limit` None: no check."""
     if mode not in MODES:
@@ -55,17 +66,22 @@ def check_long_turns(items: Sequence[Item], rubric: Rubric, judge: JudgeConfig, 
         return
     size, worst = max(long, key=lambda pair: pair[0])
     turn = "the whole conversation" if worst.turn is None else f"turn {worst.turn}"
-    what = (f"{len(long)} of {len(items)} turns are longer than long_turn_tokens={limit} estimated tokens "
-            f"(characters / {CHARS_PER_TOKEN}; the longest: conversation {worst.conversation.conversation_id!r}, "
-            f"{turn}, ~{size} tokens)")
+    what = (
+        f"{len(long)} of {len(items)} turns are longer than long_turn_tokens={limit} estimated tokens "
+        f"(characters / {CHARS_PER_TOKEN}; the longest: conversation {worst.conversation.conversation_id!r}, "
+        f"{turn}, ~{size} tokens)"
+    )
     if mode == "refuse":
-        raise InputError(f"{what}.", path=where,
-                         fix="shorten or split those turns, raise long_turn_tokens=N, or pass long_turns=warn "
-                         "to send them anyway.")
+        raise InputError(
+            f"{what}.",
+            path=where,
+            fix="shorten or split those turns, raise long_turn_tokens=N, or pass long_turns=warn to send them anyway.",
+        )
     tokens = sum(_prompt_tokens(item, rubric, include_reason) for _, item in long)
-    print(f"warning: {what}; asking about them sends ~{tokens} prompt tokens{_cost(tokens, judge)} if none is "
-          "cached. Fix: shorten or split them, or pass long_turns=refuse to stop before any request.",
-          file=sys.stderr)
+    log.warning(
+        f"warning: {what}; asking about them sends ~{tokens} prompt tokens{_cost(tokens, judge)} if none is "
+        "cached. Fix: shorten or split them, or pass long_turns=refuse to stop before any request."
+    )
 
 
 def _cost(tokens: int, judge: JudgeConfig) -> str:

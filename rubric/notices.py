@@ -5,7 +5,9 @@ at INFO to its module's logger (under "rubric" or "calibration"); a notice about
 the folds need, a panel with few turns) is a `DataQualityWarning` (`warn_data`), as scikit-learn warns. An
 API user silences, captures or reroutes either as with any library: `logging.getLogger("calibration")`,
 `warnings.filterwarnings(...)`. The command line prints both as the library used to (`cli_notices`): a status
-line as it is, a data warning as "COMMAND: warning: TEXT", both on standard output.
+line as it is, a data warning as "COMMAND: warning: TEXT", both on standard output. A warning about the run
+that is not about the data (a judge that answers badly, a turn too long to send cheaply) is logged at
+WARNING and goes to standard error, as Python's logging does for a library with no handler configured.
 """
 
 from __future__ import annotations
@@ -34,14 +36,15 @@ def warn_data(command: str, lines: Iterable[str], *, stacklevel: int = 1) -> Non
         warnings.warn(DataQualityWarning(line, command), stacklevel=stacklevel + 1)
 
 
-class _StdoutHandler(logging.Handler):
+class _ConsoleHandler(logging.Handler):
     """Each record's message on the standard output of the moment (a test's capture replaces sys.stdout),
-    flushed, so that a log shows what the next seconds are spent on."""
+    a WARNING or worse on standard error, flushed, so that a log shows what the next seconds are spent on."""
 
     def emit(self, record: logging.LogRecord) -> None:
+        stream = sys.stderr if record.levelno >= logging.WARNING else sys.stdout
         try:
-            sys.stdout.write(self.format(record) + "\n")
-            sys.stdout.flush()
+            stream.write(self.format(record) + "\n")
+            stream.flush()
         except BrokenPipeError:
             raise  # the command line's reader went away: calibration/cli.py ends quietly
         except Exception:  # noqa: BLE001  (logging's own contract: a failing handler never stops the run)
@@ -51,7 +54,8 @@ class _StdoutHandler(logging.Handler):
 def _show(message, category, filename, lineno, file=None, line=None, *, previous=None) -> None:
     if isinstance(message, DataQualityWarning):
         prefix = f"{message.command}: " if message.command else ""
-        print(f"{prefix}warning: {message}", flush=True)
+        sys.stdout.write(f"{prefix}warning: {message}\n")
+        sys.stdout.flush()
     else:
         previous(message, category, filename, lineno, file, line)
 
@@ -59,7 +63,7 @@ def _show(message, category, filename, lineno, file=None, line=None, *, previous
 @contextlib.contextmanager
 def cli_notices() -> Iterator[None]:
     """For the block, print the library's status lines and data warnings as the command line shows them."""
-    handler = _StdoutHandler(logging.INFO)
+    handler = _ConsoleHandler(logging.INFO)
     handler.setFormatter(logging.Formatter("%(message)s"))
     loggers = [logging.getLogger(name) for name in LOGGERS]
     saved = [(lg.level, lg.propagate) for lg in loggers]

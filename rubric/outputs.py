@@ -12,7 +12,8 @@ from typing import Any
 import pandas as pd
 
 from rubric.backends import Answer
-from rubric.conversations import Conversation, save_conversations
+from rubric.conversations import Conversation, conversations_jsonl, save_conversations
+from rubric.errors import InputError
 from rubric.files import atomic_to_csv, atomic_write_text
 from rubric.health import QUANTILES, Health, health_of
 from rubric.identity import judge_identity
@@ -63,7 +64,7 @@ class GatherSummary:
     cost_usd: float | None = None
     """None without prices, and for a loopback (local) server."""
     processes: int = 1
-    """Processes that made the requests (1: this one; more: rubric/parallel.py)."""
+    """Processes that made the requests (1: this one; more: rubric/transport/parallel.py)."""
     wall_s: float = 0.0
     mode: str = "online"
     """online, or batch (`gather mode=batch`: the requests went as lines of batch files, no HTTP request)."""
@@ -74,8 +75,11 @@ class GatherSummary:
 
     def line(self) -> str:
         cost = "" if self.cost_usd is None else f", cost ${self.cost_usd:.4f}"
-        asked = (f"{self.batch_requests} batch requests (0 HTTP requests" if self.mode == "batch"
-                 else f"{self.http_requests} requests ({self.retries} retries")
+        asked = (
+            f"{self.batch_requests} batch requests (0 HTTP requests"
+            if self.mode == "batch"
+            else f"{self.http_requests} requests ({self.retries} retries"
+        )
         return (
             f"{self.pairs} (item, question) pairs over {self.items} items: {self.cached} from cache, "
             f"{self.answered} answered with {asked}"
@@ -129,8 +133,7 @@ def tally(
     priced = cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None
     if priced and not is_loopback(cfg.resolved_base_url()):
         summary.cost_usd = (
-            summary.prompt_tokens * cfg.price_input_per_mtok
-            + summary.completion_tokens * cfg.price_output_per_mtok
+            summary.prompt_tokens * cfg.price_input_per_mtok + summary.completion_tokens * cfg.price_output_per_mtok
         ) / 1e6
 
 
@@ -178,9 +181,7 @@ def llm_frame(asks: list[Prompt], keys: list[str], answers: dict[str, Answer], m
     return frame
 
 
-def reason_frame(
-    asks: list[Prompt], keys: list[str], answers: dict[str, Answer], wanted: bool
-) -> pd.DataFrame | None:
+def reason_frame(asks: list[Prompt], keys: list[str], answers: dict[str, Answer], wanted: bool) -> pd.DataFrame | None:
     if not wanted:
         return None
     rows = [
@@ -235,3 +236,39 @@ def write_outputs(
     }
     written.append(atomic_write_text(out / "gather_summary.json", json.dumps(summary, indent=2, default=str)))
     return written
+
+
+def refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversations: Sequence[Conversation]) -> None:
+    """gather writes rubric.yaml and conversations.jsonl into `out`. An existing one there is replaced only
+    when it is what gather would write anyway, or when it came from an earlier gather into `out` and is not
+    this run's input: a dataset folder of the user's own is never rewritten."""
+    import yaml
+
+    inputs = {Path(str(cfg.conversations)).resolve()}
+    if Path(str(cfg.conversations)).is_dir():
+        inputs.add((Path(str(cfg.conversations)) / "conversations.jsonl").resolve())
+    if cfg.get("rubric_file"):
+        inputs |= {Path(str(cfg.rubric_file)).resolve(), (Path(str(cfg.rubric_file)) / "rubric.yaml").resolve()}
+    earlier_gather = (out / "gather_summary.json").exists()
+    planned = {
+        "conversations.jsonl": conversations_jsonl(conversations),
+        "rubric.yaml": yaml.safe_dump(rubric.to_dict(), sort_keys=False, allow_unicode=True),
+    }
+    for name, text in planned.items():
+        target = out / name
+        if not target.exists() or (earlier_gather and target.resolve() not in inputs):
+            continue
+        if target.is_file() and target.read_bytes() == text.encode("utf-8"):
+            continue
+        what = "is this run's input" if target.resolve() in inputs else "was not written by an earlier gather"
+        raise InputError(
+            f"the output folder already holds {name}, which {what} and would be overwritten with different content.",
+            path=target,
+            fix="choose another out= (a new folder for the gathered dataset).",
+        )
+    if not earlier_gather and (out / "llm.csv").exists():  # a dataset's distributions, imported or hand-made
+        raise InputError(
+            "the output folder already holds an llm.csv that no earlier gather wrote; it would be replaced.",
+            path=out / "llm.csv",
+            fix="choose another out= (a new folder for the gathered dataset).",
+        )

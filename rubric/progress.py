@@ -1,11 +1,15 @@
 """Progress that reads well in a terminal and in a log: a tqdm bar when stderr is a terminal, else a plain
-line on stdout (beside the commands' other status lines, keeping stderr for the one-line error) at every
-tenth of the work: no carriage-return redraws, no escape codes in log files."""
+status line at every tenth of the work, logged like the commands' other status lines (the command line
+prints them on stdout, keeping stderr for the one-line error; rubric/notices.py): no carriage-return
+redraws, no escape codes in log files."""
 
 from __future__ import annotations
 
+import logging
 import sys
 from typing import Any
+
+log = logging.getLogger(__name__)  # the plain lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 class LogProgress:
@@ -18,10 +22,7 @@ class LogProgress:
         self.n += n
         if self.total and (tenth := min(10, 10 * self.n // self.total)) > self._shown:
             self._shown = tenth
-            print(
-                f"{self.desc}: {self.n}/{self.total} {self.unit}s ({10 * tenth}%)",
-                flush=True,
-            )
+            log.info(f"{self.desc}: {self.n}/{self.total} {self.unit}s ({10 * tenth}%)")
 
     def close(self) -> None:
         pass
@@ -39,9 +40,7 @@ def progress_bar(total: int, progress: bool, *, desc: str, unit: str = "it", **t
 
     if progress and not sys.stderr.isatty():
         return LogProgress(total, desc, unit)
-    return tqdm(
-        total=total, disable=not progress, desc=desc, unit=unit, file=sys.stderr, leave=False, **tqdm_args
-    )
+    return tqdm(total=total, disable=not progress, desc=desc, unit=unit, file=sys.stderr, leave=False, **tqdm_args)
 
 
 def progress_iter(items: Any, progress: bool, *, desc: str, unit: str = "it") -> Any:

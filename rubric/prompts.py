@@ -109,9 +109,7 @@ def render_prompt(item: Item, question: Question, context: str | None = None) ->
     """context: render_context(item), when the caller renders several questions about one item."""
     codes = answer_codes(question)
     user = f"{render_context(item) if context is None else context}\n\n{render_question(question, codes)}"
-    return Prompt(
-        item, question, ({"role": "system", "content": SYSTEM}, {"role": "user", "content": user}), codes
-    )
+    return Prompt(item, question, ({"role": "system", "content": SYSTEM}, {"role": "user", "content": user}), codes)
 
 
 def render_reason_prompt(item: Item) -> Prompt:
@@ -124,9 +122,7 @@ def _turn(conv: Conversation, i: int) -> str:
     return f'<turn index="{i}">\n<user>\n{defuse(t.user)}\n</user>\n<assistant>\n{defuse(t.assistant)}\n</assistant>\n</turn>'
 
 
-def prompt_chunks(
-    items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32
-) -> Iterator[list[Prompt]]:
+def prompt_chunks(items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32) -> Iterator[list[Prompt]]:
     """Every prompt of a gather in request order (all the questions, item by item; then the reasons),
     `size` items a chunk."""
     for start in range(0, len(items), size):

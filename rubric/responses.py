@@ -170,9 +170,7 @@ def _completion_logprobs(lp: dict[str, Any], where: str) -> None:
 
 def _token(entry: dict[str, Any], where: str) -> None:
     _need(isinstance(entry.get("token"), str), f"response {where}.token", entry.get("token"), "a text")
-    _need(
-        _is_logprob(entry.get("logprob")), f"response {where}.logprob", entry.get("logprob"), "a number <= 0"
-    )
+    _need(_is_logprob(entry.get("logprob")), f"response {where}.logprob", entry.get("logprob"), "a number <= 0")
 
 
 def _is_logprob(v: Any) -> bool:
@@ -229,5 +227,10 @@ def looks_like_secret(text: str) -> bool:
     text = text.strip()
     if mask_secrets(text) != text or re.fullmatch(r"[0-9a-fA-F]{20,}", text):
         return True
-    return (len(text) >= 24 and "_" not in text and bool(re.search(r"\d", text))
-            and bool(re.search(r"[a-z]", text)) and bool(re.search(r"[A-Z]", text)))
+    return (
+        len(text) >= 24
+        and "_" not in text
+        and bool(re.search(r"\d", text))
+        and bool(re.search(r"[a-z]", text))
+        and bool(re.search(r"[A-Z]", text))
+    )

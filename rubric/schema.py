@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 import re
-import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -30,6 +30,8 @@ import yaml
 
 from rubric.errors import InputError, read_text_file
 from rubric.ids import clean_id
+
+log = logging.getLogger(__name__)  # warnings about the run (stderr); calibration/cli.py prints them (rubric/notices.py)
 
 
 @dataclass(frozen=True)
@@ -147,12 +149,16 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
     ids = [q.id for q in questions]
     dup = sorted({i for i in ids if ids.count(i) > 1})
     if dup:
-        raise InputError(f"duplicate question id(s): {', '.join(dup)}.", path=source, fix="give every question its own id.")
+        raise InputError(
+            f"duplicate question id(s): {', '.join(dup)}.", path=source, fix="give every question its own id."
+        )
     for key in ("name", "description", "target"):
         _text_field(data.get(key), f"the rubric's {key!r}", source, required=False)
     if target is not None and not isinstance(target, str):
         raise InputError(
-            f"target={target!r} is not a question id.", path=source, fix="set target= to one of the rubric's question ids."
+            f"target={target!r} is not a question id.",
+            path=source,
+            fix="set target= to one of the rubric's question ids.",
         )
     own = data.get("target")
     if not target and own is not None and clean_id(own) not in ids:
@@ -165,8 +171,13 @@ def rubric_from_dict(data: Any, *, source: str | Path = "<rubric>", target: str 
     name = str(data.get("name") or Path(str(source)).stem)
     extra = {k: v for k, v in data.items() if k not in {"name", "questions", "target", "description"}}
     return Rubric(
-        name, tuple(questions), clean_id(chosen), str(data.get("description") or ""), extra,
-        source=str(source), target_defaulted=not (target or own or "overall" in ids),
+        name,
+        tuple(questions),
+        clean_id(chosen),
+        str(data.get("description") or ""),
+        extra,
+        source=str(source),
+        target_defaulted=not (target or own or "overall" in ids),
     )
 
 
@@ -182,11 +193,11 @@ def note_default_target(rubric: Rubric, command: str | None = None) -> None:
         return
     _NOTED.add(key)
     where = f"{rubric.source}: " if rubric.source else ""
-    print(
-        (f"{command}: " if command else "") + f"{where}no 'target:' and no 'overall' question, so the last question, {rubric.target!r}, "
+    log.warning(
+        (f"{command}: " if command else "")
+        + f"{where}no 'target:' and no 'overall' question, so the last question, {rubric.target!r}, "
         "is the target (trained on, adherence read from); choose another with 'target: ID' in rubric.yaml or target=ID on the "
         "command line.",
-        file=sys.stderr,
     )
 
 
@@ -231,7 +242,9 @@ def _question(item: Any, index: int, source: str | Path) -> Question:
     parsed = []
     for j, opt in enumerate(options, start=1):
         if not isinstance(opt, dict) or "value" not in opt:
-            raise InputError(f"question {qid!r}, option {j} has no 'value'.", path=source, fix="write {value: N, label: ...}.")
+            raise InputError(
+                f"question {qid!r}, option {j} has no 'value'.", path=source, fix="write {value: N, label: ...}."
+            )
         raw = opt["value"]
         try:
             if isinstance(raw, bool):

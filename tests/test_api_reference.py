@@ -35,4 +35,3 @@ def test_the_page_documents_nothing_that_is_gone():
     assert "estimate_release" in entries() and "judge_config" in entries()  # the names once missing
     for name, objects in entries().items():
         assert all(obj is not None for obj in objects), name
-

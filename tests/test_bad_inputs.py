@@ -25,14 +25,19 @@ from calibration.cli import main
 from tests.calibration.conftest import make_native_dataset
 
 CONVERSATIONS = [
-    {"conversation_id": f"c{i}", "chatbot_role": "A bank's support agent.", "turns": [
-        {"user": f"Card question {i}.{t}", "assistant": f"Let me check card {i}.{t}."} for t in range(2)]}
+    {
+        "conversation_id": f"c{i}",
+        "chatbot_role": "A bank's support agent.",
+        "turns": [{"user": f"Card question {i}.{t}", "assistant": f"Let me check card {i}.{t}."} for t in range(2)],
+    }
     for i in range(2)
 ]
-RUBRIC = {"questions": [
-    {"id": "scope", "text": "In scope?", "options": [{"value": 1, "label": "no"}, {"value": 2, "label": "yes"}]},
-    {"id": "overall", "text": "Adheres?", "options": [{"value": v, "label": f"o{v}"} for v in (1, 2, 3, 4)]},
-]}
+RUBRIC = {
+    "questions": [
+        {"id": "scope", "text": "In scope?", "options": [{"value": 1, "label": "no"}, {"value": 2, "label": "yes"}]},
+        {"id": "overall", "text": "Adheres?", "options": [{"value": v, "label": f"o{v}"} for v in (1, 2, 3, 4)]},
+    ]
+}
 
 
 @dataclass(frozen=True)
@@ -101,7 +106,11 @@ CONFIG_VALUES = [
     ("train", "train.lr=nan", r"train\.lr=nan is not a finite number"),
     ("train", "train.lr=true", r"train\.lr=True is not a finite number"),
     ("train", "train.finetune_lr=0", r"train\.finetune_lr=0 is out of range"),
-    ("train", "train.ensemble=0", r"train\.ensemble=0 is out of range\. Fix: set train\.ensemble to a whole number >= 1"),
+    (
+        "train",
+        "train.ensemble=0",
+        r"train\.ensemble=0 is out of range\. Fix: set train\.ensemble to a whole number >= 1",
+    ),
     ("train", "train.ensemble=-2", r"train\.ensemble=-2 is out of range"),
     ("train", "train.ensemble=2.5", r"train\.ensemble=2\.5 is not a whole number"),
     ("train", "train.ensemble=many", r"train\.ensemble='many' is not a whole number"),
@@ -143,7 +152,11 @@ CONFIG_VALUES = [
     ("search", "search.trials=many", r"search\.trials='many' is not a whole number"),
     ("search", "search.inner_folds=1", r"search\.inner_folds=1 is out of range"),
     ("search", "search.storage=notaurl://x", r"search\.storage='notaurl://x' has the unknown scheme 'notaurl'"),
-    ("search", "search.storage=just-a-path.db", r"search\.storage='just-a-path\.db' is not a database URL\. Fix: .*sqlite:///"),
+    (
+        "search",
+        "search.storage=just-a-path.db",
+        r"search\.storage='just-a-path\.db' is not a database URL\. Fix: .*sqlite:///",
+    ),
     ("search", "search.workers=0", r"search\.workers=0 is out of range"),
     ("search", "search.timeout=0", r"search\.timeout=0 is out of range"),
     ("search", "search.timeout=-5", r"search\.timeout=-5 is out of range"),
@@ -181,8 +194,8 @@ CONFIG_VALUES = [
     ("gather", "judge.backend=grpc", r"judge\.backend='grpc' is not one of the choices"),
     ("gather", "judge.seed=x", r"judge\.seed='x' is not a whole number"),
     ("gather", "judge.base_url=notaurl", r"judge\.base_url='notaurl' is not an http\(s\) URL"),
-    ("gather", "+judge.answer_tokens=0", r"judge\.answer_tokens=0 is out of range"),
-    ("gather", "+judge.temperature=-1", r"judge\.temperature=-1 is out of range"),
+    ("gather", "judge.answer_tokens=0", r"judge\.answer_tokens=0 is out of range"),
+    ("gather", "judge.temperature=-1", r"judge\.temperature=-1 is out of range"),
     ("gather", "judge.allow_low_coverage=maybe", r"judge\.allow_low_coverage='maybe' is not true or false"),
     ("predict", "judges=[]", r"judges=\[\] is an empty list"),
     ("predict", "judges=everyone", r"judges='everyone' is not a list of names.*labelled, population"),
@@ -194,7 +207,11 @@ CONFIG_VALUES = [
     ("score", "strict_mode=maybe", r"strict_mode='maybe' is not true or false"),
     ("report", "report.n_boot=0", r"report\.n_boot=0 is out of range"),
     ("report", "report.workers=0", r"report\.workers=0 is out of range"),
-    ("report", "report.learning_curve.fractions=[0,2]", r"report\.learning_curve\.fractions=\[0, 2\] is not a list of fractions"),
+    (
+        "report",
+        "report.learning_curve.fractions=[0,2]",
+        r"report\.learning_curve\.fractions=\[0, 2\] is not a list of fractions",
+    ),
     ("report", "report.ensemble=0", r"report\.ensemble=0 is out of range"),
     ("report", "report.max_judges=0", r"report\.max_judges=0 is out of range"),
     ("report", "folds=1", r"folds=1 is out of range"),
@@ -208,25 +225,60 @@ CASES = [Case(f"{cmd} {ov}", [cmd, *NEEDS[cmd], ov], 2, pat) for cmd, ov, pat in
 
 # -- output paths --------------------------------------------------------------------------------------------
 CASES += [
-    Case("train out is a file", ["train", "data={data}", "out={tmp}/f"], 2, r"/f: out= is a file, but this command writes a folder",
-         setup=_write("f", "x")),
+    Case(
+        "train out is a file",
+        ["train", "data={data}", "out={tmp}/f"],
+        2,
+        r"/f: out= is a file, but this command writes a folder",
+        setup=_write("f", "x"),
+    ),
     Case("cv out is a file", ["cv", "data={data}", "out={tmp}/f"], 2, r"out= is a file", setup=_write("f", "x")),
-    Case("train out below a file", ["train", "data={data}", "out={tmp}/f/model"], 2,
-         r"cannot write there: .*/f is not a folder\. Fix: set out= to a path", setup=_write("f", "x")),
-    Case("predict out is a folder", ["predict", "model={tmp}/m", "data={data}", "out={tmp}"], 2,
-         r"out= is a folder, but this command writes a file"),
-    Case("evaluate out is a folder", ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}"], 2,
-         r"out= is a folder, but this command writes a file"),
-    Case("gather out is a file", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/f"], 2,
-         r"out= is a file", setup=_write("f", "x")),
-    Case("gather cache is a folder", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "cache={tmp}"], 2,
-         r"the request cache is a folder\. Fix: set cache="),
-    Case("gather cache is not a database", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
-                                            "cache={tmp}/c.sqlite"], 2,
-         r"c\.sqlite: the request cache is not usable \(file is not a database\)", setup=_write("c.sqlite", "hello" * 400)),
-    Case("gather cache below a file", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
-                                       "cache={tmp}/f/c.sqlite"], 2, r"the request cache is not usable",
-         setup=_write("f", "x")),
+    Case(
+        "train out below a file",
+        ["train", "data={data}", "out={tmp}/f/model"],
+        2,
+        r"cannot write there: .*/f is not a folder\. Fix: set out= to a path",
+        setup=_write("f", "x"),
+    ),
+    Case(
+        "predict out is a folder",
+        ["predict", "model={tmp}/m", "data={data}", "out={tmp}"],
+        2,
+        r"out= is a folder, but this command writes a file",
+    ),
+    Case(
+        "evaluate out is a folder",
+        ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}"],
+        2,
+        r"out= is a folder, but this command writes a file",
+    ),
+    Case(
+        "gather out is a file",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/f"],
+        2,
+        r"out= is a file",
+        setup=_write("f", "x"),
+    ),
+    Case(
+        "gather cache is a folder",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "cache={tmp}"],
+        2,
+        r"the request cache is a folder\. Fix: set cache=",
+    ),
+    Case(
+        "gather cache is not a database",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "cache={tmp}/c.sqlite"],
+        2,
+        r"c\.sqlite: the request cache is not usable \(file is not a database\)",
+        setup=_write("c.sqlite", "hello" * 400),
+    ),
+    Case(
+        "gather cache below a file",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "cache={tmp}/f/c.sqlite"],
+        2,
+        r"the request cache is not usable",
+        setup=_write("f", "x"),
+    ),
 ]
 
 
@@ -241,22 +293,38 @@ def _unchanged(name: str, content: bytes) -> Callable[[Path, str], None]:
 _OWN = _jsonl(*CONVERSATIONS[:1], {**CONVERSATIONS[1], "extra": "kept"})
 _HAND_RUBRIC = yaml.safe_dump(RUBRIC, sort_keys=False)
 CASES += [
-    Case("gather into the conversations' own folder", ["gather", "conversations={tmp}/ds", "judge=embedding",
-                                                       "out={tmp}/ds", "limit=1"], 2,
-         r"ds/conversations\.jsonl: the output folder already holds conversations\.jsonl, which is this run's input",
-         setup=_write("ds/conversations.jsonl", _OWN), after=_unchanged("ds/conversations.jsonl", _OWN)),
-    Case("gather over a hand-written rubric", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds"], 2,
-         r"ds/rubric\.yaml: the output folder already holds rubric\.yaml, which was not written by an earlier gather",
-         setup=_write("ds/rubric.yaml", _HAND_RUBRIC), after=_unchanged("ds/rubric.yaml", _HAND_RUBRIC.encode())),
-    Case("gather over an imported llm.csv", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds"], 2,
-         r"ds/llm\.csv: the output folder already holds an llm\.csv that no earlier gather wrote",
-         setup=_write("ds/llm.csv", "conversation_id,turn,question_id,option,prob\n"),
-         after=_unchanged("ds/llm.csv", b"conversation_id,turn,question_id,option,prob\n")),
-    Case("gather over its own rubric_file", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds",
-                                             "rubric_file={tmp}/ds/rubric.yaml"], 2,
-         r"rubric\.yaml, which is this run's input",
-         setup=_write("ds/rubric.yaml", "# mine\n" + _HAND_RUBRIC),
-         after=_unchanged("ds/rubric.yaml", ("# mine\n" + _HAND_RUBRIC).encode())),
+    Case(
+        "gather into the conversations' own folder",
+        ["gather", "conversations={tmp}/ds", "judge=embedding", "out={tmp}/ds", "limit=1"],
+        2,
+        r"ds/conversations\.jsonl: the output folder already holds conversations\.jsonl, which is this run's input",
+        setup=_write("ds/conversations.jsonl", _OWN),
+        after=_unchanged("ds/conversations.jsonl", _OWN),
+    ),
+    Case(
+        "gather over a hand-written rubric",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds"],
+        2,
+        r"ds/rubric\.yaml: the output folder already holds rubric\.yaml, which was not written by an earlier gather",
+        setup=_write("ds/rubric.yaml", _HAND_RUBRIC),
+        after=_unchanged("ds/rubric.yaml", _HAND_RUBRIC.encode()),
+    ),
+    Case(
+        "gather over an imported llm.csv",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds"],
+        2,
+        r"ds/llm\.csv: the output folder already holds an llm\.csv that no earlier gather wrote",
+        setup=_write("ds/llm.csv", "conversation_id,turn,question_id,option,prob\n"),
+        after=_unchanged("ds/llm.csv", b"conversation_id,turn,question_id,option,prob\n"),
+    ),
+    Case(
+        "gather over its own rubric_file",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/ds", "rubric_file={tmp}/ds/rubric.yaml"],
+        2,
+        r"rubric\.yaml, which is this run's input",
+        setup=_write("ds/rubric.yaml", "# mine\n" + _HAND_RUBRIC),
+        after=_unchanged("ds/rubric.yaml", ("# mine\n" + _HAND_RUBRIC).encode()),
+    ),
 ]
 
 # -- rubric files (gather rubric_file=...) ---------------------------------------------------------------------
@@ -288,19 +356,35 @@ RUBRIC_FILES = [
     ("name is a list", "name: [a]\n" + yaml.safe_dump(RUBRIC), r"the rubric's 'name' must be text, not list"),
     ("invalid yaml", "questions: [\n  - id: a\n    options: {", r"row \d+: not valid YAML"),
     ("not UTF-8", b"questions:\n  - id: \xff\n", r", row 2: not UTF-8 text.*Fix: save the file as UTF-8"),
-    ("duplicate ids", yaml.safe_dump({"questions": [RUBRIC["questions"][0]] * 2}), r"duplicate question id\(s\): scope"),
+    (
+        "duplicate ids",
+        yaml.safe_dump({"questions": [RUBRIC["questions"][0]] * 2}),
+        r"duplicate question id\(s\): scope",
+    ),
 ]
 CASES += [
-    Case(f"rubric {name}", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
-                            "rubric_file={tmp}/r/rubric.yaml"], 2, "rubric\\.yaml.*" + pat,
-         setup=_write("r/rubric.yaml", text))
+    Case(
+        f"rubric {name}",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "rubric_file={tmp}/r/rubric.yaml"],
+        2,
+        "rubric\\.yaml.*" + pat,
+        setup=_write("r/rubric.yaml", text),
+    )
     for name, text, pat in RUBRIC_FILES
 ]
 CASES += [
-    Case("rubric folder without rubric.yaml", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g",
-                                               "rubric_file={tmp}"], 2, r"rubric\.yaml: rubric file not found"),
-    Case("target not in the rubric", ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "target=nope"], 2,
-         r"target question 'nope' is not in the rubric"),
+    Case(
+        "rubric folder without rubric.yaml",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "rubric_file={tmp}"],
+        2,
+        r"rubric\.yaml: rubric file not found",
+    ),
+    Case(
+        "target not in the rubric",
+        ["gather", "conversations={conv}", "judge=embedding", "out={tmp}/g", "target=nope"],
+        2,
+        r"target question 'nope' is not in the rubric",
+    ),
 ]
 
 # -- conversations files (gather conversations=...) -------------------------------------------------------------
@@ -315,34 +399,72 @@ CONV_FILES = [
     ("turns not a list", _jsonl(_conv(turns="hello")), r"has no turns"),
     ("turn not an object", _jsonl(_conv(turns=["hi"])), r"turn 0 is not an object"),
     ("turn without reply", _jsonl(_conv(turns=[{"user": "u"}])), r"turn 0 has no assistant reply"),
-    ("reply without user", _jsonl(_conv(turns=[{"assistant": "a"}])), r"turn 0: assistant reply without a preceding user"),
+    (
+        "reply without user",
+        _jsonl(_conv(turns=[{"assistant": "a"}])),
+        r"turn 0: assistant reply without a preceding user",
+    ),
     ("reply is a number", _jsonl(_conv(turns=[{"user": "u", "assistant": 3}])), r"turn 0 has no assistant reply"),
     ("missing role", _jsonl(_conv(chatbot_role=None)), r"row 1: conversation 'c0' has no chatbot_role"),
     ("role is a list", _jsonl(_conv(chatbot_role=["x"])), r"has no chatbot_role"),
     ("duplicate id", _jsonl(GOOD, GOOD), r"row 2: duplicate conversation_id 'c0' \(first on line 1\)"),
-    ("lone surrogate", _jsonl(GOOD)[:-1] + b"\n" + b'{"conversation_id": "x", "chatbot_role": "r", "turns": '
-     b'[{"user": "u\\ud800", "assistant": "a"}]}\n', r"row 2: text with an unpaired surrogate \(\\ud800\)"),
+    (
+        "lone surrogate",
+        _jsonl(GOOD)[:-1] + b"\n" + b'{"conversation_id": "x", "chatbot_role": "r", "turns": '
+        b'[{"user": "u\\ud800", "assistant": "a"}]}\n',
+        r"row 2: text with an unpaired surrogate \(\\ud800\)",
+    ),
     ("not UTF-8", _jsonl(GOOD) + b'{"conversation_id": "\xff"}\n', r", row 2: not UTF-8 text"),
     ("Latin-1 text", _jsonl(GOOD).replace(b"Card", b"Caf\xe9"), r"row 1: not UTF-8 text \(byte 0xe9"),
     ("empty file", b"", r"no conversations in the file"),
     ("blank lines only", b"\n\n  \n", r"no conversations in the file"),
-    ("messages: reply first", _jsonl(_conv(turns=[{"role": "assistant", "content": "a"}])),
-     r"message 0: assistant reply without a preceding user message"),
-    ("messages: ends with user", _jsonl(_conv(turns=[{"role": "user", "content": "u"}, {"role": "assistant", "content": "a"},
-                                                     {"role": "user", "content": "u2"}])), r"ends with a user message"),
-    ("messages: unknown role", _jsonl(_conv(turns=[{"role": "user", "content": "u"}, {"role": "bot", "content": "a"}])),
-     r"message 1 has role 'bot'"),
+    (
+        "messages: reply first",
+        _jsonl(_conv(turns=[{"role": "assistant", "content": "a"}])),
+        r"message 0: assistant reply without a preceding user message",
+    ),
+    (
+        "messages: ends with user",
+        _jsonl(
+            _conv(
+                turns=[
+                    {"role": "user", "content": "u"},
+                    {"role": "assistant", "content": "a"},
+                    {"role": "user", "content": "u2"},
+                ]
+            )
+        ),
+        r"ends with a user message",
+    ),
+    (
+        "messages: unknown role",
+        _jsonl(_conv(turns=[{"role": "user", "content": "u"}, {"role": "bot", "content": "a"}])),
+        r"message 1 has role 'bot'",
+    ),
 ]
 CASES += [
-    Case(f"conversations {name}", ["gather", "conversations={tmp}/c/conversations.jsonl", "judge=embedding", "out={tmp}/g"],
-         2, "conversations\\.jsonl.*" + pat, setup=_write("c/conversations.jsonl", content))
+    Case(
+        f"conversations {name}",
+        ["gather", "conversations={tmp}/c/conversations.jsonl", "judge=embedding", "out={tmp}/g"],
+        2,
+        "conversations\\.jsonl.*" + pat,
+        setup=_write("c/conversations.jsonl", content),
+    )
     for name, content, pat in CONV_FILES
 ]
 CASES += [
-    Case("conversations missing", ["gather", "conversations={tmp}/none.jsonl", "judge=embedding", "out={tmp}/g"], 2,
-         r"none\.jsonl: conversations file not found"),
-    Case("conversations folder without the file", ["gather", "conversations={tmp}", "judge=embedding", "out={tmp}/g"], 2,
-         r"conversations\.jsonl: conversations file not found"),
+    Case(
+        "conversations missing",
+        ["gather", "conversations={tmp}/none.jsonl", "judge=embedding", "out={tmp}/g"],
+        2,
+        r"none\.jsonl: conversations file not found",
+    ),
+    Case(
+        "conversations folder without the file",
+        ["gather", "conversations={tmp}", "judge=embedding", "out={tmp}/g"],
+        2,
+        r"conversations\.jsonl: conversations file not found",
+    ),
     Case("conversations not given", ["gather", "judge=embedding", "out={tmp}/g"], 2, r"no conversations file given"),
 ]
 
@@ -376,38 +498,106 @@ ENDPOINT = [
     ("no choices", _reply({"id": "x"}), r"response choices is None"),
     ("body a list", _reply([1, 2]), r"response body is a list, not an object"),
     ("body not JSON", _reply(b"<html>oops</html>"), r"malformed JSON in the response"),
-    ("logprobs.content text", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": "abc"}}]}),
-     r"logprobs\.content is a str 'abc', not a list"),
-    ("top_logprobs an object", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
-        {"token": "2", "logprob": -0.1, "top_logprobs": {"2": -0.1}}]}}]}), r"top_logprobs is a dict, not a list"),
-    ("logprob text", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
-        {"token": "2", "logprob": "high"}]}}]}), r"content\[0\]\.logprob is a str 'high', not a number"),
-    ("logprob positive", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
-        {"token": "2", "logprob": 3.5}]}}]}), r"logprob is 3\.5, not a number <= 0"),
-    ("token a number", _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [
-        {"token": 2, "logprob": -0.1}]}}]}), r"content\[0\]\.token is 2, not a text"),
-    ("message a list", _reply({"choices": [{"message": ["2"], "logprobs": GOOD_LP}]}), r"choices\[0\]\.message is a list"),
-    ("content a number", _reply({"choices": [{"message": {"content": 2}, "logprobs": GOOD_LP}]}),
-     r"message\.content is 2, not a text"),
-    ("usage a list", _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}], "usage": [1]}),
-     r"response usage is a list, not an object"),
-    ("usage tokens text", _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}],
-                                  "usage": {"prompt_tokens": "many"}}), r"usage\.prompt_tokens is a str 'many'"),
-    ("usage tokens negative", _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}],
-                                      "usage": {"completion_tokens": -3}}), r"usage\.completion_tokens is -3"),
+    (
+        "logprobs.content text",
+        _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": "abc"}}]}),
+        r"logprobs\.content is a str 'abc', not a list",
+    ),
+    (
+        "top_logprobs an object",
+        _reply(
+            {
+                "choices": [
+                    {
+                        "message": {"content": "2"},
+                        "logprobs": {"content": [{"token": "2", "logprob": -0.1, "top_logprobs": {"2": -0.1}}]},
+                    }
+                ]
+            }
+        ),
+        r"top_logprobs is a dict, not a list",
+    ),
+    (
+        "logprob text",
+        _reply(
+            {"choices": [{"message": {"content": "2"}, "logprobs": {"content": [{"token": "2", "logprob": "high"}]}}]}
+        ),
+        r"content\[0\]\.logprob is a str 'high', not a number",
+    ),
+    (
+        "logprob positive",
+        _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [{"token": "2", "logprob": 3.5}]}}]}),
+        r"logprob is 3\.5, not a number <= 0",
+    ),
+    (
+        "token a number",
+        _reply({"choices": [{"message": {"content": "2"}, "logprobs": {"content": [{"token": 2, "logprob": -0.1}]}}]}),
+        r"content\[0\]\.token is 2, not a text",
+    ),
+    (
+        "message a list",
+        _reply({"choices": [{"message": ["2"], "logprobs": GOOD_LP}]}),
+        r"choices\[0\]\.message is a list",
+    ),
+    (
+        "content a number",
+        _reply({"choices": [{"message": {"content": 2}, "logprobs": GOOD_LP}]}),
+        r"message\.content is 2, not a text",
+    ),
+    (
+        "usage a list",
+        _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}], "usage": [1]}),
+        r"response usage is a list, not an object",
+    ),
+    (
+        "usage tokens text",
+        _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}], "usage": {"prompt_tokens": "many"}}),
+        r"usage\.prompt_tokens is a str 'many'",
+    ),
+    (
+        "usage tokens negative",
+        _reply({"choices": [{"message": {"content": "2"}, "logprobs": GOOD_LP}], "usage": {"completion_tokens": -3}}),
+        r"usage\.completion_tokens is -3",
+    ),
     ("HTTP 500 always", _reply({"error": "boom"}, status=500), r"HTTP 500 \(after 1 retries\)"),
-    ("HTTP 429 with Retry-After soon", _reply({"error": "slow"}, status=429, headers={"Retry-After": "soon"}), r"HTTP 429"),
-    ("HTTP 400 echoing the key", _reply({"error": {"message": f"bad request; Authorization: Bearer {SECRET}"}}, status=400),
-     r"HTTP 400: bad request; Authorization: Bearer \*\*\*"),
+    (
+        "HTTP 429 with Retry-After soon",
+        _reply({"error": "slow"}, status=429, headers={"Retry-After": "soon"}),
+        r"HTTP 429",
+    ),
+    (
+        "HTTP 400 echoing the key",
+        _reply({"error": {"message": f"bad request; Authorization: Bearer {SECRET}"}}, status=400),
+        r"HTTP 400: bad request; Authorization: Bearer \*\*\*",
+    ),
 ]
-_GATHER = ["gather", "conversations={conv}", "rubric_file={rubric}", "out={tmp}/g", "judge=vllm", "judge.base_url={url}",
-           "judge.model=m", f"judge.api_key={SECRET}", "judge.max_retries=1", "judge.backoff=0", "judge.max_backoff=0",
-           "judge.answer_mode=logprobs", "progress=false", "judge.processes=1", "judge.allow_low_coverage=true"]
+_GATHER = [
+    "gather",
+    "conversations={conv}",
+    "rubric_file={rubric}",
+    "out={tmp}/g",
+    "judge=vllm",
+    "judge.base_url={url}",
+    "judge.model=m",
+    f"judge.api_key={SECRET}",
+    "judge.max_retries=1",
+    "judge.backoff=0",
+    "judge.max_backoff=0",
+    "judge.answer_mode=logprobs",
+    "progress=false",
+    "judge.processes=1",
+    "judge.allow_low_coverage=true",
+]
 CASES += [
-    Case(f"endpoint {name}", _GATHER, 3,
-         r"g/failures\.csv: 8 of 8 requests failed after every retry; they are listed here and left out of llm\.csv "
-         r"\(0 rows written\)\. Fix: ", reply=reply,
-         after=_no_key if "key" in name else _failures_say(reason))
+    Case(
+        f"endpoint {name}",
+        _GATHER,
+        3,
+        r"g/failures\.csv: 8 of 8 requests failed after every retry; they are listed here and left out of llm\.csv "
+        r"\(0 rows written\)\. Fix: ",
+        reply=reply,
+        after=_no_key if "key" in name else _failures_say(reason),
+    )
     for name, reply, reason in ENDPOINT
 ]
 
@@ -442,38 +632,83 @@ def _append_row(name: str, change: Callable[[pd.DataFrame], pd.DataFrame]) -> Ca
 
 DATASETS = [
     ("coverage inf", _cell("llm.csv", "coverage", "inf"), r"llm\.csv, row 1: coverage 'inf' is outside \[0, 1\]"),
-    ("coverage negative", _cell("llm.csv", "coverage", "-0.2"), r"llm\.csv, row 1: coverage '-0\.2' is outside \[0, 1\]"),
+    (
+        "coverage negative",
+        _cell("llm.csv", "coverage", "-0.2"),
+        r"llm\.csv, row 1: coverage '-0\.2' is outside \[0, 1\]",
+    ),
     ("coverage above 1", _cell("llm.csv", "coverage", "1.5"), r"row 1: coverage '1\.5' is outside"),
     ("coverage text", _cell("llm.csv", "coverage", "most"), r"row 1: coverage is not a number \('most'\)"),
-    ("option 3 and 3.0", _append_row("llm.csv", lambda r: r.assign(option=r["option"] + ".0")),
-     r"llm\.csv, row \d+: duplicate key \(.*option='1'\)"),
+    (
+        "option 3 and 3.0",
+        _append_row("llm.csv", lambda r: r.assign(option=r["option"] + ".0")),
+        r"llm\.csv, row \d+: duplicate key \(.*option='1'\)",
+    ),
     ("prob inf", _cell("llm.csv", "prob", "inf"), r"row 1: prob inf is outside \[0, 1\]"),
-    ("labels unmatched", _cell("labels.csv", "conversation_id", "ghost"),
-     r"labels\.csv, row 1: .*no judge distributions.*Fix: .*unmatched_labels='skip'"),
+    (
+        "labels unmatched",
+        _cell("labels.csv", "conversation_id", "ghost"),
+        r"labels\.csv, row 1: .*no judge distributions.*Fix: .*unmatched_labels='skip'",
+    ),
     ("labels judge blank", _cell("labels.csv", "judge_id", "  "), r"labels\.csv, row 1: judge_id is empty"),
     ("labels answer inf", _cell("labels.csv", "answer", "inf"), r"labels\.csv, row 1: answer 'inf' is not an option"),
-    ("llm not UTF-8", lambda root: (root / "llm.csv").write_bytes(b"conversation_id,turn\n\xff,0\n"),
-     r"llm\.csv: cannot be read"),
-    ("llm is a folder", lambda root: ((root / "llm.csv").unlink(), (root / "llm.csv").mkdir()), r"llm\.csv: cannot be read"),
+    (
+        "llm not UTF-8",
+        lambda root: (root / "llm.csv").write_bytes(b"conversation_id,turn\n\xff,0\n"),
+        r"llm\.csv: cannot be read",
+    ),
+    (
+        "llm is a folder",
+        lambda root: ((root / "llm.csv").unlink(), (root / "llm.csv").mkdir()),
+        r"llm\.csv: cannot be read",
+    ),
 ]
 CASES += [
-    Case(f"dataset {name}", ["train", "data={tmp}/d", "out={tmp}/m"], 2, pat, setup=_dataset(edit),
-         after=lambda tmp, err: not (tmp / "m").exists() or pytest.fail("out written"))
+    Case(
+        f"dataset {name}",
+        ["train", "data={tmp}/d", "out={tmp}/m"],
+        2,
+        pat,
+        setup=_dataset(edit),
+        after=lambda tmp, err: not (tmp / "m").exists() or pytest.fail("out written"),
+    )
     for name, edit, pat in DATASETS
 ]
 CASES += [
-    Case("cv more folds than conversations", ["cv", "data={data}", "out={tmp}/cv", "folds=20"], 2,
-         r"8 .*conversation.* cannot fill 20 folds.*Fix: .*8"),
-    Case("search storage in a missing folder", ["search", "data={data}", "out={tmp}/s", "search.storage=sqlite:////nonexistent/x.db"],
-         2, r"cannot open the search storage sqlite:////nonexistent/x\.db \(.*unable to open database file\)"),
-    Case("search.db not a database", ["search", "data={data}", "out={tmp}/s"], 2,
-         r"cannot open the search storage .*search\.db \(.*file is not a database\)", setup=_write("s/search.db", "x" * 2000)),
-    Case("search storage password", ["search", "data={data}", "out={tmp}/s", "search.storage=postgresql://me:hunter2@127.0.0.1:1/db"],
-         2, r"cannot open the search storage postgresql://\*\*\*@127\.0\.0\.1:1/db",
-         after=lambda tmp, err: "hunter2" not in err or pytest.fail("password shown")),
-    Case("search another dataset into the same out", ["search", "data={data}", "out={tmp}/s", "search.workers=1"], 2,
-         r"s/search\.db: study 'role-rubric' \(1 trials\) was run on another dataset or other settings.*"
-         r"Fix: pass search\.resume=false", setup=lambda tmp, good: _other_study(tmp / "s")),
+    Case(
+        "cv more folds than conversations",
+        ["cv", "data={data}", "out={tmp}/cv", "folds=20"],
+        2,
+        r"8 .*conversation.* cannot fill 20 folds.*Fix: .*8",
+    ),
+    Case(
+        "search storage in a missing folder",
+        ["search", "data={data}", "out={tmp}/s", "search.storage=sqlite:////nonexistent/x.db"],
+        2,
+        r"cannot open the search storage sqlite:////nonexistent/x\.db \(.*unable to open database file\)",
+    ),
+    Case(
+        "search.db not a database",
+        ["search", "data={data}", "out={tmp}/s"],
+        2,
+        r"cannot open the search storage .*search\.db \(.*file is not a database\)",
+        setup=_write("s/search.db", "x" * 2000),
+    ),
+    Case(
+        "search storage password",
+        ["search", "data={data}", "out={tmp}/s", "search.storage=postgresql://me:hunter2@127.0.0.1:1/db"],
+        2,
+        r"cannot open the search storage postgresql://\*\*\*@127\.0\.0\.1:1/db",
+        after=lambda tmp, err: "hunter2" not in err or pytest.fail("password shown"),
+    ),
+    Case(
+        "search another dataset into the same out",
+        ["search", "data={data}", "out={tmp}/s", "search.workers=1"],
+        2,
+        r"s/search\.db: study 'role-rubric' \(1 trials\) was run on another dataset or other settings.*"
+        r"Fix: pass search\.resume=false",
+        setup=lambda tmp, good: _other_study(tmp / "s"),
+    ),
 ]
 
 
@@ -501,6 +736,7 @@ def _model(edit: Callable[[dict, Path], None]) -> Callable[[Path, Path], None]:
 
 def _unchecked(**fields: object) -> Callable[[dict, Path], None]:
     """Edit model.json fields and drop its checksum, as a hand-edited or older file would be."""
+
     def edit(meta: dict, root: Path) -> None:
         meta.pop("integrity")
         for key, value in fields.items():
@@ -521,14 +757,27 @@ def _setting(**fields: object) -> Callable[[dict, Path], None]:
 
 
 MODELS = [
-    ("judges swapped", lambda m, r: m["judges"].__setitem__(slice(0, 2), m["judges"][1::-1]),
-     r"model\.json: model\.json was changed after training: its judge map.*checksum"),
+    (
+        "judges swapped",
+        lambda m, r: m["judges"].__setitem__(slice(0, 2), m["judges"][1::-1]),
+        r"model\.json: model\.json was changed after training: its judge map.*checksum",
+    ),
     ("rubric edited", lambda m, r: m["rubric"]["questions"][0].update(text="changed"), r"was changed after training"),
-    ("weights replaced", lambda m, r: (r / "weights.safetensors").write_bytes(
-        (r / "weights.safetensors").read_bytes()[:-8] + b"\0" * 8), r"weights\.safetensors: the weights are not the ones"),
-    ("weights truncated", lambda m, r: (r / "weights.safetensors").write_bytes(
-        (r / "weights.safetensors").read_bytes()[:-64]), r"weights\.safetensors: weights do not match model\.json \(the file is shorter"),
-    ("n_models 200000", _unchecked(n_models=200000), r"model\.json has n_models=200000, not a whole number in 1\.\.1024"),
+    (
+        "weights replaced",
+        lambda m, r: (r / "weights.safetensors").write_bytes((r / "weights.safetensors").read_bytes()[:-8] + b"\0" * 8),
+        r"weights\.safetensors: the weights are not the ones",
+    ),
+    (
+        "weights truncated",
+        lambda m, r: (r / "weights.safetensors").write_bytes((r / "weights.safetensors").read_bytes()[:-64]),
+        r"weights\.safetensors: weights do not match model\.json \(the file is shorter",
+    ),
+    (
+        "n_models 200000",
+        _unchecked(n_models=200000),
+        r"model\.json has n_models=200000, not a whole number in 1\.\.1024",
+    ),
     ("n_models 1000", _unchecked(n_models=1000), r"weights do not match model\.json \(W1 has shape \[2, "),
     ("n_inputs text", _unchecked(n_inputs="many"), r"model\.json has n_inputs='many'"),
     ("settings missing", _unchecked(settings=None), r"model\.json has no valid 'settings'"),
@@ -538,14 +787,27 @@ MODELS = [
     ("pool unknown", _setting(pool="median"), r"setting pool='median' is not one of the choices"),
     ("judges not a list", _unchecked(judges="j0"), r"model\.json has no valid 'judges'"),
     ("judges repeated", _unchecked(judges=["j0", "j0"]), r"judge map that is not a list of distinct judge ids"),
-    ("recalibration garbage", _unchecked(recalibration={"question": 9}), r"recalibration block of model\.json is not valid"),
-    ("recalibration sizes", _unchecked(recalibration={"question": 0, "scale": [1, 2], "bias": [0]}),
-     r"recalibration block .* not valid \(its sizes do not fit the rubric\)"),
+    (
+        "recalibration garbage",
+        _unchecked(recalibration={"question": 9}),
+        r"recalibration block of model\.json is not valid",
+    ),
+    (
+        "recalibration sizes",
+        _unchecked(recalibration={"question": 0, "scale": [1, 2], "bias": [0]}),
+        r"recalibration block .* not valid \(its sizes do not fit the rubric\)",
+    ),
     ("rubric without questions", _unchecked(rubric={"questions": []}), r"model\.json: a rubric needs a non-empty"),
 ]
 CASES += [
-    Case(f"model {name}", ["predict", "model={tmp}/m", "data={data}", "out={tmp}/p.csv"], 2, pat, setup=_model(edit),
-         after=lambda tmp, err: not (tmp / "p.csv").exists() or pytest.fail("predictions written"))
+    Case(
+        f"model {name}",
+        ["predict", "model={tmp}/m", "data={data}", "out={tmp}/p.csv"],
+        2,
+        pat,
+        setup=_model(edit),
+        after=lambda tmp, err: not (tmp / "p.csv").exists() or pytest.fail("predictions written"),
+    )
     for name, edit, pat in MODELS
 ]
 
@@ -567,13 +829,26 @@ def _target_row(df: pd.DataFrame) -> int:
 
 
 PREDICTIONS = [
-    ("expected empty", lambda d: d.assign(expected=d["expected"].where(d.index != 0, "")), r"p\.csv, row 1: expected is empty"),
-    ("expected text", lambda d: d.assign(expected=d["expected"].where(d.index != 0, "high")),
-     r"row 1: expected is not a finite number \('high'\)"),
-    ("expected nan", lambda d: d.assign(expected=d["expected"].where(d.index != 0, "nan")),
-     r"row 1: expected is not a finite number \('nan'\)"),
-    ("expected off the scale", lambda d: d.assign(expected=d["expected"].where(d.index != _target_row(d), "17")),
-     r"row \d+: expected 17 of question 'overall' is outside its scale \[1, 4\]"),
+    (
+        "expected empty",
+        lambda d: d.assign(expected=d["expected"].where(d.index != 0, "")),
+        r"p\.csv, row 1: expected is empty",
+    ),
+    (
+        "expected text",
+        lambda d: d.assign(expected=d["expected"].where(d.index != 0, "high")),
+        r"row 1: expected is not a finite number \('high'\)",
+    ),
+    (
+        "expected nan",
+        lambda d: d.assign(expected=d["expected"].where(d.index != 0, "nan")),
+        r"row 1: expected is not a finite number \('nan'\)",
+    ),
+    (
+        "expected off the scale",
+        lambda d: d.assign(expected=d["expected"].where(d.index != _target_row(d), "17")),
+        r"row \d+: expected 17 of question 'overall' is outside its scale \[1, 4\]",
+    ),
     ("duplicate rows", lambda d: pd.concat([d, d.iloc[[0]]]), r"row \d+: duplicate prediction"),
     ("missing column", lambda d: d.drop(columns=["expected"]), r"p\.csv: missing column expected"),
     ("header only", lambda d: d.iloc[:0], r"p\.csv: the file has a header but no rows"),
@@ -581,13 +856,23 @@ PREDICTIONS = [
     ("not UTF-8", b"conversation_id,turn\n\xff,0\n", r"p\.csv, row 2: not UTF-8 text"),
 ]
 CASES += [
-    Case(f"predictions {name}", ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}/m.json"], 2, pat,
-         setup=_predictions(edit), after=lambda tmp, err: not (tmp / "m.json").exists() or pytest.fail("metrics written"))
+    Case(
+        f"predictions {name}",
+        ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}/m.json"],
+        2,
+        pat,
+        setup=_predictions(edit),
+        after=lambda tmp, err: not (tmp / "m.json").exists() or pytest.fail("metrics written"),
+    )
     for name, edit, pat in PREDICTIONS
 ]
 CASES += [
-    Case("predictions missing", ["evaluate", "predictions={tmp}/none.csv", "data={data}", "out={tmp}/m.json"], 2,
-         r"none\.csv: predictions file not found"),
+    Case(
+        "predictions missing",
+        ["evaluate", "predictions={tmp}/none.csv", "data={data}", "out={tmp}/m.json"],
+        2,
+        r"none\.csv: predictions file not found",
+    ),
 ]
 
 # -- import (LLM-Rubric TSV files) -------------------------------------------------------------------------------------
@@ -601,15 +886,24 @@ IMPORTS = [
     ("empty", "", r"e\.tsv: the file is empty"),
 ]
 CASES += [
-    Case(f"import {name}", ["import", "evaluations={tmp}/e.tsv", "judgments={tmp}/j.tsv", "out={tmp}/i"], 2, pat,
-         setup=lambda tmp, good, text=text: (_write("e.tsv", text)(tmp), _write("j.tsv", _JUDGED)(tmp)))
+    Case(
+        f"import {name}",
+        ["import", "evaluations={tmp}/e.tsv", "judgments={tmp}/j.tsv", "out={tmp}/i"],
+        2,
+        pat,
+        setup=lambda tmp, good, text=text: (_write("e.tsv", text)(tmp), _write("j.tsv", _JUDGED)(tmp)),
+    )
     for name, text, pat in IMPORTS
 ]
 CASES += [
-    Case("endpoint 401 echoing the key", _GATHER, 2,
-         r"the judge endpoint refused the key \(HTTP 401: no: Bearer \*\*\*\)",
-         reply=_reply({"error": {"message": f"no: Bearer {SECRET}"}}, status=401),
-         after=lambda tmp, err: SECRET not in err or pytest.fail("key shown")),
+    Case(
+        "endpoint 401 echoing the key",
+        _GATHER,
+        2,
+        r"the judge endpoint refused the key \(HTTP 401: no: Bearer \*\*\*\)",
+        reply=_reply({"error": {"message": f"no: Bearer {SECRET}"}}, status=401),
+        after=lambda tmp, err: SECRET not in err or pytest.fail("key shown"),
+    ),
 ]
 
 
@@ -628,21 +922,55 @@ def _copy_data(tmp: Path, good: Path) -> None:
 
 
 CASES += [
-    Case("predict over the data's llm.csv", ["predict", "model={tmp}/m", "data={tmp}/d", "out={tmp}/d/llm.csv"], 2,
-         r"d/llm\.csv: out= would overwrite llm\.csv, one of this command's own inputs\. Fix: choose another out=",
-         setup=_copy_data, after=_keeps("d/llm.csv")),
-    Case("predict over model.json", ["predict", "model={tmp}/m", "data={data}", "out={tmp}/m/model.json"], 2,
-         r"m/model\.json: out= would overwrite model\.json", setup=_model(lambda m, r: None)),
-    Case("evaluate over its predictions", ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}/p.csv"], 2,
-         r"p\.csv: out= would overwrite p\.csv", setup=_predictions(lambda d: d)),
-    Case("score over its conversations", ["score", "conversations={tmp}/c.jsonl", "out={tmp}/c.jsonl"], 2,
-         r"c\.jsonl: out= would overwrite c\.jsonl", setup=_write("c.jsonl", _jsonl(*CONVERSATIONS))),
-    Case("import over its own TSV", ["import", "evaluations={tmp}/i/llm.csv", "judgments={tmp}/j.tsv", "out={tmp}/i"], 2,
-         r"i/llm\.csv: out= would overwrite llm\.csv", setup=_write("i/llm.csv", "x")),
-    Case("llm.csv of an all-failed gather", ["train", "data={tmp}/d", "out={tmp}/m"], 2,
-         r"llm\.csv: the file has a header but no rows\. Fix: every request of the gather that wrote it failed: see "
-         r".*failures\.csv", setup=_dataset(lambda root: ((root / "llm.csv").write_text(
-             "conversation_id,turn,question_id,option,prob\n"), (root / "failures.csv").write_text("x\n")))),
+    Case(
+        "predict over the data's llm.csv",
+        ["predict", "model={tmp}/m", "data={tmp}/d", "out={tmp}/d/llm.csv"],
+        2,
+        r"d/llm\.csv: out= would overwrite llm\.csv, one of this command's own inputs\. Fix: choose another out=",
+        setup=_copy_data,
+        after=_keeps("d/llm.csv"),
+    ),
+    Case(
+        "predict over model.json",
+        ["predict", "model={tmp}/m", "data={data}", "out={tmp}/m/model.json"],
+        2,
+        r"m/model\.json: out= would overwrite model\.json",
+        setup=_model(lambda m, r: None),
+    ),
+    Case(
+        "evaluate over its predictions",
+        ["evaluate", "predictions={tmp}/p.csv", "data={data}", "out={tmp}/p.csv"],
+        2,
+        r"p\.csv: out= would overwrite p\.csv",
+        setup=_predictions(lambda d: d),
+    ),
+    Case(
+        "score over its conversations",
+        ["score", "conversations={tmp}/c.jsonl", "out={tmp}/c.jsonl"],
+        2,
+        r"c\.jsonl: out= would overwrite c\.jsonl",
+        setup=_write("c.jsonl", _jsonl(*CONVERSATIONS)),
+    ),
+    Case(
+        "import over its own TSV",
+        ["import", "evaluations={tmp}/i/llm.csv", "judgments={tmp}/j.tsv", "out={tmp}/i"],
+        2,
+        r"i/llm\.csv: out= would overwrite llm\.csv",
+        setup=_write("i/llm.csv", "x"),
+    ),
+    Case(
+        "llm.csv of an all-failed gather",
+        ["train", "data={tmp}/d", "out={tmp}/m"],
+        2,
+        r"llm\.csv: the file has a header but no rows\. Fix: every request of the gather that wrote it failed: see "
+        r".*failures\.csv",
+        setup=_dataset(
+            lambda root: (
+                (root / "llm.csv").write_text("conversation_id,turn,question_id,option,prob\n"),
+                (root / "failures.csv").write_text("x\n"),
+            )
+        ),
+    ),
 ]
 
 
@@ -661,10 +989,22 @@ def _cv_folder(predictions: str = _CV_PRED, metrics: str | None = None) -> Calla
 
 CV_FOLDERS = [
     ("metrics.json garbage", _cv_folder(metrics="garbage"), r"cv/metrics\.json: not valid JSON"),
-    ("settings not an object", _cv_folder(metrics='{"settings": 5}'), r"cv/metrics\.json: is not the metrics\.json of a cv run"),
+    (
+        "settings not an object",
+        _cv_folder(metrics='{"settings": 5}'),
+        r"cv/metrics\.json: is not the metrics\.json of a cv run",
+    ),
     ("folds 1", _cv_folder(metrics='{"settings": {}, "folds": 1}'), r"cv/metrics\.json: folds=1 is not valid"),
-    ("settings out of range", _cv_folder(metrics='{"settings": {"lr": -1}}'), r"cv/metrics\.json: setting lr=-1 is out of range"),
-    ("expected text", _cv_folder(_CV_PRED.replace("2.5", "high")), r"cv/predictions\.csv, row 1: expected 'high' is not a number"),
+    (
+        "settings out of range",
+        _cv_folder(metrics='{"settings": {"lr": -1}}'),
+        r"cv/metrics\.json: setting lr=-1 is out of range",
+    ),
+    (
+        "expected text",
+        _cv_folder(_CV_PRED.replace("2.5", "high")),
+        r"cv/predictions\.csv, row 1: expected 'high' is not a number",
+    ),
     ("predictions empty", _cv_folder(""), r"cv/predictions\.csv: cannot be read"),
     ("no predictions", lambda tmp, good: (tmp / "cv").mkdir(), r"cv: no predictions\.csv in the cv folder"),
 ]
@@ -714,7 +1054,13 @@ def good_files(tmp_path_factory):
     (root / "conversations.jsonl").write_bytes(_jsonl(*CONVERSATIONS))
     (root / "rubric.yaml").write_text(yaml.safe_dump(RUBRIC, sort_keys=False))
     make_native_dataset(root / "data", n_conversations=8)
-    tiny = ["train.ensemble=2", "train.pretrain_steps=5", "train.finetune_steps=5", "network.hidden1=4", "network.hidden2=4"]
+    tiny = [
+        "train.ensemble=2",
+        "train.pretrain_steps=5",
+        "train.finetune_steps=5",
+        "network.hidden1=4",
+        "network.hidden2=4",
+    ]
     assert main(["train", f"data={root / 'data'}", f"out={root / 'model'}", *tiny]) == 0
     assert main(["predict", f"model={root / 'model'}", f"data={root / 'data'}", f"out={root / 'predictions.csv'}"]) == 0
     return root
@@ -778,7 +1124,13 @@ def run_case(case: Case, tmp: Path, good: Path, url: str, capsys) -> str:
     if case.setup is not None:
         case.setup(tmp, good)
     _Endpoint.reply = case.reply or (500, {}, b"{}")
-    fill = {"tmp": tmp, "conv": good / "conversations.jsonl", "rubric": good / "rubric.yaml", "data": good / "data", "url": url}
+    fill = {
+        "tmp": tmp,
+        "conv": good / "conversations.jsonl",
+        "rubric": good / "rubric.yaml",
+        "data": good / "data",
+        "url": url,
+    }
     code = main([a.format(**fill) for a in case.argv])
     err = capsys.readouterr().err.strip()
     assert code == case.code, err

@@ -33,8 +33,16 @@ def test_gather_against_an_address_where_nothing_listens_names_it(tmp_path, monk
 
     monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)  # 10 s by default: a judge started just before
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    code = main(["gather", f"conversations={TINY / 'conversations.jsonl'}", "limit=2", "judge=fake",
-                 f"judge.base_url={url}", f"out={tmp_path / 'g'}"])
+    code = main(
+        [
+            "gather",
+            f"conversations={TINY / 'conversations.jsonl'}",
+            "limit=2",
+            "judge=fake",
+            f"judge.base_url={url}",
+            f"out={tmp_path / 'g'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert f"connection refused at {url}: nothing listens there" in err and "Fix:" in err
@@ -60,8 +68,9 @@ def test_the_fake_judge_in_the_background_prints_its_url_and_serves(capsys):
     try:
         assert re.fullmatch(r"http://127\.0\.0\.1:\d+/v1", url), captured.out
         body = b'{"model": "m", "messages": [{"role": "user", "content": "code (1, 2)"}], "max_tokens": 1}'
-        request = urllib.request.Request(url + "/chat/completions", data=body, method="POST",
-                                         headers={"Content-Type": "application/json"})
+        request = urllib.request.Request(
+            url + "/chat/completions", data=body, method="POST", headers={"Content-Type": "application/json"}
+        )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
         with opener.open(request, timeout=30) as reply:
             assert reply.status == 200 and b"chat.completion" in reply.read()
@@ -70,14 +79,17 @@ def test_the_fake_judge_in_the_background_prints_its_url_and_serves(capsys):
 
 
 # smaller ones (item 10) -----------------------------------------------------------------------------------
-@pytest.mark.parametrize("argv", [
-    ["gather", "conversations=-", "judge=fake", "out=g"],
-    ["gather", f"conversations={TINY / 'conversations.jsonl'}", "judge=fake", "out=-"],
-    ["train", "data=-", "out=m"],
-    ["train", f"data={TINY}", "out=-"],
-    ["predict", "model=m", f"data={TINY}", "out=-"],
-    ["score", "conversations=-", "calibrator=m", "judge=fake", "out=s.csv"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["gather", "conversations=-", "judge=fake", "out=g"],
+        ["gather", f"conversations={TINY / 'conversations.jsonl'}", "judge=fake", "out=-"],
+        ["train", "data=-", "out=m"],
+        ["train", f"data={TINY}", "out=-"],
+        ["predict", "model=m", f"data={TINY}", "out=-"],
+        ["score", "conversations=-", "calibrator=m", "judge=fake", "out=s.csv"],
+    ],
+)
 def test_a_dash_for_a_path_is_refused_before_anything_is_written(tmp_path, monkeypatch, capsys, argv):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2
@@ -126,8 +138,19 @@ def test_score_against_a_judge_that_is_not_there_or_fails_names_it(tmp_path, mon
     assert err.count("\n") == 1 and f"connection refused at {url}" in err, err
     with FakeOpenAI() as server:  # it answers, but every answer is an error: say which, there is no failures file
         server.fail_when = "role"
-        assert main(["score", conversations, "judge=fake", f"judge.base_url={server.base_url}",
-                     "judge.max_retries=0", f"out={tmp_path / 's.csv'}"]) == 2
+        assert (
+            main(
+                [
+                    "score",
+                    conversations,
+                    "judge=fake",
+                    f"judge.base_url={server.base_url}",
+                    "judge.max_retries=0",
+                    f"out={tmp_path / 's.csv'}",
+                ]
+            )
+            == 2
+        )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "the judge answered no question" in err and "first: HTTP 500" in err, err
     assert not (tmp_path / "s.csv").exists()
@@ -138,8 +161,17 @@ def test_a_batch_gather_against_an_address_where_nothing_listens_names_it(tmp_pa
 
     url = f"http://127.0.0.1:{_free_port()}/v1"
     started = time.monotonic()
-    code = main(["gather", f"conversations={TINY / 'conversations.jsonl'}", "limit=2", "judge=fake",
-                 f"judge.base_url={url}", "mode=batch", f"out={tmp_path / 'g'}"])
+    code = main(
+        [
+            "gather",
+            f"conversations={TINY / 'conversations.jsonl'}",
+            "limit=2",
+            "judge=fake",
+            f"judge.base_url={url}",
+            "mode=batch",
+            f"out={tmp_path / 'g'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and f"connection refused at {url}" in err, err
     assert time.monotonic() - started < 10

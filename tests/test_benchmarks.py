@@ -27,8 +27,14 @@ def _run(script: str, *args: str) -> dict:
     must hold what it printed, with the command and the machine."""
     with tempfile.TemporaryDirectory() as results:
         env = {**os.environ, "ROLE_RUBRIC_RESULTS": results}
-        done = subprocess.run([sys.executable, str(ROOT / "benchmarks" / script), *args], cwd=ROOT,
-                              capture_output=True, text=True, timeout=600, env=env)
+        done = subprocess.run(
+            [sys.executable, str(ROOT / "benchmarks" / script), *args],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
         assert done.returncode == 0, done.stderr[-2000:]
         printed = json.loads(done.stdout)
         saved = json.loads((Path(results) / f"{Path(script).stem}.json").read_text())
@@ -62,8 +68,19 @@ def test_llm_rubric_cv_prints_the_table_and_smece():
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
-    out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2",
-               "--only", "covariate_shift_up,new_judges", "--work", str(tmp_path))
+    out = _run(
+        "shift.py",
+        "--anchors",
+        str(ANCHORS),
+        "--seeds",
+        "0",
+        "--ensemble",
+        "2",
+        "--only",
+        "covariate_shift_up,new_judges",
+        "--work",
+        str(tmp_path),
+    )
     assert out["settings"]["ensemble"] == 2
     for name, folds in (("covariate_shift_up", 1), ("new_judges", 4)):
         bench = out[name]
@@ -75,8 +92,10 @@ def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
         assert vs["best_simple"] in ("linear", "ordinal")
         low, high = vs["rmse_diff_95"]
         assert low < high and low > -0.5 and high < 0.5
-        assert vs["meets_target"] == (methods["calibrated"]["rmse"] <= methods[vs["best_simple"]]["rmse"]
-                                      and methods["calibrated"]["pearson"] >= methods[vs["best_simple"]]["pearson"] - 0.005)
+        assert vs["meets_target"] == (
+            methods["calibrated"]["rmse"] <= methods[vs["best_simple"]]["rmse"]
+            and methods["calibrated"]["pearson"] >= methods[vs["best_simple"]]["pearson"] - 0.005
+        )
         each = bench["vs_each_simple"]
         assert each[vs["best_simple"]] == {k: vs[k] for k in each["linear"]}
         for ref in ("linear", "ordinal"):
@@ -87,22 +106,65 @@ def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_shift_measures_settings_overrides_and_chosen_methods(tmp_path):
     late = {"base_l2": 0.001, "lr": 0.03}
-    out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2", "--only",
-               "covariate_shift_up", "--work", str(tmp_path), "--methods", "calibrated,linear,ordinal",
-               "--settings", json.dumps(late))
+    out = _run(
+        "shift.py",
+        "--anchors",
+        str(ANCHORS),
+        "--seeds",
+        "0",
+        "--ensemble",
+        "2",
+        "--only",
+        "covariate_shift_up",
+        "--work",
+        str(tmp_path),
+        "--methods",
+        "calibrated,linear,ordinal",
+        "--settings",
+        json.dumps(late),
+    )
     assert {k: out["settings"][k] for k in late} == late and out["settings"]["ensemble"] == 2
     bench = out["covariate_shift_up"]
     assert set(bench["methods"]) == {"calibrated", "linear", "ordinal"} and "vs_best_simple" in bench
-    out = _run("shift.py", "--anchors", str(ANCHORS), "--seeds", "0", "--ensemble", "2", "--only",
-               "covariate_shift_up", "--work", str(tmp_path), "--methods", "linear")
+    out = _run(
+        "shift.py",
+        "--anchors",
+        str(ANCHORS),
+        "--seeds",
+        "0",
+        "--ensemble",
+        "2",
+        "--only",
+        "covariate_shift_up",
+        "--work",
+        str(tmp_path),
+        "--methods",
+        "linear",
+    )
     assert set(out["covariate_shift_up"]["methods"]) == {"linear"} and "vs_best_simple" not in out["covariate_shift_up"]
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_scaling_prints_points_slopes_and_the_floor():
-    out = _run("scaling.py", "--anchors", str(ANCHORS), "--rows", "700", "1400", "--judges", "24", "48",
-               "--judge-rows", "700", "--cv-max-rows", "0", "--override", "train.ensemble=2",
-               "train.pretrain_steps=10", "train.finetune_steps=10")
+    out = _run(
+        "scaling.py",
+        "--anchors",
+        str(ANCHORS),
+        "--rows",
+        "700",
+        "1400",
+        "--judges",
+        "24",
+        "48",
+        "--judge-rows",
+        "700",
+        "--cv-max-rows",
+        "0",
+        "--override",
+        "train.ensemble=2",
+        "train.pretrain_steps=10",
+        "train.finetune_steps=10",
+    )
     assert [(p["rows"], p["judges"]) for p in out["points"]] == [(700, 48), (700, 24), (1400, 48), (1400, 24)]
     assert all(p["train_s"] > p["train_base_s"] > 0 and p["train_peak_mib"] > 0 for p in out["points"])
     assert out["slope_vs_rows"]["train_s"] is not None and out["slope_vs_judges"]["train_s"] is not None
@@ -125,8 +187,21 @@ def test_batch_gather_prints_each_phase_and_the_file_size():
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_estimate_prints_coverage_width_and_bias(tmp_path):
-    out = _run("estimate.py", "--anchors", str(ANCHORS), "--draws", "40", "--n", "10", "20", "200",
-               "--only", "llm_rubric_in_distribution", "--work", str(tmp_path))
+    out = _run(
+        "estimate.py",
+        "--anchors",
+        str(ANCHORS),
+        "--draws",
+        "40",
+        "--n",
+        "10",
+        "20",
+        "200",
+        "--only",
+        "llm_rubric_in_distribution",
+        "--work",
+        str(tmp_path),
+    )
     bench = out["benchmarks"]["llm_rubric_in_distribution"]
     for kind in ("rate", "mean"):
         block = bench[kind]
@@ -140,6 +215,10 @@ def test_estimate_prints_coverage_width_and_bias(tmp_path):
         assert all(block["by_n"][n]["inside_bounds"] for n in ("10", "20"))
     peek = bench["rate"]["peeking"]["false_decisions"]
     assert peek["sequential"] <= peek["fixed_n"]  # the confidence sequence never decides more often
+    worse = bench["rate"]["peeking"]["fail_if_worse"]["false_worse_decisions"]
+    assert worse["sequential"] <= worse["fixed_n"]
+    planner = bench["rate"]["planner"]
+    assert planner["planned"]["n_median"] >= planner["chi2_plan"]["n_median"]  # the pilot's noise costs labels
     assert bench["rate"]["planner"]["planned"]["n_median"] >= 10
 
 
@@ -154,16 +233,39 @@ def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_adapt_prints_every_method_per_k_with_paired_intervals(tmp_path):
-    out = _run("adapt.py", "--anchors", str(ANCHORS), "--k", "0", "10", "--draws", "2", "--ensemble", "2",
-               "--only", "covariate_shift_up,new_judges", "--work", str(tmp_path))
+    out = _run(
+        "adapt.py",
+        "--anchors",
+        str(ANCHORS),
+        "--k",
+        "0",
+        "10",
+        "--draws",
+        "2",
+        "--ensemble",
+        "2",
+        "--only",
+        "covariate_shift_up,new_judges",
+        "--work",
+        str(tmp_path),
+    )
     assert out["k"] == [0, 10] and out["draws"] == 2 and out["settings"]["ensemble"] == 2
     for name, folds in (("covariate_shift_up", 1), ("new_judges", 4)):
         bench = out[name]
         assert bench["folds"] == folds and bench["acceptance_k20"] is None  # no k = 20 in this run
         at0, at10 = bench["by_k"]["0"], bench["by_k"]["10"]
-        assert set(at10["methods"]) == {"none", "network", "network_weighted", "linear", "ordinal"}
-        # k = 0 trains on the old side alone, so the weight has nothing to weigh
-        assert at0["methods"]["network"] == at0["methods"]["network_weighted"]
+        assert set(at10["methods"]) == {
+            "none",
+            "network",
+            "network_one_directory",
+            "network_weighted",
+            "linear",
+            "ordinal",
+        }
+        # k = 0 trains on the old side alone, so the weight has nothing to weigh, nor the recalibration a side
+        assert (
+            at0["methods"]["network"] == at0["methods"]["network_weighted"] == at0["methods"]["network_one_directory"]
+        )
         assert at10["test_rows_mean"] < at0["test_rows_mean"]  # the adapted conversations leave the test set
         assert all(0.3 < m["rmse"] < 1.5 and -1 <= m["pearson"] <= 1 for m in at10["methods"].values())
         for ref, key in (("none", "vs_none"), ("linear", "vs_linear")):
@@ -183,14 +285,35 @@ def test_overlap_recognition_recognises_regathered_conversations_and_confuses_no
 
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
-def test_deploy_choice_scores_cvs_choice_on_the_new_releases_test_rows(tmp_path):
-    out = _run("deploy_choice.py", "--anchors", str(ANCHORS), "--k", "10", "--draws", "1", "--units", "1",
-               "--ensemble", "2", "--only", "covariate_shift_up", "--work", str(tmp_path))
-    at = out["covariate_shift_up"]["by_k"]["10"]
+def test_deploy_choice_scores_each_rule_on_the_new_releases_test_rows(tmp_path):
+    out = _run(
+        "deploy_choice.py",
+        "--anchors",
+        str(ANCHORS),
+        "--k",
+        "20",
+        "--draws",
+        "1",
+        "--units",
+        "1",
+        "--ensemble",
+        "2",
+        "--only",
+        "covariate_shift_up",
+        "--work",
+        str(tmp_path),
+    )
+    at = out["covariate_shift_up"]["by_k"]["20"]
     unit = at["units"][0]
-    assert at["n_units"] == 1 and set(unit["test_rmse"]) == {"network", "linear", "ordinal"}
-    assert unit["chosen"] == min(unit["cv_new_rmse"], key=unit["cv_new_rmse"].get)  # 10 conversations: the new rows
-    assert unit["union_choice"] == min(unit["cv_union_rmse"], key=unit["cv_union_rmse"].get)
-    assert at["deploy_rate"] == float(unit["chosen"] == unit["best"])
-    assert at["test_rmse"]["chosen"] == round(unit["test_rmse"][unit["chosen"]], 4)
-    assert 0.3 < unit["none_rmse"] < 1.5
+    assert at["n_units"] == 1 and {"network", "linear", "ordinal", "none", "blend"} <= set(unit["test_rmse"])
+    chosen = unit["chosen"]
+    assert chosen["lowest_new_cv"] == min(unit["cv_new_rmse"], key=unit["cv_new_rmse"].get)  # 20 conversations
+    assert chosen["lowest_union_cv"] == min(unit["cv_union_rmse"], key=unit["cv_union_rmse"].get)
+    assert chosen["always_network"] == "network"
+    best = min(unit["test_rmse"][m] for m in ("network", "linear", "ordinal"))
+    for rule, rates in at["rules"].items():
+        regret = unit["test_rmse"][chosen[rule]] - best
+        assert rates["strict_rate"] == float(regret <= 0)
+        assert rates["rate_within_0.01"] == float(regret <= 0.01 + 1e-12) >= rates["strict_rate"]
+    assert out["all_benchmarks"]["20"]["n_units"] == 1
+    assert 0.3 < unit["test_rmse"]["none"] < 1.5

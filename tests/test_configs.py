@@ -1,27 +1,35 @@
-"""Every root config composes from the packaged config module, with every group option."""
+"""Every command's config composes from its schema, with every group option; each key's default is written
+once (a default found in two places fails here)."""
 
 from __future__ import annotations
 
+import ast
+import dataclasses
 import importlib.resources
+from pathlib import Path
 
 import pytest
 
 from calibration.cli import COMMANDS, compose_config
+from calibration.schema import GROUPS, SCHEMAS, flat_settings
+from rubric.config_types import default_of
 
-ROOTS = sorted(p.name[:-5] for p in importlib.resources.files("conf").iterdir() if p.name.endswith(".yaml"))
-
-
-def test_every_command_has_a_root_config():
-    assert set(COMMANDS) <= set(ROOTS), set(COMMANDS) - set(ROOTS)
+ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.mark.parametrize("root", ROOTS)
-def test_root_config_composes(root):
-    cfg = compose_config(root, [])
-    assert cfg is not None
+def test_every_command_has_a_schema():
+    assert list(COMMANDS) == list(SCHEMAS)
 
 
-@pytest.mark.parametrize("group", ["network", "train", "search", "judge", "rubric"])
+@pytest.mark.parametrize("command", sorted(SCHEMAS))
+def test_command_config_composes_with_every_key_described(command):
+    cfg = compose_config(command, [])
+    for key, f in flat_settings(SCHEMAS[command]):
+        assert f.metadata["doc"].strip() and f.metadata["rule"].want, key
+        assert key.split(".")[0] in set(cfg.keys()), key  # set: `in` skips ??? values
+
+
+@pytest.mark.parametrize("group", ["judge", "rubric", "scorer"])
 def test_every_group_option_is_valid_yaml(group):
     import yaml
 
@@ -32,7 +40,86 @@ def test_every_group_option_is_valid_yaml(group):
         assert isinstance(yaml.safe_load(option.read_text()), dict), option.name
 
 
-def test_settings_defaults_equal_the_packaged_config():
+def test_the_settings_groups_compose_to_the_settings_defaults():
     from calibration.model.settings import Settings
 
     assert Settings.from_cfg(compose_config("train", ["data=x", "out=y"])) == Settings()
+
+
+def test_no_config_file_repeats_a_schema_default():
+    """conf/ holds only the options of the data groups (judge presets, rubrics, scorers): no command's config
+    and no file of a settings group, whose defaults are the schema's."""
+    conf = ROOT / "conf"
+    assert not [p.name for p in conf.glob("*.yaml")], "a command's config is its schema (calibration/schema)"
+    for group in ("network", "train", "search"):
+        assert not list((conf / group).glob("*.yaml")), f"conf/{group}/: its default is {GROUPS[group].schema.__name__}"
+
+
+def _schema_keys() -> set[str]:
+    keys = {key.rsplit(".", 1)[-1] for cls in SCHEMAS.values() for key, _ in flat_settings(cls)}
+    return keys | {k for g in ("network", "train", "search") for k in GROUPS[g].keys}
+
+
+def _default_reads(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, key) of every `X.get("key", default)` with a literal default: a second home for a default."""
+    found = []
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "get"
+            and len(node.args) == 2
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+            and isinstance(node.args[1], ast.Constant)
+            and isinstance(getattr(node.func.value, "id", getattr(node.func.value, "attr", "")), str)
+            and "cfg" in getattr(node.func.value, "id", getattr(node.func.value, "attr", "")).lower()
+        ):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def test_the_default_read_check_finds_a_repeated_default():
+    tree = ast.parse('def run(cfg):\n    return cfg.get("target", "overall"), cfg.get("threads"), opts.get("x", 1)\n')
+    assert _default_reads(tree) == [(2, "target")]
+
+
+def test_no_command_repeats_a_schema_default_in_code():
+    """A command reads its key from the composed config (every key is there, with the schema's default):
+    `cfg.get("folds", 5)` would be a second home for folds' default, and would drift."""
+    keys = _schema_keys()
+    repeated = []
+    for path in sorted([*ROOT.joinpath("calibration").rglob("*.py"), *ROOT.joinpath("rubric").rglob("*.py")]):
+        for line, key in _default_reads(ast.parse(path.read_text(encoding="utf-8"))):
+            if key in keys:
+                repeated.append(f"{path.relative_to(ROOT)}:{line} {key}")
+    assert not repeated, "defaults repeated outside the schema: " + ", ".join(repeated)
+
+
+def test_each_default_is_declared_once_in_the_schemas():
+    """A shared key (target, seed, on_shift...) is declared once in calibration/schema/keys.py and named by
+    each command; a key that two schemas declare separately must differ in what it means (its default, its
+    description), or it belongs in keys.py."""
+    seen: dict[tuple[str, str, str], tuple] = {}
+    twice = []
+    for name, cls in SCHEMAS.items():
+        for key, f in flat_settings(cls):
+            ident = (key, repr(default_of(f)), f.metadata["doc"])
+            first = seen.setdefault(ident, (name, f))
+            if first[1] is not f and not f.metadata.get("shared"):  # the same block's field is one declaration
+                twice.append(f"{key} ({first[0]} and {name})")
+    assert not twice, twice
+
+
+def test_no_judge_preset_repeats_a_judge_default():
+    """conf/judge/NAME.yaml extends judge/base (JudgeConfig's defaults) with what it changes, and only that."""
+    import yaml
+
+    from rubric.judge_settings import JudgeConfig
+
+    base = {f.name: default_of(f) for f in dataclasses.fields(JudgeConfig)}
+    for path in sorted((ROOT / "conf" / "judge").glob("*.yaml")):
+        preset = yaml.safe_load(path.read_text(encoding="utf-8"))
+        assert preset.pop("defaults") == ["base", "_self_"], path.name
+        same = [k for k, v in preset.items() if k in base and v == base[k] and type(v) is type(base[k])]
+        assert not same, f"{path.name} repeats JudgeConfig's default of {same}"

@@ -57,8 +57,13 @@ def test_ci_runs_the_readme_test_command():
 
 
 def test_generated_reference_and_readme_results_are_in_sync():
-    done = subprocess.run([sys.executable, str(DOCS / "gen_reference.py"), "--check"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(DOCS / "gen_reference.py"), "--check"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 0, done.stderr  # names the file and `python docs/gen_reference.py`
 
 
@@ -72,8 +77,11 @@ def test_every_command_and_key_is_in_the_reference():
 
 
 def test_every_results_marker_renders_from_a_committed_benchmark_file():
-    markers = [(page, m.group("name")) for page in DOCS.rglob("*.md")
-               for m in results_tables.MARKER.finditer(page.read_text(encoding="utf-8"))]
+    markers = [
+        (page, m.group("name"))
+        for page in DOCS.rglob("*.md")
+        for m in results_tables.MARKER.finditer(page.read_text(encoding="utf-8"))
+    ]
     assert markers, "no results tables in docs/"
     for page, name in markers:
         record = results_tables.load(name)
@@ -84,15 +92,28 @@ def test_every_results_marker_renders_from_a_committed_benchmark_file():
 
 def test_results_render_the_numbers_the_json_holds(tmp_path):
     record = {
-        "benchmark": "train_speed", "command": "python benchmarks/train_speed.py --repeats 1",
-        "date": "2030-01-02 03:04 UTC", "wall_s": 12.5, "load_avg_1m_at_end": 1.5,
+        "benchmark": "train_speed",
+        "command": "python benchmarks/train_speed.py --repeats 1",
+        "date": "2030-01-02 03:04 UTC",
+        "wall_s": 12.5,
+        "load_avg_1m_at_end": 1.5,
         "machine": {"cores": 2, "cpu_model": "Some CPU", "torch": "2.13.0"},
-        "result": {"config": {"hidden": [25, 25], "batch_size": 64, "steps": [200, 300], "batched_models": 40,
-                              "workers": 2, "repeats": 1},
-                   "one_at_a_time_models_per_s": 0.789, "batched_models_per_s": 3.456, "speedup": 4.38,
-                   "batched_2_workers_models_per_s": 5.321, "speedup_2_workers": 6.74,
-                   "per_model_step_ms": {"one_at_a_time": 2.55, "batched_forward_backward": 0.42,
-                                         "batched_adam": 0.107}},
+        "result": {
+            "config": {
+                "hidden": [25, 25],
+                "batch_size": 64,
+                "steps": [200, 300],
+                "batched_models": 40,
+                "workers": 2,
+                "repeats": 1,
+            },
+            "one_at_a_time_models_per_s": 0.789,
+            "batched_models_per_s": 3.456,
+            "speedup": 4.38,
+            "batched_2_workers_models_per_s": 5.321,
+            "speedup_2_workers": 6.74,
+            "per_model_step_ms": {"one_at_a_time": 2.55, "batched_forward_backward": 0.42, "batched_adam": 0.107},
+        },
     }
     (tmp_path / "train_speed.json").write_text(json.dumps(record))
     out = results_tables.render_markers("a\n<!-- results: train_speed -->\nb", tmp_path)
@@ -106,8 +127,9 @@ def test_score_columns_are_all_documented():
 
     dist = {"overall": {1.0: 0.2, 4.0: 0.8}}
     turn = TurnResult(0, dist, {"overall": 3.4}, 0.8, True, 0.8, dist, reason="ok")
-    conv, turns = results_frames([AdherenceResult("c", 0.8, True, 0.5, False, "continuous", True, "overall",
-                                                  3.0, "all", [turn])])
+    conv, turns = results_frames(
+        [AdherenceResult("c", 0.8, True, 0.5, False, "continuous", True, "overall", 3.0, "all", [turn])]
+    )
     page = (DOCS / "reference" / "files.md").read_text(encoding="utf-8")
     for column in [*conv.columns, *turns.columns]:
         documented = re.sub(r"_overall$", "_<question>", column)
@@ -124,6 +146,6 @@ def test_readme_links_point_at_real_files_or_pages_of_the_site():
         if target.startswith(("http://", "https://")):
             continue
         if target.startswith("docs/") and target.endswith(".md"):
-            assert target[len("docs/"):] in pages, f"README links to {target}, not a page of mkdocs.yml's nav"
+            assert target[len("docs/") :] in pages, f"README links to {target}, not a page of mkdocs.yml's nav"
         else:
             assert (ROOT / target).exists(), f"README links to {target}, which does not exist"

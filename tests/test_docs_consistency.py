@@ -15,8 +15,11 @@ EXIT_LIST = re.compile(r"Exit statuses: (.*?)(?:\n\n|\n- |\n\"\"\")", re.S)
 
 
 def test_every_exit_status_list_has_the_failed_gate():
-    lists = [(p, m.group(1)) for p in [DOCS / "gen_reference.py", *DOCS.rglob("*.md")]
-             for m in EXIT_LIST.finditer(p.read_text(encoding="utf-8"))]
+    lists = [
+        (p, m.group(1))
+        for p in [DOCS / "gen_reference.py", *DOCS.rglob("*.md")]
+        for m in EXIT_LIST.finditer(p.read_text(encoding="utf-8"))
+    ]
     assert len(lists) >= 3, lists  # gen_reference.py, commands.md (generated from it), getting-started.md
     for path, text in lists:
         statuses = re.findall(r"(?:^|, )(\d+) ", " ".join(text.split()))
@@ -57,11 +60,16 @@ def test_the_pipeline_on_the_front_pages_has_every_stage(page):
 
 def test_the_columns_the_release_page_describes_are_the_printed_ones():
     text = (DOCS / "how-to" / "release-estimates.md").read_text(encoding="utf-8")
-    described = [re.sub(r" \d+% CI", "", c)  # the level follows alpha
-                 for c in re.findall(r"^\| `([^`]+)` \|", text.split("## What it prints")[1].split("##")[0], re.M)]
+    described = [
+        re.sub(r" \d+% CI", "", c)  # the level follows alpha
+        for c in re.findall(r"^\| `([^`]+)` \|", text.split("## What it prints")[1].split("##")[0], re.M)
+    ]
     block = re.search(r"<!-- printed by the block above -->\n```text\n(.*?)```", text, re.S).group(1)
     printed = next(line for line in block.splitlines() if line.startswith("scope "))  # after any warning line
     header = re.sub(r" \d+% CI", "", printed).split()
     assert described and all(c in " ".join(header) for c in described), (described, header)
-    assert described == [c for c in ("scope", "quantity", "calibrator*", "humans", "ppi", "labelled/conv", "eff. labels")
-                         if c in described]
+    assert described == [
+        c
+        for c in ("scope", "quantity", "calibrator*", "humans", "ppi", "labelled/conv", "eff. labels")
+        if c in described
+    ]

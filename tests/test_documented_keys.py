@@ -16,7 +16,7 @@ from omegaconf import OmegaConf
 
 from calibration.cli import COMMANDS
 from calibration.compose import compose_config
-from calibration.config_check import check_config
+from calibration.schema import check_config
 from rubric.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,15 +26,26 @@ COMMAND_LINE = re.compile(r"role-rubric ([a-z][a-z-]+)((?:[ \t]+[^\n`]*?)?)(?=`|
 
 
 def _docs() -> list[Path]:
-    return [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))] if (ROOT / "docs").is_dir() else [ROOT / "README.md"]
+    return (
+        [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md"))]
+        if (ROOT / "docs").is_dir()
+        else [ROOT / "README.md"]
+    )
 
 
 def _placeholder(value: str) -> bool:
     """DIR, FILE.gguf, MODEL_DIR, <imported data>, [id,...], a shell or CI expansion ($(hostname),
     ${{ github.sha }}): a stand-in for the user's own value."""
     core = value.strip("[]'\"")
-    return (not core or "<" in value or "..." in value or "$(" in value or "${{" in value or re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?", core) is not None
-            or any(word in core for word in ("NAME", "DIR", "FILE", "PATH", "URL")))
+    return (
+        not core
+        or "<" in value
+        or "..." in value
+        or "$(" in value
+        or "${{" in value
+        or re.fullmatch(r"[A-Z][A-Z0-9_]*(\.[a-z]+)?", core) is not None
+        or any(word in core for word in ("NAME", "DIR", "FILE", "PATH", "URL"))
+    )
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
@@ -63,10 +74,10 @@ def _from_docs() -> tuple[list[tuple[str, str, str, str]], list[tuple[str, str, 
             rest = "".join(ch if not any(a <= i < b for a, b in spans) else " " for i, ch in enumerate(line))
             for code in re.findall(r"`([^`]+)`", rest):
                 alone += [(where, k, v, line, code) for k, v in _pairs(code)]
-    from calibration.cli_help import command_help
+    from calibration.schema.help import command_help
 
-    for command, (_, summary) in COMMANDS.items():  # `role-rubric COMMAND --help`: the text, not the listing
-        for n, line in enumerate(command_help(command, summary).splitlines(), start=1):
+    for command in COMMANDS:  # `role-rubric COMMAND --help`: the text, not the listing
+        for n, line in enumerate(command_help(command).splitlines(), start=1):
             text = re.sub(r"^\s+\S+=\S+", "", line)  # a listed key=default is the config itself
             alone += [(f"{command} --help:{n}", k, v, line, text) for k, v in _pairs(text)]
     return lines, alone
@@ -80,11 +91,16 @@ def _from_messages() -> list[tuple[str, str, str]]:
             continue
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):
-            if not (isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) in
-                    ("InputError", "IncompleteRun", "fail", "LowCoverage")):
+            if not (
+                isinstance(node, ast.Call)
+                and getattr(node.func, "id", getattr(node.func, "attr", ""))
+                in ("InputError", "IncompleteRun", "fail", "LowCoverage")
+            ):
                 continue
             for part in [*node.args, *(k.value for k in node.keywords if k.arg in ("fix", "problem"))]:
-                text = " ".join(c.value for c in ast.walk(part) if isinstance(c, ast.Constant) and isinstance(c.value, str))
+                text = " ".join(
+                    c.value for c in ast.walk(part) if isinstance(c, ast.Constant) and isinstance(c.value, str)
+                )
                 found += [(f"{path.relative_to(ROOT)}:{node.lineno}", k, v) for k, v in _pairs(text)]
     return found
 
@@ -124,12 +140,11 @@ def _group_options(group: str, key: str) -> tuple[str, ...]:
 
 @cache
 def _groups(command: str) -> frozenset[str]:
-    """The config groups in the defaults list of conf/COMMAND.yaml (a `null` default has no key in the
-    composed config, e.g. gather's scorer)."""
-    import yaml
+    """The config groups of the command's schema (a `null` default has no key in the composed config, e.g.
+    gather's scorer)."""
+    from calibration.schema import SCHEMAS
 
-    defaults = (yaml.safe_load((ROOT / "conf" / f"{command}.yaml").read_text()) or {}).get("defaults", [])
-    return frozenset(k for d in defaults if isinstance(d, dict) for k in d)
+    return frozenset(group for group, _, _ in SCHEMAS[command].groups)
 
 
 def _has_key(command: str, key: str) -> bool:
@@ -151,8 +166,11 @@ def _accepts(command: str, key: str, value: str) -> str | None:
         return None
     head, _, rest = key.partition(".")
     overrides = [f"{key}={value}"]
-    if rest and OmegaConf.select(_config(command), key, default="__absent__", throw_on_missing=False) == "__absent__" \
-            and (ROOT / "conf" / head).is_dir():
+    if (
+        rest
+        and OmegaConf.select(_config(command), key, default="__absent__", throw_on_missing=False) == "__absent__"
+        and (ROOT / "conf" / head).is_dir()
+    ):
         overrides.insert(0, f"{head}={_group_options(head, rest)[0]}")  # a key of another group option
     try:
         cfg = _compose(command, overrides)
@@ -194,11 +212,19 @@ def test_a_key_an_error_tells_users_to_pass_is_accepted(where, key, value):
     _accepted_by_one(where, having, key, value)
 
 
-@pytest.mark.parametrize(("where", "key", "value", "line", "code"), ALONE, ids=[f"{w} {k}={v}" for w, k, v, _, _ in ALONE])
+@pytest.mark.parametrize(
+    ("where", "key", "value", "line", "code"), ALONE, ids=[f"{w} {k}={v}" for w, k, v, _, _ in ALONE]
+)
 def test_a_setting_the_docs_name_is_accepted(where, key, value, line, code):
     having = [c for c in COMMANDS if _has_key(c, key)]
-    if (not having or REFUSAL.search(line) or key in COLUMNS or (key, value) in FOREIGN or value in PYTHON
-            or re.search(r"\w\(", code)):  # f(x=1): Python
+    if (
+        not having
+        or REFUSAL.search(line)
+        or key in COLUMNS
+        or (key, value) in FOREIGN
+        or value in PYTHON
+        or re.search(r"\w\(", code)
+    ):  # f(x=1): Python
         pytest.skip(f"{key}= is no setting here (a column, a Python argument) or is shown refused")
     _accepted_by_one(where, having, key, value)
 
@@ -218,8 +244,20 @@ def test_batch_size_zero_means_full_batch(tmp_path):
     from tests.calibration.conftest import make_native_dataset
 
     data = make_native_dataset(tmp_path / "d", n_conversations=6)
-    assert main(["train", f"data={data}", f"out={tmp_path / 'm'}", "train.batch_size=0", "train.ensemble=1",
-                 "train.pretrain_steps=2", "train.finetune_steps=2"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={data}",
+                f"out={tmp_path / 'm'}",
+                "train.batch_size=0",
+                "train.ensemble=1",
+                "train.pretrain_steps=2",
+                "train.finetune_steps=2",
+            ]
+        )
+        == 0
+    )
 
 
 def test_unmatched_labels_skip_trains_and_counts(tmp_path, capsys):
@@ -232,7 +270,13 @@ def test_unmatched_labels_skip_trains_and_counts(tmp_path, capsys):
     labels = pd.read_csv(data / "labels.csv", dtype=str)
     labels.loc[0, "conversation_id"] = "ghost"
     labels.to_csv(data / "labels.csv", index=False)
-    args = ["train", f"data={data}", f"out={tmp_path / 'm'}", "train.ensemble=1", "train.pretrain_steps=2",
-            "train.finetune_steps=2"]
+    args = [
+        "train",
+        f"data={data}",
+        f"out={tmp_path / 'm'}",
+        "train.ensemble=1",
+        "train.pretrain_steps=2",
+        "train.finetune_steps=2",
+    ]
     assert main(args) == 2 and "unmatched_labels=skip" in capsys.readouterr().err
     assert main([*args, "unmatched_labels=skip"]) == 0

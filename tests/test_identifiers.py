@@ -17,8 +17,17 @@ from tests.calibration.conftest import make_native_dataset
 
 @pytest.mark.parametrize(
     ("raw", "clean"),
-    [(" 21 ", "21"), ("21\t", "21"), ("\u00a021", "21"), ("\ufeff21", "21"), ("21\u200b", "21"), (21.0, "21"),
-     (7, "7"), ("rater 1", "rater 1"), ("007", "007")],
+    [
+        (" 21 ", "21"),
+        ("21\t", "21"),
+        ("\u00a021", "21"),
+        ("\ufeff21", "21"),
+        ("21\u200b", "21"),
+        (21.0, "21"),
+        (7, "7"),
+        ("rater 1", "rater 1"),
+        ("007", "007"),
+    ],
 )
 def test_one_rule_for_every_id(raw, clean):
     assert clean_id(raw) == clean
@@ -59,8 +68,12 @@ def test_conversation_ids_in_conversations_jsonl_are_cleaned(tmp_path):
     from rubric.conversations import load_conversations
 
     path = tmp_path / "c.jsonl"
-    path.write_text(json.dumps({"conversation_id": " c1 ", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]})
-                    + "\n" + json.dumps({"conversation_id": "c1", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}) + "\n")
+    path.write_text(
+        json.dumps({"conversation_id": " c1 ", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]})
+        + "\n"
+        + json.dumps({"conversation_id": "c1", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]})
+        + "\n"
+    )
     from rubric.errors import InputError
 
     with pytest.raises(InputError, match="duplicate conversation_id 'c1'"):
@@ -101,6 +114,17 @@ def tiny_model(synthetic_dir, tmp_path_factory):
     from calibration.cli import main
 
     out = tmp_path_factory.mktemp("model")
-    assert main(["train", f"data={synthetic_dir}", f"out={out}", "train.ensemble=1", "train.pretrain_steps=10",
-                 "train.finetune_steps=10"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={synthetic_dir}",
+                f"out={out}",
+                "train.ensemble=1",
+                "train.pretrain_steps=10",
+                "train.finetune_steps=10",
+            ]
+        )
+        == 0
+    )
     return out

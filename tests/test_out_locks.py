@@ -28,19 +28,38 @@ def _out(command: str, tmp_path: Path) -> tuple[Path, bool]:
 
 
 def test_every_writing_command_is_covered():
-    assert {"import", "gather", "train", "cv", "search", "predict", "evaluate", "report", "demo", "score",
-            "suggest", "decide", "compare"} <= set(WRITERS)
+    assert {
+        "import",
+        "gather",
+        "train",
+        "cv",
+        "search",
+        "predict",
+        "evaluate",
+        "report",
+        "demo",
+        "score",
+        "suggest",
+        "decide",
+        "compare",
+    } <= set(WRITERS)
 
 
 @pytest.fixture(scope="module")
 def holder(tmp_path_factory):
     """A process that holds every output lock the tests below ask for (paths on its stdin)."""
     proc = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, contextlib\nfrom rubric.files import out_lock\nstack = contextlib.ExitStack()\n"
-         "for line in sys.stdin:\n    path, is_file = line.rsplit(' ', 1)\n"
-         "    stack.enter_context(out_lock(path, file=is_file.strip() == '1'))\n    print('held', flush=True)\n"],
-        cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            "import sys, contextlib\nfrom rubric.files import out_lock\nstack = contextlib.ExitStack()\n"
+            "for line in sys.stdin:\n    path, is_file = line.rsplit(' ', 1)\n"
+            "    stack.enter_context(out_lock(path, file=is_file.strip() == '1'))\n    print('held', flush=True)\n",
+        ],
+        cwd=ROOT,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
     )
     yield proc
@@ -68,15 +87,21 @@ RESULT: dict[str, str] = {}
 def _probe(command: str, cfg) -> None:
     """Stands in for a command's stage: at its very end (where the final writes are), a second run of the
     same command into the same output, in another process."""
-    done = subprocess.run([sys.executable, "-m", "calibration.cli", command, f"out={cfg.out}"], cwd=ROOT,
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(ROOT)}, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "calibration.cli", command, f"out={cfg.out}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT)},
+        timeout=120,
+    )
     RESULT[command] = f"{done.returncode} {done.stderr.strip()}"
 
 
 @pytest.mark.parametrize("command", WRITERS)
 def test_the_output_is_held_until_the_last_write(command, tmp_path, monkeypatch):
     out, is_file = _out(command, tmp_path)
-    monkeypatch.setattr(cli, "_resolve", lambda target: lambda cfg: _probe(command, cfg))
+    monkeypatch.setattr(cli.COMMANDS[command][0], "run", lambda cfg: _probe(command, cfg))
     assert main([command, f"out={out}"]) == 0
     code, _, err = RESULT[command].partition(" ")
     assert code == "2" and f"(PID {os.getpid()}) is writing to this" in err, RESULT[command]

@@ -21,9 +21,7 @@ BLOCK_RE = re.compile(r"(?:<!-- (?P<marker>[^>]*?) -->\n)?```bash\n(?P<code>.*?)
 PY_RE = re.compile(
     r"<!-- run by tests/test_readme.py -->\n```python\n(?P<code>.*?)```\n(?:[^`]*?)```text\n(?P<printed>.*?)```", re.S
 )
-RUN_BLOCK_RE = re.compile(
-    r"<!-- run by tests/test_readme.py -->\n```(?P<lang>bash|python)\n(?P<code>.*?)```", re.S
-)
+RUN_BLOCK_RE = re.compile(r"<!-- run by tests/test_readme.py -->\n```(?P<lang>bash|python)\n(?P<code>.*?)```", re.S)
 RUN = "run by tests/test_readme.py"
 
 
@@ -72,14 +70,14 @@ def test_readme_blocks_run_verbatim(tmp_path):
     (tmp_path / "data").symlink_to(ROOT / "data")
     script = readme_script()
     # The harness (not the README) stops on the first failure and never leaves the fake judge running.
-    harness = ("set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true; "
-               "kill $(grep -o \"kill [0-9]*\" judge.txt 2>/dev/null | cut -c6-) 2>/dev/null || true' EXIT\n")
+    harness = (
+        "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true; "
+        'kill $(grep -o "kill [0-9]*" judge.txt 2>/dev/null | cut -c6-) 2>/dev/null || true\' EXIT\n'
+    )
     (tmp_path / "readme.sh").write_text(harness + script)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.setdefault("OMP_NUM_THREADS", "1")
-    done = subprocess.run(
-        ["bash", "readme.sh"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900
-    )
+    done = subprocess.run(["bash", "readme.sh"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     log = done.stdout[-6000:] + done.stderr[-6000:]
     assert done.returncode == 0, log
     runs = tmp_path / "runs" / "tiny"

@@ -29,11 +29,19 @@ ROOT = Path(__file__).resolve().parents[1]
 # -- the out-folder lock ----------------------------------------------------------------------------------------------
 def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
     conversations = tmp_path / "c.jsonl"
-    conversations.write_text('{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n')
+    conversations.write_text(
+        '{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n'
+    )
     holder = subprocess.Popen(  # another run: a lock is re-entrant within one process (calibration/run_lock.py)
-        [sys.executable, "-c", f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path / 'out')!r}):\n"
-         "    print('held', flush=True)\n    time.sleep(60)\n"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path / 'out')!r}):\n"
+            "    print('held', flush=True)\n    time.sleep(60)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     code = main(["gather", f"conversations={conversations}", "judge=embedding", f"out={tmp_path / 'out'}"])
@@ -47,9 +55,15 @@ def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
 
 def test_the_lock_is_released_when_the_holder_is_killed(tmp_path):
     holder = subprocess.Popen(
-        [sys.executable, "-c", f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path)!r}):\n"
-         "    print('held', flush=True)\n    time.sleep(60)\n"],
-        cwd=ROOT, stdout=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path)!r}):\n"
+            "    print('held', flush=True)\n    time.sleep(60)\n",
+        ],
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert holder.stdout.readline().strip() == "held"
     with pytest.raises(InputError, match=f"PID {holder.pid}"), out_lock(tmp_path):
@@ -74,7 +88,7 @@ def test_a_kill_during_a_write_leaves_the_earlier_file_whole(tmp_path):
             with open(tmp, "w") as fh:
                 fh.write("a\\n" + "half-written\\n" * 1000)
                 fh.flush()
-                Path({str(tmp_path / 'writing')!r}).touch()
+                Path({str(tmp_path / "writing")!r}).touch()
                 time.sleep(60)
         atomic_write({str(target)!r}, slow)
     """)
@@ -144,7 +158,7 @@ def test_a_search_worker_dies_with_its_parent(tmp_path):
         def child(parent):
             from calibration.evaluation.search import _die_with
             _die_with(parent)
-            open({str(tmp_path / 'child')!r}, "w").write(str(os.getpid()))
+            open({str(tmp_path / "child")!r}, "w").write(str(os.getpid()))
             time.sleep(60)
         if __name__ == "__main__":
             p = multiprocessing.get_context("spawn").Process(target=child, args=(os.getpid(),), daemon=False)
@@ -152,8 +166,9 @@ def test_a_search_worker_dies_with_its_parent(tmp_path):
             time.sleep(60)
     """)
     (tmp_path / "parent.py").write_text(script)
-    parent = subprocess.Popen([sys.executable, str(tmp_path / "parent.py")], cwd=ROOT,
-                              env={**os.environ, "PYTHONPATH": str(ROOT)})
+    parent = subprocess.Popen(
+        [sys.executable, str(tmp_path / "parent.py")], cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)}
+    )
     deadline = time.time() + 60
     while not (tmp_path / "child").exists() and time.time() < deadline:
         time.sleep(0.1)
@@ -212,7 +227,9 @@ def test_a_byte_order_mark_is_accepted(tmp_path):
         b'\xef\xbb\xbf{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\r\n'
     )
     assert load_conversations(tmp_path / "c.jsonl")[0].conversation_id == "a"
-    (tmp_path / "rubric.yaml").write_bytes(b"\xef\xbb\xbfquestions:\n  - {id: q, options: [{value: 1, label: no}, {value: 2, label: yes}]}\n")
+    (tmp_path / "rubric.yaml").write_bytes(
+        b"\xef\xbb\xbfquestions:\n  - {id: q, options: [{value: 1, label: no}, {value: 2, label: yes}]}\n"
+    )
     assert [o.label for o in load_rubric(tmp_path).questions[0].options] == ["no", "yes"]  # YAML 1.2: no is text
 
 
@@ -222,13 +239,16 @@ def test_gather_rerun_into_its_own_earlier_output_is_allowed(tmp_path):
     from omegaconf import OmegaConf
 
     from rubric.conversations import load_conversations, save_conversations
-    from rubric.gather import _refuse_overwriting_inputs
+    from rubric.outputs import refuse_overwriting_inputs
     from rubric.schema import load_rubric
 
     src = tmp_path / "src.jsonl"
-    src.write_text("".join(
-        f'{{"conversation_id": "c{i}", "chatbot_role": "r", "turns": [{{"user": "u", "assistant": "a"}}]}}\n' for i in range(3)
-    ))
+    src.write_text(
+        "".join(
+            f'{{"conversation_id": "c{i}", "chatbot_role": "r", "turns": [{{"user": "u", "assistant": "a"}}]}}\n'
+            for i in range(3)
+        )
+    )
     out = tmp_path / "out"
     out.mkdir()
     convs = load_conversations(src)
@@ -236,8 +256,8 @@ def test_gather_rerun_into_its_own_earlier_output_is_allowed(tmp_path):
     (out / "gather_summary.json").write_text("{}")
     cfg = OmegaConf.create({"conversations": str(src), "rubric_file": None})
     rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
-    _refuse_overwriting_inputs(cfg, out, rubric, convs[:1])  # no error
+    refuse_overwriting_inputs(cfg, out, rubric, convs[:1])  # no error
     cfg = OmegaConf.create({"conversations": str(out), "rubric_file": None})
     with pytest.raises(InputError, match="which is this run's input"):
-        _refuse_overwriting_inputs(cfg, out, rubric, convs[:1])
-    _refuse_overwriting_inputs(cfg, out, rubric, convs)  # the same bytes: allowed
+        refuse_overwriting_inputs(cfg, out, rubric, convs[:1])
+    refuse_overwriting_inputs(cfg, out, rubric, convs)  # the same bytes: allowed

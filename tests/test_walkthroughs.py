@@ -36,8 +36,12 @@ def blocks(page: Path) -> list[tuple[str, str, str | None]]:
 
 def run_blocks() -> list[tuple[str, str, str | None]]:
     """The run blocks of both pages in walkthrough order, each named page:index."""
-    return [(f"{page.stem}:{i}", code, printed) for page in PAGES
-            for i, (marker, code, printed) in enumerate(blocks(page)) if marker == RUN]
+    return [
+        (f"{page.stem}:{i}", code, printed)
+        for page in PAGES
+        for i, (marker, code, printed) in enumerate(blocks(page))
+        if marker == RUN
+    ]
 
 
 def squeeze(line: str) -> str:
@@ -54,8 +58,18 @@ def test_every_bash_block_is_run_or_says_why_not(page):
 
 def test_the_walkthrough_covers_the_release_loop():
     code = "\n".join(code for _, code, _ in run_blocks())
-    for step in ("releases.py split", "gather ", "suggest purpose=estimate", "releases.py review", "import source=sheet",
-                 "estimate ", "baseline=", "fail_under=", "train data=[", "cv data=["):
+    for step in (
+        "releases.py split",
+        "gather ",
+        "suggest purpose=estimate",
+        "releases.py review",
+        "import source=sheet",
+        "estimate ",
+        "baseline=",
+        "fail_under=",
+        "train data=[",
+        "cv data=[",
+    ):
         assert step in code, step
     assert sum(printed is not None for _, _, printed in run_blocks()) >= 2
 
@@ -68,8 +82,16 @@ def test_review_answers_a_sheet_as_the_bundled_reviewers_did(tmp_path):
     finally:
         sys.path.pop(0)
     labels = pd.read_csv(ROOT / "data" / "role_adherence" / "labels.csv", dtype=str)
-    sheet = pd.DataFrame({"conversation_id": ["fintech-001", "fintech-001", "nobody-001"], "turn": ["0", "0", "0"],
-                          "judge_id": "", "question_id": ["tone", "overall", "tone"], "user": "u", "answer": ""})
+    sheet = pd.DataFrame(
+        {
+            "conversation_id": ["fintech-001", "fintech-001", "nobody-001"],
+            "turn": ["0", "0", "0"],
+            "judge_id": "",
+            "question_id": ["tone", "overall", "tone"],
+            "user": "u",
+            "answer": "",
+        }
+    )
     sheet.to_csv(tmp_path / "to_label.csv", index=False)
     assert releases.main(["review", "--sheet", str(tmp_path / "to_label.csv"), "--out", str(tmp_path / "a.csv")]) == 0
     got = pd.read_csv(tmp_path / "a.csv", dtype=str, keep_default_na=False)
@@ -77,7 +99,9 @@ def test_review_answers_a_sheet_as_the_bundled_reviewers_did(tmp_path):
     for qid in ("tone", "overall"):
         want = labels[(labels.conversation_id == "fintech-001") & (labels.turn == "0") & (labels.question_id == qid)]
         rows = got[(got.conversation_id == "fintech-001") & (got.question_id == qid)]
-        assert len(want) >= 1 and sorted(zip(rows.judge_id, rows.answer, strict=True)) == sorted(zip(want.judge_id, want.answer, strict=True))
+        assert len(want) >= 1 and sorted(zip(rows.judge_id, rows.answer, strict=True)) == sorted(
+            zip(want.judge_id, want.answer, strict=True)
+        )
     assert got[got.conversation_id == "nobody-001"].answer.tolist() == [""]
     assert releases.main(["review", "--sheet", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "b.csv")]) == 2
 
@@ -93,8 +117,9 @@ def test_walkthroughs_run_verbatim(tmp_path):
     (tmp_path / "walkthrough.sh").write_text("\n".join(script) + "\n")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.setdefault("OMP_NUM_THREADS", "1")
-    done = subprocess.run(["bash", "walkthrough.sh"], cwd=tmp_path, env=env, capture_output=True, text=True,
-                          timeout=1800)
+    done = subprocess.run(
+        ["bash", "walkthrough.sh"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=1800
+    )
     outputs = {p.stem: p.read_text() for p in tmp_path.glob("*.out")}
     assert done.returncode == 0, "\n".join(f"== {k}\n{v[-3000:]}" for k, v in outputs.items()) + done.stderr
     for name, _, printed in run_blocks():

@@ -79,11 +79,7 @@ def _read_labels(path: str | Path) -> pd.DataFrame:
                 row=int(np.flatnonzero(bad)[0]) + 1,
                 fix="write 1 (adherent) or 0.",
             )
-        kind = (
-            frame["violation_type"].fillna("violation").astype(str)
-            if "violation_type" in frame
-            else "violation"
-        )
+        kind = frame["violation_type"].fillna("violation").astype(str) if "violation_type" in frame else "violation"
         label = pd.Series(np.where(frame["adherent"] == 1, "adherent", kind), index=frame.index)
     else:
         raise InputError(
@@ -91,13 +87,9 @@ def _read_labels(path: str | Path) -> pd.DataFrame:
             path=path,
             fix="add design (adherent / violation type) or adherent (1/0).",
         )
-    out = pd.DataFrame(
-        {"conversation_id": frame["conversation_id"], "turn": frame["turn"].astype(int), "label": label}
-    )
+    out = pd.DataFrame({"conversation_id": frame["conversation_id"], "turn": frame["turn"].astype(int), "label": label})
     if out.duplicated(KEY).any():
-        raise InputError(
-            "a turn is labelled twice.", path=path, fix="keep one row per (conversation_id, turn)."
-        )
+        raise InputError("a turn is labelled twice.", path=path, fix="keep one row per (conversation_id, turn).")
     return out
 
 
@@ -111,9 +103,7 @@ def read_extra_scores(
     - any CSV with conversation_id, turn, score."""
     path = Path(path)
     if path.is_dir():
-        path = next(
-            (path / n for n in ("predictions.csv", "llm.csv") if (path / n).is_file()), path / "llm.csv"
-        )
+        path = next((path / n for n in ("predictions.csv", "llm.csv") if (path / n).is_file()), path / "llm.csv")
     if not path.is_file():
         raise InputError(
             "score file not found.",

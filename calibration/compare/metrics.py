@@ -9,8 +9,17 @@ from __future__ import annotations
 
 import numpy as np
 
-METRICS = ("auc", "ap", "mean_adherent", "mean_violation", "separation", "f1_adherent", "f1_violation", "macro_f1",
-           "kappa")
+METRICS = (
+    "auc",
+    "ap",
+    "mean_adherent",
+    "mean_violation",
+    "separation",
+    "f1_adherent",
+    "f1_violation",
+    "macro_f1",
+    "kappa",
+)
 """Every metric `compare` reports per method, size and subset (each with _low/_high bootstrap bounds)."""
 
 

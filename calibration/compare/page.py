@@ -112,9 +112,7 @@ def write_page(result: dict[str, Any], out: Path) -> Path:
             html_table(per_type_table(table)),
         )
     )
-    detail = table.assign(
-        **{m: interval_column(table, m) for m in ("auc", "ap", "separation", "macro_f1", "kappa")}
-    )
+    detail = table.assign(**{m: interval_column(table, m) for m in ("auc", "ap", "separation", "macro_f1", "kappa")})
     cols = ["method", "size", "subset", "n_adherent", "n_violation", *METRICS, "cut"]
     sections.append(
         (

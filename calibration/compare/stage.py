@@ -156,9 +156,7 @@ def compare(
     if unknown:
         raise InputError(f"unknown method(s) {unknown}.", fix=f"use {', '.join(SCORERS)}.")
     if not sizes or any(int(n) < 1 for n in sizes):
-        raise InputError(
-            f"sizes={list(sizes)} is not valid.", fix="give corpus sizes >= 1, e.g. sizes=[15,50,150]."
-        )
+        raise InputError(f"sizes={list(sizes)} is not valid.", fix="give corpus sizes >= 1, e.g. sizes=[15,50,150].")
     turns, report = load_turns(conversations, labels)
     if report["no_reference"] and any(SCORERS[m].kind == "pairwise" for m in methods):
         raise InputError(
@@ -183,9 +181,7 @@ def compare(
             )
         families[name] = "given scores"
         for size in sizes:
-            scores = pd.concat(
-                [scores, turns[KEY].assign(method=name, size=int(size), score=np.asarray(s, float))]
-            )
+            scores = pd.concat([scores, turns[KEY].assign(method=name, size=int(size), score=np.asarray(s, float))])
     scored = time.perf_counter() - started
     table = metric_rows(turns, scores, n_boot=n_boot, seed=seed, families=families)
     result = {
@@ -200,8 +196,7 @@ def compare(
             "positive_class": "adherent",
             "cut": "per fold of conversations, best macro F1 on the other 4 folds",
         },
-        "data": report
-        | {"labelled": len(turns), "by_label": turns["label"].value_counts().sort_index().to_dict()},
+        "data": report | {"labelled": len(turns), "by_label": turns["label"].value_counts().sort_index().to_dict()},
         "corpus_used": used,
         "unavailable": unavailable,
         "results": table.to_dict(orient="records"),

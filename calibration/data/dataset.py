@@ -18,12 +18,12 @@ import pandas as pd
 from calibration.data.reading import (
     LABEL_COLUMNS,
     LLM_COLUMNS,
-    _as_text_ids,
-    _distributions,
-    _find,
-    _labels,
-    _read_table,
-    _warn_if_unreliable,
+    as_text_ids,
+    distribution_arrays,
+    find_table,
+    label_arrays,
+    read_table,
+    warn_if_unreliable,
 )
 from rubric.errors import InputError
 from rubric.schema import Rubric, load_rubric, note_default_target
@@ -85,17 +85,27 @@ class Dataset:
     def with_label_rows(self, rows: np.ndarray) -> Dataset:
         """This data with only the label rows `rows` (their weights too)."""
         weight = None if self.label_weight is None else self.label_weight[rows]
-        return dataclasses.replace(self, label_item=self.label_item[rows], label_judge=self.label_judge[rows],
-                                   answers=self.answers[rows], label_weight=weight)
+        return dataclasses.replace(
+            self,
+            label_item=self.label_item[rows],
+            label_judge=self.label_judge[rows],
+            answers=self.answers[rows],
+            label_weight=weight,
+        )
 
     def only_target(self) -> Dataset:
         """This data with the target question alone (its distributions and answers; the same label rows), for
         a model of the target from its own distribution: the other questions' outputs would be dead weight."""
         t = [self.target_index]
         rubric = dataclasses.replace(self.rubric, questions=(self.rubric.question(self.rubric.target),))
-        return dataclasses.replace(self, rubric=rubric, probs=self.probs[:, t], present=self.present[:, t],
-                                   coverage=None if self.coverage is None else self.coverage[:, t],
-                                   answers=self.answers[:, t])
+        return dataclasses.replace(
+            self,
+            rubric=rubric,
+            probs=self.probs[:, t],
+            present=self.present[:, t],
+            coverage=None if self.coverage is None else self.coverage[:, t],
+            answers=self.answers[:, t],
+        )
 
     def option_values(self) -> np.ndarray:
         """(Q, K) numeric value of each option, 0 on padding."""
@@ -141,9 +151,11 @@ class Dataset:
         feed a linear model, with their mean and scale over this data's items (no labels are used)."""
         idx = [q for q in (self.rubric.ids.index(i) for i in questions) if self.present[:, q].any()]
         raw = self._expected_answers()
-        return {"questions": [self.rubric.ids[q] for q in idx],
-                "mean": [float(raw[self.present[:, q], q].mean()) for q in idx],
-                "scale": [float(max(raw[self.present[:, q], q].std(), 1e-3)) for q in idx]}
+        return {
+            "questions": [self.rubric.ids[q] for q in idx],
+            "mean": [float(raw[self.present[:, q], q].mean()) for q in idx],
+            "scale": [float(max(raw[self.present[:, q], q].std(), 1e-3)) for q in idx],
+        }
 
     def expected_inputs(self, expected: dict) -> np.ndarray:
         """(N, E) expected answers standardised with the spec's own mean and scale (fixed when the model was
@@ -184,18 +196,18 @@ def load_dataset(
         raise InputError("dataset directory not found.", path=root, fix="pass data=DIR with rubric.yaml and llm.csv.")
     rubric = (rubric or load_rubric(root / "rubric.yaml")).with_target(target)
     note_default_target(rubric)  # once per command: which question became the target, when none was chosen
-    llm_path = _find(root, "llm", required=True)
-    label_path = _find(root, "labels", required=require_labels)
-    llm = _read_table(llm_path, LLM_COLUMNS)
+    llm_path = find_table(root, "llm", required=True)
+    label_path = find_table(root, "labels", required=require_labels)
+    llm = read_table(llm_path, LLM_COLUMNS)
     ds = dataset_from_frames(
         rubric,
         llm,
-        None if label_path is None else _read_table(label_path, LABEL_COLUMNS),
+        None if label_path is None else read_table(label_path, LABEL_COLUMNS),
         llm_source=llm_path,
         labels_source=label_path,
         unmatched_labels=unmatched_labels,
     )
-    _warn_if_unreliable(llm, llm_path)
+    warn_if_unreliable(llm, llm_path)
     return ds
 
 
@@ -209,15 +221,15 @@ def dataset_from_frames(
     unmatched_labels: str = "error",
 ) -> Dataset:
     """Validate in-memory tables in the native long formats (ids as strings) and build a Dataset."""
-    llm = _as_text_ids(llm)
-    items, probs, present, coverage = _distributions(llm, rubric, Path(str(llm_source)))
+    llm = as_text_ids(llm)
+    items, probs, present, coverage = distribution_arrays(llm, rubric, Path(str(llm_source)))
     report: dict[str, int] = {}
     if labels is None:
         empty = np.zeros(0, dtype=np.int64)
         answers = np.zeros((0, len(rubric.ids)), np.int64)
         return Dataset(rubric, items, probs, present, coverage, empty, empty, answers, [], report)
-    labels = _as_text_ids(labels)
-    label_item, label_judge, answers, judges = _labels(
+    labels = as_text_ids(labels)
+    label_item, label_judge, answers, judges = label_arrays(
         labels, rubric, items, Path(str(labels_source)), unmatched_labels, report
     )
     return Dataset(rubric, items, probs, present, coverage, label_item, label_judge, answers, judges, report)

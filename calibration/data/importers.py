@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.resources
 import json
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,8 @@ from rubric.errors import InputError, read_text_file
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 from rubric.ids import clean_id_columns
 from rubric.schema import Rubric, format_value, rubric_from_dict, save_rubric
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 EVAL_COLUMNS = ("text_id", "criterion", "answer1_prob", "answer2_prob", "answer3_prob", "answer4_prob")
 JUDGMENT_COLUMNS = ("text_id", "annotator_id", "DQQ0")
@@ -47,9 +50,13 @@ def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str |
         save_rubric(rubric, out / "rubric.yaml")
         atomic_to_csv(llm, out / "llm.csv")
         atomic_to_csv(labels, out / "labels.csv")
-        atomic_write_text(out / "gather_summary.json", json.dumps({"judge_identity": llm_rubric_judge(rubric)}, indent=2))
+        atomic_write_text(
+            out / "gather_summary.json", json.dumps({"judge_identity": llm_rubric_judge(rubric)}, indent=2)
+        )
     counts.update(
-        items=llm["conversation_id"].nunique(), judgment_rows=len(human), label_cells=len(labels),
+        items=llm["conversation_id"].nunique(),
+        judgment_rows=len(human),
+        label_cells=len(labels),
         judges=labels["judge_id"].nunique(),
     )
     return counts
@@ -60,26 +67,41 @@ def llm_rubric_judge(rubric: Rubric) -> dict[str, str]:
     known, so that a calibrator trained on it is refused on another judge's distributions and the reverse."""
     from rubric.identity import rubric_hash
 
-    return {"backend": "imported", "model": "LLM-Rubric llm_evaluations.tsv (the paper's judge)",
-            "base_url_host": "none (imported)", "prompt_template": "llm-rubric", "rubric": rubric_hash(rubric),
-            "answer_mode": "distribution/probabilities"}
+    return {
+        "backend": "imported",
+        "model": "LLM-Rubric llm_evaluations.tsv (the paper's judge)",
+        "base_url_host": "none (imported)",
+        "prompt_template": "llm-rubric",
+        "rubric": rubric_hash(rubric),
+        "answer_mode": "distribution/probabilities",
+    }
 
 
-def _check_as_train_reads(rubric: Rubric, llm: pd.DataFrame, labels: pd.DataFrame, evaluations: Path,
-                          judgments: Path) -> None:
+def _check_as_train_reads(
+    rubric: Rubric, llm: pd.DataFrame, labels: pd.DataFrame, evaluations: Path, judgments: Path
+) -> None:
     """Refuse to write what `train` would refuse to read: the native checks (calibration/data/reading.py)
     run on the converted tables, and an error names the source file and its row, not the row of a file
     that was never written. So a dataset `import` wrote is never refused later."""
     from calibration.data.dataset import dataset_from_frames
 
     try:
-        dataset_from_frames(rubric, llm.drop(columns=SOURCE_ROW), labels.drop(columns=SOURCE_ROW),
-                            llm_source="llm.csv", labels_source="labels.csv")
+        dataset_from_frames(
+            rubric,
+            llm.drop(columns=SOURCE_ROW),
+            labels.drop(columns=SOURCE_ROW),
+            llm_source="llm.csv",
+            labels_source="labels.csv",
+        )
     except InputError as exc:
         frame, source = (llm, evaluations) if exc.path == "llm.csv" else (labels, judgments)
         row = None if exc.row is None else int(frame[SOURCE_ROW].iloc[exc.row - 1])
-        raise InputError(f"{exc.problem} (in the converted {exc.path})", path=source, row=row,
-                         fix=f"correct that row of {source.name} and import again ({exc.fix})") from None
+        raise InputError(
+            f"{exc.problem} (in the converted {exc.path})",
+            path=source,
+            row=row,
+            fix=f"correct that row of {source.name} and import again ({exc.fix})",
+        ) from None
 
 
 def _usable_judgments(human: pd.DataFrame, known: set[str]) -> tuple[pd.DataFrame, dict[str, int]]:
@@ -106,8 +128,11 @@ def _read_tsv(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty.", path=path, fix="pass the LLM-Rubric TSV file.") from None
     except (pd.errors.ParserError, ValueError) as exc:
-        raise InputError(f"cannot be read ({str(exc).splitlines()[0]}).", path=path,
-                         fix="pass the LLM-Rubric TSV file (tab-separated).") from None
+        raise InputError(
+            f"cannot be read ({str(exc).splitlines()[0]}).",
+            path=path,
+            fix="pass the LLM-Rubric TSV file (tab-separated).",
+        ) from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(
@@ -123,10 +148,16 @@ def _check_probabilities(evals: pd.DataFrame, path: Path) -> None:
     for k in range(1, 5):
         column = f"answer{k}_prob"
         values = pd.to_numeric(evals[column], errors="coerce")
-        bad = np.flatnonzero((~np.isfinite(values.to_numpy(dtype=float))) | (values < 0).to_numpy() | (values > 1).to_numpy())
+        bad = np.flatnonzero(
+            (~np.isfinite(values.to_numpy(dtype=float))) | (values < 0).to_numpy() | (values > 1).to_numpy()
+        )
         if bad.size:
-            raise InputError(f"{column} {str(evals[column].iloc[bad[0]])!r} is not a probability in [0, 1].", path=path,
-                             row=int(bad[0]) + 1, fix="write a number in [0, 1] in every answerK_prob column.")
+            raise InputError(
+                f"{column} {str(evals[column].iloc[bad[0]])!r} is not a probability in [0, 1].",
+                path=path,
+                row=int(bad[0]) + 1,
+                fix="write a number in [0, 1] in every answerK_prob column.",
+            )
         evals[column] = values.astype(float)
 
 
@@ -143,7 +174,9 @@ def _rubric_for(qids: list[str], evals: pd.DataFrame, path: Path) -> Rubric:
     for qid in qids:
         mass = evals.loc[evals["criterion"] == qid, [f"answer{k}_prob" for k in range(1, 5)]].sum()
         n = int(np.flatnonzero(mass.to_numpy() > 0).max()) + 1
-        base = template.get(qid, {"id": qid, "text": qid, "options": [{"value": v, "label": str(v)} for v in range(1, 5)]})
+        base = template.get(
+            qid, {"id": qid, "text": qid, "options": [{"value": v, "label": str(v)} for v in range(1, 5)]}
+        )
         options = base["options"][:n] + [{"value": v, "label": str(v)} for v in range(len(base["options"]) + 1, n + 1)]
         questions.append({"id": qid, "text": base["text"], "options": options})
     target = "Q0" if "Q0" in qids else qids[0]
@@ -154,7 +187,9 @@ def _llm_long(evals: pd.DataFrame, rubric: Rubric, path: Path) -> pd.DataFrame:
     dup = evals.duplicated(["text_id", "criterion"])
     if dup.any():
         row = int(np.flatnonzero(dup.to_numpy())[0]) + 1
-        raise InputError("duplicate (text_id, criterion) row.", path=path, row=row, fix="keep one row per dialogue and question.")
+        raise InputError(
+            "duplicate (text_id, criterion) row.", path=path, row=row, fix="keep one row per dialogue and question."
+        )
     frames = []
     for question in rubric.questions:
         part = evals[evals["criterion"] == question.id]
@@ -203,7 +238,9 @@ def run_llm_rubric_import(cfg) -> dict[str, int]:
     """`role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR` (the command's other sources
     are in calibration/labelling/commands.py)."""
     counts = import_llm_rubric(cfg.evaluations, cfg.judgments, cfg.out)
-    print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
-    print(f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv, gather_summary.json (the judge: "
-          "LLM-Rubric's evaluations)")
+    log.info("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    log.info(
+        f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv, gather_summary.json (the judge: "
+        "LLM-Rubric's evaluations)"
+    )
     return counts

@@ -8,7 +8,7 @@ Dataset and its loaders only ever see checked tables. Kept apart from the Datase
 
 from __future__ import annotations
 
-import sys
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -19,25 +19,27 @@ from rubric.health import health_of_llm
 from rubric.ids import clean_id_columns
 from rubric.schema import Rubric, format_value
 
+log = logging.getLogger(__name__)  # warnings about the run (stderr); calibration/cli.py prints them (rubric/notices.py)
+
 LLM_COLUMNS = ("conversation_id", "turn", "question_id", "option", "prob")
 LABEL_COLUMNS = ("conversation_id", "turn", "judge_id", "question_id", "answer")
 PROB_SUM_TOLERANCE = 1e-3
 
 
-def _warn_if_unreliable(llm: pd.DataFrame, path: Path) -> None:
+def warn_if_unreliable(llm: pd.DataFrame, path: Path) -> None:
     """A judge that mostly named no option (median coverage < 0.5 or > 5% fallbacks) gives distributions that
     are renormalised noise: train, cv and the rest say so (rubric/health.py), and go on."""
     health = health_of_llm(llm)
     if health is not None and health.warning():
-        print(f"{path}: {health.warning()} ({health.describe()})", file=sys.stderr)
+        log.warning(f"{path}: {health.warning()} ({health.describe()})")
 
 
-def _as_text_ids(df: pd.DataFrame) -> pd.DataFrame:
+def as_text_ids(df: pd.DataFrame) -> pd.DataFrame:
     """Id columns as plain strings ("" for a missing turn), whatever types the caller used."""
     return clean_id_columns(df.reset_index(drop=True))
 
 
-def _find(root: Path, stem: str, *, required: bool) -> Path | None:
+def find_table(root: Path, stem: str, *, required: bool) -> Path | None:
     for suffix in (".csv", ".parquet"):
         if (root / f"{stem}{suffix}").exists():
             return root / f"{stem}{suffix}"
@@ -52,7 +54,7 @@ _FIXES = {
 }
 
 
-def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
+def read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     """Read a CSV/parquet with id columns as strings; check it is non-empty and has the columns."""
     try:
         if path.suffix == ".parquet":
@@ -63,7 +65,9 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty.", path=path, fix=f"write a header row: {','.join(columns)}.") from None
     except (pd.errors.ParserError, UnicodeDecodeError, OSError, ValueError) as exc:
-        raise InputError(f"cannot be read ({str(exc).splitlines()[0]}).", path=path, fix="write a valid CSV/parquet file.") from None
+        raise InputError(
+            f"cannot be read ({str(exc).splitlines()[0]}).", path=path, fix="write a valid CSV/parquet file."
+        ) from None
     missing = [c for c in columns if c not in df.columns]
     if missing:
         raise InputError(
@@ -71,8 +75,11 @@ def _read_table(path: Path, columns: tuple[str, ...]) -> pd.DataFrame:
         )
     if df.empty:
         failures = path.parent / "failures.csv"  # an all-failed gather writes a header-only llm.csv beside it
-        fix = (f"every request of the gather that wrote it failed: see {failures}, fix the cause and rerun gather."
-               if failures.exists() else "add data rows.")
+        fix = (
+            f"every request of the gather that wrote it failed: see {failures}, fix the cause and rerun gather."
+            if failures.exists()
+            else "add data rows."
+        )
         raise InputError("the file has a header but no rows.", path=path, fix=fix)
     return clean_id_columns(df.reset_index(drop=True))  # " 21" is judge "21" (rubric/ids.py)
 
@@ -87,12 +94,15 @@ def _numeric(df: pd.DataFrame, column: str, path: Path) -> np.ndarray:
     bad = np.flatnonzero(np.isnan(values))
     if bad.size:
         raw = df[column].iloc[bad[0]]
-        what = "is empty/NaN" if pd.isna(raw) or str(raw).strip().lower() in {"", "nan"} else f"is not a number ({raw!r})"
+        what = (
+            "is empty/NaN" if pd.isna(raw) or str(raw).strip().lower() in {"", "nan"} else f"is not a number ({raw!r})"
+        )
         raise InputError(
             f"{column} {what}.",
             path=path,
             row=_row(bad[0]),
-            fix="write a number; leave out the row entirely for an unanswered question." if column == "answer"
+            fix="write a number; leave out the row entirely for an unanswered question."
+            if column == "answer"
             else "write a number in [0, 1].",
         )
     return values
@@ -155,7 +165,7 @@ def _check_duplicates(df: pd.DataFrame, keys: list[str], path: Path) -> None:
         raise InputError(f"duplicate key ({key}).", path=path, row=_row(bad), fix="keep one row per key.")
 
 
-def _distributions(llm: pd.DataFrame, rubric: Rubric, path: Path):
+def distribution_arrays(llm: pd.DataFrame, rubric: Rubric, path: Path):
     llm = llm.copy()
     llm["turn"] = _turns(llm, path)
     _check_questions(llm, rubric, path)
@@ -163,7 +173,10 @@ def _distributions(llm: pd.DataFrame, rubric: Rubric, path: Path):
     outside = np.flatnonzero((prob < 0) | (prob > 1))
     if outside.size:
         raise InputError(
-            f"prob {prob[outside[0]]} is outside [0, 1].", path=path, row=_row(outside[0]), fix="write probabilities in [0, 1]."
+            f"prob {prob[outside[0]]} is outside [0, 1].",
+            path=path,
+            row=_row(outside[0]),
+            fix="write probabilities in [0, 1].",
         )
     option_value = _numeric(llm, "option", path)
     option = _option_indices(llm, "option", option_value, rubric, path)
@@ -222,7 +235,7 @@ def _sort_items(keys: pd.DataFrame) -> pd.DataFrame:
     return order[["conversation_id", "turn"]].reset_index(drop=True).astype(object)
 
 
-def _labels(labels, rubric, items, path, unmatched, report):
+def label_arrays(labels, rubric, items, path, unmatched, report):
     labels = labels.copy()
     labels["turn"] = _turns(labels, path)
     _check_questions(labels, rubric, path)

@@ -16,6 +16,7 @@ One directory (a plain `data=DIR`) is read exactly as before: no `dataset` colum
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,7 +28,10 @@ from calibration.data.dataset import Dataset, load_dataset
 from rubric.errors import InputError
 from rubric.files import file_sha256
 from rubric.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
+from rubric.notices import warn_data
 from rubric.schema import load_rubric
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 @dataclass
@@ -54,8 +58,10 @@ class TrainingData:
         """'2 directories: old (113 conversations, weight 1), new (20 conversations, weight 3)'."""
         if len(self.sources) == 1:
             return str(self.sources[0].path)
-        parts = [f"{s.path} ({s.dataset.groups.max() + 1 if len(s.dataset.items) else 0} conversations, weight {s.weight:g})"
-                 for s in self.sources]
+        parts = [
+            f"{s.path} ({s.dataset.groups.max() + 1 if len(s.dataset.items) else 0} conversations, weight {s.weight:g})"
+            for s in self.sources
+        ]
         return f"{len(parts)} directories: " + ", ".join(parts)
 
 
@@ -83,33 +89,49 @@ def data_weights(weights, n: int) -> list[float] | None:
         return None
     given = [weights] if isinstance(weights, str | int | float) else list(weights)
     if any(isinstance(w, bool | np.bool_) for w in given):  # float(True) is 1.0: a typo, never a weight
-        raise InputError(f"weights={given} holds true/false, not numbers.",
-                         fix="pass one number per data directory, e.g. weights=[1,3].")
+        raise InputError(
+            f"weights={given} holds true/false, not numbers.",
+            fix="pass one number per data directory, e.g. weights=[1,3].",
+        )
     try:
         values = [float(w) for w in given]
     except (TypeError, ValueError):
-        raise InputError(f"weights={given} are not numbers.",
-                         fix="pass one number per data directory, e.g. weights=[1,3].") from None
+        raise InputError(
+            f"weights={given} are not numbers.", fix="pass one number per data directory, e.g. weights=[1,3]."
+        ) from None
     if len(values) != n:
-        raise InputError(f"weights= has {len(values)} value(s) for {n} data director{'y' if n == 1 else 'ies'}.",
-                         fix=f"pass one weight per directory of data=, e.g. weights=[{','.join(['1'] * n)}].")
+        raise InputError(
+            f"weights= has {len(values)} value(s) for {n} data director{'y' if n == 1 else 'ies'}.",
+            fix=f"pass one weight per directory of data=, e.g. weights=[{','.join(['1'] * n)}].",
+        )
     if not all(np.isfinite(values)) or min(values) < 0:
-        raise InputError(f"weights={values} has a negative or non-finite weight.",
-                         fix="pass finite weights >= 0 (0 leaves a directory's labels out of training).")
+        raise InputError(
+            f"weights={values} has a negative or non-finite weight.",
+            fix="pass finite weights >= 0 (0 leaves a directory's labels out of training).",
+        )
     if any(v != 0 and not MIN_WEIGHT <= v <= MAX_WEIGHT for v in values):
         # float32 label weights overflow (1e300 -> inf) or vanish (1e-300 -> 0): training would end in NaN.
-        raise InputError(f"weights={values} has a weight outside [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}] (besides 0); only "
-                         "their ratios matter, and these cannot be trained on.",
-                         fix="pass weights of a similar size, e.g. weights=[1,3].")
+        raise InputError(
+            f"weights={values} has a weight outside [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}] (besides 0); only "
+            "their ratios matter, and these cannot be trained on.",
+            fix="pass weights of a similar size, e.g. weights=[1,3].",
+        )
     if max(values) == 0:
-        raise InputError(f"weights={values} are all zero: nothing would be learned.",
-                         fix="give at least one directory a positive weight.")
+        raise InputError(
+            f"weights={values} are all zero: nothing would be learned.",
+            fix="give at least one directory a positive weight.",
+        )
     return values
 
 
-def load_training_data(data: str | Path | Sequence[str | Path], *, weights: Sequence[float] | None = None,
-                       target: str | None = None, unmatched_labels: str = "error",
-                       allow_judge_mismatch: bool = False) -> TrainingData:
+def load_training_data(
+    data: str | Path | Sequence[str | Path],
+    *,
+    weights: Sequence[float] | None = None,
+    target: str | None = None,
+    unmatched_labels: str = "error",
+    allow_judge_mismatch: bool = False,
+) -> TrainingData:
     """Read one dataset directory, or several as one training set (see the module docstring).
 
     Args:
@@ -136,9 +158,13 @@ def load_training_data(data: str | Path | Sequence[str | Path], *, weights: Sequ
 
 def training_data_from_cfg(cfg, *, target: str | None = None) -> TrainingData:
     """`load_training_data` with a command's keys: data, weights, target, unmatched_labels, allow_judge_mismatch."""
-    return load_training_data(cfg.data, weights=cfg.get("weights"), target=target or cfg.get("target"),
-                              unmatched_labels=cfg.get("unmatched_labels", "error"),
-                              allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)))
+    return load_training_data(
+        cfg.data,
+        weights=cfg.get("weights"),
+        target=target or cfg.get("target"),
+        unmatched_labels=cfg["unmatched_labels"],
+        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
+    )
 
 
 def dataset_labels(paths: list[Path]) -> list[str]:
@@ -169,7 +195,9 @@ def _common_rubric(paths: list[Path]):
             raise InputError(
                 f"this rubric (questions {other.ids}) differs from {paths[0] / 'rubric.yaml'} (questions "
                 f"{first.ids}); directories trained on together must ask the same questions with the same options.",
-                path=p / "rubric.yaml", fix="gather every directory with one rubric, or train on them separately.")
+                path=p / "rubric.yaml",
+                fix="gather every directory with one rubric, or train on them separately.",
+            )
     return first
 
 
@@ -182,23 +210,33 @@ def _common_judge(paths: list[Path], *, allow: bool) -> dict | None:
     first_path, first = known[0]
     unknown = [p for p in paths if not dataset_judge_identity(p)]
     if unknown and not allow:
-        raise InputError(f"{NO_RECORD}, while {first_path} was gathered by the {describe(first)}: a calibrator learns "
-                         "one judge's habits.", path=unknown[0],
-                         fix="import it again from its gathered folder (import carries gather_summary.json), copy the "
-                         "gather_summary.json of the folder its llm.csv was gathered in, or pass "
-                         "allow_judge_mismatch=true if its judge is the same.")
+        raise InputError(
+            f"{NO_RECORD}, while {first_path} was gathered by the {describe(first)}: a calibrator learns "
+            "one judge's habits.",
+            path=unknown[0],
+            fix="import it again from its gathered folder (import carries gather_summary.json), copy the "
+            "gather_summary.json of the folder its llm.csv was gathered in, or pass "
+            "allow_judge_mismatch=true if its judge is the same.",
+        )
     for p in unknown:
-        print(f"train: warning: {p} {NO_RECORD}; trained on anyway (allow_judge_mismatch=true)")
+        warn_data("train", [f"{p} {NO_RECORD}; trained on anyway (allow_judge_mismatch=true)"])
     for p, identity in known[1:]:
         diffs = identity_differences(first, identity)
         if diffs and not allow:
             raise InputError(
                 f"its distributions come from another judge than {first_path}'s ({'; '.join(diffs)}): a calibrator "
-                "learns one judge's habits.", path=p / "gather_summary.json",
-                fix="gather every directory with one judge, or pass allow_judge_mismatch=true to train on both anyway.")
+                "learns one judge's habits.",
+                path=p / "gather_summary.json",
+                fix="gather every directory with one judge, or pass allow_judge_mismatch=true to train on both anyway.",
+            )
         if diffs:
-            print(f"train: warning: judge mismatch allowed between {first_path} and {p} ({'; '.join(diffs)}); "
-                  f"the model records the {describe(first)}")
+            warn_data(
+                "train",
+                [
+                    f"judge mismatch allowed between {first_path} and {p} ({'; '.join(diffs)}); "
+                    f"the model records the {describe(first)}"
+                ],
+            )
     return first
 
 
@@ -209,15 +247,19 @@ def _refuse_copies(sources: list[Source]) -> None:
     for s in sources:
         key = tuple(sorted(s.files.items()))
         if key in seen:
-            raise InputError(f"this directory holds the same rubric, distributions and labels as {seen[key]} (a copy): "
-                             "its labels would count twice.", path=s.path,
-                             fix="name the dataset once (weights= gives a directory more weight).")
+            raise InputError(
+                f"this directory holds the same rubric, distributions and labels as {seen[key]} (a copy): "
+                "its labels would count twice.",
+                path=s.path,
+                fix="name the dataset once (weights= gives a directory more weight).",
+            )
         seen[key] = s.path
 
 
 def _checksums(path: Path) -> dict[str, str]:
-    files = [path / "rubric.yaml"] + [path / f"{stem}{suffix}" for stem in ("llm", "labels")
-                                      for suffix in (".csv", ".parquet")]
+    files = [path / "rubric.yaml"] + [
+        path / f"{stem}{suffix}" for stem in ("llm", "labels") for suffix in (".csv", ".parquet")
+    ]
     return {f.name: file_sha256(f) for f in files if f.exists()}
 
 
@@ -226,12 +268,14 @@ def stack(datasets: list[Dataset], names: list[str], weights: list[float]) -> Da
     weighted by its dataset's weight (no weights where all are equal)."""
     judges = sorted({j for d in datasets for j in d.judges})
     offsets = np.cumsum([0] + [len(d.items) for d in datasets[:-1]])
-    items = pd.concat([d.items.assign(dataset=name) for d, name in zip(datasets, names, strict=True)],
-                      ignore_index=True)
+    items = pd.concat(
+        [d.items.assign(dataset=name) for d, name in zip(datasets, names, strict=True)], ignore_index=True
+    )
     coverage = None
     if any(d.coverage is not None for d in datasets):  # 1 where a directory did not record it, as features() reads
-        coverage = np.concatenate([d.coverage if d.coverage is not None else np.ones(d.present.shape, np.float32)
-                                   for d in datasets])
+        coverage = np.concatenate(
+            [d.coverage if d.coverage is not None else np.ones(d.present.shape, np.float32) for d in datasets]
+        )
     remap = [np.array([judges.index(j) for j in d.judges], dtype=np.int64) for d in datasets]
     label_weight = None
     if len(set(weights)) > 1:
@@ -241,11 +285,18 @@ def stack(datasets: list[Dataset], names: list[str], weights: list[float]) -> Da
         for key, count in d.report.items():
             report[key] = report.get(key, 0) + count
     return Dataset(
-        datasets[0].rubric, items, np.concatenate([d.probs for d in datasets]),
-        np.concatenate([d.present for d in datasets]), coverage,
+        datasets[0].rubric,
+        items,
+        np.concatenate([d.probs for d in datasets]),
+        np.concatenate([d.present for d in datasets]),
+        coverage,
         np.concatenate([d.label_item + o for d, o in zip(datasets, offsets, strict=True)]),
         np.concatenate([r[d.label_judge] for d, r in zip(datasets, remap, strict=True)]),
-        np.concatenate([d.answers for d in datasets]), judges, report, label_weight)
+        np.concatenate([d.answers for d in datasets]),
+        judges,
+        report,
+        label_weight,
+    )
 
 
 def qualified_predictions(frame: pd.DataFrame) -> pd.DataFrame:
@@ -260,4 +311,3 @@ def qualified_predictions(frame: pd.DataFrame) -> pd.DataFrame:
 def retargeted(ds: Dataset, target: str) -> Dataset:
     """`ds` with another question as its training target (the same arrays)."""
     return dataclasses.replace(ds, rubric=ds.rubric.with_target(target))
-

@@ -24,9 +24,7 @@ def item_adherence(predictions: pd.DataFrame, method: str, *, adheres_at: float 
     `method`'s out-of-fold distributions, and the human adherence rate (share of answers >= adheres_at)."""
     rows = predictions[predictions["method"] == method]
     columns = [c for c in rows.columns if c.startswith("p_") and float(c[2:]) >= adheres_at]
-    frame = rows.assign(
-        adherence=rows[columns].sum(axis=1), human=(rows["answer"] >= adheres_at).astype(float)
-    )
+    frame = rows.assign(adherence=rows[columns].sum(axis=1), human=(rows["answer"] >= adheres_at).astype(float))
     return frame.groupby(["conversation_id", "turn"], as_index=False)[["adherence", "human"]].mean()
 
 
@@ -62,8 +60,9 @@ def oof_item_adherence(
     else:
         fresh = train_models(ds, [np.flatnonzero(fold_of_row != f) for f, _ in members], seeds, settings)
         net, plan, X = fresh.net, fresh.plan, fresh.X
-    recal = recalibrations(net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)],
-                           settings)
+    recal = recalibrations(
+        net, X, ds, plan, [[m for m, (g, _) in enumerate(members) if g == f] for f in range(folds)], settings
+    )
     panel = np.arange(len(ds.judges)) if judges == "all" and settings.personalised else np.array([-1])
     above = ds.option_values()[t] >= adheres_at
     above[int(ds.n_options[t]) :] = False
@@ -139,7 +138,5 @@ def _roles(designs: pd.DataFrame | None, conversations: Path) -> pd.DataFrame:
         for line in fh:
             if line.strip():
                 rec = json.loads(line)
-                rows.append(
-                    (str(rec.get("conversation_id")), rec.get("role") or rec.get("chatbot_role", "")[:30])
-                )
+                rows.append((str(rec.get("conversation_id")), rec.get("role") or rec.get("chatbot_role", "")[:30]))
     return pd.DataFrame(rows, columns=["conversation_id", "role"])

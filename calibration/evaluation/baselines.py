@@ -95,7 +95,14 @@ def ordinal(ds: Dataset, fold_of_row: np.ndarray, folds: int, seed: int) -> np.n
     return linear_oof(ds, fold_of_row, folds, seed, kind="ordinal")
 
 
-BASELINES = {"constant": constant, "judge_mean": judge_mean, "random": random, "argmax_llm": argmax_llm,
-             "expected_llm": expected_llm, "linear": linear, "ordinal": ordinal}
+BASELINES = {
+    "constant": constant,
+    "judge_mean": judge_mean,
+    "random": random,
+    "argmax_llm": argmax_llm,
+    "expected_llm": expected_llm,
+    "linear": linear,
+    "ordinal": ordinal,
+}
 FITTED_BASELINES = ("linear", "ordinal")  # the ones that take time (an L-BFGS fit each)
 NEEDS_TARGET_DISTRIBUTION = ("argmax_llm", "expected_llm", "calibrated_llm")

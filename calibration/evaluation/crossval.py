@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,7 @@ from calibration.evaluation.metrics import agreement, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
 from calibration.evaluation.releases import (
     deploy_basis,
+    deploy_candidates,
     deploy_rmse,
     format_by_dataset,
     item_folds,
@@ -36,8 +38,19 @@ from calibration.model.settings import Settings, torch_threads, training_workers
 from rubric.files import atomic_to_csv, out_lock
 from rubric.jsonfile import write_json
 
-METHODS = ("calibrated", "constant", "judge_mean", "random", "argmax_llm", "expected_llm", "calibrated_llm", "linear",
-           "ordinal")
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
+METHODS = (
+    "calibrated",
+    "constant",
+    "judge_mean",
+    "random",
+    "argmax_llm",
+    "expected_llm",
+    "calibrated_llm",
+    "linear",
+    "ordinal",
+)
 
 
 @dataclass
@@ -53,9 +66,18 @@ class CVResult:
     """With keep_models=True: the calibrated model's trained (fold, member) models (`oof_members`)."""
 
 
-def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int = 0, fold_seed: int = 0,
-                   baselines: bool = True, progress: bool = False, groups: np.ndarray | None = None,
-                   keep_models: bool = False) -> CVResult:
+def cross_validate(
+    ds: Dataset,
+    settings: Settings,
+    *,
+    folds: int = 5,
+    seed: int = 0,
+    fold_seed: int = 0,
+    baselines: bool = True,
+    progress: bool = False,
+    groups: np.ndarray | None = None,
+    keep_models: bool = False,
+) -> CVResult:
     """Out-of-fold target predictions of the calibrated model (and the baselines) for every labelled row.
 
     `fold_seed` fixes which conversations share a fold; `seed` fixes everything random in training
@@ -77,8 +99,9 @@ def cross_validate(ds: Dataset, settings: Settings, *, folds: int = 5, seed: int
         skipped = target_distribution_gaps(ds, rows)
         if "calibrated_llm" not in skipped:
             # the network on the target's own distribution, trained for the target alone
-            probs["calibrated_llm"] = oof_network(ds.only_target(), settings.without_pretraining(), fold_of_row,
-                                                  folds, seed)
+            probs["calibrated_llm"] = oof_network(
+                ds.only_target(), settings.without_pretraining(), fold_of_row, folds, seed
+            )
         probs.update(_baselines(ds, [name for name in BASELINES if name not in skipped], fold_of_row, folds, seed))
     frame, metrics = _tabulate(ds, rows, fold_of_row, probs)
     return CVResult(frame, metrics, time.perf_counter() - start, skipped, members)
@@ -101,8 +124,10 @@ def target_distribution_gaps(ds: Dataset, rows: np.ndarray) -> dict[str, str]:
     if not missing:
         return {}
     items = len(np.unique(ds.label_item[rows]))
-    reason = (f"{missing} of {items} labelled items have no judge distribution for the target "
-              f"{ds.rubric.target!r} (the judge was not asked it)")
+    reason = (
+        f"{missing} of {items} labelled items have no judge distribution for the target "
+        f"{ds.rubric.target!r} (the judge was not asked it)"
+    )
     return dict.fromkeys(NEEDS_TARGET_DISTRIBUTION, reason)
 
 
@@ -124,10 +149,14 @@ def item_groups(ds: Dataset, data, field: str | None) -> np.ndarray | None:
         from rubric.errors import InputError
 
         cid = unknown[0]
-        where = next((p for label, p in zip(labels, paths, strict=True) if label and cid.startswith(f"{label}/")), paths[0])
-        raise InputError(f"{len(unknown)} labelled conversation(s) are not in conversations.jsonl (e.g. {cid!r}).",
-                         path=where / "conversations.jsonl",
-                         fix="use the conversations.jsonl the distributions were gathered from.")
+        where = next(
+            (p for label, p in zip(labels, paths, strict=True) if label and cid.startswith(f"{label}/")), paths[0]
+        )
+        raise InputError(
+            f"{len(unknown)} labelled conversation(s) are not in conversations.jsonl (e.g. {cid!r}).",
+            path=where / "conversations.jsonl",
+            fix="use the conversations.jsonl the distributions were gathered from.",
+        )
     return pd.factorize(conv.map(value_of), sort=True)[0]
 
 
@@ -136,9 +165,11 @@ def _field_values(path, field: str) -> dict[str, str]:
     from rubric.errors import InputError
 
     if not path.exists():
-        raise InputError(f"group={field} needs the conversations, but there is no conversations.jsonl.",
-                         path=path.parent, fix="put conversations.jsonl (what `gather` writes) in the data folder, "
-                         "or drop group=.")
+        raise InputError(
+            f"group={field} needs the conversations, but there is no conversations.jsonl.",
+            path=path.parent,
+            fix="put conversations.jsonl (what `gather` writes) in the data folder, or drop group=.",
+        )
     value_of = {}
     with open(path, encoding="utf-8") as fh:
         for line_no, line in enumerate(fh, 1):
@@ -146,8 +177,12 @@ def _field_values(path, field: str) -> dict[str, str]:
                 continue
             record = json.loads(line)
             if field not in record:
-                raise InputError(f"conversation {record.get('conversation_id')!r} has no field {field!r}.", path=path,
-                                 row=line_no, fix=f"add {field!r} to every conversation, or choose another group=.")
+                raise InputError(
+                    f"conversation {record.get('conversation_id')!r} has no field {field!r}.",
+                    path=path,
+                    row=line_no,
+                    fix=f"add {field!r} to every conversation, or choose another group=.",
+                )
             value_of[str(record.get("conversation_id"))] = json.dumps(record[field], sort_keys=True)
     return value_of
 
@@ -163,8 +198,12 @@ def _tabulate(ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dic
     for method, p in probs.items():
         p = p[rows, :k]
         expected = p @ values[:k]
-        frame = keys.assign(judge_id=[ds.judges[j] for j in ds.label_judge[rows]], question_id=ds.rubric.target,
-                            method=method, fold=fold_of_row[rows])
+        frame = keys.assign(
+            judge_id=[ds.judges[j] for j in ds.label_judge[rows]],
+            question_id=ds.rubric.target,
+            method=method,
+            fold=fold_of_row[rows],
+        )
         for j in range(k):
             frame[f"p_{ds.rubric.question(ds.rubric.target).options[j].key}"] = p[:, j]
         frame["expected"] = expected
@@ -185,8 +224,10 @@ def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] |
         return f"{'n/a':>9}" if np.isnan(x) else f"{x:9.4f}"
 
     for method, m in metrics.items():
-        lines.append(f"{method:<16}{m['rmse']:8.4f}{corr(m['pearson'])}{corr(m['spearman'])}{corr(m['kendall'])}"
-                     f"{m['nll']:8.3f}{m['n']:6d}")
+        lines.append(
+            f"{method:<16}{m['rmse']:8.4f}{corr(m['pearson'])}{corr(m['spearman'])}{corr(m['kendall'])}"
+            f"{m['nll']:8.3f}{m['n']:6d}"
+        )
     if undefined:
         lines.append("n/a: constant prediction (a correlation is undefined when every prediction is the same)")
     for method, reason in (skipped or {}).items():
@@ -194,21 +235,27 @@ def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] |
     return "\n".join(lines)
 
 
-def winner_line(metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None,
-                by_dataset: dict | None = None) -> str:
+def winner_line(
+    metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None, by_dataset: dict | None = None
+) -> str:
     """Which of the models `train` ships has the lowest out-of-fold RMSE here, and the command that trains it.
     by_dataset: the metrics per directory (`metrics_by_dataset`) of several: then the RMSE on the last
-    directory decides (`deploy_basis`), and the line says which rows chose."""
+    directory decides (`deploy_basis`: the network unless another model is significantly better there,
+    `deploy_candidates`), and the line says which rows chose."""
     basis = deploy_basis(by_dataset or {})
     rmse = deploy_rmse(metrics, by_dataset or {}, basis)
-    best = best_trainable(rmse, data, target, weights)
+    best = best_trainable(deploy_candidates(rmse, by_dataset or {}, basis), data, target, weights)
     if best is None:
         return "cv: no model that `role-rubric train` ships was cross-validated"
     others = ", ".join(f"{TRAINABLE[m]} {rmse[m]:.4f}" for m in TRAINABLE if m in rmse and m != best["method"])
     where = "" if basis is None else f" ({basis['note']})"
-    return (f"cv: lowest RMSE of the models train ships{where}: {best['model']} {best['rmse']:.4f} ({others}; "
-            f"`role-rubric report` tests the difference); train it: {best['command']}; "
-            f"then report it: {report_command(best['command'])}")
+    # on the last directory the network stays unless another model is significantly better: not always the lowest
+    head = "model to deploy" if basis is not None and basis["by_last"] else "lowest RMSE of the models train ships"
+    return (
+        f"cv: {head}{where}: {best['model']} {best['rmse']:.4f} ({others}; "
+        f"`role-rubric report` tests the difference); train it: {best['command']}; "
+        f"then report it: {report_command(best['command'])}"
+    )
 
 
 def report_command(train_command: str) -> str:
@@ -217,9 +264,19 @@ def report_command(train_command: str) -> str:
     return f"role-rubric report {' '.join(keys)} model=MODEL_DIR out=REPORT_DIR"
 
 
-def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trials: int, inner_folds: int,
-                          folds: int = 5, seed: int = 0, fold_seed: int = 0, progress: bool = False,
-                          groups: np.ndarray | None = None):
+def nested_cross_validate(
+    ds: Dataset,
+    settings: Settings,
+    space: dict,
+    *,
+    trials: int,
+    inner_folds: int,
+    folds: int = 5,
+    seed: int = 0,
+    fold_seed: int = 0,
+    progress: bool = False,
+    groups: np.ndarray | None = None,
+):
     """Nested cross-validation: for each outer fold, search on the other folds only (inner CV), then
     train the chosen settings there and predict the outer fold, so selection never sees its test rows.
     Returns (R, K) out-of-fold target distributions and the settings chosen per fold."""
@@ -240,15 +297,35 @@ def nested_cross_validate(ds: Dataset, settings: Settings, space: dict, *, trial
     return out, chosen
 
 
-def write_cv_folder(out: Path, ds: Dataset, settings: Settings, result: CVResult, *, folds: int, seed: int,
-                    fold_seed: int = 0, nested_choices=None, group: str | None = None, extra: dict | None = None) -> None:
+def write_cv_folder(
+    out: Path,
+    ds: Dataset,
+    settings: Settings,
+    result: CVResult,
+    *,
+    folds: int,
+    seed: int,
+    fold_seed: int = 0,
+    nested_choices=None,
+    group: str | None = None,
+    extra: dict | None = None,
+) -> None:
     """predictions.csv and metrics.json of a cross-validation, as `role-rubric cv` and the demo write them
     (atomically, strict JSON): the one writer of a cv folder, which the report reads. extra: more keys of
     metrics.json (several directories: metrics_by_dataset and deploy_basis)."""
     atomic_to_csv(result.predictions, out / "predictions.csv")
-    summary = {"target": ds.rubric.target, "folds": folds, "seed": seed, "fold_seed": fold_seed, "seconds": result.seconds,
-               "settings": settings.to_dict(), "metrics": result.metrics, "nested_choices": nested_choices,
-               "skipped": result.skipped, "group": group or "conversation_id"} | (extra or {})
+    summary = {
+        "target": ds.rubric.target,
+        "folds": folds,
+        "seed": seed,
+        "fold_seed": fold_seed,
+        "seconds": result.seconds,
+        "settings": settings.to_dict(),
+        "metrics": result.metrics,
+        "nested_choices": nested_choices,
+        "skipped": result.skipped,
+        "group": group or "conversation_id",
+    } | (extra or {})
     write_json(out / "metrics.json", summary)
 
 
@@ -260,16 +337,30 @@ def run_cv(cfg) -> CVResult:
     print_warnings("cv", size_warnings(ds, int(cfg.folds)))
     with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
         groups = item_groups(ds, cfg.data, cfg.get("group"))
-        result = cross_validate(ds, settings, folds=int(cfg.folds), seed=int(cfg.seed), fold_seed=int(cfg.fold_seed),
-                                progress=True, groups=groups)
+        result = cross_validate(
+            ds,
+            settings,
+            folds=int(cfg.folds),
+            seed=int(cfg.seed),
+            fold_seed=int(cfg.fold_seed),
+            progress=True,
+            groups=groups,
+        )
         chosen = None
         if cfg.get("nested"):
             from omegaconf import OmegaConf
 
             nested, chosen = nested_cross_validate(
-                ds, settings, OmegaConf.to_container(cfg.search.space, resolve=True), trials=int(cfg.search.trials),
-                inner_folds=int(cfg.search.inner_folds), folds=int(cfg.folds), seed=int(cfg.seed),
-                fold_seed=int(cfg.fold_seed), progress=True, groups=groups,
+                ds,
+                settings,
+                OmegaConf.to_container(cfg.search.space, resolve=True),
+                trials=int(cfg.search.trials),
+                inner_folds=int(cfg.search.inner_folds),
+                folds=int(cfg.folds),
+                seed=int(cfg.seed),
+                fold_seed=int(cfg.fold_seed),
+                progress=True,
+                groups=groups,
             )
             rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
             fold_of_row = item_folds(ds, groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
@@ -279,17 +370,27 @@ def run_cv(cfg) -> CVResult:
         by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
         # several directories: each one's metrics, and which rows chose the model to deploy
         extra = {"metrics_by_dataset": by_dataset, "deploy_basis": deploy_basis(by_dataset)} if by_dataset else {}
-        write_cv_folder(out, ds, settings, result, folds=int(cfg.folds), seed=int(cfg.seed),
-                        fold_seed=int(cfg.fold_seed), nested_choices=chosen, group=cfg.get("group"), extra=extra)
+        write_cv_folder(
+            out,
+            ds,
+            settings,
+            result,
+            folds=int(cfg.folds),
+            seed=int(cfg.seed),
+            fold_seed=int(cfg.fold_seed),
+            nested_choices=chosen,
+            group=cfg.get("group"),
+            extra=extra,
+        )
         # can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
-        reviewers = cv_reviewer_agreement(ds, result, float(cfg.get("epsilon", 0.1)))
+        reviewers = cv_reviewer_agreement(ds, result, float(cfg["epsilon"]))
         write_json(out / "reviewers.json", reviewers)
-    print(format_table(result.metrics, result.skipped))
+    log.info(format_table(result.metrics, result.skipped))
     for block in reviewers["questions"].values():
-        print(f"cv: {block['verdict']}")
-    print(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
+        log.info(f"cv: {block['verdict']}")
+    log.info(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
     if by_dataset:
-        print(format_by_dataset(by_dataset))
-    print(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights"), by_dataset))
-    print(f"cv: wrote {out / 'predictions.csv'}, {out / 'metrics.json'} and {out / 'reviewers.json'}")
+        log.info(format_by_dataset(by_dataset))
+    log.info(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights"), by_dataset))
+    log.info(f"cv: wrote {out / 'predictions.csv'}, {out / 'metrics.json'} and {out / 'reviewers.json'}")
     return result

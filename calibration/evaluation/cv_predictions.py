@@ -51,12 +51,14 @@ def method_rows(predictions: pd.DataFrame, method: str) -> pd.DataFrame:
         raise ValueError(f"no predictions for method {method!r}; methods present: {present}.")
     return rows.sort_values(KEYS, kind="stable").reset_index(drop=True)
 
+
 TRAINABLE = {"calibrated": "network", "linear": "linear", "ordinal": "ordinal"}
 """cv's methods that `role-rubric train model=...` trains and ships, by their model= name."""
 
 
-def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None,
-                   weights: Any = None) -> dict[str, Any] | None:
+def best_trainable(
+    rmse: dict[str, float], data: Any, target: str | None = None, weights: Any = None
+) -> dict[str, Any] | None:
     """Of the methods in TRAINABLE that `rmse` (method -> out-of-fold RMSE) scores, the one with the lowest
     RMSE (the network on a tie: it comes first), with the command that trains it on `data` (the dataset
     directory, or a list of them) with `weights` (one per directory; None: none) for `target` (None: the
@@ -70,8 +72,12 @@ def best_trainable(rmse: dict[str, float], data: Any, target: str | None = None,
     if weights is not None:
         where += f" weights=[{','.join(f'{float(w):g}' for w in weights)}]"
     option = ("" if model == "network" else f" model={model}") + (f" {override('target', target)}" if target else "")
-    return {"method": best, "model": model, "rmse": found[best],
-            "command": f"role-rubric train {where}{option} out=MODEL_DIR"}
+    return {
+        "method": best,
+        "model": model,
+        "rmse": found[best],
+        "command": f"role-rubric train {where}{option} out=MODEL_DIR",
+    }
 
 
 def method_arrays(predictions: pd.DataFrame, method: str = REFERENCE) -> dict[str, np.ndarray]:
@@ -99,9 +105,7 @@ def ordered_methods(predictions: pd.DataFrame) -> list[str]:
 def check_aligned(a: pd.DataFrame, b: pd.DataFrame, what: str) -> None:
     """Refuse two sorted method frames (`method_rows`) that do not predict the same rows; `what` names them."""
     if len(a) != len(b) or not (a[KEYS].astype(str).to_numpy() == b[KEYS].astype(str).to_numpy()).all():
-        raise ValueError(
-            f"{what} do not predict the same (conversation, turn, judge) rows; cannot pair them."
-        )
+        raise ValueError(f"{what} do not predict the same (conversation, turn, judge) rows; cannot pair them.")
 
 
 def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[str, Any]]:
@@ -119,11 +123,12 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
         predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
         predictions = clean_id_columns(predictions, ids)  # one rule for ids (rubric/ids.py)
     except (pd.errors.EmptyDataError, pd.errors.ParserError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot be read ({str(exc).splitlines()[0][:120]}).", path=path,
-                         fix="pass a predictions.csv written by `role-rubric cv`.") from None
-    missing = [
-        c for c in [*KEYS, "question_id", "method", "expected", "answer"] if c not in predictions.columns
-    ]
+        raise InputError(
+            f"cannot be read ({str(exc).splitlines()[0][:120]}).",
+            path=path,
+            fix="pass a predictions.csv written by `role-rubric cv`.",
+        ) from None
+    missing = [c for c in [*KEYS, "question_id", "method", "expected", "answer"] if c not in predictions.columns]
     if missing:
         raise InputError(
             f"missing column(s) {missing}.",
@@ -131,9 +136,7 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
             fix="pass a predictions.csv written by `role-rubric cv`.",
         )
     if REFERENCE not in set(predictions["method"]):
-        raise InputError(
-            "no rows of method 'calibrated'.", path=path, fix="rerun `role-rubric cv` on this dataset."
-        )
+        raise InputError("no rows of method 'calibrated'.", path=path, fix="rerun `role-rubric cv` on this dataset.")
     found = sorted(set(predictions["question_id"]))
     if found != [target]:
         raise InputError(
@@ -145,8 +148,12 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
         values = pd.to_numeric(predictions[column], errors="coerce").to_numpy(dtype=float)
         bad = np.flatnonzero(~np.isfinite(values))
         if bad.size:
-            raise InputError(f"{column} {predictions[column].iloc[bad[0]]!r} is not a number.", path=path,
-                             row=int(bad[0]) + 1, fix="pass a predictions.csv written by `role-rubric cv`.")
+            raise InputError(
+                f"{column} {predictions[column].iloc[bad[0]]!r} is not a number.",
+                path=path,
+                row=int(bad[0]) + 1,
+                fix="pass a predictions.csv written by `role-rubric cv`.",
+            )
         predictions[column] = values
     return predictions, _cv_info(folder / "metrics.json")
 
@@ -166,7 +173,7 @@ def _cv_info(path: Path) -> dict[str, Any]:
         value = info.get(key, 2)
         if isinstance(value, bool) or not isinstance(value, int) or value < (2 if key == "folds" else 0):
             raise InputError(f"{key}={value!r} is not valid.", path=path, fix=fix)
-    from calibration.config_check import check_settings
+    from calibration.schema import check_settings
 
     check_settings(info.get("settings", {}), source=path)
     return info

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import warnings
 from pathlib import Path
@@ -12,6 +13,8 @@ from scipy import stats
 
 from rubric.errors import InputError
 from rubric.jsonfile import jsonable, write_json  # noqa: F401  (jsonable: importable here as before)
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def agreement(expected, answers) -> dict[str, float]:
@@ -72,23 +75,28 @@ def _target_labels(ds) -> pd.DataFrame:
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)
     keys = ds.items.iloc[ds.label_item[rows]].reset_index(drop=True)
-    return keys.assign(judge_id=[ds.judges[j] for j in ds.label_judge[rows]], question_id=ds.rubric.target,
-                       answer=ds.option_values()[t][ds.answers[rows, t]])
+    return keys.assign(
+        judge_id=[ds.judges[j] for j in ds.label_judge[rows]],
+        question_id=ds.rubric.target,
+        answer=ds.option_values()[t][ds.answers[rows, t]],
+    )
 
 
 def run_evaluate(cfg) -> dict:
     """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
     from calibration.data.dataset import load_dataset
 
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg.get("unmatched_labels", "error"))
+    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg["unmatched_labels"])
     path = Path(cfg.predictions)
     predictions = read_predictions(path, ds.rubric)
     metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, metrics)
-    print("evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items()))
-    print(f"evaluate: wrote {out}")
+    log.info(
+        "evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
+    )
+    log.info(f"evaluate: wrote {out}")
     return metrics
 
 
@@ -121,8 +129,12 @@ def read_predictions(path: Path, rubric) -> pd.DataFrame:
     if bad.size:
         raw = predictions["expected"].iloc[bad[0]]
         what = "is empty" if pd.isna(raw) or str(raw).strip() == "" else f"is not a finite number ({raw!r})"
-        raise InputError(f"expected {what}.", path=path, row=int(bad[0]) + 1,
-                         fix="every row needs the expected answer; rerun `role-rubric predict`.")
+        raise InputError(
+            f"expected {what}.",
+            path=path,
+            row=int(bad[0]) + 1,
+            fix="every row needs the expected answer; rerun `role-rubric predict`.",
+        )
     predictions["expected"] = expected
     for question in rubric.questions:
         rows = np.flatnonzero(predictions["question_id"].to_numpy() == question.id)
@@ -131,11 +143,18 @@ def read_predictions(path: Path, rubric) -> pd.DataFrame:
         if outside.size:
             raise InputError(
                 f"expected {expected[outside[0]]:g} of question {question.id!r} is outside its scale [{low:g}, {high:g}].",
-                path=path, row=int(outside[0]) + 1, fix="predict with a model trained on this rubric.")
+                path=path,
+                row=int(outside[0]) + 1,
+                fix="predict with a model trained on this rubric.",
+            )
     keys = ["conversation_id", "turn", "judge_id", "question_id"]
     dup = np.flatnonzero(predictions.duplicated(keys).to_numpy())
     if dup.size:
         key = ", ".join(f"{k}={predictions[k].iloc[dup[0]]!r}" for k in keys)
-        raise InputError(f"duplicate prediction ({key}).", path=path, row=int(dup[0]) + 1,
-                         fix="keep one row per (item, judge, question); do not concatenate prediction files.")
+        raise InputError(
+            f"duplicate prediction ({key}).",
+            path=path,
+            row=int(dup[0]) + 1,
+            fix="keep one row per (item, judge, question); do not concatenate prediction files.",
+        )
     return predictions

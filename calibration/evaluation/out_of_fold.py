@@ -18,8 +18,16 @@ from calibration.model.settings import Settings
 from calibration.model.train import Plan, train_models
 
 
-def oof_network(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
-                first_member: int = 0, progress: bool = False) -> np.ndarray:
+def oof_network(
+    ds: Dataset,
+    settings: Settings,
+    fold_of_row: np.ndarray,
+    folds: int,
+    seed: int,
+    *,
+    first_member: int = 0,
+    progress: bool = False,
+) -> np.ndarray:
     """(R, K) out-of-fold target distributions: models for every (fold, member) train at once; the members
     of a fold are pooled and recalibrated on their own validation rows (`pool_members`)."""
     part = oof_members(ds, settings, fold_of_row, folds, seed, first_member=first_member, progress=progress)
@@ -41,8 +49,16 @@ class Members:
     plan: Plan | None = None
 
 
-def oof_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds: int, seed: int, *,
-                first_member: int = 0, progress: bool = False) -> Members:
+def oof_members(
+    ds: Dataset,
+    settings: Settings,
+    fold_of_row: np.ndarray,
+    folds: int,
+    seed: int,
+    *,
+    first_member: int = 0,
+    progress: bool = False,
+) -> Members:
     """Train `settings.ensemble` members for every fold as one batched computation. Members are numbered
     from `first_member`, so an ensemble can be grown in steps (search's pruning rungs) with the same
     members a single call would train."""
@@ -54,7 +70,10 @@ def oof_members(ds: Dataset, settings: Settings, fold_of_row: np.ndarray, folds:
     net, X, plan = trained.net, trained.X, trained.plan
     test_rows = [np.flatnonzero(fold_of_row == f) for f, _ in members]
     test_logp, val_logp = (
-        [lp[:, t] for lp in member_logproba(net, X, [ds.label_item[r] for r in rows], [ds.label_judge[r] for r in rows])]
+        [
+            lp[:, t]
+            for lp in member_logproba(net, X, [ds.label_item[r] for r in rows], [ds.label_judge[r] for r in rows])
+        ]
         for rows in (test_rows, plan.val_rows)
     )
     return Members([f for f, _ in members], test_logp, plan.val_rows, val_logp, net, plan)

@@ -6,7 +6,10 @@ wins over the union's folds (mostly old conversations) can lose where it will be
 benchmark (benchmarks/far_shift.py) the network won the union and lost the new release to the linear model.
 So the deploy line and the report's verdict choose by the out-of-fold rows of the last directory, unless it
 has fewer than MIN_DEPLOY_CONVERSATIONS labelled conversations: too few to tell the models apart, then the
-union decides, and the line says so.
+union decides, and the line says so. On the last directory's rows they keep the network (the default) unless
+another model's RMSE there is lower with its 95% paired bootstrap interval (whole conversations resampled)
+below zero: twenty new conversations rarely separate models whose RMSEs differ by less than 0.01, and picking
+the lowest point estimate then follows the noise (benchmarks/deploy_choice.py compares the rules).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.splits import group_folds
+from calibration.evaluation.cv_predictions import REFERENCE
 from calibration.evaluation.metrics import agreement
+from calibration.evaluation.significance import bootstrap_counts
 
 MIN_DEPLOY_CONVERSATIONS = 10
 """Labelled conversations of the last directory needed to choose the model by it: two per fold at 5 folds, so
@@ -63,7 +68,9 @@ def _dataset_of_rows(frame: pd.DataFrame, labels: list[str]) -> pd.Series:
 
 def metrics_by_dataset(frame: pd.DataFrame, labels: list[str]) -> dict[str, dict[str, dict[str, float]]]:
     """{directory: {method: agreement metrics and the labelled conversations}} of cv's predictions frame, for
-    the directories `labels` in data= order (empty for one directory); a directory without labels is {}."""
+    the directories `labels` in data= order (empty for one directory); a directory without labels is {}. The
+    last directory's methods also get `rmse_vs_network_95`: the 95% paired bootstrap interval of their RMSE
+    minus the network's there (`_versus_network`)."""
     if len(labels) < 2:
         return {}
     dataset = _dataset_of_rows(frame, labels)
@@ -71,9 +78,42 @@ def metrics_by_dataset(frame: pd.DataFrame, labels: list[str]) -> dict[str, dict
     for label in labels:
         rows = frame[dataset == label]
         conversations = int(rows["conversation_id"].nunique())
-        out[label] = {m: agreement(r["expected"].to_numpy(float), r["answer"].to_numpy(float))
-                      | {"conversations": conversations}
-                      for m, r in rows.groupby("method", sort=False)}
+        out[label] = {
+            m: agreement(r["expected"].to_numpy(float), r["answer"].to_numpy(float)) | {"conversations": conversations}
+            for m, r in rows.groupby("method", sort=False)
+        }
+    last = frame[dataset == labels[-1]]
+    for method, interval in _versus_network(last).items():
+        out[labels[-1]][method]["rmse_vs_network_95"] = interval
+    return out
+
+
+def _versus_network(rows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, list[float]]:
+    """method -> [low, high] of the 95% paired bootstrap interval (n_boot resamples of whole conversations, the
+    same for every method) of its RMSE minus the network's (`calibrated`) on `rows`. cv writes every method's
+    rows in the same order; a method whose rows do not line up with the network's (count or answers) is left
+    out, as is everything without the network's rows."""
+    reference = rows[rows["method"] == REFERENCE]
+    if reference.empty:
+        return {}
+    answers = reference["answer"].to_numpy(float)
+    weights = bootstrap_counts(
+        reference["conversation_id"].astype(str).to_numpy(),
+        len(reference),
+        rng=np.random.default_rng(seed),
+        n_boot=n_boot,
+    )
+
+    def boot_rmse(expected: np.ndarray) -> np.ndarray:
+        return np.sqrt(weights @ ((expected - answers) ** 2) / weights.sum(1))
+
+    base = boot_rmse(reference["expected"].to_numpy(float))
+    out = {}
+    for method, r in rows.groupby("method", sort=False):
+        if method == REFERENCE or len(r) != len(reference) or not np.array_equal(r["answer"].to_numpy(float), answers):
+            continue
+        low, high = np.percentile(boot_rmse(r["expected"].to_numpy(float)) - base, [2.5, 97.5])
+        out[method] = [round(float(low), 6), round(float(high), 6)]
     return out
 
 
@@ -87,10 +127,15 @@ def deploy_basis(by_dataset: dict[str, dict[str, dict[str, float]]]) -> dict[str
     conversations = int(next(iter(by_dataset[last].values()))["conversations"]) if by_dataset[last] else 0
     by_last = conversations >= MIN_DEPLOY_CONVERSATIONS
     if by_last:
-        note = f"chosen on the last directory {last!r} ({conversations} labelled conversations, out of fold)"
+        note = (
+            f"chosen on the last directory {last!r} ({conversations} labelled conversations, out of fold; the "
+            f"network unless another model is significantly better there)"
+        )
     else:
-        note = (f"chosen on every directory: the last one, {last!r}, has {conversations} labelled conversations, "
-                f"fewer than the {MIN_DEPLOY_CONVERSATIONS} needed to choose on it alone")
+        note = (
+            f"chosen on every directory: the last one, {last!r}, has {conversations} labelled conversations, "
+            f"fewer than the {MIN_DEPLOY_CONVERSATIONS} needed to choose on it alone"
+        )
     return {"dataset": last, "conversations": conversations, "by_last": by_last, "note": note}
 
 
@@ -101,14 +146,33 @@ def deploy_rmse(metrics: dict[str, dict[str, float]], by_dataset: dict, basis: d
     return {m: v["rmse"] for m, v in chosen.items()}
 
 
-def format_by_dataset(by_dataset: dict[str, dict[str, dict[str, float]]], methods=("calibrated", "linear", "ordinal")) -> str:
+def deploy_candidates(rmse: dict[str, float], by_dataset: dict, basis: dict | None) -> dict[str, float]:
+    """The methods of `rmse` (deploy_rmse's) the deploy choice takes the lowest of: where the last directory
+    decides and has the network, the network and the methods significantly better than it there (their
+    `rmse_vs_network_95` wholly below 0); else all of them."""
+    if not basis or not basis["by_last"] or REFERENCE not in by_dataset[basis["dataset"]]:
+        return rmse
+    last = by_dataset[basis["dataset"]]
+    return {
+        m: v
+        for m, v in rmse.items()
+        if m == REFERENCE or (m in last and last[m].get("rmse_vs_network_95", [0.0, 0.0])[1] < 0)
+    }
+
+
+def format_by_dataset(
+    by_dataset: dict[str, dict[str, dict[str, float]]], methods=("calibrated", "linear", "ordinal")
+) -> str:
     """One line per directory: its labelled conversations and rows, and the RMSE / Pearson of the models
     train ships."""
     lines = []
     for label, per_method in by_dataset.items():
         some = next(iter(per_method.values()))
-        scores = ", ".join(f"{m} {per_method[m]['rmse']:.4f} / {per_method[m]['pearson']:.4f}"
-                           for m in methods if m in per_method)
-        lines.append(f"cv: directory {label!r} ({some['conversations']} conversations, {some['n']} rows): "
-                     f"RMSE / Pearson {scores}")
+        scores = ", ".join(
+            f"{m} {per_method[m]['rmse']:.4f} / {per_method[m]['pearson']:.4f}" for m in methods if m in per_method
+        )
+        lines.append(
+            f"cv: directory {label!r} ({some['conversations']} conversations, {some['n']} rows): "
+            f"RMSE / Pearson {scores}"
+        )
     return "\n".join(lines)

@@ -42,9 +42,12 @@ def _stats(pred: np.ndarray, answer: np.ndarray, values: np.ndarray) -> dict:
     nearest = values[np.abs(pred[:, None] - values[None]).argmin(1)]
     constant = np.ptp(pred) == 0 or np.ptp(answer) == 0
     kappa = cohen_kappa_score(nearest, answer, weights="quadratic", labels=values) if not constant else math.nan
-    return {"pearson": None if constant else float(stats.pearsonr(pred, answer)[0]),
-            "rmse": float(np.sqrt(np.mean((pred - answer) ** 2))),
-            "kappa": None if not np.isfinite(kappa) else float(kappa), "n": int(n)}
+    return {
+        "pearson": None if constant else float(stats.pearsonr(pred, answer)[0]),
+        "rmse": float(np.sqrt(np.mean((pred - answer) ** 2))),
+        "kappa": None if not np.isfinite(kappa) else float(kappa),
+        "n": int(n),
+    }
 
 
 def _shared(item: np.ndarray, judge: np.ndarray, value: np.ndarray):
@@ -82,8 +85,15 @@ def alt_test(item, judge, value, f, epsilon: float, judges: list[str]) -> dict:
             p = 0.0 if d.mean() < epsilon else 1.0
         else:
             p = float(stats.t.cdf((d.mean() - epsilon) / (sd / math.sqrt(len(d))), len(d) - 1))
-        per_reviewer.append({"judge_id": judges[j], "shared_turns": len(d), "rho_judge": float(w_f.mean()),
-                             "rho_reviewer": float(w_h.mean()), "p": p})
+        per_reviewer.append(
+            {
+                "judge_id": judges[j],
+                "shared_turns": len(d),
+                "rho_judge": float(w_f.mean()),
+                "rho_reviewer": float(w_h.mean()),
+                "p": p,
+            }
+        )
     if per_reviewer:
         adjusted = stats.false_discovery_control([r["p"] for r in per_reviewer], method="by")
         for r, p in zip(per_reviewer, adjusted, strict=True):
@@ -91,10 +101,17 @@ def alt_test(item, judge, value, f, epsilon: float, judges: list[str]) -> dict:
     tested = len(per_reviewer)
     winning = float(np.mean([r["judge_wins"] for r in per_reviewer])) if tested else None
     outcome = "undecided" if tested < MIN_REVIEWERS else ("passes" if winning >= 0.5 else "fails")
-    return {"epsilon": epsilon, "fdr_q": FDR_Q, "min_shared_turns": MIN_SHARED_TURNS, "tested": tested,
-            "winning_rate": winning,
-            "advantage": float(np.mean([r["rho_judge"] for r in per_reviewer])) if tested else None,
-            "outcome": outcome, "reviewers": per_reviewer, "skipped": skipped}
+    return {
+        "epsilon": epsilon,
+        "fdr_q": FDR_Q,
+        "min_shared_turns": MIN_SHARED_TURNS,
+        "tested": tested,
+        "winning_rate": winning,
+        "advantage": float(np.mean([r["rho_judge"] for r in per_reviewer])) if tested else None,
+        "outcome": outcome,
+        "reviewers": per_reviewer,
+        "skipped": skipped,
+    }
 
 
 def reviewer_agreement(ds, predicted: dict[int, np.ndarray] | None = None, *, epsilon: float = 0.1) -> dict:
@@ -112,8 +129,12 @@ def reviewer_agreement(ds, predicted: dict[int, np.ndarray] | None = None, *, ep
         item, judge, value = ds.label_item[rows], ds.label_judge[rows], values[ds.answers[rows, q]]
         mean_others, n_others = _shared(item, judge, value)
         shared = n_others > 0
-        block = {"reviewers": _stats(mean_others[shared], value[shared], values) | {
-            "n_reviewers": int(len(np.unique(judge[shared])))}, "calibrated": None, "alt_test": None}
+        block = {
+            "reviewers": _stats(mean_others[shared], value[shared], values)
+            | {"n_reviewers": int(len(np.unique(judge[shared])))},
+            "calibrated": None,
+            "alt_test": None,
+        }
         pred = None if predicted is None or q not in predicted else np.asarray(predicted[q], float)[rows]
         if pred is not None:
             ok = shared & np.isfinite(pred)
@@ -126,31 +147,42 @@ def reviewer_agreement(ds, predicted: dict[int, np.ndarray] | None = None, *, ep
             block["alt_test"] = alt_test(item, judge, value, f, epsilon, ds.judges)
         block["verdict"] = verdict_text(question.id, block)
         out[question.id] = block
-    return {"epsilon": epsilon, "questions": out,
-            "note": "reviewers: each reviewer against the mean of the turn's other reviewers (leave one out); "
-                    "calibrated: cv's out-of-fold prediction for that reviewer on the same turns; alt_test: the "
-                    "alternative annotator test (Calderon et al. 2025) of the calibrated judge against each "
-                    "reviewer with enough shared turns."}
+    return {
+        "epsilon": epsilon,
+        "questions": out,
+        "note": "reviewers: each reviewer against the mean of the turn's other reviewers (leave one out); "
+        "calibrated: cv's out-of-fold prediction for that reviewer on the same turns; alt_test: the "
+        "alternative annotator test (Calderon et al. 2025) of the calibrated judge against each "
+        "reviewer with enough shared turns.",
+    }
 
 
 def verdict_text(question: str, block: dict) -> str:
     """The verdict for one question in words."""
     test = block.get("alt_test")
     if test is None:
-        return (f"{question}: not tested (cv calibrates another question; run `cv target={question}` to test "
-                f"whether the calibrated judge can stand in for a reviewer here).")
+        return (
+            f"{question}: not tested (cv calibrates another question; run `cv target={question}` to test "
+            f"whether the calibrated judge can stand in for a reviewer here)."
+        )
     if test["outcome"] == "passes":
-        return (f"{question}: the calibrated judge can stand in for a reviewer: it agrees with the other reviewers "
-                f"at least as well as {test['winning_rate']:.0%} of the {test['tested']} tested reviewers "
-                f"(epsilon {test['epsilon']:g}).")
+        return (
+            f"{question}: the calibrated judge can stand in for a reviewer: it agrees with the other reviewers "
+            f"at least as well as {test['winning_rate']:.0%} of the {test['tested']} tested reviewers "
+            f"(epsilon {test['epsilon']:g})."
+        )
     if test["outcome"] == "fails":
-        return (f"{question}: the calibrated judge cannot stand in for a reviewer: it matches only "
-                f"{test['winning_rate']:.0%} of the {test['tested']} tested reviewers (needs 50%, epsilon "
-                f"{test['epsilon']:g}).")
+        return (
+            f"{question}: the calibrated judge cannot stand in for a reviewer: it matches only "
+            f"{test['winning_rate']:.0%} of the {test['tested']} tested reviewers (needs 50%, epsilon "
+            f"{test['epsilon']:g})."
+        )
     short = len(test["skipped"])
-    return (f"{question}: undecided: {test['tested']} reviewer(s) share at least {MIN_SHARED_TURNS} turns with "
-            f"others ({short} have fewer); have at least {MIN_REVIEWERS} reviewers each label "
-            f"{MIN_SHARED_TURNS} or more turns that other reviewers also label.")
+    return (
+        f"{question}: undecided: {test['tested']} reviewer(s) share at least {MIN_SHARED_TURNS} turns with "
+        f"others ({short} have fewer); have at least {MIN_REVIEWERS} reviewers each label "
+        f"{MIN_SHARED_TURNS} or more turns that other reviewers also label."
+    )
 
 
 def cv_reviewer_agreement(ds, result, epsilon: float) -> dict:
@@ -169,8 +201,9 @@ def agreement_from_predictions(ds, calibrated, epsilon: float) -> dict:
     t = ds.target_index
     keys = ds.items.iloc[ds.label_item][["conversation_id", "turn"]].astype(str).reset_index(drop=True)
     keys["judge_id"] = [ds.judges[j] for j in ds.label_judge]
-    frame = calibrated[["conversation_id", "turn", "judge_id", "expected"]].astype({"conversation_id": str,
-                                                                                    "turn": str, "judge_id": str})
+    frame = calibrated[["conversation_id", "turn", "judge_id", "expected"]].astype(
+        {"conversation_id": str, "turn": str, "judge_id": str}
+    )
     frame = frame.drop_duplicates(["conversation_id", "turn", "judge_id"])
     merged = keys.merge(frame, on=["conversation_id", "turn", "judge_id"], how="left")
     return reviewer_agreement(ds, {t: merged["expected"].to_numpy(float)}, epsilon=epsilon)

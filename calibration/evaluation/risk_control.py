@@ -59,9 +59,7 @@ class Threshold:
     """Mean disagreement on the decided calibration turns (NaN when none)."""
 
 
-def losses(
-    n_adheres: np.ndarray, n_reviewers: np.ndarray, against: str = "majority"
-) -> tuple[np.ndarray, np.ndarray]:
+def losses(n_adheres: np.ndarray, n_reviewers: np.ndarray, against: str = "majority") -> tuple[np.ndarray, np.ndarray]:
     """(loss if decided `adheres`, loss if decided `violates`) per turn, from its reviewers' votes.
 
     >>> [x.tolist() for x in losses(np.array([3, 1, 1]), np.array([3, 3, 2]))]
@@ -134,9 +132,7 @@ def calibrate(
     loss = np.where(p >= 0.5, loss_yes, loss_no)
     confidence = np.maximum(p, 1 - p)
     chosen = math.inf
-    least = math.ceil(
-        math.log(delta) / math.log(1 - risk)
-    )  # fewer decided turns cannot pass even with no loss
+    least = math.ceil(math.log(delta) / math.log(1 - risk))  # fewer decided turns cannot pass even with no loss
     for t in GRID:
         decided = confidence >= t
         if decided.sum() < least:

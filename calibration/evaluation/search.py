@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import hashlib
-import importlib
 import json
 import logging
 import multiprocessing
@@ -30,8 +28,15 @@ from calibration.data.splits import group_folds
 from calibration.data.union import training_data_from_cfg
 from calibration.evaluation.metrics import mean_nll
 from calibration.evaluation.out_of_fold import oof_members, pool_members
+from calibration.evaluation.study import (
+    bind_study,
+    fingerprint,
+    open_study,
+    quiet_experimental,
+    stamp_dead_local_trials,
+    worker_name,
+)
 from calibration.model.settings import Settings, default_training_workers
-from rubric.errors import InputError
 from rubric.files import atomic_write_text, out_lock
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
@@ -53,7 +58,9 @@ def suggest(trial: optuna.Trial, space: dict) -> dict:
     return out
 
 
-def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, trial: optuna.Trial | None = None) -> float:
+def inner_objective(
+    ds: Dataset, settings: Settings, *, folds: int, seed: int, trial: optuna.Trial | None = None
+) -> float:
     """Held-out target NLL of `settings` by `folds`-fold cross-validation of `ds`, pruned after one member."""
     t = ds.target_index
     fold_of_row = group_folds(ds.groups, folds, seed)[ds.label_item]
@@ -66,186 +73,12 @@ def inner_objective(ds: Dataset, settings: Settings, *, folds: int, seed: int, t
         if trial.should_prune():
             raise optuna.TrialPruned()
     if settings.ensemble > 1:
-        rest = oof_members(ds, dataclasses.replace(settings, ensemble=settings.ensemble - 1), fold_of_row, folds,
-                           seed, first_member=1)
+        rest = oof_members(
+            ds, dataclasses.replace(settings, ensemble=settings.ensemble - 1), fold_of_row, folds, seed, first_member=1
+        )
         probs = pool_members(ds, settings, fold_of_row, [first, rest])
         score = mean_nll(probs[rows, : ds.n_options[t]], ds.answers[rows, t])
     return score
-
-
-def open_study(storage: str | None, name: str, seed: int, *, clean: bool = True,
-               heartbeat: int | None = None) -> optuna.Study:
-    """Create or resume a study. With `clean`, trials left RUNNING by a killed process are marked failed
-    (and so redone), and an enqueued trial (the current defaults) that never finished is queued again;
-    only the process that starts a search cleans, never its workers.
-
-    heartbeat None: this search is the study's only user (OUT/search.db under the out-folder lock), so
-    every RUNNING trial was left by a killed run. heartbeat N: the study is shared (search.storage, e.g. a
-    PostgreSQL server several machines use): each running trial stamps a sign of life every N seconds,
-    and only a trial silent for 2N seconds counts as killed; it is failed and its parameters are run
-    again (once more at most twice), by whichever process notices it first."""
-    if heartbeat is not None:  # processes sharing a study must not draw the same parameters from one seed
-        seed = int.from_bytes(hashlib.sha256(f"{seed}:{_worker_name()}".encode()).digest()[:4], "little")
-    sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
-    pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
-    _check_driver(storage)
-    try:
-        study = optuna.create_study(study_name=name, storage=_storage(storage, heartbeat), sampler=sampler,
-                                    pruner=pruner, direction="minimize", load_if_exists=True)
-    except Exception as exc:  # the storage's driver raises its own types (sqlalchemy, psycopg...)
-        if not (type(exc).__module__.startswith("sqlalchemy") or isinstance(exc, (ImportError, ValueError, OSError))):
-            raise
-        shown = re.sub(r"//[^@/]*@", "//***@", storage or "")  # never a password in the message
-        detail = re.sub(r"//[^@/\s]*@", "//***@", str(exc).splitlines()[0])[:160]
-        raise InputError(f"cannot open the search storage {shown} ({detail}).",
-                         fix="set search.storage to a database you can reach and write, or leave it null "
-                         "(OUT/search.db).") from None
-    if clean and heartbeat is None:
-        for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-            study._storage.set_trial_state_values(trial._trial_id, optuna.trial.TrialState.FAIL)
-    if clean:
-        if heartbeat is not None:
-            _stamp_dead_local_trials(study)
-        with _quiet():
-            optuna.storages.fail_stale_trials(study)  # shared: only the silent ones (a no-op without heartbeat)
-        _requeue_interrupted(study)
-    return study
-
-
-_STAMPED: set[tuple] = set()  # (trial id, start) this process stamped once for a dead worker (see below)
-
-
-def _stamp_dead_local_trials(study: optuna.Study) -> None:
-    """A trial whose process was killed before its heartbeat thread wrote a first stamp has no heartbeat at
-    all, and Optuna never counts such a trial stale: every search sharing the study would wait for it
-    forever. Where its worker (host:pid) is a process of this machine that is gone, stamp one heartbeat
-    for it (once per process), so that it goes stale after the grace period and is failed and retried like
-    any other. A live worker's trial is never touched."""
-    import socket
-
-    host = socket.gethostname()
-    for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
-        name, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
-        key = (trial._trial_id, trial.datetime_start)  # ids repeat across storages; their start does not
-        if key in _STAMPED or name != host or not pid.isdigit() or _alive(int(pid)):
-            continue
-        with _quiet():
-            study._storage.record_heartbeat(trial._trial_id)
-        _STAMPED.add(key)
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # another user's process: alive
-        return True
-    return True
-
-
-def _worker_name() -> str:
-    """host:pid of this process; recorded on each trial it runs (user attr `worker`)."""
-    import socket
-
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-# SQLAlchemy's default driver of each server scheme, and the extra that installs it.
-DRIVERS = {"postgresql": ("psycopg", "postgres"), "postgresql+psycopg": ("psycopg", "postgres"),
-           "postgresql+psycopg2": ("psycopg2", "postgres")}
-
-
-def _check_driver(url: str | None) -> None:
-    """A storage URL whose database driver is not installed: one line naming the extra to install."""
-    scheme = (url or "").split("://", 1)[0].lower()
-    if scheme not in DRIVERS:
-        return
-    module, extra = DRIVERS[scheme]
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        raise InputError(
-            f"search.storage {scheme}:// needs the database driver {module!r}, which is not installed.",
-            fix=f"pip install 'role-rubric[{extra}]' (or pip install 'psycopg[binary]').",
-        ) from None
-
-
-def _requeue_interrupted(study: optuna.Study) -> None:
-    """Enqueue again every enqueued parameter set whose trials all failed (killed mid-trial): otherwise a
-    kill during trial 0 loses the current defaults from the search for good."""
-    states = optuna.trial.TrialState
-    trials = study.get_trials(deepcopy=False)
-    settled = [t.system_attrs.get("fixed_params") for t in trials if t.state != states.FAIL]
-    for trial in trials:
-        fixed = trial.system_attrs.get("fixed_params")
-        if trial.state == states.FAIL and fixed is not None and fixed not in settled:
-            study.enqueue_trial(fixed)
-            settled.append(fixed)
-
-
-def fingerprint(ds: Dataset, base: Settings, space: dict, *, folds: int, seed: int) -> str:
-    """What a study's trials depend on: the dataset's numbers, the base settings, the space, the inner
-    folds and the seed (not the trial count, timeout or workers, which only say how long to search)."""
-    digest = hashlib.sha256()
-    for array in (ds.probs, ds.present, ds.label_item, ds.label_judge, ds.answers,
-                  np.zeros(0) if ds.coverage is None else ds.coverage):
-        digest.update(np.ascontiguousarray(array).tobytes())
-    about = {"rubric": ds.rubric.fingerprint(), "target": ds.rubric.target, "judges": list(ds.judges),
-             "items": [list(k) for k in ds.item_keys()], "settings": base.to_dict(), "space": space,
-             "folds": folds, "seed": seed}
-    digest.update(json.dumps(about, sort_keys=True, default=str).encode())
-    return digest.hexdigest()[:32]
-
-
-def _bind(study: optuna.Study, print_: str, *, storage: str | None, name: str, seed: int, resume: bool,
-          heartbeat: int | None = None) -> optuna.Study:
-    """The study for fingerprint `print_`: the stored one if it was made for the same data and settings;
-    for other data or settings an error, or (resume=False) a new study in its place."""
-    found = study.user_attrs.get("fingerprint")
-    if found != print_ and (found is not None or study.trials):
-        if resume:
-            where = storage.removeprefix("sqlite:///") if storage and storage.startswith("sqlite:///") else storage
-            raise InputError(
-                f"study {name!r} ({len(study.trials)} trials) was run on another dataset or other settings "
-                "(target, network/train settings, search space, inner folds or seed).",
-                path=where,
-                fix="pass search.resume=false to start a new study in its place (its trials are deleted), "
-                "or choose another out= or search.study=.",
-            )
-        n_trials = len(study.trials)
-        optuna.delete_study(study_name=name, storage=_storage(storage))
-        log.info(f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) "
-              "and started a new one")
-        study = open_study(storage, name, seed, heartbeat=heartbeat)
-    study.set_user_attr("fingerprint", print_)
-    return study
-
-
-def _storage(url: str | None, heartbeat: int | None = None):
-    """An RDB storage (SQLite waits for a lock instead of failing when several processes share it), with
-    trial heartbeats for a shared study (see open_study)."""
-    if url is None:
-        return None
-    engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
-    if heartbeat is None:
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine)
-    # Optuna 4.9 renamed the callback; both put the failed trial's number in system attr "failed_trial".
-    retry = getattr(optuna.storages, "RetryHeartbeatStaleTrialCallback", None) or optuna.storages.RetryFailedTrialCallback
-    with _quiet():
-        return optuna.storages.RDBStorage(url, engine_kwargs=engine, heartbeat_interval=heartbeat,
-                                          grace_period=2 * heartbeat,
-                                          heartbeat_stale_trial_callback=retry(max_retry=2))
-
-
-@contextlib.contextmanager
-def _quiet():
-    """Optuna marks heartbeats experimental and warns on every use; a search prints its own lines only."""
-    import warnings
-
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", optuna.exceptions.ExperimentalWarning)
-        yield
 
 
 def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
@@ -261,14 +94,26 @@ def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
                 params[name] = value
         elif value is not None:
             params[name] = min(max(value, spec["low"]), spec["high"])
-    with _quiet():
+    with quiet_experimental():
         study.enqueue_trial(params, skip_if_exists=True)  # two searches starting a shared study at once
 
 
-def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int = 5, seed: int = 0,
-           storage: str | None = None, study_name: str = "role-rubric", timeout: float | None = None,
-           workers: int = 1, progress: bool = False, resume: bool = True,
-           heartbeat: int | None = None) -> optuna.Study:
+def search(
+    ds: Dataset,
+    base: Settings,
+    space: dict,
+    *,
+    trials: int,
+    folds: int = 5,
+    seed: int = 0,
+    storage: str | None = None,
+    study_name: str = "role-rubric",
+    timeout: float | None = None,
+    workers: int = 1,
+    progress: bool = False,
+    resume: bool = True,
+    heartbeat: int | None = None,
+) -> optuna.Study:
     """Run (or resume) a study until it holds `trials` finished (complete or pruned) trials.
 
     workers > 1 adds processes that share the study through its storage (one core each; the networks
@@ -279,8 +124,15 @@ def search(ds: Dataset, base: Settings, space: dict, *, trials: int, folds: int 
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed, heartbeat=heartbeat)
-    study = _bind(study, fingerprint(ds, base, space, folds=folds, seed=seed), storage=storage, name=study_name,
-                  seed=seed, resume=resume, heartbeat=heartbeat)
+    study = bind_study(
+        study,
+        fingerprint(ds, base, space, folds=folds, seed=seed),
+        storage=storage,
+        name=study_name,
+        seed=seed,
+        resume=resume,
+        heartbeat=heartbeat,
+    )
     _enqueue_base(study, base, space)
     done = _finished(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
@@ -301,8 +153,8 @@ def _wait_for_others(study: optuna.Study, heartbeat: int) -> None:
     after its grace period), so that every search of the study reports the same best trial."""
     printed = False
     while True:
-        _stamp_dead_local_trials(study)
-        with _quiet():
+        stamp_dead_local_trials(study)
+        with quiet_experimental():
             optuna.storages.fail_stale_trials(study)
         running = study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,))
         if not running:
@@ -345,10 +197,24 @@ def _search_until_done(study, job, trials: int, workers: int, bar) -> None:
         process.join()
 
 
-def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, *,
-              callbacks=(), parent: int | None = None) -> None:
+def _optimize(
+    study,
+    ds,
+    base,
+    space,
+    trials,
+    folds,
+    seed,
+    storage,
+    study_name,
+    timeout,
+    heartbeat,
+    *,
+    callbacks=(),
+    parent: int | None = None,
+) -> None:
     def objective(trial: optuna.Trial) -> float:
-        trial.set_user_attr("worker", _worker_name())
+        trial.set_user_attr("worker", worker_name())
         settings = dataclasses.replace(base, **suggest(trial, space))
         return inner_objective(ds, settings, folds=folds, seed=seed, trial=trial)
 
@@ -360,15 +226,15 @@ def _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, 
     study.optimize(objective, timeout=timeout, callbacks=[*callbacks, stop_when_done], gc_after_trial=False)
 
 
-def _work(ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, index: int,
-          parent: int) -> None:
+def _work(
+    ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, index: int, parent: int
+) -> None:
     """A worker process: its own sampler seed, the shared study, stops when the study is complete."""
     _die_with(parent)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed + index, clean=False, heartbeat=heartbeat)
     if _finished(study) < trials:
-        _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat,
-                  parent=parent)
+        _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, parent=parent)
 
 
 def _die_with(parent: int) -> None:
@@ -404,8 +270,10 @@ def recommended_nll(study: optuna.Study) -> float:
 def best_overrides(study: optuna.Study) -> dict[str, dict]:
     """`recommended_params` split into the `network` and `train` config groups."""
     params = recommended_params(study)
-    return {"network": {k: v for k, v in params.items() if k in NETWORK_KEYS},
-            "train": {k: v for k, v in params.items() if k not in NETWORK_KEYS}}
+    return {
+        "network": {k: v for k, v in params.items() if k in NETWORK_KEYS},
+        "train": {k: v for k, v in params.items() if k not in NETWORK_KEYS},
+    }
 
 
 def run_search(cfg) -> optuna.Study:
@@ -418,21 +286,41 @@ def run_search(cfg) -> optuna.Study:
         heartbeat = int(cfg.search.get("heartbeat", 10)) if cfg.search.storage else None
         space = _plain(cfg.search.space)
         start = time.perf_counter()
-        study = search(ds, Settings.from_cfg(cfg), space, trials=int(cfg.search.trials),
-                       folds=int(cfg.search.inner_folds), seed=int(cfg.seed), storage=storage,
-                       study_name=cfg.search.study, timeout=cfg.search.timeout, workers=int(cfg.search.workers),
-                       progress=True, resume=bool(cfg.search.get("resume", True)), heartbeat=heartbeat)
+        study = search(
+            ds,
+            Settings.from_cfg(cfg),
+            space,
+            trials=int(cfg.search.trials),
+            folds=int(cfg.search.inner_folds),
+            seed=int(cfg.seed),
+            storage=storage,
+            study_name=cfg.search.study,
+            timeout=cfg.search.timeout,
+            workers=int(cfg.search.workers),
+            progress=True,
+            resume=bool(cfg.search.get("resume", True)),
+            heartbeat=heartbeat,
+        )
         best = best_overrides(study)
         atomic_write_text(out / "best.yaml", yaml.safe_dump(best, sort_keys=False))
         defaults = study.user_attrs["defaults_nll"]
-        summary = {"best_nll": recommended_nll(study), "best_trial_nll": study.best_value,
-                   "defaults_nll": defaults, "kept_defaults": not beats_defaults(study), "best": best,
-                   "finished_trials": _finished(study), "seconds": time.perf_counter() - start, "storage": _shown(storage),
-                   "study": cfg.search.study}
+        summary = {
+            "best_nll": recommended_nll(study),
+            "best_trial_nll": study.best_value,
+            "defaults_nll": defaults,
+            "kept_defaults": not beats_defaults(study),
+            "best": best,
+            "finished_trials": _finished(study),
+            "seconds": time.perf_counter() - start,
+            "storage": _shown(storage),
+            "study": cfg.search.study,
+        }
         atomic_write_text(out / "search.json", json.dumps(summary, indent=2))
     flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
-    log.info(f"search: {_finished(study)} trials in {summary['seconds']:.0f}s; held-out NLL of the best trial "
-          f"{study.best_value:.4f}, of the current settings as they are {defaults:.4f}")
+    log.info(
+        f"search: {_finished(study)} trials in {summary['seconds']:.0f}s; held-out NLL of the best trial "
+        f"{study.best_value:.4f}, of the current settings as they are {defaults:.4f}"
+    )
     if summary["kept_defaults"]:
         log.info("search: no trial beat the current settings: best.yaml keeps them (no overrides)")
     else:

@@ -75,9 +75,7 @@ def _sign(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.sign(a[:, None] - b[None, :])
 
 
-def _kendall(
-    candidates: list[np.ndarray], masks: list[np.ndarray], y: np.ndarray, W: np.ndarray
-) -> np.ndarray:
+def _kendall(candidates: list[np.ndarray], masks: list[np.ndarray], y: np.ndarray, W: np.ndarray) -> np.ndarray:
     """Kendall's tau-b for R replicates; replicate r predicts candidates[k][i] for row i where masks[k][r, i].
 
     Sums over ordered row pairs are quadratic forms u^T A v of (n, n) pair matrices, with u, v the

@@ -21,9 +21,7 @@ def check_folds(ds: Any, folds: int) -> None:
     """InputError when the conversations cannot fill `folds` folds (each fold holds whole conversations)."""
     n = len(np.unique(ds.groups[np.unique(ds.label_item)])) if len(ds.label_item) else 0
     if folds < 2:
-        raise InputError(
-            f"folds={folds}: cross-validation needs at least 2 folds.", fix="pass folds=2 or more."
-        )
+        raise InputError(f"folds={folds}: cross-validation needs at least 2 folds.", fix="pass folds=2 or more.")
     if n < folds:
         raise InputError(
             f"{n} labelled conversation(s) cannot fill {folds} folds (a conversation stays in one fold).",
@@ -56,9 +54,7 @@ def size_warnings(ds: Any, folds: int | None = None) -> list[str]:
 
 def reliability_warnings(curves: Iterable[Mapping[str, Any]]) -> list[str]:
     """Reliability panels whose answer has fewer than MIN_POSITIVES positives: smECE there means little."""
-    thin = [
-        f"{c['name']} ({int(c['positives'])})" for c in curves if int(c.get("positives", 0)) < MIN_POSITIVES
-    ]
+    thin = [f"{c['name']} ({int(c['positives'])})" for c in curves if int(c.get("positives", 0)) < MIN_POSITIVES]
     if not thin:
         return []
     return [

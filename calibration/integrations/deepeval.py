@@ -200,9 +200,7 @@ class RoleRubricMetric(BaseConversationalMetric):
             self.error = str(exc)
             raise
 
-    def _finish(
-        self, result: AdherenceResult, indices: list[tuple[int, ...]], unanswered: list[int]
-    ) -> float:
+    def _finish(self, result: AdherenceResult, indices: list[tuple[int, ...]], unanswered: list[int]) -> float:
         labels = [_label(k, ix) for k, ix in enumerate(indices)]
         self.result, self.turn_indices = result, indices
         self.results.append(result)
@@ -290,7 +288,7 @@ def _check_deepeval_only(model: Any, system_one_model: Any, eval_mode: Any, eval
             f"model={type(model).__name__}: role-rubric reads the judge's answer distributions (log-probabilities) "
             "through its own client, not through a deepeval model object.",
             fix="give model the model's name as a string (the OpenAI judge), or give judge a dict of settings such as "
-                "{'name': 'vllm', 'model': ..., 'base_url': ...}.",
+            "{'name': 'vllm', 'model': ..., 'base_url': ...}.",
         )
     if system_one_model is not None or eval_mode not in (None, "llm"):
         raise InputError(
@@ -305,9 +303,7 @@ def _check_deepeval_only(model: Any, system_one_model: Any, eval_mode: Any, eval
 
 
 def _model_name(adherence: RoleAdherence) -> str:
-    judge = (
-        "no judge" if adherence.judge is None else f"{adherence.judge.backend} judge {adherence.judge.model}"
-    )
+    judge = "no judge" if adherence.judge is None else f"{adherence.judge.backend} judge {adherence.judge.model}"
     return f"role-rubric: {judge}, " + (
         f"calibrated to {adherence.judges_label}" if adherence.model is not None else "not calibrated"
     )
@@ -331,9 +327,7 @@ def _pulled_down(turn: TurnResult, rubric: Rubric) -> str:
     return ", ".join(below) if below else "weakest: " + scored[0][2]
 
 
-def _reason(
-    result: AdherenceResult, labels: list[str], rubric: Rubric, lowest: int, unanswered: list[int]
-) -> str:
+def _reason(result: AdherenceResult, labels: list[str], rubric: Rubric, lowest: int, unanswered: list[int]) -> str:
     """One paragraph: the score and verdict, then the lowest turns and what pulled each down."""
     turns = result.turns
     below = sum(not t.adheres for t in turns)

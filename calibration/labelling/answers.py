@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from calibration.data.reading import LABEL_COLUMNS, _as_text_ids, _find, _read_table
+from calibration.data.reading import LABEL_COLUMNS, as_text_ids, find_table, read_table
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv, ensure_out_dir, out_lock
 from rubric.schema import Question, Rubric, format_value
@@ -95,16 +95,19 @@ def _refuse_dropping(out: Path, labels: pd.DataFrame) -> None:
     # by key: a corrected answer (same reviewer, question and turn) replaces the earlier one, as documented
     lost = there[KEY].merge(labels[KEY].drop_duplicates(), how="left", indicator=True)["_merge"].eq("left_only")
     if lost.any():
-        raise InputError(f"out= already holds {int(lost.sum())} label(s) that the new labels.csv would not keep (its "
-                         f"row {int(lost.to_numpy().argmax()) + 1} first).", path=out / "labels.csv",
-                         fix="import into a new out= folder, or pass data= the folder those labels belong to.")
+        raise InputError(
+            f"out= already holds {int(lost.sum())} label(s) that the new labels.csv would not keep (its "
+            f"row {int(lost.to_numpy().argmax()) + 1} first).",
+            path=out / "labels.csv",
+            fix="import into a new out= folder, or pass data= the folder those labels belong to.",
+        )
 
 
 def _existing_labels(data: Path) -> pd.DataFrame | None:
-    path = _find(data, "labels", required=False)
+    path = find_table(data, "labels", required=False)
     if path is None:
         return None
-    return _as_text_ids(_read_table(path, LABEL_COLUMNS))[list(LABEL_COLUMNS)].astype(str)
+    return as_text_ids(read_table(path, LABEL_COLUMNS))[list(LABEL_COLUMNS)].astype(str)
 
 
 def copied_names(data: str | Path) -> list[str]:

@@ -55,7 +55,9 @@ def restore_frame(frame: pd.DataFrame) -> pd.DataFrame:
 def check_reviewer_id(judge: str, where: str, path: str | Path) -> None:
     """A reviewer id that a spreadsheet would run as a formula is refused (it goes into labels.csv)."""
     if judge.startswith(FORMULA_START):
-        raise InputError(f"{where}: the reviewer id {judge[:30]!r} starts like a spreadsheet formula "
-                         f"({judge[:1]!r}).", path=path,
-                         fix="use a reviewer id that starts with a letter or digit (e.g. an email or initials); "
-                             "labels.csv is opened in spreadsheets too.")
+        raise InputError(
+            f"{where}: the reviewer id {judge[:30]!r} starts like a spreadsheet formula ({judge[:1]!r}).",
+            path=path,
+            fix="use a reviewer id that starts with a letter or digit (e.g. an email or initials); "
+            "labels.csv is opened in spreadsheets too.",
+        )

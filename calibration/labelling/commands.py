@@ -1,15 +1,16 @@
 """`role-rubric label-studio` (tasks and a labelling config, to files or a server) and `role-rubric import`.
 
-    role-rubric label-studio data=DIR out=DIR [select=SHEET.csv] [predictions=predictions.csv]
-    role-rubric label-studio data=DIR url=http://localhost:8080 [project=ID]      (token: $LABEL_STUDIO_API_KEY)
-    role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR     (or url= and project=)
-    role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
-    role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
+role-rubric label-studio data=DIR out=DIR [select=SHEET.csv] [predictions=predictions.csv]
+role-rubric label-studio data=DIR url=http://localhost:8080 [project=ID]      (token: $LABEL_STUDIO_API_KEY)
+role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR     (or url= and project=)
+role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
+role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 from pathlib import Path
 
@@ -32,6 +33,8 @@ from rubric.files import atomic_write_text, ensure_out_dir
 from rubric.responses import looks_like_secret
 from rubric.schema import load_rubric
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
 EXPORT_NAME = "label-studio-export.json"
 
 
@@ -47,17 +50,24 @@ def run_label_studio(cfg) -> dict[str, int]:
     config = label_config(rubric)
     with_guess = sum("predictions" in t for t in tasks)
     if not cfg.get("url") and not cfg.get("out"):
-        raise InputError("nowhere to put the tasks.", fix="pass out=FOLDER (files to import by hand) or url=URL "
-                         "(Label Studio's address; the token in $" + str(cfg.token_env) + ").")
+        raise InputError(
+            "nowhere to put the tasks.",
+            fix="pass out=FOLDER (files to import by hand) or url=URL "
+            "(Label Studio's address; the token in $" + str(cfg.token_env) + ").",
+        )
     counts = {"tasks": len(tasks), "tasks_with_pre_annotation": with_guess}
-    print(f"label-studio: {len(tasks)} tasks (one per turn to label; {with_guess} with the calibrated prediction "
-          f"as a pre-annotation), {len(rubric.ids)} questions each")
+    log.info(
+        f"label-studio: {len(tasks)} tasks (one per turn to label; {with_guess} with the calibrated prediction "
+        f"as a pre-annotation), {len(rubric.ids)} questions each"
+    )
     if cfg.get("out"):
         out = ensure_out_dir(cfg.out)
         atomic_write_text(out / "tasks.json", json.dumps(tasks, ensure_ascii=False, indent=1))
         atomic_write_text(out / "label_config.xml", config)
-        print(f"label-studio: wrote {out / 'label_config.xml'} (Settings -> Labeling Interface -> Code) "
-              f"and {out / 'tasks.json'} (Import)")
+        log.info(
+            f"label-studio: wrote {out / 'label_config.xml'} (Settings -> Labeling Interface -> Code) "
+            f"and {out / 'tasks.json'} (Import)"
+        )
     if cfg.get("url"):
         counts.update(_push(cfg, token, tasks, config))
     return counts
@@ -72,13 +82,18 @@ def _push(cfg, token: str, tasks: list[dict], config: str) -> dict[str, int]:
     else:
         project = int(cfg.project)
         _check_same_questions(client.project(project).get("label_config", ""), config, project, cfg.url)
-        there = {(str(t["data"].get("conversation_id")), str(t["data"].get("turn"))) for t in client.tasks(project)
-                 if isinstance(t.get("data"), dict)}
+        there = {
+            (str(t["data"].get("conversation_id")), str(t["data"].get("turn")))
+            for t in client.tasks(project)
+            if isinstance(t.get("data"), dict)
+        }
         fresh = [t for t in tasks if (t["data"]["conversation_id"], str(t["data"]["turn"])) not in there]
         already, made = len(tasks) - len(fresh), "project"
     added = client.add_tasks(project, fresh) if fresh else 0
-    print(f"label-studio: added {added} tasks to {made} {project} ({already} were already there): "
-          f"{str(cfg.url).rstrip('/')}/projects/{project}")
+    log.info(
+        f"label-studio: added {added} tasks to {made} {project} ({already} were already there): "
+        f"{str(cfg.url).rstrip('/')}/projects/{project}"
+    )
     return {"project": project, "tasks_added": added, "tasks_already_there": already}
 
 
@@ -86,22 +101,28 @@ def _check_same_questions(theirs: str, ours: str, project: int, url: str) -> Non
     """An existing project must ask exactly this rubric's questions with these options."""
     if config_questions(theirs) != config_questions(ours):
         asked = ", ".join(config_questions(theirs)) or "none"
-        raise InputError(f"project {project} at {url} asks other questions or options ({asked}) than rubric.yaml.",
-                         fix="leave out project= to make a new project, or pass data= the dataset it was made from.")
+        raise InputError(
+            f"project {project} at {url} asks other questions or options ({asked}) than rubric.yaml.",
+            fix="leave out project= to make a new project, or pass data= the dataset it was made from.",
+        )
 
 
 def _token(cfg) -> str:
     name = str(cfg.token_env)
     if looks_like_secret(name):
-        raise InputError("token_env= is given what looks like the token itself (not shown here); it takes the name "
-                         "of an environment variable.",
-                         fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that "
-                             "variable); the token never goes on the command line.")
+        raise InputError(
+            "token_env= is given what looks like the token itself (not shown here); it takes the name "
+            "of an environment variable.",
+            fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that "
+            "variable); the token never goes on the command line.",
+        )
     token = os.environ.get(name, "").strip()
     if not token:
-        raise InputError(f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",
-                         fix=f"export {name}=<your personal access token (Label Studio: Account & Settings -> "
-                             "Personal Access Token)>; it is read from there only and never written.")
+        raise InputError(
+            f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",
+            fix=f"export {name}=<your personal access token (Label Studio: Account & Settings -> "
+            "Personal Access Token)>; it is read from there only and never written.",
+        )
     return token
 
 
@@ -121,15 +142,22 @@ def run_import(cfg) -> dict[str, int]:
         conversations = dataset_conversations(data) if (data / "conversations.jsonl").exists() else None
         items = _llm_items(data, required=conversations is None)
         whole = items is not None and any(turn == "" for _, turn in items)  # labels per conversation, not per turn
-        labels, counts = sheet_labels(cfg.sheet, rubric, conversations=conversations,
-                                      known=None if conversations is not None else items, whole_conversations=whole)
+        labels, counts = sheet_labels(
+            cfg.sheet,
+            rubric,
+            conversations=conversations,
+            known=None if conversations is not None else items,
+            whole_conversations=whole,
+        )
     else:
         labels, counts = _label_studio_labels(cfg, data, rubric)
     counts.update(write_labelled_dataset(data, cfg.out, labels))
-    print("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
+    log.info("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
     copied = ", ".join(n for n in copied_names(data)) or "nothing"
-    print(f"import: wrote {Path(cfg.out) / 'labels.csv'} ({counts['labels_written']} rows: {counts['labels']} imported,"
-          f" {counts['earlier_labels_kept']} earlier kept) and copied {copied} from {data}")
+    log.info(
+        f"import: wrote {Path(cfg.out) / 'labels.csv'} ({counts['labels_written']} rows: {counts['labels']} imported,"
+        f" {counts['earlier_labels_kept']} earlier kept) and copied {copied} from {data}"
+    )
     return counts
 
 
@@ -139,20 +167,23 @@ def _label_studio_labels(cfg, data: Path, rubric):
     users = None
     if cfg.get("export"):
         if cfg.get("url"):
-            raise InputError("both export= and url= given.", fix="pass export=FILE.json, or url= and project=, not both.")
+            raise InputError(
+                "both export= and url= given.", fix="pass export=FILE.json, or url= and project=, not both."
+            )
         path, tasks = Path(cfg.export), read_export(cfg.export)
     else:
         if not cfg.get("url") or cfg.get("project") is None:
-            raise InputError("source=label-studio needs export=FILE.json, or url= and project=.",
-                             fix="pass export= a JSON export of the project, or url=URL project=ID (token in $"
-                                 f"{cfg.token_env}).")
+            raise InputError(
+                "source=label-studio needs export=FILE.json, or url= and project=.",
+                fix=f"pass export= a JSON export of the project, or url=URL project=ID (token in ${cfg.token_env}).",
+            )
         client = LabelStudio(str(cfg.url), _token(cfg), timeout=float(cfg.timeout))
         where = f"project {cfg.project} at {str(cfg.url).rstrip('/')}"
         tasks, users = check_export(client.export(int(cfg.project)), where), client.users()
         found = label_studio_labels(tasks, rubric, conversations, path=where, users=users, judge_map=judge_map)
         path = ensure_out_dir(cfg.out) / EXPORT_NAME  # only once every answer is checked: nothing half-written
         atomic_write_text(path, json.dumps(_with_emails(tasks, users), ensure_ascii=False, indent=1))
-        print(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
+        log.info(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
         return found
     return label_studio_labels(tasks, rubric, conversations, path=path, users=users, judge_map=judge_map)
 
@@ -171,15 +202,18 @@ def _with_emails(tasks: list[dict], users: dict[int, str]) -> list[dict]:
 def _llm_items(data: Path, *, required: bool = True) -> set[tuple[str, str]] | None:
     """Items of the dataset's llm.csv (a sheet's turns are checked against them when there is no
     conversations.jsonl; their turns say whether labels are per turn); None when there is none to read."""
-    from calibration.data.reading import LLM_COLUMNS, _as_text_ids, _find, _read_table
+    from calibration.data.reading import LLM_COLUMNS, as_text_ids, find_table, read_table
 
-    path = _find(data, "llm", required=False)
+    path = find_table(data, "llm", required=False)
     if path is None and not required:
         return None
     if path is None:
-        raise InputError("the dataset folder has neither conversations.jsonl nor llm.csv to check the sheet's turns "
-                         "against.", path=data, fix="pass data= the dataset the sheet was made from.")
-    frame = _as_text_ids(_read_table(path, LLM_COLUMNS))
+        raise InputError(
+            "the dataset folder has neither conversations.jsonl nor llm.csv to check the sheet's turns against.",
+            path=data,
+            fix="pass data= the dataset the sheet was made from.",
+        )
+    frame = as_text_ids(read_table(path, LLM_COLUMNS))
     return set(zip(frame["conversation_id"], frame["turn"], strict=True))
 
 
@@ -187,5 +221,6 @@ def _need(cfg, source: str, *keys: str) -> None:
     for key in keys:
         if cfg.get(key) in (None, "", "???"):
             other = " (labels from reviewers: source=label-studio or source=sheet)" if source == "llm-rubric" else ""
-            raise InputError(f"source={source} needs {key}=.",
-                             fix=f"pass {key}=PATH{other}; see `role-rubric import --help`.")
+            raise InputError(
+                f"source={source} needs {key}=.", fix=f"pass {key}=PATH{other}; see `role-rubric import --help`."
+            )

@@ -35,9 +35,11 @@ def dialogue_html(messages: list[dict[str, str]]) -> str:
     parts = []
     if folded:
         inner = "".join(_message(m["role"], m["content"], STYLE[m["role"]]) for p in folded for m in p)
-        parts.append(f'<details class="rr-earlier"><summary style="cursor:pointer;color:#555;">'
-                     f"{len(folded)} earlier exchange{'s' if len(folded) > 1 else ''} (click to show)</summary>"
-                     f"{inner}</details>")
+        parts.append(
+            f'<details class="rr-earlier"><summary style="cursor:pointer;color:#555;">'
+            f"{len(folded)} earlier exchange{'s' if len(folded) > 1 else ''} (click to show)</summary>"
+            f"{inner}</details>"
+        )
     parts += [_message(m["role"], m["content"], STYLE[m["role"]]) for p in shown for m in p]
     parts.append(
         f'<div class="rr-review" style="{STYLE["review"]}">'

@@ -14,22 +14,30 @@ from typing import Any
 
 from rubric.errors import InputError
 
-FIX = "export the project again as JSON (Export -> JSON in Label Studio, or import with url= and project=); " \
-      "an export edited by hand must keep Label Studio's shapes."
+FIX = (
+    "export the project again as JSON (Export -> JSON in Label Studio, or import with url= and project=); "
+    "an export edited by hand must keep Label Studio's shapes."
+)
 
 
 def check_export(tasks: Any, path: str | Path) -> list[dict[str, Any]]:
     """`tasks` if it has the shapes role-rubric reads, else InputError naming the first wrong value."""
     if not isinstance(tasks, list) or not all(isinstance(t, dict) for t in tasks):
-        raise InputError("not a Label Studio JSON export (a list of tasks).", path=path,
-                         fix="in Label Studio choose Export -> JSON and pass that file.")
+        raise InputError(
+            "not a Label Studio JSON export (a list of tasks).",
+            path=path,
+            fix="in Label Studio choose Export -> JSON and pass that file.",
+        )
     for i, task in enumerate(tasks):
         where = _task_name(task, i)
         if not isinstance(task.get("data"), dict) or not isinstance(task.get("annotations", []), list):
             hint = " (this looks like JSON_MIN)" if "annotator" in task or "annotation_id" in task else ""
             what = "no data" if not isinstance(task.get("data"), dict) else "annotations that are not a list"
-            raise InputError(f"{where} has {what}{hint}; not a Label Studio JSON export.", path=path,
-                             fix="in Label Studio choose Export -> JSON (the full format, not JSON_MIN).")
+            raise InputError(
+                f"{where} has {what}{hint}; not a Label Studio JSON export.",
+                path=path,
+                fix="in Label Studio choose Export -> JSON (the full format, not JSON_MIN).",
+            )
         _need(task.get("drafts"), (list, type(None)), f"{where}: drafts", "a list", path)
         cid = task["data"].get("conversation_id")
         if isinstance(cid, bool) or not isinstance(cid, (str, int, type(None))):
@@ -48,14 +56,18 @@ def _annotation(ann: Any, where: str, path: str | Path) -> None:
     _need(ann.get("was_cancelled"), (bool, type(None)), f"{where}: was_cancelled", "true or false", path)
     for stamp in ("updated_at", "created_at"):
         _need(ann.get(stamp), (str, type(None)), f"{where}: {stamp}", "a date text", path)
-    _need(ann.get("completed_by"), (int, dict, type(None)), f"{where}: completed_by", "a user id or object",
-          path)
+    _need(ann.get("completed_by"), (int, dict, type(None)), f"{where}: completed_by", "a user id or object", path)
     _need(ann.get("result", []), (list, type(None)), f"{where}: result", "a list", path)
     for result in ann.get("result") or []:
         _need(result, dict, f"{where}: a result", "an object", path)
         _need(result.get("from_name"), (str, type(None)), f"{where}: a result's from_name", "a text", path)
-        _need(result.get("value", {}), (dict, type(None)), f"{where}: the value of {result.get('from_name')!r}",
-              "an object", path)
+        _need(
+            result.get("value", {}),
+            (dict, type(None)),
+            f"{where}: the value of {result.get('from_name')!r}",
+            "an object",
+            path,
+        )
         choices = (result.get("value") or {}).get("choices")
         _need(choices, (list, type(None)), f"{where}: the choices of {result.get('from_name')!r}", "a list", path)
 

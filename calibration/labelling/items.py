@@ -121,8 +121,11 @@ def read_csv(path: Path) -> pd.DataFrame:
     except pd.errors.EmptyDataError:
         raise InputError("the file is empty.", path=path, fix="pass a CSV with a header row.") from None
     except pd.errors.ParserError as exc:
-        raise InputError(f"cannot be read as CSV ({str(exc).splitlines()[0]}).", path=path,
-                         fix="save the sheet as CSV (comma-separated, UTF-8).") from None
+        raise InputError(
+            f"cannot be read as CSV ({str(exc).splitlines()[0]}).",
+            path=path,
+            fix="save the sheet as CSV (comma-separated, UTF-8).",
+        ) from None
     return restore_frame(frame)  # the quotes that kept formula-like cells inert (cells.py), removed
 
 
@@ -144,7 +147,7 @@ def _sampled(frame: pd.DataFrame, path: Path) -> pd.Series:
 
 
 def turn_text(raw: str) -> str:
-    """"3", "3.0" (a spreadsheet's rewrite) -> "3"; "" stays "" (a whole conversation)."""
+    """ "3", "3.0" (a spreadsheet's rewrite) -> "3"; "" stays "" (a whole conversation)."""
     raw = raw.strip()
     if raw.endswith(".0") and raw[:-2].isdigit():
         return raw[:-2]

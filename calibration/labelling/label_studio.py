@@ -8,69 +8,98 @@ The conversation and the questions sit side by side, so on a 1440x900 screen the
 are visible without scrolling. The config asks each rubric question with a single-choice `Choices` tag
 named by the question id; each option is a `Choice` whose caption is "value: label", whose `alias` (what
 Label Studio stores in the result) is the option value, so an answer reads back as the value labels.csv
-holds, and whose hotkey is that value when it is 1-9.
+holds, and whose hotkey is its own (option_hotkeys: Label Studio fires a key in every question that declares it).
 
-Reading an export (a list of tasks with their `annotations`, Label Studio's JSON export format):
-- an annotation marked `was_cancelled` (the reviewer pressed Skip) is skipped and counted;
-- a reviewer's latest annotation of a task (by updated_at, then id) replaces their earlier ones;
-- a question the reviewer left out stays missing (no row, never a sentinel);
-- an answer that is not an option of its question, a question the rubric lacks, and a task whose
-  conversation no longer reads as it did when it was exported, each stop the import with one line.
+Reading an export back is calibration/labelling/label_studio_export.py (re-exported here).
 """
 
 from __future__ import annotations
 
-import json
-from collections import Counter
 from pathlib import Path
 from typing import Any
 from xml.sax.saxutils import quoteattr
 
 import pandas as pd
 
-from calibration.labelling.answers import option_key, options_text
-from calibration.labelling.cells import check_reviewer_id
 from calibration.labelling.dialogue_html import dialogue_html
-from calibration.labelling.export_shape import check_export
-from calibration.labelling.items import Item, check_item, conversation_messages, read_csv
+from calibration.labelling.items import Item, conversation_messages
+from calibration.labelling.label_studio_export import (
+    label_studio_labels as label_studio_labels,  # re-exported
+)
+from calibration.labelling.label_studio_export import read_export as read_export  # re-exported
+from calibration.labelling.label_studio_export import read_judge_map as read_judge_map  # re-exported
 from rubric.conversations import Conversation
-from rubric.errors import InputError, read_text_file
-from rubric.ids import clean_id, clean_id_columns
+from rubric.errors import InputError
 from rubric.schema import Rubric
 
 DIALOGUE = "dialogue"  # the object tag the questions point at
 ROLE = "chatbot_role"
-TASK_FIELDS = ("conversation_id", "turn", "chatbot_role", "messages")
 RESERVED = {DIALOGUE, ROLE}
-HOTKEYS = {str(n) for n in range(1, 10)}  # an option whose value is 1-9 is chosen with that key
+# Label Studio 1.23.2 binds every Choice's hotkey to the whole page: a key declared in five questions picks
+# that option in all five at once (tests/labelling/test_label_studio_page.py presses them). So each question
+# has its own keys, laid out so they read at a glance: question k takes the k-th keyboard row and option j the
+# j-th key of it, so an option's keys share a column (1 q a z for the first option); questions 5-8 repeat the
+# rows with shift. `u` is Label Studio's own key (unselect region); later questions get Label Studio's keys.
+KEY_ROWS = ("1234567890", "qwertyuiop", "asdfghjkl", "zxcvbnm")
+KEY_MODIFIERS = ("", "shift+")
+TAKEN_KEYS = {"u"}
+
+# Label Studio's own classes, made compact so five questions of four options fit beside the conversation.
+STYLE = """
+  .rr-dialogue h4, .rr-questions h4 { font-size: 14px; line-height: 1.3; margin: 8px 0 2px 0 !important; }
+  .rr-questions .lsf-choices { margin: 0 !important; }
+  .rr-questions .lsf-choice__item, .rr-questions .ant-radio-wrapper { font-size: 13px; line-height: 1.35;
+    padding: 0 !important; margin: 0 !important; }
+  .rr-questions sup { line-height: 0; font-size: 10px; color: #6c757d; }
+  .rr-role { max-height: 112px; overflow: auto; border-left: 3px solid #ced4da; padding-left: 8px; }
+  .rr-role * { font-size: 13px !important; line-height: 1.4 !important; }
+"""
+
+
+def option_hotkeys(rubric: Rubric) -> dict[str, list[str | None]]:
+    """question id -> each option's hotkey (None where the question or option is past the keys above)."""
+    keys: dict[str, list[str | None]] = {}
+    for k, q in enumerate(rubric.questions):
+        row, tier = KEY_ROWS[k % len(KEY_ROWS)], k // len(KEY_ROWS)
+        keys[q.id] = [
+            KEY_MODIFIERS[tier] + row[j]
+            if tier < len(KEY_MODIFIERS) and j < len(row) and row[j] not in TAKEN_KEYS
+            else None
+            for j in range(len(q.options))
+        ]
+    return keys
 
 
 def label_config(rubric: Rubric) -> str:
     """The labelling interface: the conversation (earlier turns folded, the reply under review highlighted)
-    beside the questions, one single-choice block per question, each option's hotkey its value (1-9)."""
+    beside the questions, one single-choice block per question, each option with its own hotkey."""
     clash = sorted(set(rubric.ids) & RESERVED)
     if clash:
-        raise InputError(f"the rubric has a question named {clash[0]!r}, a name the labelling interface uses.",
-                         path=rubric.source, fix="rename that question in rubric.yaml (and in labels.csv and llm.csv).")
+        raise InputError(
+            f"the rubric has a question named {clash[0]!r}, a name the labelling interface uses.",
+            path=rubric.source,
+            fix="rename that question in rubric.yaml (and in labels.csv and llm.csv).",
+        )
+    hotkeys = option_hotkeys(rubric)
     lines = [
         '<View style="display: flex; gap: 24px; align-items: flex-start;">',
-        '  <View style="flex: 3; min-width: 0;">',
+        f"  <Style>{STYLE}  </Style>",
+        '  <View className="rr-dialogue" style="flex: 4; min-width: 0;">',
         '    <Header value="The role the chatbot was given" size="6"/>',
-        '    <View style="max-height: 110px; overflow: auto; font-size: 13px; border-left: 3px solid #ced4da; '
-        'padding-left: 8px;">',
+        '    <View className="rr-role">',
         f'      <Text name="{ROLE}" value="${ROLE}"/>',
         "    </View>",
-        '    <Header value="Judge the highlighted reply; earlier turns are context" size="6"/>',
+        '    <Header value="The conversation: judge the highlighted reply" size="6"/>',
         f'    <HyperText name="{DIALOGUE}" value="${DIALOGUE}" inline="true"/>',
         "  </View>",
-        '  <View style="flex: 2; min-width: 320px; position: sticky; top: 0;">',
+        '  <View className="rr-questions" style="flex: 6; min-width: 320px;">',
     ]
     for q in rubric.questions:
-        lines.append(f"    <Header value={quoteattr(q.text)} size=\"6\"/>")
-        lines.append(f'    <Choices name={quoteattr(q.id)} toName="{DIALOGUE}" choice="single-radio" showInline="true">')
-        for o in q.options:
-            key = f" hotkey={quoteattr(o.key)}" if o.key in HOTKEYS else ""
-            lines.append(f"      <Choice value={quoteattr(f'{o.key}: {o.label}')} alias={quoteattr(o.key)}{key}/>")
+        lines.append(f'    <Header value={quoteattr(q.text)} size="6"/>')
+        lines.append(f'    <Choices name={quoteattr(q.id)} toName="{DIALOGUE}" choice="single-radio">')
+        for o, key in zip(q.options, hotkeys[q.id], strict=True):
+            attr = f" hotkey={quoteattr(key)}" if key else ""
+            lines.append(f"      <Choice value={quoteattr(f'{o.key}: {o.label}')} alias={quoteattr(o.key)}{attr}/>")
         lines.append("    </Choices>")
     lines += ["  </View>", "</View>"]
     return "\n".join(lines) + "\n"
@@ -84,8 +113,10 @@ def config_questions(config: str) -> dict[str, list[str]]:
         root = ET.fromstring(config)
     except ET.ParseError:
         return {}
-    return {c.get("name", ""): [o.get("alias") or o.get("value", "") for o in c.iter("Choice")]
-            for c in root.iter("Choices")}
+    return {
+        c.get("name", ""): [o.get("alias") or o.get("value", "") for o in c.iter("Choice")]
+        for c in root.iter("Choices")
+    }
 
 
 def make_tasks(
@@ -101,17 +132,26 @@ def make_tasks(
     for cid, turn in items:
         conv = conversations[cid]
         messages = conversation_messages(conv, turn)
-        data = {"conversation_id": cid, "turn": int(turn) if turn != "" else "", "chatbot_role": conv.chatbot_role,
-                "messages": messages, DIALOGUE: dialogue_html(messages)}
+        data = {
+            "conversation_id": cid,
+            "turn": int(turn) if turn != "" else "",
+            "chatbot_role": conv.chatbot_role,
+            "messages": messages,
+            DIALOGUE: dialogue_html(messages),
+        }
         task: dict[str, Any] = {"data": data}
         guess = (predictions or {}).get((cid, turn))
         if guess:
-            task["predictions"] = [{
-                "model_version": model_version,
-                "score": round(sum(p for _, p in guess.values()) / len(guess), 6),
-                "result": [{"from_name": qid, "to_name": DIALOGUE, "type": "choices", "value": {"choices": [key]}}
-                           for qid, (key, _) in guess.items()],
-            }]
+            task["predictions"] = [
+                {
+                    "model_version": model_version,
+                    "score": round(sum(p for _, p in guess.values()) / len(guess), 6),
+                    "result": [
+                        {"from_name": qid, "to_name": DIALOGUE, "type": "choices", "value": {"choices": [key]}}
+                        for qid, (key, _) in guess.items()
+                    ],
+                }
+            ]
         tasks.append(task)
     return tasks
 
@@ -121,210 +161,37 @@ def read_predictions(path: str | Path, rubric: Rubric) -> dict[Item, dict[str, t
     predictions.csv written by `role-rubric predict`."""
     path = Path(path)
     if not path.exists():
-        raise InputError("file not found.", path=path, fix="run `role-rubric predict ... judges=population out=FILE` first.")
-    frame = pd.read_csv(path, dtype={"conversation_id": str, "turn": str, "judge_id": str, "question_id": str},
-                        keep_default_na=False)
+        raise InputError(
+            "file not found.", path=path, fix="run `role-rubric predict ... judges=population out=FILE` first."
+        )
+    frame = pd.read_csv(
+        path, dtype={"conversation_id": str, "turn": str, "judge_id": str, "question_id": str}, keep_default_na=False
+    )
     need = ["conversation_id", "turn", "judge_id", "question_id"]
     if any(c not in frame.columns for c in need):
-        raise InputError("not a predictions.csv (no conversation_id, turn, judge_id, question_id columns).",
-                         path=path, fix="pass predictions= a file written by `role-rubric predict`.")
+        raise InputError(
+            "not a predictions.csv (no conversation_id, turn, judge_id, question_id columns).",
+            path=path,
+            fix="pass predictions= a file written by `role-rubric predict`.",
+        )
     population = frame[frame["judge_id"] == ""]
     if population.empty:
-        raise InputError("has no population rows (empty judge_id).", path=path,
-                         fix="write it with `role-rubric predict ... judges=population`.")
+        raise InputError(
+            "has no population rows (empty judge_id).",
+            path=path,
+            fix="write it with `role-rubric predict ... judges=population`.",
+        )
     out: dict[Item, dict[str, tuple[str, float]]] = {}
     for _, row in population.iterrows():
         qid = row["question_id"]
         if qid not in rubric.ids:
-            raise InputError(f"question {qid!r} is not in rubric.yaml.", path=path,
-                             fix="pass the predictions of a model trained with this dataset's rubric.")
+            raise InputError(
+                f"question {qid!r} is not in rubric.yaml.",
+                path=path,
+                fix="pass the predictions of a model trained with this dataset's rubric.",
+            )
         probs = {o.key: float(row.get(f"p_{o.key}", "nan") or "nan") for o in rubric.question(qid).options}
         key = max(probs, key=lambda k: probs[k] if probs[k] == probs[k] else -1.0)
         turn = row["turn"][:-2] if row["turn"].endswith(".0") else row["turn"]
         out.setdefault((row["conversation_id"], turn), {})[qid] = (key, probs[key])
-    return out
-
-
-def read_export(path: str | Path) -> list[dict[str, Any]]:
-    """A Label Studio JSON export (a list of tasks, each with data and annotations), or one clear error."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found.", path=path, fix="export the project as JSON in Label Studio and pass that file.")
-    try:
-        tasks = json.loads(read_text_file(path))
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not JSON ({exc.msg}, line {exc.lineno}); not a Label Studio JSON export.", path=path,
-                         fix="in Label Studio choose Export -> JSON (not CSV or TSV) and pass that file.") from None
-    return check_export(tasks, path)  # the same checks as an export pulled with url= (export_shape.py)
-
-
-def label_studio_labels(
-    tasks: list[dict[str, Any]],
-    rubric: Rubric,
-    conversations: dict[str, Conversation],
-    *,
-    path: str | Path,
-    users: dict[int, str] | None = None,
-    judge_map: dict[str, str] | None = None,
-) -> tuple[pd.DataFrame, dict[str, int]]:
-    """labels.csv rows (one per task, annotator and answered question) and counts of what was skipped."""
-    counts: Counter[str] = Counter()
-    rows: list[tuple[str, str, str, str, str]] = []
-    bad: list[tuple[Any, str]] = []  # (task id, what is wrong)
-    answered_in: dict[Item, Any] = {}  # item -> the task whose answers it has
-    for task in tasks:
-        item = _task_item(task, path)
-        counts["tasks"] += 1
-        counts["drafts_not_submitted"] += len(task.get("drafts") or [])
-        latest = _latest_per_annotator(task, counts, users, judge_map, path)
-        if latest:  # a turn nobody answered may have changed since: nothing of it is imported
-            _check_same_text(task, item, conversations, path)
-            _check_one_task_per_turn(task, item, answered_in, path)
-        for judge, ann in latest.items():
-            counts["annotations"] += 1
-            answered = _answers(ann, item, judge, task, rubric, rows, bad, counts, path)
-            counts["questions_left_unanswered"] += len(rubric.ids) - answered
-    if bad:
-        others = list(dict.fromkeys(str(t) for t, _ in bad[1:]))[:10]
-        more = f"; {len(bad) - 1} more, in tasks {', '.join(others)}" if len(bad) > 1 else ""
-        raise InputError(f"{len(bad)} answer(s) not an option of the rubric: task {bad[0][0]} {bad[0][1]}{more}.",
-                         path=path,
-                         fix="correct them in Label Studio (or change rubric.yaml to match) and export again.")
-    if not rows:
-        raise InputError(f"no answers to import ({counts['tasks']} tasks, {counts['cancelled_skipped']} cancelled "
-                         "annotations).", path=path, fix="submit annotations in Label Studio, then export again.")
-    labels = clean_id_columns(pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "question_id", "answer"]))
-    counts["labels"] = len(labels)
-    counts["annotators"] = labels["judge_id"].nunique()
-    return labels, dict(counts)
-
-
-def _task_item(task: dict[str, Any], path: str | Path) -> Item:
-    """The (conversation_id, turn) of a task made by `role-rubric label-studio`."""
-    data, tid = task["data"], task.get("id", "?")
-    missing = [f for f in TASK_FIELDS if f not in data]
-    if missing:
-        raise InputError(f"task {tid} has no {', '.join(missing)} in its data; it was not made by "
-                         "`role-rubric label-studio`.", path=path,
-                         fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
-    turn = str(data["turn"] if data["turn"] is not None else "").strip()
-    if not (turn == "" or turn.isdigit()):
-        raise InputError(f"task {tid} has the turn {data['turn']!r}, not a turn number.", path=path,
-                         fix="export the project whose tasks role-rubric made (role-rubric label-studio ...).")
-    return (clean_id(data["conversation_id"]), turn)  # one rule for ids (rubric/ids.py)
-
-
-def _check_one_task_per_turn(task: dict[str, Any], item: Item, answered_in: dict[Item, Any], path) -> None:
-    """Two answered tasks for one turn (tasks imported twice): whose answer counts cannot be told."""
-    tid = task.get("id", "?")
-    if item in answered_in:
-        raise InputError(
-            f"tasks {answered_in[item]} and {tid} are both conversation {item[0]!r} turn {item[1] or 'all'}, and both "
-            "have answers: the project holds this turn twice.", path=path,
-            fix="delete one of the two tasks in Label Studio (after moving its answers to the other), then import "
-                "again; `role-rubric label-studio project=ID` adds only the turns a project lacks.")
-    answered_in[item] = tid
-
-
-def _check_same_text(task: dict[str, Any], item: Item, conversations: dict[str, Conversation], path) -> None:
-    """The task shows the dataset's conversation as it is now: otherwise its labels judge other text."""
-    data, tid = task["data"], task.get("id", "?")
-    check_item(item, conversations, where=f"task {tid}", path=path)
-    conv = conversations[item[0]]
-    expected = conversation_messages(conv, item[1])
-    if data["messages"] != expected or data["chatbot_role"] != conv.chatbot_role:
-        shown = data["messages"] if isinstance(data["messages"], list) else []
-        differs = next((i for i, (a, b) in enumerate(zip(shown, expected, strict=False)) if a != b), min(len(shown), len(expected)))
-        what = "the role" if data["chatbot_role"] != conv.chatbot_role else f"message {differs}"
-        raise InputError(
-            f"task {tid} (conversation {item[0]!r}, turn {item[1] or 'all'}) no longer matches conversations.jsonl "
-            f"({what} differs): the reviewers judged other text.", path=path,
-            fix="pass data= the dataset the tasks were made from, or export the changed turns again and relabel them.")
-
-
-def _annotator(ann: dict[str, Any], users: dict[int, str] | None, judge_map: dict[str, str] | None,
-               tid: Any, path: str | Path) -> str:
-    """judge_id of an annotation: the annotator's email (renamed by judge_map), or a mapped user id."""
-    who = ann.get("completed_by")
-    if isinstance(who, dict):
-        uid, email = who.get("id"), who.get("email")
-    else:
-        uid, email = who, None
-    if email is None and users is not None and isinstance(uid, int):
-        email = users.get(uid)
-    judge_map = judge_map or {}
-    where = f"task {tid}, annotation {ann.get('id', '?')}"
-    for key in (email, None if uid is None else str(uid)):
-        if key is not None and key in judge_map:
-            check_reviewer_id(judge_map[key], where, path)
-            return judge_map[key]
-    if email:
-        check_reviewer_id(str(email), where, path)
-        return str(email)
-    raise InputError(
-        f"task {tid}, annotation {ann.get('id', '?')}: the export names its annotator by user id {uid!r} only.",
-        path=path,
-        fix="import with url= and project= (the server tells the emails), or pass judge_map= a CSV "
-            "with columns annotator,judge_id that names each user id.")
-
-
-def _latest_per_annotator(task, counts, users, judge_map, path) -> dict[str, dict[str, Any]]:
-    latest: dict[str, dict[str, Any]] = {}
-    for ann in task.get("annotations") or []:
-        if ann.get("was_cancelled"):
-            counts["cancelled_skipped"] += 1
-            continue
-        judge = _annotator(ann, users, judge_map, task.get("id", "?"), path)
-        if judge in latest:
-            counts["superseded_by_a_later_annotation"] += 1
-            if _when(ann) < _when(latest[judge]):
-                continue
-        latest[judge] = ann
-    return latest
-
-
-def _when(ann: dict[str, Any]) -> tuple[str, int]:
-    return (str(ann.get("updated_at") or ann.get("created_at") or ""), int(ann.get("id") or 0))
-
-
-def _answers(ann, item, judge, task, rubric, rows, bad, counts, path) -> int:
-    """Append the annotation's valid answers to rows (bad ones to `bad`); returns how many questions it answered."""
-    tid, answered = task.get("id", "?"), set()
-    for result in ann.get("result") or []:
-        name, kind = result.get("from_name"), result.get("type")
-        if name not in rubric.ids:
-            if kind == "choices":
-                raise InputError(
-                    f"task {tid}: question {name!r} is not in rubric.yaml (its questions: {', '.join(rubric.ids)}); "
-                    "the project asks another rubric.", path=path,
-                    fix="pass data= the dataset whose rubric.yaml made this project.")
-            counts["other_fields_ignored"] += 1
-            continue
-        question = rubric.question(name)
-        choices = (result.get("value") or {}).get("choices")
-        key = option_key(question, choices[0]) if isinstance(choices, list) and len(choices) == 1 else None
-        if key is None or name in answered:
-            bad.append((tid, f"({judge}): question {name!r} answered {choices!r}, not one of {options_text(question)}"))
-            continue
-        answered.add(name)
-        rows.append((item[0], item[1], judge, name, key))
-    return len(answered)
-
-
-def read_judge_map(path: str | Path) -> dict[str, str]:
-    """annotator (email or Label Studio user id) -> judge_id, from a CSV with columns annotator,judge_id."""
-    path = Path(path)
-    if not path.exists():
-        raise InputError("file not found.", path=path, fix="pass judge_map= a CSV with columns annotator,judge_id.")
-    frame = read_csv(path)  # a folder, not UTF-8, empty or not CSV: one line naming the file
-    if not {"annotator", "judge_id"} <= set(frame.columns):
-        raise InputError("needs the columns annotator,judge_id.", path=path,
-                         fix="write one row per reviewer: their Label Studio email (or user id), the judge_id to use.")
-    out: dict[str, str] = {}
-    for i, (who, judge) in enumerate(zip(frame["annotator"].str.strip(), frame["judge_id"].str.strip(), strict=True)):
-        if not who or not judge:
-            raise InputError("an empty annotator or judge_id.", path=path, row=i + 1, fix="fill in both columns.")
-        if who in out and out[who] != judge:
-            raise InputError(f"annotator {who!r} is mapped twice.", path=path, row=i + 1, fix="keep one row per annotator.")
-        out[who] = judge
     return out

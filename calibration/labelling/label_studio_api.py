@@ -36,13 +36,18 @@ class LabelStudio:
 
     # -- what role-rubric uses ------------------------------------------------------------------------------
     def project(self, project: int) -> dict[str, Any]:
-        return self._shaped(self._call("GET", f"/api/projects/{int(project)}", what=f"project {project}"), dict,
-                            f"project {project}")
+        return self._shaped(
+            self._call("GET", f"/api/projects/{int(project)}", what=f"project {project}"), dict, f"project {project}"
+        )
 
     def create_project(self, title: str, label_config: str, *, annotations_per_task: int = 1) -> int:
         # show_skip_button: Skip in the labelling view as well as the stream (a reply a reviewer cannot judge)
-        body = {"title": title, "label_config": label_config, "maximum_annotations": int(annotations_per_task),
-                "show_skip_button": True}
+        body = {
+            "title": title,
+            "label_config": label_config,
+            "maximum_annotations": int(annotations_per_task),
+            "show_skip_button": True,
+        }
         reply = self._shaped(self._call("POST", "/api/projects", body, what="a new project"), dict, "a new project")
         if isinstance(reply.get("id"), bool) or not isinstance(reply.get("id"), int):
             self._shaped(None, dict, "a new project (its id)")
@@ -52,8 +57,12 @@ class LabelStudio:
         """Import tasks in batches; returns how many the server took."""
         added = 0
         for start in range(0, len(tasks), PAGE):
-            reply = self._call("POST", f"/api/projects/{int(project)}/import", tasks[start : start + PAGE],
-                               what=f"tasks of project {project}")
+            reply = self._call(
+                "POST",
+                f"/api/projects/{int(project)}/import",
+                tasks[start : start + PAGE],
+                what=f"tasks of project {project}",
+            )
             count = self._shaped(reply, dict, f"tasks of project {project}").get("task_count", 0)
             added += count if isinstance(count, int) else 0
         return added
@@ -63,8 +72,11 @@ class LabelStudio:
         found: list[dict[str, Any]] = []
         page = 1
         while True:
-            reply = self._call("GET", f"/api/tasks?project={int(project)}&page_size={PAGE}&page={page}",
-                               what=f"tasks of project {project}")
+            reply = self._call(
+                "GET",
+                f"/api/tasks?project={int(project)}&page_size={PAGE}&page={page}",
+                what=f"tasks of project {project}",
+            )
             reply = self._shaped(reply, dict, f"tasks of project {project}")
             page_tasks = self._shaped(reply.get("tasks", []), list, f"tasks of project {project}")
             found += [t for t in page_tasks if isinstance(t, dict)]
@@ -77,23 +89,31 @@ class LabelStudio:
         """The project's JSON export (every task with annotations)."""
         reply = self._call("GET", f"/api/projects/{int(project)}/export?exportType=JSON", what=f"project {project}")
         if not isinstance(reply, list):
-            raise InputError(f"Label Studio at {self.url} sent no task list for project {project}.",
-                             fix="check the url= and project= (is it a Label Studio server?).")
+            raise InputError(
+                f"Label Studio at {self.url} sent no task list for project {project}.",
+                fix="check the url= and project= (is it a Label Studio server?).",
+            )
         return reply
 
     def users(self) -> dict[int, str]:
         """user id -> email, for annotations that name their annotator by id."""
         reply = self._call("GET", "/api/users/", what="users")
         users = reply.get("results", reply) if isinstance(reply, dict) else reply  # a page, or the plain list
-        return {u["id"]: str(u.get("email") or "") for u in self._shaped(users, list, "users")
-                if isinstance(u, dict) and isinstance(u.get("id"), int)}
+        return {
+            u["id"]: str(u.get("email") or "")
+            for u in self._shaped(users, list, "users")
+            if isinstance(u, dict) and isinstance(u.get("id"), int)
+        }
 
     # -- plumbing -------------------------------------------------------------------------------------------
     def _shaped(self, reply: Any, kind: type, what: str) -> Any:
         """`reply` if it is a JSON `kind` (object or list), else one line: not what Label Studio sends."""
         if not isinstance(reply, kind):
-            raise InputError(f"Label Studio at {self.url} sent no {'list' if kind is list else 'object'} for {what}; "
-                             "is it a Label Studio server?", fix="check url= (and project=).")
+            raise InputError(
+                f"Label Studio at {self.url} sent no {'list' if kind is list else 'object'} for {what}; "
+                "is it a Label Studio server?",
+                fix="check url= (and project=).",
+            )
         return reply
 
     def _authorization(self, token: str) -> str:
@@ -104,15 +124,18 @@ class LabelStudio:
         reply = self._call("POST", "/api/token/refresh", {"refresh": token}, what="an access token", auth="")
         access = reply.get("access") if isinstance(reply, dict) else None
         if not isinstance(access, str) or not access:
-            raise InputError(f"Label Studio at {self.url} sent no access token for the personal access token.",
-                             fix="check url= (a Label Studio server of version 1.13 or later) and the token.")
+            raise InputError(
+                f"Label Studio at {self.url} sent no access token for the personal access token.",
+                fix="check url= (a Label Studio server of version 1.13 or later) and the token.",
+            )
         self._secrets.append(access)
         return f"Bearer {access}"
 
-    def _call(self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None,
-              renew: bool = True) -> Any:
+    def _call(
+        self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None, renew: bool = True
+    ) -> Any:
         headers = {"Accept": "application/json"}
-        if (auth if auth is not None else self._auth):
+        if auth if auth is not None else self._auth:
             headers["Authorization"] = auth if auth is not None else self._auth
         data = None
         if body is not None:
@@ -129,13 +152,17 @@ class LabelStudio:
             raise self._refused(exc, what) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
-            raise InputError(f"cannot reach Label Studio at {self.url} ({self._mask(str(reason))}).",
-                             fix="start Label Studio or correct url= (e.g. http://localhost:8080).") from None
+            raise InputError(
+                f"cannot reach Label Studio at {self.url} ({self._mask(str(reason))}).",
+                fix="start Label Studio or correct url= (e.g. http://localhost:8080).",
+            ) from None
         try:
             return json.loads(text) if text else {}
         except json.JSONDecodeError:
-            raise InputError(f"{self.url}{path.split('?')[0]} did not answer JSON; is it Label Studio?",
-                             fix="set url= to the address Label Studio runs at (e.g. http://localhost:8080).") from None
+            raise InputError(
+                f"{self.url}{path.split('?')[0]} did not answer JSON; is it Label Studio?",
+                fix="set url= to the address Label Studio runs at (e.g. http://localhost:8080).",
+            ) from None
 
     def _refused(self, exc: urllib.error.HTTPError, what: str) -> InputError:
         detail = ""
@@ -146,14 +173,20 @@ class LabelStudio:
             pass
         detail = f": {self._mask(detail)}" if detail else ""
         if exc.code in (401, 403):
-            return InputError(f"Label Studio at {self.url} refused the API token for {what} (HTTP {exc.code}){detail}.",
-                              fix="put your personal access token (Label Studio: Account & Settings -> Personal "
-                                  "Access Token) in the environment variable named by token_env=.")
+            return InputError(
+                f"Label Studio at {self.url} refused the API token for {what} (HTTP {exc.code}){detail}.",
+                fix="put your personal access token (Label Studio: Account & Settings -> Personal "
+                "Access Token) in the environment variable named by token_env=.",
+            )
         if exc.code == 404:
-            return InputError(f"Label Studio at {self.url} has no {what} (HTTP 404).",
-                              fix="check project= (the number in the project's address) and url=.")
-        return InputError(f"Label Studio at {self.url} refused {what} (HTTP {exc.code}){detail}.",
-                          fix="check the server's log; the request is as its API documents.")
+            return InputError(
+                f"Label Studio at {self.url} has no {what} (HTTP 404).",
+                fix="check project= (the number in the project's address) and url=.",
+            )
+        return InputError(
+            f"Label Studio at {self.url} refused {what} (HTTP {exc.code}){detail}.",
+            fix="check the server's log; the request is as its API documents.",
+        )
 
     def _mask(self, text: str) -> str:
         """`text` without the token, the access token made from it, or anything shaped like a token."""

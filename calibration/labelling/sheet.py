@@ -60,16 +60,18 @@ def sheet_frame(
             row = {"rank": rank, "conversation_id": cid, "turn": turn, "judge_id": judge_id}
             if scores is not None:
                 row["score"] = float(scores[rank - 1])
-            row.update({
-                "question_id": q.id,
-                "question": q.text,
-                "options": " | ".join(f"{o.key}: {o.label}" for o in q.options),
-                "chatbot_role": role,
-                "earlier_turns": earlier,
-                "user": user,
-                "assistant": assistant,
-                "answer": "",
-            })
+            row.update(
+                {
+                    "question_id": q.id,
+                    "question": q.text,
+                    "options": " | ".join(f"{o.key}: {o.label}" for o in q.options),
+                    "chatbot_role": role,
+                    "earlier_turns": earlier,
+                    "user": user,
+                    "assistant": assistant,
+                    "answer": "",
+                }
+            )
             rows.append(row)
     return neutralise_frame(pd.DataFrame(rows))  # the chatbot's users wrote some of this: no formulas
 
@@ -91,8 +93,11 @@ def sheet_labels(
     frame = read_csv(path)
     missing = [c for c in NEEDED if c not in frame.columns]
     if missing:
-        raise InputError(f"missing column(s) {', '.join(missing)}; is this a labelling sheet?", path=path,
-                         fix="pass sheet= the CSV written by `role-rubric suggest`, filled in.")
+        raise InputError(
+            f"missing column(s) {', '.join(missing)}; is this a labelling sheet?",
+            path=path,
+            fix="pass sheet= the CSV written by `role-rubric suggest`, filled in.",
+        )
     filled = frame["answer"].str.strip() != ""
     counts = Counter(sheet_rows=len(frame), rows_without_answer_skipped=int((~filled).sum()))
     rows: dict[tuple[str, str, str, str], tuple[str, int]] = {}
@@ -102,15 +107,21 @@ def sheet_labels(
         if key in rows:
             earlier, first = rows[key]
             if earlier != answer:
-                raise InputError(f"sheet row {n} answers {key[3]!r} for {key[0]!r} turn {key[1]} as {key[2]} again "
-                                 f"({answer}; row {first} says {earlier}).", path=path,
-                                 fix="keep one answer per turn, judge and question.")
+                raise InputError(
+                    f"sheet row {n} answers {key[3]!r} for {key[0]!r} turn {key[1]} as {key[2]} again "
+                    f"({answer}; row {first} says {earlier}).",
+                    path=path,
+                    fix="keep one answer per turn, judge and question.",
+                )
             counts["repeated_rows_merged"] += 1
             continue
         rows[key] = (answer, n)
     if not rows:
-        raise InputError("no row has an answer.", path=path,
-                         fix="write an option value into the answer column of the rows you labelled.")
+        raise InputError(
+            "no row has an answer.",
+            path=path,
+            fix="write an option value into the answer column of the rows you labelled.",
+        )
     labels = pd.DataFrame([(*k, a) for k, (a, _) in rows.items()], columns=list(NEEDED))
     counts.update(labels=len(labels), judges=labels["judge_id"].nunique())
     return labels, dict(counts)
@@ -121,30 +132,47 @@ def _checked_row(row, n, path, rubric, conversations, known, whole) -> tuple[tup
     cid, turn = clean_id(row["conversation_id"]), turn_text(row["turn"])  # one rule for ids (rubric/ids.py)
     judge, qid = clean_id(row["judge_id"]), clean_id(row["question_id"])
     if not judge:
-        raise InputError(f"{where} has an answer but no judge_id.", path=path,
-                         fix="write your reviewer id in judge_id on every row you answer (the same id each time).")
+        raise InputError(
+            f"{where} has an answer but no judge_id.",
+            path=path,
+            fix="write your reviewer id in judge_id on every row you answer (the same id each time).",
+        )
     if not cid:
-        raise InputError(f"{where} has an answer but no conversation_id.", path=path,
-                         fix="restore the conversation_id the sheet was written with (or delete the row).")
+        raise InputError(
+            f"{where} has an answer but no conversation_id.",
+            path=path,
+            fix="restore the conversation_id the sheet was written with (or delete the row).",
+        )
     if turn == "" and not whole:
-        raise InputError(f"{where} has an answer but a blank turn, and this dataset is labelled per turn "
-                         f"(conversation {cid!r}).", path=path,
-                         fix="restore the turn number the sheet was written with (0 is the first assistant reply).")
+        raise InputError(
+            f"{where} has an answer but a blank turn, and this dataset is labelled per turn (conversation {cid!r}).",
+            path=path,
+            fix="restore the turn number the sheet was written with (0 is the first assistant reply).",
+        )
     check_reviewer_id(judge, where, path)
     if qid not in rubric.ids:
-        raise InputError(f"{where}: question {qid!r} is not in rubric.yaml ({', '.join(rubric.ids)}).", path=path,
-                         fix="pass data= the dataset the sheet was made from.")
+        raise InputError(
+            f"{where}: question {qid!r} is not in rubric.yaml ({', '.join(rubric.ids)}).",
+            path=path,
+            fix="pass data= the dataset the sheet was made from.",
+        )
     question = rubric.question(qid)
     answer = option_key(question, row["answer"])
     if answer is None:
-        raise InputError(f"{where}: answer {row['answer'].strip()!r} to {qid!r} is not one of {options_text(question)}.",
-                         path=path, fix="write one of the option values listed in the options column.")
+        raise InputError(
+            f"{where}: answer {row['answer'].strip()!r} to {qid!r} is not one of {options_text(question)}.",
+            path=path,
+            fix="write one of the option values listed in the options column.",
+        )
     if conversations is not None:
         check_item((cid, turn), conversations, where=where, path=path)
         _same_text(row, conversations[cid], turn, where, path)
     elif known is not None and (cid, turn) not in known:
-        raise InputError(f"{where}: conversation {cid!r} turn {turn!r} is not in the dataset.", path=path,
-                         fix="pass data= the dataset the sheet was made from.")
+        raise InputError(
+            f"{where}: conversation {cid!r} turn {turn!r} is not in the dataset.",
+            path=path,
+            fix="pass data= the dataset the sheet was made from.",
+        )
     return (cid, turn, judge, qid), answer
 
 
@@ -156,9 +184,12 @@ def _same_text(row, conv: Conversation, turn: str, where: str, path) -> None:
     for column, text in (("user", t.user), ("assistant", t.assistant)):
         shown = row.get(column, "")
         if shown and _squash(shown) != _squash(text):
-            raise InputError(f"{where}: the {column} text no longer matches conversations.jsonl "
-                             f"(conversation {conv.conversation_id!r}, turn {turn}): the reviewer judged other text.",
-                             path=path, fix="pass data= the dataset the sheet was made from, or relabel the changed turn.")
+            raise InputError(
+                f"{where}: the {column} text no longer matches conversations.jsonl "
+                f"(conversation {conv.conversation_id!r}, turn {turn}): the reviewer judged other text.",
+                path=path,
+                fix="pass data= the dataset the sheet was made from, or relabel the changed turn.",
+            )
 
 
 def _squash(text: str) -> str:

@@ -48,13 +48,24 @@ def _fit_bases(X, rows, fit_rows: list[np.ndarray], settings, n_options, n_judge
     judges = max(n_judges, 1) if settings.personalised else 0  # as many offsets as the network keeps
     questions = [target]
     idx, mask = padded_rows(fit_rows)
-    fit = fit_linear(BASE_KIND, X[rows.item[idx]][..., -n_base:], rows.judge[idx],
-                     rows.answers[idx][..., questions], mask, [n_options[q] for q in questions], judges,
-                     settings.base_l2, personalised=settings.personalised, row_weight=rows.weight_at(idx))
+    fit = fit_linear(
+        BASE_KIND,
+        X[rows.item[idx]][..., -n_base:],
+        rows.judge[idx],
+        rows.answers[idx][..., questions],
+        mask,
+        [n_options[q] for q in questions],
+        judges,
+        settings.base_l2,
+        personalised=settings.personalised,
+        row_weight=rows.weight_at(idx),
+    )
     return _for_every_question(fit, questions, n_options, n_base, judges)
 
 
-def _for_every_question(fit: LinearFit, questions: list[int], n_options: list[int], n_in: int, judges: int) -> LinearFit:
+def _for_every_question(
+    fit: LinearFit, questions: list[int], n_options: list[int], n_in: int, judges: int
+) -> LinearFit:
     """`fit` of the questions `questions` in the shapes of a model of every question (the network's copy):
     zeros elsewhere, and on the options past a question's last (padded, never read)."""
     shapes = parameter_shapes(fit.kind, len(n_options), n_in, judges, max(n_options))

@@ -8,7 +8,6 @@ history), so a saved model loads with nothing else.
 from __future__ import annotations
 
 import json
-import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -18,21 +17,19 @@ import torch
 from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 
-from calibration.data.union import training_data_from_cfg
-from calibration.model.ensemble import ensemble_proba, train_ensemble
+from calibration.model.ensemble import ensemble_proba
 from calibration.model.integrity import check_finite, check_integrity, check_weights, model_sha256
 from calibration.model.linear import LinearFit, parameter_shapes
-from calibration.model.linear_calibrator import MODELS, LinearCalibrator, train_linear
+from calibration.model.linear_calibrator import MODELS, LinearCalibrator
 from calibration.model.linear_calibrator import expected_shapes as linear_shapes
 from calibration.model.network import BASE_KIND, CalibrationNet
-from calibration.model.provenance import training_record, training_records
+from calibration.model.provenance import training_record
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
 from calibration.model.shift import roles_of, training_summary
 from calibration.model.train import n_base
 from rubric.errors import InputError
-from rubric.files import atomic_path, atomic_write_text, file_sha256, out_lock
-from rubric.identity import describe
+from rubric.files import atomic_path, atomic_write_text, file_sha256
 from rubric.ids import clean_id
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
@@ -83,9 +80,20 @@ class LoadedModel:
         return self.rubric
 
 
-def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Settings, *, history: dict | None = None,
-               recalibration: Recalibration | None = None, judge: dict | None = None, data: str | Path = "",
-               trained_on: list[dict] | None = None, roles: dict[str, str] | None = None) -> Path:
+def save_model(
+    out: Path,
+    net: CalibrationNet,
+    ds,
+    spec: dict,
+    settings: Settings,
+    *,
+    history: dict | None = None,
+    recalibration: Recalibration | None = None,
+    judge: dict | None = None,
+    data: str | Path = "",
+    trained_on: list[dict] | None = None,
+    roles: dict[str, str] | None = None,
+) -> Path:
     """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
     data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints;
     trained_on: instead, the records of the directories it was read from (`TrainingData.records`);
@@ -106,9 +114,19 @@ def save_model(out: Path, net: CalibrationNet, ds, spec: dict, settings: Setting
     return _write_model(out, net.state_dict(), meta)
 
 
-def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, record: dict, *, model: str,
-                      judge: dict | None = None, data: str | Path = "", trained_on: list[dict] | None = None,
-                      roles: dict[str, str] | None = None) -> Path:
+def save_linear_model(
+    out: Path,
+    calibrator: LinearCalibrator,
+    ds,
+    spec: dict,
+    record: dict,
+    *,
+    model: str,
+    judge: dict | None = None,
+    data: str | Path = "",
+    trained_on: list[dict] | None = None,
+    roles: dict[str, str] | None = None,
+) -> Path:
     """A `train model=linear|ordinal` calibrator in the same directory format: record is what
     linear_calibrator.train_linear says about the fit (kind, chosen L2, inner-cv errors)."""
     meta = {
@@ -125,8 +143,9 @@ def save_linear_model(out: Path, calibrator: LinearCalibrator, ds, spec: dict, r
     return _write_model(out, calibrator.state_dict(), meta)
 
 
-def _provenance(ds, judge: dict | None, data: str | Path, trained_on: list[dict] | None,
-                roles: dict[str, str] | None = None) -> dict:
+def _provenance(
+    ds, judge: dict | None, data: str | Path, trained_on: list[dict] | None, roles: dict[str, str] | None = None
+) -> dict:
     """What every model.json records about its training data: judge map, rubric, the judge's identity,
     the conversations it trained on and a sample of their judge features (for the shift check)."""
     if roles is None and data:
@@ -160,35 +179,54 @@ def load_model(path: str | Path) -> LoadedModel:
     path = Path(path)
     meta_path, weights_path = path / "model.json", path / "weights.safetensors"
     if not path.is_dir() or not meta_path.exists() or not weights_path.exists():
-        raise InputError("not a model directory (needs model.json and weights.safetensors).", path=path,
-                         fix="pass model=DIR written by `role-rubric train`.")
+        raise InputError(
+            "not a model directory (needs model.json and weights.safetensors).",
+            path=path,
+            fix="pass model=DIR written by `role-rubric train`.",
+        )
     try:
         meta = json.loads(meta_path.read_text())
     except json.JSONDecodeError as exc:
-        raise InputError(f"model.json is not valid JSON ({exc.msg}).", path=meta_path, row=exc.lineno,
-                         fix="retrain the model.") from None
+        raise InputError(
+            f"model.json is not valid JSON ({exc.msg}).", path=meta_path, row=exc.lineno, fix="retrain the model."
+        ) from None
     if not isinstance(meta, dict) or meta.get("format") != FORMAT:
-        raise InputError(f"unknown model format {meta.get('format') if isinstance(meta, dict) else None!r}.",
-                         path=meta_path, fix=f"pass a model written by role-rubric ({FORMAT}).")
+        raise InputError(
+            f"unknown model format {meta.get('format') if isinstance(meta, dict) else None!r}.",
+            path=meta_path,
+            fix=f"pass a model written by role-rubric ({FORMAT}).",
+        )
     name = meta.get("model", "network")  # absent: a network saved before linear models existed
     if name in MODELS:
         return _load_linear(meta, meta_path, weights_path)
     if name != "network":
-        raise InputError(f"model.json names an unknown model {name!r} (this version knows network, "
-                         f"{', '.join(MODELS)}).", path=meta_path,
-                         fix="load it with the role-rubric version that trained it, or retrain the model.")
+        raise InputError(
+            f"model.json names an unknown model {name!r} (this version knows network, {', '.join(MODELS)}).",
+            path=meta_path,
+            fix="load it with the role-rubric version that trained it, or retrain the model.",
+        )
     settings, rubric = _checked_meta(meta, meta_path)
     check_weights(weights_path, check_integrity(meta, meta_path), _expected_shapes(meta, settings, rubric))
-    net = CalibrationNet(meta["n_models"], meta["n_inputs"], len(meta["judges"]), [len(q.options) for q in rubric.questions],
-                         hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised,
-                         n_base=n_base(meta["spec"]))
+    net = CalibrationNet(
+        meta["n_models"],
+        meta["n_inputs"],
+        len(meta["judges"]),
+        [len(q.options) for q in rubric.questions],
+        hidden1=settings.hidden1,
+        hidden2=settings.hidden2,
+        personalised=settings.personalised,
+        n_base=n_base(meta["spec"]),
+    )
     try:
         tensors = load_file(str(weights_path))
         check_finite(tensors, weights_path, saving=False)
         net.load_state_dict(tensors)
     except (SafetensorError, RuntimeError, OSError) as exc:
-        raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
-                         fix="retrain the model; do not mix files of different models.") from None
+        raise InputError(
+            f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).",
+            path=weights_path,
+            fix="retrain the model; do not mix files of different models.",
+        ) from None
     if n_base(meta["spec"]):  # the base joined the target alone
         net.base_only_for(rubric.ids.index(rubric.target))
     net.eval()
@@ -203,8 +241,9 @@ def load_model(path: str | Path) -> LoadedModel:
             raise ValueError("its sizes do not fit the rubric")
     except (KeyError, TypeError, ValueError, IndexError) as exc:
         detail = f"no {exc}" if isinstance(exc, KeyError) else str(exc)
-        raise InputError(f"the recalibration block of model.json is not valid ({detail}).", path=meta_path,
-                         fix="retrain the model.") from None
+        raise InputError(
+            f"the recalibration block of model.json is not valid ({detail}).", path=meta_path, fix="retrain the model."
+        ) from None
     return LoadedModel(net, rubric, meta["spec"], list(meta["judges"]), settings, meta, recalibration)
 
 
@@ -231,7 +270,7 @@ def _checked_meta(meta: dict, meta_path: Path) -> tuple[Settings, Rubric]:
     """The settings and rubric of a network's model.json, after checking every field the model is rebuilt from."""
     import dataclasses
 
-    from calibration.config_check import check_settings
+    from calibration.schema import check_settings
 
     def bad(what: str) -> InputError:
         return _bad_meta(meta_path, what)
@@ -258,10 +297,18 @@ def _load_linear(meta: dict, meta_path: Path, weights_path: Path) -> LoadedModel
     kind, expected = meta["linear"].get("kind"), meta["spec"].get("expected")
     if kind != MODELS[name]:
         raise _bad_meta(meta_path, f"says model {name!r} but kind {kind!r} (expected {MODELS[name]!r})")
-    if meta["n_models"] != 1 or not isinstance(expected, dict) or not isinstance(expected.get("questions"), list) \
-            or len(expected["questions"]) != meta["n_inputs"] or meta["spec"].get("questions"):
-        raise _bad_meta(meta_path, "has a feature spec that is not a linear model's (one model on "
-                                   f"n_inputs={meta['n_inputs']} expected answers)")
+    if (
+        meta["n_models"] != 1
+        or not isinstance(expected, dict)
+        or not isinstance(expected.get("questions"), list)
+        or len(expected["questions"]) != meta["n_inputs"]
+        or meta["spec"].get("questions")
+    ):
+        raise _bad_meta(
+            meta_path,
+            "has a feature spec that is not a linear model's (one model on "
+            f"n_inputs={meta['n_inputs']} expected answers)",
+        )
     unknown = sorted(set(expected["questions"]) - set(rubric.ids))
     if unknown:
         raise _bad_meta(meta_path, f"reads questions {unknown} that its rubric does not ask")
@@ -272,12 +319,18 @@ def _load_linear(meta: dict, meta_path: Path, weights_path: Path) -> LoadedModel
     try:
         tensors = load_file(str(weights_path))
     except (SafetensorError, OSError) as exc:
-        raise InputError(f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).", path=weights_path,
-                         fix="retrain the model; do not mix files of different models.") from None
+        raise InputError(
+            f"weights do not match model.json ({str(exc).splitlines()[0][:120]}).",
+            path=weights_path,
+            fix="retrain the model; do not mix files of different models.",
+        ) from None
     check_finite(tensors, weights_path, saving=False)
     if set(tensors) != set(shapes):
-        raise InputError(f"weights do not match model.json (tensors {sorted(tensors)}, expected {sorted(shapes)}).",
-                         path=weights_path, fix="retrain the model; do not mix files of different models.")
+        raise InputError(
+            f"weights do not match model.json (tensors {sorted(tensors)}, expected {sorted(shapes)}).",
+            path=weights_path,
+            fix="retrain the model; do not mix files of different models.",
+        )
     fit = LinearFit(kind, *(tensors[n].double() for n in ("weight", "bias", "judge")))
     # One model with judge offsets: no pooling to do, no recalibration (Settings only answers what the
     # prediction code asks a calibrator: personalised, pool).
@@ -295,8 +348,12 @@ def _without_removed_settings(settings: dict, meta_path: Path) -> dict:
         if key.startswith("base_") and not with_base:
             continue
         if key in REMOVED_SETTINGS and value != REMOVED_SETTINGS[key]:
-            raise InputError(f"the model was trained with {key}={value!r}, which this version no longer offers "
-                             f"(it always uses {REMOVED_SETTINGS[key]!r}).", path=meta_path, fix="retrain the model.")
+            raise InputError(
+                f"the model was trained with {key}={value!r}, which this version no longer offers "
+                f"(it always uses {REMOVED_SETTINGS[key]!r}).",
+                path=meta_path,
+                fix="retrain the model.",
+            )
     return {k: v for k, v in settings.items() if k not in REMOVED_SETTINGS}
 
 
@@ -308,8 +365,12 @@ def _expected_shapes(meta: dict, settings: Settings, rubric: Rubric) -> dict[str
     e = n_base(meta["spec"]) if isinstance(meta.get("spec"), dict) else 0
     d_net = d - e  # what the hidden layers read: not the base's inputs
     shapes = {
-        "W1": (m, d_net + 1, h1), "W2": (m, h1 + 1, h2), "V": (m, h2 + 1, n_q * n_k),
-        "U1": (m, j, d_net + 1, h1), "U2": (m, j, h1 + 1, h2), "UV": (m, j, h2 + 1, n_q * n_k),
+        "W1": (m, d_net + 1, h1),
+        "W2": (m, h1 + 1, h2),
+        "V": (m, h2 + 1, n_q * n_k),
+        "U1": (m, j, d_net + 1, h1),
+        "U2": (m, j, h1 + 1, h2),
+        "UV": (m, j, h2 + 1, n_q * n_k),
         "option_pad": (n_q, n_k),
     }
     if e:
@@ -323,38 +384,3 @@ def _version() -> str:
         return metadata.version("role-rubric")
     except metadata.PackageNotFoundError:
         return "unknown"
-
-
-def run_train(cfg) -> Path:
-    """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [model=network|linear|ordinal]
-    [target=Q] [network.*=..] [train.*=..]`."""
-    settings = Settings.from_cfg(cfg)
-    model = str(cfg.get("model", "network"))
-    if model != "network" and model not in MODELS:  # the CLI checked it (config_check); a Python caller may not
-        raise InputError(f"model={model!r} is not one of network, {', '.join(MODELS)}.",
-                         fix=f"set model= to one of network, {', '.join(MODELS)}.")
-    data = training_data_from_cfg(cfg)
-    ds, judge = data.ds, data.judge
-    roles = roles_of([s.path for s in data.sources])
-    start = time.perf_counter()
-    with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
-        if model == "network":
-            net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
-            save_model(out, net, ds, spec, settings, history=plan.history, recalibration=plan.recalibration,
-                       judge=judge, trained_on=training_records(data), roles=roles)
-            what = f"{settings.ensemble} models"
-        else:  # the simple models cv reports beside the network (calibration/model/linear_calibrator.py)
-            calibrator, spec, record = train_linear(ds, model, seed=int(cfg.seed))
-            save_linear_model(out, calibrator, ds, spec, record, model=model, judge=judge,
-                              trained_on=training_records(data), roles=roles)
-            what = f"the {model} model (L2 {record['l2']:g}, chosen by {record['inner_folds']}-fold inner cv)"
-    print(f"train: {what} on {len(ds.label_item)} label rows, {len(ds.judges)} judges, "
-          f"target {ds.rubric.target!r} in {time.perf_counter() - start:.1f}s")
-    if len(data.sources) > 1:
-        print(f"train: trained on {data.summary()}")
-        if model == "network":  # on a release unlike the old one the network can lose to the linear model
-            print("train: for a new release, deploy the model `role-rubric cv` with the same data= names: it "
-                  "chooses on the last directory's conversations (docs/how-to/adapt.md)")
-    print(f"train: trained on the distributions of the {describe(judge)}")
-    print(f"train: wrote model to {out}")
-    return out

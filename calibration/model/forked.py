@@ -47,8 +47,9 @@ def can_fork() -> bool:
     return all(t is threading.main_thread() or type(t).__name__ == "TMonitor" for t in threading.enumerate())
 
 
-def map_slices(fn: Callable[[Any, Any], Any], items: Sequence[Any], bar: Any = None, *,
-               fork: bool | None = None) -> list:
+def map_slices(
+    fn: Callable[[Any, Any], Any], items: Sequence[Any], bar: Any = None, *, fork: bool | None = None
+) -> list:
     """[fn(item, bar) for item in items], one item per process (or thread), side by side.
 
     fn reports progress through bar.update(n) (in a child, a shared counter the parent shows).
@@ -168,8 +169,10 @@ def _collect(child: tuple[int, int], shown: _Shown) -> Any:
     if not chunks:
         from rubric.errors import InputError
 
-        raise InputError(f"a training process (pid {pid}) died without a result ({_how(status)}), "
-                         "e.g. out of memory.", fix="set ROLE_RUBRIC_WORKERS=1 to train in one process, with less memory.")
+        raise InputError(
+            f"a training process (pid {pid}) died without a result ({_how(status)}), e.g. out of memory.",
+            fix="set ROLE_RUBRIC_WORKERS=1 to train in one process, with less memory.",
+        )
     ok, value = pickle.loads(b"".join(chunks))
     if not ok:
         raise value

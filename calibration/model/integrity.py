@@ -57,9 +57,13 @@ def check_weights(weights_path: Path, integrity: dict | None, expected: dict[str
 
 def _check_weight_shapes(weights_path: Path, expected: dict[str, tuple[int, ...]]) -> None:
     """Compare the safetensors header with the shapes model.json implies, before allocating anything."""
+
     def bad(what: str) -> InputError:
-        return InputError(f"weights do not match model.json ({what}).", path=weights_path,
-                          fix="retrain the model; do not mix files of different models.")
+        return InputError(
+            f"weights do not match model.json ({what}).",
+            path=weights_path,
+            fix="retrain the model; do not mix files of different models.",
+        )
 
     size = weights_path.stat().st_size
     with open(weights_path, "rb") as fh:
@@ -94,7 +98,13 @@ def check_finite(tensors: dict, path: Path, *, saving: bool) -> None:
     if not bad:
         return
     if saving:
-        raise InputError(f"training ended with non-finite weights ({', '.join(bad)}), so no model was written.",
-                         path=path, fix="check weights= and the data for extreme values, or lower train.lr.")
-    raise InputError(f"the model holds non-finite weights ({', '.join(bad)}): it cannot predict.", path=path,
-                     fix="retrain the model.")
+        raise InputError(
+            f"training ended with non-finite weights ({', '.join(bad)}), so no model was written.",
+            path=path,
+            fix="check weights= and the data for extreme values, or lower train.lr.",
+        )
+    raise InputError(
+        f"the model holds non-finite weights ({', '.join(bad)}): it cannot predict.",
+        path=path,
+        fix="retrain the model.",
+    )

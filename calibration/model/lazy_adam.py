@@ -22,8 +22,15 @@ class LazyAdam:
     """Adam (PyTorch's fused kernel, weight_decay added to the gradient) on the parameters U (M, J, In, Out),
     updating at each step only the (model, judge) pairs of that step's `JudgeOffsets`."""
 
-    def __init__(self, params: list[torch.Tensor], *, lr: float, weight_decay: float = 0.0,
-                 betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8):
+    def __init__(
+        self,
+        params: list[torch.Tensor],
+        *,
+        lr: float,
+        weight_decay: float = 0.0,
+        betas: tuple[float, float] = (0.9, 0.999),
+        eps: float = 1e-8,
+    ):
         self.params = list(params)
         self.lr, self.weight_decay, self.betas, self.eps = lr, weight_decay, betas, eps
         self.exp_avg = [torch.zeros_like(p) for p in self.params]
@@ -43,8 +50,9 @@ class LazyAdam:
         exp_avg = [_rows(m).index_select(0, keys) for m in self.exp_avg]
         exp_avg_sq = [_rows(v).index_select(0, keys) for v in self.exp_avg_sq]
         self._adam(values, grads, exp_avg, exp_avg_sq)
-        for whole, part in zip(self.params + self.exp_avg + self.exp_avg_sq, values + exp_avg + exp_avg_sq,
-                               strict=True):
+        for whole, part in zip(
+            self.params + self.exp_avg + self.exp_avg_sq, values + exp_avg + exp_avg_sq, strict=True
+        ):
             _rows(whole).index_copy_(0, keys, part)
 
     def _step_whole(self, keys: torch.Tensor) -> None:
@@ -64,8 +72,22 @@ class LazyAdam:
 
     def _adam(self, values, grads, exp_avg, exp_avg_sq) -> None:
         beta1, beta2 = self.betas
-        adam(values, grads, exp_avg, exp_avg_sq, [], self.steps, fused=True, amsgrad=False, beta1=beta1,
-             beta2=beta2, lr=self.lr, weight_decay=self.weight_decay, eps=self.eps, maximize=False)
+        adam(
+            values,
+            grads,
+            exp_avg,
+            exp_avg_sq,
+            [],
+            self.steps,
+            fused=True,
+            amsgrad=False,
+            beta1=beta1,
+            beta2=beta2,
+            lr=self.lr,
+            weight_decay=self.weight_decay,
+            eps=self.eps,
+            maximize=False,
+        )
 
     def subset(self, params: list[torch.Tensor], keep: torch.Tensor) -> LazyAdam:
         """The optimiser of the models `keep` (a boolean mask on the model axis), over their `params`."""

@@ -117,9 +117,37 @@ def _thresholds(raw: torch.Tensor, n_options: list[int]) -> torch.Tensor:
     return torch.where(valid, theta, torch.full_like(theta, 1e4))
 
 
-def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.Tensor, rows_mask: torch.Tensor,
-               n_options: list[int], n_judges: int, l2: torch.Tensor | float, *,
-               personalised: bool = True, row_weight: torch.Tensor | None = None) -> LinearFit:
+def _initial_parameters(kind: str, freq: torch.Tensor, n_in: int, judges: int):
+    """(weight, bias, offsets) before fitting: zero weights and offsets, the bias at the smoothed answer
+    frequencies freq (M, Q, K) (log-frequencies, or for the ordinal kind thresholds at their cumulative
+    logits)."""
+    n_models, n_q, n_k = freq.shape
+    if kind == "multinomial":
+        weight = torch.zeros(n_models, n_q, n_in, n_k, dtype=torch.float64)
+        offsets = torch.zeros(n_models, n_q, judges, n_k, dtype=torch.float64)
+        return weight, freq.log(), offsets
+    cum = freq.cumsum(-1)[..., :-1].clamp(1e-4, 1 - 1e-4)
+    theta = (cum / (1 - cum)).log()
+    gaps = (theta[..., 1:] - theta[..., :-1]).clamp(min=1e-2)
+    bias = torch.cat([theta[..., :1], torch.log(torch.expm1(gaps))], dim=-1)
+    weight = torch.zeros(n_models, n_q, n_in, dtype=torch.float64)
+    offsets = torch.zeros(n_models, n_q, judges, dtype=torch.float64)
+    return weight, bias, offsets
+
+
+def fit_linear(
+    kind: str,
+    e: torch.Tensor,
+    judge: torch.Tensor,
+    answers: torch.Tensor,
+    rows_mask: torch.Tensor,
+    n_options: list[int],
+    n_judges: int,
+    l2: torch.Tensor | float,
+    *,
+    personalised: bool = True,
+    row_weight: torch.Tensor | None = None,
+) -> LinearFit:
     """Fit M independent models by L-BFGS.
 
     e: (M, R, E) inputs of each model's training rows (padded), judge: (M, R), answers: (M, R, Q) option
@@ -139,25 +167,21 @@ def fit_linear(kind: str, e: torch.Tensor, judge: torch.Tensor, answers: torch.T
     counts = torch.zeros(n_models, n_q, n_k, dtype=torch.float64)
     counts.scatter_add_(2, answers.clamp(min=0).transpose(1, 2), obs_weight.transpose(1, 2))
     freq = (counts + 0.5) / (counts + 0.5).sum(-1, keepdim=True)  # smoothed answer frequencies
-    judges = n_judges if personalised else 0
-    if kind == "multinomial":
-        weight = torch.zeros(n_models, n_q, n_in, n_k, dtype=torch.float64)
-        bias = freq.log()
-        offsets = torch.zeros(n_models, n_q, judges, n_k, dtype=torch.float64)
-    else:  # thresholds start at the cumulative logits of the answer frequencies
-        cum = freq.cumsum(-1)[..., :-1].clamp(1e-4, 1 - 1e-4)
-        theta = (cum / (1 - cum)).log()
-        gaps = (theta[..., 1:] - theta[..., :-1]).clamp(min=1e-2)
-        bias = torch.cat([theta[..., :1], torch.log(torch.expm1(gaps))], dim=-1)
-        weight = torch.zeros(n_models, n_q, n_in, dtype=torch.float64)
-        offsets = torch.zeros(n_models, n_q, judges, dtype=torch.float64)
+    weight, bias, offsets = _initial_parameters(kind, freq, n_in, n_judges if personalised else 0)
     params = [p.requires_grad_() for p in (weight, bias, offsets)]
     l2 = torch.as_tensor(l2, dtype=torch.float64).expand(n_models)
     n_obs = obs_weight.sum(1)  # (M, Q) what each mean NLL divides by (1 where nothing is observed)
     n_obs = torch.where(n_obs > 0, n_obs, torch.ones_like(n_obs))
     # Converged to ~1e-9 in the loss on the LLM-Rubric data (500 iterations at 1e-9 gain nothing, 8x slower).
-    optimiser = torch.optim.LBFGS(params, lr=1, max_iter=100, tolerance_grad=1e-6, tolerance_change=1e-10,
-                                  history_size=20, line_search_fn="strong_wolfe")
+    optimiser = torch.optim.LBFGS(
+        params,
+        lr=1,
+        max_iter=100,
+        tolerance_grad=1e-6,
+        tolerance_change=1e-10,
+        history_size=20,
+        line_search_fn="strong_wolfe",
+    )
 
     # Rows in chunks of about CHUNK_ENTRIES (model, row, question) entries, each chunk's backward before the
     # next forward: its float64 intermediates then stay in cache, where one pass over 100k rows (100+ MB a
@@ -206,7 +230,7 @@ def _multinomial_closure(params, spans, e, judge, answers, observed, n_obs, n_op
         if n_judges:
             flat = (jr.clamp(min=0) + torch.arange(n_models)[:, None] * n_judges).reshape(-1)  # (M*B,)
             by_judge = offsets.transpose(1, 2).reshape(n_models * n_judges, n_q * n_k)
-            logits += (by_judge.index_select(0, flat).view(logits.shape) * known[..., None, None])
+            logits += by_judge.index_select(0, flat).view(logits.shape) * known[..., None, None]
         logp = logits.masked_fill_(pad, float("-inf")).log_softmax(-1)
         w = obs / n_obs[:, None, :]  # (M, B, Q) each observed answer's weight in its mean NLL
         picked = logp.gather(-1, ans.clamp(min=0)[..., None]).squeeze(-1)

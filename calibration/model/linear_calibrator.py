@@ -47,7 +47,7 @@ class LinearCalibrator:
     def __call__(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
         """(M, B, Q, K) log-probabilities (-inf on padded options) for x (M, B, D) and judge (M, B), -1 = population."""
         with torch.no_grad():
-            return self.fit.logp(x[..., -self.n_inputs:], judge, self.n_options)
+            return self.fit.logp(x[..., -self.n_inputs :], judge, self.n_options)
 
     def subset(self, models) -> LinearCalibrator:
         """The one model (suggest asks for members one by one)."""
@@ -91,8 +91,12 @@ def choose_and_refit(ds: Dataset, e: torch.Tensor, kind: str, trains: list[np.nd
                 l2.append(lam)
     values = ds.option_values()[t, : int(ds.n_options[t])]
     inner_fit = fit_target(ds, e, kind, fits, l2)
-    sq_error = np.array([(_row_weight(ds, rows) * (p @ values - values[ds.answers[rows, t]]) ** 2).sum()
-                         for p, rows in zip(target_proba(ds, e, inner_fit, evals), evals, strict=True)])
+    sq_error = np.array(
+        [
+            (_row_weight(ds, rows) * (p @ values - values[ds.answers[rows, t]]) ** 2).sum()
+            for p, rows in zip(target_proba(ds, e, inner_fit, evals), evals, strict=True)
+        ]
+    )
     sq_error = sq_error.reshape(len(trains), INNER_FOLDS, len(GRID)).sum(1)
     chosen = [GRID[int(np.argmin(row))] for row in sq_error]
     return Choice(fit_target(ds, e, kind, trains, chosen), chosen, sq_error)
@@ -114,8 +118,17 @@ def fit_target(ds: Dataset, e: torch.Tensor, kind: str, fits: list[np.ndarray], 
     answers = torch.from_numpy(ds.answers[:, [t]].copy())
     idx, mask = padded_rows(fits)
     with torch_threads(None):  # small tensors: one thread (calibration/model/settings.py)
-        return fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [int(ds.n_options[t])], len(ds.judges),
-                          torch.tensor(l2, dtype=torch.float64), row_weight=_padded_weight(ds, idx))
+        return fit_linear(
+            kind,
+            e[item[idx]],
+            judge[idx],
+            answers[idx],
+            mask,
+            [int(ds.n_options[t])],
+            len(ds.judges),
+            torch.tensor(l2, dtype=torch.float64),
+            row_weight=_padded_weight(ds, idx),
+        )
 
 
 def target_proba(ds: Dataset, e: torch.Tensor, fit: LinearFit, rows: list[np.ndarray]) -> list[np.ndarray]:
@@ -151,11 +164,27 @@ def train_linear(ds: Dataset, model: str, *, seed: int = 0) -> tuple[LinearCalib
         item, judge = torch.from_numpy(ds.label_item.copy()), torch.from_numpy(ds.label_judge.copy())
         answers = torch.from_numpy(ds.answers[:, others].copy())
         with torch_threads(None):
-            rest = fit_linear(kind, e[item[idx]], judge[idx], answers[idx], mask, [n_options[q] for q in others],
-                              n_judges, choice.l2[0], row_weight=_padded_weight(ds, idx))
+            rest = fit_linear(
+                kind,
+                e[item[idx]],
+                judge[idx],
+                answers[idx],
+                mask,
+                [n_options[q] for q in others],
+                n_judges,
+                choice.l2[0],
+                row_weight=_padded_weight(ds, idx),
+            )
         rest = _for_every_question(rest, others, n_options, n_in, n_judges)  # zeros on the target: a sum joins them
         fit = LinearFit(kind, *(getattr(fit, n) + getattr(rest, n) for n in ("weight", "bias", "judge")))
-    record = {"kind": kind, "l2": choice.l2[0], "inner_folds": INNER_FOLDS, "seed": int(seed),
-              "inner_cv_rmse": {f"{lam:g}": float(np.sqrt(err / np.sum(_row_weight(ds, train) * np.ones(len(train)))))
-                                for lam, err in zip(GRID, choice.sq_error[0], strict=True)}}
+    record = {
+        "kind": kind,
+        "l2": choice.l2[0],
+        "inner_folds": INNER_FOLDS,
+        "seed": int(seed),
+        "inner_cv_rmse": {
+            f"{lam:g}": float(np.sqrt(err / np.sum(_row_weight(ds, train) * np.ones(len(train)))))
+            for lam, err in zip(GRID, choice.sq_error[0], strict=True)
+        },
+    }
     return LinearCalibrator(fit, n_options), spec, record

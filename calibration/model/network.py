@@ -78,8 +78,19 @@ class CalibrationNet(nn.Module):
             the paper's network would start.
     """
 
-    def __init__(self, n_models: int, n_inputs: int, n_judges: int, n_options: list[int], *, hidden1: int = 25,
-                 hidden2: int = 25, personalised: bool = True, seeds: list[int] | None = None, n_base: int = 0):
+    def __init__(
+        self,
+        n_models: int,
+        n_inputs: int,
+        n_judges: int,
+        n_options: list[int],
+        *,
+        hidden1: int = 25,
+        hidden2: int = 25,
+        personalised: bool = True,
+        seeds: list[int] | None = None,
+        n_base: int = 0,
+    ):
         super().__init__()
         self.n_base = n_base
         self.base_active = False  # until add_base (fine-tuning) or base_only_for (a loaded model)
@@ -117,8 +128,8 @@ class CalibrationNet(nn.Module):
         self.base_only_for(question)
         n_k = self.option_pad.shape[1]
         with torch.no_grad():
-            self.V[..., question * n_k:(question + 1) * n_k] = 0.0
-            self.UV[..., question * n_k:(question + 1) * n_k] = 0.0
+            self.V[..., question * n_k : (question + 1) * n_k] = 0.0
+            self.UV[..., question * n_k : (question + 1) * n_k] = 0.0
 
     def base_only_for(self, question: int) -> None:
         """Add the base to question `question`'s logits only. The other questions keep the heads the paper's
@@ -137,8 +148,10 @@ class CalibrationNet(nn.Module):
     def subset(self, models: torch.Tensor) -> CalibrationNet:
         """A new CalibrationNet holding copies of the models `models` (indices on the model axis)."""
         smaller = copy.copy(self)  # the same settings and buffers; new parameters below
-        smaller._parameters = {name: nn.Parameter(p.detach()[models].clone(), requires_grad=p.requires_grad)
-                               for name, p in self._parameters.items()}
+        smaller._parameters = {
+            name: nn.Parameter(p.detach()[models].clone(), requires_grad=p.requires_grad)
+            for name, p in self._parameters.items()
+        }
         return smaller
 
     @staticmethod
@@ -175,8 +188,14 @@ class CalibrationNet(nn.Module):
             values = [v.detach().requires_grad_() for v in values]
         return JudgeOffsets(keys, slot, values)
 
-    def forward(self, x: torch.Tensor, judge: torch.Tensor, *, offsets: JudgeOffsets | None = None,
-                base: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        x: torch.Tensor,
+        judge: torch.Tensor,
+        *,
+        offsets: JudgeOffsets | None = None,
+        base: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(M, B, Q, K) log-probabilities of every option, -inf on padded options.
 
         Args:
@@ -188,9 +207,17 @@ class CalibrationNet(nn.Module):
         """
         return _log_softmax(self._logits(x, judge, offsets, base))
 
-    def loss(self, x: torch.Tensor, judge: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None,
-             *, offsets: JudgeOffsets | None = None, base: torch.Tensor | None = None,
-             row_weight: torch.Tensor | None = None) -> torch.Tensor:
+    def loss(
+        self,
+        x: torch.Tensor,
+        judge: torch.Tensor,
+        targets: torch.Tensor,
+        weights: torch.Tensor | None = None,
+        *,
+        offsets: JudgeOffsets | None = None,
+        base: torch.Tensor | None = None,
+        row_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """Each model's mean NLL over its observed (weighted) labels, summed over models (`nll_per_model`).
         targets: (M, B, Q) option index, -1 where not observed; weights: (Q,) weight of each question (e.g. 1
         for the target only); row_weight: (M, B) weight of each row (its directory's, `weights=`); the rest as
@@ -206,7 +233,7 @@ class CalibrationNet(nn.Module):
             u1, u2, uv = offsets.values
             known = judge.reshape(-1) >= 0
             groups = Groups(offsets.slot.reshape(-1), len(u1), None if bool(known.all()) else known.to(x.dtype))
-        z = personal_layer(x[..., :self.net_inputs], self.W1, u1, groups).sigmoid()  # (M, B, H1)
+        z = personal_layer(x[..., : self.net_inputs], self.W1, u1, groups).sigmoid()  # (M, B, H1)
         z = personal_layer(z, self.W2, u2, groups).sigmoid()  # (M, B, H2)
         logits = personal_layer(z, self.V, uv, groups)  # (M, B, Q*K)
         if self.n_base and self.base_active:
@@ -217,13 +244,19 @@ class CalibrationNet(nn.Module):
 
     def base_logits(self, x: torch.Tensor, judge: torch.Tensor) -> torch.Tensor:
         """(M, B, Q*K) log-probabilities of the base (0 on padded options) for inputs x (M, B, D)."""
-        base = linear_logp(BASE_KIND, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base:],
-                           judge, self.n_options)  # (M, B, Q, K)
+        base = linear_logp(
+            BASE_KIND, self.base_weight, self.base_bias, self.base_judge, x[..., -self.n_base :], judge, self.n_options
+        )  # (M, B, Q, K)
         return base.masked_fill(self.option_pad, 0.0).flatten(2)
 
     @staticmethod
-    def nll_per_model(logp: torch.Tensor, targets: torch.Tensor, weights: torch.Tensor | None = None, *,
-                      row_weight: torch.Tensor | None = None) -> torch.Tensor:
+    def nll_per_model(
+        logp: torch.Tensor,
+        targets: torch.Tensor,
+        weights: torch.Tensor | None = None,
+        *,
+        row_weight: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         """(M,) mean NLL of each model over its observed (weighted) labels: divides by the number
         observed, not by B x Q, so unanswered questions do not dilute the loss."""
         observed, count = _observed(targets, weights, logp.dtype, row_weight)
@@ -232,8 +265,9 @@ class CalibrationNet(nn.Module):
         return -(picked * observed).sum(dim=(1, 2)) / count
 
 
-def _observed(targets: torch.Tensor, weights: torch.Tensor | None, dtype,
-              row_weight: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def _observed(
+    targets: torch.Tensor, weights: torch.Tensor | None, dtype, row_weight: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(M, B, Q) the weight of each observed label (its question's weight times its row's; 0 where none), and
     (M,) their sum per model (1 where it is 0): what a model's mean NLL divides by."""
     observed = (targets >= 0).to(dtype)

@@ -8,6 +8,7 @@ normalised geometric mean) and the target's is recalibrated (see calibration/mod
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import numpy as np
@@ -24,14 +25,17 @@ from rubric.ids import clean_id_list
 from rubric.jsonfile import write_json
 from rubric.schema import Rubric, format_value
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
 
 def expected_values(probs: np.ndarray, values: np.ndarray) -> np.ndarray:
     """(B, Q) expected answer: probs (B, Q, K) times option values (Q, K), summed over options."""
     return (probs * values[None]).sum(-1)
 
 
-def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarray, rubric: Rubric,
-                      questions: list[str] | None = None) -> pd.DataFrame:
+def predictions_frame(
+    keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarray, rubric: Rubric, questions: list[str] | None = None
+) -> pd.DataFrame:
     """Long predictions table: one row per (key row, question) with p_<value> columns and `expected`.
 
     keys: (B,) rows with conversation_id and turn; judge_ids: (B,) ("" = population); probs: (B, Q, K).
@@ -41,8 +45,14 @@ def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarra
     for q, question in enumerate(rubric.questions):
         if questions is not None and question.id not in questions:
             continue
-        frame = pd.DataFrame({"conversation_id": keys["conversation_id"].to_numpy(), "turn": keys["turn"].to_numpy(),
-                              "judge_id": judge_ids, "question_id": question.id})
+        frame = pd.DataFrame(
+            {
+                "conversation_id": keys["conversation_id"].to_numpy(),
+                "turn": keys["turn"].to_numpy(),
+                "judge_id": judge_ids,
+                "question_id": question.id,
+            }
+        )
         for value in all_values:
             k = question.option_index(value)
             frame[f"p_{format_value(value)}"] = probs[:, q, k] if k is not None else np.nan
@@ -54,25 +64,33 @@ def predictions_frame(keys: pd.DataFrame, judge_ids: list[str], probs: np.ndarra
 def run_predict(cfg) -> Path:
     """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`."""
     model = load_model(cfg.model)
-    check_same_judge(model.judge_identity, dataset_judge_identity(cfg.data),
-                     allow=bool(cfg.get("allow_judge_mismatch", False)), command="predict", where=cfg.data)
+    check_same_judge(
+        model.judge_identity,
+        dataset_judge_identity(cfg.data),
+        allow=bool(cfg["allow_judge_mismatch"]),
+        command="predict",
+        where=cfg.data,
+    )
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
-    shift = handle_shift(model.meta.get("shift_reference"), ds, roles_of([Path(cfg.data)]),
-                         str(cfg.get("on_shift", "warn")), "predict")
+    shift = handle_shift(
+        model.meta.get("shift_reference"), ds, roles_of([Path(cfg.data)]), str(cfg["on_shift"]), "predict"
+    )
     X = torch.from_numpy(ds.features(model.spec))
-    item, judge_names = _pairs(ds, cfg.get("judges", "labelled"), cfg.data)
+    item, judge_names = _pairs(ds, cfg["judges"], cfg.data)
     judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
     unseen = sorted({j for j in judge_names if j and model.judge_index(j) < 0})
     if unseen:
-        print(f"predict: {len(unseen)} judge(s) not seen in training, predicted by the population model: {unseen[:5]}")
+        log.info(
+            f"predict: {len(unseen)} judge(s) not seen in training, predicted by the population model: {unseen[:5]}"
+        )
     frame = predictions_frame(ds.items.iloc[item], judge_names, model.proba(X, item, judge), ds.rubric)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
     shift_out = out.with_name(out.stem + "_shift.json")  # the shift check (calibration/model/shift.py)
     write_json(shift_out, {"shift": shift})
-    print(f"predict: {len(frame)} rows ({len(item)} item-judge pairs x {len(ds.rubric.ids)} questions)")
-    print(f"predict: wrote {out} and {shift_out} (shift check)")
+    log.info(f"predict: {len(frame)} rows ({len(item)} item-judge pairs x {len(ds.rubric.ids)} questions)")
+    log.info(f"predict: wrote {out} and {shift_out} (shift check)")
     return out
 
 
@@ -80,8 +98,11 @@ def _pairs(ds, judges, data_dir) -> tuple[np.ndarray, list[str]]:
     """Which (item, judge) pairs to predict: every labelled pair, the population, or chosen judges."""
     if judges in (None, "labelled"):
         if len(ds.label_item) == 0:
-            raise InputError("there are no labels to take judges from.", path=data_dir,
-                             fix="pass judges=population or judges=[id,...].")
+            raise InputError(
+                "there are no labels to take judges from.",
+                path=data_dir,
+                fix="pass judges=population or judges=[id,...].",
+            )
         return ds.label_item.copy(), [ds.judges[j] for j in ds.label_judge]
     n = len(ds.items)
     if judges == "population":

@@ -96,9 +96,13 @@ def training_record(ds, data: str | Path) -> dict:
     labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
     texts = conversation_texts(data, labelled)
     signatures = distribution_signatures(ds, labelled)
-    return {"data": str(data), "n_conversations": len(labelled),
-            "conversations": sorted(([texts.get(c), signatures[c]] for c in labelled),
-                                    key=lambda entry: (entry[0] or "", entry[1]))}
+    return {
+        "data": str(data),
+        "n_conversations": len(labelled),
+        "conversations": sorted(
+            ([texts.get(c), signatures[c]] for c in labelled), key=lambda entry: (entry[0] or "", entry[1])
+        ),
+    }
 
 
 def training_records(data) -> list[dict]:
@@ -124,7 +128,9 @@ def _close(signature: str, theirs: dict[str, np.ndarray]) -> bool:
         return False
     mine = np.frombuffer(base64.b64decode(codes), dtype="<u2").astype(np.int32)
     others = theirs[shape]
-    diff = np.where((mine == _ABSENT) | (others == _ABSENT), np.where(mine == others, 0, _ABSENT), np.abs(others - mine))
+    diff = np.where(
+        (mine == _ABSENT) | (others == _ABSENT), np.where(mine == others, 0, _ABSENT), np.abs(others - mine)
+    )
     return bool((diff.max(1) <= TOLERANCE * (_ABSENT - 1)).any())
 
 

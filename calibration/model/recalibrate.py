@@ -81,8 +81,9 @@ class Recalibration:
         )
 
 
-def fit_vector_scaling(probs: np.ndarray, answers: np.ndarray, prior: float,
-                       weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+def fit_vector_scaling(
+    probs: np.ndarray, answers: np.ndarray, prior: float, weight: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
     """Scales a (K,) and biases b (K,) (b[0] = 0) maximising sum_i w_i log softmax(a * log p_i + b)[y_i]
     - prior * (|a - 1|^2 + |b|^2). With no rows, the identity. Deterministic (L-BFGS from the identity).
     weight: (n,) each row's weight (its directory's `weights=`), scaled to mean 1 so the prior keeps its
@@ -112,9 +113,7 @@ def fit_vector_scaling(probs: np.ndarray, answers: np.ndarray, prior: float,
     return theta[:k], np.concatenate([[0.0], theta[k:]])
 
 
-def out_of_bag(
-    val_rows: list[np.ndarray], val_logp: list[np.ndarray], how: str
-) -> tuple[np.ndarray, np.ndarray]:
+def out_of_bag(val_rows: list[np.ndarray], val_logp: list[np.ndarray], how: str) -> tuple[np.ndarray, np.ndarray]:
     """Rows (sorted) validated by at least one member, and their distributions pooled over those members.
 
     val_rows: per member, its validation label rows; val_logp: per member, (len(rows), K) log-probabilities."""

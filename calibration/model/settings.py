@@ -1,6 +1,6 @@
 """The settings of the network and its training (`Settings`), and how many threads and workers train.
 
-The defaults of `Settings` equal conf/network and conf/train; `torch_threads` and `training_workers` decide
+`Settings` is the one home of the `network` and `train` keys (default, range, description); `torch_threads` and `training_workers` decide
 how the CPU is used, never the numbers a seed gives.
 """
 
@@ -12,48 +12,102 @@ import functools
 import os
 from dataclasses import dataclass
 
-import torch
+from rubric.config_types import (
+    boolean,
+    check_values,
+    choice,
+    integer,
+    number,
+    setting,
+    settings_of,
+    text_list,
+)
 
 BASES = ("linear", "none")
-REMOVED_SETTINGS = {"base_crossfit": 0, "base_inputs_to_net": False, "base_phase": "finetune", "judge_updates": "lazy",
-                    "use_coverage": True}
+REMOVED_SETTINGS = {
+    "base_crossfit": 0,
+    "base_inputs_to_net": False,
+    "base_phase": "finetune",
+    "judge_updates": "lazy",
+    "use_coverage": True,
+}
 """Settings that earlier versions offered, with the one value this version always uses (the default they
 had). A model.json that records another value is refused by load_model: retrain it."""
 
 
+NETWORK_KEYS = ("hidden1", "hidden2", "personalised", "drop_questions", "base", "base_l2")
+"""The settings of the `network` config group; the others are the `train` group's."""
+
+
 @dataclass(frozen=True)
 class Settings:
-    """Hyperparameters of the network and its training; the defaults equal conf/network and conf/train."""
+    """Hyperparameters of the network and its training: the `network` and `train` config groups (their
+    defaults, descriptions and ranges are these fields; calibration/schema registers them with Hydra)."""
 
-    hidden1: int = 25
-    hidden2: int = 25
-    personalised: bool = True
-    drop_questions: tuple[str, ...] = ()
-    lr: float = 0.03
-    finetune_lr: float = 0.02
-    batch_size: int = 128
-    pretrain_steps: int = 250
-    finetune_steps: int = 400
-    l2_judge: float = 2e-3
-    weight_decay: float = 0.0
-    ensemble: int = 16
-    val_fraction: float = 0.1
-    eval_every: int = 10
-    patience: int = 12
-    train_fraction: float = 1.0
-    pool: str = "geometric"
-    recalibrate: str = "vector"
-    recalibrate_prior: float = 1.0
-    recalibrate_min_members: int = 8
-    """Smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)."""
-    base: str = "linear"
-    """The fixed simple model the network adds its residual to: "linear" (multinomial logistic: the `linear`
-    baseline of cv) or "none" (the paper's network). Pretraining trains
-    the paper's network alone on every question; fine-tuning restarts the target's columns of V and UV at
-    zero and adds the base to the target's logits, so the target is the base plus a residual read from
-    hidden layers pretrained as the paper's."""
-    base_l2: float = 3e-4
-    """L2 penalty of the base's weights and judge offsets, per mean NLL."""
+    # network (the `network` config group)
+    hidden1: int = setting(
+        25, "units of the first hidden layer (chosen by `role-rubric search` on the LLM-Rubric data)", integer(1, 4096)
+    )
+    hidden2: int = setting(25, "units of the second hidden layer", integer(1, 4096))
+    personalised: bool = setting(
+        True, 'per-reviewer weights; false is the report\'s "no personalisation" ablation', boolean()
+    )
+    drop_questions: tuple[str, ...] = setting(
+        (), 'input questions left out; the report\'s "without QUESTION" ablations use it', text_list()
+    )
+    # training (the `train` config group)
+    lr: float = setting(0.03, "pretraining learning rate (all questions)", number(above=0, high=10))
+    finetune_lr: float = setting(
+        0.02, "fine-tuning learning rate (the target, with a fresh optimiser)", number(above=0, high=10)
+    )
+    batch_size: int = setting(128, "rows per step; 0 = full batch (every training row each step)", integer(0))
+    pretrain_steps: int = setting(250, '0 is the report\'s "no pretraining" ablation', integer(0))
+    finetune_steps: int = setting(400, '0 is the report\'s "no fine-tuning" ablation', integer(1))
+    l2_judge: float = setting(2e-3, "L2 penalty of the per-judge offsets", number(0))
+    weight_decay: float = setting(0.0, "AdamW weight decay", number(0))
+    ensemble: int = setting(
+        16,
+        "seed ensemble members; 16 make the pooled Pearson/RMSE the same to +-0.002 "
+        "whatever the seed (search keeps its trials cheap with 1-5)",
+        integer(1, 1024),
+    )
+    val_fraction: float = setting(
+        0.1,
+        "validation share for early stopping, grouped by conversation (each member its own split)",
+        number(above=0, high=0.5),
+    )
+    eval_every: int = setting(10, "steps between validations", integer(1))
+    patience: int = setting(
+        12, "evaluations without improvement before a model stops (each model on its own)", integer(1)
+    )
+    train_fraction: float = setting(
+        1.0, "share of the training conversations used; the report's learning curve sets it", number(above=0, high=1)
+    )
+    pool: str = setting(
+        "geometric",
+        "how the members' distributions are combined: geometric (normalised "
+        "geometric mean) | arithmetic (plain averaging, as models saved without it)",
+        choice("geometric", "arithmetic"),
+    )
+    recalibrate: str = setting(
+        "vector",
+        "the target's recalibration (calibration/model/recalibrate.py): vector "
+        "scaling fitted on the rows members validated on | none",
+        choice("vector", "none"),
+    )
+    recalibrate_prior: float = setting(1.0, "penalty of the recalibration's distance from the identity", number(0))
+    recalibrate_min_members: int = setting(
+        8, "smaller ensembles are not recalibrated: too few rows are out of bag (1 - 0.9^E of them)", integer(1)
+    )
+    # network, continued (added after the training settings; the order is model.json's)
+    base: str = setting(
+        "linear",
+        "the fixed simple model the network adds its residual to: linear (cv's `linear` "
+        "baseline, fitted first; the network learns only what validation supports) | none (the "
+        "LLM-Rubric paper's network: network.base=none train.lr=0.03 train.finetune_lr=0.0015)",
+        choice(*BASES),
+    )
+    base_l2: float = setting(3e-4, "L2 penalty of the base's weights and judge offsets, per mean NLL", number(0))
 
     @classmethod
     def from_cfg(cls, cfg) -> Settings:
@@ -69,15 +123,11 @@ class Settings:
         return cls(**merged).checked()
 
     def checked(self) -> Settings:
-        """Self, after checking the settings that take one of a few names."""
-        from calibration.model.recalibrate import METHODS, POOLS
-        from rubric.errors import InputError
-
-        for name, allowed in (("pool", POOLS), ("recalibrate", METHODS), ("base", BASES)):
-            if getattr(self, name) not in allowed:
-                key = f"{'network' if name.startswith('base') else 'train'}.{name}"
-                raise InputError(f"{key}={getattr(self, name)!r} is not one of {list(allowed)}.",
-                                 fix=f"set {key} to one of {list(allowed)}.")
+        """Self, after checking every setting's type and range (the field's rule)."""
+        values = self.to_dict()
+        for f in settings_of(Settings):
+            group = "network" if f.name in NETWORK_KEYS else "train"
+            check_values(Settings, {f.name: values[f.name]}, prefix=f"{group}.")
         return self
 
     def recalibrates(self, members: int) -> bool:
@@ -108,6 +158,8 @@ def torch_threads(n: int | None):
     them, and on a busy machine spinning threads wait on each other. Measured on 2 cores under load, a
     5-seed cv took 12 s on one thread and 320 s on two. The personalised layers multiply with numpy
     (calibration/model/personal_layer.py), whose OpenBLAS would otherwise start its own threads."""
+    import torch  # here, so that the settings (and --help) load without torch
+
     keep_freed_memory()
     n = int(os.environ.get("ROLE_RUBRIC_THREADS", "1")) if n is None else n
     before = torch.get_num_threads()
@@ -165,8 +217,10 @@ def training_workers(n: int | None) -> int:
         if not raw.strip().isdigit():
             from rubric.errors import InputError
 
-            raise InputError(f"ROLE_RUBRIC_WORKERS={raw!r} is not a whole number.", fix="set it to 1, 2, ... or unset it.")
-        from rubric.parallel import available_cpus
+            raise InputError(
+                f"ROLE_RUBRIC_WORKERS={raw!r} is not a whole number.", fix="set it to 1, 2, ... or unset it."
+            )
+        from rubric.transport.parallel import available_cpus
 
         n = int(raw) or min(available_cpus(), 4)
     return max(1, int(n))

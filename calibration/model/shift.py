@@ -130,7 +130,7 @@ def _t2_permutation(train: np.ndarray, new: np.ndarray, permutations: int, rng) 
         gap = new_sums / n_new - (total - new_sums) / (n - n_new)
         return np.sqrt((gap**2).sum(-1))
 
-    observed = distance(whitened[len(train):].sum(0, keepdims=True))[0]
+    observed = distance(whitened[len(train) :].sum(0, keepdims=True))[0]
     order = np.argsort(rng.random((permutations, n)), axis=1)[:, :n_new]  # one relabelling per row
     chosen = np.zeros((permutations, n))
     np.put_along_axis(chosen, order, 1.0, axis=1)
@@ -139,14 +139,24 @@ def _t2_permutation(train: np.ndarray, new: np.ndarray, permutations: int, rng) 
     return float(p), float(observed)
 
 
-def check_shift(summary: dict | None, ds, roles: dict[str, str] | None = None, *, alpha: float = ALPHA,
-                permutations: int = PERMUTATIONS, seed: int = 0) -> dict:
+def check_shift(
+    summary: dict | None,
+    ds,
+    roles: dict[str, str] | None = None,
+    *,
+    alpha: float = ALPHA,
+    permutations: int = PERMUTATIONS,
+    seed: int = 0,
+) -> dict:
     """The `shift` block: whether the judge features of `ds`'s items differ from the training sample that
     `summary` (model.json's `shift_reference`) holds, overall or per role. roles: conversation id -> role text."""
     if not summary:
-        return {"checked": False, "fired": False,
-                "note": "the model records no training sample (trained before the shift check existed): retrain "
-                        "it to check whether new conversations differ from its training data."}
+        return {
+            "checked": False,
+            "fired": False,
+            "note": "the model records no training sample (trained before the shift check existed): retrain "
+            "it to check whether new conversations differ from its training data.",
+        }
     questions = list(summary["questions"])
     missing = sorted(set(questions) - set(ds.rubric.ids))
     if missing or not summary["conversations"]:
@@ -155,8 +165,9 @@ def check_shift(summary: dict | None, ds, roles: dict[str, str] | None = None, *
     ids, new_means, inverse = _by_conversation(ds.items["conversation_id"].to_numpy(), z)
     raw, _ = expected_answers(ds)
     cols = [ds.rubric.ids.index(q) for q in questions]
-    outside_turn = ((raw[:, cols] < np.asarray(summary["low"]) - 1e-9)
-                    | (raw[:, cols] > np.asarray(summary["high"]) + 1e-9)).any(1)
+    outside_turn = (
+        (raw[:, cols] < np.asarray(summary["low"]) - 1e-9) | (raw[:, cols] > np.asarray(summary["high"]) + 1e-9)
+    ).any(1)
     train = np.asarray(summary["conversations"], float)
     train_roles = np.asarray(summary.get("roles") or [None] * len(train), dtype=object)
     keys = np.array([role_key((roles or {}).get(str(c))) for c in ids], dtype=object)
@@ -170,23 +181,37 @@ def check_shift(summary: dict | None, ds, roles: dict[str, str] | None = None, *
         seen = key is not None and bool((train_roles == key).any())
         reference = train[train_roles == key] if seen else train
         p, distance = _t2_permutation(reference, new_means[conv], permutations, rng)
-        out_groups.append({
-            "role": None if key is None else _short(texts.get(key, key)), "role_key": key,
-            "role_seen_in_training": seen if key is not None else None,
-            "n_conversations": int(conv.sum()), "n_training_conversations": int(len(reference)),
-            "p_value": p, "p_adjusted": min(1.0, p * len(groups)), "distance": round(distance, 4),
-            "outside_support": round(float(outside_turn[conv[inverse]].mean()), 4),
-        })
+        out_groups.append(
+            {
+                "role": None if key is None else _short(texts.get(key, key)),
+                "role_key": key,
+                "role_seen_in_training": seen if key is not None else None,
+                "n_conversations": int(conv.sum()),
+                "n_training_conversations": int(len(reference)),
+                "p_value": p,
+                "p_adjusted": min(1.0, p * len(groups)),
+                "distance": round(distance, 4),
+                "outside_support": round(float(outside_turn[conv[inverse]].mean()), 4),
+            }
+        )
     for g in out_groups:
         g["fired"] = bool(g["p_adjusted"] < alpha)
-    return {"checked": True, "fired": any(g["fired"] for g in out_groups), "method": METHOD, "alpha": alpha,
-            "permutations": permutations, "by_role": by_role, "n_conversations": int(len(ids)),
-            "outside_support": round(float(outside_turn.mean()), 4), "groups": out_groups,
-            "note": "a permutation test (Hotelling's T^2 on the per-conversation mean of the judge's expected "
-                    "answers, standardised on the training turns) against the training sample in model.json"
-                    + ("; per role, Bonferroni-adjusted" if by_role else "")
-                    + "; outside_support: the share of turns where some question's expected answer lies outside "
-                      "its training range."}
+    return {
+        "checked": True,
+        "fired": any(g["fired"] for g in out_groups),
+        "method": METHOD,
+        "alpha": alpha,
+        "permutations": permutations,
+        "by_role": by_role,
+        "n_conversations": int(len(ids)),
+        "outside_support": round(float(outside_turn.mean()), 4),
+        "groups": out_groups,
+        "note": "a permutation test (Hotelling's T^2 on the per-conversation mean of the judge's expected "
+        "answers, standardised on the training turns) against the training sample in model.json"
+        + ("; per role, Bonferroni-adjusted" if by_role else "")
+        + "; outside_support: the share of turns where some question's expected answer lies outside "
+        "its training range.",
+    }
 
 
 def roles_of(paths) -> dict[str, str]:
@@ -214,20 +239,25 @@ def shift_line(shift: dict, labelled: bool = False) -> str | None:
     what = "; ".join(
         (f"role {g['role']!r}{'' if g['role_seen_in_training'] else ' (not in training)'}: " if g["role"] else "")
         + f"p={g['p_adjusted']:.3g}, distance {g['distance']:.2f} sd, {100 * g['outside_support']:.0f}% of turns "
-          f"outside the training range" for g in fired)
+        f"outside the training range"
+        for g in fired
+    )
     n = min(40, sum(g["n_conversations"] for g in fired))
-    advice = (f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`" if not labelled else
-              "read the ppi column (corrected by the labels) and the transport audit, not the calibrator column")
+    advice = (
+        f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`"
+        if not labelled
+        else "read the ppi column (corrected by the labels) and the transport audit, not the calibrator column"
+    )
     return f"these conversations differ from the training data ({what}): the calibrated numbers may be biased; {advice}"
 
 
-def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shift: str, command: str,
-                 say=None) -> dict:
+def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shift: str, command: str, say=None) -> dict:
     """Run the check as on_shift says: the shift block; warns (a ShiftWarning) when it fires, or `say`s its
     "COMMAND: warning: ..." line where a caller collects them; raises ShiftRefused (refuse); ignore: not run."""
     if on_shift not in ON_SHIFT:
-        raise InputError(f"on_shift={on_shift!r} is not one of {', '.join(ON_SHIFT)}.",
-                         fix="set on_shift to warn, refuse or ignore.")
+        raise InputError(
+            f"on_shift={on_shift!r} is not one of {', '.join(ON_SHIFT)}.", fix="set on_shift to warn, refuse or ignore."
+        )
     if on_shift == "ignore":
         return {"checked": False, "fired": False, "note": "on_shift=ignore: not checked."}
     shift = check_shift(summary, ds, roles)

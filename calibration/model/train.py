@@ -15,8 +15,6 @@ and `train_ensemble` in calibration/model/ensemble.py; saving in calibration/mod
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import numpy as np
 import torch
 
@@ -26,7 +24,7 @@ from calibration.model.bases import fit_base, padded_rows
 from calibration.model.forked import map_slices
 from calibration.model.lazy_adam import LazyAdam
 from calibration.model.network import CalibrationNet
-from calibration.model.recalibrate import Recalibration
+from calibration.model.rows import Plan, Rows, Trained
 from calibration.model.settings import Settings, torch_threads, training_workers
 from rubric.progress import progress_bar
 
@@ -34,58 +32,32 @@ BASE_ROWS_ENTRIES = 1 << 26
 """The most floats (256 MB) training keeps of the base's log-probabilities of every label row (`_base_rows`)."""
 
 
-@dataclass
-class Rows:
-    """Label rows as tensors: the item, judge and answers (option index, -1 = none) of each."""
-
-    item: torch.Tensor  # (R,)
-    judge: torch.Tensor  # (R,)
-    answers: torch.Tensor  # (R, Q)
-    weight: torch.Tensor | None = None  # (R,) float32 each row's weight in the losses (None: 1 each)
-
-    @classmethod
-    def of(cls, ds: Dataset) -> Rows:
-        weight = None if ds.label_weight is None else torch.tensor(ds.label_weight, dtype=torch.float32)
-        return cls(*(torch.tensor(a, dtype=torch.long) for a in (ds.label_item, ds.label_judge, ds.answers)), weight)
-
-    def weight_at(self, idx: torch.Tensor) -> torch.Tensor | None:
-        """The weights of the rows idx (any shape), or None where rows are unweighted."""
-        return None if self.weight is None else self.weight[idx]
-
-
-@dataclass
-class Plan:
-    """What each of the M models trains and validates on, and its seed."""
-
-    fit_rows: list[np.ndarray]
-    val_rows: list[np.ndarray]
-    seeds: list[int]
-    history: dict = field(default_factory=dict)
-    recalibration: Recalibration | None = None  # train_ensemble's, fitted after training
-
-    def subset(self, models: np.ndarray) -> Plan:
-        """The plan of some of the models (a fresh history)."""
-        return Plan([self.fit_rows[m] for m in models], [self.val_rows[m] for m in models],
-                    [self.seeds[m] for m in models])
-
-
-@dataclass
-class Trained:
-    """The models `train_models` trained, with the inputs they read and their plan."""
-
-    net: CalibrationNet
-    X: torch.Tensor  # (N, D) every item's inputs (`model_inputs`)
-    spec: dict  # what X holds; saved with a model so prediction rebuilds it
-    plan: Plan  # each model's fit and validation rows, seed, and training history
-
-
-def train_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], settings: Settings, *,
-                 progress: bool = False, workers: int | None = None, threads: int | None = None) -> Trained:
+def train_models(
+    ds: Dataset,
+    train_rows: list[np.ndarray],
+    seeds: list[int],
+    settings: Settings,
+    *,
+    progress: bool = False,
+    workers: int | None = None,
+    threads: int | None = None,
+) -> Trained:
     """Train one model per entry of `train_rows` (label rows of `ds`) with its seed, all side by side."""
     spec, X, base_inputs = model_inputs(ds, settings)
     plan = plan_models(ds, train_rows, seeds, settings)
-    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                     target=ds.target_index, progress=progress, threads=threads, workers=workers, n_base=base_inputs)
+    net = fit_models(
+        X,
+        Rows.of(ds),
+        plan,
+        settings,
+        n_judges=len(ds.judges),
+        n_options=ds.n_options.tolist(),
+        target=ds.target_index,
+        progress=progress,
+        threads=threads,
+        workers=workers,
+        n_base=base_inputs,
+    )
     return Trained(net, X, spec, plan)
 
 
@@ -114,9 +86,20 @@ def plan_models(ds: Dataset, train_rows: list[np.ndarray], seeds: list[int], set
     return Plan(fit, val, list(seeds))
 
 
-def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n_judges: int, n_options: list[int],
-               target: int, progress: bool = False, threads: int | None = None,
-               workers: int | None = None, n_base: int = 0) -> CalibrationNet:
+def fit_models(
+    X: torch.Tensor,
+    rows: Rows,
+    plan: Plan,
+    settings: Settings,
+    *,
+    n_judges: int,
+    n_options: list[int],
+    target: int,
+    progress: bool = False,
+    threads: int | None = None,
+    workers: int | None = None,
+    n_base: int = 0,
+) -> CalibrationNet:
     """Train len(plan.seeds) models side by side and return them with their best validation weights.
 
     X: (N, D) item features. Pretraining weighs every question; fine-tuning only `target`.
@@ -138,8 +121,18 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
 
     def fit(models: np.ndarray, bar) -> tuple[CalibrationNet, dict]:
         part = plan.subset(models)
-        net = _fit_models(X, rows, part, settings, n_judges=n_judges, n_options=n_options, target=target, bar=bar,
-                          base=None if base is None else base.subset(models), n_base=n_base)
+        net = _fit_models(
+            X,
+            rows,
+            part,
+            settings,
+            n_judges=n_judges,
+            n_options=n_options,
+            target=target,
+            bar=bar,
+            base=None if base is None else base.subset(models),
+            n_base=n_base,
+        )
         return net, part.history
 
     with torch_threads(threads), bar:
@@ -152,8 +145,14 @@ def fit_models(X: torch.Tensor, rows: Rows, plan: Plan, settings: Settings, *, n
 
 def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
     net = CalibrationNet(
-        len(plan.seeds), X.shape[1], n_judges, n_options,
-        hidden1=settings.hidden1, hidden2=settings.hidden2, personalised=settings.personalised, seeds=plan.seeds,
+        len(plan.seeds),
+        X.shape[1],
+        n_judges,
+        n_options,
+        hidden1=settings.hidden1,
+        hidden2=settings.hidden2,
+        personalised=settings.personalised,
+        seeds=plan.seeds,
         n_base=n_base,
     )
     if base is not None:
@@ -161,14 +160,17 @@ def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, ba
     all_questions = torch.ones(len(n_options))
     target_only = torch.zeros(len(n_options))
     target_only[target] = 1.0
-    phases = [("pretrain", settings.pretrain_steps, settings.lr, all_questions),
-              ("finetune", settings.finetune_steps, settings.finetune_lr, target_only)]
+    phases = [
+        ("pretrain", settings.pretrain_steps, settings.lr, all_questions),
+        ("finetune", settings.finetune_steps, settings.finetune_lr, target_only),
+    ]
     for name, steps, lr, weights in phases:
         if name == "finetune" and net.n_base:
             net.add_base(target)  # the target restarts as the base plus a zero residual
         if steps > 0:
-            plan.history[name] = _run_phase(net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history),
-                                            bar=bar)
+            plan.history[name] = _run_phase(
+                net, X, rows, plan, settings, steps, lr, weights, salt=len(plan.history), bar=bar
+            )
     return net
 
 
@@ -178,8 +180,10 @@ def _merge_histories(histories: list[dict]) -> dict:
     for name in histories[0]:
         phase = [h[name] for h in histories]
         losses = [p["best_val_nll"] for p in phase]
-        out[name] = {"steps": max(p["steps"] for p in phase),
-                     "best_val_nll": None if losses[0] is None else [x for part in losses for x in part]}
+        out[name] = {
+            "steps": max(p["steps"] for p in phase),
+            "best_val_nll": None if losses[0] is None else [x for part in losses for x in part],
+        }
     return out
 
 
@@ -209,8 +213,9 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
         train_step(work, X, rows, b, weights, optimiser, lazy, base=_at(base_rows, alive, b))
         bar.update(1)
         if early and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):
-            current = _val_loss(work, X, rows, val_idx[alive], val_mask[alive], weights,
-                                _at(base_rows, alive, val_idx[alive]))
+            current = _val_loss(
+                work, X, rows, val_idx[alive], val_mask[alive], weights, _at(base_rows, alive, val_idx[alive])
+            )
             # A model whose patience ran out has stopped: it takes no later improvement (a companion kept
             # in the batch still trains), so its result never depends on the models beside it.
             improved = (current < best_loss[alive] - 1e-6) & (stale[alive] < settings.patience)
@@ -231,15 +236,25 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
     return {"steps": ran, "best_val_nll": None if best_loss is None else best_loss.tolist()}
 
 
-def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor, weights: torch.Tensor,
-               optimiser: torch.optim.Adam, lazy: LazyAdam | None, *, base: torch.Tensor | None = None) -> None:
+def train_step(
+    net: CalibrationNet,
+    X: torch.Tensor,
+    rows: Rows,
+    b: torch.Tensor,
+    weights: torch.Tensor,
+    optimiser: torch.optim.Adam,
+    lazy: LazyAdam | None,
+    *,
+    base: torch.Tensor | None = None,
+) -> None:
     """One step of every model of `net` on its batch b ((M, B) label-row indices); with `lazy`, the judge
     offsets of only the batch's judges take part and move (calibration/model/lazy_adam.py). base: the
     base's log-probabilities of the batch rows (`_base_rows`), if computed beforehand."""
     judge = rows.judge[b]
     offsets = None if lazy is None else net.judge_offsets(judge, leaves=True)
-    loss = net.loss(X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base,
-                    row_weight=rows.weight_at(b))
+    loss = net.loss(
+        X[rows.item[b]], judge, rows.answers[b], weights, offsets=offsets, base=base, row_weight=rows.weight_at(b)
+    )
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
@@ -247,7 +262,9 @@ def train_step(net: CalibrationNet, X: torch.Tensor, rows: Rows, b: torch.Tensor
         lazy.step(offsets)
 
 
-def _has_validation_labels(rows: Rows, val_idx: torch.Tensor, val_mask: torch.Tensor, weights: torch.Tensor) -> torch.Tensor:
+def _has_validation_labels(
+    rows: Rows, val_idx: torch.Tensor, val_mask: torch.Tensor, weights: torch.Tensor
+) -> torch.Tensor:
     """(M,) whether each model's validation rows hold at least one answer the phase's loss weighs."""
     observed = (rows.answers[val_idx] >= 0) & val_mask[..., None]  # (M, L, Q)
     if rows.weight is not None:
@@ -279,8 +296,14 @@ def _still_training(active: torch.Tensor) -> torch.Tensor:
     return keep
 
 
-def _compact(work: CalibrationNet, optimiser: torch.optim.Adam, lazy: LazyAdam | None, keep: torch.Tensor,
-             settings: Settings, lr: float) -> tuple[CalibrationNet, torch.optim.Adam, LazyAdam | None]:
+def _compact(
+    work: CalibrationNet,
+    optimiser: torch.optim.Adam,
+    lazy: LazyAdam | None,
+    keep: torch.Tensor,
+    settings: Settings,
+    lr: float,
+) -> tuple[CalibrationNet, torch.optim.Adam, LazyAdam | None]:
     """The models `keep` of `work`, with their Adam state, as a smaller network and optimisers."""
     smaller = work.subset(torch.nonzero(keep).flatten())
     moved = _adam(smaller, settings, lr)
@@ -338,7 +361,9 @@ def _snapshot(net) -> dict[str, torch.Tensor]:
     return {k: v.detach().clone() for k, v in net.state_dict().items()}
 
 
-def _keep_best(best: dict[str, torch.Tensor], work: CalibrationNet, alive: torch.Tensor, improved: torch.Tensor) -> None:
+def _keep_best(
+    best: dict[str, torch.Tensor], work: CalibrationNet, alive: torch.Tensor, improved: torch.Tensor
+) -> None:
     """Copy the improved models of `work` (which holds the models `alive` of the full batch) into `best`."""
     for name, value in work.named_parameters():
         best[name][alive[improved]] = value.detach()[improved]

@@ -24,14 +24,17 @@ from rubric.errors import InputError
 __all__ = ["MIN_CONVERSATIONS", "bias_interval", "transport_audit", "verdict"]
 
 MIN_CONVERSATIONS = 20
-NOTE = ("The PPI interval above is valid whatever this verdict says: it corrects the calibrator with the labels. "
-        "FAIL means the per-turn calibrated scores (`score`, `predict`) are biased on conversations like these: "
-        "retrain with this release's labels (`estimate crossfit=`, or `train data=[OLD,NEW]`) before trusting "
-        "them unlabelled. INCONCLUSIVE: label more conversations to decide.")
+NOTE = (
+    "The PPI interval above is valid whatever this verdict says: it corrects the calibrator with the labels. "
+    "FAIL means the per-turn calibrated scores (`score`, `predict`) are biased on conversations like these: "
+    "retrain with this release's labels (`estimate crossfit=`, or `train data=[OLD,NEW]`) before trusting "
+    "them unlabelled. INCONCLUSIVE: label more conversations to decide."
+)
 
 
-def bias_interval(calibrated: np.ndarray, human: np.ndarray, conversation: np.ndarray,
-                  alpha: float) -> tuple[float, float, float, int]:
+def bias_interval(
+    calibrated: np.ndarray, human: np.ndarray, conversation: np.ndarray, alpha: float
+) -> tuple[float, float, float, int]:
     """(bias, low, high, conversations) of mean(calibrated - human) over turns, conversations as the unit."""
     ids, conv = np.unique(conversation, return_inverse=True)
     n = len(ids)
@@ -65,17 +68,33 @@ def transport_audit(preds, margin: float, alpha: float, roles: dict[str, set[str
         items, inverse = np.unique(item, return_inverse=True)
         human = np.bincount(inverse, weights=preds.row_value[sel]) / np.bincount(inverse)
         bias, low, high, n = bias_interval(preds.calibrator[items], human, preds.conversation[items], alpha)
-        block = {"verdict": verdict(low, high, margin, n), "bias": bias,
-                 "low": low if np.isfinite(low) else None, "high": high if np.isfinite(high) else None,
-                 "n_labelled_conversations": n, "n_labelled_turns": int(len(items))}
+        block = {
+            "verdict": verdict(low, high, margin, n),
+            "bias": bias,
+            "low": low if np.isfinite(low) else None,
+            "high": high if np.isfinite(high) else None,
+            "n_labelled_conversations": n,
+            "n_labelled_turns": int(len(items)),
+        }
         if block["verdict"] == "INCONCLUSIVE" and n < MIN_CONVERSATIONS and -margin < low and high < margin:
-            block["pass_withheld"] = (f"the interval lies inside the margin, but PASS needs {MIN_CONVERSATIONS} or "
-                                      "more labelled conversations")
+            block["pass_withheld"] = (
+                f"the interval lies inside the margin, but PASS needs {MIN_CONVERSATIONS} or "
+                "more labelled conversations"
+            )
         return block
 
-    result = {"quantity": "rate", "margin": margin, "level": 1 - alpha, **audit(), "note": NOTE,
-              "by_role": {role: audit(convs) for role, convs in sorted((roles or {}).items())
-                          if len(preds.labelled_conversations(conversations=convs)) >= 2}}
+    result = {
+        "quantity": "rate",
+        "margin": margin,
+        "level": 1 - alpha,
+        **audit(),
+        "note": NOTE,
+        "by_role": {
+            role: audit(convs)
+            for role, convs in sorted((roles or {}).items())
+            if len(preds.labelled_conversations(conversations=convs)) >= 2
+        },
+    }
     return result
 
 
@@ -83,6 +102,8 @@ def audit_line(audit: dict) -> str:
     """One line for the terminal."""
     low = "-inf" if audit["low"] is None else f"{audit['low']:+.3f}"
     high = "inf" if audit["high"] is None else f"{audit['high']:+.3f}"
-    return (f"transport audit: {audit['verdict']}: the calibrator's bias on the rate is {audit['bias']:+.3f} "
-            f"[{low}, {high}] ({100 * audit['level']:.0f}%, {audit['n_labelled_conversations']} labelled "
-            f"conversations) against a margin of +-{audit['margin']:g}")
+    return (
+        f"transport audit: {audit['verdict']}: the calibrator's bias on the rate is {audit['bias']:+.3f} "
+        f"[{low}, {high}] ({100 * audit['level']:.0f}%, {audit['n_labelled_conversations']} labelled "
+        f"conversations) against a margin of +-{audit['margin']:g}"
+    )

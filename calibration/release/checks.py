@@ -29,15 +29,18 @@ def check_adheres_at(question, adheres_at: float | None) -> None:
     if adheres_at is None:
         return
     if isinstance(adheres_at, bool) or not isinstance(adheres_at, int | float) or not math.isfinite(adheres_at):
-        raise InputError(f"adheres_at={adheres_at!r} is not a number.",
-                         fix=f"pass a value among the target's options {sorted(question.values)}.")
+        raise InputError(
+            f"adheres_at={adheres_at!r} is not a number.",
+            fix=f"pass a value among the target's options {sorted(question.values)}.",
+        )
     values = sorted(question.values)
     if not values[0] < adheres_at <= values[-1]:
         side = "every answer" if adheres_at <= values[0] else "no answer"
         raise InputError(
             f"adheres_at={adheres_at:g} is outside the scale of {question.id!r} (options {values}): {side} would "
             "count as adhering, whatever the release.",
-            fix=f"pass a value above {values[0]:g} and at most {values[-1]:g} (default: {question.default_adheres_at:g}).")
+            fix=f"pass a value above {values[0]:g} and at most {values[-1]:g} (default: {question.default_adheres_at:g}).",
+        )
 
 
 def check_target_answered(ds, labels: Path, *, minimum: int = 1) -> None:
@@ -48,16 +51,25 @@ def check_target_answered(ds, labels: Path, *, minimum: int = 1) -> None:
     conversations = set(ds.items["conversation_id"].to_numpy()[ds.label_item[rows]])
     if len(conversations) >= minimum:
         return
-    fix = (f"label {ds.rubric.target!r} on the sampled conversations (`role-rubric suggest purpose=estimate` writes a "
-           "sheet with every question).")
+    fix = (
+        f"label {ds.rubric.target!r} on the sampled conversations (`role-rubric suggest purpose=estimate` writes a "
+        "sheet with every question)."
+    )
     if conversations:
-        raise InputError(f"the labels answer the target question {ds.rubric.target!r} on {len(conversations)} "
-                         f"conversation(s): an interval needs at least {minimum}.", path=labels, fix=fix)
+        raise InputError(
+            f"the labels answer the target question {ds.rubric.target!r} on {len(conversations)} "
+            f"conversation(s): an interval needs at least {minimum}.",
+            path=labels,
+            fix=fix,
+        )
     answered = [q.id for q, col in zip(ds.rubric.questions, ds.answers.T, strict=True) if (col >= 0).any()]
     raise InputError(
         f"the labels never answer the target question {ds.rubric.target!r}"
-        + (f" (they answer {', '.join(answered)})" if answered else "") + ", so there is nothing to estimate it from.",
-        path=labels, fix=fix)
+        + (f" (they answer {', '.join(answered)})" if answered else "")
+        + ", so there is nothing to estimate it from.",
+        path=labels,
+        fix=fix,
+    )
 
 
 def check_baseline(release: Path, baseline: Path, *, allow_judge_mismatch: bool) -> None:
@@ -66,27 +78,39 @@ def check_baseline(release: Path, baseline: Path, *, allow_judge_mismatch: bool)
     from rubric.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
 
     if not baseline.is_dir():
-        raise InputError("baseline= is not a release folder.", path=baseline,
-                         fix="pass baseline= the folder of the earlier release (rubric.yaml, llm.csv, labels.csv).")
+        raise InputError(
+            "baseline= is not a release folder.",
+            path=baseline,
+            fix="pass baseline= the folder of the earlier release (rubric.yaml, llm.csv, labels.csv).",
+        )
     if baseline.resolve() == release.resolve() or _same_content(release, baseline):
-        raise InputError(f"baseline= is the release itself ({release}{'' if baseline.resolve() == release.resolve() else ', copied'}): "
-                         "the difference would be 0 by construction.", path=baseline,
-                         fix="pass baseline= the folder of an earlier release, or leave baseline= out.")
+        raise InputError(
+            f"baseline= is the release itself ({release}{'' if baseline.resolve() == release.resolve() else ', copied'}): "
+            "the difference would be 0 by construction.",
+            path=baseline,
+            fix="pass baseline= the folder of an earlier release, or leave baseline= out.",
+        )
     mine, theirs = dataset_judge_identity(release), dataset_judge_identity(baseline)
     if allow_judge_mismatch or (mine is None and theirs is None):
         return
     if mine is None or theirs is None:
         unknown = release if mine is None else baseline
-        raise InputError(f"{'the release' if mine is None else 'the baseline'} {unknown} {NO_RECORD}, while the "
-                         f"{'baseline' if mine is None else 'release'} was gathered by the {describe(mine or theirs)}.",
-                         path=baseline, fix="compare releases gathered by one judge (import carries gather_summary.json), "
-                         "or pass allow_judge_mismatch=true if the judge is the same.")
+        raise InputError(
+            f"{'the release' if mine is None else 'the baseline'} {unknown} {NO_RECORD}, while the "
+            f"{'baseline' if mine is None else 'release'} was gathered by the {describe(mine or theirs)}.",
+            path=baseline,
+            fix="compare releases gathered by one judge (import carries gather_summary.json), "
+            "or pass allow_judge_mismatch=true if the judge is the same.",
+        )
     diffs = identity_differences(mine, theirs)
     if diffs:
-        raise InputError(f"the baseline {baseline} was gathered by another judge than the release "
-                         f"({'; '.join(d.replace('trained on', 'release').replace('given', 'baseline') for d in diffs)}): "
-                         "their difference would measure the judges, not the chatbot.", path=baseline,
-                         fix="gather the baseline again with the release's judge, or pass allow_judge_mismatch=true.")
+        raise InputError(
+            f"the baseline {baseline} was gathered by another judge than the release "
+            f"({'; '.join(d.replace('trained on', 'release').replace('given', 'baseline') for d in diffs)}): "
+            "their difference would measure the judges, not the chatbot.",
+            path=baseline,
+            fix="gather the baseline again with the release's judge, or pass allow_judge_mismatch=true.",
+        )
 
 
 def _same_content(a: Path, b: Path) -> bool:
@@ -100,16 +124,25 @@ def read_plan_table(path: Path) -> pd.DataFrame:
     """The plan file as a table: a UTF-8 file (not a folder) with a header and at least one row."""
     text = read_text_file(path)  # a folder or bytes that are not UTF-8: one line naming the file
     if not text.strip():
-        raise InputError("the sampling plan is empty.", path=path,
-                         fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.")
+        raise InputError(
+            "the sampling plan is empty.",
+            path=path,
+            fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.",
+        )
     try:
         frame = pd.read_csv(io.StringIO(text), dtype={"conversation_id": str}, keep_default_na=False)
     except (pd.errors.ParserError, ValueError) as exc:
-        raise InputError(f"the sampling plan cannot be read as CSV ({str(exc).splitlines()[0]}).", path=path,
-                         fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.") from None
+        raise InputError(
+            f"the sampling plan cannot be read as CSV ({str(exc).splitlines()[0]}).",
+            path=path,
+            fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.",
+        ) from None
     if frame.empty:
-        raise InputError("the sampling plan has a header but no rows.", path=path,
-                         fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.")
+        raise InputError(
+            "the sampling plan has a header but no rows.",
+            path=path,
+            fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.",
+        )
     return frame
 
 
@@ -124,45 +157,76 @@ def check_plan_rows(frame: pd.DataFrame, path: Path, release: set[str], labelled
         rows = np.flatnonzero((ids == cid).to_numpy()) + 1
         pis = frame.loc[ids == cid, "inclusion_probability"].astype(str).unique()
         what = f"with conflicting inclusion probabilities {list(pis)}" if len(pis) > 1 else "twice"
-        raise InputError(f"the plan names conversation {cid!r} {what} (rows {', '.join(map(str, rows))}).",
-                         path=path, row=int(rows[1]), fix="list each conversation of the release once, as "
-                         "`role-rubric suggest purpose=estimate` writes the plan.")
+        raise InputError(
+            f"the plan names conversation {cid!r} {what} (rows {', '.join(map(str, rows))}).",
+            path=path,
+            row=int(rows[1]),
+            fix="list each conversation of the release once, as "
+            "`role-rubric suggest purpose=estimate` writes the plan.",
+        )
     sampled = pd.to_numeric(frame["sampled"], errors="coerce")
     bad = np.flatnonzero(~sampled.isin([0, 1]).to_numpy())
     if len(bad):
-        raise InputError(f"sampled {str(frame['sampled'].iloc[bad[0]])!r} is not 0 or 1.", path=path,
-                         row=int(bad[0]) + 1, fix="sampled is 1 for a conversation drawn for labelling, else 0.")
+        raise InputError(
+            f"sampled {str(frame['sampled'].iloc[bad[0]])!r} is not 0 or 1.",
+            path=path,
+            row=int(bad[0]) + 1,
+            fix="sampled is 1 for a conversation drawn for labelling, else 0.",
+        )
     missing = sorted(release - set(ids))
     if missing:
         raise InputError(
             f"the plan lists {len(set(ids) & release)} of the release's {len(release)} conversations (not e.g. "
             f"{missing[0]!r}): it was drawn for another release, so its inclusion probabilities are not this one's.",
-            path=path, fix="draw the plan for this release (`role-rubric suggest purpose=estimate data=RELEASE`).")
+            path=path,
+            fix="draw the plan for this release (`role-rubric suggest purpose=estimate data=RELEASE`).",
+        )
     drawn = set(ids[(sampled == 1).to_numpy()])
     undrawn = sorted(labelled - drawn)
     if undrawn:
         raise InputError(
             f"{len(undrawn)} labelled conversations (e.g. {undrawn[0]!r}) are ones the plan did not sample "
-            "(sampled 0): the labels follow another draw (another seed or release) than this plan.", path=path,
-            fix="pass the plan the labelled conversations were drawn with, or label the conversations this plan sampled.")
+            "(sampled 0): the labels follow another draw (another seed or release) than this plan.",
+            path=path,
+            fix="pass the plan the labelled conversations were drawn with, or label the conversations this plan sampled.",
+        )
 
 
 # Files some command reads: a sheet written under one of these names would replace a team's data or be read
 # as it (a blank sheet named labels.csv is a labels file with no answers).
-INPUT_NAMES = (*DATASET_FILES, "gather_summary.json", "sample_plan.csv", "decide_calibration.csv", "estimate.json",
-               "threshold.json", "tasks.json", "label_config.xml", "label-studio-export.json")
+INPUT_NAMES = (
+    *DATASET_FILES,
+    "gather_summary.json",
+    "sample_plan.csv",
+    "decide_calibration.csv",
+    "estimate.json",
+    "threshold.json",
+    "tasks.json",
+    "label_config.xml",
+    "label-studio-export.json",
+)
 
 
 def check_suggest_out(out: Path, *, plan: Path | None, overwrite: bool) -> None:
     """`suggest` writes a sheet (and, for an estimate, sample_plan.csv beside it): never over a file some
     command reads, and never over a sheet or plan that exists (reviewers fill sheets in) unless overwrite=true."""
     if out.is_dir():
-        raise InputError("out= is a folder, but suggest writes a sheet file.", path=out,
-                         fix="pass out=FOLDER/to_label.csv.")
+        raise InputError(
+            "out= is a folder, but suggest writes a sheet file.", path=out, fix="pass out=FOLDER/to_label.csv."
+        )
     if out.name in INPUT_NAMES:
-        raise InputError(f"out= is named {out.name}, a file other commands read: the sheet would replace it or be read "
-                         "as it.", path=out, fix="pass out=FOLDER/to_label.csv.")
-    for path, what in ((out, "a sheet (reviewers may have filled it in)"), (plan, "the sampling plan of an earlier draw")):
+        raise InputError(
+            f"out= is named {out.name}, a file other commands read: the sheet would replace it or be read as it.",
+            path=out,
+            fix="pass out=FOLDER/to_label.csv.",
+        )
+    for path, what in (
+        (out, "a sheet (reviewers may have filled it in)"),
+        (plan, "the sampling plan of an earlier draw"),
+    ):
         if path is not None and path.exists() and not overwrite:
-            raise InputError(f"it already exists: {what}; it is kept.", path=path,
-                             fix="pass another out= folder, or overwrite=true to replace it.")
+            raise InputError(
+                f"it already exists: {what}; it is kept.",
+                path=path,
+                fix="pass another out= folder, or overwrite=true to replace it.",
+            )

@@ -45,8 +45,9 @@ class FoldModels:
             per_model.append(reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at))
         first = per_model[0]
         rows = np.arange(len(first.row_item))
-        names = np.array([str(ds.judges[j]) for j in ds.label_judge[np.flatnonzero(ds.answers[:, question] >= 0)]],
-                         dtype=object)
+        names = np.array(
+            [str(ds.judges[j]) for j in ds.label_judge[np.flatnonzero(ds.answers[:, question] >= 0)]], dtype=object
+        )
         reviewers = sorted(set(names))
         column = np.searchsorted(np.array(reviewers, dtype=object), names)
 
@@ -62,17 +63,24 @@ class FoldModels:
         P_out, cal_out = P.mean(0), cal.mean(0)
         P_out[own] = P[fold[own], np.flatnonzero(own)]
         cal_out[own] = cal[fold[own], np.flatnonzero(own)]
-        return ReviewerPredictions(first.conversation, P_out, cal_out, first.raw, first.row_item, column,
-                                   first.row_value)
+        return ReviewerPredictions(
+            first.conversation, P_out, cal_out, first.raw, first.row_item, column, first.row_value
+        )
 
 
 def check_folds(k, labelled: int, *, path) -> int:
     if isinstance(k, bool) or not float(k).is_integer() or int(k) < 2:
-        raise InputError(f"crossfit={k}: cross-fitting needs a whole number of folds >= 2.", path=path,
-                         fix="pass crossfit=5 (or crossfit=N with 2 <= N <= the labelled conversations).")
+        raise InputError(
+            f"crossfit={k}: cross-fitting needs a whole number of folds >= 2.",
+            path=path,
+            fix="pass crossfit=5 (or crossfit=N with 2 <= N <= the labelled conversations).",
+        )
     if int(k) > labelled:
-        raise InputError(f"crossfit={k} is more folds than the {labelled} labelled conversations.", path=path,
-                         fix=f"pass crossfit=N with 2 <= N <= {labelled}.")
+        raise InputError(
+            f"crossfit={k} is more folds than the {labelled} labelled conversations.",
+            path=path,
+            fix=f"pass crossfit=N with 2 <= N <= {labelled}.",
+        )
     return int(k)
 
 
@@ -81,9 +89,12 @@ def _sources(model, model_path) -> tuple[list[Path], list[float]]:
     paths = [Path(r.get("data", "")) for r in records]
     if not records or any(not str(p) or not (p / "labels.csv").exists() for p in paths):
         missing = next((str(p) for p in paths if not str(p) or not (p / "labels.csv").exists()), "none recorded")
-        raise InputError(f"crossfit= retrains on the model's training directories, and model.json trained_on "
-                         f"names one that is not there ({missing}).", path=Path(model_path) / "model.json",
-                         fix="run estimate where the training directories are, or without crossfit=.")
+        raise InputError(
+            f"crossfit= retrains on the model's training directories, and model.json trained_on "
+            f"names one that is not there ({missing}).",
+            path=Path(model_path) / "model.json",
+            fix="run estimate where the training directories are, or without crossfit=.",
+        )
     return paths, [float(r.get("weight", 1.0)) for r in records]
 
 
@@ -92,8 +103,7 @@ def _release_tables(root: Path) -> dict[str, pd.DataFrame]:
     tables = {}
     for stem in ("labels", "llm"):
         path = root / f"{stem}.csv"
-        tables[stem] = (pd.read_csv(path, **_READ) if path.exists()
-                        else pd.read_parquet(root / f"{stem}.parquet"))
+        tables[stem] = pd.read_csv(path, **_READ) if path.exists() else pd.read_parquet(root / f"{stem}.parquet")
     return tables
 
 
@@ -116,17 +126,29 @@ def _train(model, sources, weights, extra: Path, out: Path, seed: int):
     from calibration.model.provenance import training_records
 
     if isinstance(model.net, LinearCalibrator):
-        raise InputError("crossfit= retrains a network calibrator; this model is linear.",
-                         fix="train the model with model=network, or estimate without crossfit=.")
+        raise InputError(
+            "crossfit= retrains a network calibrator; this model is linear.",
+            fix="train the model with model=network, or estimate without crossfit=.",
+        )
     data = load_training_data([*sources, extra], weights=[*weights, 1.0])
     net, spec, plan = train_ensemble(data.ds, model.settings, seed=seed)
-    save_model(out, net, data.ds, spec, model.settings, history=plan.history, recalibration=plan.recalibration,
-               judge=data.judge, trained_on=training_records(data))
+    save_model(
+        out,
+        net,
+        data.ds,
+        spec,
+        model.settings,
+        history=plan.history,
+        recalibration=plan.recalibration,
+        judge=data.judge,
+        trained_on=training_records(data),
+    )
     return load_model(out)
 
 
-def train_folds(model, model_path, root: Path, labelled: list[str], k: int, work: Path, adapted: Path | None, *,
-                seed: int = 0) -> FoldModels:
+def train_folds(
+    model, model_path, root: Path, labelled: list[str], k: int, work: Path, adapted: Path | None, *, seed: int = 0
+) -> FoldModels:
     """Train the K fold calibrators in `work` and the adapted one in `adapted` (None: not trained; the
     benchmark's draws need only the K) (see the module docstring)."""
     sources, weights = _sources(model, model_path)

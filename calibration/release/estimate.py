@@ -10,6 +10,7 @@ rubric question (where that question is labelled).
 
 from __future__ import annotations
 
+import logging
 import math
 from pathlib import Path
 
@@ -17,11 +18,16 @@ import numpy as np
 import torch
 
 from calibration.release.checks import check_adheres_at, check_baseline, check_target_answered
+from calibration.release.gate import GateFailed, gate, sequential_looks
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
 from calibration.release.plan import PLAN_FILE, read_plan, read_strata
+from calibration.release.planning import width_plan
+from calibration.release.roles import roles_of_release
 from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
 from rubric.errors import InputError
 from rubric.jsonfile import jsonable
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 __all__ = ["GateFailed", "estimate_release", "run_estimate"]
 
@@ -44,16 +50,22 @@ POPULATION_NOTE = {
 }
 
 
-class GateFailed(InputError):
-    """`fail_under=` or `fail_if_worse=` failed: the command line exits 1 with this line."""
-
-    exit_code = 1
-
-
-def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | None = None, baseline=None,
-                     plan=None, population: str = "finite", allow_judge_mismatch: bool = False,
-                     bias_margin: float = 0.05, on_shift: str = "warn", width: float | None = None,
-                     crossfit: int | None = None, adapted_out=None) -> dict:
+def estimate_release(
+    data,
+    model,
+    *,
+    alpha: float = 0.1,
+    adheres_at: float | None = None,
+    baseline=None,
+    plan=None,
+    population: str = "finite",
+    allow_judge_mismatch: bool = False,
+    bias_margin: float = 0.05,
+    on_shift: str = "warn",
+    width: float | None = None,
+    crossfit: int | None = None,
+    adapted_out=None,
+) -> dict:
     """The release estimate as a dict (the shape of estimate.json). data: a gathered release directory whose
     labels.csv labels a random sample of its conversations; model: a model directory or a loaded model;
     baseline: another release directory, for the difference; plan: its sampling plan (default
@@ -86,10 +98,11 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
         raise InputError(f"bias_margin={bias_margin} is not above 0.", fix="pass bias_margin=0.05 (on the rate).")
     trust = {"bias_margin": float(bias_margin), "on_shift": on_shift}
     fit = None if crossfit is None else {"k": crossfit, "model_path": model_path, "adapted": adapted_out}
-    result = _release(data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release", trust=trust,
-                      crossfit=fit)
+    result = _release(
+        data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release", trust=trust, crossfit=fit
+    )
     if width is not None:
-        result["width_plan"] = _width_plan(result["rate"], width, alpha)
+        result["width_plan"] = width_plan(result["rate"], width, alpha)
     if baseline is not None:
         base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
         result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
@@ -98,30 +111,106 @@ def estimate_release(data, model, *, alpha: float = 0.1, adheres_at: float | Non
 
 
 def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None, crossfit=None) -> dict:
-    from calibration import load_dataset
-    from calibration.decide import default_adheres_at
-    from calibration.model.provenance import refuse_overlap
-    from rubric.identity import check_same_judge, dataset_judge_identity
-
     root = Path(data)
-    rubric = model.check_rubric(root / "rubric.yaml")
-    check_same_judge(model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate",
-                     where=root)
-    ds = load_dataset(root, rubric=rubric)
-    check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations
-    # crossfit: the calibrators train on these labels by design, each predicting only the fold it never saw
-    checked = (refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
-               if crossfit is None else 0)
+    ds, rubric, checked = _checked_release(root, model, allow_mismatch, what=what, crossfit=crossfit)
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])  # >= 2: checked with the target
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
     pi_of = read_plan(plan_path, release, labelled) if plan_path else None
     strata = read_strata(plan_path)
-    X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
+    cut = _cuts(rubric, adheres_at)
+    predict, folds = _predictor(model, ds, root, labelled, cut, crossfit)
+    turns = {kind: predict(t, kind) for kind in KINDS}
+    overall = {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS}
+    if strata:
+        for kind in KINDS:
+            overall[kind] |= _stratified(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, strata)
+    roles = roles_of_release(root)
+    result = {
+        "data": str(root),
+        "alpha": options["alpha"],
+        "population": options["population"],
+        "target": rubric.target,
+        "adheres_at": cut[rubric.target],
+        **overall,
+        "by_role": {
+            role: {
+                kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of, convs) for kind in KINDS
+            }
+            for role, convs in sorted(roles.items())
+            if release & convs
+        },
+        "by_question": _by_question(ds, rubric, predict, cut, options, pi_of),
+        "sampling": "inclusion probabilities from " + str(plan_path)
+        if pi_of
+        else (
+            "uniform ("
+            + (
+                str(plan_path)
+                if plan_path
+                else "no sampling plan given; a simple random sample of conversations is assumed"
+            )
+            + ")"
+        ),
+        "note": QUANTITY_NOTE + " " + POPULATION_NOTE[options["population"]],
+        "training_overlap_checked": bool(checked),
+    }
+    if trust is not None:  # the release (not the baseline): calibration/release/audit.py, calibration/model/shift.py
+        from calibration.model.shift import handle_shift, roles_of
+        from calibration.release.audit import transport_audit
+
+        result["transport_audit"] = transport_audit(turns["rate"], trust["bias_margin"], options["alpha"], roles)
+        result["shift"] = handle_shift(
+            model.meta.get("shift_reference"), ds, roles_of([root]), trust["on_shift"], "estimate"
+        )
+    if folds is not None:
+        result["crossfit"] = {
+            "k": len(folds.models),
+            "adapted_model": str(folds.adapted),
+            "note": (
+                "cross-prediction-powered: each labelled conversation compared with a calibrator trained on the model's "
+                "training directories plus the other folds' labels; the other turns get the average of the "
+                f"{len(folds.models)}; the adapted model (trained on every label) is {folds.adapted}."
+            ),
+        }
+    if not roles:
+        result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
+    return result
+
+
+def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, crossfit):
+    """The release's dataset, read against the model's rubric once its judge, target and overlap with the
+    model's training data are checked; returns (dataset, rubric, how many conversations were checked)."""
+    from calibration import load_dataset
+    from calibration.model.provenance import refuse_overlap
+    from rubric.identity import check_same_judge, dataset_judge_identity
+
+    rubric = model.check_rubric(root / "rubric.yaml")
+    check_same_judge(
+        model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate", where=root
+    )
+    ds = load_dataset(root, rubric=rubric)
+    check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations
+    # crossfit: the calibrators train on these labels by design, each predicting only the fold it never saw
+    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root) if crossfit is None else 0
+    return ds, rubric, checked
+
+
+def _cuts(rubric, adheres_at: float | None) -> dict[str, float]:
+    """Each question's adherence threshold: its default, the target's overridden by adheres_at."""
+    from calibration.decide import default_adheres_at
+
     cut = {q.id: default_adheres_at(q) for q in rubric.questions}
     if adheres_at is not None:
         cut[rubric.target] = float(adheres_at)
+    return cut
+
+
+def _predictor(model, ds, root: Path, labelled: set[str], cut: dict[str, float], crossfit):
+    """predict(question, kind) -> ReviewerPredictions: the model's, or with crossfit= the K fold calibrators'
+    (trained here; calibration/release/crossfit.py). Returns (predict, the fold models or None)."""
+    X = torch.from_numpy(ds.features(model.spec))
     proba = judge_probabilities(model, X)
     folds = None
     if crossfit is not None:
@@ -131,55 +220,29 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
 
         k = check_folds(crossfit["k"], len(labelled), path=root / "labels.csv")
         with tempfile.TemporaryDirectory(prefix="crossfit-") as work:
-            folds = train_folds(model, crossfit["model_path"], root, sorted(labelled), k, Path(work),
-                                Path(crossfit["adapted"]))
+            folds = train_folds(
+                model, crossfit["model_path"], root, sorted(labelled), k, Path(work), Path(crossfit["adapted"])
+            )
 
     def predict(q: int, kind: str):
+        at = cut[model.rubric.questions[q].id]
         if folds is not None:
-            return folds.predictions(ds, q, kind=kind, adheres_at=cut[rubric.questions[q].id])
-        return reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=cut[rubric.questions[q].id], proba=proba)
+            return folds.predictions(ds, q, kind=kind, adheres_at=at)
+        return reviewer_predictions(model, ds, X, q, kind=kind, adheres_at=at, proba=proba)
 
-    turns = {kind: predict(t, kind) for kind in KINDS}
-    overall = {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS}
-    if strata:
-        for kind in KINDS:
-            overall[kind] |= _stratified(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, strata)
-    roles = _roles(root)
-    result = {
-        "data": str(root), "alpha": options["alpha"], "population": options["population"],
-        "target": rubric.target, "adheres_at": cut[rubric.target],
-        **overall,
-        "by_role": {role: {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of, convs)
-                           for kind in KINDS}
-                    for role, convs in sorted(roles.items()) if release & convs},
-        "by_question": {},
-        "sampling": "inclusion probabilities from " + str(plan_path) if pi_of else
-        ("uniform (" + (str(plan_path) if plan_path else "no sampling plan given; a simple random sample of "
-                        "conversations is assumed") + ")"),
-        "note": QUANTITY_NOTE + " " + POPULATION_NOTE[options["population"]],
-        "training_overlap_checked": bool(checked),
+    return predict, folds
+
+
+def _by_question(ds, rubric, predict, cut, options, pi_of) -> dict:
+    """The other answered questions' blocks (the target is the release's own block)."""
+    return {
+        question.id: {
+            "adheres_at": cut[question.id],
+            **{kind: _block(predict(q, kind), options | {"bounds": _bounds(ds, q, kind)}, pi_of) for kind in KINDS},
+        }
+        for q, question in enumerate(rubric.questions)
+        if q != ds.target_index and (ds.answers[:, q] >= 0).any()
     }
-    for q, question in enumerate(rubric.questions):
-        if q != t and (ds.answers[:, q] >= 0).any():
-            result["by_question"][question.id] = {
-                "adheres_at": cut[question.id],
-                **{kind: _block(predict(q, kind), options | {"bounds": _bounds(ds, q, kind)}, pi_of)
-                   for kind in KINDS}}
-    if trust is not None:  # the release (not the baseline): calibration/release/audit.py, calibration/model/shift.py
-        from calibration.model.shift import handle_shift, roles_of
-        from calibration.release.audit import transport_audit
-
-        result["transport_audit"] = transport_audit(turns["rate"], trust["bias_margin"], options["alpha"], roles)
-        result["shift"] = handle_shift(model.meta.get("shift_reference"), ds, roles_of([root]), trust["on_shift"],
-                                       "estimate")
-    if folds is not None:
-        result["crossfit"] = {"k": len(folds.models), "adapted_model": str(folds.adapted), "note": (
-            "cross-prediction-powered: each labelled conversation compared with a calibrator trained on the model's "
-            "training directories plus the other folds' labels; the other turns get the average of the "
-            f"{len(folds.models)}; the adapted model (trained on every label) is {folds.adapted}.")}
-    if not roles:
-        result["by_role_note"] = "no conversations.jsonl in the release, so no per-role breakdown."
-    return result
 
 
 def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str]) -> dict:
@@ -196,8 +259,13 @@ def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str
         n_h = len(preds.labelled_conversations(conversations=convs))
         counts[name] = n_h
         if n_h < 2:
-            return {"stratified": {"labelled": counts, "note": f"stratum {name!r} has {n_h} labelled conversation(s): "
-                                   "the strata are not combined; the intervals above treat the sample as one."}}
+            return {
+                "stratified": {
+                    "labelled": counts,
+                    "note": f"stratum {name!r} has {n_h} labelled conversation(s): "
+                    "the strata are not combined; the intervals above treat the sample as one.",
+                }
+            }
         share = float(preds.scope(convs).sum() / len(preds.conversation))
         sample = preds.sample(conversations=convs)
         turns = float(sample.m_lab.sum())
@@ -212,8 +280,11 @@ def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str
         "humans": {"estimate": humans.estimate, "low": humans.low, "high": humans.high},
         "ppi": {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": float(sum(lams))},
         "effective_labels": effective_labels(n, humans, ppi),
-        "stratified": {"labelled": counts, "note": "strata of the sampling plan combined (stratified PPI, Fisch "
-                       "et al. 2024): each stratum's interval, weighted by its share of the turns."},
+        "stratified": {
+            "labelled": counts,
+            "note": "strata of the sampling plan combined (stratified PPI, Fisch "
+            "et al. 2024): each stratum's interval, weighted by its share of the turns.",
+        },
     }
 
 
@@ -234,10 +305,12 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
         "calibrator": float(preds.calibrator[keep].mean()),
         "calibrator_note": "uncorrected: the mean calibrated prediction over all turns",
         "judge": float(preds.raw[keep].mean()),
-        "n_labelled_conversations": len(labelled), "n_conversations": len(np.unique(preds.conversation[keep])),
+        "n_labelled_conversations": len(labelled),
+        "n_conversations": len(np.unique(preds.conversation[keep])),
         "n_labelled_turns": len(np.unique(preds.row_item[preds.labelled_rows(conversations=conversations)])),
         "n_turns": int(keep.sum()),
-        "humans": None, "ppi": None,
+        "humans": None,
+        "ppi": None,
     }
     if len(labelled) < 2:
         block["note"] = "fewer than 2 labelled conversations: no interval."
@@ -254,83 +327,13 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
     return block
 
 
-def _width_plan(rate: dict, width: float, alpha: float) -> dict:
-    """How far the rate's ppi interval is from the half-width asked for, and how many labelled conversations
-    would reach it (planned from this sample's spread; calibration/release/planning.py)."""
-    from calibration.release.planning import labels_needed, spread_from_sample
-
-    ppi = rate["ppi"]
-    have = (ppi["high"] - ppi["low"]) / 2
-    n = rate["n_labelled_conversations"]
-    plan = {"width": width, "half_width": have, "reached": have <= width, "n_labelled_conversations": n}
-    if have > width:
-        s = rate["_sample"]
-        spread = spread_from_sample(s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample")
-        need = labels_needed(spread.ppi if ppi["lambda"] else spread.humans, spread.m_bar, spread.N, width, alpha)
-        plan["n_needed"] = need
-        if need is None:
-            plan["line"] = f"the rate's half-width {have:.3f} is over width={width:g}, and even all {spread.N} conversations would fall short."
-        else:
-            plan["line"] = (f"the rate's half-width {have:.3f} is over width={width:g}: label about {max(need - n, 1)} more "
-                            f"conversations ({max(need, n + 1)} in all, planned from this sample's spread).")
-    return plan
-
-
 def _difference(a: dict, b: dict, alpha: float) -> dict:
     # Two releases are compared as draws of their chatbots' behaviour (process level), whatever `population`.
     a_process, b_process = (ppi_mean(x["_sample"], alpha=alpha, population="process") for x in (a, b))
     d = difference(a_process, b_process, alpha=alpha)
     return {k: d[k] for k in ("estimate", "low", "high", "p")} | {
-        "method": "ppi, each release a draw of its chatbot's behaviour (population=process)"}
-
-
-def _roles(root: Path) -> dict[str, set[str]]:
-    path = root / "conversations.jsonl"
-    if not path.exists():
-        return {}
-    from rubric.conversations import load_conversations
-
-    roles: dict[str, set[str]] = {}
-    for conv in load_conversations(path):
-        roles.setdefault(role_key(conv), set()).add(conv.conversation_id)
-    return roles
-
-
-def role_key(conv) -> str:
-    """A role's short name for rows and `by_role` keys: the conversation's `role` field where it has one,
-    else the chatbot_role itself where it is short, else its first words and a short hash of it (two
-    prompts that start alike stay apart)."""
-    import hashlib
-
-    short = conv.record.get("role") if isinstance(getattr(conv, "record", None), dict) else None
-    if isinstance(short, str) and short.strip():
-        return short.strip()
-    prompt = (conv.chatbot_role or "").strip()
-    if not prompt:
-        return "(no role)"
-    if len(prompt) <= 40 and "\n" not in prompt:  # already a short name
-        return prompt
-    words = prompt.split()
-    head = " ".join(words[:4]) + (" ..." if len(words) > 4 else "")
-    return f"{head[:40]} #{hashlib.sha256(prompt.encode()).hexdigest()[:6]}"
-
-
-def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list[str]:
-    """The failed checks, one line each (empty: pass)."""
-    failed = []
-    rate = result.get("sequential") or result["rate"]["ppi"]  # sequential=true: the confidence sequence
-    what = "confidence sequence, look " + str(rate["look"]) if "look" in rate else "ppi"
-    if fail_under is not None and rate["low"] < fail_under:
-        failed.append(f"the adherence rate's lower bound {rate['low']:.3f} is below fail_under={fail_under:g} "
-                      f"({what} {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])")
-    if fail_if_worse:
-        if "difference" not in result:
-            raise InputError("fail_if_worse=true needs a baseline.", fix="pass baseline=DIR (the last release).")
-        diff = result["difference"]["rate"]
-        if diff["high"] < 0:
-            failed.append(f"the release is worse than the baseline: the rate difference's upper bound "
-                          f"{diff['high']:+.3f} is below 0 ({diff['estimate']:+.3f}, p={diff['p']:.3g})")
-    return failed
+        "method": "ppi, each release a draw of its chatbot's behaviour (population=process)"
+    }
 
 
 def strip_private(value):
@@ -347,30 +350,36 @@ def run_estimate(cfg) -> Path:
 
     fail_under = None if cfg.get("fail_under") is None else float(cfg.fail_under)
     with out_lock(cfg.out) as out:
-        result = estimate_release(cfg.data, cfg.model, alpha=float(cfg.alpha),
-                                  adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
-                                  baseline=cfg.get("baseline"), plan=cfg.get("plan"),
-                                  population=str(cfg.get("population", "finite")),
-                                  allow_judge_mismatch=bool(cfg.get("allow_judge_mismatch", False)),
-                                  bias_margin=float(cfg.get("bias_margin", 0.05)),
-                                  on_shift=str(cfg.get("on_shift", "warn")),
-                                  width=cfg.get("width"),
-                                  crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
-                                  adapted_out=Path(out) / "adapted_model")
-        if cfg.get("sequential", False):
-            from calibration.release.sequential import identity, sequential_rate
-
-            ident = identity(Path(cfg.data), Path(cfg.model))
-            result["sequential"] = sequential_rate(out, ident, result["rate"], alpha=float(cfg.alpha))
-        failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg.get("fail_if_worse", False)))
-        result["gate"] = {"fail_under": fail_under, "fail_if_worse": bool(cfg.get("fail_if_worse", False)),
-                          "passed": not failed, "failed": failed}
-        print(format_table(result))
+        result = estimate_release(
+            cfg.data,
+            cfg.model,
+            alpha=float(cfg.alpha),
+            adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
+            baseline=cfg.get("baseline"),
+            plan=cfg.get("plan"),
+            population=str(cfg["population"]),
+            allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
+            bias_margin=float(cfg["bias_margin"]),
+            on_shift=str(cfg["on_shift"]),
+            width=cfg.get("width"),
+            crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
+            adapted_out=Path(out) / "adapted_model",
+        )
+        if cfg["sequential"]:
+            ident = sequential_looks(result, out, cfg)
+        failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg["fail_if_worse"]))
+        result["gate"] = {
+            "fail_under": fail_under,
+            "fail_if_worse": bool(cfg["fail_if_worse"]),
+            "passed": not failed,
+            "failed": failed,
+        }
+        log.info(format_table(result))
         from calibration.release.audit import audit_line
 
-        print(f"estimate: {audit_line(result['transport_audit'])}")
+        log.info(f"estimate: {audit_line(result['transport_audit'])}")
         if "line" in result.get("width_plan", {}):
-            print("estimate: " + result["width_plan"]["line"])
+            log.info("estimate: " + result["width_plan"]["line"])
         path = out / "estimate.json"
         write_json(path, strip_private(result))
         if "sequential" in result:
@@ -378,10 +387,12 @@ def run_estimate(cfg) -> Path:
 
             record(out, ident, result["sequential"])
             seq = result["sequential"]
-            print(f"estimate: look {seq['look']} ({seq['n_labelled_conversations']} labelled conversations): rate "
-                  f"{seq['estimate']:.3f}, confidence sequence [{seq['low']:.3f}, {seq['high']:.3f}] (valid at every "
-                  f"look; recorded in {out / LOOKS_FILE})")
-    print(f"estimate: wrote {path}")
+            log.info(
+                f"estimate: look {seq['look']} ({seq['n_labelled_conversations']} labelled conversations): rate "
+                f"{seq['estimate']:.3f}, confidence sequence [{seq['low']:.3f}, {seq['high']:.3f}] (valid at every "
+                f"look; recorded in {out / LOOKS_FILE})"
+            )
+    log.info(f"estimate: wrote {path}")
     if failed:
         raise GateFailed("; ".join(failed) + ".", fix="")
     return path

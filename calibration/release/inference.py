@@ -15,7 +15,8 @@ conversation as the unit, so labels of one conversation (several turns, several 
 treated as independent. lam = 0 is the humans-only estimate, lam = 1 plain PPI; by default each
 conversation's correction uses the lam that minimises the variance on the other conversations (power
 tuning cross-fitted leave-one-out, clipped to [0, 1]), and ppi falls back to humans-only where that lam
-averages under 0.5. The variance is the larger of the linearised one and the delete-one-conversation
+averages under 0.5 or where its interval would be wider than the humans-only one (`uses_calibrator`). The
+variance is the larger of the linearised one and the delete-one-conversation
 jackknife; intervals use Student's t with n - 1 degrees of freedom, and for a bounded quantity (`bounds`:
 a rate, or an answer scale) a Wilson score interval at the effective sample size p(1-p)/var, which stays
 inside the bounds and holds its level at 10-20 conversations (benchmarks/estimate.py; the arithmetic,
@@ -59,7 +60,25 @@ USE_CALIBRATOR_FROM = 0.5
 below, the calibrator's tuning noise costs more width than its help saves (benchmarks/estimate.py), and ppi
 is the humans-only interval."""
 
-__all__ = ["ClusterSample", "Interval", "classical_mean", "difference", "effective_labels", "ppi_mean"]
+
+def uses_calibrator(lam, ppi_width, humans_width):
+    """Where ppi keeps the calibrator (arrays or numbers): its cross-fitted lam is at least
+    USE_CALIBRATOR_FROM and its interval is no wider than the humans-only one. Choosing the narrower of the
+    two undercovers when lam is tuned on the same sample (the noise that makes ppi look narrow is the noise
+    that moves it); with the cross-fitted lam it costs at most ~0.5 points of coverage at 10-40 conversations
+    and keeps ppi never wider than humans-only (benchmarks/estimate.py measures both)."""
+    return (np.asarray(lam) >= USE_CALIBRATOR_FROM) & (np.asarray(ppi_width) <= np.asarray(humans_width))
+
+
+__all__ = [
+    "ClusterSample",
+    "Interval",
+    "classical_mean",
+    "difference",
+    "effective_labels",
+    "ppi_mean",
+    "uses_calibrator",
+]
 
 
 @dataclass(frozen=True)
@@ -109,27 +128,45 @@ class Interval:
 
 
 def ppi_mean(
-    s: ClusterSample, *, alpha: float = 0.1, lam: float | str | None = None, ddof: int = 1, quantile: str = "t",
-    population: str = "finite", variance: str = "jackknife", bounds: tuple[float, float] | None = None,
+    s: ClusterSample,
+    *,
+    alpha: float = 0.1,
+    lam: float | str | None = None,
+    ddof: int = 1,
+    quantile: str = "t",
+    population: str = "finite",
+    variance: str = "jackknife",
+    bounds: tuple[float, float] | None = None,
 ) -> Interval:
     """The PPI++ estimate and (1 - alpha) interval of the per-turn mean. lam: a number (fixed), None (cross-
-    fitted: each conversation's correction uses the lam tuned without it; the humans-only interval where the
-    cross-fitted lam averages under USE_CALIBRATOR_FROM) or "tuned" (on the same sample, as ppi-python does;
+    fitted: each conversation's correction uses the lam tuned without it; the humans-only interval where
+    `uses_calibrator` says no) or "tuned" (on the same sample, as ppi-python does;
     for comparison). variance: "linearised", or "jackknife" (default: the larger of the two). bounds: the
     values' range ((0, 1) for a rate): a Wilson score interval inside it (calibration/release/intervals.py)."""
     r = _ratio(s, alpha, lam, ddof, quantile, population, variance, bounds)
-    if lam is None and float(r["lam"]) < USE_CALIBRATOR_FROM:
-        return dataclasses.replace(classical_mean(s, alpha=alpha, ddof=ddof, quantile=quantile,
-                                                  population=population, variance=variance, bounds=bounds), lam=0.0)
+    if lam is None:
+        humans = classical_mean(
+            s, alpha=alpha, ddof=ddof, quantile=quantile, population=population, variance=variance, bounds=bounds
+        )
+        if not uses_calibrator(float(r["lam"]), float(r["high"] - r["low"]), humans.width):
+            return dataclasses.replace(humans, lam=0.0)
     return _as_interval(r)
 
 
-def classical_mean(s: ClusterSample, *, alpha: float = 0.1, ddof: int = 1, quantile: str = "t",
-                   population: str = "finite", variance: str = "jackknife",
-                   bounds: tuple[float, float] | None = None) -> Interval:
+def classical_mean(
+    s: ClusterSample,
+    *,
+    alpha: float = 0.1,
+    ddof: int = 1,
+    quantile: str = "t",
+    population: str = "finite",
+    variance: str = "jackknife",
+    bounds: tuple[float, float] | None = None,
+) -> Interval:
     """The humans-only (Hajek ratio) estimate and interval from the labelled conversations alone."""
-    return dataclasses.replace(_as_interval(_ratio(s, alpha, 0.0, ddof, quantile, population, variance, bounds)),
-                               lam=None)
+    return dataclasses.replace(
+        _as_interval(_ratio(s, alpha, 0.0, ddof, quantile, population, variance, bounds)), lam=None
+    )
 
 
 def _ratio(s: ClusterSample, alpha, lam, ddof, quantile, population, variance, bounds) -> dict:
@@ -147,9 +184,22 @@ def _ratio(s: ClusterSample, alpha, lam, ddof, quantile, population, variance, b
     else:
         g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
         V_A, fpc = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N), np.ones(n)
-    return ratio_interval(s.Y, G, s.m_lab, 1.0 / pi, fpc, alpha=alpha, lam=lam, ddof=ddof, V_A=V_A,
-                          offset=A_bar if s.V is None else 0.0, quantile=quantile, variance=variance,
-                          bounds=bounds, n_turns=float(np.sum(s.m_lab)))
+    return ratio_interval(
+        s.Y,
+        G,
+        s.m_lab,
+        1.0 / pi,
+        fpc,
+        alpha=alpha,
+        lam=lam,
+        ddof=ddof,
+        V_A=V_A,
+        offset=A_bar if s.V is None else 0.0,
+        quantile=quantile,
+        variance=variance,
+        bounds=bounds,
+        n_turns=float(np.sum(s.m_lab)),
+    )
 
 
 def _as_interval(r: dict) -> Interval:
@@ -179,8 +229,9 @@ def effective_labels(n: int, humans: Interval, ppi: Interval) -> float:
     return n * (humans.width / ppi.width) ** 2
 
 
-def stratified(parts: list[tuple[float, Interval, int, float]], *, alpha: float = 0.1,
-               bounds: tuple[float, float] | None = None) -> Interval:
+def stratified(
+    parts: list[tuple[float, Interval, int, float]], *, alpha: float = 0.1, bounds: tuple[float, float] | None = None
+) -> Interval:
     """Strata combined (stratified PPI, Fisch et al. 2024): parts are (turn share W_h, the stratum's
     interval, its labelled conversations n_h, its labelled turns); estimate sum W_h theta_h, variance
     sum W_h^2 se_h^2 (strata sampled independently), Welch-Satterthwaite degrees of freedom, and the same
@@ -192,6 +243,7 @@ def stratified(parts: list[tuple[float, Interval, int, float]], *, alpha: float 
     var = sum(terms)
     dens = sum(t**2 / max(n - 1, 1) for t, (_, _, n, _) in zip(terms, parts, strict=True))
     df = var**2 / dens if dens > 0 else float(sum(n for _, _, n, _ in parts) - 1)
-    low, high = wilson_or_t(estimate, var, alpha=alpha, df=df, bounds=bounds,
-                            n_turns=sum(t for *_, t in parts), fpc_bar=1.0)
+    low, high = wilson_or_t(
+        estimate, var, alpha=alpha, df=df, bounds=bounds, n_turns=sum(t for *_, t in parts), fpc_bar=1.0
+    )
     return Interval(float(estimate), float(low), float(high), math.sqrt(var), None, float(df))

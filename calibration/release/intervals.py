@@ -11,8 +11,9 @@ population factor, 1 - pi, or 1 for the process).
 Small samples (issue 36). Three things make the textbook interval fall short at 10-20 conversations, each
 answered here and chosen by benchmarks/estimate.py:
 - lam tuned on the same sample makes the correction's noise look smaller than it is: lam is cross-fitted
-  (each conversation's correction uses the lam tuned without it, a leave-one-out cross-fit), and there is
-  no "keep whichever of ppi and humans is narrower" step (that choice itself undercovers);
+  (each conversation's correction uses the lam tuned without it, a leave-one-out cross-fit); keeping
+  whichever of ppi and humans is narrower, which undercovered with the same-sample lam, then costs little
+  (calibration/release/inference.py `uses_calibrator`);
 - the linearised variance of a ratio is too small at small n: the larger of it and the jackknife;
 - a rate near 0 or 1 has a skewed estimate, and a Wald interval runs past [0, 1]: rates use a Wilson score
   interval with the effective sample size p(1-p)/var (the design effect of clustering and of the
@@ -57,8 +58,23 @@ def _tuned(S_ab, S_bb, V_A):
     return np.clip(lam, 0.0, 1.0)
 
 
-def ratio_interval(Y, G, m, d, fpc, *, alpha=0.1, lam=None, ddof=1, V_A=0.0, offset=0.0, quantile="t",
-                   variance="jackknife", bounds=None, n_turns=None) -> dict[str, np.ndarray]:
+def ratio_interval(
+    Y,
+    G,
+    m,
+    d,
+    fpc,
+    *,
+    alpha=0.1,
+    lam=None,
+    ddof=1,
+    V_A=0.0,
+    offset=0.0,
+    quantile="t",
+    variance="jackknife",
+    bounds=None,
+    n_turns=None,
+) -> dict[str, np.ndarray]:
     """The PPI++ estimate of the per-turn mean and its (1 - alpha) interval for each row.
 
     lam: a number (fixed; 0 = humans only, 1 = plain PPI), None (cross-fitted leave-one-out, see the

@@ -28,11 +28,14 @@ def uniform_plan(conversations, budget: int, *, seed: int = 0) -> pd.DataFrame:
     """`budget` conversations drawn uniformly without replacement; every inclusion probability budget / N."""
     ids = np.array(sorted(set(conversations)), dtype=object)
     if budget < 2:
-        raise InputError(f"budget={budget}: an interval needs at least 2 labelled conversations.",
-                         fix="pass budget=N with N >= 2 (20 or more for intervals that hold their level).")
+        raise InputError(
+            f"budget={budget}: an interval needs at least 2 labelled conversations.",
+            fix="pass budget=N with N >= 2 (20 or more for intervals that hold their level).",
+        )
     if budget > len(ids):
-        raise InputError(f"budget={budget} is more than the release's {len(ids)} conversations.",
-                         fix=f"pass budget <= {len(ids)}.")
+        raise InputError(
+            f"budget={budget} is more than the release's {len(ids)} conversations.", fix=f"pass budget <= {len(ids)}."
+        )
     picked = np.random.default_rng(seed).choice(len(ids), size=budget, replace=False)
     sampled = np.zeros(len(ids), int)
     sampled[picked] = 1
@@ -47,25 +50,37 @@ def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, fl
     frame = read_plan_table(path)
     missing = [c for c in PLAN_COLUMNS if c not in frame.columns]
     if missing:
-        raise InputError(f"a sampling plan needs the columns {list(PLAN_COLUMNS)}; {missing} missing.", path=path,
-                         fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.")
+        raise InputError(
+            f"a sampling plan needs the columns {list(PLAN_COLUMNS)}; {missing} missing.",
+            path=path,
+            fix="pass the sample_plan.csv written by `role-rubric suggest purpose=estimate`.",
+        )
     frame["conversation_id"] = frame["conversation_id"].str.strip()
     pi = pd.to_numeric(frame["inclusion_probability"], errors="coerce")
     bad = np.flatnonzero(~((pi > 0) & (pi <= 1)))
     if len(bad):
-        raise InputError(f"inclusion_probability {frame['inclusion_probability'].iloc[bad[0]]!r} is not in (0, 1].",
-                         path=path, row=int(bad[0]) + 1, fix="inclusion probabilities are in (0, 1].")
+        raise InputError(
+            f"inclusion_probability {frame['inclusion_probability'].iloc[bad[0]]!r} is not in (0, 1].",
+            path=path,
+            row=int(bad[0]) + 1,
+            fix="inclusion probabilities are in (0, 1].",
+        )
     of = dict(zip(frame["conversation_id"], pi, strict=True))
     unknown = sorted(set(of) - release)
     if unknown:
-        raise InputError(f"the plan names {len(unknown)} conversations not in the release (e.g. {unknown[0]!r}).",
-                         path=path, fix="use the plan written for this release's llm.csv.")
+        raise InputError(
+            f"the plan names {len(unknown)} conversations not in the release (e.g. {unknown[0]!r}).",
+            path=path,
+            fix="use the plan written for this release's llm.csv.",
+        )
     unplanned = sorted(labelled - set(of))
     if unplanned:
         raise InputError(
             f"{len(unplanned)} labelled conversations (e.g. {unplanned[0]!r}) are not in the sampling plan, so "
-            "their inclusion probabilities are unknown.", path=path,
-            fix="label only the conversations the plan sampled, or remove plan= to treat the sample as uniform.")
+            "their inclusion probabilities are unknown.",
+            path=path,
+            fix="label only the conversations the plan sampled, or remove plan= to treat the sample as uniform.",
+        )
     check_plan_rows(frame, path, release, labelled)
     values = np.array([of[c] for c in labelled], float)
     if len(values) and np.allclose(values, values[0]) and math.isclose(float(pi.min()), float(pi.max())):
@@ -83,8 +98,10 @@ def stratified_plan(conversations, stratum_of: dict[str, str], budget: int, *, s
     strata = np.array([stratum_of[c] for c in ids], dtype=object)
     names, sizes = np.unique(strata, return_counts=True)
     if budget < 2 * len(names) or budget > len(ids):
-        raise InputError(f"budget={budget} for {len(names)} strata of {len(ids)} conversations.",
-                         fix=f"pass a budget between {2 * len(names)} (2 per stratum) and {len(ids)}.")
+        raise InputError(
+            f"budget={budget} for {len(names)} strata of {len(ids)} conversations.",
+            fix=f"pass a budget between {2 * len(names)} (2 per stratum) and {len(ids)}.",
+        )
     share = budget * sizes / sizes.sum()
     alloc = np.minimum(np.maximum(np.floor(share).astype(int), 2), sizes)
     while alloc.sum() < budget:  # largest remainders first, where a stratum has conversations left

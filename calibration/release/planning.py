@@ -11,8 +11,12 @@ minus lam times the calibrator's residual for ppi) and m_bar the mean conversati
     humans-only s2 = mean over conversations of (sum f - rate m)^2 + sum f(1 - f), and ppi's s2 =
     mean of sum f(1 - f) (what a calibrated calibrator leaves). Optimistic for ppi where the calibrator
     is off on this release: label a pilot of 10-20 conversations and plan again from it.
-A width plan asks for the n at which the interval is that narrow in 80% of samples (the sample variance's
-chi-square spread), not on average, which would be half the time. The plan ignores the Wilson interval's
+A width plan asks for the n at which the interval is that narrow in 80% of samples, not on average, which
+would be half the time. Where s2 was measured on labelled conversations (a pilot of 10-20), its own noise
+counts too: the final sample's variance over the pilot's is F-distributed on (n - 1, pilot - 1) degrees of
+freedom, and the plan takes that ratio's 80% quantile (a predictive assurance; with the chi-square of a
+known s2 alone, a 10-conversation pilot's plans reached the width in only 56-73% of draws,
+benchmarks/estimate.py). Where s2 comes from the calibrator alone, the chi-square spread is used. The plan ignores the Wilson interval's
 pull towards 0.5 (narrower near 0 or 1, so the plan errs long).
 """
 
@@ -26,7 +30,15 @@ from scipy import stats
 
 from rubric.errors import InputError
 
-__all__ = ["Spread", "check_width", "half_width", "labels_needed", "spread_from_calibrator", "spread_from_sample"]
+__all__ = [
+    "Spread",
+    "check_width",
+    "half_width",
+    "labels_needed",
+    "spread_from_calibrator",
+    "spread_from_sample",
+    "width_plan",
+]
 
 ASSURANCE = 0.8  # width: the chance that the planned sample's interval is as narrow as asked
 POWER = 0.8  # decide_at: the chance that the interval excludes the threshold when the rate is as expected
@@ -42,13 +54,17 @@ class Spread:
     m_bar: float
     N: int
     source: str
+    df: int | None = None
+    """Degrees of freedom of the measured variances (labelled conversations - 1); None: from the calibrator."""
 
 
 def check_width(width, *, key: str = "width") -> float:
     w = float(width)
     if not 0 < w < 0.5:
-        raise InputError(f"{key}={width}: the rate interval's half-width must be in (0, 0.5).",
-                         fix=f"pass {key}=0.05 for an interval of +-5 points.")
+        raise InputError(
+            f"{key}={width}: the rate interval's half-width must be in (0, 0.5).",
+            fix=f"pass {key}=0.05 for an interval of +-5 points.",
+        )
     return w
 
 
@@ -59,18 +75,27 @@ def half_width(s2: float, m_bar: float, N: int, n: int, alpha: float = 0.1) -> f
     return q * math.sqrt(max(1 - n / N, 0.0) * s2 / n) / m_bar
 
 
-def labels_needed(s2: float, m_bar: float, N: int, width: float, alpha: float = 0.1,
-                  power: float | None = None, assurance: float | None = ASSURANCE) -> int | None:
+def labels_needed(
+    s2: float,
+    m_bar: float,
+    N: int,
+    width: float,
+    alpha: float = 0.1,
+    power: float | None = None,
+    assurance: float | None = ASSURANCE,
+    df: int | None = None,
+) -> int | None:
     """The fewest conversations whose half-width is <= width with probability `assurance` (the sample's
-    variance, chi-square on n - 1 degrees of freedom, at that quantile; None: the expected half-width);
-    power: instead, the chance that the interval stays clear of a threshold `width` away. None when even
-    the whole release falls short."""
+    variance at that quantile: chi-square on n - 1 degrees of freedom for a known s2, F on (n - 1, df) for an
+    s2 measured with df degrees of freedom; None: the expected half-width); power: instead, the chance that
+    the interval stays clear of a threshold `width` away. None when even the whole release falls short."""
     extra = 0.0 if power is None else float(stats.norm.ppf(power))
     for n in range(2, N + 1):
         q = float(stats.t.ppf(1 - alpha / 2, n - 1))
         spread = 1.0
         if power is None and assurance is not None:
-            spread = math.sqrt(float(stats.chi2.ppf(assurance, n - 1)) / (n - 1))
+            ratio = stats.f.ppf(assurance, n - 1, df) if df else stats.chi2.ppf(assurance, n - 1) / (n - 1)
+            spread = math.sqrt(float(ratio))
         if half_width(s2, m_bar, N, n, alpha) * spread * (q + extra) / q <= width:
             return n
     return None
@@ -83,8 +108,14 @@ def spread_from_calibrator(conversation: np.ndarray, f: np.ndarray) -> Spread:
     A = np.bincount(conv, weights=f)
     B = np.bincount(conv, weights=f * (1 - f))
     rate = float(A.sum() / m.sum())
-    return Spread(rate, float(np.mean((A - rate * m) ** 2 + B)), float(np.mean(B)), float(m.mean()), len(m),
-                  "the calibrator's predictions, taken as calibrated (no labels yet)")
+    return Spread(
+        rate,
+        float(np.mean((A - rate * m) ** 2 + B)),
+        float(np.mean(B)),
+        float(m.mean()),
+        len(m),
+        "the calibrator's predictions, taken as calibrated (no labels yet)",
+    )
 
 
 def spread_from_sample(Y: np.ndarray, G: np.ndarray, m_lab: np.ndarray, m_all: np.ndarray, source: str) -> Spread:
@@ -92,26 +123,41 @@ def spread_from_sample(Y: np.ndarray, G: np.ndarray, m_lab: np.ndarray, m_all: n
     rate = float(Y.sum() / m_lab.sum())
     a = Y - rate * m_lab
     b = G - G.sum() / m_lab.sum() * m_lab
-    s_aa, s_bb = float(np.var(a, ddof=1)), float(np.var(b, ddof=1))
-    s_ab = float(np.cov(a, b, ddof=1)[0, 1])
-    lam = float(np.clip(s_ab / s_bb, 0, 1)) if s_bb > 0 else 0.0
-    ppi = s_aa - 2 * lam * s_ab + lam**2 * s_bb
-    return Spread(rate, s_aa, min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source)
+    s_aa = float(np.var(a, ddof=1))
+    # ppi's residual with lam cross-fitted leave-one-out, as estimate computes it: a lam tuned on the same
+    # 10-20 conversations makes their residuals look smaller than a fresh sample's will be
+    ab, bb = (a * b).sum() - a * b, (b * b).sum() - b * b
+    with np.errstate(divide="ignore", invalid="ignore"):
+        lam = np.clip(np.where(bb > 0, ab / np.where(bb > 0, bb, 1), 0.0), 0.0, 1.0)
+    ppi = float(np.var(a - lam * b, ddof=1))
+    return Spread(rate, s_aa, min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source, len(Y) - 1)
 
 
-def plan_lines(spread: Spread, *, width: float | None = None, decide_at: float | None = None,
-               alpha: float = 0.1, labelled: int = 0) -> tuple[int | None, list[str]]:
+def plan_lines(
+    spread: Spread, *, width: float | None = None, decide_at: float | None = None, alpha: float = 0.1, labelled: int = 0
+) -> tuple[int | None, list[str]]:
     """The ppi plan's n (None: the release is too small) and the lines that explain it."""
     if decide_at is not None:
         gap = abs(spread.rate - decide_at)
         if gap == 0:
-            return None, [f"the expected rate {spread.rate:.3f} is the threshold decide_at={decide_at:g}: no "
-                          "sample size decides it; label a pilot and plan from it."]
-        goal, power, what = gap, POWER, (f"to decide the gate at {decide_at:g} (expected rate {spread.rate:.3f}, "
-                                          f"{POWER:.0%} chance the interval clears it)")
+            return None, [
+                f"the expected rate {spread.rate:.3f} is the threshold decide_at={decide_at:g}: no "
+                "sample size decides it; label a pilot and plan from it."
+            ]
+        goal, power, what = (
+            gap,
+            POWER,
+            (
+                f"to decide the gate at {decide_at:g} (expected rate {spread.rate:.3f}, "
+                f"{POWER:.0%} chance the interval clears it)"
+            ),
+        )
     else:
         goal, power, what = width, None, f"to reach a rate half-width of {width:g}"
-    need = {k: labels_needed(getattr(spread, k), spread.m_bar, spread.N, goal, alpha, power) for k in ("ppi", "humans")}
+    need = {
+        k: labels_needed(getattr(spread, k), spread.m_bar, spread.N, goal, alpha, power, df=spread.df)
+        for k in ("ppi", "humans")
+    }
     lines = []
     for k, label in (("ppi", "ppi"), ("humans", "humans-only")):
         n = need[k]
@@ -120,12 +166,41 @@ def plan_lines(spread: Spread, *, width: float | None = None, decide_at: float |
         else:
             at = half_width(getattr(spread, k), spread.m_bar, spread.N, n, alpha)
             more = f" ({max(n - labelled, 0)} more than the {labelled} labelled)" if labelled else ""
-            lines.append(f"{label}: label {n} of {spread.N} conversations{more} {what}; expected half-width "
-                         f"there {at:.3f}")
+            lines.append(
+                f"{label}: label {n} of {spread.N} conversations{more} {what}; expected half-width there {at:.3f}"
+            )
     n_ppi = need["ppi"]
     if n_ppi is not None:
-        lines.append(f"at n={n_ppi}: expected half-width humans-only "
-                     f"{half_width(spread.humans, spread.m_bar, spread.N, n_ppi, alpha):.3f}, ppi "
-                     f"{half_width(spread.ppi, spread.m_bar, spread.N, n_ppi, alpha):.3f} (spread from "
-                     f"{spread.source}).")
+        lines.append(
+            f"at n={n_ppi}: expected half-width humans-only "
+            f"{half_width(spread.humans, spread.m_bar, spread.N, n_ppi, alpha):.3f}, ppi "
+            f"{half_width(spread.ppi, spread.m_bar, spread.N, n_ppi, alpha):.3f} (spread from "
+            f"{spread.source})."
+        )
     return n_ppi, lines
+
+
+def width_plan(rate: dict, width: float, alpha: float) -> dict:
+    """How far the rate's ppi interval is from the half-width asked for, and how many labelled conversations
+    would reach it (planned from this sample's spread; calibration/release/planning.py)."""
+    ppi = rate["ppi"]
+    have = (ppi["high"] - ppi["low"]) / 2
+    n = rate["n_labelled_conversations"]
+    plan = {"width": width, "half_width": have, "reached": have <= width, "n_labelled_conversations": n}
+    if have > width:
+        s = rate["_sample"]
+        spread = spread_from_sample(s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample")
+        need = labels_needed(
+            spread.ppi if ppi["lambda"] else spread.humans, spread.m_bar, spread.N, width, alpha, df=spread.df
+        )
+        plan["n_needed"] = need
+        if need is None:
+            plan["line"] = (
+                f"the rate's half-width {have:.3f} is over width={width:g}, and even all {spread.N} conversations would fall short."
+            )
+        else:
+            plan["line"] = (
+                f"the rate's half-width {have:.3f} is over width={width:g}: label about {max(need - n, 1)} more "
+                f"conversations ({max(need, n + 1)} in all, planned from this sample's spread)."
+            )
+    return plan

@@ -8,12 +8,15 @@ probabilities (calibration/release/plan.py).
 
 from __future__ import annotations
 
+import logging
 import time
 from pathlib import Path
 
 import torch
 
 from calibration.release.plan import PLAN_FILE, stratified_plan, uniform_plan
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def run_estimate_plan(cfg) -> Path:
@@ -32,25 +35,32 @@ def run_estimate_plan(cfg) -> Path:
         stratum_of = _strata(conversations, str(cfg.strata), set(ds.items["conversation_id"]), Path(cfg.data))
         plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=int(cfg.seed))
         sizes = plan.groupby("stratum")["sampled"].agg(["sum", "size"])
-        print("suggest: stratified by " + str(cfg.strata) + " (proportional): " + ", ".join(
-            f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows()))
+        log.info(
+            "suggest: stratified by "
+            + str(cfg.strata)
+            + " (proportional): "
+            + ", ".join(f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows())
+        )
     else:
         plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
     chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
     keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
-    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations,
-                        questions=str(cfg.get("questions", "all")), scores=None)
+    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations, questions=str(cfg["questions"]), scores=None)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, frame.to_csv(index=False))
     plan_path = out.parent / PLAN_FILE
     atomic_write_text(plan_path, plan.to_csv(index=False))
-    print(f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {int(cfg.seed)}; "
-          f"budget counts conversations; each has inclusion probability {len(chosen) / plan.shape[0]:.4g}) "
-          f"in {time.perf_counter() - start:.1f}s")
-    print(f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
-          f"fill in judge_id and answer) and {plan_path}")
-    print(f"suggest: copy {PLAN_FILE} into the release folder (or pass plan=) when you run `role-rubric estimate`")
+    log.info(
+        f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {int(cfg.seed)}; "
+        f"budget counts conversations; each has inclusion probability {len(chosen) / plan.shape[0]:.4g}) "
+        f"in {time.perf_counter() - start:.1f}s"
+    )
+    log.info(
+        f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
+        f"fill in judge_id and answer) and {plan_path}"
+    )
+    log.info(f"suggest: copy {PLAN_FILE} into the release folder (or pass plan=) when you run `role-rubric estimate`")
     return out
 
 
@@ -73,8 +83,10 @@ def _planned_budget(cfg, ds, budget: int) -> int:
     width = None if cfg.get("width") is None else check_width(cfg.width)
     decide_at = None if cfg.get("decide_at") is None else float(cfg.decide_at)
     if not cfg.get("model"):
-        raise InputError("suggest purpose=estimate with width= or decide_at= plans from a calibrator; no model= given.",
-                         fix="pass model=MODEL_DIR (the one `role-rubric estimate` will use).")
+        raise InputError(
+            "suggest purpose=estimate with width= or decide_at= plans from a calibrator; no model= given.",
+            fix="pass model=MODEL_DIR (the one `role-rubric estimate` will use).",
+        )
     model = load_model(cfg.model)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
@@ -85,36 +97,40 @@ def _planned_budget(cfg, ds, budget: int) -> int:
         spread = spread_from_sample(s.Y, s.F - s.V, s.m_lab, s.m_all, f"the {labelled} labelled conversations")
     else:
         spread = spread_from_calibrator(preds.conversation, preds.calibrator)
-    n, lines = plan_lines(spread, width=width, decide_at=decide_at, alpha=float(cfg.get("alpha", 0.1)),
-                          labelled=labelled)
+    n, lines = plan_lines(spread, width=width, decide_at=decide_at, alpha=float(cfg["alpha"]), labelled=labelled)
     for line in lines:
-        print("suggest: " + line)
+        log.info("suggest: " + line)
     if n is None:
         n = budget
     if n > budget:
-        print(f"suggest: the plan asks for {n} conversations, more than budget={budget}: sampling {budget}.")
+        log.info(f"suggest: the plan asks for {n} conversations, more than budget={budget}: sampling {budget}.")
     return max(min(n, budget), 2)
 
 
 def _strata(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:
     """conversation -> stratum: `role` is the role's short id (the rows of `estimate`), any other name a
     field of conversations.jsonl that every conversation of the release must have."""
-    from calibration.release.estimate import role_key
+    from calibration.release.roles import role_key
     from rubric.errors import InputError
 
     out = {}
     for cid in sorted(release):
         conv = conversations.get(cid)
         if conv is None:
-            raise InputError(f"conversation {cid!r} of llm.csv is not in conversations.jsonl, so its stratum is unknown.",
-                             path=data / "conversations.jsonl", fix="use the conversations.jsonl gather read.")
+            raise InputError(
+                f"conversation {cid!r} of llm.csv is not in conversations.jsonl, so its stratum is unknown.",
+                path=data / "conversations.jsonl",
+                fix="use the conversations.jsonl gather read.",
+            )
         if field == "role":
             out[cid] = role_key(conv)
             continue
         value = (conv.record or {}).get(field)
         if value is None or (isinstance(value, str) and not value.strip()):
-            raise InputError(f"strata={field}: conversation {cid!r} has no {field!r} field.",
-                             path=data / "conversations.jsonl",
-                             fix="pass strata=role, or the name of a field every conversation has.")
+            raise InputError(
+                f"strata={field}: conversation {cid!r} has no {field!r} field.",
+                path=data / "conversations.jsonl",
+                fix="pass strata=role, or the name of a field every conversation has.",
+            )
         out[cid] = str(value)
     return out

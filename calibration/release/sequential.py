@@ -14,11 +14,12 @@ import math
 import time
 from pathlib import Path
 
+from calibration.release.inference import Interval
 from calibration.release.intervals import confidence_sequence
 from rubric.errors import InputError
 from rubric.files import file_sha256
 
-__all__ = ["LOOKS_FILE", "T_STAR", "sequential_rate"]
+__all__ = ["LOOKS_FILE", "T_STAR", "sequential_difference", "sequential_rate"]
 
 LOOKS_FILE = "looks.jsonl"
 T_STAR = 40
@@ -30,12 +31,26 @@ def _sha(path: Path) -> str:
     return file_sha256(path)[:16] if path.exists() else ""
 
 
-def identity(release: Path, model: Path | None) -> dict:
-    """What a looks file belongs to: the release's turns (llm.csv) and the model (model.json)."""
+def _turns_file(release: Path) -> Path:
+    return next((p for p in (release / "llm.csv", release / "llm.parquet") if p.exists()), release / "llm.csv")
+
+
+def identity(release: Path, model: Path | None, baseline: Path | None = None) -> dict:
+    """What a looks file belongs to: the release's turns (llm.csv), the model (model.json) and the baseline's
+    turns and labels (its labels are fixed across looks: the sequential difference relies on it)."""
     release = Path(release)
-    llm = next((p for p in (release / "llm.csv", release / "llm.parquet") if p.exists()), release / "llm.csv")
-    return {"release": str(release), "release_sha256": _sha(llm),
-            "model_sha256": _sha(Path(model) / "model.json") if model is not None else ""}
+    ident = {
+        "release": str(release),
+        "release_sha256": _sha(_turns_file(release)),
+        "model_sha256": _sha(Path(model) / "model.json") if model is not None else "",
+    }
+    if baseline is not None:
+        baseline = Path(baseline)
+        labels = next(
+            (p for p in (baseline / "labels.csv", baseline / "labels.parquet") if p.exists()), baseline / "labels.csv"
+        )
+        ident["baseline_sha256"] = _sha(_turns_file(baseline)) + _sha(labels)
+    return ident
 
 
 def read_looks(path: Path, ident: dict) -> list[dict]:
@@ -46,15 +61,26 @@ def read_looks(path: Path, ident: dict) -> list[dict]:
         try:
             look = json.loads(line)
         except json.JSONDecodeError:
-            raise InputError("a line that is not JSON.", path=path, row=row,
-                             fix="restore the file estimate wrote, or use a new out= for a new sequence.") from None
-        for key, what in (("release_sha256", "release (its llm.csv)"), ("model_sha256", "model (its model.json)"),
-                          ("t_star", "sequence (t_star)")):
-            mine = T_STAR if key == "t_star" else ident[key]
+            raise InputError(
+                "a line that is not JSON.",
+                path=path,
+                row=row,
+                fix="restore the file estimate wrote, or use a new out= for a new sequence.",
+            ) from None
+        for key, what in (
+            ("release_sha256", "release (its llm.csv)"),
+            ("model_sha256", "model (its model.json)"),
+            ("baseline_sha256", "baseline (its llm.csv and labels.csv)"),
+            ("t_star", "sequence (t_star)"),
+        ):
+            mine = T_STAR if key == "t_star" else ident.get(key)
             if look.get(key) != mine:
-                raise InputError(f"the looks recorded here are of another {what}: {look.get(key)!r}, this run "
-                                 f"{mine!r}.", path=path, row=row,
-                                 fix="pass the out= of this release's own sequence, or a new out= to start one.")
+                raise InputError(
+                    f"the looks recorded here are of another {what}: {look.get(key)!r}, this run {mine!r}.",
+                    path=path,
+                    row=row,
+                    fix="pass the out= of this release's own sequence, or a new out= to start one.",
+                )
         looks.append(look)
     return looks
 
@@ -65,28 +91,69 @@ def sequential_rate(out: Path, ident: dict, rate: dict, *, alpha: float) -> dict
     looks = read_looks(Path(out) / LOOKS_FILE, ident)
     n = rate["n_labelled_conversations"]
     ppi = rate["ppi"]
-    low, high = confidence_sequence(ppi["estimate"], rate["_se_process"], n, alpha=alpha, t_star=T_STAR,
-                                    bounds=(0.0, 1.0))
+    low, high = confidence_sequence(
+        ppi["estimate"], rate["_se_process"], n, alpha=alpha, t_star=T_STAR, bounds=(0.0, 1.0)
+    )
     low, high = float(low), float(high)
     for look in looks:
         low, high = max(low, look["cs_low"]), min(high, look["cs_high"])
     if low > high:  # the looks disagree (the labels changed between looks): the latest stands alone
         low, high = float(min(low, high)), float(max(low, high))
     return {
-        "look": len(looks) + 1, "n_labelled_conversations": n, "estimate": ppi["estimate"],
-        "low": low, "high": high, "this_look": [float(x) for x in
-                                                confidence_sequence(ppi["estimate"], rate["_se_process"], n,
-                                                                    alpha=alpha, t_star=T_STAR, bounds=(0.0, 1.0))],
+        "look": len(looks) + 1,
+        "n_labelled_conversations": n,
+        "estimate": ppi["estimate"],
+        "low": low,
+        "high": high,
+        "this_look": [
+            float(x)
+            for x in confidence_sequence(
+                ppi["estimate"], rate["_se_process"], n, alpha=alpha, t_star=T_STAR, bounds=(0.0, 1.0)
+            )
+        ],
         "t_star": T_STAR,
         "note": f"a {1 - alpha:.0%} confidence sequence (Waudby-Smith et al. 2024), valid at every look: look "
-                f"{len(looks) + 1}, intersected with the earlier ones ({LOOKS_FILE}).",
+        f"{len(looks) + 1}, intersected with the earlier ones ({LOOKS_FILE}).",
+    }
+
+
+def sequential_difference(
+    out: Path, ident: dict, process: Interval, n: int, baseline: Interval, *, alpha: float
+) -> dict:
+    """The rate difference from the baseline, valid at every look (see the module docstring): process is the
+    release's ppi estimate at the process level, baseline the baseline's ppi interval at level 1 - alpha/2
+    (process level too); intersected with the earlier looks' differences."""
+    looks = read_looks(Path(out) / LOOKS_FILE, ident)
+    low, high = confidence_sequence(process.estimate, process.se, n, alpha=alpha / 2, t_star=T_STAR, bounds=(0.0, 1.0))
+    this = [float(low) - baseline.high, float(high) - baseline.low]
+    low, high = this
+    for look in looks:
+        if "diff_low" in look:
+            low, high = max(low, look["diff_low"]), min(high, look["diff_high"])
+    if low > high:
+        low, high = this
+    return {
+        "estimate": process.estimate - baseline.estimate,
+        "low": low,
+        "high": high,
+        "this_look": this,
+        "method": f"the release's confidence sequence at {alpha / 2:g} and the baseline's interval at "
+        f"{alpha / 2:g} (union bound), valid at every look",
     }
 
 
 def record(out: Path, ident: dict, seq: dict) -> None:
-    line = ident | {"look": seq["look"], "n_labelled_conversations": seq["n_labelled_conversations"],
-                    "estimate": seq["estimate"], "cs_low": seq["this_look"][0], "cs_high": seq["this_look"][1],
-                    "t_star": T_STAR, "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}
+    line = ident | {
+        "look": seq["look"],
+        "n_labelled_conversations": seq["n_labelled_conversations"],
+        "estimate": seq["estimate"],
+        "cs_low": seq["this_look"][0],
+        "cs_high": seq["this_look"][1],
+        "t_star": T_STAR,
+        "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    if "difference" in seq:
+        line["diff_low"], line["diff_high"] = seq["difference"]["this_look"]
     if not all(math.isfinite(v) for v in (line["cs_low"], line["cs_high"])):
         return
     with open(Path(out) / LOOKS_FILE, "a") as fh:

@@ -16,11 +16,17 @@ def _rows(scope: str, blocks: dict) -> list[list[str]]:
     for kind in ("rate", "mean"):
         b = blocks[kind]
         eff = b.get("effective_labels")
-        rows.append([
-            scope, kind, f"{b['calibrator']:.3f}", _cell(b["humans"], 3), _cell(b["ppi"], 3),
-            f"{b['n_labelled_conversations']}/{b['n_conversations']}",
-            "-" if eff is None else ("all labelled" if eff == float("inf") else f"{eff:.0f}"),
-        ])
+        rows.append(
+            [
+                scope,
+                kind,
+                f"{b['calibrator']:.3f}",
+                _cell(b["humans"], 3),
+                _cell(b["ppi"], 3),
+                f"{b['n_labelled_conversations']}/{b['n_conversations']}",
+                "-" if eff is None else ("all labelled" if eff == float("inf") else f"{eff:.0f}"),
+            ]
+        )
     return rows
 
 
@@ -40,8 +46,17 @@ def format_table(result: dict) -> str:
     if "difference" in result:
         for kind in ("rate", "mean"):
             d = result["difference"][kind]
-            rows.append(["vs baseline", kind, "", "", f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]",
-                         f"p={d['p']:.3g}", ""])
+            rows.append(
+                [
+                    "vs baseline",
+                    kind,
+                    "",
+                    "",
+                    f"{d['estimate']:+.3f} [{d['low']:+.3f}, {d['high']:+.3f}]",
+                    f"p={d['p']:.3g}",
+                    "",
+                ]
+            )
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(len(header))]
     lines = ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in [header, *rows]]
     lines.insert(1, "  ".join("-" * w for w in widths))

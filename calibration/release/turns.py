@@ -93,9 +93,12 @@ class ReviewerPredictions:
         scale = m[lab] / L[lab]
         inside = m > 0
         return ClusterSample(
-            A=per_conv(imputed, keep)[inside], m_all=m[inside],
-            Y=scale * per_conv(human, keep & labelled)[lab], F=scale * per_conv(same, keep & labelled)[lab],
-            V=scale * per_conv(level, keep & labelled)[lab], m_lab=m[lab],
+            A=per_conv(imputed, keep)[inside],
+            m_all=m[inside],
+            Y=scale * per_conv(human, keep & labelled)[lab],
+            F=scale * per_conv(same, keep & labelled)[lab],
+            V=scale * per_conv(level, keep & labelled)[lab],
+            m_lab=m[lab],
             pi=None if pi_of is None else np.array([pi_of[c] for c in ids[lab]], float),
         )
 
@@ -115,8 +118,9 @@ def judge_probabilities(model, X: torch.Tensor):
     return proba
 
 
-def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str, adheres_at: float,
-                         proba=None) -> ReviewerPredictions:
+def reviewer_predictions(
+    model, ds, X: torch.Tensor, question: int, *, kind: str, adheres_at: float, proba=None
+) -> ReviewerPredictions:
     """kind "rate": P(answer >= adheres_at) and 1[answer >= adheres_at]; kind "mean": the expected and the
     actual answer value. proba: a `judge_probabilities` to share between calls (default: a new one)."""
     proba = proba or judge_probabilities(model, X)
@@ -133,5 +137,12 @@ def reviewer_predictions(model, ds, X: torch.Tensor, question: int, *, kind: str
     panel = range(len(model.judges)) if model.judges and model.settings.personalised else [-1]
     calibrator = np.mean([predicted(j) for j in panel], axis=0)
     raw = ds.probs[:, question, : len(values)].astype(float) @ score
-    return ReviewerPredictions(ds.items["conversation_id"].to_numpy(), P, calibrator, raw, ds.label_item[rows],
-                               np.searchsorted(columns, reviewer), score[ds.answers[rows, question]])
+    return ReviewerPredictions(
+        ds.items["conversation_id"].to_numpy(),
+        P,
+        calibrator,
+        raw,
+        ds.label_item[rows],
+        np.searchsorted(columns, reviewer),
+        score[ds.answers[rows, question]],
+    )

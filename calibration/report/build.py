@@ -157,8 +157,9 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
     if predictions is None:
         check_folds(run.ds, run.folds)
         log.info(f"report: cross-validating the calibrated model and baselines ({run.folds} folds, seed {run.seed})")
-        predictions = cross_validate(run.ds, run.settings, folds=run.folds, seed=run.seed, fold_seed=run.fold_seed,
-                                     progress=True).predictions
+        predictions = cross_validate(
+            run.ds, run.settings, folds=run.folds, seed=run.seed, fold_seed=run.fold_seed, progress=True
+        ).predictions
     if shipped is not None:
         predictions = as_shipped(predictions, shipped["kind"])
     timings = {"main cv": time.perf_counter() - start}
@@ -177,8 +178,9 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         html_sections += _variant_sections(run, pool, main_calibrated, table, results, timings)
         tick = time.perf_counter()
         threshold = cfg.report.get("adheres_threshold")
-        decided, decision_html = decision_sections(main_calibrated, threshold, cfg.report.get("active_labelling"),
-                                                   seed=run.seed, out=run.out)
+        decided, decision_html = decision_sections(
+            main_calibrated, threshold, cfg.report.get("active_labelling"), seed=run.seed, out=run.out
+        )
         results.update(decided)
         html_sections += decision_html
         if threshold is not None:
@@ -189,10 +191,21 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         results["verdict"] = shipped_verdict(results["verdict"], shipped)
         results["shift"] = shipped_shift(shipped, run.data)
         shipped_line = [shipped_html(shipped, results["shift"])]
-    sections = [verdict_html(results["verdict"]), *shipped_line, reviewer_section(results["reviewers"]),
-                *html_sections, *stubs, drilldown]
-    page = render_page("report.html.j2", target=run.target, intro=_intro(run, main_calibrated), sections=sections,
-                       extra_css=Markup(VERDICT_CSS + TURNS_CSS))
+    sections = [
+        verdict_html(results["verdict"]),
+        *shipped_line,
+        reviewer_section(results["reviewers"]),
+        *html_sections,
+        *stubs,
+        drilldown,
+    ]
+    page = render_page(
+        "report.html.j2",
+        target=run.target,
+        intro=_intro(run, main_calibrated),
+        sections=sections,
+        extra_css=Markup(VERDICT_CSS + TURNS_CSS),
+    )
     atomic_write_text(run.out / "report.html", page)
     write_json(run.out / "metrics.json", results, newline=True)
     total = time.perf_counter() - start
@@ -205,12 +218,25 @@ def _intro(run: _Run, main_calibrated: pd.DataFrame) -> Markup:
     return Markup(
         "Data <code>{}</code>, target {}, {} judgments by {} judges on {} conversations; {}-fold cross-validation "
         "grouped by conversation, seed {}, ensemble of {}."
-    ).format(run.data.summary(), run.target, len(main_calibrated), main_calibrated["judge_id"].nunique(),
-             main_calibrated["conversation_id"].nunique(), run.folds, run.seed, run.settings.ensemble)
+    ).format(
+        run.data.summary(),
+        run.target,
+        len(main_calibrated),
+        main_calibrated["judge_id"].nunique(),
+        main_calibrated["conversation_id"].nunique(),
+        run.folds,
+        run.seed,
+        run.settings.ensemble,
+    )
 
 
-def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.DataFrame, results: dict[str, Any],
-                   timings: dict[str, float]) -> tuple[list[str], list[str], str, pd.DataFrame]:
+def _main_sections(
+    run: _Run,
+    predictions: pd.DataFrame,
+    main_calibrated: pd.DataFrame,
+    results: dict[str, Any],
+    timings: dict[str, float],
+) -> tuple[list[str], list[str], str, pd.DataFrame]:
     """Reliability, agreement, distributions, per-judge, turns, release, verdict and reviewers: their numbers
     into `results`; returns (their HTML sections, the skipped sections, the turn drill-down, the metrics
     table)."""
@@ -218,17 +244,20 @@ def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.Dat
     tick = time.perf_counter()
     # A line per stage, so that a log (where no bar is drawn) shows what the next seconds are spent on.
     log.info(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...")
-    results["reliability"], reliability_html = reliability_section(predictions, opts, target=run.target, seed=seed,
-                                                                   out=out)
+    results["reliability"], reliability_html = reliability_section(
+        predictions, opts, target=run.target, seed=seed, out=out
+    )
     timings["reliability"] = time.perf_counter() - tick
     tick = time.perf_counter()
     n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
     log.info(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...")
-    table, agreement_html = agreement_section(predictions, target=run.target, folds=run.folds, seed=seed,
-                                              n_boot=n_boot, n_perm=n_perm, out=out)
+    table, agreement_html = agreement_section(
+        predictions, target=run.target, folds=run.folds, seed=seed, n_boot=n_boot, n_perm=n_perm, out=out
+    )
     results["metrics"] = records(table)
     results["distributions"], distributions_html = distributions_section(
-        predictions, max_judges=int(opts.max_judges), out=out)
+        predictions, max_judges=int(opts.max_judges), out=out
+    )
     per_judge, per_judge_html = per_judge_section(predictions, out=out)
     results["per_judge"] = records(per_judge)
     html_sections = [reliability_html, agreement_html, distributions_html, per_judge_html]
@@ -236,13 +265,15 @@ def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.Dat
 
     tick = time.perf_counter()
     threshold = opts.get("adheres_threshold")
-    turn_results, turn_html_sections, drilldown = turn_sections([s.path for s in run.data.sources], run.ds,
-                                                                 predictions, adheres_at=threshold)
+    turn_results, turn_html_sections, drilldown = turn_sections(
+        [s.path for s in run.data.sources], run.ds, predictions, adheres_at=threshold
+    )
     results.update(turn_results)
     html_sections += turn_html_sections
     if threshold is not None:  # what `role-rubric estimate` would give on a release like this data
-        results["release"] = release_summary(predictions, raw_adherence(run.ds, float(threshold)),
-                                             adheres_at=float(threshold), seed=seed)
+        results["release"] = release_summary(
+            predictions, raw_adherence(run.ds, float(threshold)), adheres_at=float(threshold), seed=seed
+        )
         html_sections.append(release_section(results["release"]))
     skipped = _skipped(opts)
     size_notes = size_warnings(run.ds, run.folds) + reliability_warnings(results["reliability"])
@@ -266,7 +297,7 @@ def _main_sections(run: _Run, predictions: pd.DataFrame, main_calibrated: pd.Dat
         by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in run.data.sources])),
     )
     # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
-    results["reviewers"] = agreement_from_predictions(run.ds, main_calibrated, float(run.cfg.get("epsilon", 0.1)))
+    results["reviewers"] = agreement_from_predictions(run.ds, main_calibrated, float(run.cfg["epsilon"]))
     timings["turns and verdict"] = time.perf_counter() - tick
     return html_sections, skipped, drilldown, table
 
@@ -287,8 +318,14 @@ def _skipped(opts: Any) -> list[str]:
     return skipped
 
 
-def _variant_sections(run: _Run, pool: Any, main_calibrated: pd.DataFrame, table: pd.DataFrame,
-                      results: dict[str, Any], timings: dict[str, float]) -> list[str]:
+def _variant_sections(
+    run: _Run,
+    pool: Any,
+    main_calibrated: pd.DataFrame,
+    table: pd.DataFrame,
+    results: dict[str, Any],
+    timings: dict[str, float],
+) -> list[str]:
     """Ablations, every question as the target and the learning curve, each against the same reference."""
     opts, light = run.cfg.report, run.light
     reference = main_calibrated
@@ -302,8 +339,9 @@ def _variant_sections(run: _Run, pool: Any, main_calibrated: pd.DataFrame, table
         timings["variant reference cv"] = time.perf_counter() - tick
     if opts.ablations:
         tick = time.perf_counter()
-        ablations, html = ablations_section(run.ds, light, reference, n_boot=int(opts.n_boot),
-                                            n_perm=int(opts.n_perm), **common)
+        ablations, html = ablations_section(
+            run.ds, light, reference, n_boot=int(opts.n_boot), n_perm=int(opts.n_perm), **common
+        )
         results["ablations"] = records(ablations)
         html_sections.append(html)
         timings["ablations"] = time.perf_counter() - tick

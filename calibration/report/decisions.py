@@ -30,13 +30,9 @@ def turn_table(rows: pd.DataFrame, adheres_at: float) -> pd.DataFrame:
     rows: one calibrated row per (turn, reviewer) with p_<value> columns and the answer (cv predictions).
     """
     above = [c for c in rows.columns if c.startswith("p_") and float(c[2:]) >= adheres_at]
-    frame = rows.assign(
-        p=rows[above].sum(axis=1), yes=(rows["answer"].astype(float) >= adheres_at).astype(int)
-    )
+    frame = rows.assign(p=rows[above].sum(axis=1), yes=(rows["answer"].astype(float) >= adheres_at).astype(int))
     grouped = frame.groupby(["conversation_id", "turn"], sort=True)
-    return grouped.agg(
-        p_adheres=("p", "mean"), n_adheres=("yes", "sum"), n_reviewers=("yes", "size")
-    ).reset_index()
+    return grouped.agg(p_adheres=("p", "mean"), n_adheres=("yes", "sum"), n_reviewers=("yes", "size")).reset_index()
 
 
 def prepare_decisions(
@@ -76,9 +72,7 @@ def plot_decisions(table: pd.DataFrame, ax=None):
     """Risk (x) against the share of turns decided (y), with the realised disagreement's 90% quantile."""
     fig, ax = (ax.figure, ax) if ax is not None else plt.subplots(figsize=(5, 3.5))
     ax.plot(table["risk"], table["coverage_mean"], "o-", label="share decided (mean of splits)")
-    ax.fill_between(
-        table["risk"], table["coverage_min"], table["coverage_mean"], alpha=0.2, label="lowest split"
-    )
+    ax.fill_between(table["risk"], table["coverage_min"], table["coverage_mean"], alpha=0.2, label="lowest split")
     ax.plot(table["risk"], table["disagreement_q90"], "s--", label="realised disagreement, 90% quantile")
     ax.plot(table["risk"], table["risk"], ":", color="grey", label="risk (the bound)")
     ax.set(xlabel="risk: allowed disagreement on decided turns", ylabel="share / rate", ylim=(0, 1))
@@ -123,8 +117,9 @@ def plot_labelling(labelling: dict, ax=None):
     return fig, ax
 
 
-def decision_sections(rows: pd.DataFrame, threshold: float | None, labelling_json: str | None, *, seed: int,
-                      out: Path) -> tuple[dict, list[str]]:
+def decision_sections(
+    rows: pd.DataFrame, threshold: float | None, labelling_json: str | None, *, seed: int, out: Path
+) -> tuple[dict, list[str]]:
     """Both sections for the report: what they add to metrics.json, and their HTML. "What can be decided"
     needs the adherence threshold (the calibrated model's out-of-fold `rows`); "How many labels" the JSON
     of benchmarks/active_labelling.py. Each writes its PNG into `out`."""
@@ -133,28 +128,32 @@ def decision_sections(rows: pd.DataFrame, threshold: float | None, labelling_jso
     if threshold is not None:
         decisions = prepare_decisions(turn_table(rows, float(threshold)), seed=seed)
         results["decisions"] = jsonable(decisions.to_dict(orient="records"))
-        sections.append(section_html(
-            "What can be decided automatically",
-            "Per turn: adheres, violates or escalate to a human (<code>role-rubric decide</code>). The "
-            "threshold is set on a random half of the conversations so that, with probability 0.9, the "
-            "disagreement with the reviewers' majority (answer &ge; "
-            f"{float(threshold):g} adheres; a tie counts as a disagreement) on decided turns stays under "
-            "the risk; the other half measures it (20 splits). Adherence probability: the mean of the "
-            "out-of-fold predictions for the turn's own reviewers (decide averages every training judge).",
-            ("decisions.png", encode_png(plot_decisions(decisions)[0], out / "decisions.png")),
-            html_table(decisions.round(3)),
-        ))
+        sections.append(
+            section_html(
+                "What can be decided automatically",
+                "Per turn: adheres, violates or escalate to a human (<code>role-rubric decide</code>). The "
+                "threshold is set on a random half of the conversations so that, with probability 0.9, the "
+                "disagreement with the reviewers' majority (answer &ge; "
+                f"{float(threshold):g} adheres; a tie counts as a disagreement) on decided turns stays under "
+                "the risk; the other half measures it (20 splits). Adherence probability: the mean of the "
+                "out-of-fold predictions for the turn's own reviewers (decide averages every training judge).",
+                ("decisions.png", encode_png(plot_decisions(decisions)[0], out / "decisions.png")),
+                html_table(decisions.round(3)),
+            )
+        )
     if labelling_json:
         labelling = prepare_labelling(labelling_json)
         results["active_labelling"] = jsonable(labelling["table"].to_dict(orient="records"))
-        sections.append(section_html(
-            "How many labels are enough",
-            f"Simulated active labelling ({html.escape(labelling['dataset'])}, "
-            f"{len(labelling['seeds'])} seeds, benchmarks/active_labelling.py): from 10% of the label pool, "
-            "5% more per round chosen by each strategy of <code>role-rubric suggest</code>; test RMSE of "
-            "the target (band: 95% interval over seeds). Label saving: the share of labels not needed to "
-            "reach random's RMSE with the whole pool.",
-            ("active_labelling.png", encode_png(plot_labelling(labelling)[0], out / "active_labelling.png")),
-            html_table(labelling["table"]),
-        ))
+        sections.append(
+            section_html(
+                "How many labels are enough",
+                f"Simulated active labelling ({html.escape(labelling['dataset'])}, "
+                f"{len(labelling['seeds'])} seeds, benchmarks/active_labelling.py): from 10% of the label pool, "
+                "5% more per round chosen by each strategy of <code>role-rubric suggest</code>; test RMSE of "
+                "the target (band: 95% interval over seeds). Label saving: the share of labels not needed to "
+                "reach random's RMSE with the whole pool.",
+                ("active_labelling.png", encode_png(plot_labelling(labelling)[0], out / "active_labelling.png")),
+                html_table(labelling["table"]),
+            )
+        )
     return results, sections

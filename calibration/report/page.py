@@ -70,8 +70,7 @@ def interval_column(frame: pd.DataFrame, metric: str) -> pd.Series:
 def html_table(frame: pd.DataFrame) -> str:
     head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
     body = "".join(
-        "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>"
-        for row in frame.itertuples(index=False)
+        "<tr>" + "".join(f"<td>{_fmt(v)}</td>" for v in row) + "</tr>" for row in frame.itertuples(index=False)
     )
     return f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
@@ -101,9 +100,7 @@ def per_judge_for_html(frame: pd.DataFrame) -> pd.DataFrame:
     )
     for metric in ("rmse", "pearson"):
         for method in methods:
-            out[f"{metric} {METHOD_LABELS.get(method, method)}"] = wide.loc[
-                judges, (metric, method)
-            ].to_numpy()
+            out[f"{metric} {METHOD_LABELS.get(method, method)}"] = wide.loc[judges, (metric, method)].to_numpy()
     return out
 
 
@@ -112,8 +109,9 @@ class ReportPage:
     the call of the string template it replaced: title is escaped, intro and sections are HTML."""
 
     def format(self, *, title: str, intro: str, sections: str, extra_css: str = "") -> str:
-        return render_page("report.html.j2", target=title, intro=Markup(intro), sections=[sections],
-                           extra_css=Markup(extra_css))
+        return render_page(
+            "report.html.j2", target=title, intro=Markup(intro), sections=[sections], extra_css=Markup(extra_css)
+        )
 
 
 PAGE = ReportPage()

@@ -107,12 +107,8 @@ class PrefetchedPool(Executor):
     def submit(self, fn: Any, /, *args: Any, **kwargs: Any) -> Any:
         return self.pool.submit(fn, *args, **kwargs)
 
-    def map(
-        self, fn: Any, *iterables: Any, timeout: float | None = None, chunksize: int = 1
-    ) -> Iterator[Any]:
-        futures = [
-            self.pending.pop(self._key(job), None) or self.pool.submit(fn, job) for job in iterables[0]
-        ]
+    def map(self, fn: Any, *iterables: Any, timeout: float | None = None, chunksize: int = 1) -> Iterator[Any]:
+        futures = [self.pending.pop(self._key(job), None) or self.pool.submit(fn, job) for job in iterables[0]]
         return (f.result() for f in futures)
 
     def shutdown(self, wait: bool = True, *, cancel_futures: bool = False) -> None:
@@ -129,9 +125,7 @@ def prefetching_pool(workers: int, jobs: Sequence[tuple]) -> PrefetchedPool:
     """A pool of `workers` processes with every job of `jobs` (`_cv_job` tuples) already submitted."""
     # Spawned (not forked) workers: forking a process that has started torch's thread pools can hang.
     pool = PrefetchedPool(
-        ProcessPoolExecutor(
-            workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_training_slice
-        )
+        ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("spawn"), initializer=_one_training_slice)
     )
     pool.prefetch(jobs)
     return pool

@@ -28,8 +28,15 @@ def raw_adherence(ds, adheres_at: float) -> float:
     return float(ds.probs[np.unique(ds.label_item), t, :k][:, above].sum(1).mean())
 
 
-def release_summary(predictions: pd.DataFrame, raw_adherence: float, *, adheres_at: float, alpha: float = 0.1,
-                    seed: int = 0, draws: int = 200) -> dict:
+def release_summary(
+    predictions: pd.DataFrame,
+    raw_adherence: float,
+    *,
+    adheres_at: float,
+    alpha: float = 0.1,
+    seed: int = 0,
+    draws: int = 200,
+) -> dict:
     """The rates and, per n, the mean interval widths, effective labels and coverage over `draws` samples."""
     items = item_adherence(predictions, "calibrated", adheres_at=adheres_at)
     conv_codes, conv = pd.factorize(items["conversation_id"])
@@ -51,24 +58,44 @@ def release_summary(predictions: pd.DataFrame, raw_adherence: float, *, adheres_
             cover.append(ppi.low <= truth <= ppi.high)
             eff.append(effective_labels(n, humans, ppi))
         w = np.mean(widths, axis=0)
-        by_n.append({"n": n, "humans_width": float(w[0]), "ppi_width": float(w[1]),
-                     "effective_labels": float(np.median(eff)), "ppi_coverage": float(np.mean(cover))})
+        by_n.append(
+            {
+                "n": n,
+                "humans_width": float(w[0]),
+                "ppi_width": float(w[1]),
+                "effective_labels": float(np.median(eff)),
+                "ppi_coverage": float(np.mean(cover)),
+            }
+        )
     return {
-        "adheres_at": adheres_at, "alpha": alpha, "draws": draws, "n_conversations": len(conv),
-        "humans": truth, "calibrator": float(items["adherence"].mean()), "raw_judge": raw_adherence,
+        "adheres_at": adheres_at,
+        "alpha": alpha,
+        "draws": draws,
+        "n_conversations": len(conv),
+        "humans": truth,
+        "calibrator": float(items["adherence"].mean()),
+        "raw_judge": raw_adherence,
         "by_n": by_n,
     }
 
 
 def release_section(summary: dict) -> str:
-    rates = pd.DataFrame([
-        {"who": "reviewers (every label)", "adherence rate": summary["humans"]},
-        {"who": "calibrator (out of fold, uncorrected)", "adherence rate": summary["calibrator"]},
-        {"who": "raw judge", "adherence rate": summary["raw_judge"]},
-    ])
-    plan = pd.DataFrame(summary["by_n"]).rename(columns={
-        "n": "labelled conversations", "humans_width": "humans-only width", "ppi_width": "ppi width",
-        "effective_labels": "ppi is worth (labels)", "ppi_coverage": "ppi coverage"})
+    rates = pd.DataFrame(
+        [
+            {"who": "reviewers (every label)", "adherence rate": summary["humans"]},
+            {"who": "calibrator (out of fold, uncorrected)", "adherence rate": summary["calibrator"]},
+            {"who": "raw judge", "adherence rate": summary["raw_judge"]},
+        ]
+    )
+    plan = pd.DataFrame(summary["by_n"]).rename(
+        columns={
+            "n": "labelled conversations",
+            "humans_width": "humans-only width",
+            "ppi_width": "ppi width",
+            "effective_labels": "ppi is worth (labels)",
+            "ppi_coverage": "ppi coverage",
+        }
+    )
     pct = round(100 * (1 - summary["alpha"]))
     note = (
         f"Share of turns whose target answer is &ge; {summary['adheres_at']:g}, over the "

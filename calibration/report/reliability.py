@@ -44,22 +44,16 @@ def _validate(probs: np.ndarray, labels: np.ndarray, values: np.ndarray) -> tupl
     if labels.ndim == 2 and labels.shape[1] == 1:
         labels = labels[:, 0]
     if probs.ndim != 2 or probs.shape[1] != len(values):
-        raise ValueError(
-            f"probs must have shape (n, {len(values)}) (one column per option value), got {probs.shape}."
-        )
+        raise ValueError(f"probs must have shape (n, {len(values)}) (one column per option value), got {probs.shape}.")
     if labels.ndim != 1 or len(labels) != len(probs):
-        raise ValueError(
-            f"labels must be 1-D with {len(probs)} rows (one per row of probs), got shape {labels.shape}."
-        )
+        raise ValueError(f"labels must be 1-D with {len(probs)} rows (one per row of probs), got shape {labels.shape}.")
     if len(labels) == 0:
         raise ValueError("no rows: probs and labels are empty.")
     if not np.all(np.isfinite(probs)) or probs.min() < 0 or probs.max() > 1:
         raise ValueError("probs has values outside [0, 1] or NaN.")
     worst = np.abs(probs.sum(axis=1) - 1).max()
     if worst > 1e-3:
-        raise ValueError(
-            f"probs rows must sum to 1 (worst row is off by {worst:.3g}); pass full distributions."
-        )
+        raise ValueError(f"probs rows must sum to 1 (worst row is off by {worst:.3g}); pass full distributions.")
     unknown = sorted(set(labels.tolist()) - set(values.tolist()))
     if unknown:
         raise ValueError(f"labels contain {unknown[:5]}, which are not option values {values.tolist()}.")
@@ -126,9 +120,7 @@ def prepare_reliability(
     """
     values_arr = np.asarray(values, dtype=float)
     probs, labels = _validate(probs, labels, values_arr)
-    outcomes = [
-        (f"answer = {v:g}", "value", float(v), probs[:, k], labels == v) for k, v in enumerate(values_arr)
-    ]
+    outcomes = [(f"answer = {v:g}", "value", float(v), probs[:, k], labels == v) for k, v in enumerate(values_arr)]
     if threshold is not None:
         above = values_arr >= threshold
         outcomes.append(

@@ -19,16 +19,20 @@ def reviewer_section(block: dict) -> str:
     rows = []
     for qid, q in block["questions"].items():
         test, cal = q["alt_test"], q["calibrated"]
-        rows.append({
-            "question": qid,
-            "reviewers: pearson": _fmt(q["reviewers"]["pearson"]), "reviewers: rmse": _fmt(q["reviewers"]["rmse"]),
-            "reviewers: kappa": _fmt(q["reviewers"]["kappa"]),
-            "calibrated: pearson": _fmt(cal and cal["pearson"]), "calibrated: rmse": _fmt(cal and cal["rmse"]),
-            "calibrated: kappa": _fmt(cal and cal["kappa"]),
-            "alt-test: tested": "–" if test is None else str(test["tested"]),
-            "winning rate": "–" if test is None or test["winning_rate"] is None else f"{test['winning_rate']:.0%}",
-            "verdict": "not tested" if test is None else test["outcome"],
-        })
+        rows.append(
+            {
+                "question": qid,
+                "reviewers: pearson": _fmt(q["reviewers"]["pearson"]),
+                "reviewers: rmse": _fmt(q["reviewers"]["rmse"]),
+                "reviewers: kappa": _fmt(q["reviewers"]["kappa"]),
+                "calibrated: pearson": _fmt(cal and cal["pearson"]),
+                "calibrated: rmse": _fmt(cal and cal["rmse"]),
+                "calibrated: kappa": _fmt(cal and cal["kappa"]),
+                "alt-test: tested": "–" if test is None else str(test["tested"]),
+                "winning rate": "–" if test is None or test["winning_rate"] is None else f"{test['winning_rate']:.0%}",
+                "verdict": "not tested" if test is None else test["outcome"],
+            }
+        )
     words = "".join(f"<li>{html.escape(q['verdict'])}</li>" for q in block["questions"].values())
     text = (
         "Per question: <b>reviewers</b>, each reviewer against the mean of the turn's other "
@@ -40,5 +44,9 @@ def reviewer_section(block: dict) -> str:
         f"as often as that reviewer, within epsilon = {block['epsilon']:g}? Winning rate: the share of reviewers it "
         f"beats (Benjamini-Yekutieli, q = 0.05); it passes at 50% or more of at least {MIN_REVIEWERS} reviewers."
     )
-    return section_html("Can the calibrated judge replace a reviewer?", text, None,
-                        f"<ul>{words}</ul>\n" + html_table(pd.DataFrame(rows)))
+    return section_html(
+        "Can the calibrated judge replace a reviewer?",
+        text,
+        None,
+        f"<ul>{words}</ul>\n" + html_table(pd.DataFrame(rows)),
+    )

@@ -74,8 +74,9 @@ def reliability_section(predictions: pd.DataFrame, opts: Any, *, target: str, se
     )
 
 
-def agreement_section(predictions: pd.DataFrame, *, target: str, folds: int, seed: int, n_boot: int, n_perm: int,
-                      out: Path) -> Section:
+def agreement_section(
+    predictions: pd.DataFrame, *, target: str, folds: int, seed: int, n_boot: int, n_perm: int, out: Path
+) -> Section:
     """The metrics table: the calibrated model against the baselines, with intervals and permutation p."""
     table = prepare_metrics_table(predictions, seed=seed, n_boot=n_boot, n_perm=n_perm, progress=True)
     return table, section_html(
@@ -114,8 +115,18 @@ def per_judge_section(predictions: pd.DataFrame, *, out: Path) -> Section:
     )
 
 
-def ablations_section(ds, light, reference: pd.DataFrame, *, folds: int, seed: int, n_boot: int, n_perm: int,
-                      runner: dict[str, Any], out: Path) -> Section:
+def ablations_section(
+    ds,
+    light,
+    reference: pd.DataFrame,
+    *,
+    folds: int,
+    seed: int,
+    n_boot: int,
+    n_perm: int,
+    runner: dict[str, Any],
+    out: Path,
+) -> Section:
     ablations = prepare_ablations(ds, light, reference, folds=folds, seed=seed, n_boot=n_boot, n_perm=n_perm, **runner)
     shown = ablations[["variant"]].assign(
         **{m: interval_column(ablations, m) for m in METRICS},
@@ -133,8 +144,18 @@ def ablations_section(ds, light, reference: pd.DataFrame, *, folds: int, seed: i
     )
 
 
-def targets_section(ds, light, reference: pd.DataFrame, *, target: str, folds: int, seed: int, n_boot: int,
-                    runner: dict[str, Any], out: Path) -> Section:
+def targets_section(
+    ds,
+    light,
+    reference: pd.DataFrame,
+    *,
+    target: str,
+    folds: int,
+    seed: int,
+    n_boot: int,
+    runner: dict[str, Any],
+    out: Path,
+) -> Section:
     targets = prepare_targets(ds, light, reuse={target: reference}, folds=folds, seed=seed, n_boot=n_boot, **runner)
     shown = targets[["question", "method", "n"]].assign(
         method=targets["method"].map(METHOD_LABELS),
@@ -150,12 +171,30 @@ def targets_section(ds, light, reference: pd.DataFrame, *, target: str, folds: i
     )
 
 
-def learning_curve_section(ds, light, reference: pd.DataFrame, table: pd.DataFrame, opts: Any, *, folds: int,
-                           seed: int, runner: dict[str, Any], out: Path) -> Section:
+def learning_curve_section(
+    ds,
+    light,
+    reference: pd.DataFrame,
+    table: pd.DataFrame,
+    opts: Any,
+    *,
+    folds: int,
+    seed: int,
+    runner: dict[str, Any],
+    out: Path,
+) -> Section:
     """Metrics against the fraction of training judgments, beside the per-judge mean with all of them."""
     repeats = int(opts.learning_curve.repeats)
-    curve = prepare_learning_curve(ds, light, fractions=list(opts.learning_curve.fractions), repeats=repeats,
-                                   folds=folds, seed=seed, reuse=reference, **runner)
+    curve = prepare_learning_curve(
+        ds,
+        light,
+        fractions=list(opts.learning_curve.fractions),
+        repeats=repeats,
+        folds=folds,
+        seed=seed,
+        reuse=reference,
+        **runner,
+    )
     judge_mean = table[table["method"] == "judge_mean"].set_index("metric")["value"].to_dict()
     summary = curve.groupby("fraction")[["rmse", "pearson"]].agg(["mean", "std", "min", "max"])
     summary.columns = [f"{m} {s}" for m, s in summary.columns]
@@ -164,7 +203,9 @@ def learning_curve_section(ds, light, reference: pd.DataFrame, table: pd.DataFra
         "Cross-validated metrics when each model sees only a random fraction of its training judgments "
         f"({repeats} repeats with different seeds: line = mean, band = min to max); "
         "dashed: the per-judge-mean baseline with all judgments (Appendix J of the paper).",
-        ("learning_curve.png",
-         encode_png(plot_learning_curve(curve, reference=judge_mean)[0], out / "learning_curve.png")),
+        (
+            "learning_curve.png",
+            encode_png(plot_learning_curve(curve, reference=judge_mean)[0], out / "learning_curve.png"),
+        ),
         html_table(summary.reset_index()),
     )

@@ -29,9 +29,13 @@ def shipped_model(path: str | Path) -> dict[str, Any]:
 
     loaded = load_model(path)
     kind = str(loaded.meta.get("model", "network"))
-    return {"dir": str(path), "kind": kind, "method": METHOD_OF[kind],
-            "settings": loaded.settings if kind == "network" else None,
-            "shift_reference": loaded.meta.get("shift_reference")}
+    return {
+        "dir": str(path),
+        "kind": kind,
+        "method": METHOD_OF[kind],
+        "settings": loaded.settings if kind == "network" else None,
+        "shift_reference": loaded.meta.get("shift_reference"),
+    }
 
 
 def as_shipped(predictions: pd.DataFrame, kind: str) -> pd.DataFrame:
@@ -48,8 +52,10 @@ def as_shipped(predictions: pd.DataFrame, kind: str) -> pd.DataFrame:
 def raise_missing(method: str) -> None:
     from rubric.errors import InputError
 
-    raise InputError(f"the cross-validation has no {method!r} predictions to report the {method} model with.",
-                     fix="rerun `role-rubric cv` (it cross-validates the linear and ordinal models too), or leave cv= out.")
+    raise InputError(
+        f"the cross-validation has no {method!r} predictions to report the {method} model with.",
+        fix="rerun `role-rubric cv` (it cross-validates the linear and ordinal models too), or leave cv= out.",
+    )
 
 
 def shipped_verdict(verdict: dict[str, Any], shipped: dict[str, Any]) -> dict[str, Any]:
@@ -65,8 +71,7 @@ def shipped_shift(shipped: dict[str, Any], data: Any) -> dict[str, Any]:
     and estimate (calibration/model/shift.py), its warning a data warning of the report."""
     from calibration.model.shift import handle_shift, roles_of
 
-    return handle_shift(shipped["shift_reference"], data.ds, roles_of([s.path for s in data.sources]), "warn",
-                        "report")
+    return handle_shift(shipped["shift_reference"], data.ds, roles_of([s.path for s in data.sources]), "warn", "report")
 
 
 def shipped_html(shipped: dict[str, Any], shift: dict[str, Any] | None = None) -> str:
@@ -74,9 +79,11 @@ def shipped_html(shipped: dict[str, Any], shift: dict[str, Any] | None = None) -
     kind = shipped["kind"]
     label = "calibration network" if kind == "network" else METHOD_LABELS[METHOD_OF[kind]]
     other = "" if kind == "network" else "; the network's own out-of-fold predictions are the row `network`"
-    return (f"<p><b>Model shipped</b>: <code>{html.escape(shipped['dir'])}</code>, a {html.escape(kind)} model "
-            f"({html.escape(label)}). Every section reports its kind, trained on the other folds and predicting "
-            f"the held-out conversations, under the name <i>calibrated</i>{other}.{_shift_sentence(shift)}</p>")
+    return (
+        f"<p><b>Model shipped</b>: <code>{html.escape(shipped['dir'])}</code>, a {html.escape(kind)} model "
+        f"({html.escape(label)}). Every section reports its kind, trained on the other folds and predicting "
+        f"the held-out conversations, under the name <i>calibrated</i>{other}.{_shift_sentence(shift)}</p>"
+    )
 
 
 def _shift_sentence(shift: dict[str, Any] | None) -> str:
@@ -84,5 +91,7 @@ def _shift_sentence(shift: dict[str, Any] | None) -> str:
         return ""
     if not shift.get("fired"):
         return " These conversations look like the model's training data (shift check: no difference found)."
-    return (" <b>These conversations differ from the model's training data</b> (shift check): its calibrated "
-            "numbers on them may be biased; label a sample and run <code>role-rubric estimate</code>.")
+    return (
+        " <b>These conversations differ from the model's training data</b> (shift check): its calibrated "
+        "numbers on them may be biased; label a sample and run <code>role-rubric estimate</code>."
+    )

@@ -222,9 +222,7 @@ def prepare_per_judge(
             got = point_agreement(part["expected"].to_numpy(float), part["answer"].to_numpy(float))
             records.append({"judge_id": judge, "method": method, "n": len(part), **got})
     frame = pd.DataFrame.from_records(records)
-    worst_first = frame[frame["method"] == REFERENCE].sort_values(
-        ["rmse", "judge_id"], ascending=[False, True]
-    )
+    worst_first = frame[frame["method"] == REFERENCE].sort_values(["rmse", "judge_id"], ascending=[False, True])
     judge_rank = {j: i for i, j in enumerate(worst_first["judge_id"])}
     method_rank = {m: i for i, m in enumerate(methods)}
     order = np.lexsort((frame["method"].map(method_rank), frame["judge_id"].map(judge_rank)))

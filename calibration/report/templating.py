@@ -30,9 +30,7 @@ def environment() -> jinja2.Environment:
 def render_page(template: str, *, sections: list[Any], intro: Any, **context: Any) -> str:
     """A whole page: `template` (report.html.j2 or compare.html.j2) around `sections`, joined by newlines.
     A section given as str is HTML built here (a macro's output); intro is escaped unless it is Markup."""
-    return environment().get_template(template).render(
-        sections=[Markup(s) for s in sections], intro=intro, **context
-    )
+    return environment().get_template(template).render(sections=[Markup(s) for s in sections], intro=intro, **context)
 
 
 def section(macro: str, *args: Any) -> Markup:

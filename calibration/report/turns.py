@@ -113,9 +113,7 @@ def prepare_turns(
             up=(rows["answer"].to_numpy(float) >= at).astype(float),
         )
         .groupby(["conversation_id", "turn"], sort=False)
-        .agg(
-            {**{c: "mean" for c in p_cols}, "expected": "mean", "answer": "mean", "sq": "mean", "up": "mean"}
-        )
+        .agg({**{c: "mean" for c in p_cols}, "expected": "mean", "answer": "mean", "sq": "mean", "up": "mean"})
     )
     humans = (
         rows.assign(
@@ -152,9 +150,7 @@ def per_role_table(frame: pd.DataFrame) -> pd.DataFrame | None:
             "human adherence rate": labelled.groupby("role")["human adherence"].mean(),
             "calibrated adherence": labelled.groupby("role")["adherence"].mean(),
             "raw judge adherence": labelled.groupby("role")["judge adherence"].mean(),
-            "calibrated RMSE": labelled.groupby("role")["disagreement"].apply(
-                lambda d: float(np.sqrt((d**2).mean()))
-            ),
+            "calibrated RMSE": labelled.groupby("role")["disagreement"].apply(lambda d: float(np.sqrt((d**2).mean()))),
         }
     )
     out["labelled"] = out["labelled"].fillna(0).astype(int)
@@ -290,7 +286,5 @@ def turn_sections(
                 html_table(violations),
             )
         )
-    payload = turns_payload(
-        frame, conversations, questions=ds.rubric.ids, target=target, adheres_at=adheres_at
-    )
+    payload = turns_payload(frame, conversations, questions=ds.rubric.ids, target=target, adheres_at=adheres_at)
     return results, sections, turns_html(payload)

@@ -37,11 +37,7 @@ def turns_html(payload: Mapping[str, Any]) -> str:
 def _note(payload: Mapping[str, Any]) -> str:
     """The paragraph above the table: how many turns, whether their text is there, what each column means."""
     n = len(payload["rows"])
-    texts = (
-        "with their text"
-        if payload["conversations"]
-        else "(no conversations.jsonl in the data dir: ids only)"
-    )
+    texts = "with their text" if payload["conversations"] else "(no conversations.jsonl in the data dir: ids only)"
     at = payload.get("adheres_at")
     adherence = f"P({html.escape(payload['target'])} &ge; {at:g})" if at is not None else "adherence"
     return (

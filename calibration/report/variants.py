@@ -64,9 +64,7 @@ def ablation_variants(settings: Any, questions: Sequence[str], target: str) -> l
         ("no personalisation", replace(settings, personalised=False)),
     ]
     kept = [q for q in questions if q != target and q not in settings.drop_questions]
-    variants += [
-        (f"without {q}", replace(settings, drop_questions=(*settings.drop_questions, q))) for q in kept
-    ]
+    variants += [(f"without {q}", replace(settings, drop_questions=(*settings.drop_questions, q))) for q in kept]
     return variants
 
 
@@ -137,9 +135,7 @@ def _interval_panels(
         v, lo, hi = (frame[c].to_numpy(float) for c in (metric, f"{metric}_low", f"{metric}_high"))
         a.errorbar(v, y, xerr=[v - lo, hi - v], fmt="o", color="#4c72b0", capsize=2, ms=4)
         if reference is not None:
-            a.axvline(
-                float(frame.loc[frame[label] == reference, metric].iloc[0]), color="#c44e52", lw=0.8, ls=":"
-            )
+            a.axvline(float(frame.loc[frame[label] == reference, metric].iloc[0]), color="#c44e52", lw=0.8, ls=":")
         a.set_yticks(y, names if a is axes[0] else [""] * len(names), fontsize=7)
         a.set_title(metric, fontsize=9)
         a.tick_params(axis="x", labelsize=7)
@@ -216,9 +212,7 @@ def prepare_targets(
         calibrated = method_rows(reuse[q], REFERENCE) if q in reuse else computed[q]
         check_aligned(llm, calibrated, f"question {q}'s LLM and calibrated predictions")
         for method, rows in (("expected_llm", llm), (REFERENCE, calibrated)):
-            records.append(
-                {"question": q, "method": method, "n": len(rows), **_scored(rows, seed=seed, n_boot=n_boot)}
-            )
+            records.append({"question": q, "method": method, "n": len(rows), **_scored(rows, seed=seed, n_boot=n_boot)})
     return pd.DataFrame.from_records(records)
 
 
@@ -280,7 +274,9 @@ def prepare_learning_curve(
         for f, r in points
         if (f, r) not in reused
     ]
-    computed = iter(run_cvs(jobs, folds=folds, fold_seed=fold_seed, executor=executor, threads=threads, progress=progress))
+    computed = iter(
+        run_cvs(jobs, folds=folds, fold_seed=fold_seed, executor=executor, threads=threads, progress=progress)
+    )
     records = []
     for f, r in points:
         rows = method_rows(reuse, REFERENCE) if (f, r) in reused else next(computed)
@@ -298,12 +294,8 @@ def plot_learning_curve(
     summary = frame.groupby("fraction")[["rmse", "pearson"]].agg(["mean", "min", "max"])
     for a, metric in zip(axes, ("rmse", "pearson"), strict=True):
         x = summary.index.to_numpy(float)
-        a.fill_between(
-            x, summary[(metric, "min")], summary[(metric, "max")], color="#4c72b0", alpha=0.2, lw=0
-        )
-        a.plot(
-            x, summary[(metric, "mean")], "o-", color="#4c72b0", ms=4, label="calibrated (mean of repeats)"
-        )
+        a.fill_between(x, summary[(metric, "min")], summary[(metric, "max")], color="#4c72b0", alpha=0.2, lw=0)
+        a.plot(x, summary[(metric, "mean")], "o-", color="#4c72b0", ms=4, label="calibrated (mean of repeats)")
         a.plot(frame["fraction"], frame[metric], ".", color="#4c72b0", ms=3, alpha=0.6)
         if reference and metric in reference and np.isfinite(reference[metric]):
             a.axhline(reference[metric], color="#8c8c8c", ls="--", lw=1, label="per-judge mean")

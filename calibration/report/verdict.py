@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, TRAINABLE, best_trainable
-from calibration.evaluation.releases import deploy_basis, deploy_rmse
+from calibration.evaluation.releases import deploy_basis, deploy_candidates, deploy_rmse
 from rubric.identity import stand_in_note
 
 SMECE_GOOD = 0.05
@@ -78,8 +78,8 @@ def prepare_verdict(
     basis = deploy_basis(dict(by_dataset or {}))
     union_rmse = {m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}
     by_last = basis is not None and basis["by_last"]
-    deploy = best_trainable(deploy_rmse({m: {"rmse": v} for m, v in union_rmse.items()}, dict(by_dataset or {}), basis),
-                            data, target, weights)
+    rmse = deploy_rmse({m: {"rmse": v} for m, v in union_rmse.items()}, dict(by_dataset or {}), basis)
+    deploy = best_trainable(deploy_candidates(rmse, dict(by_dataset or {}), basis), data, target, weights)
     if deploy is not None and basis is not None:
         deploy["basis"] = basis["note"]
     if deploy is not None and deploy["method"] != REFERENCE and not by_last:
@@ -92,9 +92,7 @@ def prepare_verdict(
         "best_baseline_label": METHOD_LABELS.get(best, best) if best else None,
         "calibrated": ours,
         "baseline": theirs,
-        "worst_smece": None
-        if worst is None
-        else {k: worst[k] for k in ("name", "smece", "low", "high", "positives")},
+        "worst_smece": None if worst is None else {k: worst[k] for k in ("name", "smece", "low", "high", "positives")},
         "judge": dict(judge) if judge else None,
         "stand_in": stand_in,
         "size": dict(size),
@@ -122,8 +120,10 @@ def _deploy_html(d: Mapping[str, Any]) -> str:
     else:
         p = d.get("p_value", math.nan)
         clear = "clearly" if math.isfinite(p) and p < ALPHA else "not clearly"
-        which = (f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train "
-                 f"({d['rmse']:.3f}; {clear} lower than the network's, p&nbsp;{_p(p)})")
+        which = (
+            f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train "
+            f"({d['rmse']:.3f}; {clear} lower than the network's, p&nbsp;{_p(p)})"
+        )
     basis = f" ({html.escape(d['basis'])})" if d.get("basis") else ""
     return f"<b>Deploy</b>: {which}{basis}; train it on all labels: <code>{html.escape(d['command'])}</code>"
 
@@ -141,13 +141,9 @@ def verdict_html(v: Mapping[str, Any]) -> str:
     if v["best_baseline"] is None:
         headline = "No baseline to compare with."
     elif v["outcome"] == "better":
-        headline = (
-            f"The calibrated model agrees with the human judges better than the best baseline ({best})."
-        )
+        headline = f"The calibrated model agrees with the human judges better than the best baseline ({best})."
     elif v["outcome"] == "worse":
-        headline = (
-            f"The calibrated model agrees with the human judges <b>worse</b> than the best baseline ({best})."
-        )
+        headline = f"The calibrated model agrees with the human judges <b>worse</b> than the best baseline ({best})."
     else:
         headline = f"The calibrated model is not clearly better than the best baseline ({best})."
     rows = ""

@@ -64,8 +64,10 @@ def review(sheet: Path, out: Path) -> None:
     answered.to_csv(out, index=False)
     n = int((answered["answer"] != "").sum())
     turns = answered.loc[answered["answer"] != "", ["conversation_id", "turn"]].drop_duplicates()
-    print(f"releases: wrote {out} ({n} answers by {answered.loc[answered['answer'] != '', 'judge_id'].nunique()} "
-          f"reviewers on {len(turns)} turns)")
+    print(
+        f"releases: wrote {out} ({n} answers by {answered.loc[answered['answer'] != '', 'judge_id'].nunique()} "
+        f"reviewers on {len(turns)} turns)"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -81,8 +83,10 @@ def main(argv: list[str] | None = None) -> int:
         split(args.out)
     else:
         if not args.sheet.exists():
-            print(f"releases: error: {args.sheet} does not exist. Fix: pass --sheet the CSV `role-rubric suggest` "
-                  "wrote.", file=sys.stderr)
+            print(
+                f"releases: error: {args.sheet} does not exist. Fix: pass --sheet the CSV `role-rubric suggest` wrote.",
+                file=sys.stderr,
+            )
             return 2
         review(args.sheet, args.out)
     return 0

@@ -57,9 +57,7 @@ class Scorer:
     def score(self, reply: str, reference: Reference, role: str) -> float:
         return float(self.score_batch([reply], [reference], [role])[0])
 
-    def score_batch(
-        self, replies: Sequence[str], references: Sequence[Reference], roles: Sequence[str]
-    ) -> np.ndarray:
+    def score_batch(self, replies: Sequence[str], references: Sequence[Reference], roles: Sequence[str]) -> np.ndarray:
         """(N,) scores in [0, 1] for N (reply, reference, role) triples."""
         if not len(replies) == len(references) == len(roles):
             raise InputError(
@@ -76,15 +74,13 @@ class Scorer:
                     fix="call fit({role: [reference, ...]}) with every role you score.",
                 )
         if self.kind == "pairwise":
-            missing = [i for i, r in enumerate(references) if not _as_list(r)]
+            missing = [i for i, r in enumerate(references) if not as_list(r)]
             if missing:
                 raise InputError(
                     f"{self.name} needs a reference reply; item {missing[0]} has none.",
                     fix="add `reference` to every turn of conversations.jsonl, or use a distribution scorer.",
                 )
-        scores = np.clip(
-            np.asarray(self._score(list(replies), list(references), list(roles)), float), 0.0, 1.0
-        )
+        scores = np.clip(np.asarray(self._score(list(replies), list(references), list(roles)), float), 0.0, 1.0)
         assert np.isfinite(scores).all(), f"{self.name} produced a non-finite score"
         return scores
 
@@ -95,7 +91,7 @@ class Scorer:
         raise NotImplementedError
 
 
-def _as_list(reference: Reference) -> list[str]:
+def as_list(reference: Reference) -> list[str]:
     if reference is None:
         return []
     if isinstance(reference, str):

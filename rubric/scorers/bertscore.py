@@ -14,7 +14,7 @@ import json
 import numpy as np
 
 from rubric.cache import cache_key, identity_json
-from rubric.scorers.base import Reference, Scorer, _as_list
+from rubric.scorers.base import Reference, Scorer, as_list
 
 
 def bertscore_f1(reply: np.ndarray, reference: np.ndarray) -> float:
@@ -42,9 +42,7 @@ class BertScoreScorer(Scorer):
 
     def _score(self, replies: list[str], references: list[Reference], roles: list[str]) -> np.ndarray:
         identity = identity_json({"scorer": self.name, **self.store.identity(), "layer": "last"})
-        pairs = [
-            (reply, ref) for reply, refs in zip(replies, references, strict=True) for ref in _as_list(refs)
-        ]
+        pairs = [(reply, ref) for reply, refs in zip(replies, references, strict=True) for ref in as_list(refs)]
         keys = [cache_key(identity, [reply, ref]) for reply, ref in pairs]
         cached = self.store.cache.get_many(keys)
         todo = [(k, p) for k, p in zip(keys, pairs, strict=True) if k not in cached]
@@ -56,8 +54,5 @@ class BertScoreScorer(Scorer):
             cached.update(fresh)
         f1 = dict(zip(pairs, (float(json.loads(cached[k])) for k in keys), strict=True))
         return np.array(
-            [
-                max(f1[(reply, r)] for r in _as_list(refs))
-                for reply, refs in zip(replies, references, strict=True)
-            ]
+            [max(f1[(reply, r)] for r in as_list(refs)) for reply, refs in zip(replies, references, strict=True)]
         )

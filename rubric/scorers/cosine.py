@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from rubric.errors import InputError
-from rubric.scorers.base import Reference, Scorer, _as_list
+from rubric.scorers.base import Reference, Scorer, as_list
 from rubric.scorers.encoder import EmbeddingStore
 
 
@@ -23,7 +23,7 @@ class CosineScorer(Scorer):
     kind = "pairwise"
 
     def _score(self, replies: list[str], references: list[Reference], roles: list[str]) -> np.ndarray:
-        firsts = [_as_list(r)[0] for r in references]
+        firsts = [as_list(r)[0] for r in references]
         return np.einsum("nd,nd->n", self.store.sentences(replies), self.store.sentences(firsts))
 
 
@@ -51,7 +51,7 @@ class KnnScorer(Scorer):
         reply_vecs = self.store.sentences(replies)
         out = np.empty(len(replies))
         for i, (ref, role) in enumerate(zip(references, roles, strict=True)):
-            own = _as_list(ref)[: self.k]
+            own = as_list(ref)[: self.k]
             vecs = self.store.sentences(own)
             if len(own) < self.k and role in self.roles:
                 texts, corpus = self.roles[role]

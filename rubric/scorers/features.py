@@ -13,6 +13,7 @@ references are not labels, so nothing about the humans leaks in).
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,8 @@ from rubric.errors import InputError
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 from rubric.schema import Option, Question, Rubric, load_rubric, save_rubric
 from rubric.scorers import EmbeddingStore, Scorer, make_scorer
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def feature_question(scorer: str) -> Question:
@@ -61,14 +64,8 @@ def feature_rows(scores: pd.DataFrame, question: Question, floor: float = 1e-4) 
     p = scores["score"].clip(floor, 1 - floor)
     base = scores[["conversation_id", "turn"]].assign(question_id=question.id)
     meta = {"coverage": 1.0, "source": "scorer", "model": question.id[len("ref_") :]}
-    no, yes = (
-        base.assign(option=o.key, prob=v, **meta) for o, v in zip(question.options, (1 - p, p), strict=True)
-    )
-    return (
-        pd.concat([no, yes])
-        .sort_values(["conversation_id", "turn", "option"], kind="stable")
-        .reset_index(drop=True)
-    )
+    no, yes = (base.assign(option=o.key, prob=v, **meta) for o, v in zip(question.options, (1 - p, p), strict=True))
+    return pd.concat([no, yes]).sort_values(["conversation_id", "turn", "option"], kind="stable").reset_index(drop=True)
 
 
 def gather_scores(
@@ -85,9 +82,7 @@ def gather_scores(
     of the dataset dir `beside` (whose rubric.yaml is then the base rubric) if given."""
     store = store or EmbeddingStore(cache=cache)
     question = feature_question(scorer)
-    rows = feature_rows(
-        score_turns(conversations, make_scorer(scorer, store=store, **dict(params or {}))), question
-    )
+    rows = feature_rows(score_turns(conversations, make_scorer(scorer, store=store, **dict(params or {}))), question)
     frames = [rows]
     if beside is not None:
         beside = Path(beside)
@@ -119,7 +114,7 @@ def run_scorer_gather(cfg: Any, rubric: Rubric) -> pd.DataFrame:
 
     if not cfg.get("conversations") or str(cfg.conversations) == "???":
         raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
-    if cfg.get("granularity", "turn") != "turn":
+    if cfg["granularity"] != "turn":
         raise InputError("reference scorers score turns only.", fix="use granularity=turn.")
     spec = OmegaConf.to_container(cfg.scorer, resolve=True)
     conversations = load_conversations(cfg.conversations)
@@ -144,10 +139,10 @@ def run_scorer_gather(cfg: Any, rubric: Rubric) -> pd.DataFrame:
             "questions": rubric.ids,
         }
         atomic_write_text(out / "gather_summary.json", json.dumps(summary, indent=2) + "\n")
-    print(
+    log.info(
         f"gather: {spec['name']} scores for {summary['items']} turns as question ref_{spec['name']}"
         + (f", beside {spec['beside']}" if spec.get("beside") else "")
     )
     for name in ("llm.csv", "rubric.yaml", "conversations.jsonl", "gather_summary.json"):
-        print(f"gather: wrote {out / name}")
+        log.info(f"gather: wrote {out / name}")
     return llm

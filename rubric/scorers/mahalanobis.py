@@ -71,9 +71,7 @@ class PcaMahalanobisScorer(MahalanobisScorer):
     ):
         super().__init__(store, lam=lam, alpha=alpha)
         if int(components) < 1:
-            raise InputError(
-                f"pca_mahalanobis components={components} is not valid.", fix="use components >= 1."
-            )
+            raise InputError(f"pca_mahalanobis components={components} is not valid.", fix="use components >= 1.")
         self.components = int(components)
 
     def params(self) -> dict[str, Any]:

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from rubric.cache import cache_key, identity_json
-from rubric.scorers.base import Reference, Scorer, ScorerUnavailable, _as_list
+from rubric.scorers.base import Reference, Scorer, ScorerUnavailable, as_list
 from rubric.scorers.encoder import EmbeddingStore
 
 FIX = "set model_path=DIR to a local NLI cross-encoder (a saved sentence-transformers CrossEncoder or transformers sequence-classification model with a contradiction label); none ships offline."
@@ -29,9 +29,7 @@ class NliScorer(Scorer):
     name = "nli"
     kind = "pairwise"
 
-    def __init__(
-        self, store: EmbeddingStore | None = None, *, model_path: str | None = None, batch_size: int = 32
-    ):
+    def __init__(self, store: EmbeddingStore | None = None, *, model_path: str | None = None, batch_size: int = 32):
         super().__init__(store)
         if not model_path:
             raise ScorerUnavailable("no NLI model given.", fix=FIX)
@@ -77,9 +75,7 @@ class NliScorer(Scorer):
 
     def _score(self, replies: list[str], references: list[Reference], roles: list[str]) -> np.ndarray:
         identity = identity_json({"scorer": self.name, "model": str(self.path), "config": self._config_hash})
-        pairs = [
-            (ref, reply) for reply, refs in zip(replies, references, strict=True) for ref in _as_list(refs)
-        ]
+        pairs = [(ref, reply) for reply, refs in zip(replies, references, strict=True) for ref in as_list(refs)]
         keys = [cache_key(identity, list(p)) for p in pairs]
         cached = self.store.cache.get_many(keys)
         todo = [(k, p) for k, p in zip(keys, pairs, strict=True) if k not in cached]
@@ -93,8 +89,5 @@ class NliScorer(Scorer):
         by_pair = dict(zip(pairs, (float(json.loads(cached[k])) for k in keys), strict=True))
         # Several references: the reply is penalised only if it contradicts all of them.
         return np.array(
-            [
-                max(by_pair[(r, reply)] for r in _as_list(refs))
-                for reply, refs in zip(replies, references, strict=True)
-            ]
+            [max(by_pair[(r, reply)] for r in as_list(refs)) for reply, refs in zip(replies, references, strict=True)]
         )

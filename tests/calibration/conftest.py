@@ -28,7 +28,9 @@ SYNTH_RUBRIC = {
 }
 
 
-def make_native_dataset(path: Path, *, n_conversations: int = 40, turns: int = 2, n_judges: int = 6, seed: int = 0) -> Path:
+def make_native_dataset(
+    path: Path, *, n_conversations: int = 40, turns: int = 2, n_judges: int = 6, seed: int = 0
+) -> Path:
     """A native dataset with known structure: a latent quality per turn drives both the LLM judge's
     (noisy, over-confident) distributions and the human answers; each judge has its own offset."""
     rng = np.random.default_rng(seed)
@@ -52,7 +54,9 @@ def make_native_dataset(path: Path, *, n_conversations: int = 40, turns: int = 2
                 for j in judges:
                     if rng.uniform() < 0.05 and q["id"] != "overall":
                         continue  # judges sometimes skip a question
-                    answer = np.clip(np.rint(1 + quality * (len(values) - 1) + offsets[j] + rng.normal(0, 0.4)), 1, len(values))
+                    answer = np.clip(
+                        np.rint(1 + quality * (len(values) - 1) + offsets[j] + rng.normal(0, 0.4)), 1, len(values)
+                    )
                     label_rows.append((cid, t, f"j{j}", q["id"], int(answer)))
     pd.DataFrame(llm_rows, columns=["conversation_id", "turn", "question_id", "option", "prob"]).to_csv(
         path / "llm.csv", index=False
@@ -89,7 +93,13 @@ def tiny_model(synthetic_dir, tmp_path_factory) -> Path:
     from calibration.cli import main
 
     out = tmp_path_factory.mktemp("tiny_model")
-    args = ["train", f"data={synthetic_dir}", f"out={out}", "train.ensemble=2", "train.pretrain_steps=30",
-            "train.finetune_steps=30"]
+    args = [
+        "train",
+        f"data={synthetic_dir}",
+        f"out={out}",
+        "train.ensemble=2",
+        "train.pretrain_steps=30",
+        "train.finetune_steps=30",
+    ]
     assert main(args) == 0
     return out

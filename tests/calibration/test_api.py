@@ -47,9 +47,7 @@ def model_dir(convs, cache, tmp_path_factory):
     result = gather(convs, rubric, judge, cache=cache)
     write_outputs(result, root, rubric, convs, judge)
     labels = pd.read_csv(BENCH / "labels.csv", dtype={"conversation_id": str, "turn": str, "judge_id": str})
-    labels[labels["conversation_id"].isin({c.conversation_id for c in convs})].to_csv(
-        root / "labels.csv", index=False
-    )
+    labels[labels["conversation_id"].isin({c.conversation_id for c in convs})].to_csv(root / "labels.csv", index=False)
     ds = load_dataset(root)
     net, spec, plan = train_ensemble(ds, TINY, seed=0)
     save_model(root / "model", net, ds, spec, TINY, history=plan.history, recalibration=plan.recalibration)
@@ -120,12 +118,8 @@ def test_calibrated_judge_selection(model_dir, convs):
     # the default is the mixture over all training judges: the mean of the per-judge distributions
     per_judge = [RoleAdherence(path, judges=[j], cache=cache).measure(conv) for j in judges]
     for n, t in enumerate(every.turns):
-        mean_p = np.mean(
-            [[r.turns[n].distributions["overall"][v] for v in (1.0, 2.0, 3.0, 4.0)] for r in per_judge], 0
-        )
-        assert [t.distributions["overall"][v] for v in (1.0, 2.0, 3.0, 4.0)] == pytest.approx(
-            mean_p.tolist(), abs=1e-6
-        )
+        mean_p = np.mean([[r.turns[n].distributions["overall"][v] for v in (1.0, 2.0, 3.0, 4.0)] for r in per_judge], 0)
+        assert [t.distributions["overall"][v] for v in (1.0, 2.0, 3.0, 4.0)] == pytest.approx(mean_p.tolist(), abs=1e-6)
         assert t.judge_distributions != t.distributions  # calibrated differs from the raw judge
     # personalised: judges disagree somewhere
     spread = np.ptp([r.turns[0].adherence for r in per_judge])
@@ -188,9 +182,7 @@ GOOD = {
 )
 def test_score_bad_conversations_file_names_the_line(bad, needle, tmp_path, capsys):
     file = tmp_path / "bad.jsonl"
-    file.write_text(
-        json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"conversation_id": "ok2"}) + "\n" + bad + "\n"
-    )
+    file.write_text(json.dumps(GOOD) + "\n" + json.dumps(GOOD | {"conversation_id": "ok2"}) + "\n" + bad + "\n")
     rc = main(["score", f"conversations={file}", f"out={tmp_path / 's.csv'}", "progress=false"])
     err = capsys.readouterr().err
     assert rc == 2
@@ -210,7 +202,9 @@ def test_a_linear_calibrator_scores_like_the_network(model_dir, convs, tmp_path,
     assert per_judge.score != pytest.approx(population.score, abs=1e-6)  # its judge offsets are used
     file = tmp_path / "c.jsonl"
     file.write_text("".join(json.dumps(c.to_record()) + "\n" for c in convs[:2]))
-    assert main(["score", f"conversations={file}", f"calibrator={linear}", f"out={tmp_path / 's.csv'}",
-                 "progress=false"]) == 0
+    assert (
+        main(["score", f"conversations={file}", f"calibrator={linear}", f"out={tmp_path / 's.csv'}", "progress=false"])
+        == 0
+    )
     scores = pd.read_csv(tmp_path / "s.csv")
     assert scores["score"].iloc[0] == pytest.approx(per_judge.score, abs=5e-4)  # the CSV rounds to 3 places

@@ -31,8 +31,14 @@ def test_every_form_of_judge_reaches_the_judge_it_names(server, form):
     judge = {
         "dict with name": {"name": "fake", "base_url": url},
         "judge_config": judge_config("fake", base_url=url),
-        "dict of settings": {"backend": "chat", "model": "fake-judge", "base_url": url, "api_key": "x",
-                             "base_url_env": None, "api_key_env": None},
+        "dict of settings": {
+            "backend": "chat",
+            "model": "fake-judge",
+            "base_url": url,
+            "api_key": "x",
+            "base_url_env": None,
+            "api_key_env": None,
+        },
     }[form]
     metric = RoleAdherence(judge=judge)
     assert metric.judge.model == "fake-judge" and metric.judge.base_url == url

@@ -42,7 +42,11 @@ def _remove(name: str):
 
 CASES = [
     ("llm missing column", _edit_csv("llm.csv", lambda d: d.drop(columns=["prob"])), "llm.csv: missing column"),
-    ("llm unknown question", _edit_csv("llm.csv", _set("question_id", "empathy")), r"llm.csv, row 1: unknown question 'empathy'"),
+    (
+        "llm unknown question",
+        _edit_csv("llm.csv", _set("question_id", "empathy")),
+        r"llm.csv, row 1: unknown question 'empathy'",
+    ),
     ("llm unknown option", _edit_csv("llm.csv", _set("option", "7")), r"llm.csv, row 1: option '7' is not an option"),
     ("llm prob above 1", _edit_csv("llm.csv", _set("prob", "1.5")), r"row 1: prob 1.5 is outside \[0, 1\]"),
     ("llm prob negative", _edit_csv("llm.csv", _set("prob", "-0.1")), r"row 1: prob -0.1 is outside"),
@@ -54,20 +58,46 @@ CASES = [
     ("llm header only", _write("llm.csv", "conversation_id,turn,question_id,option,prob\n"), "header but no rows"),
     ("llm empty file", _write("llm.csv", ""), r"llm.csv: the file is empty"),
     ("llm missing", _remove("llm.csv"), r"no llm.csv or llm.parquet"),
-    ("labels unknown question", _edit_csv("labels.csv", _set("question_id", "Q9")), r"labels.csv, row 1: unknown question 'Q9'"),
+    (
+        "labels unknown question",
+        _edit_csv("labels.csv", _set("question_id", "Q9")),
+        r"labels.csv, row 1: unknown question 'Q9'",
+    ),
     ("labels answer not an option", _edit_csv("labels.csv", _set("answer", "5")), r"answer '5' is not an option"),
     ("labels answer NaN", _edit_csv("labels.csv", _set("answer", "")), r"answer is empty/NaN.*leave out the row"),
-    ("labels duplicate key", _edit_csv("labels.csv", lambda d: pd.concat([d, d.iloc[[0]]])), r"labels.csv, row \d+: duplicate key"),
-    ("labels without distributions", _edit_csv("labels.csv", _set("conversation_id", "ghost")), r"has no judge distributions"),
+    (
+        "labels duplicate key",
+        _edit_csv("labels.csv", lambda d: pd.concat([d, d.iloc[[0]]])),
+        r"labels.csv, row \d+: duplicate key",
+    ),
+    (
+        "labels without distributions",
+        _edit_csv("labels.csv", _set("conversation_id", "ghost")),
+        r"has no judge distributions",
+    ),
     ("labels empty judge", _edit_csv("labels.csv", _set("judge_id", "")), r"judge_id is empty"),
     ("labels empty file", _write("labels.csv", ""), r"labels.csv: the file is empty"),
     ("labels missing", _remove("labels.csv"), r"no labels.csv or labels.parquet"),
-    ("rubric invalid yaml", _write("rubric.yaml", "questions: [\n  - id: a\n    options: {"), r"rubric.yaml, row \d+: not valid YAML"),
+    (
+        "rubric invalid yaml",
+        _write("rubric.yaml", "questions: [\n  - id: a\n    options: {"),
+        r"rubric.yaml, row \d+: not valid YAML",
+    ),
     ("rubric missing", _remove("rubric.yaml"), r"rubric.yaml: rubric file not found"),
-    ("rubric non-numeric option", _write("rubric.yaml", "questions:\n  - id: overall\n    options: [{value: high}, {value: 2}]\n"),
-     "non-numeric value 'high'"),
-    ("rubric duplicate question", _write("rubric.yaml", "questions:\n  - {id: a, options: [{value: 1}, {value: 2}]}\n"
-                                         "  - {id: a, options: [{value: 1}, {value: 2}]}\n"), "duplicate question id"),
+    (
+        "rubric non-numeric option",
+        _write("rubric.yaml", "questions:\n  - id: overall\n    options: [{value: high}, {value: 2}]\n"),
+        "non-numeric value 'high'",
+    ),
+    (
+        "rubric duplicate question",
+        _write(
+            "rubric.yaml",
+            "questions:\n  - {id: a, options: [{value: 1}, {value: 2}]}\n"
+            "  - {id: a, options: [{value: 1}, {value: 2}]}\n",
+        ),
+        "duplicate question id",
+    ),
 ]
 
 
@@ -117,7 +147,13 @@ def test_import_rejects_swapped_files(tmp_path, capsys):
 
     if not ANCHORS.exists():
         pytest.skip("reference data absent")
-    code = main(["import", f"evaluations={ANCHORS / 'human_judgments.tsv'}", f"judgments={ANCHORS / 'llm_evaluations.tsv'}",
-                 f"out={tmp_path}"])
+    code = main(
+        [
+            "import",
+            f"evaluations={ANCHORS / 'human_judgments.tsv'}",
+            f"judgments={ANCHORS / 'llm_evaluations.tsv'}",
+            f"out={tmp_path}",
+        ]
+    )
     assert code == 2
     assert "is this the right LLM-Rubric file?" in capsys.readouterr().err

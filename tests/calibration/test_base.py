@@ -18,16 +18,31 @@ from calibration.model.settings import Settings
 from calibration.model.train import Rows, fit_models, model_inputs, plan_models
 
 N_OPTIONS = [4, 3, 4]
-SMALL = Settings(hidden1=6, hidden2=5, pretrain_steps=30, finetune_steps=20, ensemble=2, eval_every=5, patience=2,
-                 lr=0.05, finetune_lr=0.05)
+SMALL = Settings(
+    hidden1=6,
+    hidden2=5,
+    pretrain_steps=30,
+    finetune_steps=20,
+    ensemble=2,
+    eval_every=5,
+    patience=2,
+    lr=0.05,
+    finetune_lr=0.05,
+)
 
 
 def _net(**kw) -> CalibrationNet:
     """3 models, 7 inputs of which the last 2 are the base's; a base with non-zero weights."""
     net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2, **kw)
     gen = torch.Generator().manual_seed(0)
-    net.set_base(LinearFit("multinomial", torch.randn(3, 3, 2, 4, generator=gen), torch.randn(3, 3, 4, generator=gen),
-                           torch.randn(3, 3, 5, 4, generator=gen)))
+    net.set_base(
+        LinearFit(
+            "multinomial",
+            torch.randn(3, 3, 2, 4, generator=gen),
+            torch.randn(3, 3, 4, generator=gen),
+            torch.randn(3, 3, 5, 4, generator=gen),
+        )
+    )
     return net
 
 
@@ -62,8 +77,17 @@ def _train(ds, settings: Settings, seeds=(3, 4)):
     spec, X, e = model_inputs(ds, settings)
     rows = np.arange(len(ds.label_item))
     plan = plan_models(ds, [rows] * len(seeds), list(seeds), settings)
-    net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                     target=ds.target_index, workers=1, n_base=e)
+    net = fit_models(
+        X,
+        Rows.of(ds),
+        plan,
+        settings,
+        n_judges=len(ds.judges),
+        n_options=ds.n_options.tolist(),
+        target=ds.target_index,
+        workers=1,
+        n_base=e,
+    )
     return net, plan
 
 
@@ -92,8 +116,12 @@ def test_model_with_a_base_round_trips_through_its_files(synthetic_dir, tmp_path
 def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
     net = CalibrationNet(3, 7, 5, N_OPTIONS, hidden1=6, hidden2=5, seeds=[0, 1, 2], n_base=2)
     gen = torch.Generator().manual_seed(1)
-    fit = LinearFit("multinomial", torch.randn(3, 3, 2, 4, generator=gen), torch.randn(3, 3, 4, generator=gen),
-                    torch.randn(3, 3, 5, 4, generator=gen))
+    fit = LinearFit(
+        "multinomial",
+        torch.randn(3, 3, 2, 4, generator=gen),
+        torch.randn(3, 3, 4, generator=gen),
+        torch.randn(3, 3, 5, 4, generator=gen),
+    )
     net.set_base(fit)
     x, judge = torch.rand(3, 8, 7), torch.randint(-1, 5, (3, 8))
     net.add_base(1)
@@ -101,8 +129,9 @@ def test_linear_base_is_the_multinomial_model_plus_a_zero_residual():
     assert torch.allclose(net(x, judge)[:, :, 1, :3], expected[:, :, 1, :3], atol=1e-5)
     unseen = torch.full_like(judge, -1)  # an unseen judge gets the population base (no offset)
     population = LinearFit("multinomial", fit.weight, fit.bias, torch.zeros_like(fit.judge))
-    assert torch.allclose(net(x, unseen)[:, :, 1, :3], population.logp(x[..., -2:], judge, N_OPTIONS)[:, :, 1, :3].float(),
-                          atol=1e-5)
+    assert torch.allclose(
+        net(x, unseen)[:, :, 1, :3], population.logp(x[..., -2:], judge, N_OPTIONS)[:, :, 1, :3].float(), atol=1e-5
+    )
 
 
 def test_the_base_is_fitted_on_the_target_alone(synthetic_dir):
@@ -116,9 +145,19 @@ def test_the_base_is_fitted_on_the_target_alone(synthetic_dir):
     plan = plan_models(ds, [all_rows, all_rows[all_rows % 3 != 0]], [1, 2], late)
     alone = fit_base(X, rows, plan, late, n_options, len(ds.judges), e, target)
     idx, mask = padded_rows(plan.fit_rows)
-    target_only = [fit_linear(BASE_KIND, X[rows.item[idx[m:m + 1]]][..., -e:], rows.judge[idx[m:m + 1]],
-                              rows.answers[idx[m:m + 1]][..., [target]], mask[m:m + 1], [n_options[target]],
-                              len(ds.judges), late.base_l2) for m in range(2)]  # each model alone, as fit_base does
+    target_only = [
+        fit_linear(
+            BASE_KIND,
+            X[rows.item[idx[m : m + 1]]][..., -e:],
+            rows.judge[idx[m : m + 1]],
+            rows.answers[idx[m : m + 1]][..., [target]],
+            mask[m : m + 1],
+            [n_options[target]],
+            len(ds.judges),
+            late.base_l2,
+        )
+        for m in range(2)
+    ]  # each model alone, as fit_base does
     for name in ("weight", "bias", "judge"):
         value = getattr(alone, name)
         assert value.shape[1] == len(n_options)  # laid out for every question, as the network keeps it

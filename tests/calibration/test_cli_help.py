@@ -1,4 +1,4 @@
-"""`role-rubric COMMAND --help` documents every key from the YAML; bad overrides get "did you mean"."""
+"""`role-rubric COMMAND --help` documents every key from the schema; bad overrides get "did you mean"."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from omegaconf import OmegaConf
 
 from calibration.cli import COMMANDS, compose_config, main
-from calibration.cli_help import _flatten, parse_yaml_doc
+from calibration.schema.help import _flatten
 
 
 @pytest.mark.parametrize("command", sorted(COMMANDS))
@@ -21,7 +21,7 @@ def test_help_lists_every_key_with_its_default(command, capsys):
             assert f"{key}=???  (required)" in text
 
 
-def test_short_flag_and_yaml_comments(capsys):
+def test_short_flag_and_descriptions(capsys):
     assert main(["train", "-h"]) == 0
     text = capsys.readouterr().out
     assert "train.patience=12" in text and "evaluations without improvement" in text
@@ -58,10 +58,12 @@ def test_unknown_names_get_did_you_mean_and_the_valid_list(argv, expected, capsy
     assert "Fix:" in err and ("openai, tgi" in err or "Valid" in err or "use one of" in err)
 
 
-def test_parse_yaml_doc_joins_continued_comments():
-    doc = parse_yaml_doc("# header\nreport:\n  ensemble: 2   # first\n                # second\n  n: 1\n")
-    assert doc.header == ["header"] and doc.comments["report.ensemble"] == "first second"
-    assert doc.raw["report.n"] == "1" and doc.comments["report.n"] == ""
+def test_help_shows_each_keys_type_and_description(capsys):
+    assert main(["gather", "--help"]) == 0
+    text = capsys.readouterr().out
+    assert "judge.timeout=60.0\n      float in (0, inf): seconds per request" in text  # JudgeConfig's field
+    assert "batch.max_mb=200.0\n      float in (0, inf): megabytes per batch file" in text  # a nested block
+    assert "long_turns=warn\n      warn | refuse" in text
 
 
 def test_a_closed_pipe_ends_quietly():
@@ -71,7 +73,8 @@ def test_a_closed_pipe_ends_quietly():
 
     proc = subprocess.Popen(
         [sys.executable, "-c", "import sys; from calibration.cli import main; sys.exit(main(['train', '--help']))"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
     )
     proc.stdout.close()  # the reader goes away before the help is printed
     err = proc.stderr.read().decode()

@@ -115,9 +115,7 @@ def test_every_method_has_auc_with_an_interval_at_every_size_and_type(toy_result
 
 
 def test_compare_is_repeatable(small, toy_result):
-    again = compare(
-        small, DESIGNS, sizes=[3, 10], n_boot=200, store=EmbeddingStore(ToyEncoder()), log=lambda _: None
-    )
+    again = compare(small, DESIGNS, sizes=[3, 10], n_boot=200, store=EmbeddingStore(ToyEncoder()), log=lambda _: None)
     again.pop("_scores")
     strip = lambda r: {k: v for k, v in r.items() if k != "timing_s"}  # noqa: E731
     assert json.dumps(strip(again), default=str) == json.dumps(strip(toy_result[0]), default=str)
@@ -133,9 +131,7 @@ def test_extra_scores_from_an_llm_csv_join_the_table(small, tmp_path):
             for v, q in zip((1, 2, 3, 4), (0.1, 0.9 - p, p / 2, p / 2), strict=True)
         ]
     llm = tmp_path / "llm.csv"
-    pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "option", "prob"]).to_csv(
-        llm, index=False
-    )
+    pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "option", "prob"]).to_csv(llm, index=False)
     result = compare(
         small,
         DESIGNS,
@@ -147,9 +143,7 @@ def test_extra_scores_from_an_llm_csv_join_the_table(small, tmp_path):
         log=lambda _: None,
     )
     table = pd.DataFrame(result["results"]).set_index(["method", "subset"])
-    assert (
-        table.loc[("judge", "all"), "auc"] == 1.0 and table.loc[("judge", "all"), "family"] == "given scores"
-    )
+    assert table.loc[("judge", "all"), "auc"] == 1.0 and table.loc[("judge", "all"), "family"] == "given scores"
 
 
 @pytest.mark.parametrize(
@@ -232,9 +226,7 @@ def test_compare_page_in_headless_chromium(toy_result, tmp_path):
         "--v=0",
         "--virtual-time-budget=10000",
     ]
-    dom = subprocess.run(
-        [CHROMIUM, *flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120
-    )
+    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
     found = re.search(r'<pre id="rr-check">(.*?)</pre>', dom.stdout, re.S)
     assert found, f"the checker did not run; chromium said: {dom.stderr[-2000:]}"
     check = json.loads(found.group(1).replace("&quot;", '"'))

@@ -57,9 +57,7 @@ def test_the_risk_holds_on_new_turns_with_probability_one_minus_delta(against, r
         th = calibrate(*_calibrated_sample(rng, 300, reviewers), risk=risk, delta=delta, against=against)
         decided = np.maximum(test_p, 1 - test_p) >= th.threshold
         coverage.append(decided.mean())
-        violations += (
-            decided.any() and test_loss[decided].mean() > risk + 0.005
-        )  # 0.005: the test sample's noise
+        violations += decided.any() and test_loss[decided].mean() > risk + 0.005  # 0.005: the test sample's noise
     assert violations <= 60 * delta
     assert np.mean(coverage) > least_coverage  # it does decide (Hoeffding-Bentkus is the more cautious)
 

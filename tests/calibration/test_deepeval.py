@@ -45,9 +45,7 @@ from rubric.fake_server import FakeOpenAI  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "data" / "role_adherence"
-TINY = Settings(
-    ensemble=2, pretrain_steps=40, finetune_steps=40, eval_every=10, patience=2, recalibrate_min_members=2
-)
+TINY = Settings(ensemble=2, pretrain_steps=40, finetune_steps=40, eval_every=10, patience=2, recalibrate_min_members=2)
 QUIET = DisplayConfig(show_indicator=False, print_results=False, inspect_after_run=False)
 
 
@@ -82,9 +80,7 @@ def calibrated(convs, tmp_path_factory):
     judge = judge_config("embedding")
     write_outputs(gather(convs, rubric, judge, cache=cache), root, rubric, convs, judge)
     labels = pd.read_csv(BENCH / "labels.csv", dtype={"conversation_id": str, "turn": str, "judge_id": str})
-    labels[labels["conversation_id"].isin({c.conversation_id for c in convs})].to_csv(
-        root / "labels.csv", index=False
-    )
+    labels[labels["conversation_id"].isin({c.conversation_id for c in convs})].to_csv(root / "labels.csv", index=False)
     ds = load_dataset(root)
     net, spec, plan = train_ensemble(ds, TINY, seed=0)
     save_model(root / "model", net, ds, spec, TINY, history=plan.history, recalibration=plan.recalibration)
@@ -338,9 +334,7 @@ def test_deepeval_test_run(fake_judge, convs, tmp_path):
             """
         )
     )
-    exe = shutil.which(
-        "deepeval", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]])
-    )
+    exe = shutil.which("deepeval", path=os.pathsep.join([str(Path(sys.executable).parent), os.environ["PATH"]]))
     command = [exe] if exe else [sys.executable, "-c", "from deepeval.cli.main import app; app()"]
     env = os.environ | {"PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")])}
     run = subprocess.run(
@@ -373,8 +367,10 @@ def test_a_roleadherencemetric_test_file_runs_with_rolerubricmetric_in_its_place
     assert metric.measure(case(convs[0])) == pytest.approx(RoleAdherence().measure(convs[0]).score, abs=0)
     assert metric.reason is None and metric.async_mode is False and metric.include_reason is False
     assert metric.verbose_logs.startswith("  turn 0 (turns[1]): adherence")  # the log keeps the turns
-    for kwargs in ({"flaky": True, "verbose_mode": False, "eval_mode": "llm", "system_one_model": None},
-                   {"model": None, "evaluation_template": None}):
+    for kwargs in (
+        {"flaky": True, "verbose_mode": False, "eval_mode": "llm", "system_one_model": None},
+        {"model": None, "evaluation_template": None},
+    ):
         RoleRubricMetric(calibrator=path, cache=cache, **kwargs)
     with pytest.raises(InputError, match="first argument is the calibrator"):
         RoleRubricMetric(0.5)
@@ -400,8 +396,12 @@ def test_sync_and_async_are_equal_bit_for_bit(convs, deepeval_dir):
     scores = {}
     for run_async in (True, False):
         metric = RoleRubricMetric(async_mode=run_async)
-        result = evaluate(test_cases=[case(c) for c in few], metrics=[metric],
-                          async_config=AsyncConfig(run_async=run_async), display_config=QUIET)
+        result = evaluate(
+            test_cases=[case(c) for c in few],
+            metrics=[metric],
+            async_config=AsyncConfig(run_async=run_async),
+            display_config=QUIET,
+        )
         scores[run_async] = {t.name: t.metrics_data[0].score for t in result.test_results}
     assert scores[True] == scores[False]  # exactly: not approx
     alone = {c.conversation_id: RoleRubricMetric(async_mode=False).measure(case(c)) for c in few}

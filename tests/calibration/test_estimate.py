@@ -23,8 +23,9 @@ def _split(src: Path, dst: Path, conversations: list[str], *, labelled: list[str
     dst.mkdir(parents=True, exist_ok=True)
     shutil.copy(src / "rubric.yaml", dst)
     llm = pd.read_csv(src / "llm.csv", dtype={"conversation_id": str, "turn": str}, keep_default_na=False)
-    labels = pd.read_csv(src / "labels.csv", dtype={"conversation_id": str, "turn": str, "judge_id": str},
-                         keep_default_na=False)
+    labels = pd.read_csv(
+        src / "labels.csv", dtype={"conversation_id": str, "turn": str, "judge_id": str}, keep_default_na=False
+    )
     llm[llm.conversation_id.isin(conversations)].to_csv(dst / "llm.csv", index=False)
     keep = conversations if labelled is None else labelled
     labels[labels.conversation_id.isin(keep)].to_csv(dst / "labels.csv", index=False)
@@ -50,8 +51,19 @@ def release(tmp_path_factory):
     for folder in (train, rel, base):  # gathered by one judge; the model records it
         (folder / "gather_summary.json").write_text(json.dumps({"judge_identity": JUDGE}))
     model = root / "model"
-    assert main(["train", f"data={train}", f"out={model}", "train.ensemble=2", "train.pretrain_steps=30",
-                 "train.finetune_steps=30"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={train}",
+                f"out={model}",
+                "train.ensemble=2",
+                "train.pretrain_steps=30",
+                "train.finetune_steps=30",
+            ]
+        )
+        == 0
+    )
     return {"root": root, "data": data, "train": train, "release": rel, "baseline": base, "model": model, "ids": ids}
 
 
@@ -62,7 +74,11 @@ def _estimate(release, out, *extra) -> int:
 def test_estimate_writes_the_pinned_shape_and_a_table(release, tmp_path, capsys):
     assert _estimate(release, tmp_path / "est") == 0
     printed = capsys.readouterr().out
-    assert "ppi 90% CI" in printed and "humans 90% CI" in printed and f"wrote {tmp_path / 'est' / 'estimate.json'}" in printed
+    assert (
+        "ppi 90% CI" in printed
+        and "humans 90% CI" in printed
+        and f"wrote {tmp_path / 'est' / 'estimate.json'}" in printed
+    )
     result = json.loads((tmp_path / "est" / "estimate.json").read_text())
     assert result["alpha"] == 0.1
     for kind in ("rate", "mean"):
@@ -111,17 +127,19 @@ def test_baseline_difference_and_fail_if_worse(release, tmp_path):
     for kind in ("rate", "mean"):
         d = result["difference"][kind]
         assert d["low"] <= d["estimate"] <= d["high"] and 0 <= d["p"] <= 1
-    process = estimate_release(release["release"], release["model"], population="process",
-                               baseline=release["baseline"])
+    process = estimate_release(release["release"], release["model"], population="process", baseline=release["baseline"])
     for kind in ("rate", "mean"):  # releases are compared as draws of their chatbots' behaviour
         assert result["difference"][kind]["estimate"] == pytest.approx(
-            process[kind]["ppi"]["estimate"] - process["baseline"][kind]["ppi"]["estimate"], abs=1e-12)
+            process[kind]["ppi"]["estimate"] - process["baseline"][kind]["ppi"]["estimate"], abs=1e-12
+        )
     assert _estimate(release, tmp_path / "nobase", "fail_if_worse=true") == 2
 
 
 def test_sampling_plan_round_trip(release, tmp_path, capsys):
     sheet = tmp_path / "plan" / "to_label.csv"
-    assert main(["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", f"out={sheet}", "seed=4"]) == 0
+    assert (
+        main(["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", f"out={sheet}", "seed=4"]) == 0
+    )
     plan = pd.read_csv(sheet.parent / "sample_plan.csv", dtype={"conversation_id": str})
     assert plan["sampled"].sum() == 12 and len(plan) == 30
     assert plan["inclusion_probability"].eq(12 / 30).all()
@@ -138,8 +156,13 @@ def test_sampling_plan_round_trip(release, tmp_path, capsys):
 
 def test_unequal_plan_is_used_and_an_unplanned_label_refused(release, tmp_path, capsys):
     rel = _split(release["data"], tmp_path / "rel", release["ids"][30:60], labelled=release["ids"][30:46])
-    plan = pd.DataFrame({"conversation_id": release["ids"][30:60], "inclusion_probability": [0.8] * 15 + [0.4] * 15,
-                         "sampled": [1] * 16 + [0] * 14})
+    plan = pd.DataFrame(
+        {
+            "conversation_id": release["ids"][30:60],
+            "inclusion_probability": [0.8] * 15 + [0.4] * 15,
+            "sampled": [1] * 16 + [0] * 14,
+        }
+    )
     plan.to_csv(rel / "sample_plan.csv", index=False)
     assert main(["estimate", f"data={rel}", f"model={release['model']}", f"out={tmp_path / 'w'}"]) == 0
     assert "inclusion probabilities from" in json.loads((tmp_path / "w" / "estimate.json").read_text())["sampling"]
@@ -165,7 +188,8 @@ def test_refusals(release, tmp_path, capsys):
     rel = _split(release["data"], tmp_path / "extra", release["ids"][30:60], labelled=release["ids"][30:60])
     labels = pd.read_csv(release["data"] / "labels.csv", dtype=str)
     pd.concat([pd.read_csv(rel / "labels.csv", dtype=str), labels[labels.conversation_id == "c070"]]).to_csv(
-        rel / "labels.csv", index=False)
+        rel / "labels.csv", index=False
+    )
     _refused(["estimate", f"data={rel}", model], tmp_path, capsys, "labels.csv")
     # the model's own training conversations
     _refused(["estimate", f"data={release['train']}", model], tmp_path, capsys, "trained on")
@@ -194,7 +218,11 @@ def test_estimate_reports_the_transport_audit_and_the_shift_check(release, tmp_p
     printed = capsys.readouterr().out
     result = json.loads((tmp_path / "est" / "estimate.json").read_text())
     audit = result["transport_audit"]  # calibration/release/audit.py
-    assert audit["margin"] == 0.5 and audit["n_labelled_conversations"] == 16 and audit["low"] <= audit["bias"] <= audit["high"]
+    assert (
+        audit["margin"] == 0.5
+        and audit["n_labelled_conversations"] == 16
+        and audit["low"] <= audit["bias"] <= audit["high"]
+    )
     assert audit["verdict"] == "INCONCLUSIVE" and "PASS needs 20" in audit["pass_withheld"]  # 16 < 20 conversations
     assert set(audit["by_role"]) == set(ROLES) and f"transport audit: {audit['verdict']}" in printed
     assert result["shift"]["checked"] and result["shift"]["by_role"]  # calibration/model/shift.py, per role

@@ -90,7 +90,7 @@ def test_a_failing_parent_kills_its_children(monkeypatch):
 
     with pytest.raises(ValueError, match="parent slice failed"):
         map_slices(work, [0, 1], fork=True)
-    (pid, _), = children
+    ((pid, _),) = children
     with pytest.raises(ChildProcessError):
         os.waitpid(pid, os.WNOHANG)  # killed and reaped: not running, not even a zombie
 
@@ -113,14 +113,23 @@ def test_no_fork_from_another_thread_or_with_more_torch_threads():
 def test_forked_training_equals_threaded_training_bit_for_bit(synthetic_dir, monkeypatch):
     ds = load_dataset(synthetic_dir)
     X = torch.from_numpy(ds.features(ds.feature_spec()))
-    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=30, finetune_steps=30, ensemble=1, eval_every=5,
-                        patience=2)
+    settings = Settings(
+        hidden1=8, hidden2=8, pretrain_steps=30, finetune_steps=30, ensemble=1, eval_every=5, patience=2
+    )
     rows = np.arange(len(ds.label_item))
     plan = Plan([rows[rows % 4 != k] for k in range(4)], [rows[rows % 4 == k] for k in range(4)], [3, 4, 5, 6])
 
     def train():
-        net = fit_models(X, Rows.of(ds), plan.subset(np.arange(4)), settings, n_judges=len(ds.judges),
-                         n_options=ds.n_options.tolist(), target=ds.target_index, workers=2)
+        net = fit_models(
+            X,
+            Rows.of(ds),
+            plan.subset(np.arange(4)),
+            settings,
+            n_judges=len(ds.judges),
+            n_options=ds.n_options.tolist(),
+            target=ds.target_index,
+            workers=2,
+        )
         return net.state_dict()
 
     calls = []

@@ -11,8 +11,18 @@ from tests.calibration.conftest import ANCHORS
 
 def test_import_counts_and_formats(llm_rubric_dir, tmp_path, capsys):
     out = tmp_path / "lr"
-    assert main(["import", "source=llm-rubric", f"evaluations={ANCHORS / 'llm_evaluations.tsv'}",
-                 f"judgments={ANCHORS / 'human_judgments.tsv'}", f"out={out}"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "source=llm-rubric",
+                f"evaluations={ANCHORS / 'llm_evaluations.tsv'}",
+                f"judgments={ANCHORS / 'human_judgments.tsv'}",
+                f"out={out}",
+            ]
+        )
+        == 0
+    )
     printed = capsys.readouterr().out
     assert "guardrail_failed_rows_excluded=8" in printed
     assert f"wrote {out / 'rubric.yaml'}" in printed

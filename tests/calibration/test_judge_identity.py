@@ -12,11 +12,13 @@ import pytest
 
 from calibration.api import RoleAdherence
 from calibration.cli import compose_config
-from calibration.model.files import load_model, run_train
+from calibration.commands.train import run as run_train
+from calibration.model.files import load_model
 from calibration.model.predict import run_predict
 from rubric.errors import InputError
 from rubric.gather import judge_config
 from rubric.identity import IDENTITY_KEYS, check_same_judge, judge_identity
+from rubric.notices import cli_notices
 from rubric.schema import load_rubric
 
 from .conftest import make_native_dataset
@@ -31,9 +33,7 @@ def test_identity_names_backend_model_host_prompt_rubric_answer_mode_and_samplin
     assert set(fake) == set(IDENTITY_KEYS)
     assert fake["model"] == "fake-judge" and fake["base_url_host"] == "127.0.0.1:8765"
     assert fake["sampling"].startswith("temperature 0.0;")
-    other = judge_identity(
-        judge_config("fake", base_url="https://api.example.com/v1", answer_mode="sampled"), rubric
-    )
+    other = judge_identity(judge_config("fake", base_url="https://api.example.com/v1", answer_mode="sampled"), rubric)
     assert other["base_url_host"] == "api.example.com" and other["prompt_template"] == fake["prompt_template"]
     with pytest.raises(
         InputError,
@@ -50,7 +50,8 @@ def test_the_same_judge_at_another_port_or_host_is_accepted(tmp_path, capsys):
     for url in ("http://127.0.0.1:9123/v1", "http://judge.internal:8765/v1"):
         moved = judge_identity(judge_config("fake", base_url=url), rubric)
         assert moved["base_url_host"] != fake["base_url_host"]
-        assert check_same_judge(fake, moved, allow=False, command="predict") == []
+        with cli_notices():  # the command line's printing of the library's status lines
+            assert check_same_judge(fake, moved, allow=False, command="predict") == []
         line = capsys.readouterr().out
         assert "predict: the same judge at another endpoint" in line and moved["base_url_host"] in line
     # what determines the answers is still compared, wherever the judge is served
@@ -79,9 +80,7 @@ def test_train_records_the_judge_and_predict_refuses_another(trained):
     assert load_model(root / "model").judge_identity == identity
     other = root / "other"
     shutil.copytree(data, other)
-    (other / "gather_summary.json").write_text(
-        json.dumps({"judge_identity": {**identity, "model": "gpt-4o-mini"}})
-    )
+    (other / "gather_summary.json").write_text(json.dumps({"judge_identity": {**identity, "model": "gpt-4o-mini"}}))
     args = [f"model={root / 'model'}", f"data={other}", f"out={root / 'p.csv'}"]
     with pytest.raises(InputError, match="model: trained on 'all-MiniLM-L6-v2', given 'gpt-4o-mini'"):
         run_predict(compose_config("predict", args))
@@ -106,9 +105,7 @@ def test_population_predictions_can_be_evaluated(trained):
     root, data, _ = trained
     pred = root / "population.csv"
     run_predict(
-        compose_config(
-            "predict", [f"model={root / 'model'}", f"data={data}", f"out={pred}", "judges=population"]
-        )
+        compose_config("predict", [f"model={root / 'model'}", f"data={data}", f"out={pred}", "judges=population"])
     )
     metrics = run_evaluate(
         compose_config("evaluate", [f"predictions={pred}", f"data={data}", f"out={root / 'm.json'}"])

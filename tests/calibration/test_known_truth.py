@@ -61,9 +61,7 @@ def test_calibrated_beats_raw_judge_on_a_slice(small):
     cv = cross_validate(ds, settings, folds=4, seed=0, baselines=False)
     cal = cv.metrics["calibrated"]
     values = ds.option_values()[t]
-    raw = agreement(
-        ds.probs[ds.label_item[rows], t] @ values, values[ds.answers[rows, t]]
-    )  # raw expected answer
+    raw = agreement(ds.probs[ds.label_item[rows], t] @ values, values[ds.answers[rows, t]])  # raw expected answer
     assert raw["n"] == cal["n"]
     assert cal["rmse"] < raw["rmse"] - 0.1
     assert cal["pearson"] > raw["pearson"]

@@ -30,8 +30,12 @@ def _toy(seed: int = 0, rows: int = 300, judges: int = 5):
     judge = rng.integers(0, judges, size=rows)
     latent = 1.5 * e[:, 0] - 0.5 * e[:, 1] + np.linspace(-1, 1, judges)[judge] + rng.logistic(size=rows)
     answers = np.stack([np.digitize(latent, [-1.5, 0, 1.5]), np.digitize(latent, [-0.5, 0.5])], axis=1)
-    return (torch.tensor(e, dtype=torch.float32)[None], torch.tensor(judge)[None], torch.tensor(answers)[None],
-            torch.ones(1, rows, dtype=torch.bool))
+    return (
+        torch.tensor(e, dtype=torch.float32)[None],
+        torch.tensor(judge)[None],
+        torch.tensor(answers)[None],
+        torch.ones(1, rows, dtype=torch.bool),
+    )
 
 
 @pytest.mark.parametrize("kind", ["multinomial", "ordinal"])
@@ -52,7 +56,10 @@ def test_the_training_loss_reads_the_same_probabilities_as_prediction(kind, seed
     g = torch.Generator().manual_seed(seed)
     n_options = [5, 4, 2, 3]
     m, b, e_dim, q, k, j = 3, 40, 3, len(n_options), 5, 6
-    shapes = {"multinomial": ((m, q, e_dim, k), (m, q, k), (m, q, j, k)), "ordinal": ((m, q, e_dim), (m, q, k - 1), (m, q, j))}
+    shapes = {
+        "multinomial": ((m, q, e_dim, k), (m, q, k), (m, q, j, k)),
+        "ordinal": ((m, q, e_dim), (m, q, k - 1), (m, q, j)),
+    }
     weight, bias, offsets = (torch.randn(*s, generator=g, dtype=torch.float64) * 2 for s in shapes[kind])
     e = torch.randn(m, b, e_dim, generator=g)
     judge = torch.randint(-1, j, (m, b), generator=g)
@@ -107,8 +114,9 @@ def test_models_fitted_together_equal_models_fitted_alone():
     together = fit_linear("ordinal", *(torch.cat(x) for x in zip(*parts, strict=True)), N_OPTIONS, 5, 1e-3)
     for m, part in enumerate(parts):
         alone = fit_linear("ordinal", *part, N_OPTIONS, 5, 1e-3)
-        assert torch.allclose(together.subset([m]).logp(*part[:2], N_OPTIONS), alone.logp(*part[:2], N_OPTIONS),
-                              atol=1e-4)
+        assert torch.allclose(
+            together.subset([m]).logp(*part[:2], N_OPTIONS), alone.logp(*part[:2], N_OPTIONS), atol=1e-4
+        )
 
 
 def test_the_network_starts_as_its_base(synthetic_dir):
@@ -119,8 +127,16 @@ def test_the_network_starts_as_its_base(synthetic_dir):
     judge = torch.arange(X.shape[0])[None] % len(ds.judges)
     rows = torch.from_numpy(ds.label_item.copy())[None]
     answers = torch.from_numpy(ds.answers.copy())[None]
-    base = fit_linear("multinomial", X[rows][..., -n_base:], torch.from_numpy(ds.label_judge.copy())[None], answers,
-                      torch.ones_like(rows, dtype=torch.bool), ds.n_options.tolist(), len(ds.judges), 1e-3)
+    base = fit_linear(
+        "multinomial",
+        X[rows][..., -n_base:],
+        torch.from_numpy(ds.label_judge.copy())[None],
+        answers,
+        torch.ones_like(rows, dtype=torch.bool),
+        ds.n_options.tolist(),
+        len(ds.judges),
+        1e-3,
+    )
     net = CalibrationNet(1, X.shape[1], len(ds.judges), ds.n_options.tolist(), n_base=n_base)
     net.set_base(base)
     t = ds.target_index
@@ -161,8 +177,16 @@ def test_cv_skips_the_baselines_that_need_the_target_distribution(synthetic_copy
 
 
 def test_the_table_says_why_a_correlation_is_missing():
-    metrics = {"constant": {"rmse": 0.8, "pearson": float("nan"), "spearman": float("nan"),
-                            "kendall": float("nan"), "nll": 1.2, "n": 10}}
+    metrics = {
+        "constant": {
+            "rmse": 0.8,
+            "pearson": float("nan"),
+            "spearman": float("nan"),
+            "kendall": float("nan"),
+            "nll": 1.2,
+            "n": 10,
+        }
+    }
     table = format_table(metrics)
     assert "nan" not in table
     assert "n/a: constant prediction" in table
@@ -171,8 +195,10 @@ def test_the_table_says_why_a_correlation_is_missing():
 def test_group_keeps_a_conversation_field_in_one_fold(synthetic_copy):
     ds = load_dataset(synthetic_copy)
     convs = sorted(set(ds.items["conversation_id"]))
-    lines = [f'{{"conversation_id": "{c}", "chatbot_role": "r", "turns": [], "team": "{i % 4}"}}'
-             for i, c in enumerate(convs)]
+    lines = [
+        f'{{"conversation_id": "{c}", "chatbot_role": "r", "turns": [], "team": "{i % 4}"}}'
+        for i, c in enumerate(convs)
+    ]
     (synthetic_copy / "conversations.jsonl").write_text("\n".join(lines) + "\n")
     groups = item_groups(ds, synthetic_copy, "team")
     team = ds.items["conversation_id"].map({c: i % 4 for i, c in enumerate(convs)}).to_numpy()
@@ -191,8 +217,10 @@ def test_multinomial_gradient_written_out_equals_autograd(seed, judges):
     g = torch.Generator().manual_seed(seed)
     n_options = [5, 4, 2]
     m, b, e_dim, q, k = 3, 40, 3, len(n_options), 5
-    params = [(torch.randn(*s, generator=g, dtype=torch.float64)).requires_grad_()
-              for s in ((m, q, e_dim, k), (m, q, k), (m, q, judges, k))]
+    params = [
+        (torch.randn(*s, generator=g, dtype=torch.float64)).requires_grad_()
+        for s in ((m, q, e_dim, k), (m, q, k), (m, q, judges, k))
+    ]
     e = torch.randn(m, b, e_dim, generator=g, dtype=torch.float64)
     judge = torch.randint(-1, max(judges, 1), (m, b), generator=g)
     answers = torch.stack([torch.randint(-1, n, (m, b), generator=g) for n in n_options], dim=-1)
@@ -201,8 +229,10 @@ def test_multinomial_gradient_written_out_equals_autograd(seed, judges):
     l2 = torch.tensor([1e-3, 0.1, 0.0], dtype=torch.float64)
     picked = picked_logp("multinomial", *params, e, judge, answers, n_options)
     weight, _, offsets = params
-    expected = (-(picked.masked_fill(~observed, 0.0).sum(1) / n_obs).sum(-1)
-                + l2 * ((weight**2).flatten(1).sum(1) + (offsets**2).flatten(1).sum(1))).sum()
+    expected = (
+        -(picked.masked_fill(~observed, 0.0).sum(1) / n_obs).sum(-1)
+        + l2 * ((weight**2).flatten(1).sum(1) + (offsets**2).flatten(1).sum(1))
+    ).sum()
     expected_grads = torch.autograd.grad(expected, params)
     spans = [slice(0, 17), slice(17, b)]
     got = linear_module._multinomial_closure(params, spans, e, judge, answers, observed, n_obs, n_options, l2)

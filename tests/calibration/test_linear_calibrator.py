@@ -23,8 +23,13 @@ from calibration.model.linear_calibrator import train_linear
 from rubric.errors import InputError
 from tests.calibration.conftest import make_native_dataset
 
-TINY_NET = ["train.ensemble=1", "train.pretrain_steps=5", "train.finetune_steps=5", "network.hidden1=4",
-            "network.hidden2=4"]
+TINY_NET = [
+    "train.ensemble=1",
+    "train.pretrain_steps=5",
+    "train.finetune_steps=5",
+    "network.hidden1=4",
+    "network.hidden2=4",
+]
 FOLDS = 5
 # cv fits every fold's models in one batched L-BFGS run, train one fold's; both stop at fit_linear's tolerance,
 # measured 0.9e-5 to 2.6e-5 (in probability) from a tightly converged fit on this data. A different penalty or
@@ -72,12 +77,21 @@ def test_train_then_predict_reproduces_the_cv_column(model, folds, cv_run, tmp_p
         assert main(["train", f"data={fold_data}", f"out={tmp_path / f'm{f}'}", f"model={model}", f"seed={f}"]) == 0
         assert main(["predict", f"model={tmp_path / f'm{f}'}", f"data={data}", f"out={tmp_path / f'p{f}.csv'}"]) == 0
         pred = _read(tmp_path / f"p{f}.csv")
-        got = held_out.merge(pred[pred["question_id"] == "overall"], on=["conversation_id", "turn", "judge_id"],
-                             suffixes=("_cv", ""), validate="one_to_one")
+        got = held_out.merge(
+            pred[pred["question_id"] == "overall"],
+            on=["conversation_id", "turn", "judge_id"],
+            suffixes=("_cv", ""),
+            validate="one_to_one",
+        )
         assert len(got) == len(held_out) > 0
         for col in [*p_cols, "expected"]:
-            np.testing.assert_allclose(got[col].to_numpy(float), got[f"{col}_cv"].to_numpy(float), atol=TOL, rtol=0,
-                                       err_msg=f"{model}, fold {f}, {col}")
+            np.testing.assert_allclose(
+                got[col].to_numpy(float),
+                got[f"{col}_cv"].to_numpy(float),
+                atol=TOL,
+                rtol=0,
+                err_msg=f"{model}, fold {f}, {col}",
+            )
 
 
 def test_saved_model_records_its_fit_and_predicts_every_question(synthetic_dir, tmp_path, capsys):
@@ -94,16 +108,19 @@ def test_saved_model_records_its_fit_and_predicts_every_question(synthetic_dir, 
 
     model = load_model(out)
     assert model.net.n_models == 1 and model.judge_identity is None
-    assert main(["predict", f"model={out}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}",
-                 "judges=[j0,nobody]"]) == 0
+    assert (
+        main(["predict", f"model={out}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}", "judges=[j0,nobody]"])
+        == 0
+    )
     pred = _read(tmp_path / "p.csv")
     assert set(pred["question_id"]) == {"scope", "tone", "overall"}
     p = pred.filter(like="p_").replace("", np.nan).to_numpy(float)  # empty where a question lacks the option
     np.testing.assert_allclose(np.nansum(p, axis=1), 1.0, atol=1e-9)
     # every question fitted: expected answers follow the human answers, not a constant
     labels = _read(synthetic_dir / "labels.csv")
-    mine = pred[pred["judge_id"] == "j0"].merge(labels[labels["judge_id"] == "j0"],
-                                                on=["conversation_id", "turn", "judge_id", "question_id"])
+    mine = pred[pred["judge_id"] == "j0"].merge(
+        labels[labels["judge_id"] == "j0"], on=["conversation_id", "turn", "judge_id", "question_id"]
+    )
     for q in ("scope", "tone", "overall"):
         part = mine[mine["question_id"] == q]
         assert np.corrcoef(part["expected"], part["answer"])[0, 1] > 0.5, q
@@ -113,8 +130,11 @@ def test_saved_model_records_its_fit_and_predicts_every_question(synthetic_dir, 
     items = np.arange(len(ds.items))
     unseen = pred[pred["judge_id"] == "nobody"]
     pop = model.proba(X, items, np.full(len(items), -1))
-    np.testing.assert_allclose(unseen[unseen["question_id"] == "overall"]["expected"].to_numpy(float),
-                               pop[:, 2, :4] @ np.arange(1, 5), atol=1e-9)
+    np.testing.assert_allclose(
+        unseen[unseen["question_id"] == "overall"]["expected"].to_numpy(float),
+        pop[:, 2, :4] @ np.arange(1, 5),
+        atol=1e-9,
+    )
 
 
 def test_save_load_round_trip_is_exact(synthetic_dir, tmp_path):
@@ -167,14 +187,23 @@ TAMPERED = [
     ("model unknown", lambda m, r: m.update(model="forest"), r"unknown model 'forest'"),
     ("model field dropped", lambda m, r: m.pop("model"), r"model\.json has no valid 'settings'"),
     ("spec mean edited", lambda m, r: m["spec"]["expected"]["mean"].__setitem__(0, 9.0), r"changed after training"),
-    ("kind swapped, unchecked", lambda m, r: (m.pop("integrity"), m["linear"].update(kind="ordinal")),
-     r"says model 'linear' but kind 'ordinal'"),
-    ("n_inputs off, unchecked", lambda m, r: (m.pop("integrity"), m.update(n_inputs=2)),
-     r"feature spec that is not a linear model's"),
+    (
+        "kind swapped, unchecked",
+        lambda m, r: (m.pop("integrity"), m["linear"].update(kind="ordinal")),
+        r"says model 'linear' but kind 'ordinal'",
+    ),
+    (
+        "n_inputs off, unchecked",
+        lambda m, r: (m.pop("integrity"), m.update(n_inputs=2)),
+        r"feature spec that is not a linear model's",
+    ),
     ("weights of another model", _swap_weights(other_judges=False), r"the weights are not the ones"),
     ("weights of more judges", _swap_weights(other_judges=True), r"weights do not match model\.json \(judge has shape"),
-    ("weights truncated", lambda m, r: (r / "weights.safetensors").write_bytes(
-        (r / "weights.safetensors").read_bytes()[:-16]), r"the file is shorter than its header says"),
+    (
+        "weights truncated",
+        lambda m, r: (r / "weights.safetensors").write_bytes((r / "weights.safetensors").read_bytes()[:-16]),
+        r"the file is shorter than its header says",
+    ),
 ]
 
 
@@ -202,31 +231,56 @@ def test_estimate_decide_and_suggest_take_a_linear_model(tmp_path, capsys):
     assert main(["estimate", f"data={release}", f"model={model}", f"out={tmp_path / 'est'}"]) == 0
     rate = json.loads((tmp_path / "est" / "estimate.json").read_text())
     assert rate  # the pinned shape is test_estimate's; here: it ran on a linear model
-    assert main(["decide", f"model={model}", f"calibration={release}", f"data={release}", "risk=0.3", "delta=0.2",
-                 f"out={tmp_path / 'dec'}"]) == 0
+    assert (
+        main(
+            [
+                "decide",
+                f"model={model}",
+                f"calibration={release}",
+                f"data={release}",
+                "risk=0.3",
+                "delta=0.2",
+                f"out={tmp_path / 'dec'}",
+            ]
+        )
+        == 0
+    )
     assert len(pd.read_csv(tmp_path / "dec" / "decisions.csv")) == 60
     out = tmp_path / "s.csv"
     assert main(["suggest", f"model={model}", f"data={release}", "budget=4", "strategy=entropy", f"out={out}"]) == 0
     picked = _read(out)
-    assert picked["score"].is_monotonic_decreasing and len(picked.drop_duplicates(["conversation_id", "turn",
-                                                                                   "judge_id"])) == 4
+    assert (
+        picked["score"].is_monotonic_decreasing
+        and len(picked.drop_duplicates(["conversation_id", "turn", "judge_id"])) == 4
+    )
     capsys.readouterr()
-    assert main(["suggest", f"model={model}", f"data={release}", "budget=4", "strategy=bald", f"out={tmp_path / 'b.csv'}"]) == 2
+    assert (
+        main(["suggest", f"model={model}", f"data={release}", "budget=4", "strategy=bald", f"out={tmp_path / 'b.csv'}"])
+        == 2
+    )
     err = capsys.readouterr().err.strip()
     assert len(err.splitlines()) == 1 and "single model" in err and "strategy=entropy" in err, err
 
 
 def test_model_key_of_other_commands_is_still_a_folder(linear_model, synthetic_dir, tmp_path):
-    """train's model= names a kind; predict's is the model folder (config_check keeps them apart)."""
+    """train's model= names a kind; predict's is the model folder (the schema keeps them apart)."""
     assert main(["predict", f"model={linear_model}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}"]) == 0
 
 
-@pytest.mark.parametrize(("rmse", "command"), [
-    ({"calibrated": 0.77, "judge_mean": 0.70, "linear": 0.76, "ordinal": 0.78},
-     "role-rubric train data=d model=linear out=MODEL_DIR"),
-    ({"calibrated": 0.75, "linear": 0.76, "ordinal": 0.75}, "role-rubric train data=d out=MODEL_DIR"),  # tie: network
-    ({"calibrated": float("nan"), "ordinal": 0.7}, "role-rubric train data=d model=ordinal out=MODEL_DIR"),
-])
+@pytest.mark.parametrize(
+    ("rmse", "command"),
+    [
+        (
+            {"calibrated": 0.77, "judge_mean": 0.70, "linear": 0.76, "ordinal": 0.78},
+            "role-rubric train data=d model=linear out=MODEL_DIR",
+        ),
+        (
+            {"calibrated": 0.75, "linear": 0.76, "ordinal": 0.75},
+            "role-rubric train data=d out=MODEL_DIR",
+        ),  # tie: network
+        ({"calibrated": float("nan"), "ordinal": 0.7}, "role-rubric train data=d model=ordinal out=MODEL_DIR"),
+    ],
+)
 def test_cv_names_the_command_that_trains_the_winner(rmse, command):
     """Only models `train` ships compete (judge_mean wins nothing); the network wins ties."""
     from calibration.evaluation.crossval import winner_line
@@ -244,7 +298,8 @@ def test_the_command_keeps_the_target_and_every_data_folder():
     from calibration.evaluation.crossval import report_command
 
     assert report_command(best["command"]) == (
-        "role-rubric report data=[a,b] weights=[1,3] target=scope model=MODEL_DIR out=REPORT_DIR")
+        "role-rubric report data=[a,b] weights=[1,3] target=scope model=MODEL_DIR out=REPORT_DIR"
+    )
 
 
 def test_cv_prints_the_train_command(cv_run):

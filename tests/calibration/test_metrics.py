@@ -24,8 +24,9 @@ def test_constant_predictions_have_undefined_correlation():
 
 # Predictions on a 1e-6 grid: values one ulp apart (1.0 and 1.0000000000000002) can merge into a tie when
 # rescaled in floating point, which changes the ranks; that is rounding, not a property of the metrics.
-@given(st.lists(st.floats(1, 4).map(lambda v: round(v, 6)), min_size=3, max_size=30), st.floats(0.1, 3),
-       st.floats(-2, 2))
+@given(
+    st.lists(st.floats(1, 4).map(lambda v: round(v, 6)), min_size=3, max_size=30), st.floats(0.1, 3), st.floats(-2, 2)
+)
 @settings(max_examples=50, deadline=None)
 def test_correlations_ignore_affine_rescaling(xs, scale, shift):
     rng = np.random.default_rng(len(xs))

@@ -63,15 +63,32 @@ def test_models_are_independent_of_their_batch_mates(synthetic_dir):
     rounding (the padded judge-group size depends on the whole batch, and with it the matrix kernels)."""
     ds = load_dataset(synthetic_dir)
     X = torch.from_numpy(ds.features(ds.feature_spec()))
-    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=40, finetune_steps=60, ensemble=1, eval_every=5,
-                        patience=1, lr=0.1, finetune_lr=0.05)
+    settings = Settings(
+        hidden1=8,
+        hidden2=8,
+        pretrain_steps=40,
+        finetune_steps=60,
+        ensemble=1,
+        eval_every=5,
+        patience=1,
+        lr=0.1,
+        finetune_lr=0.05,
+    )
     rows = np.arange(len(ds.label_item))
     splits = [(rows[rows % 4 != k], rows[rows % 4 == k]) for k in range(4)]
 
     def train(indices, workers=1):
         plan = Plan([splits[i][0] for i in indices], [splits[i][1] for i in indices], [10 + i for i in indices])
-        net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                         target=ds.target_index, workers=workers)
+        net = fit_models(
+            X,
+            Rows.of(ds),
+            plan,
+            settings,
+            n_judges=len(ds.judges),
+            n_options=ds.n_options.tolist(),
+            target=ds.target_index,
+            workers=workers,
+        )
         return net.state_dict(), plan.history
 
     together, history = train([0, 1, 2, 3])
@@ -98,16 +115,33 @@ def test_a_model_without_validation_labels_trains_every_step(synthetic_dir):
     must not keep its untrained weights: it trains every step, like a model trained without validation."""
     ds = load_dataset(synthetic_dir)
     X = torch.from_numpy(ds.features(ds.feature_spec()))
-    settings = Settings(hidden1=8, hidden2=8, pretrain_steps=40, finetune_steps=30, ensemble=1, eval_every=5,
-                        patience=1, lr=0.1, finetune_lr=0.05)
+    settings = Settings(
+        hidden1=8,
+        hidden2=8,
+        pretrain_steps=40,
+        finetune_steps=30,
+        ensemble=1,
+        eval_every=5,
+        patience=1,
+        lr=0.1,
+        finetune_lr=0.05,
+    )
     rows = np.arange(len(ds.label_item))
     fit, val = rows[rows % 3 != 0], rows[rows % 3 == 0]
     none = val[:0]  # no validation rows at all
 
     def train(val_rows):
         plan = Plan([fit] * len(val_rows), val_rows, [7] * len(val_rows))
-        net = fit_models(X, Rows.of(ds), plan, settings, n_judges=len(ds.judges), n_options=ds.n_options.tolist(),
-                         target=ds.target_index, workers=1)
+        net = fit_models(
+            X,
+            Rows.of(ds),
+            plan,
+            settings,
+            n_judges=len(ds.judges),
+            n_options=ds.n_options.tolist(),
+            target=ds.target_index,
+            workers=1,
+        )
         return net.state_dict(), plan.history
 
     mixed, history = train([val, val, none])

@@ -83,8 +83,10 @@ def _step(net: CalibrationNet, judges: torch.Tensor, whole: bool) -> Calibration
     offsets = net.judge_offsets(judges, leaves=True)
     assert offsets.whole  # most pairs present
     if not whole:
-        values = [U.view(-1, *U.shape[2:]).index_select(0, offsets.keys).detach().requires_grad_()
-                  for U in net.judge_parameters()]
+        values = [
+            U.view(-1, *U.shape[2:]).index_select(0, offsets.keys).detach().requires_grad_()
+            for U in net.judge_parameters()
+        ]
         offsets = JudgeOffsets(offsets.keys, torch.searchsorted(offsets.keys, offsets.slot), values)
     gen = torch.Generator().manual_seed(3)
     x = torch.rand(*judges.shape, 7, generator=gen)
@@ -119,8 +121,11 @@ def test_precomputed_base_gives_the_same_step():
             getattr(net, name).normal_(generator=gen)
     net.add_base(0)  # as fine-tuning does
     X = torch.rand(10, 7, generator=gen)
-    rows = Rows(torch.randint(0, 10, (30,), generator=gen), torch.randint(0, 5, (30,), generator=gen),
-                torch.randint(0, 3, (30, 3), generator=gen))
+    rows = Rows(
+        torch.randint(0, 10, (30,), generator=gen),
+        torch.randint(0, 5, (30,), generator=gen),
+        torch.randint(0, 3, (30, 3), generator=gen),
+    )
     base_rows = _base_rows(net, X, rows)
     b = torch.randint(0, 30, (2, 8), generator=gen)
     after = []
@@ -129,8 +134,9 @@ def test_precomputed_base_gives_the_same_step():
         for p in copy.shared_parameters():
             p.requires_grad_()
         settings = Settings()
-        train_step(copy, X, rows, b, torch.ones(3), _adam(copy, settings, 0.01), _lazy_adam(copy, settings, 0.01),
-                   base=base)
+        train_step(
+            copy, X, rows, b, torch.ones(3), _adam(copy, settings, 0.01), _lazy_adam(copy, settings, 0.01), base=base
+        )
         after.append(copy)
     assert float(base_rows.abs().sum()) > 0
     for a, c in zip(*(n.parameters() for n in after), strict=True):

@@ -132,9 +132,7 @@ def test_cv_pooling_and_recalibration_settings(synthetic_dir):
     assert not np.allclose(plain, geometric) and not np.allclose(geometric, recalibrated)
     assert np.abs(plain - geometric).max() < 0.2
     # an overwhelming prior is the identity map
-    assert np.allclose(
-        probs(pool="geometric", recalibrate="vector", recalibrate_prior=1e9), geometric, atol=1e-6
-    )
+    assert np.allclose(probs(pool="geometric", recalibrate="vector", recalibrate_prior=1e9), geometric, atol=1e-6)
 
 
 def test_bad_pool_or_recalibration_setting_is_one_clear_error(synthetic_dir, tmp_path, capsys):

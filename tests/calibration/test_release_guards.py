@@ -20,8 +20,15 @@ from calibration.model.provenance import conversation_fingerprints
 from rubric.errors import InputError
 from tests.calibration.conftest import make_native_dataset
 
-JUDGE = {"backend": "chat", "model": "judge-a", "base_url_host": "127.0.0.1:8000", "answer_mode": "distribution/auto",
-         "prompt_template": "p1", "rubric": "r1", "sampling": "temperature 0.0"}
+JUDGE = {
+    "backend": "chat",
+    "model": "judge-a",
+    "base_url_host": "127.0.0.1:8000",
+    "answer_mode": "distribution/auto",
+    "prompt_template": "p1",
+    "rubric": "r1",
+    "sampling": "temperature 0.0",
+}
 IDS = [f"c{c:03d}" for c in range(60)]
 
 
@@ -29,8 +36,16 @@ def _read(path: Path) -> pd.DataFrame:
     return pd.read_csv(path, dtype={"conversation_id": str, "turn": str, "judge_id": str}, keep_default_na=False)
 
 
-def _split(src: Path, dst: Path, conversations: list[str], *, labelled: list[str] | None = None,
-           judge: dict | None = JUDGE, text: bool = True, rename: dict[str, str] | None = None) -> Path:
+def _split(
+    src: Path,
+    dst: Path,
+    conversations: list[str],
+    *,
+    labelled: list[str] | None = None,
+    judge: dict | None = JUDGE,
+    text: bool = True,
+    rename: dict[str, str] | None = None,
+) -> Path:
     """A dataset folder with the conversations named (labels for `labelled`, default all), each with its own text,
     gathered by `judge` (None: no judge record); `rename` gives conversations other ids."""
     dst.mkdir(parents=True, exist_ok=True)
@@ -45,7 +60,9 @@ def _split(src: Path, dst: Path, conversations: list[str], *, labelled: list[str
         with open(dst / "conversations.jsonl", "w") as fh:
             for cid in conversations:
                 turns = [{"user": f"question {t} of {cid}", "assistant": f"answer {t} to {cid}"} for t in range(2)]
-                fh.write(json.dumps({"conversation_id": names.get(cid, cid), "chatbot_role": "agent", "turns": turns}) + "\n")
+                fh.write(
+                    json.dumps({"conversation_id": names.get(cid, cid), "chatbot_role": "agent", "turns": turns}) + "\n"
+                )
     if judge is not None:
         (dst / "gather_summary.json").write_text(json.dumps({"judge_identity": judge}))
     return dst
@@ -59,8 +76,19 @@ def world(tmp_path_factory):
     train = _split(data, root / "train", IDS[:20])
     release = _split(data, root / "release", IDS[20:40], labelled=IDS[20:32])
     model = root / "model"
-    assert main(["train", f"data={train}", f"out={model}", "train.ensemble=2", "train.pretrain_steps=20",
-                 "train.finetune_steps=20"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={train}",
+                f"out={model}",
+                "train.ensemble=2",
+                "train.pretrain_steps=20",
+                "train.finetune_steps=20",
+            ]
+        )
+        == 0
+    )
     return {"root": root, "data": data, "train": train, "release": release, "model": model}
 
 
@@ -100,23 +128,42 @@ def test_the_llm_rubric_import_records_its_judge(llm_rubric_dir):
 
 def test_an_unknown_judge_beside_a_known_one_is_refused_unless_allowed(world, tmp_path, capsys):
     unknown = _split(world["data"], tmp_path / "unknown", IDS[20:40], labelled=IDS[20:32], judge=None)
-    line = _refused(_estimate(world, unknown, tmp_path / "e"), capsys, "no judge record", "judge-a", "allow_judge_mismatch")
+    line = _refused(
+        _estimate(world, unknown, tmp_path / "e"), capsys, "no judge record", "judge-a", "allow_judge_mismatch"
+    )
     assert line.startswith(f"role-rubric estimate: error: {unknown}")
     assert main(_estimate(world, unknown, tmp_path / "e", "allow_judge_mismatch=true")) == 0
-    _refused(["decide", f"model={world['model']}", f"calibration={unknown}", f"out={tmp_path / 'd'}"], capsys,
-             "no judge record")
-    _refused(["predict", f"model={world['model']}", f"data={unknown}", f"out={tmp_path / 'p.csv'}"], capsys,
-             "no judge record")
-    _refused(["suggest", f"model={world['model']}", f"data={unknown}", "budget=2", f"out={tmp_path / 's.csv'}"],
-             capsys, "no judge record")
-    _refused(["train", f"data=[{world['train']},{unknown}]", f"out={tmp_path / 'm'}"], capsys,
-             "no judge record", str(world["train"]))
+    _refused(
+        ["decide", f"model={world['model']}", f"calibration={unknown}", f"out={tmp_path / 'd'}"],
+        capsys,
+        "no judge record",
+    )
+    _refused(
+        ["predict", f"model={world['model']}", f"data={unknown}", f"out={tmp_path / 'p.csv'}"],
+        capsys,
+        "no judge record",
+    )
+    _refused(
+        ["suggest", f"model={world['model']}", f"data={unknown}", "budget=2", f"out={tmp_path / 's.csv'}"],
+        capsys,
+        "no judge record",
+    )
+    _refused(
+        ["train", f"data=[{world['train']},{unknown}]", f"out={tmp_path / 'm'}"],
+        capsys,
+        "no judge record",
+        str(world["train"]),
+    )
 
 
 def test_decide_refuses_a_calibration_set_of_another_judge(world, tmp_path, capsys):
     other = _split(world["data"], tmp_path / "b", IDS[20:40], judge={**JUDGE, "model": "judge-b"})
-    _refused(["decide", f"model={world['model']}", f"calibration={other}", f"out={tmp_path / 'd'}"], capsys,
-             "another judge", "judge-b")
+    _refused(
+        ["decide", f"model={world['model']}", f"calibration={other}", f"out={tmp_path / 'd'}"],
+        capsys,
+        "another judge",
+        "judge-b",
+    )
 
 
 def test_a_model_without_a_judge_record_is_named_and_decide_compares_its_two_folders(world, tmp_path, capsys):
@@ -132,8 +179,12 @@ def test_a_model_without_a_judge_record_is_named_and_decide_compares_its_two_fol
     assert main(["estimate", f"data={world['release']}", f"model={old}", f"out={tmp_path / 'e'}"]) == 0
     assert "the model records no judge" in capsys.readouterr().out
     other = _split(world["data"], tmp_path / "b", IDS[40:60], judge={**JUDGE, "model": "judge-b"})
-    _refused(["decide", f"model={old}", f"calibration={world['release']}", f"data={other}", f"out={tmp_path / 'd'}"],
-             capsys, "another judge than the calibration set's", "judge-b")
+    _refused(
+        ["decide", f"model={old}", f"calibration={world['release']}", f"data={other}", f"out={tmp_path / 'd'}"],
+        capsys,
+        "another judge than the calibration set's",
+        "judge-b",
+    )
 
 
 # 2. Training overlap recognised by content ----------------------------------------------------------------
@@ -156,13 +207,21 @@ def _regathered(world, dst: Path, *, text: bool) -> Path:
 def test_a_regathered_training_conversation_is_recognised(world, tmp_path, capsys, text):
     again = _regathered(world, tmp_path / "again", text=text)
     _refused(_estimate(world, again, tmp_path / "e"), capsys, "20 of the 20", "trained on")
-    _refused(["decide", f"model={world['model']}", f"calibration={again}", f"out={tmp_path / 'd'}"], capsys, "trained on")
+    _refused(
+        ["decide", f"model={world['model']}", f"calibration={again}", f"out={tmp_path / 'd'}"], capsys, "trained on"
+    )
 
 
 @pytest.mark.parametrize("text", [True, False], ids=["with-text", "imported-without-text"])
 def test_other_conversations_under_the_training_ids_are_not_confused(world, tmp_path, text):
-    renamed = _split(world["data"], tmp_path / "renamed", IDS[20:40], labelled=IDS[20:32], text=text,
-                     rename=dict(zip(IDS[20:40], IDS[:20], strict=True)))
+    renamed = _split(
+        world["data"],
+        tmp_path / "renamed",
+        IDS[20:40],
+        labelled=IDS[20:32],
+        text=text,
+        rename=dict(zip(IDS[20:40], IDS[:20], strict=True)),
+    )
     assert main(_estimate(world, renamed, tmp_path / "e")) == 0
     assert json.loads((tmp_path / "e" / "estimate.json").read_text())["training_overlap_checked"] is True
 
@@ -183,8 +242,13 @@ def test_an_old_models_record_still_refuses_what_it_recognises(world, tmp_path, 
     meta = json.loads((old / "model.json").read_text())
     ds = load_dataset(world["train"])
     labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
-    meta["trained_on"] = [{"data": str(world["train"]), "n_conversations": len(labelled),
-                           "fingerprints": sorted(conversation_fingerprints(ds, labelled).values())}]
+    meta["trained_on"] = [
+        {
+            "data": str(world["train"]),
+            "n_conversations": len(labelled),
+            "fingerprints": sorted(conversation_fingerprints(ds, labelled).values()),
+        }
+    ]
     (old / "model.json").write_text(json.dumps(meta))  # trained_on is outside the checksum: the old format loads
     _refused(["estimate", f"data={world['train']}", f"model={old}", f"out={tmp_path / 'e'}"], capsys, "trained on")
 
@@ -197,16 +261,32 @@ def test_labels_that_never_answer_the_target_are_one_line(world, tmp_path, capsy
     labels = _read(rel / "labels.csv")
     labels[labels.question_id != "overall"].to_csv(rel / "labels.csv", index=False)
     _refused(_estimate(world, rel, tmp_path / "e"), capsys, "never answer the target question 'overall'", "labels.csv")
-    _refused(["decide", f"model={world['model']}", f"calibration={rel}", f"out={tmp_path / 'd'}"], capsys,
-             "never answer the target question")
-    _refused(["decide", f"model={world['model']}", f"calibration={world['release']}", "adheres_at=1",
-              f"out={tmp_path / 'd'}"], capsys, "outside the scale")
+    _refused(
+        ["decide", f"model={world['model']}", f"calibration={rel}", f"out={tmp_path / 'd'}"],
+        capsys,
+        "never answer the target question",
+    )
+    _refused(
+        [
+            "decide",
+            f"model={world['model']}",
+            f"calibration={world['release']}",
+            "adheres_at=1",
+            f"out={tmp_path / 'd'}",
+        ],
+        capsys,
+        "outside the scale",
+    )
 
 
 @pytest.mark.parametrize("value", ["0", "1", "4.5", "-3"])
 def test_adheres_at_outside_the_targets_scale_is_refused(world, tmp_path, capsys, value):
-    _refused(_estimate(world, world["release"], tmp_path / "e", f"adheres_at={value}"), capsys,
-             f"adheres_at={float(value):g}", "outside the scale of 'overall'")
+    _refused(
+        _estimate(world, world["release"], tmp_path / "e", f"adheres_at={value}"),
+        capsys,
+        f"adheres_at={float(value):g}",
+        "outside the scale of 'overall'",
+    )
 
 
 def _plan(world, tmp_path, rows: pd.DataFrame | bytes | None) -> Path:
@@ -221,14 +301,21 @@ def _plan(world, tmp_path, rows: pd.DataFrame | bytes | None) -> Path:
 
 
 def _uniform(world, sampled=IDS[20:32]) -> pd.DataFrame:
-    return pd.DataFrame({"conversation_id": IDS[20:40], "inclusion_probability": 0.6,
-                         "sampled": [int(c in sampled) for c in IDS[20:40]]})
+    return pd.DataFrame(
+        {
+            "conversation_id": IDS[20:40],
+            "inclusion_probability": 0.6,
+            "sampled": [int(c in sampled) for c in IDS[20:40]],
+        }
+    )
 
 
 PLANS = {
     "twice": (lambda w: pd.concat([_uniform(w), _uniform(w).iloc[:1]]), "names conversation 'c020' twice"),
-    "conflicting": (lambda w: pd.concat([_uniform(w), _uniform(w).iloc[:1].assign(inclusion_probability=0.3)]),
-                    "conflicting inclusion probabilities"),
+    "conflicting": (
+        lambda w: pd.concat([_uniform(w), _uniform(w).iloc[:1].assign(inclusion_probability=0.3)]),
+        "conflicting inclusion probabilities",
+    ),
     "other seed": (lambda w: _uniform(w, sampled=IDS[28:40]), "the plan did not sample"),
     "other release": (lambda w: _uniform(w).iloc[:15], "drawn for another release"),
     "empty": (lambda w: b"", "empty"),
@@ -257,7 +344,9 @@ def test_a_baseline_must_be_another_release_of_the_same_judge(world, tmp_path, c
     shutil.copytree(rel, copy)
     _refused(_estimate(world, rel, tmp_path / "e", f"baseline={copy}"), capsys, "the release itself")
     other = _split(world["data"], tmp_path / "judge_b", IDS[40:60], labelled=IDS[40:52], judge={**JUDGE, "model": "b"})
-    _refused(_estimate(world, rel, tmp_path / "e", f"baseline={other}"), capsys, f"the baseline {other}", "another judge")
+    _refused(
+        _estimate(world, rel, tmp_path / "e", f"baseline={other}"), capsys, f"the baseline {other}", "another judge"
+    )
     unknown = _split(world["data"], tmp_path / "unknown", IDS[40:60], labelled=IDS[40:52], judge=None)
     _refused(_estimate(world, rel, tmp_path / "e", f"baseline={unknown}"), capsys, "the baseline", "no judge record")
     good = _split(world["data"], tmp_path / "good", IDS[40:60], labelled=IDS[40:52])
@@ -274,8 +363,9 @@ def test_suggest_refuses_an_out_that_is_an_input(world, tmp_path, capsys, purpos
     before = (rel / "labels.csv").read_bytes()
     extra = [f"model={world['model']}"] if purpose == "learn" else []
     for out in (rel / "labels.csv", tmp_path / "elsewhere" / "labels.csv", world["model"] / "model.json"):
-        line = _refused(["suggest", f"purpose={purpose}", f"data={rel}", "budget=2", f"out={out}", *extra], capsys,
-                        out.name)
+        line = _refused(
+            ["suggest", f"purpose={purpose}", f"data={rel}", "budget=2", f"out={out}", *extra], capsys, out.name
+        )
         assert "other commands read" in line or "this command's own inputs" in line, line
     _refused(["suggest", f"purpose={purpose}", f"data={rel}", "budget=2", f"out={rel}", *extra], capsys, "folder")
     assert (rel / "labels.csv").read_bytes() == before
@@ -303,27 +393,38 @@ def test_import_never_drops_labels_an_out_folder_holds(world, tmp_path, capsys):
     frame.to_csv(sheet, index=False)
     theirs = _split(world["data"], tmp_path / "theirs", IDS[40:60])  # another team's labelled folder
     before = (theirs / "labels.csv").read_bytes()
-    _refused(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={theirs}"], capsys,
-             "would not keep")
+    _refused(
+        ["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={theirs}"],
+        capsys,
+        "would not keep",
+    )
     assert (theirs / "labels.csv").read_bytes() == before
     out = tmp_path / "o"
     assert main(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={out}"]) == 0
     frame["answer"] = "2"  # a reviewer corrects the answers: the same labels, imported again
     frame.to_csv(sheet, index=False)
     assert main(["import", "source=sheet", f"sheet={sheet}", f"data={world['release']}", f"out={out}"]) == 0
-    _refused(["predict", f"model={world['model']}", f"data={world['release']}", f"out={theirs / 'labels.csv'}"],
-             capsys, "a file other commands read")
+    _refused(
+        ["predict", f"model={world['model']}", f"data={world['release']}", f"out={theirs / 'labels.csv'}"],
+        capsys,
+        "a file other commands read",
+    )
 
 
 # 8. numbers that cannot be trained on ----------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("weights", "words"), [("[1e300,1]", "outside"), ("[1e-300,1]", "outside"),
-                                                 ("[true,1]", "true/false")])
+@pytest.mark.parametrize(
+    ("weights", "words"), [("[1e300,1]", "outside"), ("[1e-300,1]", "outside"), ("[true,1]", "true/false")]
+)
 def test_weights_that_cannot_be_trained_on_are_refused(world, tmp_path, capsys, weights, words):
     other = _split(world["data"], tmp_path / "new", IDS[40:50])
-    _refused(["train", f"data=[{world['train']},{other}]", f"weights={weights}", f"out={tmp_path / 'm'}"], capsys,
-             "weights=", words)
+    _refused(
+        ["train", f"data=[{world['train']},{other}]", f"weights={weights}", f"out={tmp_path / 'm'}"],
+        capsys,
+        "weights=",
+        words,
+    )
 
 
 def test_a_copy_of_a_directory_in_data_is_refused(world, tmp_path, capsys):
@@ -349,5 +450,8 @@ def test_non_finite_weights_are_never_saved_nor_loaded(world, tmp_path, capsys):
     meta = json.loads((bad / "model.json").read_text())
     meta["integrity"]["weights_sha256"] = file_sha256(bad / "weights.safetensors")  # as if trained so
     (bad / "model.json").write_text(json.dumps(meta))
-    _refused(["predict", f"model={bad}", f"data={world['release']}", f"out={tmp_path / 'p.csv'}"], capsys,
-             "non-finite weights (W1)")
+    _refused(
+        ["predict", f"model={bad}", f"data={world['release']}", f"out={tmp_path / 'p.csv'}"],
+        capsys,
+        "non-finite weights (W1)",
+    )

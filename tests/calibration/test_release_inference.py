@@ -28,8 +28,7 @@ def _singletons(seed: int, n: int = 40, N: int = 400) -> tuple[ClusterSample, np
 @pytest.mark.parametrize("lam", [0.0, 0.3, 1.0])
 def test_singletons_equal_ppi_python(seed, lam):
     s, Y, F, A = _singletons(seed)
-    mine = ppi_mean(s, lam=lam, alpha=0.1, ddof=0, quantile="normal", population="process",
-                    variance="linearised")
+    mine = ppi_mean(s, lam=lam, alpha=0.1, ddof=0, quantile="normal", population="process", variance="linearised")
     low, high = ppi_py.ppi_mean_ci(Y, F, A, alpha=0.1, lam=lam)
     assert mine.low == pytest.approx(float(low[0]), abs=1e-12)
     assert mine.high == pytest.approx(float(high[0]), abs=1e-12)
@@ -39,8 +38,7 @@ def test_singletons_equal_ppi_python(seed, lam):
 @pytest.mark.parametrize("seed", range(5))
 def test_humans_only_equals_classical_interval(seed):
     s, Y, _, _ = _singletons(seed)
-    mine = classical_mean(s, alpha=0.1, ddof=0, quantile="normal", population="process",
-                    variance="linearised")
+    mine = classical_mean(s, alpha=0.1, ddof=0, quantile="normal", population="process", variance="linearised")
     low, high = ppi_py.classical_mean_ci(Y, alpha=0.1)
     assert (mine.low, mine.high) == pytest.approx((float(low), float(high)), abs=1e-12)
 
@@ -148,8 +146,9 @@ def test_two_releases_with_the_same_truth_cover_zero():
 
 def test_difference_p_value_is_small_for_a_clear_gap():
     a = ppi_mean(_singletons(0)[0])
-    b = ppi_mean(ClusterSample(A=np.zeros(400), m_all=np.ones(400), Y=np.zeros(40), F=np.zeros(40),
-                               m_lab=np.ones(40)), lam=0.0)
+    b = ppi_mean(
+        ClusterSample(A=np.zeros(400), m_all=np.ones(400), Y=np.zeros(40), F=np.zeros(40), m_lab=np.ones(40)), lam=0.0
+    )
     d = difference(a, b)
     assert d["low"] > 0 and d["p"] < 1e-6
 
@@ -163,8 +162,7 @@ def test_too_few_labelled_conversations_is_an_error():
 def test_same_sample_tuned_lam_equals_ppi_python(seed):
     # The building block of the cross-fitted default: ppi-python's power tuning on one sample.
     s, Y, F, A = _singletons(seed)
-    mine = ppi_mean(s, lam="tuned", alpha=0.1, ddof=0, quantile="normal", population="process",
-                    variance="linearised")
+    mine = ppi_mean(s, lam="tuned", alpha=0.1, ddof=0, quantile="normal", population="process", variance="linearised")
     assert mine.estimate == pytest.approx(float(ppi_py.ppi_mean_pointestimate(Y, F, A)[0]), abs=1e-12)
     low, high = ppi_py.ppi_mean_ci(Y, F, A, alpha=0.1)
     assert (mine.low, mine.high) == pytest.approx((float(low[0]), float(high[0])), abs=1e-12)
@@ -173,8 +171,13 @@ def test_same_sample_tuned_lam_equals_ppi_python(seed):
 def test_rate_interval_stays_inside_0_1_at_two_conversations():
     # Two labelled conversations, all turns adherent, a calibrator that disagrees: the case of issue 36
     # ([0.234, 1.266] before the Wilson interval).
-    s = ClusterSample(A=np.full(30, 1.4), m_all=np.full(30, 2.0), Y=np.array([2.0, 2.0]), F=np.array([1.9, 0.4]),
-                      m_lab=np.array([2.0, 2.0]))
+    s = ClusterSample(
+        A=np.full(30, 1.4),
+        m_all=np.full(30, 2.0),
+        Y=np.array([2.0, 2.0]),
+        F=np.array([1.9, 0.4]),
+        m_lab=np.array([2.0, 2.0]),
+    )
     for est in (ppi_mean(s, bounds=(0, 1)), classical_mean(s, bounds=(0, 1)), ppi_mean(s, lam=1.0, bounds=(0, 1))):
         assert 0.0 <= est.low < est.high <= 1.0
     assert classical_mean(s, bounds=(0, 1)).low < 0.9  # every label adherent, still not a point
@@ -195,8 +198,9 @@ def test_small_sample_rate_coverage_on_a_skewed_rate():
     d, fpc = np.full((draws, n), N / n), np.full((draws, n), 1 - n / N)
     covered = {}
     for name, bounds in (("wilson", (0.0, 1.0)), ("wald", None)):
-        r = ratio_interval(y[idx], f[idx] - f.sum() / m.sum() * m[idx], m[idx], d, fpc, lam=0.0, bounds=bounds,
-                           n_turns=m[idx].sum(-1))
+        r = ratio_interval(
+            y[idx], f[idx] - f.sum() / m.sum() * m[idx], m[idx], d, fpc, lam=0.0, bounds=bounds, n_turns=m[idx].sum(-1)
+        )
         covered[name] = float(((r["low"] <= truth) & (truth <= r["high"])).mean())
         if bounds:
             assert (r["low"] >= 0).all() and (r["high"] <= 1).all()

@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
-from calibration.release.planning import half_width, labels_needed, spread_from_calibrator
+from calibration.release.planning import half_width, labels_needed, spread_from_calibrator, spread_from_sample
 from tests.calibration.test_estimate import _estimate, release  # noqa: F401  (the module's trained release)
 
 
@@ -21,6 +21,24 @@ def test_planned_n_reaches_the_width_and_one_fewer_does_not():
         assert labels_needed(2.0, 2.0, 500, width) > n  # at 80% assurance: more
     assert labels_needed(2.0, 2.0, 500, 0.03) > labels_needed(2.0, 2.0, 500, 0.1)
     assert labels_needed(2.0, 2.0, 20, 0.001) == 20  # a finite release: labelled whole, its rate is known
+
+
+def test_a_measured_spread_plans_for_its_own_noise_and_less_so_the_larger_the_pilot():
+    known = labels_needed(2.0, 2.0, 500, 0.05)
+    pilots = [labels_needed(2.0, 2.0, 500, 0.05, df=df) for df in (9, 19, 79)]
+    assert pilots[0] > pilots[1] > pilots[2] > known  # a 10-conversation pilot's s2 is the noisiest
+    assert pilots[2] < 1.2 * known
+
+
+def test_the_pilot_spread_uses_a_cross_fitted_lambda_that_does_not_flatter_the_pilot():
+    rng = np.random.default_rng(1)
+    m = np.full(10, 3.0)
+    G = rng.normal(size=10)
+    Y = 2.0 + 0.8 * G + rng.normal(scale=0.5, size=10)
+    s = spread_from_sample(Y, G, m, m, "pilot")
+    a, b = Y - Y.sum() / m.sum() * m, G - G.sum() / m.sum() * m
+    same = np.var(a - np.clip(np.cov(a, b)[0, 1] / np.var(b, ddof=1), 0, 1) * b, ddof=1)
+    assert s.df == 9 and s.humans > s.ppi >= same
 
 
 def test_calibrator_spread_counts_the_turns_noise_for_both_and_the_level_for_humans():
@@ -49,8 +67,20 @@ def test_width_out_of_range_is_refused_and_nothing_written(release, tmp_path, ca
     assert _estimate(release, tmp_path / "out", f"width={width}") == 2
     assert "width" in capsys.readouterr().err and not (tmp_path / "out").exists()
     sheet = tmp_path / "sheet.csv"
-    assert main(["suggest", "purpose=estimate", f"data={release['release']}", f"model={release['model']}",
-                 "budget=30", f"width={width}", f"out={sheet}"]) == 2
+    assert (
+        main(
+            [
+                "suggest",
+                "purpose=estimate",
+                f"data={release['release']}",
+                f"model={release['model']}",
+                "budget=30",
+                f"width={width}",
+                f"out={sheet}",
+            ]
+        )
+        == 2
+    )
     assert not sheet.exists()
 
 
@@ -58,8 +88,20 @@ def test_suggest_plans_the_sample_for_a_width_and_for_a_gate(release, tmp_path, 
     sheets = {}
     for key in ("width=0.15", "width=0.3", "decide_at=0.2"):
         sheet = tmp_path / key.replace("=", "_") / "sheet.csv"
-        assert main(["suggest", "purpose=estimate", f"data={release['release']}", f"model={release['model']}",
-                     "budget=30", key, f"out={sheet}"]) == 0
+        assert (
+            main(
+                [
+                    "suggest",
+                    "purpose=estimate",
+                    f"data={release['release']}",
+                    f"model={release['model']}",
+                    "budget=30",
+                    key,
+                    f"out={sheet}",
+                ]
+            )
+            == 0
+        )
         printed = capsys.readouterr().out
         assert "ppi: label" in printed and "humans-only" in printed and "expected half-width" in printed
         plan = pd.read_csv(sheet.parent / "sample_plan.csv")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from calibration.release.estimate import role_key
+from calibration.release.roles import role_key
 from calibration.release.table import format_table
 from rubric.conversations import Conversation
 
@@ -22,12 +22,38 @@ def test_role_rows_use_the_role_field_then_short_prompts_then_a_hash():
 
 
 def test_a_fully_labelled_scope_reads_all_labelled():
-    block = {"calibrator": 0.7, "humans": {"estimate": 0.7, "low": 0.7, "high": 0.7},
-             "ppi": {"estimate": 0.7, "low": 0.7, "high": 0.7}, "n_labelled_conversations": 5,
-             "n_conversations": 5, "effective_labels": float("inf")}
-    result = {"alpha": 0.1, "target": "q", "adheres_at": 3, "sampling": "uniform", "note": "",
-              "rate": block, "mean": block, "by_role": {}, "by_question": {}}
+    block = {
+        "calibrator": 0.7,
+        "humans": {"estimate": 0.7, "low": 0.7, "high": 0.7},
+        "ppi": {"estimate": 0.7, "low": 0.7, "high": 0.7},
+        "n_labelled_conversations": 5,
+        "n_conversations": 5,
+        "effective_labels": float("inf"),
+    }
+    result = {
+        "alpha": 0.1,
+        "target": "q",
+        "adheres_at": 3,
+        "sampling": "uniform",
+        "note": "",
+        "rate": block,
+        "mean": block,
+        "by_role": {},
+        "by_question": {},
+    }
     table = format_table(result)
     assert "all labelled" in table and " inf" not in table
-    assert table.splitlines()[0].split() == ["scope", "quantity", "calibrator*", "humans", "90%", "CI", "ppi", "90%",
-                                             "CI", "labelled/conv", "eff.", "labels"]
+    assert table.splitlines()[0].split() == [
+        "scope",
+        "quantity",
+        "calibrator*",
+        "humans",
+        "90%",
+        "CI",
+        "ppi",
+        "90%",
+        "CI",
+        "labelled/conv",
+        "eff.",
+        "labels",
+    ]

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
 from calibration.release.intervals import confidence_sequence
 from tests.calibration.test_estimate import _estimate, release  # noqa: F401  (the module's trained release)
@@ -58,8 +59,10 @@ def test_a_looks_file_of_another_release_or_model_is_refused(release, tmp_path, 
     before = (out / "looks.jsonl").read_text()
     from calibration.cli import main
 
-    assert main(["estimate", f"data={release['baseline']}", f"model={release['model']}", f"out={out}",
-                 "sequential=true"]) == 2
+    assert (
+        main(["estimate", f"data={release['baseline']}", f"model={release['model']}", f"out={out}", "sequential=true"])
+        == 2
+    )
     err = capsys.readouterr().err
     assert "looks.jsonl" in err and "another release" in err and err.count("\n") == 1
     look = json.loads(before)
@@ -67,3 +70,40 @@ def test_a_looks_file_of_another_release_or_model_is_refused(release, tmp_path, 
     (out / "estimate.json").unlink()
     assert _estimate(release, out, "sequential=true") == 2
     assert "another model" in capsys.readouterr().err and not (out / "estimate.json").exists()
+
+
+def test_fail_if_worse_reads_the_sequential_difference_and_the_baseline_in_the_identity(release, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "out"
+    base = f"baseline={release['baseline']}"
+    assert _estimate(release, out, "sequential=true", base) == 0
+    assert _estimate(release, out, "sequential=true", base) == 0
+    result = json.loads((out / "estimate.json").read_text())
+    seq, fixed = result["sequential"]["difference"], result["difference"]["rate"]
+    # valid at every look: wider than the fixed-n difference on both sides, around the same estimate
+    assert seq["low"] < fixed["low"] and seq["high"] > fixed["high"]
+    assert seq["estimate"] == pytest.approx(fixed["estimate"], abs=1e-9)
+    looks = [json.loads(line) for line in (out / "looks.jsonl").read_text().splitlines()]
+    assert all("diff_low" in look and look["baseline_sha256"] for look in looks)
+    # the same looks file without the baseline (or with another) is another sequence: refused, one line
+    assert _estimate(release, out, "sequential=true") == 2
+    err = capsys.readouterr().err
+    assert "another baseline" in err and err.count("\n") == 1
+
+
+def test_the_gate_decides_worse_by_the_sequence_not_by_the_fixed_difference():
+    from calibration.release.gate import gate
+
+    rate = {"ppi": {"estimate": 0.7, "low": 0.6, "high": 0.8}}
+    fixed = {"rate": {"estimate": -0.1, "low": -0.2, "high": -0.01, "p": 0.04}}
+    wide = {
+        "look": 3,
+        "estimate": 0.7,
+        "low": 0.5,
+        "high": 0.9,
+        "difference": {"estimate": -0.1, "low": -0.3, "high": 0.05},
+    }
+    assert gate({"rate": rate, "difference": fixed}, fail_under=None, fail_if_worse=True)  # fixed-n: worse
+    assert gate({"rate": rate, "difference": fixed, "sequential": wide}, fail_under=None, fail_if_worse=True) == []
+    narrow = wide | {"difference": {"estimate": -0.1, "low": -0.2, "high": -0.02}}
+    failed = gate({"rate": rate, "difference": fixed, "sequential": narrow}, fail_under=None, fail_if_worse=True)
+    assert len(failed) == 1 and "confidence sequence" in failed[0]

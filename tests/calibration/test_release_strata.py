@@ -36,8 +36,10 @@ def test_strata_combine_by_turn_share():
 
 def test_stratified_sample_round_trip(release, tmp_path, capsys):  # noqa: F811
     sheet = tmp_path / "plan" / "to_label.csv"
-    assert main(["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", "strata=role",
-                 f"out={sheet}"]) == 0
+    assert (
+        main(["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", "strata=role", f"out={sheet}"])
+        == 0
+    )
     assert "stratified by role" in capsys.readouterr().out
     plan = pd.read_csv(sheet.parent / "sample_plan.csv", dtype={"conversation_id": str})
     assert set(plan["stratum"]) == {"support agent", "tutor"} and plan["sampled"].sum() == 12
@@ -56,8 +58,12 @@ def test_stratified_sample_round_trip(release, tmp_path, capsys):  # noqa: F811
 
 def test_strata_naming_a_missing_field_is_refused(release, tmp_path, capsys):  # noqa: F811
     sheet = tmp_path / "to_label.csv"
-    assert main(["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", "strata=region",
-                 f"out={sheet}"]) == 2
+    assert (
+        main(
+            ["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", "strata=region", f"out={sheet}"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "strata=region" in err and "'region'" in err and err.count("\n") == 1
     assert not sheet.exists() and not (tmp_path / "sample_plan.csv").exists()

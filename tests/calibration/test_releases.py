@@ -23,8 +23,11 @@ class _Data:
 
     @property
     def groups(self):
-        keys = self.items["conversation_id"] if "dataset" not in self.items else \
-            self.items["dataset"] + "/" + self.items["conversation_id"]
+        keys = (
+            self.items["conversation_id"]
+            if "dataset" not in self.items
+            else self.items["dataset"] + "/" + self.items["conversation_id"]
+        )
         return pd.factorize(keys, sort=True)[0]
 
 
@@ -49,35 +52,53 @@ def test_one_directory_keeps_its_folds_and_several_fill_every_fold():
         assert set(item_folds(two, None, 5, seed)[new]) == set(range(5))
 
 
-def _frame(n_new: int, rng) -> pd.DataFrame:
-    """Predictions where the network wins the old directory and the linear model the new one."""
+def _frame(n_new: int, rng, new_errors=(0.9, 0.4)) -> pd.DataFrame:
+    """Predictions where the network wins the old directory and the linear model the new one (noise sd of the
+    network's and the linear model's predictions there: new_errors)."""
     parts = []
-    for dataset, n_conv, err in (("old", 40, {"calibrated": 0.3, "linear": 0.6}),
-                                 ("new", n_new, {"calibrated": 0.9, "linear": 0.4})):
+    for dataset, n_conv, err in (
+        ("old", 40, {"calibrated": 0.3, "linear": 0.6}),
+        ("new", n_new, dict(zip(("calibrated", "linear"), new_errors, strict=True))),
+    ):
         answer = rng.integers(1, 5, size=n_conv * 4).astype(float)
         for method, e in err.items():
-            parts.append(pd.DataFrame({"dataset": dataset, "conversation_id": np.repeat(np.arange(n_conv), 4).astype(str),
-                                       "method": method, "answer": answer,
-                                       "expected": answer + rng.normal(0, e, len(answer))}))
+            parts.append(
+                pd.DataFrame(
+                    {
+                        "dataset": dataset,
+                        "conversation_id": np.repeat(np.arange(n_conv), 4).astype(str),
+                        "method": method,
+                        "answer": answer,
+                        "expected": answer + rng.normal(0, e, len(answer)),
+                    }
+                )
+            )
     return pd.concat(parts, ignore_index=True)
 
 
 def test_the_last_directory_chooses_the_model_to_deploy():
     frame = _frame(MIN_DEPLOY_CONVERSATIONS, np.random.default_rng(0))
-    union = {m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))}
-             for m, r in frame.groupby("method")}
+    union = {
+        m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))} for m, r in frame.groupby("method")
+    }
     assert union["calibrated"]["rmse"] < union["linear"]["rmse"]  # the union alone would ship the network
     by = metrics_by_dataset(frame, ["old", "new"])
     assert by["new"]["linear"]["rmse"] < by["new"]["calibrated"]["rmse"]
     assert by["new"]["linear"]["conversations"] == MIN_DEPLOY_CONVERSATIONS
     line = winner_line(union, ["old", "new"], by_dataset=by)
-    assert "chosen on the last directory 'new'" in line and "train data=[old,new] model=linear out=MODEL_DIR;" in line, line
+    assert (
+        "chosen on the last directory 'new'" in line and "train data=[old,new] model=linear out=MODEL_DIR;" in line
+    ), line
     assert "train data=[old,new] out=MODEL_DIR;" in winner_line(union, ["old", "new"])  # without: the union
     # the report reads cv's file with qualified ids ("new/c001") and no dataset column: the same metrics
     qualified = frame.assign(conversation_id=frame["dataset"] + "/" + frame["conversation_id"]).drop(columns="dataset")
     assert metrics_by_dataset(qualified, ["old", "new"]) == by
-    table = pd.DataFrame([{"method": m, "metric": "rmse", "value": v["rmse"], "low": 0, "high": 1, "p_value": 0.01}
-                          for m, v in union.items()])
+    table = pd.DataFrame(
+        [
+            {"method": m, "metric": "rmse", "value": v["rmse"], "low": 0, "high": 1, "p_value": 0.01}
+            for m, v in union.items()
+        ]
+    )
     verdict = prepare_verdict(table, [], judge=None, size={}, data=["old", "new"], by_dataset=by)
     assert verdict["deploy"]["model"] == "linear" and "last directory" in verdict["deploy"]["basis"]
     assert "p_value" not in verdict["deploy"]  # the union's test says nothing about the new rows alone
@@ -88,7 +109,25 @@ def test_too_few_new_conversations_fall_back_to_the_union():
     by = metrics_by_dataset(frame, ["old", "new"])
     basis = deploy_basis(by)
     assert basis["by_last"] is False and f"fewer than the {MIN_DEPLOY_CONVERSATIONS}" in basis["note"]
-    union = {m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))} for m, r in frame.groupby("method")}
+    union = {
+        m: {"rmse": float(np.sqrt(((r["expected"] - r["answer"]) ** 2).mean()))} for m, r in frame.groupby("method")
+    }
     line = winner_line(union, ["old", "new"], by_dataset=by)
     assert "chosen on every directory" in line and "train data=[old,new] out=MODEL_DIR;" in line, line
     assert metrics_by_dataset(frame, ["old"]) == {}  # one directory: nothing per directory
+
+
+def test_the_network_stays_unless_another_model_is_significantly_better_on_the_new_rows():
+    frame = _frame(20, np.random.default_rng(2), new_errors=(0.50, 0.48))
+    by = metrics_by_dataset(frame, ["old", "new"])
+    low, high = by["new"]["linear"]["rmse_vs_network_95"]
+    assert low < 0 < high  # the linear model's lower RMSE on 20 conversations is within the noise
+    assert "rmse_vs_network_95" not in by["old"]["linear"] and "rmse_vs_network_95" not in by["new"]["calibrated"]
+    union = {m: {"rmse": 0.5} for m in ("calibrated", "linear")}
+    assert by["new"]["linear"]["rmse"] < by["new"]["calibrated"]["rmse"] - 0.04  # lower, yet the network stays
+    line = winner_line(union, ["old", "new"], by_dataset=by)
+    assert line.startswith("cv: model to deploy (chosen on the last directory") and "train data=[old,new] out=" in line
+    # a clear difference is significant: the linear model (as in test_the_last_directory_chooses_the_model_to_deploy)
+    clear = metrics_by_dataset(_frame(20, np.random.default_rng(2)), ["old", "new"])
+    assert clear["new"]["linear"]["rmse_vs_network_95"][1] < 0
+    assert "model=linear" in winner_line(union, ["old", "new"], by_dataset=clear)

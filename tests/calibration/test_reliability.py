@@ -23,7 +23,6 @@ def _calibrated(seed: int, n: int = 1500) -> tuple[np.ndarray, np.ndarray]:
     return probs, labels
 
 
-
 def test_known_calibration_error_of_constant_predictions() -> None:
     probs = np.tile([0.1, 0.2, 0.3, 0.4], (400, 1))
     labels = np.repeat(VALUES, 100)

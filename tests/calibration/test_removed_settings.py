@@ -17,8 +17,13 @@ from calibration.model.integrity import model_sha256
 from calibration.model.settings import REMOVED_SETTINGS
 from rubric.errors import InputError
 
-OTHER_VALUE = {"base_crossfit": 3, "base_inputs_to_net": True, "base_phase": "both", "judge_updates": "dense",
-               "use_coverage": False}
+OTHER_VALUE = {
+    "base_crossfit": 3,
+    "base_inputs_to_net": True,
+    "base_phase": "both",
+    "judge_updates": "dense",
+    "use_coverage": False,
+}
 """A value each removed setting could take before, other than the one kept."""
 
 
@@ -81,8 +86,20 @@ def test_without_a_base_the_base_variants_mean_nothing(synthetic_dir, tmp_path):
     from calibration.cli import main
 
     model = tmp_path / "paper"
-    assert main(["train", f"data={synthetic_dir}", f"out={model}", "network.base=none", "train.ensemble=2",
-                 "train.pretrain_steps=10", "train.finetune_steps=10"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={synthetic_dir}",
+                f"out={model}",
+                "network.base=none",
+                "train.ensemble=2",
+                "train.pretrain_steps=10",
+                "train.finetune_steps=10",
+            ]
+        )
+        == 0
+    )
     for key, value in OTHER_VALUE.items():
         if key.startswith("base_"):
             model = _with_setting(model, tmp_path, key, value)

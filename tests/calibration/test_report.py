@@ -43,9 +43,7 @@ def _predictions(seed: int = 0, conversations: int = 60) -> pd.DataFrame:
     keys = pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "quality", "answer"])
     methods = {
         "calibrated": _distribution(keys["quality"].to_numpy(), 1.0),
-        "constant": np.tile(
-            np.bincount(keys["answer"].astype(int), minlength=5)[1:] / len(keys), (len(keys), 1)
-        ),
+        "constant": np.tile(np.bincount(keys["answer"].astype(int), minlength=5)[1:] / len(keys), (len(keys), 1)),
         "judge_mean": _distribution(np.full(len(keys), 2.5) + rng.normal(0, 0.3, len(keys)), 0.5),
         "expected_llm": _distribution(np.clip(keys["quality"].to_numpy() + 1.0, 1, 4), 3.0),
     }
@@ -150,9 +148,7 @@ def test_learning_curve_and_targets_plots_from_frames() -> None:
     fig, axes = report.plot_learning_curve(curve, reference={"rmse": 0.78, "pearson": 0.34})
     assert [a.get_title() for a in axes] == ["rmse", "pearson"] and len(axes[0].lines) >= 3
     plt.close(fig)
-    scored = {
-        f"{m}{s}": v for m in ("rmse", "pearson") for s, v in (("", 0.5), ("_low", 0.4), ("_high", 0.6))
-    }
+    scored = {f"{m}{s}": v for m in ("rmse", "pearson") for s, v in (("", 0.5), ("_low", 0.4), ("_high", 0.6))}
     targets = pd.DataFrame(
         [{"question": q, "method": m, **scored} for q in ("A", "B") for m in ("expected_llm", "calibrated")]
     )
@@ -254,11 +250,17 @@ def test_report_opens_with_a_verdict_and_ends_with_every_turn(tiny_report: tuple
     assert len(data["rows"]) == 80 and data["questions"] == ["overall", "scope"]
     assert "[0." in page and "white-space: nowrap" in page  # intervals never wrap mid-bracket
     # beside the verdict, per question: can the calibrated judge replace a reviewer? (evaluation/reviewers.py)
-    assert page.index('id="verdict"') < page.index("Can the calibrated judge replace a reviewer?") < page.index(
-        "Reliability of the calibrated")
+    assert (
+        page.index('id="verdict"')
+        < page.index("Can the calibrated judge replace a reviewer?")
+        < page.index("Reliability of the calibrated")
+    )
     overall = results["reviewers"]["questions"]["overall"]
     assert overall["calibrated"]["n"] > 0 and overall["alt_test"] is not None
-    assert html.escape(overall["verdict"]) in page and "not tested" in results["reviewers"]["questions"]["scope"]["verdict"]
+    assert (
+        html.escape(overall["verdict"]) in page
+        and "not tested" in results["reviewers"]["questions"]["scope"]["verdict"]
+    )
 
 
 def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:
@@ -278,9 +280,7 @@ def test_report_writes_every_section(tiny_report: tuple[Path, dict]) -> None:
         assert png.read_bytes().startswith(b"\x89PNG")
         assert f'data-file="{name}.png"' in page
     assert page.count("<img ") == 8
-    saved = json.loads(
-        (out / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}")
-    )
+    saved = json.loads((out / "metrics.json").read_text(), parse_constant=lambda c: pytest.fail(f"non-JSON {c}"))
     assert saved["target"] == "overall"
     assert [c["name"] for c in saved["reliability"]] == [
         "answer = 1",
@@ -323,11 +323,20 @@ def test_report_is_repeatable_with_or_without_a_process_pool(tiny_report: tuple[
 
 def _active_labelling_json(folder: Path) -> Path:
     """A minimal benchmarks/active_labelling.py output."""
-    curve = {"share": [0.1, 1.0], "rmse_mean": [0.9, 0.75], "rmse_ci95_half": [0.01, 0.0], "nll_mean": [1.2, 1.0],
-             "label_saving": 0.0, "share_to_reach_random_full_rmse": 1.0}
+    curve = {
+        "share": [0.1, 1.0],
+        "rmse_mean": [0.9, 0.75],
+        "rmse_ci95_half": [0.01, 0.0],
+        "nll_mean": [1.2, 1.0],
+        "label_saving": 0.0,
+        "share_to_reach_random_full_rmse": 1.0,
+    }
     path = folder / "active_labelling.json"
-    path.write_text(json.dumps({"dataset": "tiny", "seeds": [0], "random_full_rmse": 0.75,
-                                "strategies": {"random": curve, "bald": curve}}))
+    path.write_text(
+        json.dumps(
+            {"dataset": "tiny", "seeds": [0], "random_full_rmse": 0.75, "strategies": {"random": curve, "bald": curve}}
+        )
+    )
     return path
 
 
@@ -370,9 +379,7 @@ def test_report_reuses_a_cv_folder(tiny_report: tuple[Path, dict], tmp_path: Pat
         ),
         (lambda d: _predictions().to_csv(d / "predictions.csv", index=False), "report's target is 'scope'"),
         (
-            lambda d: (
-                _predictions().query("method != 'calibrated'").to_csv(d / "predictions.csv", index=False)
-            ),
+            lambda d: _predictions().query("method != 'calibrated'").to_csv(d / "predictions.csv", index=False),
             "no rows of method 'calibrated'",
         ),
     ],

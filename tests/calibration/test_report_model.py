@@ -33,8 +33,10 @@ def test_a_linear_model_is_the_one_reported(setup):
     """About a minute on 2 cores: a cv, two trainings and three reports."""
     root, data = setup
     assert main(["report", f"data={data}", f"cv={root / 'cv'}", f"out={root / 'plain'}", *QUICK]) == 0
-    assert main(["report", f"data={data}", f"cv={root / 'cv'}", f"model={root / 'linear'}", f"out={root / 'lin'}",
-                 *QUICK]) == 0
+    assert (
+        main(["report", f"data={data}", f"cv={root / 'cv'}", f"model={root / 'linear'}", f"out={root / 'lin'}", *QUICK])
+        == 0
+    )
     plain = json.loads((root / "plain" / "metrics.json").read_text())
     shipped = json.loads((root / "lin" / "metrics.json").read_text())
     # the out-of-fold linear rows are the reported model; the network's stay beside it as `network`

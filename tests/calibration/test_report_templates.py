@@ -19,8 +19,13 @@ HOSTILE = "<script>alert(1)</script>"
 
 def test_the_page_escapes_ids_and_keeps_built_html() -> None:
     section = section_html(HOSTILE, "answer &ge; 3", ("x.png", "AAAA"), "<table></table>")
-    page = render_page("report.html.j2", target=HOSTILE, intro=Markup("<code>data</code>"), sections=[section],
-                       extra_css=Markup(".x { }\n"))
+    page = render_page(
+        "report.html.j2",
+        target=HOSTILE,
+        intro=Markup("<code>data</code>"),
+        sections=[section],
+        extra_css=Markup(".x { }\n"),
+    )
     assert HOSTILE not in page
     assert page.count("&lt;script&gt;alert(1)&lt;/script&gt;") == 4  # title, heading, section title, image alt
     assert "answer &ge; 3" in page and "<table></table>" in page and "<code>data</code>" in page
@@ -38,8 +43,9 @@ def test_page_keeps_the_format_call_of_the_old_string_template() -> None:
 
 
 def test_the_target_id_in_the_agreement_note_is_escaped(tmp_path: Path) -> None:
-    _, html = agreement_section(_predictions(conversations=20), target=HOSTILE, folds=2, seed=0, n_boot=10,
-                                n_perm=10, out=tmp_path)
+    _, html = agreement_section(
+        _predictions(conversations=20), target=HOSTILE, folds=2, seed=0, n_boot=10, n_perm=10, out=tmp_path
+    )
     assert HOSTILE not in html and "Out-of-fold predictions of &lt;script&gt;" in html
 
 

@@ -66,13 +66,9 @@ def test_prepare_turns_has_one_row_per_item_with_disagreement(tmp_path):
     predictions = _oof_predictions(ds)
     frame = prepare_turns(ds, predictions, _conversations(ds), adheres_at=3)
     assert len(frame) == len(ds.items) and frame["role"].isin(ROLES).all()
-    assert {"judge scope", "judge tone", "judge overall", "calibrated", "adherence", "disagreement"} <= set(
-        frame
-    )
+    assert {"judge scope", "judge tone", "judge overall", "calibrated", "adherence", "disagreement"} <= set(frame)
     first = frame.iloc[0]
-    mine = predictions[
-        (predictions.conversation_id == first.conversation_id) & (predictions.turn == first.turn)
-    ]
+    mine = predictions[(predictions.conversation_id == first.conversation_id) & (predictions.turn == first.turn)]
     expected = np.sqrt(((mine["answer"] - mine["expected"]) ** 2).mean())
     assert first["disagreement"] == pytest.approx(expected)
     assert first["adherence"] == pytest.approx(mine[["p_3", "p_4"]].sum(axis=1).mean())
@@ -157,9 +153,7 @@ def test_drilldown_with_5000_turns_in_headless_chromium(tmp_path):
     assert check["detail"] is not None and check["detail"]["focus"] == 1 and check["detail"]["messages"] >= 2
     assert check["detail"]["html"] is False  # conversation text is escaped, never markup
     timings = {k: round(v, 1) for k, v in check.items() if k.endswith("_ms")}
-    print(
-        f"drill-down, 5000 turns, {path.stat().st_size / 1e6:.1f} MB page, headless Chromium (ms): {timings}"
-    )
+    print(f"drill-down, 5000 turns, {path.stat().st_size / 1e6:.1f} MB page, headless Chromium (ms): {timings}")
 
     first = payload["rows"][0]
     shot = tmp_path / "drilldown.png"

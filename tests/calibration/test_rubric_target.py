@@ -12,6 +12,7 @@ from calibration.cli import main
 from calibration.data.dataset import load_dataset
 from rubric.errors import InputError
 from rubric.gather import rubric_from_config
+from rubric.notices import cli_notices
 from rubric.schema import load_rubric
 
 from .conftest import SYNTH_RUBRIC, make_native_dataset
@@ -64,16 +65,18 @@ def test_a_target_nobody_chose_is_announced_once(tmp_path, capsys):
     assert len(notes) == 1, err
     assert str(data / "rubric.yaml") in notes[0] and "'verdict'" in notes[0]
     assert "'target: ID' in rubric.yaml or target=ID on the command line" in notes[0]
-    load_dataset(data)  # the same rubric again in the same command: not announced again
+    with cli_notices():
+        load_dataset(data)  # the same rubric again in the same command: not announced again
     assert "no 'target:'" not in capsys.readouterr().err
 
     other = tmp_path / "chosen"
     other.mkdir()
     for name in ("rubric.yaml", "llm.csv", "labels.csv"):
         (other / name).write_bytes((data / name).read_bytes())
-    assert load_dataset(other, target="scope").rubric.target == "scope"  # chosen on the command line
-    _rewrite_rubric(other, target="verdict")
-    assert load_dataset(other).rubric.target == "verdict"  # chosen in rubric.yaml
+    with cli_notices():
+        assert load_dataset(other, target="scope").rubric.target == "scope"  # chosen on the command line
+        _rewrite_rubric(other, target="verdict")
+        assert load_dataset(other).rubric.target == "verdict"  # chosen in rubric.yaml
     assert "no 'target:'" not in capsys.readouterr().err
 
 
@@ -82,7 +85,8 @@ def test_gather_announces_the_target_of_its_rubric(tmp_path, capsys):
     rubric["questions"] = rubric["questions"][:2]
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(rubric, sort_keys=False))
-    assert rubric_from_config(OmegaConf.create({"rubric_file": str(path), "target": None})).target == "tone"
+    with cli_notices():  # the note on stderr, as the command line prints it
+        assert rubric_from_config(OmegaConf.create({"rubric_file": str(path), "target": None})).target == "tone"
     err = capsys.readouterr().err
     assert err.startswith(f"gather: {path}: no 'target:' and no 'overall' question") and "'tone'" in err
     assert rubric_from_config(OmegaConf.create({"rubric_file": str(path), "target": "scope"})).target == "scope"

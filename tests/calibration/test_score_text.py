@@ -19,9 +19,7 @@ def test_turn_rows_have_the_user_message_and_the_reply():
     )
     dist = {"overall": {1.0: 0.123456, 4.0: 0.876544}}
     turns = [TurnResult(t, dist, {"overall": 3.629632}, 0.8765438, True, 0.8765438, dist) for t in (0, 1)]
-    result = AdherenceResult(
-        "c1", 0.8765438, True, 0.5, False, "continuous", True, "overall", 3.0, "all", turns
-    )
+    result = AdherenceResult("c1", 0.8765438, True, 0.5, False, "continuous", True, "overall", 3.0, "all", turns)
     conv, rows = results_frames([result], convs)
     assert rows["user"].tolist() == ["hi", "a?"] and rows["assistant"].tolist() == ["hello", "b."]
     assert rows["adherence"].iloc[0] == 0.8765 and rows["expected_overall"].iloc[0] == 3.63

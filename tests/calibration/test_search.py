@@ -14,9 +14,17 @@ import yaml
 
 from calibration.cli import main
 
-TINY = ["search.trials=4", "search.workers=1", "search.inner_folds=2", "search.space.ensemble={low: 1, high: 2}",
-        "search.space.pretrain_steps={low: 0, high: 40, step: 20}", "search.space.finetune_steps={low: 20, high: 40, step: 20}",
-        "search.space.hidden1=[4,8]", "search.space.hidden2=[4,8]", "search.space.batch_size=[32,64]"]
+TINY = [
+    "search.trials=4",
+    "search.workers=1",
+    "search.inner_folds=2",
+    "search.space.ensemble={low: 1, high: 2}",
+    "search.space.pretrain_steps={low: 0, high: 40, step: 20}",
+    "search.space.finetune_steps={low: 20, high: 40, step: 20}",
+    "search.space.hidden1=[4,8]",
+    "search.space.hidden2=[4,8]",
+    "search.space.batch_size=[32,64]",
+]
 
 
 def test_search_writes_best_settings(synthetic_dir, tmp_path, capsys):
@@ -35,17 +43,36 @@ def test_search_writes_best_settings(synthetic_dir, tmp_path, capsys):
 def test_search_keeps_the_settings_no_trial_beats(synthetic_dir, tmp_path, capsys):
     """A space whose trials cannot learn (learning rates near zero): every trial loses to the current
     settings, so best.yaml recommends no overrides, and the nested cv keeps the settings too."""
-    frozen = [*TINY, "search.trials=3", "search.space.lr={low: 1e-7, high: 2e-7, log: true}",
-              "search.space.finetune_lr={low: 1e-7, high: 2e-7, log: true}", "network.base=none",
-              "train.ensemble=2", "train.pretrain_steps=40", "train.finetune_steps=40"]
+    frozen = [
+        *TINY,
+        "search.trials=3",
+        "search.space.lr={low: 1e-7, high: 2e-7, log: true}",
+        "search.space.finetune_lr={low: 1e-7, high: 2e-7, log: true}",
+        "network.base=none",
+        "train.ensemble=2",
+        "train.pretrain_steps=40",
+        "train.finetune_steps=40",
+    ]
     assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *frozen]) == 0
     summary = json.loads((tmp_path / "search.json").read_text())
     assert summary["kept_defaults"] and summary["defaults_nll"] < summary["best_trial_nll"] - 0.01
     assert yaml.safe_load((tmp_path / "best.yaml").read_text()) == {"network": {}, "train": {}}
     assert "no trial beat the current settings" in capsys.readouterr().out
     cv = tmp_path / "cv"
-    assert main(["cv", f"data={synthetic_dir}", f"out={cv}", "folds=3", "nested=true", "search.trials=2",
-                 *[o for o in frozen if not o.startswith("search.trials")]]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                f"data={synthetic_dir}",
+                f"out={cv}",
+                "folds=3",
+                "nested=true",
+                "search.trials=2",
+                *[o for o in frozen if not o.startswith("search.trials")],
+            ]
+        )
+        == 0
+    )
     choices = json.loads((cv / "metrics.json").read_text())["nested_choices"]
     assert len(choices) == 3 and all(c["kept_defaults"] and "lr" not in c for c in choices)
 
@@ -68,21 +95,31 @@ def test_killed_search_resumes_where_it_was(synthetic_dir, tmp_path):
     proc.send_signal(signal.SIGKILL)
     proc.wait()
     before = optuna.load_study(study_name="role-rubric", storage=storage)
-    done_before = sum(t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED) for t in before.trials)
+    done_before = sum(
+        t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED) for t in before.trials
+    )
     assert 2 <= done_before < 40
-    assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *TINY[1:], f"search.trials={done_before + 2}"]) == 0
+    assert (
+        main(["search", f"data={synthetic_dir}", f"out={tmp_path}", *TINY[1:], f"search.trials={done_before + 2}"]) == 0
+    )
     after = optuna.load_study(study_name="role-rubric", storage=storage)
-    finished_after = [t for t in after.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    finished_after = [
+        t for t in after.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    ]
     assert len(finished_after) == done_before + 2  # earlier trials kept, only the missing ones run
     assert all(t.state != optuna.trial.TrialState.RUNNING for t in after.trials)
 
 
 def test_two_worker_processes_share_one_study(synthetic_dir, tmp_path):
     overrides = [o for o in TINY if not o.startswith(("search.trials", "search.workers"))]
-    assert main(["search", f"data={synthetic_dir}", f"out={tmp_path}", "search.trials=6", "search.workers=2",
-                 *overrides]) == 0
+    assert (
+        main(["search", f"data={synthetic_dir}", f"out={tmp_path}", "search.trials=6", "search.workers=2", *overrides])
+        == 0
+    )
     study = optuna.load_study(study_name="role-rubric", storage=f"sqlite:///{tmp_path / 'search.db'}")
-    finished = [t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)]
+    finished = [
+        t for t in study.trials if t.state in (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
+    ]
     assert 6 <= len(finished) <= 7  # both stop once the study holds 6; one may be mid-trial then
     assert not [t for t in study.trials if t.state == optuna.trial.TrialState.RUNNING]
 
@@ -115,10 +152,10 @@ def test_a_trial_killed_before_its_first_heartbeat_is_failed_and_retried(tmp_pat
 def test_a_live_workers_trial_is_never_stamped(tmp_path):
     import socket
 
-    from calibration.evaluation.search import _STAMPED, _stamp_dead_local_trials, open_study
+    from calibration.evaluation.study import STAMPED, open_study, stamp_dead_local_trials
 
     study = open_study(f"sqlite:///{tmp_path / 'shared.db'}", "s", 0, heartbeat=1)
     trial = study.ask({"lr": optuna.distributions.FloatDistribution(0.01, 0.05)})
     trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")  # this process: alive
-    _stamp_dead_local_trials(study)
-    assert not [key for key in _STAMPED if key[0] == trial._trial_id and key[1] == study.trials[0].datetime_start]
+    stamp_dead_local_trials(study)
+    assert not [key for key in STAMPED if key[0] == trial._trial_id and key[1] == study.trials[0].datetime_start]

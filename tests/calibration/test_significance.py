@@ -22,7 +22,6 @@ def _noisy(seed: int, n: int = 300, noise: float = 1.0) -> tuple[np.ndarray, np.
     return np.round(answers + rng.normal(0, noise, n), 1), answers
 
 
-
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_point_agreement_matches_scipy(seed: int) -> None:
     x, y = _noisy(seed)

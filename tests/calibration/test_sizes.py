@@ -15,9 +15,7 @@ from .conftest import make_native_dataset
 def test_small_data_warnings_and_unfillable_folds(tmp_path, capsys):
     data = make_native_dataset(tmp_path / "d", n_conversations=3, n_judges=6)
     ds = load_dataset(data)
-    with pytest.raises(
-        InputError, match=r"3 labelled conversation\(s\) cannot fill 5 folds.*folds=3 or fewer"
-    ):
+    with pytest.raises(InputError, match=r"3 labelled conversation\(s\) cannot fill 5 folds.*folds=3 or fewer"):
         check_folds(ds, 5)
     check_folds(ds, 3)
     warnings = " ".join(size_warnings(ds, 3))

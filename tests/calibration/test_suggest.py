@@ -52,9 +52,7 @@ def test_diversity_spreads_a_batch_over_conversations():
     spread = select(scores, item, 4, features=features, groups=groups, diversity=0.5)
     assert len(set(item[top])) == 2 and top[0] == 0
     assert sorted(set(item[spread])) == [0, 1, 2, 3] and spread[0] == 0
-    labelled = select(
-        scores, item, 1, features=features, groups=groups, diversity=0.9, labelled_items=np.array([0])
-    )
+    labelled = select(scores, item, 1, features=features, groups=groups, diversity=0.9, labelled_items=np.array([0]))
     assert item[labelled[0]] != 0  # an item that already has a label counts as covered
 
 
@@ -63,9 +61,7 @@ def test_diversity_spreads_a_batch_over_conversations():
     [
         (lambda: acquisition("oracle", _members(), _members().mean(0), VALUES), "strategy"),
         (
-            lambda: select(
-                np.ones(2), np.arange(2), 1, features=np.eye(2), groups=np.arange(2), diversity=2.0
-            ),
+            lambda: select(np.ones(2), np.arange(2), 1, features=np.eye(2), groups=np.arange(2), diversity=2.0),
             "diversity",
         ),
     ],
@@ -121,10 +117,7 @@ def test_suggest_for_named_judges_and_the_target_only(tiny_model, synthetic_dir,
 
 
 def test_suggest_with_no_budget_is_one_clear_error(tiny_model, synthetic_dir, tmp_path, capsys):
-    assert (
-        main(["suggest", f"data={synthetic_dir}", f"model={tiny_model}", "budget=0", f"out={tmp_path}/x.csv"])
-        == 2
-    )
+    assert main(["suggest", f"data={synthetic_dir}", f"model={tiny_model}", "budget=0", f"out={tmp_path}/x.csv"]) == 2
     assert "budget" in capsys.readouterr().err
 
 

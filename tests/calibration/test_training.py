@@ -67,8 +67,10 @@ def test_train_predict_evaluate_from_the_command_line(synthetic_dir, tmp_path, c
     assert shift["checked"] and not shift["fired"] and shift["n_conversations"] == 40
     assert main(["evaluate", f"predictions={pred}", f"data={synthetic_dir}", f"out={metrics}"]) == 0
     assert set(json.loads(metrics.read_text())) == {"rmse", "pearson", "spearman", "kendall", "n"}
-    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}",
-                 "judges=population"]) == 0
+    assert (
+        main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}", "judges=population"])
+        == 0
+    )
     pop = pd.read_csv(tmp_path / "pop.csv", keep_default_na=False)
     assert (pop["judge_id"] == "").all()
 
@@ -93,13 +95,28 @@ def test_saved_model_predicts_exactly_what_it_predicted_in_memory(synthetic_dir,
 
 def test_unseen_judge_at_predict_time_gets_the_population_model(synthetic_dir, tmp_path, capsys):
     model = tmp_path / "model"
-    assert main(["train", f"data={synthetic_dir}", f"out={model}", "train.pretrain_steps=20",
-                 "train.finetune_steps=20", "train.ensemble=1"]) == 0
-    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'new.csv'}",
-                 "judges=[newcomer]"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={synthetic_dir}",
+                f"out={model}",
+                "train.pretrain_steps=20",
+                "train.finetune_steps=20",
+                "train.ensemble=1",
+            ]
+        )
+        == 0
+    )
+    assert (
+        main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'new.csv'}", "judges=[newcomer]"])
+        == 0
+    )
     assert "not seen in training, predicted by the population model: ['newcomer']" in capsys.readouterr().out
-    assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}",
-                 "judges=population"]) == 0
+    assert (
+        main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'pop.csv'}", "judges=population"])
+        == 0
+    )
     new = pd.read_csv(tmp_path / "new.csv")
     pop = pd.read_csv(tmp_path / "pop.csv")
     assert np.array_equal(new["expected"].to_numpy(), pop["expected"].to_numpy())
@@ -117,8 +134,19 @@ def test_unseen_judge_at_predict_time_gets_the_population_model(synthetic_dir, t
 )
 def test_wrong_model_file_fails_clearly(corrupt, message, synthetic_dir, tmp_path, capsys):
     model = tmp_path / "model"
-    assert main(["train", f"data={synthetic_dir}", f"out={model}", "train.pretrain_steps=5", "train.finetune_steps=5",
-                 "train.ensemble=1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={synthetic_dir}",
+                f"out={model}",
+                "train.pretrain_steps=5",
+                "train.finetune_steps=5",
+                "train.ensemble=1",
+            ]
+        )
+        == 0
+    )
     corrupt(model)
     assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
     err = capsys.readouterr().err
@@ -127,8 +155,19 @@ def test_wrong_model_file_fails_clearly(corrupt, message, synthetic_dir, tmp_pat
 
 def test_model_refuses_data_with_another_rubric(synthetic_dir, llm_rubric_dir, tmp_path, capsys):
     model = tmp_path / "model"
-    assert main(["train", f"data={synthetic_dir}", f"out={model}", "train.pretrain_steps=5", "train.finetune_steps=5",
-                 "train.ensemble=1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={synthetic_dir}",
+                f"out={model}",
+                "train.pretrain_steps=5",
+                "train.finetune_steps=5",
+                "train.ensemble=1",
+            ]
+        )
+        == 0
+    )
     assert main(["predict", f"model={model}", f"data={llm_rubric_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
     assert "differs from the one the model was trained on" in capsys.readouterr().err
 
@@ -144,11 +183,28 @@ def test_folds_follow_fold_seed_not_training_seed(synthetic_dir):
 
 def test_nested_cv_adds_a_nested_estimate(synthetic_dir, tmp_path, capsys):
     out = tmp_path / "cv"
-    assert main(["cv", f"data={synthetic_dir}", f"out={out}", "folds=3", "nested=true", "search.trials=2",
-                 "search.inner_folds=2", "train.ensemble=1", "train.pretrain_steps=20", "train.finetune_steps=20",
-                 "search.space.ensemble={low: 1, high: 1}", "search.space.hidden1=[4]", "search.space.hidden2=[4]",
-                 "search.space.pretrain_steps={low: 0, high: 20, step: 20}",
-                 "search.space.finetune_steps={low: 20, high: 40, step: 20}"]) == 0
+    assert (
+        main(
+            [
+                "cv",
+                f"data={synthetic_dir}",
+                f"out={out}",
+                "folds=3",
+                "nested=true",
+                "search.trials=2",
+                "search.inner_folds=2",
+                "train.ensemble=1",
+                "train.pretrain_steps=20",
+                "train.finetune_steps=20",
+                "search.space.ensemble={low: 1, high: 1}",
+                "search.space.hidden1=[4]",
+                "search.space.hidden2=[4]",
+                "search.space.pretrain_steps={low: 0, high: 20, step: 20}",
+                "search.space.finetune_steps={low: 20, high: 40, step: 20}",
+            ]
+        )
+        == 0
+    )
     summary = json.loads((out / "metrics.json").read_text())
     assert "calibrated_nested" in summary["metrics"] and len(summary["nested_choices"]) == 3
     reviewers = json.loads((out / "reviewers.json").read_text())["questions"]  # calibration/evaluation/reviewers.py
@@ -171,12 +227,24 @@ def test_parquet_dataset_trains_and_evaluates(synthetic_copy, tmp_path):
         pd.read_csv(synthetic_copy / f"{stem}.csv").to_parquet(synthetic_copy / f"{stem}.parquet")
         (synthetic_copy / f"{stem}.csv").unlink()
     model, pred = tmp_path / "m", tmp_path / "p.csv"
-    assert main(["train", f"data={synthetic_copy}", f"out={model}", "train.pretrain_steps=10",
-                 "train.finetune_steps=10", "train.ensemble=1"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={synthetic_copy}",
+                f"out={model}",
+                "train.pretrain_steps=10",
+                "train.finetune_steps=10",
+                "train.ensemble=1",
+            ]
+        )
+        == 0
+    )
     assert main(["predict", f"model={model}", f"data={synthetic_copy}", f"out={pred}"]) == 0
     assert main(["evaluate", f"predictions={pred}", f"data={synthetic_copy}", f"out={tmp_path / 'm.json'}"]) == 0
-    assert json.loads((tmp_path / "m.json").read_text())["n"] == len(pd.read_parquet(
-        synthetic_copy / "labels.parquet").query("question_id == 'overall'"))
+    assert json.loads((tmp_path / "m.json").read_text())["n"] == len(
+        pd.read_parquet(synthetic_copy / "labels.parquet").query("question_id == 'overall'")
+    )
 
 
 def test_training_workers_setting(monkeypatch):

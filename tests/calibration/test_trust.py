@@ -20,8 +20,13 @@ from tests.calibration.conftest import make_native_dataset
 
 
 def _subset(ds, keep: np.ndarray):
-    return dataclasses.replace(ds, items=ds.items[keep].reset_index(drop=True), probs=ds.probs[keep],
-                               present=ds.present[keep], coverage=None if ds.coverage is None else ds.coverage[keep])
+    return dataclasses.replace(
+        ds,
+        items=ds.items[keep].reset_index(drop=True),
+        probs=ds.probs[keep],
+        present=ds.present[keep],
+        coverage=None if ds.coverage is None else ds.coverage[keep],
+    )
 
 
 @pytest.fixture(scope="module")
@@ -35,7 +40,7 @@ def _high_target(ds, share: float) -> np.ndarray:
     expected = (ds.probs[:, t] * ds.option_values()[t]).sum(-1)
     conv = ds.items["conversation_id"].to_numpy()
     per_conv = pd.Series(expected).groupby(conv).mean().sort_values(kind="stable")
-    return np.isin(conv, per_conv.index[-int(share * len(per_conv)):])
+    return np.isin(conv, per_conv.index[-int(share * len(per_conv)) :])
 
 
 def test_shift_check_is_quiet_in_distribution_and_fires_on_a_covariate_shift(synth):
@@ -164,10 +169,13 @@ def test_reviewer_agreement_leaves_one_reviewer_out(synth):
 
 
 def test_commands_refuse_bad_trust_settings(tmp_path, capsys):
-    cases = [["cv", "data=x", "out=y", "epsilon=1.5"], ["cv", "data=x", "out=y", "epsilon=0"],
-             ["estimate", "data=x", "model=m", "out=y", "bias_margin=0"],
-             ["score", "conversations=c.jsonl", "out=s.csv", "on_shift=wran"],
-             ["predict", "model=m", "data=x", "out=p.csv", "on_shift=refuze"]]
+    cases = [
+        ["cv", "data=x", "out=y", "epsilon=1.5"],
+        ["cv", "data=x", "out=y", "epsilon=0"],
+        ["estimate", "data=x", "model=m", "out=y", "bias_margin=0"],
+        ["score", "conversations=c.jsonl", "out=s.csv", "on_shift=wran"],
+        ["predict", "model=m", "data=x", "out=p.csv", "on_shift=refuze"],
+    ]
     for args in cases:
         assert main(args) == 2
         err = capsys.readouterr().err.strip().splitlines()

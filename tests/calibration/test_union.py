@@ -3,6 +3,7 @@ what a row's weight does in every loss it enters."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import shutil
 
@@ -125,8 +126,14 @@ def _with_rubric_change(src, dst):
 
 
 def _identity(folder, model: str) -> None:
-    identity = {"backend": "chat", "model": model, "base_url_host": "127.0.0.1:1", "prompt_template": "p",
-                "rubric": "r", "answer_mode": "distribution"}
+    identity = {
+        "backend": "chat",
+        "model": model,
+        "base_url_host": "127.0.0.1:1",
+        "prompt_template": "p",
+        "rubric": "r",
+        "answer_mode": "distribution",
+    }
     (folder / "gather_summary.json").write_text(json.dumps({"judge_identity": identity}))
 
 
@@ -191,14 +198,32 @@ def test_linear_fit_weight_is_copies(kind):
     n, n_judges = 60, 4
     e = torch.from_numpy(rng.normal(size=(1, n, 3)))
     judge = torch.from_numpy(rng.integers(0, n_judges, size=(1, n)))
-    answers = torch.from_numpy(np.clip(np.rint(1.5 + e[0, :, :1].numpy() + rng.normal(0, 0.7, (n, 1))), 0, 3)
-                               .astype(np.int64))[None]
+    answers = torch.from_numpy(
+        np.clip(np.rint(1.5 + e[0, :, :1].numpy() + rng.normal(0, 0.7, (n, 1))), 0, 3).astype(np.int64)
+    )[None]
     weights = rng.integers(0, 4, size=n)
     copies = np.repeat(np.arange(n), weights)
-    weighted = fit_linear(kind, e, judge, answers, torch.ones(1, n, dtype=torch.bool), [4], n_judges, 1e-3,
-                          row_weight=torch.from_numpy(weights.astype(float))[None])
-    repeated = fit_linear(kind, e[:, copies], judge[:, copies], answers[:, copies],
-                          torch.ones(1, len(copies), dtype=torch.bool), [4], n_judges, 1e-3)
+    weighted = fit_linear(
+        kind,
+        e,
+        judge,
+        answers,
+        torch.ones(1, n, dtype=torch.bool),
+        [4],
+        n_judges,
+        1e-3,
+        row_weight=torch.from_numpy(weights.astype(float))[None],
+    )
+    repeated = fit_linear(
+        kind,
+        e[:, copies],
+        judge[:, copies],
+        answers[:, copies],
+        torch.ones(1, len(copies), dtype=torch.bool),
+        [4],
+        n_judges,
+        1e-3,
+    )
     probe = torch.from_numpy(rng.normal(size=(1, 10, 3)))
     who = torch.from_numpy(rng.integers(-1, n_judges, size=(1, 10)))
     torch.testing.assert_close(weighted.logp(probe, who, [4]), repeated.logp(probe, who, [4]), atol=2e-4, rtol=0)
@@ -214,10 +239,16 @@ def test_recalibration_weight_is_copies_and_scale_free():
     a2, b2 = fit_vector_scaling(probs[copies], answers[copies], 0.0)
     np.testing.assert_allclose(np.r_[a, b], np.r_[a2, b2], atol=1e-4)
     # a common factor changes nothing (weights are relative), and equal weights are no weights
-    np.testing.assert_allclose(np.r_[fit_vector_scaling(probs, answers, 1.0, weights * 7)],
-                               np.r_[fit_vector_scaling(probs, answers, 1.0, weights)], atol=1e-8)
-    np.testing.assert_allclose(np.r_[fit_vector_scaling(probs, answers, 1.0, np.full(80, 3.0))],
-                               np.r_[fit_vector_scaling(probs, answers, 1.0)], atol=1e-8)
+    np.testing.assert_allclose(
+        np.r_[fit_vector_scaling(probs, answers, 1.0, weights * 7)],
+        np.r_[fit_vector_scaling(probs, answers, 1.0, weights)],
+        atol=1e-8,
+    )
+    np.testing.assert_allclose(
+        np.r_[fit_vector_scaling(probs, answers, 1.0, np.full(80, 3.0))],
+        np.r_[fit_vector_scaling(probs, answers, 1.0)],
+        atol=1e-8,
+    )
 
 
 def test_zero_weight_directory_teaches_nothing(two_dirs):
@@ -246,13 +277,35 @@ def test_search_and_report_read_two_directories(two_dirs, tmp_path):
     from calibration.report.build import run_report
 
     old, new = two_dirs
-    assert main(["search", f"data=[{old},{new}]", f"out={tmp_path / 's'}", "search.trials=2", "search.inner_folds=2",
-                 "search.workers=1", *FAST]) == 0
+    assert (
+        main(
+            [
+                "search",
+                f"data=[{old},{new}]",
+                f"out={tmp_path / 's'}",
+                "search.trials=2",
+                "search.inner_folds=2",
+                "search.workers=1",
+                *FAST,
+            ]
+        )
+        == 0
+    )
     assert json.loads((tmp_path / "s" / "search.json").read_text())["finished_trials"] == 2
-    quick = ["folds=2", "report.n_boot=20", "report.n_perm=20", "report.smece_boot=5", "report.band_bootstrap=5",
-             "report.ablations=false", "report.learning_curve.repeats=0", "report.workers=1", "report.targets=true"]
-    results = run_report(compose_config("report", [f"data=[{old},{new}]", "weights=[1,2]", f"out={tmp_path / 'r'}",
-                                                   *quick, *FAST]))
+    quick = [
+        "folds=2",
+        "report.n_boot=20",
+        "report.n_perm=20",
+        "report.smece_boot=5",
+        "report.band_bootstrap=5",
+        "report.ablations=false",
+        "report.learning_curve.repeats=0",
+        "report.workers=1",
+        "report.targets=true",
+    ]
+    results = run_report(
+        compose_config("report", [f"data=[{old},{new}]", "weights=[1,2]", f"out={tmp_path / 'r'}", *quick, *FAST])
+    )
     page = (tmp_path / "r" / "report.html").read_text()
     assert "2 directories" in page
     assert results["verdict"]["size"]["conversations"] == 28  # "c000" of each directory counted apart
@@ -269,3 +322,29 @@ def test_commands_of_one_directory_refuse_a_list(command, two_dirs, tmp_path, ca
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"{command} reads one path from data=, not a list of 2" in err
     assert "train, cv, search, report read several as one" in err
+
+
+def test_recalibration_gives_the_last_directory_half_its_weight(two_dirs):
+    from calibration.model.ensemble import last_directory_rows, recalibration_weight
+
+    old, new = two_dirs
+    one = load_dataset(old)
+    assert last_directory_rows(one) is None and recalibration_weight(one, [np.arange(len(one.label_item))]) is None
+    ds = load_training_data([str(old), str(new)], weights=[1, 2]).ds
+    is_new = last_directory_rows(ds)
+    np.testing.assert_array_equal(is_new, ds.items["dataset"].to_numpy()[ds.label_item] == "new")
+    every = np.arange(len(ds.label_item))
+    labelled = ds.answers[:, ds.target_index] >= 0
+    w = recalibration_weight(ds, [every[: len(every) // 2], every[len(every) // 2 :]])
+    assert np.isclose(w[is_new & labelled].sum(), w[~is_new & labelled].sum())  # half and half
+    np.testing.assert_allclose(w[~is_new], ds.label_weight[~is_new])  # the old side keeps its weights=
+    # a zero-weight row stays out, and too few new conversations among the rows: the weights as given
+    zero = dataclasses.replace(ds, label_weight=np.where(every == np.flatnonzero(is_new)[0], 0.0, ds.label_weight))
+    assert recalibration_weight(zero, [every])[np.flatnonzero(is_new)[0]] == 0
+    few = np.flatnonzero(~is_new | np.isin(ds.groups[ds.label_item], np.unique(ds.groups[ds.label_item[is_new]])[:4]))
+    assert recalibration_weight(ds, [few]) is ds.label_weight
+    # "new" as the last category wins over the items' order (the benchmarks mark their sides so)
+    flipped = dataclasses.replace(
+        ds, items=ds.items.assign(dataset=pd.Categorical(ds.items["dataset"], categories=["new", "old"]))
+    )
+    np.testing.assert_array_equal(last_directory_rows(flipped), ~is_new)

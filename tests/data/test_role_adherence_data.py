@@ -19,8 +19,12 @@ DATA = ROOT / "data" / "role_adherence"
 GENERATED = ["conversations.jsonl", "labels.csv", "turn_designs.csv", "judges.csv", "rubric.yaml", "README.md"]
 QUESTIONS = ["scope", "tone", "prohibited", "next_step", "overall"]
 DESIGNS = ["adherent", "scope_violation", "tone_violation", "prohibited_violation", "constructive_failure"]
-VIOLATED_DIMENSION = {"scope_violation": "scope", "tone_violation": "tone",
-                      "prohibited_violation": "prohibited", "constructive_failure": "next_step"}
+VIOLATED_DIMENSION = {
+    "scope_violation": "scope",
+    "tone_violation": "tone",
+    "prohibited_violation": "prohibited",
+    "constructive_failure": "next_step",
+}
 
 
 @pytest.fixture(scope="module")
@@ -119,7 +123,9 @@ def test_labels_are_native_and_balanced(labels, judges, designs):
     assert not labels.duplicated(["conversation_id", "turn", "judge_id", "question_id"]).any()
     assert set(labels.question_id) == set(QUESTIONS)
     assert len(judges) >= 10 and set(labels.judge_id) == set(judges.judge_id)
-    assert set(zip(labels.conversation_id, labels.turn, strict=True)) == set(zip(designs.conversation_id, designs.turn, strict=True))
+    assert set(zip(labels.conversation_id, labels.turn, strict=True)) == set(
+        zip(designs.conversation_id, designs.turn, strict=True)
+    )
     per_conv = labels.groupby("conversation_id").judge_id.nunique()
     assert (per_conv == 3).all()
     load = labels.groupby("judge_id").conversation_id.nunique()
@@ -144,8 +150,17 @@ def test_labels_follow_the_design(labels, designs, judges):
     assert by_judge.mean()["J02"] - by_judge.mean()["J03"] > 0.5
     ends = merged.answer.isin([1, 4]).groupby(merged.judge_id).mean()
     assert ends["J04"] > ends["J05"] + 0.2
-    assert set(judges.columns) >= {"leniency", "extremity", "noise", "skip_prob", "w_scope", "w_tone",
-                                   "w_prohibited", "w_next_step", "min_weight"}
+    assert set(judges.columns) >= {
+        "leniency",
+        "extremity",
+        "noise",
+        "skip_prob",
+        "w_scope",
+        "w_tone",
+        "w_prohibited",
+        "w_next_step",
+        "min_weight",
+    }
 
 
 def test_datasheet_states_synthetic_and_counts(records, labels, judges):
@@ -158,7 +173,8 @@ def test_datasheet_states_synthetic_and_counts(records, labels, judges):
 
 def test_generator_is_deterministic_and_matches_committed_files(tmp_path):
     out = tmp_path / "regen"
-    subprocess.run([sys.executable, str(DATA / "generate.py"), "--out", str(out)], check=True,
-                   capture_output=True, cwd=tmp_path)
+    subprocess.run(
+        [sys.executable, str(DATA / "generate.py"), "--out", str(out)], check=True, capture_output=True, cwd=tmp_path
+    )
     for name in GENERATED:
         assert (out / name).read_bytes() == (DATA / name).read_bytes(), f"{name} differs from a fresh generation"

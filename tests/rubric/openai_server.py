@@ -1,8 +1,8 @@
-"""The fake OpenAI-protocol judge the tests use: it lives in the package (rubric/fake_server.py) so that
+"""The fake OpenAI-protocol judge the tests use: it lives in the package (rubric/servers/fake.py) so that
 users can start it too (`role-rubric serve-fake-judge`). Run standalone for benchmarks:
 `python tests/rubric/openai_server.py --latency 0.05` prints the port."""
 
-from rubric.fake_server import FakeOpenAI, codes_in, judge_distribution, main
+from rubric.servers.fake import FakeOpenAI, codes_in, judge_distribution, main
 
 __all__ = ["FakeOpenAI", "codes_in", "judge_distribution", "main"]
 

@@ -12,6 +12,7 @@ from openai_server import FakeOpenAI, codes_in, judge_distribution
 
 from rubric.extraction import AnswerStep, TokenLogprob, from_answer_steps, from_samples, with_floor
 from rubric.gather import gather
+from rubric.notices import cli_notices
 from rubric.prompts import SYSTEM
 
 N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
@@ -38,9 +39,7 @@ class RealisticServer(FakeOpenAI):
         elif "split" in self.modes and codes and body.get("logprobs"):
             probs = judge_distribution(prompt, codes)
             best = codes[max(range(len(codes)), key=probs.__getitem__)]
-            first = [(" ", 0.8), ("\n", 0.1)] + [
-                (" " + c, 0.1 * p) for c, p in zip(codes, probs, strict=True)
-            ]
+            first = [(" ", 0.8), ("\n", 0.1)] + [(" " + c, 0.1 * p) for c, p in zip(codes, probs, strict=True)]
             second = [(c, 0.9 * p) for c, p in zip(codes, probs, strict=True)] + [("Okay", 0.1)]
             steps = [((" ", 0.8), first), ((best, 0.9 * max(probs)), second)][: body["max_tokens"]]
             text = "".join(tok for (tok, _), _ in steps)
@@ -88,15 +87,14 @@ def test_one_answer_token_cannot_see_past_the_space(server, judge, conversations
     assert res.llm["coverage"].to_numpy() == pytest.approx(0.1)  # only " 3"-style tokens at position 0
 
 
-def test_an_empty_reply_is_re_asked_not_taken_for_missing_logprobs(
-    server, judge, conversations, rubric, capsys
-):
+def test_an_empty_reply_is_re_asked_not_taken_for_missing_logprobs(server, judge, conversations, rubric, capsys):
     server.faults.append("empty")
     res = gather(conversations, rubric, {**judge, "concurrency": 1})
     assert res.summary.http_requests == N_PAIRS + 1 and res.summary.fallbacks == 0
     assert set(res.llm["source"]) == {"logprobs"}
     server.modes.add("empty")  # a model that always ends at once: fallbacks, never a switch to sampling
-    res = gather(conversations, rubric, {**judge, "concurrency": 1, "answer_mode": "auto"})
+    with cli_notices():  # the command line would print the switch's warning on stderr
+        res = gather(conversations, rubric, {**judge, "concurrency": 1, "answer_mode": "auto"})
     assert "WARNING" not in capsys.readouterr().err
     assert res.summary.fallbacks == N_PAIRS and res.summary.http_requests == 2 * N_PAIRS
     assert res.summary.warning is not None and "fallbacks" in res.summary.warning
@@ -137,9 +135,7 @@ def test_without_a_system_role_the_guard_opens_the_user_message(server, judge, r
 def test_answer_steps_stop_at_the_first_word():
     lp = math.log
     ws = AnswerStep(TokenLogprob("\n", lp(0.5)), [TokenLogprob("\n", lp(0.5)), TokenLogprob("2", lp(0.2))])
-    word = AnswerStep(
-        TokenLogprob("The", lp(0.6)), [TokenLogprob("The", lp(0.6)), TokenLogprob("1", lp(0.2))]
-    )
+    word = AnswerStep(TokenLogprob("The", lp(0.6)), [TokenLogprob("The", lp(0.6)), TokenLogprob("1", lp(0.2))])
     late = AnswerStep(TokenLogprob(" 3", lp(0.9)), [TokenLogprob(" 3", lp(0.9))])
     d = from_answer_steps([ws, word, late], ("1", "2", "3"), floor=0.0)
     assert d.coverage == pytest.approx(0.2 + 0.5 * 0.2)  # nothing after "The" counts

@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, make_conversations
 
 from calibration.cli import main
-from rubric.batch import split_lines
+from rubric.batch.lines import split_lines
 from rubric.conversations import save_conversations
 
 BENCH = ROOT / "data" / "role_adherence"
@@ -186,9 +186,13 @@ def test_no_option_is_re_asked_in_a_second_round(server, tmp_path, convs):
     assert summary["fallbacks"] == 1 and summary["batch_requests"] == 62  # 60 + 2 re-asks
     assert summary["mode"] == "batch" and summary["http_requests"] == 0  # no request went out over HTTP here
     assert [(r["round"], r["inputs"]) for r in summary["batch"]["rounds"]] == [
-        (0, ["input-000.jsonl"]), (1, ["reask1-000.jsonl"])]
+        (0, ["input-000.jsonl"]),
+        (1, ["reask1-000.jsonl"]),
+    ]
     assert [Path(p).name for r in summary["batch"]["rounds"] for p in r["results"]] == [
-        "input-000.output.jsonl", "reask1-000.output.jsonl"]
+        "input-000.output.jsonl",
+        "reask1-000.output.jsonl",
+    ]
 
 
 @pytest.mark.parametrize("damage", ["other_rubric", "truncated"])
@@ -207,9 +211,7 @@ def test_bad_results_exit_2_with_one_line_and_nothing_lost(server, tmp_path, con
     assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and str(results) in err
-    assert (
-        ("match no request" in err) if damage == "other_rubric" else ("truncated" in err and "row 60" in err)
-    )
+    assert ("match no request" in err) if damage == "other_rubric" else ("truncated" in err and "row 60" in err)
     assert not (out / "llm.csv").exists() and not state(out)["finished"]
     if damage == "truncated":  # the complete file still works
         run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
@@ -343,14 +345,18 @@ def test_only_the_address_may_change_between_writing_and_reading_results(server,
     assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
     results = tmp_path / "res.jsonl"
     run_like_vllm(server, [out / "batch/input-000.jsonl"], results)
-    moved = [a if not a.startswith("judge.base_url=") else "judge.base_url=http://gpu-box.internal:8000/v1"
-             for a in args(server, out, "mode=batch", f"results={results}")]
+    moved = [
+        a if not a.startswith("judge.base_url=") else "judge.base_url=http://gpu-box.internal:8000/v1"
+        for a in args(server, out, "mode=batch", f"results={results}")
+    ]
     assert main(["gather", *moved]) == 0
     assert (out / "llm.csv").read_bytes() == (online / "llm.csv").read_bytes()
     capsys.readouterr()
     assert main(["gather", *args(server, tmp_path / "o2", "mode=batch", "submit=false")]) == 0
-    assert main(["gather", *args(server, tmp_path / "o2", "mode=batch", f"results={results}",
-                                 "judge.top_logprobs=5")]) == 2
+    assert (
+        main(["gather", *args(server, tmp_path / "o2", "mode=batch", f"results={results}", "judge.top_logprobs=5")])
+        == 2
+    )
     assert "not among this gather's requests" in capsys.readouterr().err
 
 

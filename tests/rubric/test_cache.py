@@ -29,9 +29,7 @@ def test_keys_match_the_definition_for_random_payloads():
             "base_url": rng.choice([None, random_text(rng)]),
             "top_logprobs": rng.randint(1, 20),
             "floor": rng.random(),
-            "params": {
-                random_text(rng): rng.choice([1, 2.5, None, [1, "x"]]) for _ in range(rng.randint(0, 3))
-            },
+            "params": {random_text(rng): rng.choice([1, 2.5, None, [1, "x"]]) for _ in range(rng.randint(0, 3))},
         }
         messages = [
             {"role": "system", "content": random_text(rng)},

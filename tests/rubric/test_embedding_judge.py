@@ -14,12 +14,8 @@ ROLE = (
     "You are the support assistant of a retail bank app. Scope: account inquiries, transaction history and "
     "card management. Tone: professional, empathetic, concise. Never give investment advice."
 )
-IN_SCOPE = (
-    "I'm sorry about that. I've frozen your card ending 4411; a replacement will arrive in 3-5 working days."
-)
-OFF_TOPIC = (
-    "Sure! For a great carbonara, whisk eggs with pecorino, fry guanciale and toss with hot spaghetti."
-)
+IN_SCOPE = "I'm sorry about that. I've frozen your card ending 4411; a replacement will arrive in 3-5 working days."
+OFF_TOPIC = "Sure! For a great carbonara, whisk eggs with pecorino, fry guanciale and toss with hot spaghetti."
 CONVS = [
     Conversation("a", ROLE, (Turn("My card was stolen.", IN_SCOPE),)),
     Conversation("b", ROLE, (Turn("My card was stolen.", OFF_TOPIC),)),

@@ -12,8 +12,9 @@ from openai_server import codes_in, judge_distribution
 
 from rubric.extraction import with_floor
 from rubric.gather import gather
-from rubric.http import HTTP_CLIENTS
+from rubric.notices import cli_notices
 from rubric.outputs import LLM_COLUMNS
+from rubric.transport.http import HTTP_CLIENTS
 
 N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
 
@@ -127,7 +128,8 @@ def test_no_option_token_is_re_asked_then_a_flagged_fallback(server, judge, conv
 
 def test_rejected_logprobs_switch_to_sampling_once_and_loudly(server, judge, conversations, rubric, capsys):
     server.modes.update({"reject_logprobs", "ignore_n"})
-    res = gather(conversations, rubric, judge)
+    with cli_notices():  # the warning on stderr, as the command line prints it
+        res = gather(conversations, rubric, judge)
     err = capsys.readouterr().err
     assert err.count("WARNING") == 1 and "samples" in err
     assert set(res.llm["source"]) == {"sampled"}
@@ -178,11 +180,10 @@ def test_cost_is_reported_when_prices_are_set(server, judge, conversations, rubr
     assert math.isfinite(s.cost_usd)
 
 
-def test_endpoint_that_never_returns_logprobs_switches_to_sampling(
-    server, judge, conversations, rubric, capsys
-):
+def test_endpoint_that_never_returns_logprobs_switches_to_sampling(server, judge, conversations, rubric, capsys):
     server.modes.add("no_logprobs")
-    res = gather(conversations, rubric, {**judge, "concurrency": 1})
+    with cli_notices():
+        res = gather(conversations, rubric, {**judge, "concurrency": 1})
     assert capsys.readouterr().err.count("WARNING") == 1
     assert set(res.llm["source"]) == {"sampled"} and res.summary.failures == 0
     check_valid(res.llm)
@@ -226,8 +227,9 @@ def test_requests_carry_the_key_and_the_clients_headers(server, judge, conversat
 
 
 @pytest.mark.parametrize("http_client", ["aiohttp", "openai"])
-def test_an_address_where_nothing_listens_is_one_line_within_seconds(judge, conversations, rubric, monkeypatch,
-                                                                      http_client):
+def test_an_address_where_nothing_listens_is_one_line_within_seconds(
+    judge, conversations, rubric, monkeypatch, http_client
+):
     """Not minutes of backoff ending in a failure per pair: a refused connection before the endpoint ever
     answered is retried every half second for REFUSED_WAIT_S (a judge started a moment earlier gets that
     long), then one line naming the URL."""
@@ -253,7 +255,7 @@ def test_a_judge_that_starts_late_is_waited_for(judge, conversations, rubric, mo
     starts is waited out, not counted as failed pairs."""
     import threading
 
-    from rubric.fake_server import FakeOpenAI
+    from rubric.servers.fake import FakeOpenAI
 
     server = FakeOpenAI()
     server.port = _free_port()
@@ -293,7 +295,7 @@ def test_unknown_http_client_is_one_setup_error(judge, conversations, rubric):
     ],
 )
 def test_proxy_comes_from_the_environment_once(monkeypatch, env, url, expected):
-    from rubric.http import env_proxy
+    from rubric.transport.http import env_proxy
 
     for name in (
         "HTTP_PROXY",
@@ -355,9 +357,7 @@ def test_requests_start_before_every_prompt_is_prepared(monkeypatch, rubric):
             yield chunk
 
     monkeypatch.setattr(gathering, "_prompt_chunks", chunks)
-    res = gather(
-        make_conversations(4), rubric, {"api_key": "EMPTY", "concurrency": 3}, backend=RecordingJudge()
-    )
+    res = gather(make_conversations(4), rubric, {"api_key": "EMPTY", "concurrency": 3}, backend=RecordingJudge())
     assert events.count("chunk") == 6 and events.count("request") == 4 * 3 * 5
     assert events.index("request") < len(events) - events[::-1].index("chunk") - 1  # before the last chunk
     assert res.summary.answered == 60 and res.summary.processes == 1
@@ -377,7 +377,7 @@ def test_a_rerun_from_the_cache_builds_no_client(server, judge, conversations, r
 def test_https_trusts_what_the_openai_client_trusts():
     import ssl
 
-    from rubric.http import ssl_context_for
+    from rubric.transport.http import ssl_context_for
 
     assert ssl_context_for("http://127.0.0.1:8000/v1") is True
     ctx = ssl_context_for("https://api.openai.com/v1")

@@ -69,9 +69,7 @@ def test_rubric_selection_and_rubric_file(server, tmp_path, convs_file):
 
 def test_bad_input_exits_2_with_one_line(tmp_path, capsys):
     bad = tmp_path / "bad.jsonl"
-    bad.write_text(
-        '{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n{oops\n'
-    )
+    bad.write_text('{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n{oops\n')
     assert main(["gather", f"conversations={bad}", "judge=embedding", f"out={tmp_path}"]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "row 2" in err and "malformed JSON" in err

@@ -13,8 +13,16 @@ from rubric.schema import load_rubric
 
 
 def _args(server, tmp_path, *extra):
-    return [f"conversations={tmp_path / 'conversations.jsonl'}", f"out={tmp_path / 'out'}", "judge=vllm",
-            f"judge.base_url={server.base_url}", "judge.model=fake", "judge.backoff=0.01", "progress=false", *extra]
+    return [
+        f"conversations={tmp_path / 'conversations.jsonl'}",
+        f"out={tmp_path / 'out'}",
+        "judge=vllm",
+        f"judge.base_url={server.base_url}",
+        "judge.model=fake",
+        "judge.backoff=0.01",
+        "progress=false",
+        *extra,
+    ]
 
 
 def _with_a_long_turn(tmp_path, chars: int = 40_000):
@@ -64,18 +72,32 @@ def test_the_cost_estimate_uses_the_judges_price():
 def test_the_limit_is_configurable(server, tmp_path, capsys):
     _with_a_long_turn(tmp_path, chars=2_000)
     assert main(["gather", *_args(server, tmp_path, "long_turns=refuse")]) == 0  # 500 tokens: under 4000
-    assert main(["gather", *_args(server, tmp_path, "long_turns=refuse", "long_turn_tokens=400",
-                                  f"out={tmp_path / 'o2'}")]) == 2
+    assert (
+        main(
+            ["gather", *_args(server, tmp_path, "long_turns=refuse", "long_turn_tokens=400", f"out={tmp_path / 'o2'}")]
+        )
+        == 2
+    )
     assert "longer than long_turn_tokens=400" in capsys.readouterr().err
 
 
 def test_unknown_fields_are_carried_into_the_copy_unchanged(server, tmp_path):
     records = [
-        {"conversation_id": "a", "chatbot_role": "Bank support.", "metadata": {"channel": "web", "score": 0.5},
-         "turns": [{"user": "hi", "assistant": "hello", "timestamp": "2024-05-01T10:00:00Z", "latency_ms": 812}]},
-        {"conversation_id": "b", "chatbot_role": "Bank support.", "tags": ["vip"],
-         "messages": [{"role": "user", "content": "card lost", "ts": 1},
-                      {"role": "assistant", "content": "I can block it.", "ts": 2}]},
+        {
+            "conversation_id": "a",
+            "chatbot_role": "Bank support.",
+            "metadata": {"channel": "web", "score": 0.5},
+            "turns": [{"user": "hi", "assistant": "hello", "timestamp": "2024-05-01T10:00:00Z", "latency_ms": 812}],
+        },
+        {
+            "conversation_id": "b",
+            "chatbot_role": "Bank support.",
+            "tags": ["vip"],
+            "messages": [
+                {"role": "user", "content": "card lost", "ts": 1},
+                {"role": "assistant", "content": "I can block it.", "ts": 2},
+            ],
+        },
     ]
     (tmp_path / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     assert main(["gather", *_args(server, tmp_path)]) == 0

@@ -15,6 +15,7 @@ from calibration.cli import main
 from rubric.conversations import save_conversations
 from rubric.gather import gather
 from rubric.health import health_of, health_of_llm
+from rubric.notices import cli_notices
 
 
 class ShyServer(FakeOpenAI):
@@ -22,8 +23,7 @@ class ShyServer(FakeOpenAI):
 
     def _top(self, prompt, fault, k):
         return [
-            (t, lp + math.log(0.05)) if t.strip().isdigit() else (t, lp)
-            for t, lp in super()._top(prompt, fault, k)
+            (t, lp + math.log(0.05)) if t.strip().isdigit() else (t, lp) for t, lp in super()._top(prompt, fault, k)
         ][:k]
 
 
@@ -86,9 +86,7 @@ def test_health_of_an_llm_csv_counts_pairs_not_rows():
     rows = [("c", 0, "q", opt, 0.25, cov, src) for (cov, src) in [(0.9, "logprobs")] for opt in "1234"] + [
         ("c", 1, "q", opt, 0.25, 0.0, "fallback") for opt in "1234"
     ]
-    llm = pd.DataFrame(
-        rows, columns=["conversation_id", "turn", "question_id", "option", "prob", "coverage", "source"]
-    )
+    llm = pd.DataFrame(rows, columns=["conversation_id", "turn", "question_id", "option", "prob", "coverage", "source"])
     h = health_of_llm(llm)
     assert h.pairs == 2 and h.fallback_share == 0.5 and h.coverage["median"] == pytest.approx(0.45)
     assert len(h.problems) == 2
@@ -105,9 +103,11 @@ def test_training_data_from_an_unreliable_judge_is_flagged_on_load(shy, tmp_path
     labels = items.assign(judge_id="J1", question_id="overall", answer=3)
     labels.to_csv(tmp_path / "out/labels.csv", index=False)
     capsys.readouterr()
-    ds = load_dataset(tmp_path / "out")
+    with cli_notices():  # the warning on stderr, as the command line prints it
+        ds = load_dataset(tmp_path / "out")
     err = capsys.readouterr().err
     assert "llm.csv: WARNING: unreliable judge output: median coverage" in err and len(ds.items) == 4
     llm.assign(coverage=0.9).to_csv(tmp_path / "out/llm.csv", index=False)
-    load_dataset(tmp_path / "out")
+    with cli_notices():
+        load_dataset(tmp_path / "out")
     assert capsys.readouterr().err == ""

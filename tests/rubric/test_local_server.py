@@ -19,7 +19,7 @@ from conftest import make_conversations
 from rubric.backends import JudgeConfig
 from rubric.errors import InputError
 from rubric.gather import gather, judge_config
-from rubric.local_server import LocalServer
+from rubric.servers.local import LocalServer
 
 TESTS = Path(__file__).resolve().parent
 
@@ -49,9 +49,7 @@ def fake_llama(tmp_path, monkeypatch):
     (pkg / "server" / "__init__.py").write_text("")
     (pkg / "server" / "__main__.py").write_text(FAKE_SERVER.format(tests=str(TESTS)))
     monkeypatch.syspath_prepend(str(tmp_path / "site"))
-    monkeypatch.setenv(
-        "PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")])
-    )
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path / "site"), os.environ.get("PYTHONPATH", "")]))
     log = tmp_path / "starts.jsonl"
     monkeypatch.setenv("FAKE_LLAMA_LOG", str(log))
     return log
@@ -119,7 +117,7 @@ def test_a_local_server_is_not_sharded(model_file, bad):
 
 PARENT = """
 import sys, time
-from rubric.local_server import LocalServer
+from rubric.servers.local import LocalServer
 server = LocalServer(sys.argv[1]).start()
 print(server.process.pid, flush=True)
 time.sleep(60)

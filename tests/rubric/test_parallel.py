@@ -1,4 +1,4 @@
-"""A gather whose HTTP work runs in worker processes (rubric/parallel.py), against the real HTTP server."""
+"""A gather whose HTTP work runs in worker processes (rubric/transport/parallel.py), against the real HTTP server."""
 
 from __future__ import annotations
 
@@ -8,11 +8,12 @@ import os
 import pytest
 from conftest import make_conversations
 
-from rubric import parallel
 from rubric.backends import JudgeConfig
 from rubric.cache import RequestCache
 from rubric.errors import InputError
 from rubric.gather import gather
+from rubric.notices import cli_notices
+from rubric.transport import parallel
 
 N_PAIRS = 4 * 3 * 5  # conversations x turns x questions
 
@@ -84,7 +85,8 @@ def test_failures_are_counted_and_left_out(server, judge, rubric):
 
 def test_sampling_warning_is_printed_once(server, judge, convs, rubric, capsys):
     server.modes.update({"reject_logprobs"})
-    res = gather(convs, rubric, {**judge, "processes": 2})
+    with cli_notices():  # the warning on stderr, as the command line prints it
+        res = gather(convs, rubric, {**judge, "processes": 2})
     err = capsys.readouterr().err
     assert err.count("WARNING") == 1 and "samples" in err
     assert set(res.llm["source"]) == {"sampled"} and res.summary.processes == 2

@@ -16,9 +16,7 @@ CONV = Conversation(
     "Support agent for card questions only.",
     (
         Turn("Hi, my card is blocked.", "I can help. Is it the debit card?"),
-        Turn(
-            "Yes. Also, which stock should I buy?", "I can't advise on investments. Let's unblock your card."
-        ),
+        Turn("Yes. Also, which stock should I buy?", "I can't advise on investments. Let's unblock your card."),
     ),
 )
 
@@ -97,8 +95,6 @@ def test_injected_text_stays_inside_the_data_delimiters(attack):
 
 
 def test_answer_codes_fall_back_to_letters():
-    q = rubric_from_dict(
-        {"questions": [{"id": "q", "options": [{"value": v} for v in (0.5, 1, 10)]}]}
-    ).questions[0]
+    q = rubric_from_dict({"questions": [{"id": "q", "options": [{"value": v} for v in (0.5, 1, 10)]}]}).questions[0]
     assert answer_codes(q) == ("A", "B", "C")
     assert answer_codes(RUBRIC.question("scope")) == ("1", "2", "3", "4")

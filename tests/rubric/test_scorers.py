@@ -36,9 +36,9 @@ class ToyEncoder:
         for text in texts:
             toks = ["[CLS]", *words(text), "[SEP]"]
             out.append(
-                np.stack(
-                    [np.random.default_rng(zlib.crc32(t.encode())).normal(size=16) for t in toks]
-                ).astype(np.float32)
+                np.stack([np.random.default_rng(zlib.crc32(t.encode())).normal(size=16) for t in toks]).astype(
+                    np.float32
+                )
             )
         return out
 
@@ -75,9 +75,7 @@ def test_distribution_scorers_peak_at_the_role_itself(name, store):
 def test_scores_are_in_the_unit_interval(replies):
     store = EmbeddingStore(ToyEncoder())
     for name in DETERMINISTIC:
-        scores = fitted(name, store).score_batch(
-            replies, [REFERENCES[0]] * len(replies), [ROLE] * len(replies)
-        )
+        scores = fitted(name, store).score_batch(replies, [REFERENCES[0]] * len(replies), [ROLE] * len(replies))
         assert scores.shape == (len(replies),)
         assert np.all((scores >= 0) & (scores <= 1)), (name, scores)
 
@@ -234,8 +232,7 @@ def _conversations():
             "conversation_id": f"c{i}",
             "chatbot_role": ROLE,
             "turns": [
-                {"user": "hi", "assistant": REFERENCES[(i + j) % 5], "reference": REFERENCES[j]}
-                for j in range(3)
+                {"user": "hi", "assistant": REFERENCES[(i + j) % 5], "reference": REFERENCES[j]} for j in range(3)
             ],
         }
         for i in range(3)

@@ -1,0 +1,60 @@
+"""The CI gate of `estimate`: `fail_under=X` on the rate's lower bound and `fail_if_worse=true` on the
+difference from the baseline, read from the fixed-n intervals or, with `sequential=true`, from the confidence
+sequences that stay valid however often the gate is re-run (calibration/release/sequential.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from calibration.release.inference import ppi_mean
+from rubric.errors import InputError
+
+__all__ = ["GateFailed", "gate", "sequential_looks"]
+
+
+class GateFailed(InputError):
+    """`fail_under=` or `fail_if_worse=` failed: the command line exits 1 with this line."""
+
+    exit_code = 1
+
+
+def sequential_looks(result: dict, out: Path, cfg) -> dict:
+    """sequential=true: the rate's confidence sequence and, with a baseline, the difference's (both read
+    the earlier looks in OUT/looks.jsonl); returns the looks file's identity for `record`."""
+    from calibration.release.sequential import identity, sequential_difference, sequential_rate
+
+    alpha = float(cfg.alpha)
+    ident = identity(Path(cfg.data), Path(cfg.model), None if cfg["baseline"] is None else Path(cfg.baseline))
+    result["sequential"] = sequential_rate(out, ident, result["rate"], alpha=alpha)
+    if "difference" in result:
+        release, base = result["rate"], result["baseline"]["rate"]
+        process = ppi_mean(release["_sample"], alpha=alpha, population="process")
+        fixed = ppi_mean(base["_sample"], alpha=alpha / 2, population="process")
+        result["sequential"]["difference"] = sequential_difference(
+            out, ident, process, release["n_labelled_conversations"], fixed, alpha=alpha
+        )
+    return ident
+
+
+def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list[str]:
+    """The failed checks, one line each (empty: pass)."""
+    failed = []
+    rate = result.get("sequential") or result["rate"]["ppi"]  # sequential=true: the confidence sequence
+    what = "confidence sequence, look " + str(rate["look"]) if "look" in rate else "ppi"
+    if fail_under is not None and rate["low"] < fail_under:
+        failed.append(
+            f"the adherence rate's lower bound {rate['low']:.3f} is below fail_under={fail_under:g} "
+            f"({what} {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])"
+        )
+    if fail_if_worse:
+        if "difference" not in result:
+            raise InputError("fail_if_worse=true needs a baseline.", fix="pass baseline=DIR (the last release).")
+        seq = result.get("sequential", {}).get("difference")
+        diff = seq or result["difference"]["rate"]
+        detail = "confidence sequence" if seq else f"p={diff['p']:.3g}"
+        if diff["high"] < 0:
+            failed.append(
+                f"the release is worse than the baseline: the rate difference's upper bound "
+                f"{diff['high']:+.3f} is below 0 ({diff['estimate']:+.3f}, {detail})"
+            )
+    return failed
