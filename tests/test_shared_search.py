@@ -72,8 +72,19 @@ def postgres_server(tmp: Path):
             raise ServerUnavailable(f"{Path(cmd[0]).name} failed: {(done.stderr or done.stdout).strip()[-300:]}")
 
     run(initdb, "-D", str(data), "-A", "trust", "-U", "rr", "-E", "UTF8", "--no-sync")
-    run(pg_ctl, "-D", str(data), "-l", str(tmp / "server.log"), "-w", "-t", "60",
-        "-o", f"-p {port} -h 127.0.0.1 -k {tmp} -c fsync=off", "start")
+    run(
+        pg_ctl,
+        "-D",
+        str(data),
+        "-l",
+        str(tmp / "server.log"),
+        "-w",
+        "-t",
+        "60",
+        "-o",
+        f"-p {port} -h 127.0.0.1 -k {tmp} -c fsync=off",
+        "start",
+    )
     try:
         yield f"postgresql://rr@127.0.0.1:{port}/postgres"
     finally:
@@ -86,14 +97,45 @@ def data(tmp_path_factory) -> Path:
 
 
 def _search(data: Path, out: Path, storage: str) -> subprocess.Popen:
-    narrow = [f"~search.space.{k}" for k in ("hidden1", "hidden2", "batch_size", "finetune_lr", "pretrain_steps",
-                                            "finetune_steps", "weight_decay", "ensemble")]
-    args = [sys.executable, "-m", "calibration.cli", "search", f"data={data}", f"out={out}",
-            f"search.storage={storage}", "search.study=shared", f"search.trials={TRIALS}", "search.workers=1",
-            "search.inner_folds=2", "search.heartbeat=1", "train.ensemble=1", "train.pretrain_steps=150",
-            "train.finetune_steps=200", *narrow]
-    return subprocess.Popen(args, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                            env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"})
+    narrow = [
+        f"~search.space.{k}"
+        for k in (
+            "hidden1",
+            "hidden2",
+            "batch_size",
+            "finetune_lr",
+            "pretrain_steps",
+            "finetune_steps",
+            "weight_decay",
+            "ensemble",
+        )
+    ]
+    args = [
+        sys.executable,
+        "-m",
+        "calibration.cli",
+        "search",
+        f"data={data}",
+        f"out={out}",
+        f"search.storage={storage}",
+        "search.study=shared",
+        f"search.trials={TRIALS}",
+        "search.workers=1",
+        "search.inner_folds=2",
+        "search.heartbeat=1",
+        "train.ensemble=1",
+        "train.pretrain_steps=150",
+        "train.finetune_steps=200",
+        *narrow,
+    ]
+    return subprocess.Popen(
+        args,
+        cwd=ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+    )
 
 
 def _study(storage: str):
@@ -120,7 +162,16 @@ def _two_searches_one_killed(data: Path, tmp: Path, storage: str) -> None:
             with contextlib.suppress(Exception):  # the study may not exist yet
                 trials = _study(storage).get_trials(deepcopy=False)
                 finished = [t for t in trials if t.state in (states.COMPLETE, states.PRUNED)]
-                mine = [t for t in trials if t.state == states.RUNNING and _pid(t) == a.pid]
+                # a trial of a's that has sampled all its parameters: killed before that, its retry would
+                # sample afresh and there would be nothing to compare
+                mine = [
+                    t
+                    for t in trials
+                    if t.state == states.RUNNING
+                    and _pid(t) == a.pid
+                    and finished
+                    and set(t.params) == set(finished[0].params)
+                ]
                 if finished and mine:
                     a.send_signal(signal.SIGKILL)
                     killed = mine[0].number
