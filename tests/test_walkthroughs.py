@@ -108,7 +108,7 @@ def test_review_answers_a_sheet_as_the_bundled_reviewers_did(tmp_path):
 
 @pytest.mark.slow
 def test_walkthroughs_run_verbatim(tmp_path):
-    """About four minutes on 2 cores (measured 3 min 44 s). Paths on the pages are relative to the repository root, so the run
+    """About three minutes on 2 cores (measured 2 min 45 s; run by .ci/run). Paths on the pages are relative to the repository root, so the run
     happens in a scratch directory holding a link to data/."""
     (tmp_path / "data").symlink_to(ROOT / "data")
     script = ["set -euo pipefail"]
