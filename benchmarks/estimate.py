@@ -24,6 +24,7 @@ difference interval covers 0 (n is skipped where a half has n conversations or f
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import subprocess
 import sys
 import tempfile
@@ -39,9 +40,10 @@ from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shi
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
+from calibration.release.cv_spread import read_cv_agreement, spread_from_cv
 from calibration.release.inference import difference, ppi_mean, uses_calibrator
 from calibration.release.intervals import confidence_sequence, ratio_interval
-from calibration.release.planning import half_width, labels_needed, spread_from_sample
+from calibration.release.planning import half_width, labels_needed, spread_from_calibrator, spread_from_sample
 from calibration.release.sequential import T_STAR
 from calibration.release.turns import judge_probabilities, reviewer_predictions
 
@@ -75,6 +77,22 @@ def train(data: Path, out: Path, seed: int = 0) -> Path:
     return out
 
 
+def cross_validated(data: Path, out: Path, seed: int = 0) -> Path:
+    """`role-rubric cv` of the training part (the defaults, 5 folds, no baselines: the planner reads the
+    calibrated rows only), as the folder `suggest cv=` reads; cached in --work like the model."""
+    if (out / "predictions.csv").exists():
+        return out
+    from calibration.data.union import load_training_data
+    from calibration.evaluation.crossval import cross_validate, write_cv_folder
+    from calibration.model.settings import Settings
+
+    training = load_training_data(data)
+    result = cross_validate(training.ds, Settings(), folds=5, seed=seed, baselines=False)
+    out.mkdir(parents=True, exist_ok=True)
+    write_cv_folder(out, training.ds, Settings(), result, folds=5, seed=seed, extra={"judge": training.judge})
+    return out
+
+
 def splits(name: str, src: Path) -> list[tuple[str, set[str], set[str]]]:
     """(label, training conversations, release conversations) of a benchmark."""
     ds = load_dataset(src)
@@ -97,7 +115,9 @@ def splits(name: str, src: Path) -> list[tuple[str, set[str], set[str]]]:
     raise ValueError(name)
 
 
-def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: float, seed: int) -> dict:
+def draws_of(
+    release_dir: Path, model_dir: Path, n_values, draws: int, alpha: float, seed: int, cv_dir: Path | None = None
+) -> dict:
     """Coverage, width and effective labels over `draws` samples of n conversations, per quantity, all draws
     of one n at once (calibration/release/intervals.py is vectorised over samples); the intervals before
     issue 36 (lam tuned on the same sample, the narrower of ppi and humans kept, Student-t) beside them."""
@@ -132,7 +152,8 @@ def draws_of(release_dir: Path, model_dir: Path, n_values, draws: int, alpha: fl
         if kind == "rate":
             extra["peeking"] = _peeking(full, truth, alpha, bounds, draws, seed)
             extra["peeking"]["fail_if_worse"] = _peeking_worse(full, alpha, bounds, draws, seed)
-            extra["planner"] = _planner(full, alpha, bounds, draws, seed) if len(convs) > 45 else None
+            sources = _plan_sources(preds, model, cv_dir)
+            extra["planner"] = _planner(full, alpha, bounds, draws, seed, sources) if len(convs) > 45 else None
         out[kind] = {
             **extra,
             "truth": truth,
@@ -245,14 +266,26 @@ def _peeking_worse(full, alpha, bounds, draws, seed) -> dict:
     }
 
 
-def _planner(full, alpha, bounds, draws, seed) -> dict:
+def _plan_sources(preds, model, cv_dir: Path | None) -> dict:
+    """The release's spread without its labels: the calibrator alone (taken as calibrated), and corrected by
+    the out-of-fold agreement of a cv of the training part (calibration/release/cv_spread.py)."""
+    out = {"calibrator_alone": (spread_from_calibrator(preds.conversation, preds.calibrator), None)}
+    if cv_dir is not None:
+        found = read_cv_agreement(cv_dir, model, 3.0)
+        out["cv"] = (spread_from_cv(preds.conversation, preds.calibrator, found, "cv"), found)
+    return out
+
+
+def _planner(full, alpha, bounds, draws, seed, sources=None) -> dict:
     """`suggest purpose=estimate width=W` planned from a pilot of 10 labelled conversations; the team then labels
     up to the planned n (the pilot included). W: the expected ppi half-width at 30 conversations from the whole
     release's spread. hit: the interval at the planned n is <= W. Two yardsticks for "the n that would have
     sufficed": the oracle n (the fewest conversations at which >= 80% of samples reach W: what a planner that
     knew the release's spread would ask for at the planner's assurance) and, per draw, the fewest of the same
     draw's conversations (in the order labelled) whose interval is <= W. `chi2_plan`: the plan that treats the
-    pilot's variance as known (before the F-based predictive assurance), for comparison."""
+    pilot's variance as known (before the F-based predictive assurance), for comparison. `sources`: plans
+    made without the release's labels (name -> (Spread, cv agreement or None)), one n for every draw, hit rate
+    over the same draws; every plan is floored at 10 (the half-widths are tabled from 10)."""
     N = len(full.Y)
     G = full.F - full.V
     whole = spread_from_sample(full.Y, G, full.m_lab, full.m_lab, "the release")
@@ -292,9 +325,20 @@ def _planner(full, alpha, bounds, draws, seed) -> dict:
             "over_sufficed": {"median": float(np.median(per_draw)), "share_above_1_3": float((per_draw > 1.3).mean())},
         }
 
+    without_labels = {}
+    for name, (sp, found) in (sources or {}).items():
+        n = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df) or N, 10)
+        without_labels[name] = {
+            "n": int(n),
+            "n_over_oracle": n / oracle,
+            "hit_rate": float(reached[:, n].mean()),
+            "s2_ppi_over_release": sp.ppi / whole.ppi,
+            "s2_humans_over_release": sp.humans / whole.humans,
+        } | ({} if found is None else {"cv_agreement": dataclasses.asdict(found)})
     return {
         "width": width,
         "pilot": 10,
+        "without_labels": without_labels,
         "oracle_n": oracle,
         "sufficed_n_median": float(np.median(sufficed)),
         "planned": summary(planned),
@@ -408,9 +452,11 @@ def run(name: str, work: Path, anchors: Path, n_values, draws: int, alpha: float
     parts = {}
     for label, trained, release in splits(name, src):
         tag = f"{name}-{label}".replace("%", "pct").replace(" ", "_")
-        model = train(write_subset(src, work / f"{tag}-train", trained), work / f"{tag}-model")
+        train_dir = write_subset(src, work / f"{tag}-train", trained)
+        model = train(train_dir, work / f"{tag}-model")
+        cv_dir = cross_validated(train_dir, work / f"{tag}-cv") if name.startswith("llm_rubric") else None
         parts[label] = draws_of(
-            write_subset(src, work / f"{tag}-release", release), model, n_values, draws, alpha, seed=0
+            write_subset(src, work / f"{tag}-release", release), model, n_values, draws, alpha, seed=0, cv_dir=cv_dir
         )
     if len(parts) == 1:
         return next(iter(parts.values()))

@@ -239,6 +239,11 @@ def run_suggest(cfg) -> Path:
     from calibration.release.plan import PLAN_FILE
 
     estimate = str(cfg["purpose"]) == "estimate"
+    if cfg.get("cv") and not (estimate and (cfg.get("width") is not None or cfg.get("decide_at") is not None)):
+        raise InputError(
+            "cv= plans how many conversations to label for an estimate, and this suggest plans none.",
+            fix="pass purpose=estimate with width=W or decide_at=X (and model=), or drop cv=.",
+        )
     check_suggest_out(
         Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=bool(cfg["overwrite"])
     )

@@ -332,7 +332,8 @@ def write_cv_folder(
 def run_cv(cfg) -> CVResult:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
     settings = Settings.from_cfg(cfg)
-    ds = training_data_from_cfg(cfg).ds
+    data = training_data_from_cfg(cfg)
+    ds = data.ds
     check_folds(ds, int(cfg.folds))
     print_warnings("cv", size_warnings(ds, int(cfg.folds)))
     with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
@@ -370,6 +371,7 @@ def run_cv(cfg) -> CVResult:
         by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
         # several directories: each one's metrics, and which rows chose the model to deploy
         extra = {"metrics_by_dataset": by_dataset, "deploy_basis": deploy_basis(by_dataset)} if by_dataset else {}
+        extra["judge"] = data.judge  # the judge of its distributions (None: not recorded), as train records it
         write_cv_folder(
             out,
             ds,

@@ -108,8 +108,11 @@ def check_aligned(a: pd.DataFrame, b: pd.DataFrame, what: str) -> None:
         raise ValueError(f"{what} do not predict the same (conversation, turn, judge) rows; cannot pair them.")
 
 
-def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """predictions.csv (and metrics.json, if present) of a `role-rubric cv` output folder."""
+def read_cv_folder(
+    folder: str | Path, target: str, *, reader: str = "the report's", target_fix: str | None = None
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """predictions.csv (and metrics.json, if present) of a `role-rubric cv` output folder; `reader` and
+    `target_fix` word the refusal of a folder for another question than `target`."""
     folder = Path(folder)
     path = folder / "predictions.csv"
     if not path.exists():
@@ -140,9 +143,9 @@ def read_cv_folder(folder: str | Path, target: str) -> tuple[pd.DataFrame, dict[
     found = sorted(set(predictions["question_id"]))
     if found != [target]:
         raise InputError(
-            f"predictions are for question(s) {found}, the report's target is {target!r}.",
+            f"predictions are for question(s) {found}, {reader} target is {target!r}.",
             path=path,
-            fix=f"pass target={found[0]} or a cv folder for {target}.",
+            fix=target_fix or f"pass target={found[0]} or a cv folder for {target}.",
         )
     for column in ("expected", "answer"):
         values = pd.to_numeric(predictions[column], errors="coerce").to_numpy(dtype=float)

@@ -10,13 +10,16 @@ minus lam times the calibrator's residual for ppi) and m_bar the mean conversati
   - else the calibrator alone, taken as calibrated: every turn a Bernoulli of its predicted rate f, so
     humans-only s2 = mean over conversations of (sum f - rate m)^2 + sum f(1 - f), and ppi's s2 =
     mean of sum f(1 - f) (what a calibrated calibrator leaves). Optimistic for ppi where the calibrator
-    is off on this release: label a pilot of 10-20 conversations and plan again from it.
+    is off on this release: label a pilot of 10-20 conversations and plan again from it;
+  - or (cv=DIR) the same formulas corrected by how far the calibrator was off out of fold on its training
+    data (calibration/release/cv_spread.py), measured over cv's conversations.
 A width plan asks for the n at which the interval is that narrow in 80% of samples, not on average, which
 would be half the time. Where s2 was measured on labelled conversations (a pilot of 10-20), its own noise
 counts too: the final sample's variance over the pilot's is F-distributed on (n - 1, pilot - 1) degrees of
-freedom, and the plan takes that ratio's 80% quantile (a predictive assurance; with the chi-square of a
-known s2 alone, a 10-conversation pilot's plans reached the width in only 56-73% of draws,
-benchmarks/estimate.py). Where s2 comes from the calibrator alone, the chi-square spread is used. The plan ignores the Wilson interval's
+freedom (cv's conversations - 1 for a cv source), and the plan takes that ratio's 80% quantile (a
+predictive assurance; with the chi-square of a known s2 alone, a 10-conversation pilot's plans reached the
+width in only 56-73% of draws, benchmarks/estimate.py). Where s2 comes from the calibrator alone, the
+chi-square spread is used. The plan ignores the Wilson interval's
 pull towards 0.5 (narrower near 0 or 1, so the plan errs long).
 """
 
@@ -55,7 +58,8 @@ class Spread:
     N: int
     source: str
     df: int | None = None
-    """Degrees of freedom of the measured variances (labelled conversations - 1); None: from the calibrator."""
+    """Degrees of freedom of the measured variances (labelled, or cv's, conversations - 1); None: from the
+    calibrator alone."""
 
 
 def check_width(width, *, key: str = "width") -> float:

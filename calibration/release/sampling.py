@@ -90,9 +90,12 @@ def _planned_budget(cfg, ds, budget: int) -> int:
     model = load_model(cfg.model)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
-    preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=default_adheres_at(model.rubric.questions[t]))
+    adheres_at = default_adheres_at(model.rubric.questions[t])
+    preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=adheres_at)
     labelled = len(preds.labelled_conversations())
-    if labelled >= 3:
+    if cfg.get("cv"):
+        spread = _cv_spread(cfg, model, preds, adheres_at, labelled)
+    elif labelled >= 3:
         s = preds.sample()
         spread = spread_from_sample(s.Y, s.F - s.V, s.m_lab, s.m_all, f"the {labelled} labelled conversations")
     else:
@@ -105,6 +108,32 @@ def _planned_budget(cfg, ds, budget: int) -> int:
     if n > budget:
         log.info(f"suggest: the plan asks for {n} conversations, more than budget={budget}: sampling {budget}.")
     return max(min(n, budget), 2)
+
+
+def _cv_spread(cfg, model, preds, adheres_at: float, labelled: int):
+    """cv=DIR: the calibrator's predictions on the release, corrected by its out-of-fold agreement with the
+    reviewers in the cv folder (calibration/release/cv_spread.py)."""
+    from calibration.release.cv_spread import read_cv_agreement, spread_from_cv
+
+    found = read_cv_agreement(cfg.cv, model, adheres_at)
+    spread = spread_from_cv(
+        preds.conversation,
+        preds.calibrator,
+        found,
+        f"the out-of-fold agreement of cv={cfg.cv}, {found.n_conversations} conversations",
+    )
+    log.info(
+        f"suggest: out-of-fold agreement of cv={cfg.cv} ({found.n_conversations} conversations, {found.n_turns} "
+        f"turns): the residual variance is {found.inflation:.2f}x what a calibrated calibrator would leave "
+        f"(turns {found.turn_inflation:.2f}x, "
+        f"within-conversation correlation {found.correlation:.2f}, slope {found.slope:+.2f})"
+    )
+    if labelled >= 3:
+        log.info(
+            f"suggest: the release already has {labelled} labelled conversations; planned from cv= as asked "
+            "(drop cv= to plan from them: they measure this release itself)"
+        )
+    return spread
 
 
 def _strata(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:

@@ -11,6 +11,7 @@ from calibration.schema.keys import (
     ADHERES_AT,
     ALLOW_JUDGE_MISMATCH,
     ALPHA,
+    CV_FOLDER,
     GRANULARITY,
     JUDGES,
     MODEL_DIR,
@@ -133,6 +134,10 @@ class Suggest(Command):
         number(0, 1, optional=True),
     )
     alpha: float = ALPHA("purpose=estimate with width= or decide_at=: the interval's level (1 - alpha)")
+    cv: str | None = CV_FOLDER(
+        "purpose=estimate with width= or decide_at=: plan from the model's out-of-fold agreement "
+        "with the reviewers in this `role-rubric cv` folder (of the model's training data)"
+    )
     strata: str | None = setting(
         None,
         "purpose=estimate: role (or a conversations.jsonl field): a sample "

@@ -9,6 +9,7 @@ from typing import Any
 from calibration.schema.base import Command, block, like
 from calibration.schema.keys import (
     ALLOW_JUDGE_MISMATCH,
+    CV_FOLDER,
     EPSILON,
     FOLD_SEED,
     FOLDS,
@@ -225,9 +226,7 @@ class Report(Command):
     weights: Any = WEIGHTS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("folder for report.html, its figures and metrics.json")
-    cv: str | None = setting(
-        None, "a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)", path(optional=True)
-    )
+    cv: str | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
     model: str | None = setting(
         None,
         "the model dir you will ship (train's out=, any model=network|linear|ordinal): "

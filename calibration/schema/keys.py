@@ -142,6 +142,11 @@ def WIDTH(doc: str) -> Any:  # noqa: N802
     return shared(None, doc, number(above=0, below=0.5, optional=True))
 
 
+def CV_FOLDER(doc: str) -> Any:  # noqa: N802
+    """A `role-rubric cv` output folder (predictions.csv + metrics.json) that a command reads."""
+    return shared(None, doc, path(optional=True))
+
+
 JUDGES = either(choice("labelled", "population", None), text_list(non_empty=True))
 """predict: labelled | population | [ids]; score and suggest: null (every training judge) | population | [ids]."""
 
