@@ -850,6 +850,40 @@ def deploy_choice(r: dict) -> str:
     )
 
 
+def estimate_cvplan(r: dict) -> str:
+    """The planner before any label of the release: the calibrator taken as calibrated against cv's
+    out-of-fold agreement (`suggest ... cv=DIR`), beside the 10-conversation pilot, on the same draws."""
+    rows = []
+    for name, bench in r["result"]["benchmarks"].items():
+        plan = bench.get("rate", {}).get("planner") or {}
+        sources = plan.get("without_labels")
+        if not sources:
+            continue
+        label = ESTIMATE_NAMES.get(name, name)
+        for what, p in (("calibrator alone", sources["calibrator_alone"]), ("cv=DIR", sources["cv"])):
+            rows.append(
+                [label, what, str(plan["oracle_n"]), str(p["n"]), _f(p["hit_rate"], 3), f"{p['n_over_oracle']:.2f}"]
+            )
+        pilot = plan["planned"]
+        rows.append(
+            [
+                label,
+                "10-conversation pilot (median)",
+                str(plan["oracle_n"]),
+                f"{pilot['n_median']:.0f}",
+                _f(pilot["hit_rate"], 3),
+                f"{pilot['over_oracle']['median']:.2f}",
+            ]
+        )
+    head = (
+        "`suggest purpose=estimate width=W` with no label of the release: planned n, the share of "
+        f"{r['result']['draws']} draws whose interval at that n is within W (hit), and the plan over the oracle n "
+        "(the fewest conversations at which 80% of samples reach W). The pilot rows are the same draws' plans "
+        "from 10 labelled conversations of the release.\n\n"
+    )
+    return head + _table(["benchmark", "plan from", "oracle n", "planned n", "hit", "planned / oracle"], rows)
+
+
 RENDERERS: dict[str, Callable[[dict], str]] = {
     "trust": trust,
     "llm_rubric_cv": llm_rubric_cv,
@@ -866,6 +900,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "estimate_strata": estimate_strata,
     "estimate_crossfit": estimate_crossfit,
     "estimate_recheck": estimate_recheck,
+    "estimate_cvplan_4000": estimate_cvplan,  # benchmarks/estimate.py --results-name estimate_cvplan_4000
     "batch_gather": batch_gather,
 }
 
