@@ -34,6 +34,7 @@ LAYERS = {
     "rubric.gather": 0.5,  # the stage, over all of the above
     "rubric.__init__": 0.9,  # the package's re-exports (see rank)
     "calibration.data": 1,
+    "calibration.data.union": 2,  # several training directories: checks them with calibration.model.provenance
     "calibration.path_checks": 1,  # the checks of the path keys (out=, inputs, data=[...])
     "calibration.schema": 3,  # each command's keys (types, defaults, ranges); the network's are Settings'
     "calibration.schema.help": 10,  # --help and docs/reference/commands.md, written from the schemas

@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.dataset import Dataset, load_dataset
+from calibration.model.provenance import shared_conversation
 from rubric.errors import InputError
 from rubric.files import file_sha256
 from rubric.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
@@ -152,6 +153,7 @@ def load_training_data(
     datasets = [load_dataset(p, rubric=rubric, target=target, unmatched_labels=unmatched_labels) for p in paths]
     sources = [Source(p, w, _checksums(p), d) for p, w, d in zip(paths, values, datasets, strict=True)]
     _refuse_copies(sources)
+    _refuse_shared_conversations(sources)
     ds = datasets[0] if len(datasets) == 1 else stack(datasets, dataset_labels(paths), values)
     return TrainingData(ds, sources, judge)
 
@@ -254,6 +256,23 @@ def _refuse_copies(sources: list[Source]) -> None:
                 fix="name the dataset once (weights= gives a directory more weight).",
             )
         seen[key] = s.path
+
+
+def _refuse_shared_conversations(sources: list[Source]) -> None:
+    """A conversation labelled in two directories (the same dialogue, gathered or imported twice) would count
+    twice in training, and cross-validation would put it on both sides of a fold (its directories' rows are
+    dealt apart), so cv would measure a model on a conversation it trained on."""
+    shared = shared_conversation(sources) if len(sources) > 1 else None
+    if shared:
+        cid, path, earlier = shared
+        raise InputError(
+            f"labelled conversation {cid!r} is also labelled in {earlier} (the same dialogue, recognised by its "
+            "text or its judge distributions): its labels would count twice, and cv would test on it after "
+            "training on it.",
+            path=path,
+            fix="keep its labels in one directory: merge the two labels.csv files into one directory, or drop "
+            "its rows from one of them.",
+        )
 
 
 def _checksums(path: Path) -> dict[str, str]:

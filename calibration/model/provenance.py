@@ -24,7 +24,14 @@ import numpy as np
 
 from rubric.errors import InputError
 
-__all__ = ["conversation_fingerprints", "overlapping", "refuse_overlap", "training_record", "training_records"]
+__all__ = [
+    "conversation_fingerprints",
+    "overlapping",
+    "refuse_overlap",
+    "shared_conversation",
+    "training_record",
+    "training_records",
+]
 
 
 def conversation_fingerprints(ds, conversations=None) -> dict[str, str]:
@@ -173,3 +180,23 @@ def refuse_overlap(model, ds, *, what: str, path: str | Path, folder: str | Path
             "without them.",
         )
     return checked
+
+
+def shared_conversation(sources) -> tuple[str, Path, Path] | None:
+    """The first labelled conversation of one training directory that another directory before it labels too
+    (the same text where both have text, else distributions within TOLERANCE), as (its id, its directory,
+    the earlier directory); None when the directories share none. `sources`: `TrainingData.sources`."""
+    earlier: list[tuple[Path, set[str], dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+    for source in sources:
+        ds = source.dataset
+        labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
+        texts, signatures = conversation_texts(source.path, labelled), distribution_signatures(ds, labelled)
+        for path, their_texts, untexted, everything in earlier:
+            for cid in labelled:
+                text = texts.get(cid)
+                if (text and text in their_texts) or _close(signatures[cid], untexted if text else everything):
+                    return cid, source.path, path
+        theirs = set(texts.values())
+        untexted_sigs = [s for c, s in signatures.items() if c not in texts]
+        earlier.append((source.path, theirs, _by_shape(untexted_sigs), _by_shape(list(signatures.values()))))
+    return None

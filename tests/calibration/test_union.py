@@ -348,3 +348,26 @@ def test_recalibration_gives_the_last_directory_half_its_weight(two_dirs):
         ds, items=ds.items.assign(dataset=pd.Categorical(ds.items["dataset"], categories=["new", "old"]))
     )
     np.testing.assert_array_equal(last_directory_rows(flipped), ~is_new)
+
+
+def test_a_conversation_labelled_in_two_directories_is_refused(two_dirs, tmp_path, capsys):
+    """The same dialogue in two directories (gathered again: its probabilities moved by up to 1e-3; labelled
+    by other reviewers, so no byte copy) would count twice and sit on both sides of a cv fold."""
+    old, new = two_dirs
+    again = tmp_path / "again"
+    shutil.copytree(new, again)
+    llm = pd.read_csv(again / "llm.csv", dtype={"conversation_id": str, "turn": str})
+    prob = [c for c in llm.columns if c.startswith("p_")]
+    rng = np.random.default_rng(0)
+    llm[prob] = (llm[prob] + rng.uniform(-1e-3, 1e-3, size=llm[prob].shape)).clip(0, 1)
+    llm.to_csv(again / "llm.csv", index=False)
+    labels = pd.read_csv(again / "labels.csv", dtype=str, keep_default_na=False)
+    labels[labels.conversation_id == sorted(set(labels.conversation_id))[-1]].to_csv(again / "labels.csv", index=False)
+    shared = sorted(set(labels.conversation_id))[-1]
+
+    assert main(["train", f"data=[{new},{again}]", f"out={tmp_path / 'm'}", *FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and f"labelled conversation '{shared}' is also labelled in {new}" in err, err
+    assert str(again) in err and not (tmp_path / "m").exists()
+    # one of the two: the union trains; different dialogues under the same ids (old and new) never collide
+    assert main(["train", f"data=[{old},{again}]", f"out={tmp_path / 'm'}", *FAST]) == 0
