@@ -85,7 +85,8 @@ def one_draw(args) -> dict:
     labels = pd.read_csv(Path(release) / "labels.csv", **READ)
     labels[labels.conversation_id.isin(picked)].to_csv(rel / "labels.csv", index=False)
     model = load_model(model_dir)
-    model.meta["trained_on"] = [dict(r, data=str(train_dir)) for r in model.meta["trained_on"]]
+    moved = [r.model_copy(update={"data": str(train_dir)}) for r in model.record.trained_on]
+    model.record = model.record.model_copy(update={"trained_on": moved})
     ds = load_dataset(rel, rubric=model.rubric)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index

@@ -26,6 +26,7 @@ from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_resu
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
 from calibration.model.provenance import TOLERANCE, conversation_fingerprints, overlapping, training_record
+from calibration.model.record import TrainingRecord
 
 MOVES = (1e-7, 5e-7, 1e-5, 1e-4, 5e-4, 1e-3, 1.5e-3, 3e-3, 1e-2)
 
@@ -69,10 +70,9 @@ def main() -> None:
         ds = load_dataset(tmp)
     labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
     record = training_record(ds, "")
-    new = SimpleNamespace(meta={"trained_on": [record]})
-    old = SimpleNamespace(
-        meta={"trained_on": [{"fingerprints": sorted(conversation_fingerprints(ds, labelled).values())}]}
-    )
+    old_record = {"fingerprints": sorted(conversation_fingerprints(ds, labelled).values())}
+    new = SimpleNamespace(record=SimpleNamespace(trained_on=[TrainingRecord.model_validate(record)]))
+    old = SimpleNamespace(record=SimpleNamespace(trained_on=[TrainingRecord.model_validate(old_record)]))
     rows = []
     for move in MOVES:
         again = regathered(ds, move, seed=0)

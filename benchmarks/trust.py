@@ -120,7 +120,7 @@ def shift_check(work: Path, anchors: Path, trained: dict, n_splits: int, draws: 
             continue
         model, ds, preds = _release_preds(model_dir, release_dir)
         roles = roles_of([release_dir])
-        summary = model.meta["shift_reference"]
+        summary = model.record.shift_summary()
         whole = check_shift(summary, ds, roles or None)
         convs = np.unique(ds.items["conversation_id"])
         rates = {}
@@ -314,7 +314,7 @@ def score_overhead(trained: dict, work: Path, repeats: int = 5) -> dict:
         "overhead": round(warn / base - 1, 4),
         "fired": bool(metric.shift["fired"]),
         "model_json_bytes": (model_dir / "model.json").stat().st_size,
-        "shift_reference_conversations": len(load_model(model_dir).meta["shift_reference"]["conversations"]),
+        "shift_reference_conversations": len(load_model(model_dir).record.shift_reference.conversations),
         "note": "answers from the request cache and the judge loaded: the check's share of a cold score is smaller",
     }
 

@@ -296,7 +296,7 @@ class RoleAdherence:
         probs = raw if self.model is None else self._calibrated(ds)
         if self.model is not None:
             self.shift = handle_shift(
-                self.model.meta.get("shift_reference"),
+                self.model.record.shift_summary(),
                 ds,
                 {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
                 self.on_shift,

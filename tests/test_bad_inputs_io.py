@@ -119,9 +119,10 @@ def test_model_weights_get_the_mode_of_every_other_output(tmp_path):
     import torch
 
     from calibration.model.files import _write_model
+    from calibration.model.record import ModelRecord
     from rubric.files import FILE_MODE
 
-    _write_model(tmp_path / "m", {"w": torch.zeros(2)}, {})
+    _write_model(tmp_path / "m", {"w": torch.zeros(2)}, ModelRecord.model_construct())
     modes = {p.name: p.stat().st_mode & 0o777 for p in (tmp_path / "m").iterdir()}
     assert modes == {"model.json": FILE_MODE, "weights.safetensors": FILE_MODE}
 

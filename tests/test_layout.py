@@ -47,6 +47,7 @@ LAYERS = {
     "calibration.model.train": 4,
     "calibration.model.linear_calibrator": 4,  # train model=linear|ordinal: fits, as train does, with torch_threads
     "calibration.model.ensemble": 5,
+    "calibration.model.record": 5,  # model.json's validated record: settings, the linear kinds, the checksum
     "calibration.model.files": 6,
     "calibration.model.predict": 7,
     "calibration.evaluation": 8,

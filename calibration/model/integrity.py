@@ -1,6 +1,7 @@
-"""What keeps a model directory honest: model.json's own checksum, the weights' checksum, and the weights'
-shapes read from the safetensors header before anything is allocated (calibration/model/files.py loads
-with them; a changed or mismatched file is one clear error, never a model that predicts something else)."""
+"""What keeps a model directory honest: model.json's own checksum (`model_sha256`, which
+calibration/model/record.py writes and checks), the weights' checksum, and the weights' shapes read from the
+safetensors header before anything is allocated (calibration/model/files.py loads with them; a changed or
+mismatched file is one clear error, never a model that predicts something else)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ _CHECKED = ("settings", "spec", "n_inputs", "n_models", "judges", "rubric", "rec
 
 
 def model_sha256(meta: dict) -> str:
+    """The checksum of model.json's content (a dict as read from or written to the file)."""
     # Models written before the `model` field (networks all) keep their checksum; since, it covers the
     # model's name and a linear model's block too.
     keys = (*_CHECKED, "model", "linear") if "model" in meta else _CHECKED
@@ -26,28 +28,11 @@ def model_sha256(meta: dict) -> str:
     return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 
 
-def check_integrity(meta: dict, meta_path: Path) -> dict | None:
-    """model.json's own checksum, written at training time (models from before it have none); returns the
-    integrity block, whose weights checksum is checked once the weights' header fits."""
-    integrity = meta.get("integrity")
-    if integrity is None:
-        return None
-    if not isinstance(integrity, dict):
-        raise InputError("model.json has a malformed integrity block.", path=meta_path, fix="retrain the model.")
-    if integrity.get("model_sha256") != model_sha256(meta):
-        raise InputError(
-            "model.json was changed after training: its judge map, rubric or settings no longer match its checksum.",
-            path=meta_path,
-            fix="restore the model.json written by `role-rubric train`, or retrain the model.",
-        )
-    return integrity
-
-
-def check_weights(weights_path: Path, integrity: dict | None, expected: dict[str, tuple[int, ...]]) -> None:
+def check_weights(weights_path: Path, weights_sha256: str | None, expected: dict[str, tuple[int, ...]]) -> None:
     """The weights file against model.json: its header's shapes first (cheap, before reading the tensors),
-    then its checksum where model.json records one."""
+    then its checksum where model.json records one (`weights_sha256`, None in models from before it)."""
     _check_weight_shapes(weights_path, expected)
-    if integrity and integrity.get("weights_sha256") != file_sha256(weights_path):
+    if weights_sha256 is not None and weights_sha256 != file_sha256(weights_path):
         raise InputError(
             "the weights are not the ones this model.json was written with (SHA-256 differs).",
             path=weights_path,

@@ -72,9 +72,7 @@ def run_predict(cfg) -> Path:
         where=cfg.data,
     )
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
-    shift = handle_shift(
-        model.meta.get("shift_reference"), ds, roles_of([Path(cfg.data)]), str(cfg["on_shift"]), "predict"
-    )
+    shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), str(cfg["on_shift"]), "predict")
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = _pairs(ds, cfg["judges"], cfg.data)
     judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)

@@ -145,12 +145,12 @@ def overlapping(model, ds, folder: str | Path | None) -> tuple[list[str], int]:
     """(the labelled conversations of `ds` that `model` trained on, how many were checked; 0 when the model
     records none). A match: the same text where both sides have text, else distributions within TOLERANCE;
     for records of older models, the exact hash they kept."""
-    records = model.meta.get("trained_on")
+    records = model.record.trained_on  # model.json's, validated (calibration/model/record.py TrainingRecord)
     if not records:
         return [], 0
     labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
-    legacy = {fp for record in records for fp in record.get("fingerprints", [])}
-    entries = [e for record in records for e in record.get("conversations", [])]
+    legacy = {fp for record in records for fp in record.fingerprints or []}
+    entries = [e for record in records for e in record.conversations or []]
     texts = {t for t, _ in entries if t}
     untexted, everything = _by_shape([s for t, s in entries if not t]), _by_shape([s for _, s in entries])
     mine_text = conversation_texts(folder, labelled)

@@ -85,8 +85,8 @@ def check_folds(k, labelled: int, *, path) -> int:
 
 
 def _sources(model, model_path) -> tuple[list[Path], list[float]]:
-    records = model.meta.get("trained_on") or []
-    paths = [Path(r.get("data", "")) for r in records]
+    records = model.record.trained_on or []
+    paths = [Path(r.data) for r in records]
     if not records or any(not str(p) or not (p / "labels.csv").exists() for p in paths):
         missing = next((str(p) for p in paths if not str(p) or not (p / "labels.csv").exists()), "none recorded")
         raise InputError(
@@ -95,7 +95,7 @@ def _sources(model, model_path) -> tuple[list[Path], list[float]]:
             path=Path(model_path) / "model.json",
             fix="run estimate where the training directories are, or without crossfit=.",
         )
-    return paths, [float(r.get("weight", 1.0)) for r in records]
+    return paths, [float(1.0 if r.weight is None else r.weight) for r in records]
 
 
 def _release_tables(root: Path) -> dict[str, pd.DataFrame]:

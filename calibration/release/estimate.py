@@ -162,7 +162,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
 
         result["transport_audit"] = transport_audit(turns["rate"], trust["bias_margin"], options["alpha"], roles)
         result["shift"] = handle_shift(
-            model.meta.get("shift_reference"), ds, roles_of([root]), trust["on_shift"], "estimate"
+            model.record.shift_summary(), ds, roles_of([root]), trust["on_shift"], "estimate"
         )
     if folds is not None:
         result["crossfit"] = {

@@ -28,13 +28,13 @@ def shipped_model(path: str | Path) -> dict[str, Any]:
     from calibration.model.files import load_model
 
     loaded = load_model(path)
-    kind = str(loaded.meta.get("model", "network"))
+    kind = loaded.record.kind
     return {
         "dir": str(path),
         "kind": kind,
         "method": METHOD_OF[kind],
         "settings": loaded.settings if kind == "network" else None,
-        "shift_reference": loaded.meta.get("shift_reference"),
+        "shift_reference": loaded.record.shift_summary(),
     }
 
 
