@@ -1,7 +1,5 @@
-"""`role-rubric label-studio` (tasks and a labelling config, to files or a server) and `role-rubric import`.
+"""`role-rubric import` (`role-rubric label-studio` is calibration/commands/label_studio.py).
 
-role-rubric label-studio data=DIR out=DIR [select=SHEET.csv] [predictions=predictions.csv]
-role-rubric label-studio data=DIR url=http://localhost:8080 [project=ID]      (token: $LABEL_STUDIO_API_KEY)
 role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR     (or url= and project=)
 role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
 role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
@@ -11,119 +9,25 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 from pathlib import Path
 
 from calibration.labelling.answers import copied_names, write_labelled_dataset
 from calibration.labelling.export_shape import check_export
-from calibration.labelling.items import dataset_conversations, every_turn, read_selection
+from calibration.labelling.items import dataset_conversations
 from calibration.labelling.label_studio import (
-    config_questions,
-    label_config,
     label_studio_labels,
-    make_tasks,
     read_export,
     read_judge_map,
-    read_predictions,
 )
-from calibration.labelling.label_studio_api import LabelStudio
+from calibration.labelling.label_studio_api import LabelStudio, api_token
 from calibration.labelling.sheet import sheet_labels
 from rubric.errors import InputError
 from rubric.files import atomic_write_text, ensure_out_dir
-from rubric.responses import looks_like_secret
 from rubric.schema import load_rubric
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 EXPORT_NAME = "label-studio-export.json"
-
-
-def run_label_studio(cfg) -> dict[str, int]:
-    """CLI: `role-rubric label-studio data=DIR (out=DIR | url=URL [project=ID]) [select=FILE] [predictions=FILE]`."""
-    token = _token(cfg) if cfg.get("url") else ""  # before any work: a missing token is the likeliest mistake
-    data = Path(cfg.data)
-    rubric = load_rubric(data / "rubric.yaml")
-    conversations = dataset_conversations(data)
-    items = read_selection(cfg.select, conversations) if cfg.get("select") else every_turn(conversations)
-    predictions = read_predictions(cfg.predictions, rubric) if cfg.get("predictions") else None
-    tasks = make_tasks(items, conversations, predictions)
-    config = label_config(rubric)
-    with_guess = sum("predictions" in t for t in tasks)
-    if not cfg.get("url") and not cfg.get("out"):
-        raise InputError(
-            "nowhere to put the tasks.",
-            fix="pass out=FOLDER (files to import by hand) or url=URL "
-            "(Label Studio's address; the token in $" + str(cfg.token_env) + ").",
-        )
-    counts = {"tasks": len(tasks), "tasks_with_pre_annotation": with_guess}
-    log.info(
-        f"label-studio: {len(tasks)} tasks (one per turn to label; {with_guess} with the calibrated prediction "
-        f"as a pre-annotation), {len(rubric.ids)} questions each"
-    )
-    if cfg.get("out"):
-        out = ensure_out_dir(cfg.out)
-        atomic_write_text(out / "tasks.json", json.dumps(tasks, ensure_ascii=False, indent=1))
-        atomic_write_text(out / "label_config.xml", config)
-        log.info(
-            f"label-studio: wrote {out / 'label_config.xml'} (Settings -> Labeling Interface -> Code) "
-            f"and {out / 'tasks.json'} (Import)"
-        )
-    if cfg.get("url"):
-        counts.update(_push(cfg, token, tasks, config))
-    return counts
-
-
-def _push(cfg, token: str, tasks: list[dict], config: str) -> dict[str, int]:
-    client = LabelStudio(str(cfg.url), token, timeout=float(cfg.timeout))
-    if cfg.get("project") is None:
-        project = client.create_project(str(cfg.title), config, annotations_per_task=int(cfg.annotations_per_task))
-        fresh, already = tasks, 0
-        made = "a new project"
-    else:
-        project = int(cfg.project)
-        _check_same_questions(client.project(project).get("label_config", ""), config, project, cfg.url)
-        there = {
-            (str(t["data"].get("conversation_id")), str(t["data"].get("turn")))
-            for t in client.tasks(project)
-            if isinstance(t.get("data"), dict)
-        }
-        fresh = [t for t in tasks if (t["data"]["conversation_id"], str(t["data"]["turn"])) not in there]
-        already, made = len(tasks) - len(fresh), "project"
-    added = client.add_tasks(project, fresh) if fresh else 0
-    log.info(
-        f"label-studio: added {added} tasks to {made} {project} ({already} were already there): "
-        f"{str(cfg.url).rstrip('/')}/projects/{project}"
-    )
-    return {"project": project, "tasks_added": added, "tasks_already_there": already}
-
-
-def _check_same_questions(theirs: str, ours: str, project: int, url: str) -> None:
-    """An existing project must ask exactly this rubric's questions with these options."""
-    if config_questions(theirs) != config_questions(ours):
-        asked = ", ".join(config_questions(theirs)) or "none"
-        raise InputError(
-            f"project {project} at {url} asks other questions or options ({asked}) than rubric.yaml.",
-            fix="leave out project= to make a new project, or pass data= the dataset it was made from.",
-        )
-
-
-def _token(cfg) -> str:
-    name = str(cfg.token_env)
-    if looks_like_secret(name):
-        raise InputError(
-            "token_env= is given what looks like the token itself (not shown here); it takes the name "
-            "of an environment variable.",
-            fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that "
-            "variable); the token never goes on the command line.",
-        )
-    token = os.environ.get(name, "").strip()
-    if not token:
-        raise InputError(
-            f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",
-            fix=f"export {name}=<your personal access token (Label Studio: Account & Settings -> "
-            "Personal Access Token)>; it is read from there only and never written.",
-        )
-    return token
 
 
 def run_import(cfg) -> dict[str, int]:
@@ -177,7 +81,7 @@ def _label_studio_labels(cfg, data: Path, rubric):
                 "source=label-studio needs export=FILE.json, or url= and project=.",
                 fix=f"pass export= a JSON export of the project, or url=URL project=ID (token in ${cfg.token_env}).",
             )
-        client = LabelStudio(str(cfg.url), _token(cfg), timeout=float(cfg.timeout))
+        client = LabelStudio(str(cfg.url), api_token(cfg.token_env), timeout=float(cfg.timeout))
         where = f"project {cfg.project} at {str(cfg.url).rstrip('/')}"
         tasks, users = check_export(client.export(int(cfg.project)), where), client.users()
         found = label_studio_labels(tasks, rubric, conversations, path=where, users=users, judge_map=judge_map)
