@@ -1,29 +1,20 @@
 """`role-rubric decide`: per-turn decisions (adheres / violates / escalate) at a guaranteed risk.
 
 What is promised, and how the threshold is chosen: calibration/evaluation/risk_control.py. Here: the
-adherence probability of a model's turns, the reviewers' votes, the calibration turns stored beside the
-model (for `RoleAdherence(risk=...)`), and the command.
+adherence probability of a model's turns, the reviewers' votes and the calibration turns stored beside the
+model (for `RoleAdherence(risk=...)`); the command: calibration/commands/decide.py.
 """
 
 from __future__ import annotations
 
-import logging
-import math
-from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from calibration.evaluation.risk_control import RISK_LEVELS, Threshold, calibrate, decide
-from calibration.model.provenance import refuse_overlap
+from calibration.evaluation.risk_control import Threshold, calibrate
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv
-from rubric.identity import check_same_judge, dataset_judge_identity, identity_differences
-from rubric.jsonfile import jsonable, write_json  # noqa: F401  (jsonable: importable here as before)
-from rubric.notices import warn_data
-
-log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+from rubric.jsonfile import jsonable  # noqa: F401  (importable here as before)
 
 CALIBRATION_FILE = "decide_calibration.csv"
 
@@ -101,82 +92,3 @@ def threshold_from(table: pd.DataFrame, *, risk: float, delta: float, against: s
         delta=delta,
         against=against,
     )
-
-
-def run_decide(cfg) -> Path:
-    """CLI: `role-rubric decide model=MODEL_DIR calibration=LABELLED_DIR [data=DIR] risk=0.1 delta=0.1
-    [against=majority|reviewers] out=DIR`. Stores the calibration turns beside the model (for
-    `RoleAdherence(risk=...)`), writes threshold.json (with the risk-coverage curve on the calibration
-    turns; threshold null where no threshold passes and every turn is escalated) and, given data=DIR,
-    decisions.csv (one row per turn)."""
-    from calibration import load_dataset, load_model
-    from calibration.release.checks import check_adheres_at, check_target_answered
-
-    model = load_model(cfg.model)
-    rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
-    allow = bool(cfg["allow_judge_mismatch"])
-    # A threshold calibrated on another judge's distributions promises nothing about this model's turns.
-    for key in ("calibration", "data") if cfg.get("data") else ("calibration",):
-        check_same_judge(
-            model.judge_identity, dataset_judge_identity(cfg[key]), allow=allow, command="decide", where=cfg[key]
-        )
-    if cfg.get("data") and not model.judge_identity and not allow:  # then the calibration set's judge is the reference
-        cal_judge, data_judge = (dataset_judge_identity(cfg[k]) for k in ("calibration", "data"))
-        diffs = identity_differences(cal_judge, data_judge) if cal_judge and data_judge else []
-        if diffs or bool(cal_judge) != bool(data_judge):
-            raise InputError(
-                f"the turns to decide come from another judge than the calibration set's "
-                f"({'; '.join(diffs) or 'one of them has no judge record'}): the risk bound would not hold.",
-                path=cfg.data,
-                fix="decide turns gathered by the calibration set's judge, or pass allow_judge_mismatch=true.",
-            )
-    cal = load_dataset(cfg.calibration, rubric=rubric)
-    check_target_answered(cal, Path(cfg.calibration) / "labels.csv")  # else no calibration turn, every turn escalated
-    # The risk bound holds only on turns the model never trained on (calibration/model/provenance.py).
-    if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration, folder=cfg.calibration):
-        warn_data(
-            "decide",
-            [
-                "the model does not record its training conversations (trained before they were "
-                "recorded), so it cannot be checked that the calibration set is held out"
-            ],
-        )
-    check_adheres_at(rubric.question(rubric.target), None if cfg.get("adheres_at") is None else float(cfg.adheres_at))
-    adheres_at = (
-        default_adheres_at(rubric.question(rubric.target)) if cfg.get("adheres_at") is None else float(cfg.adheres_at)
-    )
-    table = calibration_table(model, cal, adheres_at)
-    atomic_to_csv(table, Path(cfg.model) / CALIBRATION_FILE)
-    risk, delta, against = float(cfg.risk), float(cfg.delta), str(cfg.against)
-    chosen = threshold_from(table, risk=risk, delta=delta, against=against)
-    curve = [asdict(threshold_from(table, risk=r, delta=delta, against=against)) for r in RISK_LEVELS]
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    write_json(out / "threshold.json", {**asdict(chosen), "adheres_at": adheres_at, "risk_coverage": curve})
-    where = f"decide: {len(table)} calibration turns; at risk {risk:g}, delta {delta:g} ({against}): "
-    if math.isinf(chosen.threshold):
-        log.info(
-            where + "no threshold passes, so every turn is escalated (threshold null in threshold.json); "
-            "a looser risk or more calibration turns may decide some"
-        )
-    else:
-        log.info(
-            where + f"threshold {chosen.threshold:.4g}, decides {chosen.coverage:.1%} of them "
-            f"(disagreement there {chosen.disagreement:.3f})"
-        )
-    if cfg.get("data"):
-        ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
-        p = adherence_probability(model, ds, adheres_at)
-        frame = ds.items.assign(p_adheres=p, decision=decide(p, chosen.threshold))
-        atomic_to_csv(frame, out / "decisions.csv")
-        counts = frame["decision"].value_counts().to_dict()
-        log.info(
-            "decide: "
-            + ", ".join(f"{counts.get(k, 0)} {k}" for k in ("adheres", "violates", "escalate"))
-            + f" of {len(frame)} turns"
-        )
-    log.info(
-        f"decide: wrote {out / 'threshold.json'}{' and decisions.csv' if cfg.get('data') else ''}; "
-        f"calibration turns stored in {Path(cfg.model) / CALIBRATION_FILE}"
-    )
-    return out

@@ -1,23 +1,14 @@
-"""`role-rubric score`: a conversations file -> per-conversation and per-turn CSVs, through `RoleAdherence`."""
+"""What `role-rubric score` writes and shows: `RoleAdherence` results as per-conversation and per-turn frames
+(the CSVs), and the per-conversation table (its command: calibration/commands/score.py)."""
 
 from __future__ import annotations
 
-import logging
-import math
 from collections.abc import Sequence
-from pathlib import Path
 
 import pandas as pd
 
-from calibration.api import AdherenceResult, RoleAdherence
-from rubric.conversations import Conversation, load_conversations
-from rubric.errors import InputError
-from rubric.files import atomic_to_csv
-from rubric.identity import stand_in_note
-from rubric.ids import clean_id_list
-from rubric.jsonfile import write_json
-
-log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+from calibration.api import AdherenceResult
+from rubric.conversations import Conversation
 
 
 def results_frames(
@@ -78,70 +69,3 @@ def format_results(frame: pd.DataFrame, limit: int | None = 40) -> str:
     if limit is not None and len(frame) > limit:
         lines.append(f"... {len(frame) - limit} more rows in the CSV")
     return "\n".join(lines)
-
-
-def run_score(cfg) -> pd.DataFrame:
-    """CLI: `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv`."""
-    from omegaconf import OmegaConf
-
-    if not cfg.get("conversations") or str(cfg.conversations) == "???":
-        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
-    conversations = load_conversations(cfg.conversations)
-    out = Path(cfg.out)
-    judges = cfg.get("judges")
-    if judges is not None and not isinstance(judges, str):
-        judges = clean_id_list(OmegaConf.to_container(judges))
-    rubric = None
-    if cfg.get("calibrator") is None:
-        from rubric.gather import rubric_from_config
-
-        rubric = rubric_from_config(cfg, "score")
-    cache = cfg.get("cache") or out.with_suffix(".cache.sqlite")
-    metric = RoleAdherence(
-        calibrator=cfg.get("calibrator"),
-        judge=OmegaConf.to_container(cfg.judge, resolve=True),
-        threshold=float(cfg.threshold),
-        strict_mode=bool(cfg.strict_mode),
-        output_mode=str(cfg.output_mode),
-        granularity=str(cfg.granularity),
-        judges=judges,
-        include_reason=bool(cfg.include_reason),
-        rubric=rubric,
-        adheres_at=cfg.get("adheres_at"),
-        cache=cache,
-        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
-        on_shift=str(cfg["on_shift"]),
-    )
-    metric.command = "score"  # the shift check's warning prints as "score: warning: ..."
-    results = metric.measure_many(conversations, progress=bool(cfg["progress"]))
-    conv_frame, turn_frame = results_frames(results, conversations)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_to_csv(conv_frame, out)
-    turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
-    atomic_to_csv(turn_frame, turns_out)
-    shift_out = None
-    if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
-        shift_out = out.with_name(out.stem + "_shift.json")
-        write_json(shift_out, {"shift": metric.shift})
-    log.info(format_results(conv_frame, limit=cfg.get("show")))
-    mean = conv_frame["score"].mean()
-    log.info(
-        f"score: {len(conv_frame)} conversations, mean score {mean:.3f}, "
-        f"{int(conv_frame['success'].sum())} pass at threshold {metric.threshold:g}"
-        f"{' (strict)' if metric.strict_mode else ''}; "
-        + ("calibrated to " + metric.judges_label if metric.model is not None else "raw judge (no calibrator)")
-        + f"; adherence = P({metric.rubric.target} >= {metric.adheres_at:g})"
-    )
-    note = stand_in_note(metric.judge.model)
-    if note:
-        log.info(f"score: note: {note}.")
-    if metric.unseen_judges:
-        log.info(f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}")
-    log.info(
-        f"score: wrote {out} (per conversation) and {turns_out} (per turn)"
-        + (f", {shift_out} (shift check)" if shift_out else "")
-        + f"; cache {cache}"
-    )
-    if math.isnan(mean):
-        raise InputError("no scores were produced.", fix="check the conversations file.")
-    return conv_frame

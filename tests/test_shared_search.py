@@ -241,7 +241,10 @@ def test_a_missing_driver_is_one_line_naming_the_extra(data, tmp_path, monkeypat
 
 
 def test_a_storage_password_is_never_printed_or_written():
-    from calibration.evaluation.search import _shown
+    from calibration.evaluation.search import shown_storage
 
-    assert _shown("postgresql://bob:s3cret@db.example:5432/studies") == "postgresql://bob:***@db.example:5432/studies"
-    assert _shown("postgresql://bob@db.example/studies") == "postgresql://bob@db.example/studies"
+    assert (
+        shown_storage("postgresql://bob:s3cret@db.example:5432/studies")
+        == "postgresql://bob:***@db.example:5432/studies"
+    )
+    assert shown_storage("postgresql://bob@db.example/studies") == "postgresql://bob@db.example/studies"

@@ -1,20 +1,79 @@
 """`role-rubric compare`: reference-based scorers and judges on one scale: AUC table -> compare.json/html.
 
-Its keys: calibration.schema.commands_data `Compare` (`role-rubric compare --help`);
-the work: calibration.compare.stage `run_compare` (imported when the command runs, so that `role-rubric --help` loads no stage).
+Its keys: calibration.schema.commands_data `Compare` (`role-rubric compare --help`); the library it calls:
+calibration.compare (`compare`, the tables, the page).
 """
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.commands_data import Compare as Schema
 
 __all__ = ["Schema", "run"]
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
-def run(cfg: Any) -> Any:
-    """Run `compare` on a composed and checked config (calibration.cli composes, checks and locks its outputs)."""
-    from calibration.compare.stage import run_compare
 
-    return run_compare(cfg)
+def run(cfg: Any) -> dict[str, Any]:
+    """CLI: `role-rubric compare conversations=FILE labels=FILE out=DIR [sizes=[...]] [methods=[...]]`.
+    Imports inside, so that `role-rubric --help` loads no stage."""
+    from omegaconf import OmegaConf
+
+    from calibration.compare.stage import compare
+    from rubric.errors import InputError
+
+    for key in ("conversations", "labels"):
+        if not cfg.get(key) or str(cfg[key]) == "???":
+            raise InputError(f"no {key} given.", fix=f"pass {key}=PATH (see role-rubric compare --cfg).")
+    container = OmegaConf.to_container(cfg, resolve=True)
+    out = Path(cfg.out)
+    out.mkdir(parents=True, exist_ok=True)
+    result = compare(
+        cfg.conversations,
+        cfg.labels,
+        methods=list(container["methods"]),
+        sizes=[int(n) for n in container["sizes"]],
+        params=container.get("params") or {},
+        extra=container.get("extra") or {},
+        extra_options={k: container[k] for k in ("target", "adheres_at") if container.get(k) is not None}
+        | ({"method": container["extra_method"]} if container.get("extra_method") else {}),
+        n_boot=int(cfg.n_boot),
+        seed=int(cfg.seed),
+        cache=cfg.get("cache"),
+    )
+    _write(result, out)
+    _log_tables(result)
+    for name in ("compare.json", "compare.html", "scores.csv"):
+        log.info(f"compare: wrote {out / name}")
+    return result
+
+
+def _write(result: dict[str, Any], out: Path) -> None:
+    """OUT/scores.csv (the per-turn scores, popped from `result`), compare.json and compare.html."""
+    from calibration.compare.page import write_page
+    from rubric.files import atomic_to_csv
+    from rubric.jsonfile import write_json
+
+    scores = result.pop("_scores")
+    atomic_to_csv(scores, out / "scores.csv")
+    write_json(out / "compare.json", result, indent=1, newline=True, digits=6)
+    write_page(result, out)
+
+
+def _log_tables(result: dict[str, Any]) -> None:
+    """The unified table, the AUC per violation type at the largest size, the unavailable methods, the totals."""
+    import pandas as pd
+
+    from calibration.compare.tables import per_type_table, unified_table
+
+    table = pd.DataFrame(result["results"])
+    with pd.option_context("display.width", 250, "display.max_columns", 20):
+        log.info(unified_table(table).to_string(index=False))
+        log.info("\nAUC per violation type (adherent turns against that type alone), largest size:")
+        log.info(per_type_table(table).round(3).to_string(index=False))
+    for name, why in result["unavailable"].items():
+        log.info(f"compare: {name}: unavailable ({why})")
+    log.info(f"compare: {result['data']['labelled']} turns, {result['timing_s']['total']:.1f} s")

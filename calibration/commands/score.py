@@ -1,20 +1,117 @@
 """`role-rubric score`: score a conversations file per conversation -> CSV.
 
-Its keys: calibration.schema.commands_release `Score` (`role-rubric score --help`);
-the work: calibration.score `run_score` (imported when the command runs, so that `role-rubric --help` loads no stage).
+Its keys: calibration.schema.commands_release `Score` (`role-rubric score --help`); the library it calls:
+calibration.api `RoleAdherence` (the measurement), calibration.score (the frames and the table).
 """
 
 from __future__ import annotations
 
+import logging
+import math
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.commands_release import Score as Schema
 
 __all__ = ["Schema", "run"]
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
 
 def run(cfg: Any) -> Any:
-    """Run `score` on a composed and checked config (calibration.cli composes, checks and locks its outputs)."""
-    from calibration.score import run_score
+    """CLI: `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv`: the
+    per-conversation frame. Imports inside, so that `role-rubric --help` loads no stage."""
+    from calibration.score import results_frames
+    from rubric.conversations import load_conversations
+    from rubric.errors import InputError
 
-    return run_score(cfg)
+    if not cfg.get("conversations") or str(cfg.conversations) == "???":
+        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
+    conversations = load_conversations(cfg.conversations)
+    out = Path(cfg.out)
+    metric, cache = _metric(cfg, out)
+    results = metric.measure_many(conversations, progress=bool(cfg["progress"]))
+    conv_frame, turn_frame = results_frames(results, conversations)
+    turns_out, shift_out = _write(cfg, out, metric, conv_frame, turn_frame)
+    _log_summary(cfg, metric, conv_frame)
+    log.info(
+        f"score: wrote {out} (per conversation) and {turns_out} (per turn)"
+        + (f", {shift_out} (shift check)" if shift_out else "")
+        + f"; cache {cache}"
+    )
+    if math.isnan(conv_frame["score"].mean()):
+        raise InputError("no scores were produced.", fix="check the conversations file.")
+    return conv_frame
+
+
+def _metric(cfg: Any, out: Path) -> tuple[Any, Any]:
+    """(the `RoleAdherence` the keys describe, its cache path): the cache defaults to OUT.cache.sqlite."""
+    from omegaconf import OmegaConf
+
+    from calibration.api import RoleAdherence
+    from rubric.ids import clean_id_list
+
+    judges = cfg.get("judges")
+    if judges is not None and not isinstance(judges, str):
+        judges = clean_id_list(OmegaConf.to_container(judges))
+    rubric = None
+    if cfg.get("calibrator") is None:
+        from rubric.gather import rubric_from_config
+
+        rubric = rubric_from_config(cfg, "score")
+    cache = cfg.get("cache") or out.with_suffix(".cache.sqlite")
+    metric = RoleAdherence(
+        calibrator=cfg.get("calibrator"),
+        judge=OmegaConf.to_container(cfg.judge, resolve=True),
+        threshold=float(cfg.threshold),
+        strict_mode=bool(cfg.strict_mode),
+        output_mode=str(cfg.output_mode),
+        granularity=str(cfg.granularity),
+        judges=judges,
+        include_reason=bool(cfg.include_reason),
+        rubric=rubric,
+        adheres_at=cfg.get("adheres_at"),
+        cache=cache,
+        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
+        on_shift=str(cfg["on_shift"]),
+    )
+    metric.command = "score"  # the shift check's warning prints as "score: warning: ..."
+    return metric, cache
+
+
+def _write(cfg: Any, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -> tuple[Path, Path | None]:
+    """Write the per-conversation CSV (out=), the per-turn CSV (turns_out=, else OUT_turns.csv) and, when
+    calibrated, the shift check (OUT_shift.json): (the per-turn path, the shift path or None)."""
+    from rubric.files import atomic_to_csv
+    from rubric.jsonfile import write_json
+
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_to_csv(conv_frame, out)
+    turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
+    atomic_to_csv(turn_frame, turns_out)
+    shift_out = None
+    if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
+        shift_out = out.with_name(out.stem + "_shift.json")
+        write_json(shift_out, {"shift": metric.shift})
+    return turns_out, shift_out
+
+
+def _log_summary(cfg: Any, metric: Any, conv_frame: Any) -> None:
+    """The table (its first show= rows), the mean score and pass count, and the notes about the judges."""
+    from calibration.score import format_results
+    from rubric.identity import stand_in_note
+
+    log.info(format_results(conv_frame, limit=cfg.get("show")))
+    mean = conv_frame["score"].mean()
+    log.info(
+        f"score: {len(conv_frame)} conversations, mean score {mean:.3f}, "
+        f"{int(conv_frame['success'].sum())} pass at threshold {metric.threshold:g}"
+        f"{' (strict)' if metric.strict_mode else ''}; "
+        + ("calibrated to " + metric.judges_label if metric.model is not None else "raw judge (no calibrator)")
+        + f"; adherence = P({metric.rubric.target} >= {metric.adheres_at:g})"
+    )
+    note = stand_in_note(metric.judge.model)
+    if note:
+        log.info(f"score: note: {note}.")
+    if metric.unseen_judges:
+        log.info(f"score: judge(s) not seen in training, predicted by the population model: {metric.unseen_judges}")

@@ -14,7 +14,6 @@ resamples of conversations (the same resamples for every method).
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -25,14 +24,8 @@ import pandas as pd
 
 from calibration.compare import metrics as M
 from calibration.compare.data import KEY, load_turns, read_extra_scores
-from calibration.compare.page import write_page
-from calibration.compare.tables import per_type_table, unified_table
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv
-from rubric.jsonfile import write_json
 from rubric.scorers import SCORERS, EmbeddingStore, ScorerUnavailable, make_scorer
-
-log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
 def corpus_sample(turns: pd.DataFrame, size: int, seed: int) -> dict[str, list[str]]:
@@ -150,7 +143,7 @@ def compare(
     log=print,
 ) -> dict[str, Any]:
     """Run the comparison; returns the compare.json content (plus the per-turn scores frame under
-    "_scores", which `run_compare` writes as scores.csv)."""
+    "_scores", which `role-rubric compare` writes as scores.csv: calibration/commands/compare.py)."""
     started = time.perf_counter()
     unknown = sorted(set(methods) - set(SCORERS))
     if unknown:
@@ -203,44 +196,4 @@ def compare(
         "timing_s": {"scoring": round(scored, 2), "total": round(time.perf_counter() - started, 2)},
         "_scores": scores.merge(turns[[*KEY, "label"]], on=KEY),
     }
-    return result
-
-
-def run_compare(cfg: Any) -> dict[str, Any]:
-    """CLI: `role-rubric compare conversations=FILE labels=FILE out=DIR [sizes=[...]] [methods=[...]]`."""
-    from omegaconf import OmegaConf
-
-    for key in ("conversations", "labels"):
-        if not cfg.get(key) or str(cfg[key]) == "???":
-            raise InputError(f"no {key} given.", fix=f"pass {key}=PATH (see role-rubric compare --cfg).")
-    container = OmegaConf.to_container(cfg, resolve=True)
-    out = Path(cfg.out)
-    out.mkdir(parents=True, exist_ok=True)
-    result = compare(
-        cfg.conversations,
-        cfg.labels,
-        methods=list(container["methods"]),
-        sizes=[int(n) for n in container["sizes"]],
-        params=container.get("params") or {},
-        extra=container.get("extra") or {},
-        extra_options={k: container[k] for k in ("target", "adheres_at") if container.get(k) is not None}
-        | ({"method": container["extra_method"]} if container.get("extra_method") else {}),
-        n_boot=int(cfg.n_boot),
-        seed=int(cfg.seed),
-        cache=cfg.get("cache"),
-    )
-    scores = result.pop("_scores")
-    atomic_to_csv(scores, out / "scores.csv")
-    write_json(out / "compare.json", result, indent=1, newline=True, digits=6)
-    table = pd.DataFrame(result["results"])
-    write_page(result, out)
-    with pd.option_context("display.width", 250, "display.max_columns", 20):
-        log.info(unified_table(table).to_string(index=False))
-        log.info("\nAUC per violation type (adherent turns against that type alone), largest size:")
-        log.info(per_type_table(table).round(3).to_string(index=False))
-    for name, why in result["unavailable"].items():
-        log.info(f"compare: {name}: unavailable ({why})")
-    log.info(f"compare: {result['data']['labelled']} turns, {result['timing_s']['total']:.1f} s")
-    for name in ("compare.json", "compare.html", "scores.csv"):
-        log.info(f"compare: wrote {out / name}")
     return result

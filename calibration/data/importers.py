@@ -1,4 +1,5 @@
-"""Foreign formats -> native dataset directories. `role-rubric import source=llm-rubric ...`.
+"""Foreign formats -> native dataset directories: `role-rubric import source=llm-rubric ...`
+(calibration/commands/import_.py) calls `import_llm_rubric`.
 
 LLM-Rubric (Hashemi et al., 2024) files: `llm_evaluations.tsv` (one row per dialogue x question with
 answer1_prob..answer4_prob) and `human_judgments.tsv` (one row per dialogue x annotator, wide, 0 = not
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import importlib.resources
 import json
-import logging
 from pathlib import Path
 
 import numpy as np
@@ -20,8 +20,6 @@ from rubric.errors import InputError, read_text_file
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
 from rubric.ids import clean_id_columns
 from rubric.schema import Rubric, format_value, rubric_from_dict, save_rubric
-
-log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 EVAL_COLUMNS = ("text_id", "criterion", "answer1_prob", "answer2_prob", "answer3_prob", "answer4_prob")
 JUDGMENT_COLUMNS = ("text_id", "annotator_id", "DQQ0")
@@ -232,15 +230,3 @@ def _labels_long(human: pd.DataFrame, rubric: Rubric) -> tuple[pd.DataFrame, int
             )
         )
     return pd.concat(frames, ignore_index=True), unanswered
-
-
-def run_llm_rubric_import(cfg) -> dict[str, int]:
-    """`role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR` (the command's other sources
-    are in calibration/labelling/commands.py)."""
-    counts = import_llm_rubric(cfg.evaluations, cfg.judgments, cfg.out)
-    log.info("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
-    log.info(
-        f"import: wrote {Path(cfg.out) / 'rubric.yaml'}, llm.csv, labels.csv, gather_summary.json (the judge: "
-        "LLM-Rubric's evaluations)"
-    )
-    return counts

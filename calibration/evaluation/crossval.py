@@ -1,4 +1,5 @@
-"""Cross-validation grouped by conversation: the calibrated model and the baselines, out of fold.
+"""Cross-validation grouped by conversation: the calibrated model and the baselines, out of fold (the
+command: calibration/commands/cv.py).
 
 All folds x ensemble members train as one batched computation; each fold's members are pooled and
 recalibrated on their own validation rows (never on the fold's test rows). Every method predicts the target
@@ -9,7 +10,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import logging
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,7 +18,7 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.dataset import Dataset
-from calibration.data.union import data_paths, dataset_labels, training_data_from_cfg
+from calibration.data.union import data_paths, dataset_labels
 from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_TARGET_DISTRIBUTION
 from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement, mean_nll
@@ -27,18 +27,12 @@ from calibration.evaluation.releases import (
     deploy_basis,
     deploy_candidates,
     deploy_rmse,
-    format_by_dataset,
     item_folds,
-    metrics_by_dataset,
 )
-from calibration.evaluation.reviewers import cv_reviewer_agreement
-from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
 from calibration.model.forked import map_dealt
 from calibration.model.settings import Settings, torch_threads, training_workers
-from rubric.files import atomic_to_csv, out_lock
+from rubric.files import atomic_to_csv
 from rubric.jsonfile import write_json
-
-log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 METHODS = (
     "calibrated",
@@ -103,7 +97,7 @@ def cross_validate(
                 ds.only_target(), settings.without_pretraining(), fold_of_row, folds, seed
             )
         probs.update(_baselines(ds, [name for name in BASELINES if name not in skipped], fold_of_row, folds, seed))
-    frame, metrics = _tabulate(ds, rows, fold_of_row, probs)
+    frame, metrics = tabulate_predictions(ds, rows, fold_of_row, probs)
     return CVResult(frame, metrics, time.perf_counter() - start, skipped, members)
 
 
@@ -187,7 +181,13 @@ def _field_values(path, field: str) -> dict[str, str]:
     return value_of
 
 
-def _tabulate(ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dict[str, np.ndarray]):
+def tabulate_predictions(
+    ds: Dataset, rows: np.ndarray, fold_of_row: np.ndarray, probs: dict[str, np.ndarray]
+) -> tuple[pd.DataFrame, dict[str, dict[str, float]]]:
+    """(long predictions frame, metrics per method) of out-of-fold target distributions: probs maps a method
+    to its (label rows, options) probabilities; `rows` are the label rows with a target answer, fold_of_row
+    each label row's test fold. The frame has the ids, method, fold, p_OPTION, expected and answer columns
+    of cv's predictions.csv; the metrics are `agreement` and the NLL."""
     t = ds.target_index
     values = ds.option_values()[t]
     k = int(ds.n_options[t])
@@ -327,72 +327,3 @@ def write_cv_folder(
         "group": group or "conversation_id",
     } | (extra or {})
     write_json(out / "metrics.json", summary)
-
-
-def run_cv(cfg) -> CVResult:
-    """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`."""
-    settings = Settings.from_cfg(cfg)
-    data = training_data_from_cfg(cfg)
-    ds = data.ds
-    check_folds(ds, int(cfg.folds))
-    print_warnings("cv", size_warnings(ds, int(cfg.folds)))
-    with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
-        groups = item_groups(ds, cfg.data, cfg.get("group"))
-        result = cross_validate(
-            ds,
-            settings,
-            folds=int(cfg.folds),
-            seed=int(cfg.seed),
-            fold_seed=int(cfg.fold_seed),
-            progress=True,
-            groups=groups,
-        )
-        chosen = None
-        if cfg.get("nested"):
-            from omegaconf import OmegaConf
-
-            nested, chosen = nested_cross_validate(
-                ds,
-                settings,
-                OmegaConf.to_container(cfg.search.space, resolve=True),
-                trials=int(cfg.search.trials),
-                inner_folds=int(cfg.search.inner_folds),
-                folds=int(cfg.folds),
-                seed=int(cfg.seed),
-                fold_seed=int(cfg.fold_seed),
-                progress=True,
-                groups=groups,
-            )
-            rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
-            fold_of_row = item_folds(ds, groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
-            frame, metrics = _tabulate(ds, rows, fold_of_row, {"calibrated_nested": nested})
-            result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
-            result.metrics.update(metrics)
-        by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
-        # several directories: each one's metrics, and which rows chose the model to deploy
-        extra = {"metrics_by_dataset": by_dataset, "deploy_basis": deploy_basis(by_dataset)} if by_dataset else {}
-        extra["judge"] = data.judge  # the judge of its distributions (None: not recorded), as train records it
-        write_cv_folder(
-            out,
-            ds,
-            settings,
-            result,
-            folds=int(cfg.folds),
-            seed=int(cfg.seed),
-            fold_seed=int(cfg.fold_seed),
-            nested_choices=chosen,
-            group=cfg.get("group"),
-            extra=extra,
-        )
-        # can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
-        reviewers = cv_reviewer_agreement(ds, result, float(cfg["epsilon"]))
-        write_json(out / "reviewers.json", reviewers)
-    log.info(format_table(result.metrics, result.skipped))
-    for block in reviewers["questions"].values():
-        log.info(f"cv: {block['verdict']}")
-    log.info(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
-    if by_dataset:
-        log.info(format_by_dataset(by_dataset))
-    log.info(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights"), by_dataset))
-    log.info(f"cv: wrote {out / 'predictions.csv'}, {out / 'metrics.json'} and {out / 'reviewers.json'}")
-    return result

@@ -1,8 +1,8 @@
-"""Agreement between predicted expected answers and human answers: pure functions, and `evaluate`."""
+"""Agreement between predicted expected answers and human answers: pure functions, and what `evaluate` reads
+and scores (its command: calibration/commands/evaluate.py)."""
 
 from __future__ import annotations
 
-import logging
 import math
 import warnings
 from pathlib import Path
@@ -12,9 +12,7 @@ import pandas as pd
 from scipy import stats
 
 from rubric.errors import InputError
-from rubric.jsonfile import jsonable, write_json  # noqa: F401  (jsonable: importable here as before)
-
-log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+from rubric.jsonfile import jsonable  # noqa: F401  (importable here as before)
 
 
 def agreement(expected, answers) -> dict[str, float]:
@@ -70,8 +68,9 @@ def evaluate_predictions(predictions: pd.DataFrame, labels: pd.DataFrame, questi
     return agreement(joined["expected"].to_numpy(float), joined["answer"].to_numpy(float))
 
 
-def _target_labels(ds) -> pd.DataFrame:
-    """The dataset's validated human answers to its target, long form (labels.csv or .parquet alike)."""
+def target_labels(ds) -> pd.DataFrame:
+    """The dataset's validated human answers to its target, long form (labels.csv or .parquet alike): the
+    columns conversation_id, turn, judge_id, question_id, answer that `evaluate_predictions` joins on."""
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)
     keys = ds.items.iloc[ds.label_item[rows]].reset_index(drop=True)
@@ -80,24 +79,6 @@ def _target_labels(ds) -> pd.DataFrame:
         question_id=ds.rubric.target,
         answer=ds.option_values()[t][ds.answers[rows, t]],
     )
-
-
-def run_evaluate(cfg) -> dict:
-    """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`."""
-    from calibration.data.dataset import load_dataset
-
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg["unmatched_labels"])
-    path = Path(cfg.predictions)
-    predictions = read_predictions(path, ds.rubric)
-    metrics = evaluate_predictions(predictions, _target_labels(ds), ds.rubric.target)
-    out = Path(cfg.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    write_json(out, metrics)
-    log.info(
-        "evaluate: " + "  ".join(f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}" for k, v in metrics.items())
-    )
-    log.info(f"evaluate: wrote {out}")
-    return metrics
 
 
 def read_predictions(path: Path, rubric) -> pd.DataFrame:

@@ -4,28 +4,25 @@ The objective is the held-out log-likelihood of the target question by inner cro
 (lower NLL is better). Each trial is pruned in two rungs: one ensemble member per fold first
 (reported to the pruner), then the rest of the ensemble, pooled with the first (`train.pool`). The
 current settings are scored as they are too, and the best trial is recommended only if it beats them.
+The command: calibration/commands/search.py.
 """
 
 from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import logging
 import multiprocessing
 import os
 import re
 import time
-from pathlib import Path
 
 import numpy as np
 import optuna
-import yaml
 from tqdm.auto import tqdm
 
 from calibration.data.dataset import Dataset
 from calibration.data.splits import group_folds
-from calibration.data.union import training_data_from_cfg
 from calibration.evaluation.metrics import mean_nll
 from calibration.evaluation.out_of_fold import oof_members, pool_members
 from calibration.evaluation.study import (
@@ -37,7 +34,6 @@ from calibration.evaluation.study import (
     worker_name,
 )
 from calibration.model.settings import Settings, default_training_workers
-from rubric.files import atomic_write_text, out_lock
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
@@ -134,7 +130,7 @@ def search(
         heartbeat=heartbeat,
     )
     _enqueue_base(study, base, space)
-    done = _finished(study)
+    done = finished_trials(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
     job = (ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat)
     parallel = done < trials and workers > 1 and storage is not None
@@ -177,7 +173,7 @@ def _score_defaults(study: optuna.Study, ds: Dataset, base: Settings, *, folds: 
 
 def _search_until_done(study, job, trials: int, workers: int, bar) -> None:
     """Optimise here, with workers - 1 more processes, until the study holds `trials` finished trials."""
-    done = _finished(study)
+    done = finished_trials(study)
     extra = []
     if workers > 1:
         context = multiprocessing.get_context("spawn")
@@ -186,7 +182,7 @@ def _search_until_done(study, job, trials: int, workers: int, bar) -> None:
             process.start()
 
     def tick(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
-        finished = _finished(study)
+        finished = finished_trials(study)
         bar.update(min(finished, trials) - bar.n)
         if any(t.state == optuna.trial.TrialState.COMPLETE for t in study.get_trials(deepcopy=False)):
             bar.set_postfix(best_nll=f"{study.best_value:.4f}")
@@ -220,7 +216,7 @@ def _optimize(
 
     def stop_when_done(study: optuna.Study, trial: optuna.trial.FrozenTrial) -> None:
         # A worker whose parent was killed stops too (its parent id changes), like the parent did.
-        if _finished(study) >= trials or (parent is not None and os.getppid() != parent):
+        if finished_trials(study) >= trials or (parent is not None and os.getppid() != parent):
             study.stop()
 
     study.optimize(objective, timeout=timeout, callbacks=[*callbacks, stop_when_done], gc_after_trial=False)
@@ -233,7 +229,7 @@ def _work(
     _die_with(parent)
     optuna.logging.set_verbosity(optuna.logging.WARNING)
     study = open_study(storage, study_name, seed + index, clean=False, heartbeat=heartbeat)
-    if _finished(study) < trials:
+    if finished_trials(study) < trials:
         _optimize(study, ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat, parent=parent)
 
 
@@ -246,7 +242,8 @@ def _die_with(parent: int) -> None:
     die_with_parent(parent, poll_s=0.2)
 
 
-def _finished(study: optuna.Study) -> int:
+def finished_trials(study: optuna.Study) -> int:
+    """How many trials of the study are finished: completed or pruned (a failed or running one is not)."""
     states = (optuna.trial.TrialState.COMPLETE, optuna.trial.TrialState.PRUNED)
     return len(study.get_trials(deepcopy=False, states=states))
 
@@ -276,65 +273,10 @@ def best_overrides(study: optuna.Study) -> dict[str, dict]:
     }
 
 
-def run_search(cfg) -> optuna.Study:
-    """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`."""
-    ds = training_data_from_cfg(cfg).ds
-    out = Path(cfg.out)
-    with out_lock(out):
-        storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
-        # a storage of the user's may be shared with other searches: heartbeats tell killed trials apart
-        heartbeat = int(cfg.search.get("heartbeat", 10)) if cfg.search.storage else None
-        space = _plain(cfg.search.space)
-        start = time.perf_counter()
-        study = search(
-            ds,
-            Settings.from_cfg(cfg),
-            space,
-            trials=int(cfg.search.trials),
-            folds=int(cfg.search.inner_folds),
-            seed=int(cfg.seed),
-            storage=storage,
-            study_name=cfg.search.study,
-            timeout=cfg.search.timeout,
-            workers=int(cfg.search.workers),
-            progress=True,
-            resume=bool(cfg.search.get("resume", True)),
-            heartbeat=heartbeat,
-        )
-        best = best_overrides(study)
-        atomic_write_text(out / "best.yaml", yaml.safe_dump(best, sort_keys=False))
-        defaults = study.user_attrs["defaults_nll"]
-        summary = {
-            "best_nll": recommended_nll(study),
-            "best_trial_nll": study.best_value,
-            "defaults_nll": defaults,
-            "kept_defaults": not beats_defaults(study),
-            "best": best,
-            "finished_trials": _finished(study),
-            "seconds": time.perf_counter() - start,
-            "storage": _shown(storage),
-            "study": cfg.search.study,
-        }
-        atomic_write_text(out / "search.json", json.dumps(summary, indent=2))
-    flat = " ".join(f"{g}.{k}={v}" for g, kv in best.items() for k, v in kv.items())
-    log.info(
-        f"search: {_finished(study)} trials in {summary['seconds']:.0f}s; held-out NLL of the best trial "
-        f"{study.best_value:.4f}, of the current settings as they are {defaults:.4f}"
-    )
-    if summary["kept_defaults"]:
-        log.info("search: no trial beat the current settings: best.yaml keeps them (no overrides)")
-    else:
-        log.info(f"search: best overrides: {flat}")
-    log.info(f"search: wrote {out / 'best.yaml'}, {out / 'search.json'}; study in {_shown(storage)}")
-    return study
+def shown_storage(url: str) -> str:
+    """A storage URL as printed and written: never its password.
 
-
-def _shown(url: str) -> str:
-    """A storage URL as printed and written: never its password."""
+    >>> shown_storage("postgresql://bob:s3cret@db/studies")
+    'postgresql://bob:***@db/studies'
+    """
     return re.sub(r"//([^:/@]*):[^@/]*@", r"//\1:***@", url)
-
-
-def _plain(node) -> dict:
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else node

@@ -35,6 +35,24 @@ def dataset_conversations(data: str | Path) -> dict[str, Conversation]:
     return {c.conversation_id: c for c in load_conversations(path)}
 
 
+def llm_items(data: Path, *, required: bool = True) -> set[Item] | None:
+    """Items of the dataset's llm.csv (a sheet's turns are checked against them when there is no
+    conversations.jsonl; their turns say whether labels are per turn); None when there is none to read."""
+    from calibration.data.reading import LLM_COLUMNS, as_text_ids, find_table, read_table
+
+    path = find_table(data, "llm", required=False)
+    if path is None and not required:
+        return None
+    if path is None:
+        raise InputError(
+            "the dataset folder has neither conversations.jsonl nor llm.csv to check the sheet's turns against.",
+            path=data,
+            fix="pass data= the dataset the sheet was made from.",
+        )
+    frame = as_text_ids(read_table(path, LLM_COLUMNS))
+    return set(zip(frame["conversation_id"], frame["turn"], strict=True))
+
+
 def every_turn(conversations: dict[str, Conversation]) -> list[Item]:
     """Every assistant turn, in file order."""
     return [(cid, str(t)) for cid, conv in conversations.items() for t in range(len(conv.turns))]

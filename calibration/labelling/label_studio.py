@@ -119,6 +119,17 @@ def config_questions(config: str) -> dict[str, list[str]]:
     }
 
 
+def check_same_questions(theirs: str, ours: str, project: int, url: str) -> None:
+    """An existing project (its labelling config `theirs`) must ask exactly this rubric's questions with these
+    options (`ours`, from `label_config`), else one clear error naming the project."""
+    if config_questions(theirs) != config_questions(ours):
+        asked = ", ".join(config_questions(theirs)) or "none"
+        raise InputError(
+            f"project {project} at {url} asks other questions or options ({asked}) than rubric.yaml.",
+            fix="leave out project= to make a new project, or pass data= the dataset it was made from.",
+        )
+
+
 def make_tasks(
     items: list[Item],
     conversations: dict[str, Conversation],

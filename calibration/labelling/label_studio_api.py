@@ -11,13 +11,14 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import urllib.error
 import urllib.parse
 import urllib.request
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.responses import mask_secrets
+from rubric.responses import looks_like_secret, mask_secrets
 
 PAGE = 500  # tasks per request when listing or adding tasks
 
@@ -191,6 +192,27 @@ class LabelStudio:
     def _mask(self, text: str) -> str:
         """`text` without the token, the access token made from it, or anything shaped like a token."""
         return mask_secrets(text, *self._secrets)
+
+
+def api_token(token_env: str) -> str:
+    """Label Studio's API token from the environment variable named `token_env` (the key token_env=), or one
+    clear error: the variable unset or empty, or token_env= given what looks like the token itself."""
+    name = str(token_env)
+    if looks_like_secret(name):
+        raise InputError(
+            "token_env= is given what looks like the token itself (not shown here); it takes the name "
+            "of an environment variable.",
+            fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that "
+            "variable); the token never goes on the command line.",
+        )
+    token = os.environ.get(name, "").strip()
+    if not token:
+        raise InputError(
+            f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",
+            fix=f"export {name}=<your personal access token (Label Studio: Account & Settings -> "
+            "Personal Access Token)>; it is read from there only and never written.",
+        )
+    return token
 
 
 def is_personal_access_token(token: str) -> bool:

@@ -26,7 +26,7 @@ from rubric.errors import InputError, read_text_file
 from rubric.ids import clean_id, clean_id_columns
 from rubric.schema import Rubric
 
-__all__ = ["TASK_FIELDS", "label_studio_labels", "read_export", "read_judge_map"]
+__all__ = ["TASK_FIELDS", "label_studio_labels", "read_export", "read_judge_map", "with_emails"]
 
 TASK_FIELDS = ("conversation_id", "turn", "chatbot_role", "messages")
 
@@ -47,6 +47,17 @@ def read_export(path: str | Path) -> list[dict[str, Any]]:
             fix="in Label Studio choose Export -> JSON (not CSV or TSV) and pass that file.",
         ) from None
     return check_export(tasks, path)  # the same checks as an export pulled with url= (export_shape.py)
+
+
+def with_emails(tasks: list[dict], users: dict[int, str]) -> list[dict]:
+    """The export with each completed_by id as {id, email}, as Label Studio writes it when asked to, so the
+    saved file imports again on its own (changed in place, and returned)."""
+    for task in tasks:
+        for ann in task.get("annotations") or []:
+            uid = ann.get("completed_by")
+            if isinstance(uid, int) and uid in users:
+                ann["completed_by"] = {"id": uid, "email": users[uid]}
+    return tasks
 
 
 def label_studio_labels(

@@ -100,7 +100,7 @@ def test_score_refuses_a_calibrator_of_another_judge(trained):
 
 
 def test_population_predictions_can_be_evaluated(trained):
-    from calibration.evaluation.metrics import run_evaluate
+    from calibration.commands.evaluate import run as run_evaluate
 
     root, data, _ = trained
     pred = root / "population.csv"
