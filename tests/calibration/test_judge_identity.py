@@ -12,9 +12,9 @@ import pytest
 
 from calibration.api import RoleAdherence
 from calibration.cli import compose_config
+from calibration.commands.predict import run as run_predict
 from calibration.commands.train import run as run_train
 from calibration.model.files import load_model
-from calibration.model.predict import run_predict
 from rubric.errors import InputError
 from rubric.gather import judge_config
 from rubric.identity import IDENTITY_KEYS, check_same_judge, judge_identity
