@@ -1,20 +1,92 @@
 """`role-rubric estimate`: a release's adherence rate with valid intervals, a comparison and a CI gate.
 
-Its keys: calibration.schema.commands_release `Estimate` (`role-rubric estimate --help`);
-the work: calibration.release.estimate `run_estimate` (imported when the command runs, so that `role-rubric --help` loads no stage).
+Its keys: calibration.schema.commands_release `Estimate` (`role-rubric estimate --help`); the library:
+calibration.release.estimate `estimate_release` (the estimate), calibration.release.gate (the gate and the
+looks of sequential=true), calibration.release.table (the printed table).
 """
 
 from __future__ import annotations
 
+import logging
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.commands_release import Estimate as Schema
 
 __all__ = ["Schema", "run"]
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
-def run(cfg: Any) -> Any:
-    """Run `estimate` on a composed and checked config (calibration.cli composes, checks and locks its outputs)."""
-    from calibration.release.estimate import run_estimate
 
-    return run_estimate(cfg)
+def run(cfg: Any) -> Path:
+    """CLI: `role-rubric estimate data=DIR model=MODEL_DIR out=OUT [alpha=0.1] [baseline=DIR2] [fail_under=X]
+    [fail_if_worse=true]`: estimate.json's path; a failed gate raises GateFailed (exit status 1) once
+    everything is written. Imports inside, so that `role-rubric --help` loads no stage."""
+    from calibration.release.gate import GateFailed, gate, sequential_looks
+    from rubric.files import out_lock
+
+    fail_under = None if cfg.get("fail_under") is None else float(cfg.fail_under)
+    with out_lock(cfg.out) as out:
+        result = _estimate(cfg, Path(out))
+        ident = sequential_looks(result, out, cfg) if cfg["sequential"] else None
+        failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg["fail_if_worse"]))
+        result["gate"] = {
+            "fail_under": fail_under,
+            "fail_if_worse": bool(cfg["fail_if_worse"]),
+            "passed": not failed,
+            "failed": failed,
+        }
+        path = _write(result, out, ident)
+    log.info(f"estimate: wrote {path}")
+    if failed:
+        raise GateFailed("; ".join(failed) + ".", fix="")
+    return path
+
+
+def _estimate(cfg: Any, out: Path) -> dict:
+    """The estimate (calibration/release/estimate.py) with the command's keys; crossfit=K writes the adapted
+    model into OUT/adapted_model."""
+    from calibration.release.estimate import estimate_release
+
+    return estimate_release(
+        cfg.data,
+        cfg.model,
+        alpha=float(cfg.alpha),
+        adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
+        baseline=cfg.get("baseline"),
+        plan=cfg.get("plan"),
+        population=str(cfg["population"]),
+        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
+        bias_margin=float(cfg["bias_margin"]),
+        on_shift=str(cfg["on_shift"]),
+        width=cfg.get("width"),
+        crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
+        adapted_out=out / "adapted_model",
+    )
+
+
+def _write(result: dict, out: Path, ident: dict | None) -> Path:
+    """The table, the transport audit and the width plan on the terminal; estimate.json; with sequential=true,
+    this look appended to OUT/looks.jsonl."""
+    from calibration.release.audit import audit_line
+    from calibration.release.estimate import strip_private
+    from calibration.release.table import format_table
+    from rubric.jsonfile import write_json
+
+    log.info(format_table(result))
+    log.info(f"estimate: {audit_line(result['transport_audit'])}")
+    if "line" in result.get("width_plan", {}):
+        log.info("estimate: " + result["width_plan"]["line"])
+    path = out / "estimate.json"
+    write_json(path, strip_private(result))
+    if ident is not None:
+        from calibration.release.sequential import LOOKS_FILE, record
+
+        record(out, ident, result["sequential"])
+        seq = result["sequential"]
+        log.info(
+            f"estimate: look {seq['look']} ({seq['n_labelled_conversations']} labelled conversations): rate "
+            f"{seq['estimate']:.3f}, confidence sequence [{seq['low']:.3f}, {seq['high']:.3f}] (valid at every "
+            f"look; recorded in {out / LOOKS_FILE})"
+        )
+    return path

@@ -18,7 +18,7 @@ import numpy as np
 import torch
 
 from calibration.release.checks import check_adheres_at, check_baseline, check_target_answered
-from calibration.release.gate import GateFailed, gate, sequential_looks
+from calibration.release.gate import GateFailed
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
 from calibration.release.plan import PLAN_FILE, read_plan, read_strata
 from calibration.release.planning import width_plan
@@ -29,7 +29,7 @@ from rubric.jsonfile import jsonable
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
-__all__ = ["GateFailed", "estimate_release", "run_estimate"]
+__all__ = ["GateFailed", "estimate_release", "strip_private"]
 
 KINDS = ("rate", "mean")
 QUANTITY_NOTE = (
@@ -339,60 +339,3 @@ def _difference(a: dict, b: dict, alpha: float) -> dict:
 def strip_private(value):
     """Drop the `_sample` helpers and turn inf/NaN into None (strict JSON)."""
     return jsonable(value, private=False)
-
-
-def run_estimate(cfg) -> Path:
-    """CLI: `role-rubric estimate data=DIR model=MODEL_DIR out=OUT [alpha=0.1] [baseline=DIR2] [fail_under=X]
-    [fail_if_worse=true]`."""
-    from calibration.release.table import format_table
-    from rubric.files import out_lock
-    from rubric.jsonfile import write_json
-
-    fail_under = None if cfg.get("fail_under") is None else float(cfg.fail_under)
-    with out_lock(cfg.out) as out:
-        result = estimate_release(
-            cfg.data,
-            cfg.model,
-            alpha=float(cfg.alpha),
-            adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
-            baseline=cfg.get("baseline"),
-            plan=cfg.get("plan"),
-            population=str(cfg["population"]),
-            allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
-            bias_margin=float(cfg["bias_margin"]),
-            on_shift=str(cfg["on_shift"]),
-            width=cfg.get("width"),
-            crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
-            adapted_out=Path(out) / "adapted_model",
-        )
-        if cfg["sequential"]:
-            ident = sequential_looks(result, out, cfg)
-        failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg["fail_if_worse"]))
-        result["gate"] = {
-            "fail_under": fail_under,
-            "fail_if_worse": bool(cfg["fail_if_worse"]),
-            "passed": not failed,
-            "failed": failed,
-        }
-        log.info(format_table(result))
-        from calibration.release.audit import audit_line
-
-        log.info(f"estimate: {audit_line(result['transport_audit'])}")
-        if "line" in result.get("width_plan", {}):
-            log.info("estimate: " + result["width_plan"]["line"])
-        path = out / "estimate.json"
-        write_json(path, strip_private(result))
-        if "sequential" in result:
-            from calibration.release.sequential import LOOKS_FILE, record
-
-            record(out, ident, result["sequential"])
-            seq = result["sequential"]
-            log.info(
-                f"estimate: look {seq['look']} ({seq['n_labelled_conversations']} labelled conversations): rate "
-                f"{seq['estimate']:.3f}, confidence sequence [{seq['low']:.3f}, {seq['high']:.3f}] (valid at every "
-                f"look; recorded in {out / LOOKS_FILE})"
-            )
-    log.info(f"estimate: wrote {path}")
-    if failed:
-        raise GateFailed("; ".join(failed) + ".", fix="")
-    return path
