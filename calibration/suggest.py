@@ -21,16 +21,13 @@ three reviewers about the same confusing turn.
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
 
-from rubric.command_line import override
 from rubric.errors import InputError
-from rubric.files import atomic_to_csv
 from rubric.ids import clean_id_list
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
@@ -205,7 +202,7 @@ def rank_pairs(
     return picked, scores[picked]
 
 
-def _model_and_data(cfg):
+def model_and_data(cfg):
     """suggest purpose=learn's calibrator, the dataset read against its rubric (its judge checked) and the
     budget."""
     from calibration import load_dataset, load_model
@@ -232,76 +229,8 @@ def _model_and_data(cfg):
     return model, ds, budget
 
 
-def run_suggest(cfg) -> Path:
-    """CLI: `role-rubric suggest data=DIR model=MODEL_DIR budget=N out=to_label.csv [judges=[ids]]
-    [strategy=bald] [diversity=0.5] [questions=all|target]`."""
-    from calibration.release.checks import check_suggest_out
-    from calibration.release.plan import PLAN_FILE
-
-    estimate = str(cfg["purpose"]) == "estimate"
-    if cfg.get("cv") and not (estimate and (cfg.get("width") is not None or cfg.get("decide_at") is not None)):
-        raise InputError(
-            "cv= plans how many conversations to label for an estimate, and this suggest plans none.",
-            fix="pass purpose=estimate with width=W or decide_at=X (and model=), or drop cv=.",
-        )
-    check_suggest_out(
-        Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=bool(cfg["overwrite"])
-    )
-    if estimate:
-        from calibration.release.sampling import run_estimate_plan
-
-        return run_estimate_plan(cfg)
-    start = time.perf_counter()
-    model, ds, budget = _model_and_data(cfg)
-    judges = _judges(cfg.get("judges"), model)
-    X = torch.from_numpy(ds.features(model.spec))
-    item, judge_names = _candidates(ds, judges)
-    if len(item) == 0:
-        raise InputError(
-            "every (turn, judge) pair is already labelled.",
-            path=cfg.data,
-            fix="add turns to llm.csv or name other judges with judges=[...].",
-        )
-    judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
-    picked, scores = rank_pairs(
-        model.net,
-        X,
-        ds,
-        item,
-        judge,
-        budget,
-        strategy=str(cfg.strategy),
-        diversity=float(cfg.diversity),
-        recalibration=model.recalibration,
-        pool=model.settings.pool,
-        seed=int(cfg.seed),
-        labelled_items=np.unique(ds.label_item),
-    )
-    frame = suggestions_frame(
-        ds,
-        item[picked],
-        [judge_names[i] for i in picked],
-        scores,
-        str(cfg.strategy),
-        questions=str(cfg["questions"]),
-        conversations=_conversations(cfg.data),
-    )
-    out = Path(cfg.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_to_csv(frame, out)
-    log.info(
-        f"suggest: {len(picked)} of {len(item)} unlabelled (turn, judge) pairs by {cfg.strategy} "
-        f"(diversity {float(cfg.diversity):g}) in {time.perf_counter() - start:.1f}s"
-    )
-    log.info(
-        f"suggest: wrote {out} ({len(frame)} rows): budget={budget} counts (turn, reviewer) pairs, and each pair "
-        f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet {override('sheet', out)} "
-        f"{override('data', str(cfg.data))} out=NEW_DIR`"
-    )
-    return out
-
-
-def _judges(judges, model) -> list[str]:
+def judges_to_ask(judges, model) -> list[str]:
+    """The reviewers to rank pairs for: judges=null every training judge of the model, else the ids named."""
     if judges == "population":
         raise InputError("judges=population names no reviewer to ask.", fix="pass judges=null or judges=[id,...].")
     if judges is None:
@@ -314,14 +243,15 @@ def _judges(judges, model) -> list[str]:
     return chosen
 
 
-def _candidates(ds, judges: list[str]) -> tuple[np.ndarray, list[str]]:
+def unlabelled_pairs(ds, judges: list[str]) -> tuple[np.ndarray, list[str]]:
     """Every (item, judge) pair without a label in the dataset."""
     labelled = {(int(i), ds.judges[j]) for i, j in zip(ds.label_item, ds.label_judge, strict=True)}
     pairs = [(i, j) for i in range(len(ds.items)) for j in judges if (i, j) not in labelled]
     return np.array([i for i, _ in pairs], dtype=np.int64), [j for _, j in pairs]
 
 
-def _conversations(data: str | Path) -> dict:
+def conversations_by_id(data: str | Path) -> dict:
+    """{conversation_id: Conversation} of DIR/conversations.jsonl ({} without one: the sheet shows no text)."""
     path = Path(data) / "conversations.jsonl"
     if not path.exists():
         return {}

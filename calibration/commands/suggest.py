@@ -1,20 +1,167 @@
-"""`role-rubric suggest`: rank unlabelled (turn, reviewer) pairs by what a label would teach -> CSV.
+"""`role-rubric suggest`: which labels to ask for next.
 
-Its keys: calibration.schema.commands_release `Suggest` (`role-rubric suggest --help`);
-the work: calibration.suggest `run_suggest` (imported when the command runs, so that `role-rubric --help` loads no stage).
+purpose=learn ranks unlabelled (turn, reviewer) pairs by what a label would teach the calibrator
+(calibration/suggest.py); purpose=estimate draws a random sample of conversations for `role-rubric estimate`,
+as many as a width or a gate needs when asked (calibration/release/sampling.py, planning.py), with
+sample_plan.csv beside the sheet (calibration/release/plan.py). Its keys: calibration.schema.commands_release
+`Suggest` (`role-rubric suggest --help`).
 """
 
 from __future__ import annotations
 
+import logging
+import time
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.commands_release import Suggest as Schema
 
 __all__ = ["Schema", "run"]
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
-def run(cfg: Any) -> Any:
-    """Run `suggest` on a composed and checked config (calibration.cli composes, checks and locks its outputs)."""
-    from calibration.suggest import run_suggest
 
-    return run_suggest(cfg)
+def run(cfg: Any) -> Path:
+    """CLI: `role-rubric suggest data=DIR model=MODEL_DIR budget=N out=to_label.csv [judges=[ids]]
+    [strategy=bald] [diversity=0.5] [questions=all|target]`, or `purpose=estimate [width=W | decide_at=X]`.
+    Imports inside, so that `role-rubric --help` loads no stage."""
+    from calibration.release.checks import check_suggest_out
+    from calibration.release.plan import PLAN_FILE
+    from rubric.errors import InputError
+
+    estimate = str(cfg["purpose"]) == "estimate"
+    if cfg.get("cv") and not (estimate and (cfg.get("width") is not None or cfg.get("decide_at") is not None)):
+        raise InputError(
+            "cv= plans how many conversations to label for an estimate, and this suggest plans none.",
+            fix="pass purpose=estimate with width=W or decide_at=X (and model=), or drop cv=.",
+        )
+    check_suggest_out(
+        Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=bool(cfg["overwrite"])
+    )
+    return _sample_for_estimate(cfg) if estimate else _rank_for_learning(cfg)
+
+
+def _rank_for_learning(cfg: Any) -> Path:
+    """purpose=learn: the sheet of the `budget` pairs a label would teach most, best first."""
+    import numpy as np
+    import torch
+
+    from calibration.suggest import (
+        conversations_by_id,
+        judges_to_ask,
+        model_and_data,
+        rank_pairs,
+        suggestions_frame,
+        unlabelled_pairs,
+    )
+    from rubric.errors import InputError
+
+    start = time.perf_counter()
+    model, ds, budget = model_and_data(cfg)
+    item, judge_names = unlabelled_pairs(ds, judges_to_ask(cfg.get("judges"), model))
+    if len(item) == 0:
+        raise InputError(
+            "every (turn, judge) pair is already labelled.",
+            path=cfg.data,
+            fix="add turns to llm.csv or name other judges with judges=[...].",
+        )
+    judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
+    picked, scores = rank_pairs(
+        model.net,
+        torch.from_numpy(ds.features(model.spec)),
+        ds,
+        item,
+        judge,
+        budget,
+        strategy=str(cfg.strategy),
+        diversity=float(cfg.diversity),
+        recalibration=model.recalibration,
+        pool=model.settings.pool,
+        seed=int(cfg.seed),
+        labelled_items=np.unique(ds.label_item),
+    )
+    frame = suggestions_frame(
+        ds,
+        item[picked],
+        [judge_names[i] for i in picked],
+        scores,
+        str(cfg.strategy),
+        questions=str(cfg["questions"]),
+        conversations=conversations_by_id(cfg.data),
+    )
+    return _write_ranked(cfg, frame, len(picked), len(item), budget, time.perf_counter() - start)
+
+
+def _write_ranked(cfg: Any, frame: Any, picked: int, candidates: int, budget: int, seconds: float) -> Path:
+    from rubric.command_line import override
+    from rubric.files import atomic_to_csv
+
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_to_csv(frame, out)
+    log.info(
+        f"suggest: {picked} of {candidates} unlabelled (turn, judge) pairs by {cfg.strategy} "
+        f"(diversity {float(cfg.diversity):g}) in {seconds:.1f}s"
+    )
+    log.info(
+        f"suggest: wrote {out} ({len(frame)} rows): budget={budget} counts (turn, reviewer) pairs, and each pair "
+        f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet {override('sheet', out)} "
+        f"{override('data', str(cfg.data))} out=NEW_DIR`"
+    )
+    return out
+
+
+def _sample_for_estimate(cfg: Any) -> Path:
+    """purpose=estimate: a seeded random sample of conversations (stratified with strata=; as many as width= or
+    decide_at= needs, at most budget), written as a sheet of every turn of those conversations and
+    sample_plan.csv beside it."""
+    from calibration import load_dataset
+    from calibration.labelling.items import dataset_conversations
+    from calibration.release.plan import stratified_plan, uniform_plan
+    from calibration.release.sampling import planned_budget, strata_of
+
+    start = time.perf_counter()
+    ds = load_dataset(cfg.data, require_labels=False)
+    budget = int(cfg.budget)
+    if cfg.get("width") is not None or cfg.get("decide_at") is not None:
+        budget = planned_budget(cfg, ds, budget)
+    conversations = dataset_conversations(cfg.data)
+    if cfg.get("strata"):
+        stratum_of = strata_of(conversations, str(cfg.strata), set(ds.items["conversation_id"]), Path(cfg.data))
+        plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=int(cfg.seed))
+        sizes = plan.groupby("stratum")["sampled"].agg(["sum", "size"])
+        log.info(
+            "suggest: stratified by "
+            + str(cfg.strata)
+            + " (proportional): "
+            + ", ".join(f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows())
+        )
+    else:
+        plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
+    return _write_sample(cfg, ds, plan, conversations, time.perf_counter() - start)
+
+
+def _write_sample(cfg: Any, ds: Any, plan: Any, conversations: dict, seconds: float) -> Path:
+    from calibration.labelling.sheet import sheet_frame
+    from calibration.release.plan import PLAN_FILE
+    from rubric.files import atomic_write_text
+
+    chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
+    keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
+    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations, questions=str(cfg["questions"]), scores=None)
+    out = Path(cfg.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, frame.to_csv(index=False))
+    plan_path = out.parent / PLAN_FILE
+    atomic_write_text(plan_path, plan.to_csv(index=False))
+    log.info(
+        f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {int(cfg.seed)}; "
+        f"budget counts conversations; each has inclusion probability {len(chosen) / plan.shape[0]:.4g}) "
+        f"in {seconds:.1f}s"
+    )
+    log.info(
+        f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
+        f"fill in judge_id and answer) and {plan_path}"
+    )
+    log.info(f"suggest: copy {PLAN_FILE} into the release folder (or pass plan=) when you run `role-rubric estimate`")
+    return out

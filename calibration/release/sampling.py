@@ -1,4 +1,6 @@
-"""`role-rubric suggest purpose=estimate`: the conversations to label for a release estimate.
+"""`role-rubric suggest purpose=estimate`'s library: how many conversations to label for a release estimate
+(`planned_budget`) and the strata to sample them by (`strata_of`); the command (calibration/commands/suggest.py)
+draws the sample.
 
 A simple random sample of `budget` conversations (seeded), written as a labelling sheet (every assistant
 turn of each sampled conversation, one row per question, judge_id left for the reviewer to fill in) and a
@@ -9,62 +11,14 @@ probabilities (calibration/release/plan.py).
 from __future__ import annotations
 
 import logging
-import time
 from pathlib import Path
 
 import torch
 
-from calibration.release.plan import PLAN_FILE, stratified_plan, uniform_plan
-
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run_estimate_plan(cfg) -> Path:
-    from calibration import load_dataset
-    from calibration.labelling.items import dataset_conversations
-    from calibration.labelling.sheet import sheet_frame
-    from rubric.files import atomic_write_text
-
-    start = time.perf_counter()
-    ds = load_dataset(cfg.data, require_labels=False)
-    budget = int(cfg.budget)
-    if cfg.get("width") is not None or cfg.get("decide_at") is not None:
-        budget = _planned_budget(cfg, ds, budget)
-    conversations = dataset_conversations(cfg.data)
-    if cfg.get("strata"):
-        stratum_of = _strata(conversations, str(cfg.strata), set(ds.items["conversation_id"]), Path(cfg.data))
-        plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=int(cfg.seed))
-        sizes = plan.groupby("stratum")["sampled"].agg(["sum", "size"])
-        log.info(
-            "suggest: stratified by "
-            + str(cfg.strata)
-            + " (proportional): "
-            + ", ".join(f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows())
-        )
-    else:
-        plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
-    chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
-    keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
-    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations, questions=str(cfg["questions"]), scores=None)
-    out = Path(cfg.out)
-    out.parent.mkdir(parents=True, exist_ok=True)
-    atomic_write_text(out, frame.to_csv(index=False))
-    plan_path = out.parent / PLAN_FILE
-    atomic_write_text(plan_path, plan.to_csv(index=False))
-    log.info(
-        f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {int(cfg.seed)}; "
-        f"budget counts conversations; each has inclusion probability {len(chosen) / plan.shape[0]:.4g}) "
-        f"in {time.perf_counter() - start:.1f}s"
-    )
-    log.info(
-        f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
-        f"fill in judge_id and answer) and {plan_path}"
-    )
-    log.info(f"suggest: copy {PLAN_FILE} into the release folder (or pass plan=) when you run `role-rubric estimate`")
-    return out
-
-
-def _planned_budget(cfg, ds, budget: int) -> int:
+def planned_budget(cfg, ds, budget: int) -> int:
     """`width=W` / `decide_at=X`: the conversations the rate's interval needs (calibration/release/planning.py),
     at most `budget`; the plan's lines printed."""
     from calibration import load_model
@@ -136,7 +90,7 @@ def _cv_spread(cfg, model, preds, adheres_at: float, labelled: int):
     return spread
 
 
-def _strata(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:
+def strata_of(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:
     """conversation -> stratum: `role` is the role's short id (the rows of `estimate`), any other name a
     field of conversations.jsonl that every conversation of the release must have."""
     from calibration.release.roles import role_key
