@@ -123,6 +123,18 @@ def one_draw(args) -> dict:
     }
 
 
+def _paired_ratio_interval(rows: list[dict], a: str, b: str, resamples: int = 2000) -> list[float] | None:
+    """95% bootstrap interval (draws resampled, each draw's two widths kept together) of mean width a over
+    mean width b: whether a ratio like 1.01 is more than the draws' noise."""
+    if len(rows) < 2:
+        return None
+    wa = np.array([r[a][1] - r[a][0] for r in rows])
+    wb = np.array([r[b][1] - r[b][0] for r in rows])
+    idx = np.random.default_rng(0).integers(0, len(rows), size=(resamples, len(rows)))
+    ratios = wa[idx].mean(1) / wb[idx].mean(1)
+    return [float(np.quantile(ratios, 0.025)), float(np.quantile(ratios, 0.975))]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--work", type=Path, required=True, help="holds <split>-train and <split>-release folders")
@@ -186,6 +198,7 @@ def main() -> None:
                 "lambda_median": float(np.median([r[key][2] for r in rows])),
             }
         block["crossfit_width_over_unadapted"] = block["crossfit"]["mean_width"] / block["unadapted"]["mean_width"]
+        block["crossfit_width_over_unadapted_95"] = _paired_ratio_interval(rows, "crossfit", "unadapted")
         block["adapt_then_label_again_width_over_crossfit"] = (
             block["adapt_then_label_again"]["mean_width"] / block["crossfit"]["mean_width"]
         )

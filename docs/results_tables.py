@@ -646,12 +646,29 @@ def estimate_crossfit(r: dict) -> str:
                         _f(b[key]["mean_width"], 4),
                     ]
                 )
+    ratios = [
+        f"{ESTIMATE_NAMES.get(name, name)}: {b['crossfit_width_over_unadapted']:.3f}"
+        + (
+            " [{:.3f}, {:.3f}]".format(*b["crossfit_width_over_unadapted_95"])
+            if b.get("crossfit_width_over_unadapted_95")
+            else ""
+        )
+        for name, b in res["benchmarks"].items()
+        if "crossfit_width_over_unadapted" in b
+    ]
+    paired = (
+        "\n\nCross-fitted width over the unadapted model's on the same labels (with a paired bootstrap 95% "
+        "interval where measured): " + "; ".join(ratios) + "."
+        if ratios
+        else ""
+    )
     return (
         f"n = {res['n']} labelled conversations per draw; every calibrator an ensemble of {res['ensemble']} "
         f"(the defaults otherwise); rate interval at nominal {round(100 * (1 - res['alpha']))}%. Draws are "
         "few (each trains K + 1 calibrators): the coverage's Monte-Carlo sd is about "
         f"{max(b['coverage_mc_sd'] for b in res['benchmarks'].values() if 'coverage_mc_sd' in b):.3f}.\n\n"
         + _table(["benchmark", "interval", "draws", "coverage", "mean width"], rows)
+        + paired
     )
 
 
