@@ -141,6 +141,19 @@ def _close(signature: str, theirs: dict[str, np.ndarray]) -> bool:
     return bool((diff.max(1) <= TOLERANCE * (_ABSENT - 1)).any())
 
 
+class _Known:
+    """Labelled conversations to recognise, from their (text hash or None, distribution signature) entries: the
+    same text where both sides have text, else distributions within TOLERANCE (`_close`)."""
+
+    def __init__(self, entries: list) -> None:
+        self.texts = {t for t, _ in entries if t}
+        self.untexted = _by_shape([s for t, s in entries if not t])
+        self.everything = _by_shape([s for _, s in entries])
+
+    def holds(self, text: str | None, signature: str) -> bool:
+        return bool(text and text in self.texts) or _close(signature, self.untexted if text else self.everything)
+
+
 def overlapping(model, ds, folder: str | Path | None) -> tuple[list[str], int]:
     """(the labelled conversations of `ds` that `model` trained on, how many were checked; 0 when the model
     records none). A match: the same text where both sides have text, else distributions within TOLERANCE;
@@ -151,17 +164,15 @@ def overlapping(model, ds, folder: str | Path | None) -> tuple[list[str], int]:
     labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
     legacy = {fp for record in records for fp in record.fingerprints or []}
     entries = [e for record in records for e in record.conversations or []]
-    texts = {t for t, _ in entries if t}
-    untexted, everything = _by_shape([s for t, s in entries if not t]), _by_shape([s for _, s in entries])
+    known = _Known(entries)
     mine_text = conversation_texts(folder, labelled)
     mine_sig = distribution_signatures(ds, labelled) if entries else {}
     old = conversation_fingerprints(ds, labelled) if legacy else {}
-    found = []
-    for cid in labelled:
-        text = mine_text.get(cid)
-        known = old.get(cid) in legacy or (text and text in texts)
-        if known or (entries and _close(mine_sig[cid], untexted if text else everything)):
-            found.append(cid)
+    found = [
+        cid
+        for cid in labelled
+        if old.get(cid) in legacy or (entries and known.holds(mine_text.get(cid), mine_sig[cid]))
+    ]
     return found, len(labelled)
 
 
@@ -186,17 +197,14 @@ def shared_conversation(sources) -> tuple[str, Path, Path] | None:
     """The first labelled conversation of one training directory that another directory before it labels too
     (the same text where both have text, else distributions within TOLERANCE), as (its id, its directory,
     the earlier directory); None when the directories share none. `sources`: `TrainingData.sources`."""
-    earlier: list[tuple[Path, set[str], dict[str, np.ndarray], dict[str, np.ndarray]]] = []
+    earlier: list[tuple[Path, _Known]] = []
     for source in sources:
         ds = source.dataset
         labelled = sorted(np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item]))
         texts, signatures = conversation_texts(source.path, labelled), distribution_signatures(ds, labelled)
-        for path, their_texts, untexted, everything in earlier:
+        for path, known in earlier:
             for cid in labelled:
-                text = texts.get(cid)
-                if (text and text in their_texts) or _close(signatures[cid], untexted if text else everything):
+                if known.holds(texts.get(cid), signatures[cid]):
                     return cid, source.path, path
-        theirs = set(texts.values())
-        untexted_sigs = [s for c, s in signatures.items() if c not in texts]
-        earlier.append((source.path, theirs, _by_shape(untexted_sigs), _by_shape(list(signatures.values()))))
+        earlier.append((source.path, _Known([(texts.get(c), signatures[c]) for c in labelled])))
     return None
