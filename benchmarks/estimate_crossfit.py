@@ -4,7 +4,8 @@ the unadapted model's on the same labels. Prints JSON.
 The covariate-shift splits of benchmarks/estimate.py (LLM-Rubric; the calibrator trained on one 70%, the
 release the other 30%). Each draw labels n conversations of the release at random; the unadapted model
 estimates from them (a plain `estimate`), and K fold calibrators trained on the training directory plus the
-labels outside each fold (`estimate crossfit=K`) estimate from the same labels; and the team that adapts
+labels outside each fold (`estimate crossfit=K`, the unadapted model's predictions as a second control
+variate; "crossfit_alone": the K calibrators without it) estimate from the same labels; and the team that adapts
 first and then labels n fresh conversations for the estimate (2n labels: "adapt then label again") estimates
 with the calibrator trained on everything. Every calibrator here uses
 the default settings with a smaller ensemble (--ensemble, 4: a draw trains K of them), the unadapted one too.
@@ -94,7 +95,9 @@ def one_draw(args) -> dict:
         reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=3.0), ppi_mean, classical_mean
     )
     folds = train_folds(model, model_dir, rel, sorted(picked), k, work / "folds", work / "adapted", seed=seed)
-    crossed, _ = _interval(folds.predictions(ds, t, kind="rate", adheres_at=3.0), ppi_mean, classical_mean)
+    crossed_preds = folds.predictions(ds, t, kind="rate", adheres_at=3.0)
+    crossed, _ = _interval(crossed_preds, ppi_mean, classical_mean)  # with the unadapted model beside
+    alone, _ = _interval(dataclasses.replace(crossed_preds, other=None), ppi_mean, classical_mean)
     # adapt, then label n fresh conversations and estimate with the adapted model: 2n labels in all
     labels[labels.conversation_id.isin(fresh)].to_csv(rel / "labels.csv", index=False)
     again_ds = load_dataset(rel, rubric=model.rubric)
@@ -118,6 +121,7 @@ def one_draw(args) -> dict:
             ("unadapted", plain),
             ("humans", humans),
             ("crossfit", crossed),
+            ("crossfit_alone", alone),
             ("adapt_then_label_again", again),
         )
     }
@@ -189,7 +193,7 @@ def main() -> None:
     for split, rows in results.items():
         truth = setup[split][3]
         block = {"draws": len(rows), "truth": truth}
-        for key in ("humans", "unadapted", "crossfit", "adapt_then_label_again"):
+        for key in ("humans", "unadapted", "crossfit", "crossfit_alone", "adapt_then_label_again"):
             lo = np.array([r[key][0] for r in rows])
             hi = np.array([r[key][1] for r in rows])
             block[key] = {
@@ -199,6 +203,10 @@ def main() -> None:
             }
         block["crossfit_width_over_unadapted"] = block["crossfit"]["mean_width"] / block["unadapted"]["mean_width"]
         block["crossfit_width_over_unadapted_95"] = _paired_ratio_interval(rows, "crossfit", "unadapted")
+        block["crossfit_alone_width_over_unadapted"] = (
+            block["crossfit_alone"]["mean_width"] / block["unadapted"]["mean_width"]
+        )
+        block["crossfit_alone_width_over_unadapted_95"] = _paired_ratio_interval(rows, "crossfit_alone", "unadapted")
         block["adapt_then_label_again_width_over_crossfit"] = (
             block["adapt_then_label_again"]["mean_width"] / block["crossfit"]["mean_width"]
         )

@@ -626,6 +626,12 @@ def estimate_recheck(r: dict) -> str:
     )
 
 
+def _ratio_text(b: dict, key: str) -> str:
+    """A width ratio over the unadapted model's, with its paired bootstrap interval where measured."""
+    interval = b.get(f"{key}_width_over_unadapted_95")
+    return f"{b[f'{key}_width_over_unadapted']:.3f}" + (" [{:.3f}, {:.3f}]".format(*interval) if interval else "")
+
+
 def estimate_crossfit(r: dict) -> str:
     res = r["result"]
     rows = []
@@ -634,6 +640,7 @@ def estimate_crossfit(r: dict) -> str:
             ("humans", "humans-only (n labels)"),
             ("unadapted", "ppi, the unadapted model (n labels)"),
             ("crossfit", f"ppi, crossfit={res['k']} (n labels, the calibrator adapted on them)"),
+            ("crossfit_alone", f"ppi, crossfit={res['k']} without the unadapted model beside it"),
             ("adapt_then_label_again", "ppi, adapted on n labels, then n fresh labels (2n)"),
         ):
             if key in b:
@@ -647,12 +654,8 @@ def estimate_crossfit(r: dict) -> str:
                     ]
                 )
     ratios = [
-        f"{ESTIMATE_NAMES.get(name, name)}: {b['crossfit_width_over_unadapted']:.3f}"
-        + (
-            " [{:.3f}, {:.3f}]".format(*b["crossfit_width_over_unadapted_95"])
-            if b.get("crossfit_width_over_unadapted_95")
-            else ""
-        )
+        f"{ESTIMATE_NAMES.get(name, name)}: {_ratio_text(b, 'crossfit')}"
+        + (f" (without the unadapted model: {_ratio_text(b, 'crossfit_alone')})" if "crossfit_alone" in b else "")
         for name, b in res["benchmarks"].items()
         if "crossfit_width_over_unadapted" in b
     ]

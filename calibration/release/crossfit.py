@@ -7,7 +7,11 @@ the labelled conversations outside fold k, and predicts fold k: each labelled tu
 calibrator that never saw it. Every other turn of the release gets the average of the K calibrators. One
 more calibrator, trained on everything, is the adapted model written beside the estimate. The interval
 is then computed as for a plain estimate (the K calibrators' dependence on the labels is what cross-
-fitting makes harmless, to first order: Zrnic & Candes 2024, Theorem 1).
+fitting makes harmless, to first order: Zrnic & Candes 2024, Theorem 1), with the unadapted model's
+predictions as a second control variate: adapting on a few conversations can make the calibrator a
+worse predictor of the release (it fixes a level that ppi corrects anyway, and adds the noise of its new
+labels), and ppi then leans on the unadapted model instead, the two weighed by their cross-fitted lams
+(calibration/release/intervals.py; benchmarks/estimate_crossfit.py measures the widths).
 """
 
 from __future__ import annotations
@@ -30,13 +34,13 @@ _READ = {"dtype": {"conversation_id": str, "turn": str, "judge_id": str}, "keep_
 class FoldModels:
     """The K calibrators, which fold each labelled conversation is in, and the adapted model's folder."""
 
-    def __init__(self, models: list, fold_of: dict[str, int], adapted: Path):
-        self.models, self.fold_of, self.adapted = models, fold_of, adapted
+    def __init__(self, models: list, fold_of: dict[str, int], adapted: Path, unadapted=None):
+        self.models, self.fold_of, self.adapted, self.unadapted = models, fold_of, adapted, unadapted
 
     def predictions(self, ds, question: int, *, kind: str, adheres_at: float) -> ReviewerPredictions:
         """Each labelled conversation's turns predicted by the calibrator of its fold, the others by the
         average of the K; reviewers matched by name across the K (a reviewer one calibrator never saw gets
-        its population prediction)."""
+        its population prediction). The unadapted model's predictions ride along as `other`."""
         import torch
 
         per_model = []
@@ -63,8 +67,12 @@ class FoldModels:
         P_out, cal_out = P.mean(0), cal.mean(0)
         P_out[own] = P[fold[own], np.flatnonzero(own)]
         cal_out[own] = cal[fold[own], np.flatnonzero(own)]
+        other = None
+        if self.unadapted is not None:
+            X = torch.from_numpy(ds.features(self.unadapted.spec))
+            other = reviewer_predictions(self.unadapted, ds, X, question, kind=kind, adheres_at=adheres_at)
         return ReviewerPredictions(
-            first.conversation, P_out, cal_out, first.raw, first.row_item, column, first.row_value
+            first.conversation, P_out, cal_out, first.raw, first.row_item, column, first.row_value, other
         )
 
 
@@ -165,4 +173,4 @@ def train_folds(
         everything = _labels_subset(root, tables, work / "all-labels", set(labelled))
         _train(model, sources, weights, everything, adapted, seed)
     (work / "folds.json").write_text(json.dumps(fold_of, indent=1))
-    return FoldModels(models, fold_of, adapted)
+    return FoldModels(models, fold_of, adapted, unadapted=model)

@@ -34,6 +34,13 @@ imputed mean is sum_S d V / sum_S d m, and the estimate is the single ratio
 whose linearised variance counts the reviewer draw too (without it, a panel whose reviewers differ in level
 makes the interval too narrow).
 
+Two predictors (`other`): `estimate crossfit=K` has the cross-fitted calibrators and the unadapted model.
+Both are control variates, theta = sum_S d_c (Y_c - lam1 G1_c - lam2 G2_c) / sum_S d_c m_c with each
+G centred on its own release mean, and (lam1, lam2) cross-fitted like the one lam, over lam >= 0 with
+lam1 + lam2 <= 1 (a mixture of the two, shrunk towards humans-only). The estimate is then about as narrow
+as the better predictor of the two, without knowing in advance which it is (the extra lam's noise costs
+a little: benchmarks/estimate_crossfit.py). A fixed lam, and humans-only, use the first predictor only.
+
 Two quantities, two variances (`population`):
 - "finite" (default): the release itself, its N conversations. The calibrator's predictions over them are
   known exactly, and the correction's variance carries the finite-population factor (1 - pi_c) per
@@ -100,6 +107,11 @@ class ClusterSample:
     V: np.ndarray | None = None
     """(n,) personalised predictions: the reviewer-mixture level of each labelled conversation (see the
     module docstring); None: F is one fixed prediction per turn."""
+    other: ClusterSample | None = None
+    """A second predictor's totals on the same labelled conversations (its own A, F and V; Y, m and pi the
+    same): the unadapted model beside the cross-fitted calibrators of `estimate crossfit=K`. ppi then takes
+    both as control variates, their lams cross-fitted like the one's (lam >= 0, summing to <= 1), so the
+    estimate is about as narrow as the better of the two; None: one predictor."""
 
     @property
     def n(self) -> int:
@@ -118,6 +130,8 @@ class Interval:
     se: float
     lam: float | None = None
     df: float | None = None
+    lam_parts: tuple[float, ...] | None = None
+    """With two predictors (ClusterSample.other), each one's lam (their sum is `lam`)."""
 
     def as_dict(self) -> dict:
         return {k: v for k, v in asdict(self).items() if v is not None}
@@ -176,17 +190,16 @@ def _ratio(s: ClusterSample, alpha, lam, ddof, quantile, population, variance, b
     if n <= ddof:
         raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
     pi = np.full(n, n / s.N) if s.pi is None else np.asarray(s.pi, float)
-    m_all = np.asarray(s.m_all, float)
-    A_bar = float(s.A.sum() / m_all.sum())
-    G = s.F if s.V is None else s.F - s.V  # personalised: the control variate is centred on the sample's panel
-    if population == "finite":  # the release's own mean: imputed exactly, each draw's share of it known
-        V_A, fpc = 0.0, np.clip(1.0 - pi, 0.0, 1.0)
-    else:
-        g = (s.A - A_bar * m_all) / m_all.mean()  # the ratio sum(A)/M linearised per conversation
-        V_A, fpc = float(g.var(ddof=ddof if ddof < s.N else 0) / s.N), np.ones(n)
+    fpc = np.clip(1.0 - pi, 0.0, 1.0) if population == "finite" else np.ones(n)
+    # a fixed lam (humans-only included) weighs the one predictor: the second needs its lam cross-fitted
+    predictors = [s] if s.other is None or lam is not None else [s, s.other]
+    G, g = zip(*(_control_variate(x) for x in predictors), strict=True)
+    # finite: the release's own mean, imputed exactly (each draw's share of it known); process: the imputed
+    # mean varies too, its (co)variance from the ratio sum(A)/M linearised per conversation
+    V_A = 0.0 if population == "finite" else np.atleast_2d(np.cov(np.stack(g), ddof=ddof if ddof < s.N else 0)) / s.N
     return ratio_interval(
         s.Y,
-        G,
+        G[0] if len(G) == 1 else np.stack(G, -1),
         s.m_lab,
         1.0 / pi,
         fpc,
@@ -194,7 +207,6 @@ def _ratio(s: ClusterSample, alpha, lam, ddof, quantile, population, variance, b
         lam=lam,
         ddof=ddof,
         V_A=V_A,
-        offset=A_bar if s.V is None else 0.0,
         quantile=quantile,
         variance=variance,
         bounds=bounds,
@@ -202,8 +214,23 @@ def _ratio(s: ClusterSample, alpha, lam, ddof, quantile, population, variance, b
     )
 
 
+def _control_variate(s: ClusterSample) -> tuple[np.ndarray, np.ndarray]:
+    """A predictor's control variate per labelled conversation, centred on its mean over the release (on
+    the sample's panel when personalised), and its release totals linearised per conversation."""
+    m_all = np.asarray(s.m_all, float)
+    A_bar = float(s.A.sum() / m_all.sum())
+    G = s.F - A_bar * np.asarray(s.m_lab, float) if s.V is None else s.F - s.V
+    return G, (s.A - A_bar * m_all) / m_all.mean()
+
+
 def _as_interval(r: dict) -> Interval:
-    return Interval(*(float(r[k]) for k in ("estimate", "low", "high", "se")), lam=float(r["lam"]), df=r["df"])
+    parts = tuple(float(x) for x in np.ravel(r["lam_parts"]))
+    return Interval(
+        *(float(r[k]) for k in ("estimate", "low", "high", "se")),
+        lam=float(r["lam"]),
+        df=r["df"],
+        lam_parts=parts if len(parts) > 1 else None,
+    )
 
 
 def difference(a: Interval, b: Interval, *, alpha: float = 0.1) -> dict:

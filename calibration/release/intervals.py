@@ -27,35 +27,89 @@ from scipy import stats
 
 __all__ = ["ratio_interval"]
 
-_PAIRS = ("YY", "YG", "GG", "Ym", "Gm", "mm")
-
 
 def _contributions(Y, G, m, d, fpc) -> dict[str, np.ndarray]:
-    """Each conversation's share of the sums the estimators are built from."""
+    """Each conversation's share of the sums the estimators are built from; G is (..., n, p), one column
+    per predictor."""
     w2 = fpc * d * d
-    x = {"Y": Y, "G": G, "m": m}
-    out = {"D": d * m, "SY": d * Y, "SG": d * G}
-    for pair in _PAIRS:
-        out["P" + pair] = w2 * x[pair[0]] * x[pair[1]]
-    return out
+    return {
+        "D": d * m,
+        "SY": d * Y,
+        "SG": d[..., None] * G,
+        "PYY": w2 * Y * Y,
+        "PYm": w2 * Y * m,
+        "Pmm": w2 * m * m,
+        "PYG": (w2 * Y)[..., None] * G,
+        "PGm": (w2 * m)[..., None] * G,
+        "PGG": w2[..., None, None] * G[..., :, None] * G[..., None, :],
+    }
 
 
 def _parts(tot: dict, n, ddof):
-    """rho_Y, rho_G and the linearised (co)variances S_aa, S_ab, S_bb (without the n / (n - ddof) factor)."""
+    """rho_Y, rho_G (p,) and the linearised (co)variances S_aa, S_ab (p,), S_bb (p, p) (each with the
+    n / (n - ddof) factor)."""
     D = tot["D"]
-    rY, rG = tot["SY"] / D, tot["SG"] / D
+    rY, rG = tot["SY"] / D, tot["SG"] / D[..., None]
     S_aa = (tot["PYY"] - 2 * rY * tot["PYm"] + rY**2 * tot["Pmm"]) / D**2
-    S_bb = (tot["PGG"] - 2 * rG * tot["PGm"] + rG**2 * tot["Pmm"]) / D**2
-    S_ab = (tot["PYG"] - rY * tot["PGm"] - rG * tot["PYm"] + rY * rG * tot["Pmm"]) / D**2
+    cross = rG[..., :, None] * tot["PGm"][..., None, :]
+    S_bb = (tot["PGG"] - cross - np.swapaxes(cross, -1, -2)) / (D**2)[..., None, None] + (
+        rG[..., :, None] * rG[..., None, :] * (tot["Pmm"] / D**2)[..., None, None]
+    )
+    S_ab = (
+        tot["PYG"]
+        - rY[..., None] * tot["PGm"]
+        - rG * tot["PYm"][..., None]
+        + rY[..., None] * rG * tot["Pmm"][..., None]
+    ) / (D**2)[..., None]
     c = n / np.maximum(n - ddof, 1)
-    return rY, rG, np.maximum(S_aa, 0) * c, S_ab * c, np.maximum(S_bb, 0) * c
+    diagonal = np.arange(S_bb.shape[-1])
+    S_bb[..., diagonal, diagonal] = np.maximum(S_bb[..., diagonal, diagonal], 0)
+    return rY, rG, np.maximum(S_aa, 0) * c, S_ab * c, S_bb * c
 
 
 def _tuned(S_ab, S_bb, V_A):
-    denom = V_A + S_bb
+    """The lam (..., p) that minimises the variance, lam' (V_A + S_bb) lam - 2 lam' S_ab, over lam >= 0 with
+    sum(lam) <= 1: one predictor, the variance-optimal lam clipped to [0, 1]; two, the best mixture of them
+    shrunk towards humans-only (each face of the triangle tried where the optimum lies outside it)."""
+    B = V_A + S_bb
+    if B.shape[-1] == 1:
+        denom = B[..., 0]
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lam = np.where(denom > 0, S_ab / np.where(denom > 0, denom, 1), 0.0)
+        return np.clip(lam, 0.0, 1.0)
+    return _tuned_pair(S_ab, B)
+
+
+def _tuned_pair(a, B):
+    """argmin over the triangle lam1, lam2 >= 0, lam1 + lam2 <= 1 of lam' B lam - 2 a' lam (B PSD)."""
+    b11, b12, b22 = B[..., 0, 0], B[..., 0, 1], B[..., 1, 1]
+    a1, a2 = a[..., 0], a[..., 1]
+
+    def on_axis(num, den):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.clip(np.where(den > 0, num / np.where(den > 0, den, 1), 0.0), 0.0, 1.0)
+
+    det = b11 * b22 - b12 * b12
     with np.errstate(divide="ignore", invalid="ignore"):
-        lam = np.where(denom > 0, S_ab / np.where(denom > 0, denom, 1), 0.0)
-    return np.clip(lam, 0.0, 1.0)
+        safe = np.where(det > 1e-12 * np.maximum(b11 * b22, 1e-300), det, np.nan)
+        inner = np.stack([(b22 * a1 - b12 * a2) / safe, (b11 * a2 - b12 * a1) / safe], -1)
+    inside = np.all(inner >= 0, -1) & (inner.sum(-1) <= 1) & np.isfinite(inner).all(-1)
+    zero = np.zeros_like(a1)
+    # the edge lam1 + lam2 = 1: lam = (t, 1 - t)
+    t = on_axis(a1 - a2 - b12 + b22, b11 - 2 * b12 + b22)
+    candidates = np.stack(
+        [
+            np.stack([on_axis(a1, b11), zero], -1),
+            np.stack([zero, on_axis(a2, b22)], -1),
+            np.stack([t, 1 - t], -1),
+            np.where(inside[..., None], np.nan_to_num(inner), 0.0),
+        ],
+        -2,
+    )  # (..., 4, 2)
+    Bc = np.einsum("...ij,...cj->...ci", B, candidates)
+    value = (candidates * Bc).sum(-1) - 2 * (candidates * a[..., None, :]).sum(-1)
+    best = np.argmin(value, -1)
+    return np.take_along_axis(candidates, best[..., None, None], -2)[..., 0, :]
 
 
 def ratio_interval(
@@ -77,49 +131,61 @@ def ratio_interval(
 ) -> dict[str, np.ndarray]:
     """The PPI++ estimate of the per-turn mean and its (1 - alpha) interval for each row.
 
-    lam: a number (fixed; 0 = humans only, 1 = plain PPI), None (cross-fitted leave-one-out, see the
-    module docstring; the lam returned is the conversations' mean) or "tuned" (on the same sample, the
-    PPI++ paper's and ppi-python's choice; kept for comparison); V_A: the variance of the imputed mean (0 for the finite release); offset: the
-    calibrator's per-turn mean the control variate is centred on (0 when G is already centred);
-    bounds: (low, high) the values' range (0, 1 for a rate): a Wilson score interval inside it, on the
-    rescaled value (n_turns: labelled turns per row, the effective sample size where the variance is 0);
-    None: estimate +- t * se. Returns arrays estimate, low, high, se, lam, df."""
-    Y, G, m, d, fpc = np.broadcast_arrays(*(np.asarray(a, float) for a in (Y, G, m, d, fpc)))
+    G: the control variate (..., n), or (..., n, 2) for two predictors at once (the cross-fitted calibrators
+    and the unadapted model: calibration/release/crossfit.py), whose lam, cross-fitted, weighs them, lam >=
+    0 and their sum <= 1 (lam=None only). lam: a number (fixed; 0 = humans only, 1 = plain PPI), None
+    (cross-fitted leave-one-out, see the module docstring; the lam returned is the conversations' mean, of
+    the two lams' sum for two predictors) or "tuned" (on the same sample, the PPI++ paper's and ppi-python's
+    choice; kept for comparison); V_A: the variance of the imputed mean (0 for the finite release; (p, p)
+    for p predictors); offset: the calibrator's per-turn mean the control variate is centred on (0 when G
+    is already centred); bounds: (low, high) the values' range (0, 1 for a rate): a Wilson score interval
+    inside it, on the rescaled value (n_turns: labelled turns per row, the effective sample size where the
+    variance is 0); None: estimate +- t * se. Returns arrays estimate, low, high, se, lam, lam_parts (each
+    predictor's, (..., p)), df."""
+    Y, m, d, fpc = np.broadcast_arrays(*(np.asarray(a, float) for a in (Y, m, d, fpc)))
+    G = np.asarray(G, float)
+    one = G.shape == Y.shape
+    G = G[..., None] if one else np.broadcast_to(G, Y.shape + G.shape[-1:])
+    if not one and (lam is not None or G.shape[-1] != 2):
+        raise ValueError("two predictors take lam=None (cross-fitted); one predictor, G shaped like Y.")
+    p = G.shape[-1]
+    V_A = np.asarray(V_A, float).reshape(p, p) if np.ndim(V_A) else np.full((p, p), float(V_A))
     n = Y.shape[-1]
     if n <= ddof:
         raise ValueError(f"{n} labelled conversations: at least {ddof + 1} are needed for an interval.")
-    Gc = G - offset * m
+    Gc = G - np.asarray(offset, float) * m[..., None]
     parts = _contributions(Y, Gc, m, d, fpc)
-    tot = {k: v.sum(-1) for k, v in parts.items()}
+    tot = {k: v.sum(Y.ndim - 1) for k, v in parts.items()}  # over the n conversations
     rY, rG, S_aa, S_ab, S_bb = _parts(tot, n, ddof)
-    # delete-one totals, (..., n): conversation i left out
-    drop = {k: tot[k][..., None] - v for k, v in parts.items()}
+    # delete-one totals, (..., n, ...): conversation i left out
+    drop = {k: np.expand_dims(tot[k], Y.ndim - 1) - v for k, v in parts.items()}
     ddof_1 = min(ddof, n - 2) if n > 2 else 0
     jY, jG, j_aa, j_ab, j_bb = _parts(drop, n - 1, ddof_1)
     if isinstance(lam, str) and lam == "tuned":  # tuned on the same sample (before issue 36; for comparison)
         lam_used = _tuned(S_ab, S_bb, V_A)
-        estimate = rY - lam_used * rG
-        lin = S_aa - 2 * lam_used * S_ab + lam_used**2 * S_bb
+        lin = S_aa - 2 * (lam_used * S_ab).sum(-1) + np.einsum("...i,...ij,...j->...", lam_used, S_bb, lam_used)
+        estimate = rY - (lam_used * rG).sum(-1)
         lam_jack = _tuned(j_ab, j_bb, V_A)
     elif lam is None:
-        lam_i = _tuned(j_ab, j_bb, V_A)  # each conversation's lam, tuned without it
-        z = d * ((Y - rY[..., None] * m) - lam_i * (Gc - rG[..., None] * m))
-        estimate = rY - (lam_i * d * Gc).sum(-1) / tot["D"]
+        lam_i = _tuned(j_ab, j_bb, V_A)  # each conversation's lam (..., n, p), tuned without it
+        z = d * ((Y - rY[..., None] * m) - (lam_i * (Gc - rG[..., None, :] * m[..., None])).sum(-1))
+        estimate = rY - (d * (lam_i * Gc).sum(-1)).sum(-1) / tot["D"]
         zc = z - z.mean(-1, keepdims=True)
         lin = (fpc * zc * zc).sum(-1) / tot["D"] ** 2 * n / max(n - ddof, 1)
-        lam_used = lam_i.mean(-1)
+        lam_used = lam_i.mean(-2)
         lam_jack = lam_i
     else:
-        lam_used = np.full(rY.shape, float(lam))
-        estimate = rY - lam * rG
-        lin = S_aa - 2 * lam * S_ab + lam**2 * S_bb
-        lam_jack = float(lam)
-    var = lam_used**2 * V_A + lin
+        lam_used = np.full(rY.shape + (1,), float(lam))
+        estimate = rY - lam * rG[..., 0]
+        lin = S_aa - 2 * lam * S_ab[..., 0] + lam**2 * S_bb[..., 0, 0]
+        lam_jack = lam_used[..., None, :]
+    lam_VA = np.einsum("...i,ij,...j->...", lam_used, V_A, lam_used)
+    var = lam_VA + lin
     if variance == "jackknife" and n >= 3:
-        thetas = jY - lam_jack * jG
+        thetas = jY - (lam_jack * jG).sum(-1)
         fpc_bar = fpc.mean(-1)
         jack = fpc_bar * (n - 1) / n * ((thetas - thetas.mean(-1, keepdims=True)) ** 2).sum(-1)
-        var = np.maximum(var, lam_used**2 * V_A + jack)
+        var = np.maximum(var, lam_VA + jack)
     elif variance not in ("jackknife", "linearised"):
         raise ValueError(f"variance={variance!r}: use 'jackknife' or 'linearised'.")
     se = np.sqrt(np.maximum(var, 0.0))
@@ -136,7 +202,15 @@ def ratio_interval(
         low, high = lo + span * low, lo + span * high
     else:
         low, high = estimate - q * se, estimate + q * se
-    return {"estimate": estimate, "low": low, "high": high, "se": se, "lam": lam_used, "df": df}
+    return {
+        "estimate": estimate,
+        "low": low,
+        "high": high,
+        "se": se,
+        "lam": lam_used.sum(-1),
+        "lam_parts": lam_used,
+        "df": df,
+    }
 
 
 def _wilson(estimate, var, q, n_turns, fpc_bar):

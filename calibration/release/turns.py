@@ -39,6 +39,9 @@ class ReviewerPredictions:
     """(R,) its reviewer's column in P."""
     row_value: np.ndarray
     """(R,) its value (1[answer >= adheres_at] or the answer)."""
+    other: ReviewerPredictions | None = None
+    """A second predictor of the same turns and labels (`estimate crossfit=K`: the unadapted model beside
+    the cross-fitted calibrators); its totals ride along in `sample()` as ClusterSample.other."""
 
     def scope(self, conversations=None) -> np.ndarray:
         """(N_items,) bool: the turns of the conversations named (all by default)."""
@@ -100,6 +103,7 @@ class ReviewerPredictions:
             V=scale * per_conv(level, keep & labelled)[lab],
             m_lab=m[lab],
             pi=None if pi_of is None else np.array([pi_of[c] for c in ids[lab]], float),
+            other=None if self.other is None else self.other.sample(rows, conversations, pi_of),
         )
 
 

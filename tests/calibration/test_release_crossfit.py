@@ -17,6 +17,9 @@ def test_crossfit_estimates_and_writes_the_adapted_model(release, tmp_path, caps
     rate = result["rate"]
     assert 0 <= rate["ppi"]["low"] <= rate["ppi"]["estimate"] <= rate["ppi"]["high"] <= 1
     assert rate["n_labelled_conversations"] == 16
+    if rate["ppi"]["lambda"] > 0:  # ppi kept the calibrators: the two predictors' lams, as printed
+        parts = rate["ppi"]["lambda_crossfit"], rate["ppi"]["lambda_unadapted"]
+        assert min(parts) >= 0 and sum(parts) == pytest.approx(rate["ppi"]["lambda"])
     adapted = json.loads((out / "adapted_model" / "model.json").read_text())
     trained = [r["data"] for r in adapted["trained_on"]]
     assert str(release["train"]) in trained and any("all-labels" in t for t in trained)

@@ -206,3 +206,59 @@ def test_small_sample_rate_coverage_on_a_skewed_rate():
             assert (r["low"] >= 0).all() and (r["high"] <= 1).all()
     assert covered["wilson"] >= 0.885
     assert covered["wald"] < covered["wilson"] - 0.02
+
+
+# Two predictors (`estimate crossfit=K`: the cross-fitted calibrators and the unadapted model).
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_the_pair_lam_is_the_best_point_of_the_triangle(seed):
+    from calibration.release.intervals import _tuned_pair
+
+    rng = np.random.default_rng(seed)
+    L = rng.normal(size=(2, 2)) * rng.uniform(0.01, 1, size=(2, 1))
+    B = L @ L.T + (0 if seed % 4 else 1e-3) * np.eye(2)  # a singular B every fourth seed
+    a = rng.normal(size=2)
+    lam = _tuned_pair(a, B)
+    grid = np.array([(x, y) for x in np.linspace(0, 1, 201) for y in np.linspace(0, 1, 201) if x + y <= 1 + 1e-12])
+    value = np.einsum("ci,ij,cj->c", grid, B, grid) - 2 * grid @ a
+    best = lam @ B @ lam - 2 * lam @ a
+    assert lam.min() >= -1e-12 and lam.sum() <= 1 + 1e-12
+    assert best <= value.min() + 1e-9
+
+
+@pytest.mark.parametrize("seed", range(5))
+def test_the_same_predictor_twice_gives_the_one_predictor_interval(seed):
+    rng = np.random.default_rng(seed)
+    conv, m, y, f = _clustered_release(rng)
+    picked = rng.choice(len(m), size=20, replace=False)
+    one = _sample(conv, m, y, f, picked)
+    two = ClusterSample(**{**one.__dict__, "other": one})
+    for population in ("finite", "process"):
+        a, b = ppi_mean(one, population=population), ppi_mean(two, population=population)
+        assert (b.estimate, b.low, b.high, b.lam) == pytest.approx((a.estimate, a.low, a.high, a.lam), abs=1e-12)
+    assert classical_mean(two).as_dict() == classical_mean(one).as_dict()  # humans-only ignores predictors
+
+
+def test_two_predictors_lean_on_the_better_one_and_keep_coverage():
+    """The first predictor is noise around the truth's level, the second a good one: the pair is about as
+    narrow as the good one alone, far narrower than the noisy one, and covers."""
+    rng = np.random.default_rng(7)
+    conv, m, y, good = _clustered_release(rng, bias=0.05)
+    noisy = np.clip(good.mean() + rng.normal(0, 0.3, size=len(good)), 0, 1)
+    truth = y.mean()
+    widths = {"noisy": [], "good": [], "pair": []}
+    covered = 0
+    draws = 300
+    for _ in range(draws):
+        picked = rng.choice(len(m), size=20, replace=False)
+        s_noisy, s_good = _sample(conv, m, y, noisy, picked), _sample(conv, m, y, good, picked)
+        pair = ppi_mean(ClusterSample(**{**s_noisy.__dict__, "other": s_good}), bounds=(0, 1))
+        widths["pair"].append(pair.width)
+        widths["noisy"].append(ppi_mean(s_noisy, bounds=(0, 1)).width)
+        widths["good"].append(ppi_mean(s_good, bounds=(0, 1)).width)
+        covered += pair.low <= truth <= pair.high
+    mean = {k: float(np.mean(v)) for k, v in widths.items()}
+    assert mean["good"] < 0.9 * mean["noisy"]  # the case is one where the choice matters
+    assert mean["pair"] <= 1.03 * mean["good"]
+    assert covered / draws >= 0.86
