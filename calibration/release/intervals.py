@@ -156,11 +156,39 @@ def ratio_interval(
     Gc = G - np.asarray(offset, float) * m[..., None]
     parts = _contributions(Y, Gc, m, d, fpc)
     tot = {k: v.sum(Y.ndim - 1) for k, v in parts.items()}  # over the n conversations
-    rY, rG, S_aa, S_ab, S_bb = _parts(tot, n, ddof)
     # delete-one totals, (..., n, ...): conversation i left out
     drop = {k: np.expand_dims(tot[k], Y.ndim - 1) - v for k, v in parts.items()}
     ddof_1 = min(ddof, n - 2) if n > 2 else 0
-    jY, jG, j_aa, j_ab, j_bb = _parts(drop, n - 1, ddof_1)
+    jY, jG, _, j_ab, j_bb = _parts(drop, n - 1, ddof_1)
+    estimate, lin, lam_used, lam_jack = _corrected(lam, (Y, Gc, m, d, fpc), tot, (j_ab, j_bb), ddof, V_A)
+    lam_VA = np.einsum("...i,ij,...j->...", lam_used, V_A, lam_used)
+    var = lam_VA + lin
+    if variance == "jackknife" and n >= 3:
+        thetas = jY - (lam_jack * jG).sum(-1)
+        fpc_bar = fpc.mean(-1)
+        jack = fpc_bar * (n - 1) / n * ((thetas - thetas.mean(-1, keepdims=True)) ** 2).sum(-1)
+        var = np.maximum(var, lam_VA + jack)
+    elif variance not in ("jackknife", "linearised"):
+        raise ValueError(f"variance={variance!r}: use 'jackknife' or 'linearised'.")
+    low, high, se, df = _interval_from(estimate, var, alpha, quantile, bounds, n_turns, fpc.mean(-1), n)
+    return {
+        "estimate": estimate,
+        "low": low,
+        "high": high,
+        "se": se,
+        "lam": lam_used.sum(-1),
+        "lam_parts": lam_used,
+        "df": df,
+    }
+
+
+def _corrected(lam, sample, tot, jack_parts, ddof, V_A):
+    """The estimate, its linearised variance, the lam used (..., p) and each delete-one estimate's lam,
+    for lam a number, None (cross-fitted) or "tuned" (see ratio_interval)."""
+    Y, Gc, m, d, fpc = sample
+    j_ab, j_bb = jack_parts
+    n = Y.shape[-1]
+    rY, rG, S_aa, S_ab, S_bb = _parts(tot, n, ddof)
     if isinstance(lam, str) and lam == "tuned":  # tuned on the same sample (before issue 36; for comparison)
         lam_used = _tuned(S_ab, S_bb, V_A)
         lin = S_aa - 2 * (lam_used * S_ab).sum(-1) + np.einsum("...i,...ij,...j->...", lam_used, S_bb, lam_used)
@@ -179,15 +207,12 @@ def ratio_interval(
         estimate = rY - lam * rG[..., 0]
         lin = S_aa - 2 * lam * S_ab[..., 0] + lam**2 * S_bb[..., 0, 0]
         lam_jack = lam_used[..., None, :]
-    lam_VA = np.einsum("...i,ij,...j->...", lam_used, V_A, lam_used)
-    var = lam_VA + lin
-    if variance == "jackknife" and n >= 3:
-        thetas = jY - (lam_jack * jG).sum(-1)
-        fpc_bar = fpc.mean(-1)
-        jack = fpc_bar * (n - 1) / n * ((thetas - thetas.mean(-1, keepdims=True)) ** 2).sum(-1)
-        var = np.maximum(var, lam_VA + jack)
-    elif variance not in ("jackknife", "linearised"):
-        raise ValueError(f"variance={variance!r}: use 'jackknife' or 'linearised'.")
+    return estimate, lin, lam_used, lam_jack
+
+
+def _interval_from(estimate, var, alpha, quantile, bounds, n_turns, fpc_bar, n):
+    """(low, high, se, df) at Student's t on n - 1 degrees of freedom (or the normal quantile): the Wilson
+    score interval inside `bounds`, else estimate +- q * se."""
     se = np.sqrt(np.maximum(var, 0.0))
     if quantile == "t":
         df = float(n - 1)
@@ -196,21 +221,11 @@ def ratio_interval(
         df, q = None, float(stats.norm.ppf(1 - alpha / 2))
     else:
         raise ValueError(f"quantile={quantile!r}: use 't' or 'normal'.")
-    if bounds is not None:
-        lo, span = float(bounds[0]), float(bounds[1]) - float(bounds[0])
-        low, high = _wilson((estimate - lo) / span, var / span**2, q, n_turns, fpc.mean(-1))
-        low, high = lo + span * low, lo + span * high
-    else:
-        low, high = estimate - q * se, estimate + q * se
-    return {
-        "estimate": estimate,
-        "low": low,
-        "high": high,
-        "se": se,
-        "lam": lam_used.sum(-1),
-        "lam_parts": lam_used,
-        "df": df,
-    }
+    if bounds is None:
+        return estimate - q * se, estimate + q * se, se, df
+    lo, span = float(bounds[0]), float(bounds[1]) - float(bounds[0])
+    low, high = _wilson((estimate - lo) / span, var / span**2, q, n_turns, fpc_bar)
+    return lo + span * low, lo + span * high, se, df
 
 
 def _wilson(estimate, var, q, n_turns, fpc_bar):
