@@ -31,6 +31,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from calibration.release.inference import USE_CALIBRATOR_FROM
 from rubric.errors import InputError
 
 __all__ = [
@@ -133,7 +134,8 @@ def spread_from_sample(Y: np.ndarray, G: np.ndarray, m_lab: np.ndarray, m_all: n
     ab, bb = (a * b).sum() - a * b, (b * b).sum() - b * b
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.clip(np.where(bb > 0, ab / np.where(bb > 0, bb, 1), 0.0), 0.0, 1.0)
-    ppi = float(np.var(a - lam * b, ddof=1))
+    # where that lam averages under USE_CALIBRATOR_FROM, estimate's ppi is the humans-only interval: plan it so
+    ppi = float(np.var(a - lam * b, ddof=1)) if lam.mean() >= USE_CALIBRATOR_FROM else s_aa
     return Spread(rate, s_aa, min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source, len(Y) - 1)
 
 

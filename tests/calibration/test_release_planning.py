@@ -41,6 +41,21 @@ def test_the_pilot_spread_uses_a_cross_fitted_lambda_that_does_not_flatter_the_p
     assert s.df == 9 and s.humans > s.ppi >= same
 
 
+def test_a_pilot_whose_lambda_ppi_would_not_use_is_planned_as_humans_only():
+    """estimate's ppi falls back to humans-only where the cross-fitted lam averages under 0.5; a plan
+    that counted on the calibrator's small help there would come up short."""
+    rng = np.random.default_rng(3)
+    m = np.full(12, 3.0)
+    G = rng.normal(size=12)
+    weak = 2.0 + 0.25 * G + rng.normal(scale=1.0, size=12)  # the calibrator barely predicts the reviewers
+    s = spread_from_sample(weak, G, m, m, "pilot")
+    a, b = weak - weak.sum() / m.sum() * m, G - G.sum() / m.sum() * m
+    lam = np.clip(((a * b).sum() - a * b) / ((b * b).sum() - b * b), 0, 1)
+    assert 0 < lam.mean() < 0.5  # a little help, under the threshold: the case the rule is about
+    assert np.var(a - lam * b, ddof=1) < s.humans  # counting that help would plan fewer labels
+    assert s.ppi == s.humans
+
+
 def test_calibrator_spread_counts_the_turns_noise_for_both_and_the_level_for_humans():
     rng = np.random.default_rng(0)
     conversation = np.repeat(np.arange(50), 3)
