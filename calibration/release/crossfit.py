@@ -23,7 +23,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibration.release.turns import ReviewerPredictions, reviewer_predictions
+from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
 from rubric.errors import InputError
 
 __all__ = ["FoldModels", "check_folds", "train_folds"]
@@ -36,17 +36,32 @@ class FoldModels:
 
     def __init__(self, models: list, fold_of: dict[str, int], adapted: Path, unadapted=None):
         self.models, self.fold_of, self.adapted, self.unadapted = models, fold_of, adapted, unadapted
+        self._inputs_for, self._inputs = None, []
+
+    def _probabilities(self, ds) -> list:
+        """Each model's `judge_probabilities` over ds (the K, then the unadapted one), computed once per
+        release: every question and quantity of an estimate reads the same distributions."""
+        import torch
+
+        if self._inputs_for is not ds:
+            models = self.models + ([self.unadapted] if self.unadapted is not None else [])
+            X = [torch.from_numpy(ds.features(model.spec)) for model in models]
+            self._inputs = [(model, x, judge_probabilities(model, x)) for model, x in zip(models, X, strict=True)]
+            self._inputs_for = ds
+        return self._inputs
 
     def predictions(self, ds, question: int, *, kind: str, adheres_at: float) -> ReviewerPredictions:
         """Each labelled conversation's turns predicted by the calibrator of its fold, the others by the
         average of the K; reviewers matched by name across the K (a reviewer one calibrator never saw gets
         its population prediction). The unadapted model's predictions ride along as `other`."""
-        import torch
-
-        per_model = []
-        for model in self.models:
-            X = torch.from_numpy(ds.features(model.spec))
-            per_model.append(reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at))
+        predicted = [
+            reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at, proba=proba)
+            for model, X, proba in self._probabilities(ds)
+        ]
+        per_model, other = (
+            predicted[: len(self.models)],
+            (predicted[len(self.models)] if self.unadapted is not None else None),
+        )
         first = per_model[0]
         rows = np.arange(len(first.row_item))
         names = np.array(
@@ -67,10 +82,6 @@ class FoldModels:
         P_out, cal_out = P.mean(0), cal.mean(0)
         P_out[own] = P[fold[own], np.flatnonzero(own)]
         cal_out[own] = cal[fold[own], np.flatnonzero(own)]
-        other = None
-        if self.unadapted is not None:
-            X = torch.from_numpy(ds.features(self.unadapted.spec))
-            other = reviewer_predictions(self.unadapted, ds, X, question, kind=kind, adheres_at=adheres_at)
         return ReviewerPredictions(
             first.conversation, P_out, cal_out, first.raw, first.row_item, column, first.row_value, other
         )
