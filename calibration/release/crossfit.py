@@ -58,10 +58,8 @@ class FoldModels:
             reviewer_predictions(model, ds, X, question, kind=kind, adheres_at=adheres_at, proba=proba)
             for model, X, proba in self._probabilities(ds)
         ]
-        per_model, other = (
-            predicted[: len(self.models)],
-            (predicted[len(self.models)] if self.unadapted is not None else None),
-        )
+        per_model, rest = predicted[: len(self.models)], predicted[len(self.models) :]
+        other = rest[0] if rest else None  # the unadapted model's
         first = per_model[0]
         rows = np.arange(len(first.row_item))
         names = np.array(
