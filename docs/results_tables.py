@@ -486,7 +486,8 @@ def estimate(r: dict) -> str:
                     ]
                 )
     text = (
-        f"{res['draws']} draws per n; nominal coverage {pct}%. rate: share of target answers >= 3; mean: the "
+        f"{res.get('coverage_draws', res['draws'])} draws per n (the planner and peeking rows: {res['draws']}); "
+        f"nominal coverage {pct}%. rate: share of target answers >= 3; mean: the "
         "mean target answer. Rows are skipped where the release has n conversations or fewer.\n\n"
         + _table(
             [
@@ -526,7 +527,6 @@ def estimate(r: dict) -> str:
         text += (
             "\n\nPeeking: a team labels 5 more conversations at a time (10 to 80) and re-runs `estimate` until "
             "the gate decides, with the threshold at the true rate (every decision is a false one; a valid "
-            "procedure keeps them under alpha):\n\n"
             "procedure keeps them under alpha); and `fail_if_worse` against a 30-conversation baseline of the "
             'same release (no true difference: every "worse" is false; the fixed-n difference\'s one-sided '
             "error is alpha/2 per look):\n\n"

@@ -18,8 +18,10 @@ would be half the time. Where s2 was measured on labelled conversations (a pilot
 counts too: the final sample's variance over the pilot's is F-distributed on (n - 1, pilot - 1) degrees of
 freedom (cv's conversations - 1 for a cv source), and the plan takes that ratio's 80% quantile (a
 predictive assurance; with the chi-square of a known s2 alone, a 10-conversation pilot's plans reached the
-width in only 56-73% of draws, benchmarks/estimate.py). Where s2 comes from the calibrator alone, the
-chi-square spread is used. The plan ignores the Wilson interval's
+width in only 56-73% of draws, benchmarks/estimate.py). A sample's variances are also scaled up where the
+rate it saw is further from 0.5 than the calibrator's predicted rate of the release (`rate_inflation`): on a
+bounded scale a pilot that happens to see almost only adherent turns sees too little spread. Where s2 comes
+from the calibrator alone, the chi-square spread is used. The plan ignores the Wilson interval's
 pull towards 0.5 (narrower near 0 or 1, so the plan errs long).
 """
 
@@ -39,12 +41,15 @@ __all__ = [
     "check_width",
     "half_width",
     "labels_needed",
+    "predicted_rate",
+    "rate_inflation",
     "spread_from_calibrator",
     "spread_from_sample",
     "width_plan",
 ]
 
 ASSURANCE = 0.8  # width: the chance that the planned sample's interval is as narrow as asked
+RATE_PRIOR_CONVERSATIONS = 5  # rate_inflation: the calibrator's predicted rate counts as this many conversations
 POWER = 0.8  # decide_at: the chance that the interval excludes the threshold when the rate is as expected
 
 
@@ -123,8 +128,16 @@ def spread_from_calibrator(conversation: np.ndarray, f: np.ndarray) -> Spread:
     )
 
 
-def spread_from_sample(Y: np.ndarray, G: np.ndarray, m_lab: np.ndarray, m_all: np.ndarray, source: str) -> Spread:
-    """From labelled conversations: Y their reviewers' totals, G the calibrator's (centred) totals."""
+def spread_from_sample(
+    Y: np.ndarray,
+    G: np.ndarray,
+    m_lab: np.ndarray,
+    m_all: np.ndarray,
+    source: str,
+    prior_rate: float | None = None,
+) -> Spread:
+    """From labelled conversations: Y their reviewers' totals, G the calibrator's (centred) totals;
+    prior_rate: the calibrator's predicted rate over the whole release (`rate_inflation`)."""
     rate = float(Y.sum() / m_lab.sum())
     a = Y - rate * m_lab
     b = G - G.sum() / m_lab.sum() * m_lab
@@ -136,7 +149,36 @@ def spread_from_sample(Y: np.ndarray, G: np.ndarray, m_lab: np.ndarray, m_all: n
         lam = np.clip(np.where(bb > 0, ab / np.where(bb > 0, bb, 1), 0.0), 0.0, 1.0)
     # where that lam averages under USE_CALIBRATOR_FROM, estimate's ppi is the humans-only interval: plan it so
     ppi = float(np.var(a - lam * b, ddof=1)) if lam.mean() >= USE_CALIBRATOR_FROM else s_aa
-    return Spread(rate, s_aa, min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source, len(Y) - 1)
+    k = rate_inflation(rate, prior_rate, len(Y))
+    if s_aa <= 0:  # every labelled conversation gave the same answer: no spread seen; independent turns at the
+        # shrunk rate instead (without a prior_rate that is 0 too: nothing to plan from)
+        shrunk = _shrunk(rate, prior_rate, len(Y))
+        s_aa = ppi = shrunk * (1 - shrunk) * float(np.mean(m_lab))
+        k = 1.0
+    return Spread(rate, k * s_aa, k * min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source, len(Y) - 1)
+
+
+def _shrunk(rate: float, prior_rate: float | None, n: int) -> float:
+    if prior_rate is None:
+        return rate
+    return (n * rate + RATE_PRIOR_CONVERSATIONS * prior_rate) / (n + RATE_PRIOR_CONVERSATIONS)
+
+
+def predicted_rate(sample) -> float:
+    """The calibrator's predicted rate over a ClusterSample's whole release (labelled or not)."""
+    return float(sample.A.sum() / sample.m_all.sum())
+
+
+def rate_inflation(rate: float, prior_rate: float | None, n: int) -> float:
+    """How much to scale a sample's variances for the rate it happened to see. On a bounded scale the spread
+    moves with the rate: a pilot that sees almost only adherent turns sees too little spread, and plans too
+    few labels (shift up, benchmarks/estimate.py: a pilot rate >= 0.95 reached the width in 27% of draws;
+    the F quantile assumes the variance independent of the mean). The rate is shrunk towards the calibrator's
+    predicted rate of the release (worth RATE_PRIOR_CONVERSATIONS conversations; label-free, so not noisy
+    with the pilot) and the variances scaled by p(1 - p) there over p(1 - p) at the sample's rate,
+    only ever up, so a calibrator that is off on the release can lengthen a plan but never shorten it."""
+    shrunk, seen = _shrunk(rate, prior_rate, n), rate * (1 - rate)
+    return max(1.0, shrunk * (1 - shrunk) / seen) if seen > 0 else 1.0
 
 
 def plan_lines(
@@ -195,7 +237,9 @@ def width_plan(rate: dict, width: float, alpha: float) -> dict:
     plan = {"width": width, "half_width": have, "reached": have <= width, "n_labelled_conversations": n}
     if have > width:
         s = rate["_sample"]
-        spread = spread_from_sample(s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample")
+        spread = spread_from_sample(
+            s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample", predicted_rate(s)
+        )
         need = labels_needed(
             spread.ppi if ppi["lambda"] else spread.humans, spread.m_bar, spread.N, width, alpha, df=spread.df
         )

@@ -26,6 +26,7 @@ def planned_budget(cfg, ds, budget: int) -> int:
     from calibration.release.planning import (
         check_width,
         plan_lines,
+        predicted_rate,
         spread_from_calibrator,
         spread_from_sample,
     )
@@ -51,7 +52,9 @@ def planned_budget(cfg, ds, budget: int) -> int:
         spread = _cv_spread(cfg, model, preds, adheres_at, labelled)
     elif labelled >= 3:
         s = preds.sample()
-        spread = spread_from_sample(s.Y, s.F - s.V, s.m_lab, s.m_all, f"the {labelled} labelled conversations")
+        spread = spread_from_sample(
+            s.Y, s.F - s.V, s.m_lab, s.m_all, f"the {labelled} labelled conversations", predicted_rate(s)
+        )
     else:
         spread = spread_from_calibrator(preds.conversation, preds.calibrator)
     n, lines = plan_lines(spread, width=width, decide_at=decide_at, alpha=float(cfg["alpha"]), labelled=labelled)

@@ -10,7 +10,13 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
-from calibration.release.planning import half_width, labels_needed, spread_from_calibrator, spread_from_sample
+from calibration.release.planning import (
+    half_width,
+    labels_needed,
+    rate_inflation,
+    spread_from_calibrator,
+    spread_from_sample,
+)
 from tests.calibration.test_estimate import _estimate, release  # noqa: F401  (the module's trained release)
 
 
@@ -54,6 +60,33 @@ def test_a_pilot_whose_lambda_ppi_would_not_use_is_planned_as_humans_only():
     assert 0 < lam.mean() < 0.5  # a little help, under the threshold: the case the rule is about
     assert np.var(a - lam * b, ddof=1) < s.humans  # counting that help would plan fewer labels
     assert s.ppi == s.humans
+
+
+def test_a_pilot_that_saw_an_extreme_rate_plans_for_the_spread_of_the_calibrators_rate():
+    """A pilot that happens to see almost only adherent turns sees too little spread: its variances are scaled
+    by p(1 - p) at its rate shrunk towards the calibrator's over p(1 - p) at its own, never down."""
+    rng = np.random.default_rng(5)
+    m = np.ones(10)
+    G = rng.normal(size=10)
+    Y = np.r_[np.ones(9), 0.0]  # rate 0.9
+    plain = spread_from_sample(Y, G, m, m, "pilot")
+    assert rate_inflation(0.9, None, 10) == 1.0
+    for prior, k in ((0.75, ((9 + 5 * 0.75) / 15) * (1 - (9 + 5 * 0.75) / 15) / 0.09), (0.9, 1.0), (0.97, 1.0)):
+        s = spread_from_sample(Y, G, m, m, "pilot", prior)
+        assert rate_inflation(0.9, prior, 10) == pytest.approx(k)
+        assert (s.humans, s.ppi) == pytest.approx((k * plain.humans, k * plain.ppi))
+    assert rate_inflation(0.9, 0.75, 10) > rate_inflation(0.9, 0.75, 40) > 1  # a larger sample: its own rate
+    assert labels_needed(spread_from_sample(Y, G, m, m, "p", 0.6).humans, 1.0, 500, 0.05, df=9) > labels_needed(
+        plain.humans, 1.0, 500, 0.05, df=9
+    )
+
+
+def test_a_pilot_with_no_spread_at_all_plans_from_independent_turns_at_the_shrunk_rate():
+    m = np.full(10, 2.0)
+    s = spread_from_sample(2 * np.ones(10), np.zeros(10), m, m, "pilot", 0.8)  # every turn adherent
+    shrunk = (10 * 1.0 + 5 * 0.8) / 15
+    assert s.humans == s.ppi == pytest.approx(shrunk * (1 - shrunk) * 2.0)
+    assert spread_from_sample(2 * np.ones(10), np.zeros(10), m, m, "pilot").humans == 0.0  # no prior: nothing
 
 
 def test_calibrator_spread_counts_the_turns_noise_for_both_and_the_level_for_humans():
