@@ -18,7 +18,7 @@ would be half the time. Where s2 was measured on labelled conversations (a pilot
 counts too: the final sample's variance over the pilot's is F-distributed on (n - 1, pilot - 1) degrees of
 freedom (cv's conversations - 1 for a cv source), and the plan takes that ratio's 80% quantile (a
 predictive assurance; with the chi-square of a known s2 alone, a 10-conversation pilot's plans reached the
-width in only 56-73% of draws, benchmarks/estimate.py). A sample's variances are also scaled up where the
+width in only 56-74% of draws, benchmarks/estimate.py). A sample's variances are also scaled up where the
 rate it saw is further from 0.5 than the calibrator's predicted rate of the release (`rate_inflation`): on a
 bounded scale a pilot that happens to see almost only adherent turns sees too little spread. Where s2 comes
 from the calibrator alone, the chi-square spread is used. The plan ignores the Wilson interval's
