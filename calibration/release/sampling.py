@@ -11,6 +11,7 @@ probabilities (calibration/release/plan.py).
 from __future__ import annotations
 
 import logging
+import warnings
 from pathlib import Path
 
 import torch
@@ -50,6 +51,7 @@ def planned_budget(cfg, ds, budget: int) -> int:
     labelled = len(preds.labelled_conversations())
     if cfg.get("cv"):
         spread = _cv_spread(cfg, model, preds, adheres_at, labelled)
+        _warn_if_shifted(cfg, model, ds)
     elif labelled >= 3:
         s = preds.sample()
         spread = spread_from_sample(
@@ -91,6 +93,27 @@ def _cv_spread(cfg, model, preds, adheres_at: float, labelled: int):
             "(drop cv= to plan from them: they measure this release itself)"
         )
     return spread
+
+
+def _warn_if_shifted(cfg, model, ds) -> None:
+    """A cv= plan assumes the calibrator is as far off on the release as it was out of fold; a release unlike
+    the training data can break that (benchmarks/estimate.py: on the shift-down release 23% of cv plans
+    reached the width, the calibrator worse there than out of fold). Say so where the shift check fires."""
+    from calibration.model.shift import ShiftWarning, check_shift, roles_of
+
+    shift = check_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]))
+    if shift.get("fired"):
+        worst = min(shift["groups"], key=lambda g: g["p_adjusted"])
+        warnings.warn(
+            ShiftWarning(
+                f"the release differs from the model's training data (shift check p={worst['p_adjusted']:.3g}, "
+                f"distance {worst['distance']:.2f} sd): the cv= plan assumes the calibrator is as far off here as "
+                "out of fold, which a shift can break; label a pilot of 10 conversations and plan from it "
+                "(the same command without cv=), or let `estimate width=W` ask for more.",
+                "suggest",
+            ),
+            stacklevel=2,
+        )
 
 
 def strata_of(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:

@@ -135,6 +135,26 @@ def test_cv_records_its_judge_and_suggest_names_the_source(release, cv_dir, unla
     assert f"out-of-fold agreement of cv={cv_dir}, 30 conversations" in printed
     assert "what a calibrated calibrator would leave" in printed and "ppi: label" in printed
     assert 2 <= _sampled(sheet) <= 30
+    assert "differs from the model's training data" not in printed  # the release is like the training data
+
+
+def test_a_cv_plan_for_a_release_unlike_the_training_data_says_to_plan_from_a_pilot(
+    release,  # noqa: F811
+    cv_dir,
+    unlabelled,
+    tmp_path,
+    capsys,
+):
+    shifted = shutil.copytree(unlabelled, tmp_path / "shifted")
+    llm = pd.read_csv(shifted / "llm.csv", dtype={"conversation_id": str, "turn": str}, keep_default_na=False)
+    top = llm.groupby(["conversation_id", "turn", "question_id"])["option"].transform("max")
+    llm["prob"] = (llm["option"] == top).astype(float)  # the judge now always answers the top option
+    llm.to_csv(shifted / "llm.csv", index=False)
+    assert _suggest(shifted, release["model"], tmp_path / "s" / "sheet.csv", "width=0.15", f"cv={cv_dir}") == 0
+    printed = capsys.readouterr().out
+    assert "suggest: warning: the release differs from the model's training data (shift check p=" in printed
+    assert "label a pilot of 10 conversations and plan from it" in printed
+    assert _sampled(tmp_path / "s" / "sheet.csv") >= 2  # a warning: the plan is still written
 
 
 def test_a_cv_where_the_calibrator_is_off_plans_more_than_the_calibrator_alone(
