@@ -295,16 +295,16 @@ def _plan_sources(preds, model, cv_dir: Path | None) -> dict:
 
 def _planner(full, alpha, bounds, draws, seed, sources=None) -> dict:
     """`suggest purpose=estimate width=W` planned from a pilot of 10 labelled conversations; the team then labels
-        up to the planned n (the pilot included). W: the expected ppi half-width at 30 conversations from the whole
-        release's spread. hit: the interval at the planned n is <= W. Two yardsticks for "the n that would have
-        sufficed": the oracle n (the fewest conversations at which >= 80% of samples reach W: what a planner that
-        knew the release's spread would ask for at the planner's assurance) and, per draw, the fewest of the same
-        draw's conversations (in the order labelled) whose interval is <= W. The pilot's spread is scaled for the
+    up to the planned n (the pilot included). W: the expected ppi half-width at 30 conversations from the whole
+    release's spread. hit: the interval at the planned n is <= W. Two yardsticks for "the n that would have
+    sufficed": the oracle n (the fewest conversations at which >= 80% of samples reach W: what a planner that
+    knew the release's spread would ask for at the planner's assurance) and, per draw, the fewest of the same
+    draw's conversations (in the order labelled) whose interval is <= W. The pilot's spread is scaled for the
     rate it saw against the calibrator's predicted rate of the release, as `suggest` does (planning.py
-    `rate_inflation`). `chi2_plan`: the plan that treats the
-        pilot's variance as known (before the F-based predictive assurance), for comparison. `sources`: plans
-        made without the release's labels (name -> (Spread, cv agreement or None)), one n for every draw, hit rate
-        over the same draws; every plan is floored at 10 (the half-widths are tabled from 10)."""
+    `rate_inflation`). `chi2_plan`: the plan that treats the pilot's variance as known (before the F-based
+    predictive assurance), for comparison. `sources`: plans made without the release's labels (name ->
+    (Spread, cv agreement or None)), one n for every draw, hit rate over the same draws; every plan is floored
+    at 10 (the half-widths are tabled from 10)."""
     N = len(full.Y)
     G = full.F - full.V
     whole = spread_from_sample(full.Y, G, full.m_lab, full.m_lab, "the release")
