@@ -48,6 +48,32 @@ def squeeze(line: str) -> str:
     return " ".join(line.split())
 
 
+NUMBER = re.compile(r"[-+]?\d+\.\d+")
+
+
+def shown(line: str, printed: set[str]) -> bool:
+    """The page's line is among the printed ones: the same text, and every decimal number the same to within
+    two units of its last shown digit or 0.5%, whichever is larger. torch's CPU kernels round differently
+    from one processor to another, and over a training run that moves a trained model's metrics by up to
+    0.2% (measured: the adapt page's weighted model, rmse 0.6106 on one machine, 0.6115 on another); counts
+    and words must match exactly."""
+    line = squeeze(line)
+    if line in printed:
+        return True
+    shape, want = NUMBER.sub("#", line), NUMBER.findall(line)
+    for candidate in printed:
+        got = NUMBER.findall(candidate)
+        same_shape = NUMBER.sub("#", candidate) == shape and len(got) == len(want)
+        if same_shape and all(_close(a, b) for a, b in zip(want, got, strict=True)):
+            return True
+    return False
+
+
+def _close(shown_number: str, printed_number: str) -> bool:
+    a, b = float(shown_number), float(printed_number)
+    return abs(a - b) <= max(2 * 10 ** -len(shown_number.split(".")[1]), 0.005 * abs(a)) + 1e-12
+
+
 @pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
 def test_every_bash_block_is_run_or_says_why_not(page):
     found = blocks(page)
@@ -72,6 +98,17 @@ def test_the_walkthrough_covers_the_release_loop():
     ):
         assert step in code, step
     assert sum(printed is not None for _, _, printed in run_blocks()) >= 2
+
+
+def test_a_page_line_matches_printed_numbers_to_half_a_percent_and_its_words_and_counts_exactly():
+    printed = {squeeze("calibrated  0.7002  0.5762  0.5401  0.4308  0.981  1348")}
+    assert shown("calibrated 0.7002 0.5762 0.5402 0.4308 0.981 1348", printed)
+    assert shown("calibrated 0.7002 0.5762 0.5425 0.4308 0.981 1348", printed)  # 0.43% off
+    assert not shown("calibrated 0.7002 0.5762 0.5430 0.4308 0.981 1348", printed)  # 0.53% off
+    assert shown("calibrated 0.7002 0.5762 0.5401 0.4308 0.983 1348", printed)  # two units of 0.981
+    assert not shown("calibrated 0.7002 0.5762 0.5401 0.4308 0.987 1348", printed)  # six units, 0.6%
+    assert not shown("calibrated 0.7002 0.5762 0.5401 0.4308 0.981 1349", printed)  # a count: exact
+    assert not shown("linear 0.7002 0.5762 0.5401 0.4308 0.981 1348", printed)  # the words: exact
 
 
 def test_review_answers_a_sheet_as_the_bundled_reviewers_did(tmp_path):
@@ -122,11 +159,17 @@ def test_walkthroughs_run_verbatim(tmp_path):
     )
     outputs = {p.stem: p.read_text() for p in tmp_path.glob("*.out")}
     assert done.returncode == 0, "\n".join(f"== {k}\n{v[-3000:]}" for k, v in outputs.items()) + done.stderr
+    missing = []
     for name, _, printed in run_blocks():
         got = {squeeze(line) for line in outputs[name].splitlines()}
-        for line in (printed or "").splitlines():
-            assert squeeze(line) in got, f"{name}: the page shows\n{line}\nbut the block printed:\n{outputs[name]}"
+        missing += [f"{name}: {line}" for line in (printed or "").splitlines() if not shown(line, got)]
         assert "Traceback" not in outputs[name], outputs[name]
+    assert not missing, (
+        "the pages show lines their blocks did not print:\n"
+        + "\n".join(missing)
+        + "\n\n"
+        + "\n".join(f"== {k}\n{v}" for k, v in outputs.items())
+    )
     estimate = json.loads((tmp_path / "runs" / "release-7-labelled" / "estimate" / "estimate.json").read_text())
     assert estimate["gate"]["passed"] is True and estimate["rate"]["n_labelled_conversations"] == 8
     strict = json.loads((tmp_path / "runs" / "release-7-labelled" / "strict" / "estimate.json").read_text())
