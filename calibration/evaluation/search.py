@@ -29,6 +29,7 @@ from calibration.evaluation.study import (
     bind_study,
     fingerprint,
     open_study,
+    queued,
     quiet_experimental,
     stamp_dead_local_trials,
     worker_name,
@@ -139,9 +140,20 @@ def search(
         _search_until_done(study, job, trials, workers if parallel else 1, bar)
     bar.close()
     if heartbeat is not None:
-        _wait_for_others(study, heartbeat)
+        _finish_shared(study, job, heartbeat)
     _score_defaults(study, ds, base, folds=folds, seed=seed)
     return open_study(storage, study_name, seed, clean=False, heartbeat=heartbeat) if storage is not None else study
+
+
+def _finish_shared(study: optuna.Study, job: tuple, heartbeat: int) -> None:
+    """Wait for the other searches' trials; where one of them was found dead meanwhile, its retry is queued
+    (Optuna's RetryFailedTrialCallback) after every search may have reached the total: run it here (one
+    trial: the total is reached, so `_optimize` stops after it), or it would stay queued for good with its
+    parameters never finished. Two searches that both see it queued at once may run one fresh trial more."""
+    _wait_for_others(study, heartbeat)
+    while queued(study):
+        _optimize(study, *job)
+        _wait_for_others(study, heartbeat)
 
 
 def _wait_for_others(study: optuna.Study, heartbeat: int) -> None:

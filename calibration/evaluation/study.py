@@ -134,6 +134,11 @@ def check_driver(url: str | None) -> None:
         ) from None
 
 
+def queued(study: optuna.Study) -> bool:
+    """Whether the study holds an enqueued trial that no process has started yet."""
+    return bool(study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.WAITING,)))
+
+
 def requeue_interrupted(study: optuna.Study) -> None:
     """Enqueue again every enqueued parameter set whose trials all failed (killed mid-trial): otherwise a
     kill during trial 0 loses the current defaults from the search for good."""
