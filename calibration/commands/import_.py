@@ -4,6 +4,9 @@
     role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
     role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
 
+out=DIR gets the sampling plan too (sample_plan.csv from `suggest purpose=estimate`, beside the sheet or
+in data=, or plan=), checked against the labels, so that `estimate data=OUT` weights them as they were drawn.
+
 Its keys: calibration.schema.commands_data `Import` (`role-rubric import --help`); the library it calls:
 calibration.labelling (the export and the sheet read into labels, the labelled dataset written) and
 calibration.data.importers (LLM-Rubric's files).
@@ -29,6 +32,7 @@ def run(cfg: Any) -> dict[str, int]:
     """CLI: `role-rubric import source=llm-rubric|label-studio|sheet ... out=DIR`: the counts. Imports inside,
     so that `role-rubric --help` loads no stage."""
     from calibration.labelling.answers import copied_names, write_labelled_dataset
+    from calibration.release.plan import PLAN_FILE
     from rubric.schema import load_rubric
 
     source = str(cfg.source)
@@ -38,19 +42,91 @@ def run(cfg: Any) -> dict[str, int]:
     _need(cfg, source, "data")
     data = Path(cfg.data)
     rubric = load_rubric(data / "rubric.yaml")
+    pulled = None  # the export pulled from a server (url=), saved once every check has passed
     if source == "sheet":
         _need(cfg, source, "sheet")
         labels, counts = _sheet_labels(cfg, data, rubric)
     else:
-        labels, counts = _label_studio_labels(cfg, data, rubric)
-    counts.update(write_labelled_dataset(data, cfg.out, labels))
+        labels, counts, pulled = _label_studio_labels(cfg, data, rubric)
+    plan = _plan_to_carry(cfg, data, labels)  # checked before anything is written
+    if pulled is not None:
+        _save_export(cfg, pulled)
+    counts.update(write_labelled_dataset(data, cfg.out, labels, also={PLAN_FILE: plan} if plan else None))
     log.info("import: " + ", ".join(f"{k}={v}" for k, v in counts.items()))
     copied = ", ".join(n for n in copied_names(data)) or "nothing"
     log.info(
         f"import: wrote {Path(cfg.out) / 'labels.csv'} ({counts['labels_written']} rows: {counts['labels']} imported,"
         f" {counts['earlier_labels_kept']} earlier kept) and copied {copied} from {data}"
+        + (f", and the sampling plan {plan} as {Path(cfg.out) / PLAN_FILE}" if plan is not None else "")
     )
     return counts
+
+
+def _plan_to_carry(cfg: Any, data: Path, labels: Any) -> Path | None:
+    """The sampling plan to copy into out= (None: none), checked before anything is written: `estimate
+    data=OUT` weights each labelled conversation by it, so a plan the imported labels were not drawn with must
+    fail here, where the fix is easy. plan= names it; by default it is the sample_plan.csv that `suggest`
+    wrote beside the sheet, else data='s own; plan=none carries none."""
+    from calibration.labelling.items import dataset_conversations, llm_items
+    from calibration.release.plan import PLAN_FILE, read_plan
+    from rubric.errors import InputError
+    from rubric.files import file_sha256
+
+    given = cfg.get("plan")
+    if given is not None and str(given).strip().lower() == "none":
+        return None
+    beside_sheet = [Path(cfg.sheet).parent / PLAN_FILE] if cfg.get("sheet") else []
+    path = Path(given) if given else next((p for p in (*beside_sheet, data / PLAN_FILE) if p.is_file()), None)
+    if path is None:
+        return None
+    items = llm_items(data, required=False)
+    release = {str(c) for c, _ in items} if items is not None else set(dataset_conversations(data))
+    try:
+        read_plan(path, release, set(labels["conversation_id"].astype(str)))
+    except InputError as exc:
+        if given:
+            raise
+        raise InputError(
+            f"{exc.problem} (This plan was found {'beside sheet=' if path in beside_sheet else 'in data='}.)",
+            path=exc.path,
+            row=exc.row,
+            fix=f"{exc.fix} Or pass plan=none to import without it (estimate then takes the sample as uniform).",
+        ) from None
+    there = Path(cfg.out) / PLAN_FILE
+    if there.is_file() and there.resolve() != path.resolve() and file_sha256(there) != file_sha256(path):
+        raise InputError(
+            f"out= holds another sampling plan than {path}; it is kept.",
+            path=there,
+            fix="import into a new out= folder, or pass plan= the plan out= holds (or plan=none).",
+        )
+    _warn_earlier_labels_outside(data, path)
+    return path
+
+
+def _warn_earlier_labels_outside(data: Path, plan: Path) -> None:
+    """data='s own labels of conversations the plan did not sample (labels for training, say) stay in the
+    labelled folder, where `estimate` will refuse the plan for them: said now, not at estimate time."""
+    import pandas as pd
+
+    from calibration.labelling.answers import existing_labels
+    from rubric.notices import warn_data
+
+    earlier = existing_labels(data)
+    if earlier is None:
+        return
+    frame = pd.read_csv(plan, dtype={"conversation_id": str}, keep_default_na=False)
+    drawn = set(frame.loc[pd.to_numeric(frame["sampled"]) == 1, "conversation_id"].str.strip())
+    outside = sorted(set(earlier["conversation_id"]) - drawn)
+    if outside:
+        warn_data(
+            "import",
+            [
+                f"{len(outside)} conversations labelled in {data} before (e.g. {outside[0]!r}) are not ones the "
+                f"plan {plan} sampled: `estimate` on the labelled folder refuses the plan for them. Estimate "
+                "from a folder that holds only the plan's labels (import from the unlabelled release), or pass "
+                "plan=none here."
+            ],
+        )
 
 
 def _llm_rubric(cfg: Any) -> dict[str, int]:
@@ -84,10 +160,9 @@ def _sheet_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[str, int
     )
 
 
-def _label_studio_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[str, int]]:
+def _label_studio_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[str, int], str | None]:
     """source=label-studio: the labels of an export file (export=), or of the project pulled from the
-    server (url= and project=), whose export is saved as OUT/label-studio-export.json once every answer
-    is checked."""
+    server (url= and project=), with that export's text (None for export=) for `_save_export`."""
     import json
 
     from calibration.labelling.export_shape import check_export
@@ -96,7 +171,6 @@ def _label_studio_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[s
     from calibration.labelling.label_studio_api import LabelStudio, api_token
     from calibration.labelling.label_studio_export import with_emails
     from rubric.errors import InputError
-    from rubric.files import atomic_write_text, ensure_out_dir
 
     conversations = dataset_conversations(data)
     judge_map = read_judge_map(cfg.judge_map) if cfg.get("judge_map") else None
@@ -116,12 +190,20 @@ def _label_studio_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[s
         client = LabelStudio(str(cfg.url), api_token(cfg.token_env), timeout=float(cfg.timeout))
         where = f"project {cfg.project} at {str(cfg.url).rstrip('/')}"
         tasks, users = check_export(client.export(int(cfg.project)), where), client.users()
-        found = label_studio_labels(tasks, rubric, conversations, path=where, users=users, judge_map=judge_map)
-        path = ensure_out_dir(cfg.out) / EXPORT_NAME  # only once every answer is checked: nothing half-written
-        atomic_write_text(path, json.dumps(with_emails(tasks, users), ensure_ascii=False, indent=1))
-        log.info(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
-        return found
-    return label_studio_labels(tasks, rubric, conversations, path=path, users=users, judge_map=judge_map)
+        labels, counts = label_studio_labels(tasks, rubric, conversations, path=where, users=users, judge_map=judge_map)
+        return labels, counts, json.dumps(with_emails(tasks, users), ensure_ascii=False, indent=1)
+    labels, counts = label_studio_labels(tasks, rubric, conversations, path=path, users=users, judge_map=judge_map)
+    return labels, counts, None
+
+
+def _save_export(cfg: Any, text: str) -> None:
+    """The export pulled from the server, saved as OUT/label-studio-export.json: only once every answer and
+    the plan are checked, so bad input leaves nothing half-written."""
+    from rubric.files import atomic_write_text, ensure_out_dir
+
+    path = ensure_out_dir(cfg.out) / EXPORT_NAME
+    atomic_write_text(path, text)
+    log.info(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
 
 
 def _need(cfg: Any, source: str, *keys: str) -> None:

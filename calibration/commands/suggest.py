@@ -163,5 +163,8 @@ def _write_sample(cfg: Any, ds: Any, plan: Any, conversations: dict, seconds: fl
         f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
         f"fill in judge_id and answer) and {plan_path}"
     )
-    log.info(f"suggest: copy {PLAN_FILE} into the release folder (or pass plan=) when you run `role-rubric estimate`")
+    log.info(
+        f"suggest: `role-rubric import source=sheet` carries {PLAN_FILE} into the labelled folder, where "
+        "`role-rubric estimate` reads it (from Label Studio: import ... plan=PATH)"
+    )
     return out

@@ -5,13 +5,16 @@ that validates nothing (Label Studio accepts an answer "7") must not put one int
 folder is a complete dataset: the source folder's rubric.yaml, conversations.jsonl, llm.csv and
 gather_summary.json (the judge's identity), and a
 labels.csv holding the source's labels plus the imported ones (an imported answer replaces an earlier one
-by the same judge to the same question of the same turn), so `train data=OUT` runs as it is.
+by the same judge to the same question of the same turn), so `train data=OUT` runs as it is, and the
+sampling plan the labelled conversations were drawn with (sample_plan.csv), so `estimate data=OUT` weights
+them as drawn.
 """
 
 from __future__ import annotations
 
 import math
 import shutil
+from collections.abc import Mapping
 from pathlib import Path
 
 import pandas as pd
@@ -54,12 +57,15 @@ def unknown_questions(names: set[str], rubric: Rubric) -> list[str]:
     return sorted(n for n in names if n not in set(rubric.ids))
 
 
-def write_labelled_dataset(data: str | Path, out: str | Path, labels: pd.DataFrame) -> dict[str, int]:
+def write_labelled_dataset(
+    data: str | Path, out: str | Path, labels: pd.DataFrame, *, also: Mapping[str, Path] | None = None
+) -> dict[str, int]:
     """Write OUT as a dataset: the source's files copied and labels.csv = its labels + `labels` (which win
-    on the same key). Returns counts for the summary line."""
+    on the same key), and each file of `also` (name in OUT -> the file, checked by the caller: the sampling
+    plan) copied under its name. Returns counts for the summary line."""
     data, out = Path(data), Path(out)
     same = out.resolve() == data.resolve()
-    existing = _existing_labels(data)
+    existing = existing_labels(data)
     if same and existing is not None:
         raise InputError(
             "out= is the dataset folder, which already has labels; they are never overwritten.",
@@ -81,6 +87,9 @@ def write_labelled_dataset(data: str | Path, out: str | Path, labels: pd.DataFra
             for name in COPIED:
                 if (data / name).exists():
                     shutil.copyfile(data / name, out / name)
+        for name, source in (also or {}).items():
+            if source.resolve() != (out / name).resolve():
+                shutil.copyfile(source, out / name)
         atomic_to_csv(labels, out / "labels.csv")
     return {"labels_written": len(labels), "earlier_labels_kept": kept, "earlier_labels_replaced": replaced}
 
@@ -89,7 +98,7 @@ def _refuse_dropping(out: Path, labels: pd.DataFrame) -> None:
     """An out= folder that already holds labels (an earlier import, or another team's folder) is rewritten only
     if every label it holds is still in the new labels.csv (perhaps corrected): an import never drops a
     reviewer's answer."""
-    there = _existing_labels(out)
+    there = existing_labels(out)
     if there is None:
         return
     # by key: a corrected answer (same reviewer, question and turn) replaces the earlier one, as documented
@@ -103,7 +112,8 @@ def _refuse_dropping(out: Path, labels: pd.DataFrame) -> None:
         )
 
 
-def _existing_labels(data: Path) -> pd.DataFrame | None:
+def existing_labels(data: Path) -> pd.DataFrame | None:
+    """The dataset folder's labels (labels.csv or .parquet) as text columns, or None where it has none."""
     path = find_table(data, "labels", required=False)
     if path is None:
         return None

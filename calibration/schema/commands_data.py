@@ -109,7 +109,8 @@ class Import(Command):
     Labels come back from Label Studio (its JSON export, or pulled through its API) or from a filled labelling
     sheet; every answer is checked against data=DIR's rubric.yaml and each labelled turn against its
     conversations.jsonl. out=DIR gets the dataset (rubric.yaml, conversations.jsonl, llm.csv copied) with
-    labels.csv = data's labels plus the imported ones, ready for `role-rubric train data=OUT` (docs/reference/files.md)."""
+    labels.csv = data's labels plus the imported ones, ready for `role-rubric train data=OUT` (docs/reference/files.md),
+    and the sampling plan the labelled conversations were drawn with (sample_plan.csv), for `role-rubric estimate`."""
 
     name = "import"
     summary = "labels from Label Studio or a filled sheet, or LLM-Rubric files -> a native dataset dir"
@@ -139,6 +140,13 @@ class Import(Command):
     )
     sheet: str | None = setting(
         None, "source=sheet: the filled sheet (rows with an answer are read, the rest skipped)", path(optional=True)
+    )
+    plan: str | None = setting(
+        None,
+        "source=sheet|label-studio: the sampling plan carried into out= for `estimate` (sample_plan.csv of "
+        "`suggest purpose=estimate`), checked against the labels; null: sample_plan.csv beside sheet= or in "
+        "data=, where there is one; none: carry no plan",
+        path(optional=True),
     )
     evaluations: str | None = setting(
         None, "source=llm-rubric: llm_evaluations.tsv (the LLM's answer distributions)", path(optional=True)
