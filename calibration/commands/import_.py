@@ -106,17 +106,16 @@ def _plan_to_carry(cfg: Any, data: Path, labels: Any) -> Path | None:
 def _warn_earlier_labels_outside(data: Path, plan: Path) -> None:
     """data='s own labels of conversations the plan did not sample (labels for training, say) stay in the
     labelled folder, where `estimate` will refuse the plan for them: said now, not at estimate time."""
-    import pandas as pd
-
     from calibration.labelling.answers import existing_labels
+    from calibration.release.checks import read_plan_table, sampled_ids
     from rubric.notices import warn_data
 
     earlier = existing_labels(data)
     if earlier is None:
         return
-    frame = pd.read_csv(plan, dtype={"conversation_id": str}, keep_default_na=False)
-    drawn = set(frame.loc[pd.to_numeric(frame["sampled"]) == 1, "conversation_id"].str.strip())
-    outside = sorted(set(earlier["conversation_id"]) - drawn)
+    frame = read_plan_table(plan)
+    frame["conversation_id"] = frame["conversation_id"].str.strip()
+    outside = sorted(set(earlier["conversation_id"]) - sampled_ids(frame))
     if outside:
         warn_data(
             "import",

@@ -146,6 +146,11 @@ def read_plan_table(path: Path) -> pd.DataFrame:
     return frame
 
 
+def sampled_ids(frame: pd.DataFrame) -> set[str]:
+    """The conversations a plan table drew for labelling (sampled 1)."""
+    return set(frame.loc[(pd.to_numeric(frame["sampled"], errors="coerce") == 1).to_numpy(), "conversation_id"])
+
+
 def check_plan_rows(frame: pd.DataFrame, path: Path, release: set[str], labelled: set[str]) -> None:
     """Each conversation once; `sampled` 0 or 1; the plan covers exactly the release's conversations; every
     labelled conversation is one the plan sampled (labels of a draw with another seed or for another release
@@ -181,8 +186,7 @@ def check_plan_rows(frame: pd.DataFrame, path: Path, release: set[str], labelled
             path=path,
             fix="draw the plan for this release (`role-rubric suggest purpose=estimate data=RELEASE`).",
         )
-    drawn = set(ids[(sampled == 1).to_numpy()])
-    undrawn = sorted(labelled - drawn)
+    undrawn = sorted(labelled - sampled_ids(frame))
     if undrawn:
         raise InputError(
             f"{len(undrawn)} labelled conversations (e.g. {undrawn[0]!r}) are ones the plan did not sample "
