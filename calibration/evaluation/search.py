@@ -78,11 +78,9 @@ def inner_objective(
     return score
 
 
-def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
-    """Start a new study from the current settings (clipped into the space; a categorical value outside
+def _base_params(base: Settings, space: dict) -> dict:
+    """The current settings as a study's first trial (clipped into the space; a categorical value outside
     its choices is left to the sampler), so the search starts from what is known to work."""
-    if study.trials:
-        return
     params = {}
     for name, spec in space.items():
         value = getattr(base, name, None)
@@ -91,8 +89,7 @@ def _enqueue_base(study: optuna.Study, base: Settings, space: dict) -> None:
                 params[name] = value
         elif value is not None:
             params[name] = min(max(value, spec["low"]), spec["high"])
-    with quiet_experimental():
-        study.enqueue_trial(params, skip_if_exists=True)  # two searches starting a shared study at once
+    return params
 
 
 def search(
@@ -120,17 +117,17 @@ def search(
     processes or machines running the same command on the same storage; see open_study).
     """
     optuna.logging.set_verbosity(optuna.logging.WARNING)
-    study = open_study(storage, study_name, seed, heartbeat=heartbeat)
+    print_ = fingerprint(ds, base, space, folds=folds, seed=seed)
+
+    def start(new: optuna.Study) -> None:  # by whichever search creates the study: the first trial queued once
+        new.set_user_attr("fingerprint", print_)  # before the trial, so that bind_study finds the study this run's
+        with quiet_experimental():
+            new.enqueue_trial(_base_params(base, space))
+
+    study = open_study(storage, study_name, seed, heartbeat=heartbeat, on_create=start)
     study = bind_study(
-        study,
-        fingerprint(ds, base, space, folds=folds, seed=seed),
-        storage=storage,
-        name=study_name,
-        seed=seed,
-        resume=resume,
-        heartbeat=heartbeat,
+        study, print_, storage=storage, name=study_name, seed=seed, resume=resume, heartbeat=heartbeat, on_create=start
     )
-    _enqueue_base(study, base, space)
     done = finished_trials(study)
     bar = tqdm(total=trials, initial=min(done, trials), desc="search", unit="trial", disable=None if progress else True)
     job = (ds, base, space, trials, folds, seed, storage, study_name, timeout, heartbeat)

@@ -14,6 +14,7 @@ import json
 import logging
 import os
 import re
+from collections.abc import Callable
 
 import numpy as np
 import optuna
@@ -26,11 +27,20 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 
 
 def open_study(
-    storage: str | None, name: str, seed: int, *, clean: bool = True, heartbeat: int | None = None
+    storage: str | None,
+    name: str,
+    seed: int,
+    *,
+    clean: bool = True,
+    heartbeat: int | None = None,
+    on_create: Callable[[optuna.Study], None] | None = None,
 ) -> optuna.Study:
     """Create or resume a study. With `clean`, trials left RUNNING by a killed process are marked failed
     (and so redone), and an enqueued trial (the current defaults) that never finished is queued again;
-    only the process that starts a search cleans, never its workers.
+    only the process that starts a search cleans, never its workers. on_create: run on a study this call
+    creates, by the one process that creates it (the storage refuses a second study of the name), so that
+    searches starting a shared study at once queue its first trial once (checking for trials and then
+    enqueueing is no lock: two searches both found none).
 
     heartbeat None: this search is the study's only user (OUT/search.db under the out-folder lock), so
     every RUNNING trial was left by a killed run. heartbeat N: the study is shared (search.storage, e.g. a
@@ -42,15 +52,14 @@ def open_study(
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
     check_driver(storage)
+    opened = {"storage": storage_of(storage, heartbeat), "sampler": sampler, "pruner": pruner}
     try:
-        study = optuna.create_study(
-            study_name=name,
-            storage=storage_of(storage, heartbeat),
-            sampler=sampler,
-            pruner=pruner,
-            direction="minimize",
-            load_if_exists=True,
-        )
+        try:
+            study = optuna.create_study(study_name=name, direction="minimize", **opened)
+            if on_create is not None:
+                on_create(study)
+        except optuna.exceptions.DuplicatedStudyError:
+            study = optuna.load_study(study_name=name, **opened)
     except Exception as exc:  # the storage's driver raises its own types (sqlalchemy, psycopg...)
         if not (type(exc).__module__.startswith("sqlalchemy") or isinstance(exc, (ImportError, ValueError, OSError))):
             raise
@@ -188,9 +197,11 @@ def bind_study(
     seed: int,
     resume: bool,
     heartbeat: int | None = None,
+    on_create: Callable[[optuna.Study], None] | None = None,
 ) -> optuna.Study:
     """The study for fingerprint `print_`: the stored one if it was made for the same data and settings;
-    for other data or settings an error, or (resume=False) a new study in its place."""
+    for other data or settings an error, or (resume=False) a new study in its place (on_create run on it,
+    as open_study does)."""
     found = study.user_attrs.get("fingerprint")
     if found != print_ and (found is not None or study.trials):
         if resume:
@@ -207,7 +218,7 @@ def bind_study(
         log.info(
             f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) and started a new one"
         )
-        study = open_study(storage, name, seed, heartbeat=heartbeat)
+        study = open_study(storage, name, seed, heartbeat=heartbeat, on_create=on_create)
     study.set_user_attr("fingerprint", print_)
     return study
 

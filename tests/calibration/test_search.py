@@ -159,3 +159,31 @@ def test_a_live_workers_trial_is_never_stamped(tmp_path):
     trial.set_user_attr("worker", f"{socket.gethostname()}:{os.getpid()}")  # this process: alive
     stamp_dead_local_trials(study)
     assert not [key for key in STAMPED if key[0] == trial._trial_id and key[1] == study.trials[0].datetime_start]
+
+
+def test_searches_starting_a_shared_study_at_once_queue_the_current_settings_once(tmp_path):
+    """Four searches open a new shared study at the same moment: only the one whose create succeeded queues
+    the current settings. Checking for trials and then enqueueing (Optuna's skip_if_exists checks too, but not
+    atomically) queued them two or more times in 7 of 10 such starts here."""
+    import threading
+
+    from calibration.evaluation.study import open_study
+
+    for attempt in range(5):
+        storage = f"sqlite:///{tmp_path / f'shared{attempt}.db'}"
+        open_study(storage, "earlier", 0)  # the tables exist, as on a server used before
+        gate = threading.Barrier(4)
+
+        def start(storage=storage, gate=gate):
+            gate.wait()
+            open_study(storage, "s", 0, heartbeat=5, on_create=lambda study: study.enqueue_trial({"lr": 0.03}))
+
+        threads = [threading.Thread(target=start) for _ in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        trials = optuna.load_study(study_name="s", storage=storage).trials
+        assert [t.system_attrs.get("fixed_params") for t in trials] == [{"lr": 0.03}], attempt
+    # a study opened again (a resumed search) queues nothing more
+    assert len(open_study(storage, "s", 0, on_create=lambda study: study.enqueue_trial({"lr": 0.03})).trials) == 1
