@@ -52,8 +52,8 @@ def open_study(
     sampler = optuna.samplers.TPESampler(seed=seed, multivariate=True)
     pruner = optuna.pruners.MedianPruner(n_startup_trials=8)
     check_driver(storage)
-    opened = {"storage": storage_of(storage, heartbeat), "sampler": sampler, "pruner": pruner}
-    try:
+    try:  # the storage's engine connects as it is made: its errors too are one line
+        opened = {"storage": storage_of(storage, heartbeat), "sampler": sampler, "pruner": pruner}
         try:
             study = optuna.create_study(study_name=name, direction="minimize", **opened)
             if on_create is not None:
