@@ -21,6 +21,7 @@ from rubric.config_types import (
     anything,
     boolean,
     choice,
+    either,
     http_url,
     integer,
     number,
@@ -106,6 +107,11 @@ class Import(Command):
     """role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR   (or url=URL project=ID, no export=)
     role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
     role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
+    role-rubric import source=otel files=EXPORT.jsonl|DIR|GLOB out=DIR
+    role-rubric import source=mlflow tracking_uri=URL experiment=NAME out=DIR
+    role-rubric import source=phoenix url=URL project=NAME out=DIR
+    Conversations come from a chatbot's traces (OTLP JSON exports, an MLflow or a Phoenix server), reviewers'
+    labels with them (MLflow HUMAN feedback, Phoenix HUMAN annotations): docs/how-to/traces.md.
     Labels come back from Label Studio (its JSON export, or pulled through its API) or from a filled labelling
     sheet; every answer is checked against data=DIR's rubric.yaml and each labelled turn against its
     conversations.jsonl. out=DIR gets the dataset (rubric.yaml, conversations.jsonl, llm.csv copied) with
@@ -113,11 +119,12 @@ class Import(Command):
     and the sampling plan the labelled conversations were drawn with (sample_plan.csv), for `role-rubric estimate`."""
 
     name = "import"
-    summary = "labels from Label Studio or a filled sheet, or LLM-Rubric files -> a native dataset dir"
+    summary = "conversations from traces (OTLP, MLflow, Phoenix), labels from reviewers -> a native dataset dir"
     source: str = setting(
         "llm-rubric",
-        "label-studio | sheet | llm-rubric (the LLM-Rubric paper's TSV files)",
-        choice("llm-rubric", "label-studio", "sheet"),
+        "otel | mlflow | phoenix (a chatbot's traces) | label-studio | sheet | llm-rubric (the LLM-Rubric "
+        "paper's TSV files)",
+        choice("llm-rubric", "label-studio", "sheet", "otel", "mlflow", "phoenix"),
     )
     data: str | None = setting(
         None, "source=label-studio|sheet: the dataset folder the tasks or the sheet were made from", path(optional=True)
@@ -126,10 +133,16 @@ class Import(Command):
         None, "source=label-studio: the project's JSON export (Label Studio: Export -> JSON)", path(optional=True)
     )
     url: str | None = setting(
-        None, "source=label-studio: pull the export from this server instead, e.g. http://localhost:8080", http_url()
+        None,
+        "source=label-studio: pull the export from this server instead, e.g. http://localhost:8080; "
+        "source=phoenix: the Phoenix server, e.g. http://localhost:6006",
+        http_url(),
     )
-    project: int | None = setting(
-        None, "with url=: the project's id (the number in its address)", integer(1, optional=True)
+    project: int | str | None = setting(
+        None,
+        "source=label-studio with url=: the project's id (the number in its address); source=phoenix: the "
+        "project's name",
+        either(integer(1), text(optional=True)),
     )
     token_env: str = LABEL_STUDIO_TOKEN_ENV()
     timeout: float = LABEL_STUDIO_TIMEOUT()
@@ -154,6 +167,52 @@ class Import(Command):
     judgments: str | None = setting(
         None, "source=llm-rubric: human_judgments.tsv (the human judges' answers)", path(optional=True)
     )
+    files: str | None = setting(
+        None,
+        "source=otel: OTLP JSON traces as an OpenTelemetry Collector's file exporter writes them (a file, "
+        "a folder of them, or a glob)",
+        path(optional=True),
+    )
+    tracking_uri: str | None = setting(
+        None, "source=mlflow: the tracking server, e.g. http://localhost:5000", http_url()
+    )
+    experiment: str | None = setting(None, "source=mlflow: the experiment's name", text(optional=True))
+    conversation_key: str | None = setting(
+        None,
+        "the span or resource attribute that names a conversation; null: the conventions' own "
+        "(gen_ai.conversation.id, session.id, MLflow's mlflow.trace.session)",
+        text(optional=True),
+    )
+    role: str | None = setting(
+        None, "the chatbot's role for every conversation; null: its system message or instructions", text(optional=True)
+    )
+    role_from: str | None = setting(
+        None, "a span or resource attribute holding the chatbot's role (instead of the system message)", text(optional=True)
+    )
+    since: str | None = setting(
+        None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
+    )
+    until: str | None = setting(
+        None, "only conversations that started before this time (ISO 8601)", text(optional=True)
+    )
+    service: str | None = setting(None, "only spans of this service.name", text(optional=True))
+    sample: int | None = setting(
+        None, "a random sample of this many conversations (seeded by seed=)", integer(1, optional=True)
+    )
+    seed: int = setting(0, "seeds sample=", integer(0, 2**32 - 1))
+    rubric_file: str | None = setting(
+        None,
+        "source=otel|mlflow|phoenix: the rubric.yaml written into out= (reviewers' labels are checked against "
+        "it); null: the packaged role-adherence rubric",
+        path(optional=True),
+    )
+    label_map: str | None = setting(
+        None,
+        "source=mlflow|phoenix: CSV name,question_id mapping feedback or annotation names to rubric questions; "
+        "null: names equal to a question id (or role_rubric/QUESTION) are labels",
+        path(optional=True),
+    )
+    progress: bool = PROGRESS()
     out: str = required("native dataset dir to write")
 
 
