@@ -43,3 +43,36 @@ class Span:
     events: tuple[SpanEvent, ...] = ()
     where: str = ""
     source_ids: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Annotation:
+    """A reviewer's answer stored beside a trace: MLflow feedback whose source is HUMAN, or a Phoenix span
+    or session annotation whose annotator kind is HUMAN.
+
+    `span_id` is None for an annotation on a whole trace; `session_id` is set (and both ids None) for an
+    annotation on a whole conversation. `value` is as stored (number, bool or text); `reviewer` is the
+    source's own name for who gave it (MLflow `source_id`, Phoenix identifier or user).
+    """
+
+    name: str
+    value: Any
+    reviewer: str
+    trace_id: str | None
+    span_id: str | None
+    session_id: str | None = None
+    where: str = ""
+
+
+class TraceSource:
+    """What `import source=otel|mlflow|phoenix` reads: spans, and reviewers' annotations where the source keeps
+    them (an OTLP export keeps none). Readers stream: `spans()` yields as it reads, so memory stays flat."""
+
+    description: str
+    """Where the traces come from, for messages: "OTLP files runs/traces/*.jsonl", "MLflow at http://..."."""
+
+    def spans(self) -> Any:  # Iterator[Span]
+        raise NotImplementedError
+
+    def annotations(self) -> Any:  # Iterator[Annotation]
+        return iter(())
