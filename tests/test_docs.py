@@ -49,11 +49,20 @@ def test_the_history_check_catches_what_it_should():
     assert not HASH.search("1,623 rows, 0.7345, 2026-11-26, deadbeefs and 12345678")
 
 
-def test_ci_runs_the_readme_test_command():
+def test_ci_runs_the_readme_commands_as_written():
+    """.ci/run reads the README's two set-up lines from README.md and runs them (eval), so they cannot drift."""
     readme = (ROOT / "README.md").read_text(encoding="utf-8")
-    command = re.search(r"# 2\. run the tests\n(.+)\n", readme).group(1).strip()
-    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8").splitlines()
-    assert command in [line.strip() for line in ci], f".ci/run must run the README's test command {command!r}"
+    ci = (ROOT / ".ci" / "run").read_text(encoding="utf-8")
+    for comment, variable in (
+        ("# 1. install and run the main job", "INSTALL_AND_RUN"),
+        ("# 2. run the tests", "TEST_COMMAND"),
+    ):
+        line = re.search(rf"^{re.escape(comment)}.*\n(.+)$", readme, re.M)
+        assert line is not None, f"README.md has no line after {comment!r}"
+        heading = re.search(rf'^{variable}=\$\(readme_line "(.+)"\)$', ci, re.M)
+        assert heading is not None and comment[2:] in heading.group(1), f".ci/run must read {variable} from the README"
+        assert f'eval "${variable}"' in ci, f".ci/run must run {variable}"
+    assert "python -m pytest" in re.search(r"# 2\. run the tests\n(.+)\n", readme).group(1)
 
 
 def test_generated_reference_and_readme_results_are_in_sync():

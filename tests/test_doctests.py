@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import doctest
 import importlib
+import importlib.util
 import pkgutil
 
 import pytest
@@ -38,7 +39,19 @@ def test_the_walk_finds_the_documented_modules() -> None:
     assert len(MODULES) >= 10
 
 
-@pytest.mark.parametrize("name", MODULES)
+NEEDS_EXTRA = {"calibration.integrations.deepeval": ("deepeval", "deepeval")}
+"""module -> (the package its examples run, the extra that installs it): skipped, with the reason, without it."""
+
+
+def _needs(name: str) -> list[pytest.MarkDecorator]:
+    if name not in NEEDS_EXTRA:
+        return []
+    package, extra = NEEDS_EXTRA[name]
+    missing = importlib.util.find_spec(package) is None
+    return [pytest.mark.skipif(missing, reason=f"{package} is not installed: pip install 'role-rubric[{extra}]'")]
+
+
+@pytest.mark.parametrize("name", [pytest.param(n, marks=_needs(n)) for n in MODULES])
 def test_docstring_examples_run(name: str) -> None:
     result = doctest.testmod(importlib.import_module(name), optionflags=FLAGS)
     assert result.attempted > 0
