@@ -1,0 +1,220 @@
+"""OTLP JSON files -> `Span`s, streamed: what an OpenTelemetry Collector's file exporter writes.
+
+The exporter writes one `ExportTraceServiceRequest` per line (JSON lines); a hand-saved export may be one
+JSON document, pretty-printed. Both are read, in protobuf's JSON mapping: camelCase keys, nanosecond times as
+text, attributes as [{key, value: {stringValue|intValue|doubleValue|boolValue|arrayValue|kvlistValue|
+bytesValue}}], ids in hex (the collector's) or base64 (protobuf's own MessageToJson; decoded to hex).
+
+A file of lines is read one line at a time and each span is handed on as it is read, so memory does not grow
+with the export (a single pretty-printed document is read whole: such files are small). A line that is not
+JSON (cut short, not UTF-8) is one error naming the file and line.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import glob
+import json
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from rubric.errors import InputError
+from rubric.traces.spans import Span, SpanEvent, TraceSource
+
+SUFFIXES = (".json", ".jsonl")
+
+
+class OtlpFiles(TraceSource):
+    """Spans of OTLP JSON files: `files` is a file, a folder (every *.json and *.jsonl in it, sorted) or a
+    glob pattern (its matches, sorted)."""
+
+    def __init__(self, files: str | Path):
+        self.files = str(files)
+        self.paths = otlp_paths(self.files)
+        self.description = f"OTLP files {self.files}"
+        self.bytes = sum(p.stat().st_size for p in self.paths)
+
+    def spans(self) -> Iterator[Span]:
+        for path in self.paths:
+            yield from read_otlp_file(path)
+
+
+def otlp_paths(files: str) -> list[Path]:
+    """The files `files=` names, sorted; none is one error saying what was looked for."""
+    path = Path(files)
+    if path.is_file():
+        return [path]
+    if path.is_dir():
+        found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+        if not found:
+            raise InputError(
+                "no *.json or *.jsonl file in this folder.",
+                path=path,
+                fix="pass files= the OTLP JSON export (the collector's file exporter output), or a glob.",
+            )
+        return found
+    found = sorted(Path(p) for p in glob.glob(files, recursive=True) if Path(p).is_file())
+    if not found:
+        raise InputError(
+            "no such file, folder or matching files.",
+            path=files,
+            fix="pass files= an OTLP JSON file, a folder of them, or a glob such as 'traces/*.jsonl'.",
+        )
+    return found
+
+
+def read_otlp_file(path: Path) -> Iterator[Span]:
+    """The spans of one file, in file order, streamed line by line (or one document, read whole)."""
+    with open(path, "rb") as fh:
+        first = fh.readline()
+        one_document = _starts_a_document(first)
+        if one_document:
+            text = first + fh.read()
+            yield from _request_spans(_parse(text, path, 1, whole=True), path, 1)
+            return
+        line_no = 1
+        line = first
+        while line:
+            if line.strip():
+                yield from _request_spans(_parse(line, path, line_no), path, line_no)
+            line = fh.readline()
+            line_no += 1
+
+
+def _starts_a_document(first: bytes) -> bool:
+    """A first line that does not hold a whole JSON object starts a pretty-printed document (`{` alone, or an
+    opening line that parses to nothing); a cut-short JSON line is still reported as that line."""
+    stripped = first.strip()
+    if stripped.startswith(b"\xef\xbb\xbf"):
+        stripped = stripped[3:]
+    return stripped in (b"{", b"[", b"") or (stripped.startswith(b"{") and not stripped.endswith(b"}"))
+
+
+def _parse(data: bytes, path: Path, line_no: int, *, whole: bool = False) -> Any:
+    try:
+        return json.loads(data)
+    except UnicodeDecodeError as exc:
+        row = line_no + (data.count(b"\n", 0, exc.start) if whole else 0)
+        raise InputError(
+            f"not UTF-8 text (byte 0x{data[exc.start]:02x}).",
+            path=path,
+            row=row,
+            fix="export the traces as UTF-8 JSON (the collector's file exporter writes UTF-8).",
+        ) from None
+    except json.JSONDecodeError as exc:
+        row = line_no + exc.lineno - 1
+        raise InputError(
+            f"not a JSON {'document' if whole else 'line'} ({exc.msg} at column {exc.colno}): cut short, or not "
+            "OTLP JSON.",
+            path=path,
+            row=row,
+            fix="export whole lines (a collector stopped mid-write leaves its last line cut: delete that line), "
+            "one ExportTraceServiceRequest per line.",
+        ) from None
+
+
+def _request_spans(request: Any, path: Path, line_no: int) -> Iterator[Span]:
+    """The spans of one ExportTraceServiceRequest (a list of them, for a document holding several)."""
+    if isinstance(request, list):
+        for item in request:
+            yield from _request_spans(item, path, line_no)
+        return
+    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans", []), list):
+        raise InputError(
+            "not an OTLP ExportTraceServiceRequest (no resourceSpans list).",
+            path=path,
+            row=line_no,
+            fix="pass files= OTLP JSON traces, as the collector's file exporter writes them.",
+        )
+    where = f"{path} line {line_no}"
+    for resource_spans in request.get("resourceSpans", ()):
+        resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
+        scopes = resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ()
+        for scope in scopes:
+            for raw in scope.get("spans") or ():
+                yield _span(raw, resource, where, path, line_no)
+
+
+def _span(raw: Mapping[str, Any], resource: Mapping[str, Any], where: str, path: Path, line_no: int) -> Span:
+    trace_id, span_id = raw.get("traceId"), raw.get("spanId")
+    if not trace_id or not span_id:
+        raise InputError(
+            f"a span ({raw.get('name')!r}) without traceId or spanId.",
+            path=path,
+            row=line_no,
+            fix="export complete spans (OTLP JSON gives every span its traceId and spanId).",
+        )
+    parent = raw.get("parentSpanId")
+    events = raw.get("events")
+    return Span(
+        trace_id=_hex_id(trace_id, 32, path, line_no),
+        span_id=_hex_id(span_id, 16, path, line_no),
+        parent_span_id=_hex_id(parent, 16, path, line_no) if parent else None,
+        name=raw.get("name", ""),
+        start_ns=int(raw.get("startTimeUnixNano") or 0),
+        end_ns=int(raw.get("endTimeUnixNano") or 0),
+        attributes=_attributes(raw.get("attributes")),
+        resource=resource,
+        events=tuple(
+            SpanEvent(e.get("name", ""), int(e.get("timeUnixNano") or 0), _attributes(e.get("attributes")))
+            for e in events
+        )
+        if events
+        else (),
+        where=where,
+    )
+
+
+def _hex_id(value: str, length: int, path: Path, line_no: int) -> str:
+    """An id as lower-case hex: the collector writes hex; protobuf's MessageToJson writes the bytes in base64
+    (24 characters for a trace id, 12 for a span id)."""
+    if len(value) == length:
+        return value.lower()
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raw = b""
+    if len(raw) != length // 2:
+        raise InputError(
+            f"id {value!r} is neither {length} hex digits nor base64 of {length // 2} bytes.",
+            path=path,
+            row=line_no,
+            fix="export ids as OTLP JSON writes them (hex).",
+        )
+    return raw.hex()
+
+
+def _attributes(raw: Any) -> dict[str, Any]:
+    """[{key, value: AnyValue}] -> {key: value} (an empty list or none gives {})."""
+    if not raw:
+        return {}
+    out = {}
+    for kv in raw:
+        value = kv.get("value")
+        if value:
+            string = value.get("stringValue")
+            out[kv["key"]] = string if string is not None else any_value(value)
+        else:
+            out[kv["key"]] = None
+    return out
+
+
+def any_value(value: Mapping[str, Any]) -> Any:
+    """One OTLP AnyValue in protobuf's JSON mapping -> str, int, float, bool, list, dict or bytes."""
+    if "stringValue" in value:
+        return value["stringValue"]
+    if "intValue" in value:
+        return int(value["intValue"])  # 64-bit integers are JSON text
+    if "doubleValue" in value:
+        return float(value["doubleValue"])  # "NaN", "Infinity" come as text
+    if "boolValue" in value:
+        return bool(value["boolValue"])
+    if "arrayValue" in value:
+        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", ())]
+    if "kvlistValue" in value:
+        return _attributes((value["kvlistValue"] or {}).get("values"))
+    if "bytesValue" in value:
+        return base64.b64decode(value["bytesValue"])
+    return None
