@@ -52,8 +52,8 @@ from calibration.api_inputs import (
 )
 from calibration.api_results import AdherenceResult, TurnResult
 from calibration.evaluation.risk_control import decide
-from calibration.model.shift import ON_SHIFT, ShiftWarning, handle_shift  # noqa: F401  (ShiftWarning: re-exported)
-from rubric.conversations import Conversation
+from calibration.model.shift import ON_SHIFT, RoleTexts, ShiftWarning, handle_shift  # noqa: F401  (ShiftWarning: re-exported)
+from rubric.conversations import Conversation, role_name
 from rubric.errors import InputError
 from rubric.gather import a_gather, judge_config, make_backend, run_sync
 from rubric.ids import clean_id_list
@@ -298,7 +298,10 @@ class RoleAdherence:
             self.shift = handle_shift(
                 self.model.record.shift_summary(),
                 ds,
-                {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
+                RoleTexts(
+                    {c.conversation_id: c.chatbot_role for c in convs if c.chatbot_role},
+                    {c.chatbot_role: role_name(c.chatbot_role, c.record) for c in convs if c.chatbot_role},
+                ),
                 self.on_shift,
                 self.command,
             )

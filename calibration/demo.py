@@ -198,6 +198,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         "data": str(cfg.get("data") or bundled_data()),
         "items": len(ds.items),
         "label_rows": len(ds.label_item),
+        "target_rows": int((ds.answers[:, ds.target_index] >= 0).sum()),  # the pairs the agreement is measured on
         "judges": len(ds.judges),
         "target": ds.rubric.target,
         "adheres_at": adheres_at,
@@ -324,12 +325,22 @@ def _say_what_was_written(
 
 
 def _print_summary(summary: dict, metrics: dict, roles: pd.DataFrame, aucs: dict, format_table) -> None:
+    skipped = summary["label_rows"] - summary["target_rows"]
     log.info(
         f"\ndemo: {summary['items']} turns, {summary['label_rows']} (turn, human judge) pairs, {summary['judges']} "
         f"judges; {summary['folds']}-fold cross-validation grouped by conversation, target {summary['target']!r}"
+        + (
+            f" ({summary['target_rows']} pairs answer it; in the other {skipped} the reviewer answered other "
+            "questions only)"
+            if skipped
+            else ""
+        )
     )
     cal, raw = metrics["calibrated"], metrics[RAW]
-    log.info(f"\nAgreement with the human judges (out of fold, {cal['n']} judgments):")
+    log.info(
+        f"\nAgreement with the human judges (out of fold, {cal['n']} judgments of {summary['target']!r}, one per "
+        "pair that answers it):"
+    )
     log.info(f"  calibrated  RMSE {cal['rmse']:.3f}  Pearson {cal['pearson']:.3f}")
     log.info(f"  raw judge   RMSE {raw['rmse']:.3f}  Pearson {raw['pearson']:.3f}   (expected answer of the judge)")
     log.info("\n" + format_table(metrics))

@@ -72,6 +72,25 @@ class Item:
         return (self.conversation.conversation_id, self.turn)
 
 
+def role_name(chatbot_role: str | None, record: dict[str, Any] | None = None) -> str:
+    """A role's short name, the one every output shows (the role text stays in the files): the conversation's
+    `role` field where it has one, else the role text itself where it is short, else its first words and a
+    short hash of it (two prompts that start alike stay apart)."""
+    import hashlib
+
+    short = (record or {}).get("role")
+    if isinstance(short, str) and short.strip():
+        return short.strip()
+    prompt = (chatbot_role or "").strip()
+    if not prompt:
+        return "(no role)"
+    if len(prompt) <= 40 and "\n" not in prompt:  # already a short name
+        return prompt
+    words = prompt.split()
+    head = " ".join(words[:4]) + (" ..." if len(words) > 4 else "")
+    return f"{head[:40]} #{hashlib.sha256(prompt.encode()).hexdigest()[:6]}"
+
+
 def iter_items(conversations: Iterable[Conversation], granularity: str = "turn") -> Iterator[Item]:
     """Items in file order: every assistant turn (granularity='turn') or every conversation."""
     if granularity not in ("turn", "conversation"):

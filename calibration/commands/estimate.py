@@ -36,7 +36,7 @@ def run(cfg: Any) -> Path:
             "passed": not failed,
             "failed": failed,
         }
-        path = _write(result, out, ident)
+        path = _write(result, out, ident, verbose=cfg.verbose)
     log.info(f"estimate: wrote {path}")
     if failed:
         raise GateFailed("; ".join(failed) + ".", fix="")
@@ -65,18 +65,15 @@ def _estimate(cfg: Any, out: Path) -> dict:
     )
 
 
-def _write(result: dict, out: Path, ident: dict | None) -> Path:
-    """The table, the transport audit and the width plan on the terminal; estimate.json; with sequential=true,
-    this look appended to OUT/looks.jsonl."""
-    from calibration.release.audit import audit_line
+def _write(result: dict, out: Path, ident: dict | None, *, verbose: bool) -> Path:
+    """The table, the audit, the width plan and the gate on the terminal (calibration/release/table.py);
+    estimate.json; with sequential=true, this look appended to OUT/looks.jsonl."""
     from calibration.release.estimate import strip_private
-    from calibration.release.table import format_table
+    from calibration.release.table import terminal_lines
     from rubric.jsonfile import write_json
 
-    log.info(format_table(result))
-    log.info(f"estimate: {audit_line(result['transport_audit'])}")
-    if "line" in result.get("width_plan", {}):
-        log.info("estimate: " + result["width_plan"]["line"])
+    for line in terminal_lines(result, verbose=verbose):
+        log.info(line)
     path = out / "estimate.json"
     write_json(path, strip_private(result))
     if ident is not None:

@@ -33,7 +33,17 @@ import numpy as np
 from rubric.errors import InputError
 from rubric.notices import DataQualityWarning
 
-__all__ = ["ON_SHIFT", "ShiftRefused", "ShiftWarning", "check_shift", "handle_shift", "role_key", "training_summary"]
+__all__ = [
+    "ON_SHIFT",
+    "RoleTexts",
+    "ShiftRefused",
+    "ShiftWarning",
+    "check_shift",
+    "handle_shift",
+    "role_key",
+    "roles_of",
+    "training_summary",
+]
 
 log = logging.getLogger(__name__)
 
@@ -183,7 +193,7 @@ def check_shift(
         p, distance = _t2_permutation(reference, new_means[conv], permutations, rng)
         out_groups.append(
             {
-                "role": None if key is None else _short(texts.get(key, key)),
+                "role": None if key is None else _name(roles, texts.get(key, key)),
                 "role_key": key,
                 "role_seen_in_training": seen if key is not None else None,
                 "n_conversations": int(conv.sum()),
@@ -214,21 +224,35 @@ def check_shift(
     }
 
 
-def roles_of(paths) -> dict[str, str]:
-    """conversation id -> chatbot role, from the conversations.jsonl of each directory that has one."""
-    from rubric.conversations import load_conversations
+class RoleTexts(dict):
+    """conversation id -> chatbot role text (what the check keys roles by), and `names`: role text -> the
+    role's short name (rubric.conversations.role_name), the one the warning and the shift block show."""
 
-    roles: dict[str, str] = {}
+    def __init__(self, texts: dict[str, str] | None = None, names: dict[str, str] | None = None):
+        super().__init__(texts or {})
+        self.names = dict(names or {})
+
+
+def roles_of(paths) -> RoleTexts:
+    """conversation id -> chatbot role, from the conversations.jsonl of each directory that has one."""
+    from rubric.conversations import load_conversations, role_name
+
+    roles = RoleTexts()
     for path in paths:
         file = path / "conversations.jsonl"
         if file.exists():
-            roles |= {c.conversation_id: c.chatbot_role for c in load_conversations(file) if c.chatbot_role}
+            for c in load_conversations(file):
+                if c.chatbot_role:
+                    roles[c.conversation_id] = c.chatbot_role
+                    roles.names.setdefault(c.chatbot_role, role_name(c.chatbot_role, c.record))
     return roles
 
 
-def _short(text: str, n: int = 40) -> str:
-    text = " ".join(str(text).split())
-    return text if len(text) <= n else text[: n - 3] + "..."
+def _name(roles, text: str) -> str:
+    """The role's short name: the one conversations.jsonl gave it, else rubric.conversations.role_name's."""
+    from rubric.conversations import role_name
+
+    return getattr(roles, "names", {}).get(text) or role_name(text)
 
 
 def shift_line(shift: dict, labelled: bool = False) -> str | None:

@@ -99,11 +99,32 @@ def transport_audit(preds, margin: float, alpha: float, roles: dict[str, set[str
 
 
 def audit_line(audit: dict) -> str:
-    """One line for the terminal."""
+    """One line for the terminal: the verdict, the interval that decided it and what to do next."""
     low = "-inf" if audit["low"] is None else f"{audit['low']:+.3f}"
     high = "inf" if audit["high"] is None else f"{audit['high']:+.3f}"
     return (
         f"transport audit: {audit['verdict']}: the calibrator's bias on the rate is {audit['bias']:+.3f} "
         f"[{low}, {high}] ({100 * audit['level']:.0f}%, {audit['n_labelled_conversations']} labelled "
-        f"conversations) against a margin of +-{audit['margin']:g}"
+        f"conversations) against a margin of +-{audit['margin']:g}. Next: {next_step(audit)}"
+    )
+
+
+def next_step(audit: dict) -> str:
+    """What the verdict asks of the user (the ppi interval holds whatever the verdict)."""
+    n = audit["n_labelled_conversations"]
+    if audit["verdict"] == "PASS":
+        return "the per-turn calibrated scores (score, predict) can be used unlabelled on conversations like these."
+    if audit["verdict"] == "FAIL":
+        return (
+            "retrain with this release's labels (estimate crossfit=5, or train data=[OLD,NEW]) before using the "
+            "per-turn calibrated scores unlabelled; the ppi interval above holds as it is."
+        )
+    if "pass_withheld" in audit:
+        return (
+            f"label {MIN_CONVERSATIONS - n} more conversations (PASS needs {MIN_CONVERSATIONS}; the bias is within "
+            "the margin so far); the ppi interval above holds as it is."
+        )
+    return (
+        "label more conversations to decide (role-rubric suggest purpose=estimate draws them); the ppi "
+        "interval above holds as it is."
     )

@@ -9,7 +9,7 @@ from pathlib import Path
 from calibration.release.inference import ppi_mean
 from rubric.errors import InputError
 
-__all__ = ["GateFailed", "gate", "sequential_looks"]
+__all__ = ["GateFailed", "gate", "gate_line", "sequential_looks"]
 
 
 class GateFailed(InputError):
@@ -58,3 +58,31 @@ def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list
                 f"{diff['high']:+.3f} is below 0 ({diff['estimate']:+.3f}, {detail})"
             )
     return failed
+
+
+def gate_line(result: dict) -> str:
+    """A passed (or absent) gate's line for the terminal, with the bounds that decided it (result["gate"], set
+    by the command); a failed gate's line is the command's error (GateFailed, exit status 1)."""
+    settings = result["gate"]
+    if settings["fail_under"] is None and not settings["fail_if_worse"]:
+        return (
+            "gate: none set (fail_under=X exits 1 when the rate's lower bound is below X; fail_if_worse=true, "
+            "with baseline=, when the release is worse than the baseline)"
+        )
+    passed = []
+    rate = result.get("sequential") or result["rate"]["ppi"]
+    what = "confidence sequence, look " + str(rate["look"]) if "look" in rate else "ppi"
+    if settings["fail_under"] is not None:
+        passed.append(
+            f"the adherence rate's lower bound {rate['low']:.3f} is at or above fail_under={settings['fail_under']:g} "
+            f"({what} {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])"
+        )
+    if settings["fail_if_worse"]:
+        seq = result.get("sequential", {}).get("difference")
+        diff = seq or result["difference"]["rate"]
+        detail = "confidence sequence" if seq else f"p={diff['p']:.3g}"
+        passed.append(
+            f"the rate difference's upper bound {diff['high']:+.3f} is not below 0 "
+            f"({diff['estimate']:+.3f} [{diff['low']:+.3f}, {diff['high']:+.3f}], {detail})"
+        )
+    return "gate: passed: " + "; ".join(passed)

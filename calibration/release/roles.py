@@ -21,19 +21,7 @@ def roles_of_release(root: Path) -> dict[str, set[str]]:
 
 
 def role_key(conv) -> str:
-    """A role's short name for rows and `by_role` keys: the conversation's `role` field where it has one,
-    else the chatbot_role itself where it is short, else its first words and a short hash of it (two
-    prompts that start alike stay apart)."""
-    import hashlib
+    """A role's short name for rows and `by_role` keys (rubric.conversations.role_name)."""
+    from rubric.conversations import role_name
 
-    short = conv.record.get("role") if isinstance(getattr(conv, "record", None), dict) else None
-    if isinstance(short, str) and short.strip():
-        return short.strip()
-    prompt = (conv.chatbot_role or "").strip()
-    if not prompt:
-        return "(no role)"
-    if len(prompt) <= 40 and "\n" not in prompt:  # already a short name
-        return prompt
-    words = prompt.split()
-    head = " ".join(words[:4]) + (" ..." if len(words) > 4 else "")
-    return f"{head[:40]} #{hashlib.sha256(prompt.encode()).hexdigest()[:6]}"
+    return role_name(conv.chatbot_role, conv.record if isinstance(getattr(conv, "record", None), dict) else None)

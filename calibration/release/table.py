@@ -1,4 +1,6 @@
-"""The console table of `role-rubric estimate`: one row per quantity and scope, the three columns side by side."""
+"""The console table of `role-rubric estimate`: one row per quantity and scope, the three columns side by side,
+and its notes (the method's paragraph only with verbose=true: it is estimate.json's `note` and
+docs/how-to/release-estimates.md's "How the intervals are made")."""
 
 from __future__ import annotations
 
@@ -30,17 +32,13 @@ def _rows(scope: str, blocks: dict) -> list[list[str]]:
     return rows
 
 
-def _short(role: str, width: int = 40) -> str:
-    """A role's name for the console: roles are often the whole role prompt (estimate.json keeps it whole)."""
-    return role if len(role) <= width else role[: width - 3].rstrip() + "..."
-
-
-def format_table(result: dict) -> str:
+def format_table(result: dict, *, verbose: bool = False) -> str:
+    """The table and its notes; verbose: with the paragraph on how the intervals are made."""
     pct = round(100 * (1 - result["alpha"]))
     header = ["scope", "quantity", "calibrator*", f"humans {pct}% CI", f"ppi {pct}% CI", "labelled/conv", "eff. labels"]
     rows = _rows("overall", result)
     for role, blocks in result["by_role"].items():
-        rows += _rows(f"role: {_short(role)}", blocks)
+        rows += _rows(f"role: {role}", blocks)  # a short id already (calibration/release/roles.py)
     for qid, blocks in result["by_question"].items():
         rows += _rows(f"question: {qid}", blocks)
     if "difference" in result:
@@ -64,8 +62,30 @@ def format_table(result: dict) -> str:
         f"target {result['target']!r}; rate = share of answers >= {result['adheres_at']:g}; "
         f"* calibrator: the uncorrected mean calibrated prediction (no interval).",
         "sampling: " + result["sampling"] + ".",
-        result["note"],
+        result["note"]
+        if verbose
+        else "how the intervals are made: estimate.json's note (verbose=true prints it here) and "
+        "docs/how-to/release-estimates.md.",
     ]
     if "by_role_note" in result:
         notes.append(result["by_role_note"])
-    return "\n".join(lines + [""] + [textwrap.fill(n, 110) for n in notes])
+    return "\n".join(
+        lines + [""] + [textwrap.fill(n, 110, break_on_hyphens=False, break_long_words=False) for n in notes]
+    )
+
+
+def terminal_lines(result: dict, *, verbose: bool = False) -> list[str]:
+    """What `estimate` prints before it writes estimate.json: the table and its notes, the transport audit
+    with its next step, the width plan, the gate's result (a failed gate is the command's error line) and
+    the adapted model's folder with crossfit=."""
+    from calibration.release.audit import audit_line
+    from calibration.release.gate import gate_line
+
+    lines = [format_table(result, verbose=verbose), f"estimate: {audit_line(result['transport_audit'])}"]
+    if "line" in result.get("width_plan", {}):
+        lines.append("estimate: " + result["width_plan"]["line"])
+    if "gate" in result and not result["gate"]["failed"]:
+        lines.append("estimate: " + gate_line(result))
+    if "crossfit" in result:
+        lines.append(f"estimate: wrote {result['crossfit']['adapted_model']} (the calibrator adapted on every label)")
+    return lines

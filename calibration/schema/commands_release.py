@@ -210,6 +210,9 @@ class Estimate(Command):
         "the fixed-n one",
         boolean(),
     )
+    verbose: bool = setting(
+        False, "true: print how the intervals are made under the table (estimate.json's note keeps it)", boolean()
+    )
 
 
 @dataclass
