@@ -16,6 +16,7 @@ the sources (OTLP files, MLflow, Phoenix) share.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import random
 from collections import Counter, defaultdict
@@ -26,13 +27,20 @@ from typing import Any
 
 from rubric.errors import InputError
 from rubric.traces.messages import CAPTURE_SETTING, LlmCall, Message, read_call
-from rubric.traces.spans import Span
+from rubric.traces.spans import EVENTS_ONLY, Span
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
 
-CONVERSATION_KEYS = ("gen_ai.conversation.id", "session.id", "mlflow.trace.session")
-"""The attributes that name a conversation in the conventions read, in the order they are tried: OTel
-GenAI's, OpenInference's (and Langfuse's, Phoenix's), MLflow's session metadata."""
+CONVERSATION_KEYS = (
+    "gen_ai.conversation.id",
+    "session.id",
+    "mlflow.trace.session",
+    "traceloop.association.properties.session_id",
+    "langfuse.session.id",
+)
+"""The attributes that name a conversation, in the order they are tried: OTel GenAI's, OpenInference's (and
+Phoenix's), MLflow's session metadata, the session association property of Traceloop's SDK (OpenLLMetry),
+Langfuse's."""
 
 PROGRESS_EVERY = 250_000
 """Spans between two progress lines of a long import."""
@@ -164,7 +172,8 @@ class _Reader:
         self.trace_key: dict[str, str] = {}  # a conversation key on any span of the trace (an agent's root, say)
         self.trace_role: dict[str, str] = {}
         self.calls: dict[str, _Call] = {}
-        self.empty: list[_Call] = []
+        self.empty: dict[str, Span] = {}  # calls without content so far: their messages may come as log records
+        self.log_events: dict[str, list[Any]] = {}
         self.key_like: Counter[str] = Counter()  # attribute names that look like a conversation id, for the error
         self._interned: dict[Any, Any] = {}
 
@@ -175,6 +184,9 @@ class _Reader:
         selection = self.selection
         if selection.service is not None and span.resource.get("service.name") != selection.service:
             self.skipped["spans of other services"] += 1
+            return
+        if span.name == EVENTS_ONLY:
+            self.log_events.setdefault(span.span_id, []).extend(span.events)
             return
         trace = span.trace_id
         start = self.trace_start.get(trace)
@@ -189,10 +201,15 @@ class _Reader:
         call = read_call(span)
         if call is None:
             return
-        kept = _Call(trace, span.span_id, span.start_ns, span.where, key, role, self._intern(call), span.source_ids)
         if call.empty:
-            self.empty.append(kept)
+            self.empty[span.span_id] = span
             return
+        self._keep(span, call, key, role)
+
+    def _keep(self, span: Span, call: LlmCall, key: str | None, role: str | None) -> None:
+        kept = _Call(
+            span.trace_id, span.span_id, span.start_ns, span.where, key, role, self._intern(call), span.source_ids
+        )
         earlier = self.calls.get(span.span_id)
         if earlier is not None:
             raise InputError(
@@ -234,12 +251,13 @@ class _Reader:
                 fix="export the spans of the chatbot's model calls (OTel GenAI, OpenInference or OpenLLMetry "
                 "instrumentation), or check service=.",
             )
-        if self.empty:
-            first = self.empty[0]
+        empty = self._with_log_events()
+        if empty:
+            first, call = empty[0]
             raise InputError(
-                f"{len(self.empty):,} LLM call spans hold no message content (first: span {first.span_id} at "
+                f"{len(empty):,} LLM call spans hold no message content (first: span {first.span_id} at "
                 f"{first.where or description}).",
-                fix=f"turn content capture on: {CAPTURE_SETTING[first.call.convention]}; then export again.",
+                fix=f"turn content capture on: {CAPTURE_SETTING[call.convention]}; then export again.",
             )
         calls = list(self.calls.values())
         for call in calls:
@@ -257,6 +275,23 @@ class _Reader:
         if len(keyed) < len(calls):
             self.skipped["LLM calls without a conversation id"] += len(calls) - len(keyed)
         return keyed
+
+    def _with_log_events(self) -> list[tuple[Span, LlmCall]]:
+        """The calls that had no content, read again with the log records of their span (older GenAI
+        instrumentations log messages apart from the span); those still without any, for the error."""
+        still = []
+        for span_id, span in self.empty.items():
+            events = self.log_events.pop(span_id, None)
+            call = read_call(dataclasses.replace(span, events=span.events + tuple(events))) if events else None
+            if call is None or call.empty:
+                still.append((span, call or read_call(span)))
+                continue
+            key = self._value(span, self.keys)
+            role = self._value(span, (self.selection.role_from,)) if self.selection.role_from else None
+            self._keep(span, call, key, role)
+        self.empty.clear()
+        self.log_events.clear()
+        return still
 
     def _key_fix(self) -> str:
         fix = (

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.traces.spans import Span, SpanEvent, TraceSource
+from rubric.traces.spans import EVENTS_ONLY, Span, SpanEvent, TraceSource
 
 SUFFIXES = (".json", ".jsonl")
 
@@ -121,7 +121,12 @@ def _request_spans(request: Any, path: Path, line_no: int) -> Iterator[Span]:
         for item in request:
             yield from _request_spans(item, path, line_no)
         return
-    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans", []), list):
+    if isinstance(request, dict) and "resourceLogs" in request:
+        yield from _log_events(request, path, line_no)
+        return
+    if isinstance(request, dict) and "resourceMetrics" in request:
+        return  # a collector writing its metrics pipeline to the same file
+    if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
         raise InputError(
             "not an OTLP ExportTraceServiceRequest (no resourceSpans list).",
             path=path,
@@ -135,6 +140,31 @@ def _request_spans(request: Any, path: Path, line_no: int) -> Iterator[Span]:
         for scope in scopes:
             for raw in scope.get("spans") or ():
                 yield _span(raw, resource, where, path, line_no)
+
+
+def _log_events(request: Mapping[str, Any], path: Path, line_no: int) -> Iterator[Span]:
+    """An ExportLogsServiceRequest (a collector writing its logs pipeline to the same file): the log records
+    tied to a span, as EVENTS_ONLY records of that span (one per span), each record an event named by its
+    eventName (or event.name attribute) with its body as the `body` attribute."""
+    where = f"{path} line {line_no}"
+    for resource_logs in request.get("resourceLogs") or ():
+        resource = _attributes((resource_logs.get("resource") or {}).get("attributes"))
+        by_span: dict[tuple[str, str], list[SpanEvent]] = {}
+        for scope in resource_logs.get("scopeLogs") or ():
+            for record in scope.get("logRecords") or ():
+                trace_id, span_id = record.get("traceId"), record.get("spanId")
+                if not trace_id or not span_id:
+                    continue  # a log record of no span: nothing a conversation needs
+                attributes = _attributes(record.get("attributes"))
+                name = record.get("eventName") or attributes.get("event.name") or ""
+                if record.get("body"):
+                    attributes["body"] = any_value(record["body"])
+                time_ns = int(record.get("timeUnixNano") or record.get("observedTimeUnixNano") or 0)
+                key = (_hex_id(trace_id, 32, path, line_no), _hex_id(span_id, 16, path, line_no))
+                by_span.setdefault(key, []).append(SpanEvent(name, time_ns, attributes))
+        for (trace_id, span_id), events in by_span.items():
+            start = min(e.time_ns for e in events)
+            yield Span(trace_id, span_id, None, EVENTS_ONLY, start, start, {}, resource, tuple(events), where)
 
 
 def _span(raw: Mapping[str, Any], resource: Mapping[str, Any], where: str, path: Path, line_no: int) -> Span:

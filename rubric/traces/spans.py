@@ -21,6 +21,12 @@ class SpanEvent:
     attributes: Mapping[str, Any]
 
 
+EVENTS_ONLY = "(log records)"
+"""The name of a `Span` record that carries only events of the span with the same span_id: OTLP log
+records tied to a span (older GenAI instrumentations log each message as an event record, apart from the
+span). assemble.py adds them to that span's events."""
+
+
 @dataclass(frozen=True, slots=True)
 class Span:
     """One span, as the source stored it.

@@ -1,0 +1,180 @@
+"""Each bad input of a trace import is one line naming the file and line (or the span) and the fix, raised
+before anything is written (the command writes only after `assemble` returns)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from rubric.errors import InputError
+from rubric.traces.assemble import TraceSelection, assemble, parse_time
+from rubric.traces.otlp import OtlpFiles
+from tests.traces.otlp_json import SYSTEM, conversation_spans, jsonl, request, span
+
+
+def run(path, **selection):
+    source = OtlpFiles(path)
+    return assemble(
+        source.spans(), TraceSelection(**selection), source={"kind": "otel"}, description=source.description
+    )
+
+
+def write(tmp_path, text: str | bytes, name="export.jsonl"):
+    path = tmp_path / name
+    (path.write_bytes if isinstance(text, bytes) else path.write_text)(text)
+    return path
+
+
+def strip(spans, *keys):
+    """The spans without the attributes `keys`."""
+    for s in spans:
+        s["attributes"] = [a for a in s["attributes"] if a["key"] not in keys]
+    return spans
+
+
+def good_lines(n=1):
+    return jsonl([request(conversation_spans("genai", 1 + 10 * i, f"c{i}")) for i in range(n)])
+
+
+CASES = {
+    "truncated line": (
+        lambda: good_lines(2)[:-40] + "\n",
+        r"export\.jsonl, row 2: not a JSON line .*cut short",
+    ),
+    "not UTF-8": (
+        lambda: good_lines(1).encode() + b'{"resourceSpans": [], "x": "\xff\xfe"}\n',
+        r"export\.jsonl, row 2: not UTF-8 text \(byte 0xff\)",
+    ),
+    "not OTLP": (lambda: '{"hello": 1}\n', r"row 1: not an OTLP ExportTraceServiceRequest"),
+    "duplicate span ids": (
+        lambda: good_lines(1) + good_lines(1),
+        r"span id 0000000000000065 appears twice \(.*export\.jsonl line 1 and .*export\.jsonl line 2\)",
+    ),
+    "no content": (
+        lambda: jsonl(
+            [
+                request(
+                    strip(
+                        conversation_spans("genai", 1, "c1"),
+                        "gen_ai.input.messages",
+                        "gen_ai.output.messages",
+                        "gen_ai.system_instructions",
+                    )
+                )
+            ]
+        ),
+        r"4 LLM call spans hold no message content \(first: span 0000000000000065 at .*export\.jsonl line 1\)"
+        r".*OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true",
+    ),
+    "no content, OpenInference": (
+        lambda: jsonl(
+            [
+                request(
+                    strip(
+                        conversation_spans("openinference", 1, "c1"),
+                        *[
+                            a["key"]
+                            for s in conversation_spans("openinference", 1, "c1")
+                            for a in s["attributes"]
+                            if a["key"].startswith("llm.")
+                        ],
+                    )
+                )
+            ]
+        ),
+        r"hold no message content.*OPENINFERENCE_HIDE_INPUTS=false",
+    ),
+    "no content, OpenLLMetry": (
+        lambda: jsonl(
+            [
+                request(
+                    strip(
+                        conversation_spans("openllmetry", 1, "c1"),
+                        *[
+                            a["key"]
+                            for s in conversation_spans("openllmetry", 1, "c1")
+                            for a in s["attributes"]
+                            if a["key"].startswith(("gen_ai.prompt", "gen_ai.completion"))
+                        ],
+                    )
+                )
+            ]
+        ),
+        r"hold no message content.*TRACELOOP_TRACE_CONTENT=true",
+    ),
+    "no conversation id": (
+        lambda: jsonl([request(strip(conversation_spans("genai", 1, "c1"), "gen_ai.conversation.id"))]),
+        r"no LLM call in .* names its conversation \(gen_ai\.conversation\.id, session\.id.*"
+        r"Fix: set gen_ai\.conversation\.id .* or pass conversation_key=",
+    ),
+    "no assistant text": (
+        lambda: jsonl([request(strip(conversation_spans("genai", 1, "c1")[:1], "gen_ai.output.messages"))]),
+        r"conversation 'c1' has no assistant text",
+    ),
+    "two system roles": (
+        lambda: jsonl(
+            [
+                request(conversation_spans("genai", 1, "c1")),
+                request(_other_role(conversation_spans("openinference", 5, "c1", start=100))),
+            ]
+        ),
+        r"conversation 'c1' has two different system roles: 'You are the help desk.*' \(span .*\) and 'You are a pirate.*'",
+    ),
+    "no LLM call": (
+        lambda: jsonl([request([span(1, 1, 0, {"http.route": "/"}, name="GET /")])]),
+        r"no LLM call in OTLP files .* \(1 spans read\)",
+    ),
+}
+
+
+def _other_role(spans):
+    for s in spans:
+        for a in s["attributes"]:
+            if a["key"] == "llm.input_messages.0.message.content":
+                a["value"] = {"stringValue": "You are a pirate. Speak like one."}
+    return spans
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_bad_input_is_one_line_naming_where_and_the_fix(tmp_path, case):
+    make, message = CASES[case]
+    path = write(tmp_path, make())
+    with pytest.raises(InputError, match=message) as caught:
+        run(path)
+    assert "\n" not in str(caught.value) and "Fix: " in str(caught.value)
+
+
+def test_no_conversation_id_names_attributes_that_look_like_one(tmp_path):
+    spans = strip(conversation_spans("genai", 1, "c1"), "gen_ai.conversation.id")
+    for s in spans:
+        s["attributes"].append({"key": "app.chat_session", "value": {"stringValue": "c1"}})
+    path = write(tmp_path, jsonl([request(spans)]))
+    with pytest.raises(InputError, match=r"these spans have app\.chat_session"):
+        run(path)
+    assert run(path, conversation_key="app.chat_session").records[0]["conversation_id"] == "c1"
+
+
+def test_missing_files_and_empty_folders_and_bad_times_are_refused(tmp_path):
+    with pytest.raises(InputError, match=r"no such file, folder or matching files"):
+        OtlpFiles(tmp_path / "nothing*.jsonl")
+    with pytest.raises(InputError, match=r"no \*\.json or \*\.jsonl file in this folder"):
+        OtlpFiles(tmp_path)
+    with pytest.raises(InputError, match=r"since='last week' is not an ISO 8601 time"):
+        parse_time("last week", "since")
+
+
+def test_a_truncated_pretty_printed_document_names_its_line(tmp_path):
+    text = json.dumps(request(conversation_spans("genai", 1, "c1")), indent=1)
+    path = write(tmp_path, text[: len(text) // 2], "export.json")
+    with pytest.raises(InputError, match=r"export\.json, row \d+: not a JSON document"):
+        run(path)
+
+
+def test_system_role_differs_only_where_it_really_does(tmp_path):
+    """The same role from two conventions (spaces aside) is one role."""
+    path = write(
+        tmp_path,
+        jsonl([request(conversation_spans("genai", 1, "c1")), request(conversation_spans("openinference", 5, "c2"))]),
+    )
+    assert [r["chatbot_role"] for r in run(path).records] == [SYSTEM, SYSTEM]
