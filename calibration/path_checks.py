@@ -20,6 +20,7 @@ FILE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "evaluate": ("out",),
     "score": ("out", "turns_out"),
     "suggest": ("out",),
+    "publish": ("out",),
 }
 OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
 OUT_FILE = {command for command, keys in FILE_OUTPUTS.items() if "out" in keys}

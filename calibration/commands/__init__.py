@@ -20,6 +20,7 @@ from calibration.commands import (
     import_,
     label_studio,
     predict,
+    publish,
     report,
     score,
     search,
@@ -45,6 +46,7 @@ COMMANDS: dict[str, ModuleType] = {
     "decide": decide,
     "compare": compare,
     "serve-fake-judge": serve_fake_judge,
+    "publish": publish,
 }
 """command -> its module, in the order of `role-rubric --help`."""
 

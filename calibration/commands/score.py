@@ -92,8 +92,22 @@ def _write(cfg: Any, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -
     shift_out = None
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
         shift_out = out.with_name(out.stem + "_shift.json")
-        write_json(shift_out, {"shift": metric.shift})
+        write_json(shift_out, {"shift": metric.shift, "scored_with": _scored_with(cfg, metric)})
     return turns_out, shift_out
+
+
+def _scored_with(cfg: Any, metric: Any) -> dict[str, Any]:
+    """What the scores were made with, so that `publish` names their source and refuses another model's."""
+    from calibration.publish.results import model_info
+
+    return {
+        "model": str(Path(cfg.calibrator).resolve()),
+        "model_sha256": model_info(cfg.calibrator).checksum,
+        "conversations": str(Path(cfg.conversations).resolve()),
+        "threshold": metric.threshold,
+        "adheres_at": metric.adheres_at,
+        "target": metric.rubric.target,
+    }
 
 
 def _log_summary(cfg: Any, metric: Any, conv_frame: Any) -> None:

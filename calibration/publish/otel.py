@@ -1,0 +1,188 @@
+"""target=otel: the calibrated scores as OpenTelemetry GenAI `gen_ai.evaluation.result` events.
+
+One event per judged turn, carried by a log record whose trace id and span id are those of the LLM call that
+produced the reply (the event's parent, as the GenAI semantic conventions ask), and one per conversation on
+its first turn's span. The conventions' attributes (`gen_ai.evaluation.name`, `gen_ai.evaluation.score.value`,
+`gen_ai.evaluation.score.label`, `gen_ai.evaluation.explanation`) hold the value; what only role-rubric has
+(each question's calibrated expected answer, the judge's own, the model's checksum, the shift check, an
+interval where there is one) sits under `role_rubric.*`.
+
+Written as OTLP JSON (one ExportLogsServiceRequest per line, the OTLP protobuf encoder and protobuf's JSON
+mapping with hex trace and span ids, as an OpenTelemetry Collector's file exporter writes it) or posted to an
+OTLP/HTTP logs endpoint (opentelemetry-exporter-otlp-proto-http; headers such as an API key come from
+OTEL_EXPORTER_OTLP_HEADERS / OTEL_EXPORTER_OTLP_LOGS_HEADERS and are never printed). A post that stops midway
+resumes: the turns already accepted are recorded in the scores' folder (calibration/publish/state.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored
+from calibration.publish.state import PublishState, mask_url
+from rubric.errors import InputError
+
+EVENT_NAME = "gen_ai.evaluation.result"
+BATCH = 512
+"""Events per OTLP request (one line of the file, one POST)."""
+
+
+def events(scored: Scored) -> list[tuple[str, str, str, dict[str, Any]]]:
+    """(key, trace id, span id, attributes) of every event: each turn's, then each conversation's."""
+    out = []
+    for t in scored.turns:
+        attrs = {
+            "gen_ai.evaluation.name": EVALUATION_NAME,
+            "gen_ai.evaluation.score.value": t.adherence,
+            "gen_ai.evaluation.score.label": "adheres" if t.adheres else "violates",
+            "gen_ai.evaluation.explanation": scored.rationale(t),
+            "gen_ai.conversation.id": t.conversation_id,
+            "role_rubric.turn": t.turn,
+        }
+        attrs |= _common(scored)
+        attrs |= {f"role_rubric.expected.{q}": v for q, v in t.expected.items()}
+        attrs |= {f"role_rubric.judge_expected.{q}": v for q, v in t.judge_expected.items()}
+        out.append((t.key, t.trace_id, t.span_id, attrs))
+    for s in scored.sessions:
+        if not s.turns:
+            continue
+        first = s.turns[0]
+        attrs = {
+            "gen_ai.evaluation.name": SESSION_NAME,
+            "gen_ai.evaluation.score.value": s.score,
+            "gen_ai.evaluation.score.label": "pass" if s.success else "fail",
+            "gen_ai.evaluation.explanation": scored.session_rationale(s),
+            "gen_ai.conversation.id": s.conversation_id,
+            "role_rubric.turns": len(s.turns),
+            "role_rubric.min_adherence": s.min_adherence,
+            "role_rubric.violating_turn_indices": s.violating_turns,
+        }
+        out.append((f"{s.conversation_id}/session", first.trace_id, first.span_id, attrs | _common(scored)))
+    return out
+
+
+def _common(scored: Scored) -> dict[str, Any]:
+    attrs: dict[str, Any] = {
+        "role_rubric.model.sha256": scored.model.checksum,
+        "role_rubric.source_id": scored.model.source_id,
+        "role_rubric.judge": scored.model.judge_line,
+        "role_rubric.judges": scored.judges,
+        "role_rubric.shift_check": scored.shift_line,
+    }
+    if scored.threshold is not None:
+        attrs["role_rubric.threshold"] = scored.threshold
+    if scored.adheres_at is not None:
+        attrs["role_rubric.adheres_at"] = scored.adheres_at
+    if scored.target:
+        attrs["role_rubric.target"] = scored.target
+    return attrs
+
+
+def log_records(items: Sequence[tuple[str, str, str, dict[str, Any]]], *, time_unix_nano: int) -> list[Any]:
+    """The SDK's readable log records of the events, each in its turn's span context."""
+    from opentelemetry import trace
+    from opentelemetry._logs import LogRecord
+    from opentelemetry.sdk._logs import ReadableLogRecord
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+    # no Resource.create: its random service.instance.id would make every publish a different file
+    resource = Resource({"service.name": "role-rubric", "service.version": _version()})
+    scope = InstrumentationScope("role_rubric", _version())
+    records = []
+    for _, trace_id, span_id, attrs in items:
+        parent = trace.SpanContext(
+            trace_id=int(trace_id, 16), span_id=int(span_id, 16), is_remote=True, trace_flags=trace.TraceFlags(1)
+        )
+        context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+        record = LogRecord(
+            timestamp=time_unix_nano,
+            observed_timestamp=time_unix_nano,
+            context=context,
+            event_name=EVENT_NAME,
+            attributes=attrs,
+        )
+        records.append(ReadableLogRecord(log_record=record, resource=resource, instrumentation_scope=scope))
+    return records
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("role-rubric")
+    except PackageNotFoundError:  # a checkout that was never installed
+        return "unknown"
+
+
+def otlp_json(records: Sequence[Any]) -> dict[str, Any]:
+    """One ExportLogsServiceRequest in OTLP JSON: protobuf's JSON mapping, trace and span ids in hex."""
+    from google.protobuf.json_format import MessageToDict
+    from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
+
+    data = MessageToDict(encode_logs(records), use_integers_for_enums=True)
+    for resource_logs in data.get("resourceLogs", []):
+        for scope_logs in resource_logs.get("scopeLogs", []):
+            for record in scope_logs.get("logRecords", []):
+                if not record.get("body"):  # an event with no body: the collector writes none
+                    record.pop("body", None)
+                for key in ("traceId", "spanId"):
+                    if key in record:  # protobuf maps bytes to base64; OTLP JSON wants hex
+                        record[key] = base64.b64decode(record[key]).hex()
+    return data
+
+
+def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(items), BATCH):
+        yield items[start : start + BATCH]
+
+
+def write_file(scored: Scored, out: Path, *, time_unix_nano: int) -> int:
+    """Write every event to out (replaced whole, atomically: a second publish writes the same file)."""
+    from rubric.files import atomic_write_text
+
+    items = events(scored)
+    lines = [json.dumps(otlp_json(log_records(batch, time_unix_nano=time_unix_nano))) for batch in _batches(items)]
+    out.parent.mkdir(parents=True, exist_ok=True)
+    atomic_write_text(out, "".join(line + "\n" for line in lines))
+    return len(items)
+
+
+def post(
+    scored: Scored,
+    endpoint: str,
+    *,
+    time_unix_nano: int,
+    timeout: float,
+    state: PublishState,
+    progress: Callable[[int, int], None] | None = None,
+) -> tuple[int, int]:
+    """POST the events not yet accepted to an OTLP/HTTP logs endpoint: (sent now, already there)."""
+    from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
+    from opentelemetry.sdk._logs.export import LogRecordExportResult
+
+    items = events(scored)
+    todo = [item for item in items if not state.done(item[0])]
+    exporter = OTLPLogExporter(endpoint=endpoint, timeout=timeout)
+    sent = 0
+    try:
+        for batch in _batches(todo):
+            result = exporter.export(log_records(batch, time_unix_nano=time_unix_nano))
+            if result is not LogRecordExportResult.SUCCESS:
+                raise InputError(
+                    f"the OTLP endpoint {mask_url(endpoint)} did not accept the evaluations (unreachable, or it "
+                    f"refused them); {sent + len(items) - len(todo)} of {len(items)} are there.",
+                    fix="check endpoint= (the logs path, e.g. http://HOST:4318/v1/logs) and the headers in "
+                    "OTEL_EXPORTER_OTLP_HEADERS, then run the same publish again: it resumes.",
+                )
+            state.mark([item[0] for item in batch])
+            sent += len(batch)
+            if progress is not None:
+                progress(sent, len(todo))
+    finally:
+        exporter.shutdown()
+    return sent, len(items) - len(todo)

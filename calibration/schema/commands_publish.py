@@ -1,0 +1,62 @@
+"""The schema of `publish`: results written back where the traces are (MLflow, Phoenix, OpenTelemetry)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from calibration.schema.base import Command
+from calibration.schema.keys import PROGRESS, required
+from rubric.config_types import choice, env_name, http_url, number, path, setting, text
+
+
+@dataclass
+class Publish(Command):
+    """role-rubric publish target=otel scores=SCORES.csv out=EVALUATIONS.jsonl   (or endpoint=http://HOST:4318/v1/logs)
+    role-rubric publish target=mlflow scores=SCORES.csv tracking_uri=URL   (estimate=DIR, cv=DIR: a run)
+    role-rubric publish target=phoenix scores=SCORES.csv url=URL
+    Writes what `score` computed for conversations imported from traces back beside those traces: one value per
+    judged turn on the span of its reply (MLflow feedback, Phoenix span annotation, OTel gen_ai.evaluation.result
+    event) and one per conversation (MLflow session feedback, Phoenix session annotation). Publishing again
+    updates the same values; an interrupted publish resumes. target=mlflow also logs an `estimate` output or a
+    `cv` output as a run. Tokens come from the environment (MLFLOW_TRACKING_TOKEN, token_env=,
+    OTEL_EXPORTER_OTLP_HEADERS) and are never printed: docs/how-to/traces.md."""
+
+    name = "publish"
+    summary = "calibrated scores, release estimates and agreement back to MLflow, Phoenix or OpenTelemetry"
+    target: str = required("otel | mlflow | phoenix", choice("otel", "mlflow", "phoenix"))
+    scores: str | None = setting(
+        None, "the out= of `role-rubric score` (its _turns.csv and _shift.json beside it)", path(optional=True)
+    )
+    conversations: str | None = setting(
+        None, "the conversations.jsonl that `score` read; default: the one the scores record", path(optional=True)
+    )
+    model: str | None = setting(
+        None, "the calibrator that `score` used; default: the one the scores record (checked)", path(optional=True)
+    )
+    estimate: str | None = setting(
+        None, "target=mlflow: the out= folder of `role-rubric estimate` -> one run", path(optional=True)
+    )
+    cv: str | None = setting(None, "target=mlflow: the out= folder of `role-rubric cv` -> one run", path(optional=True))
+    out: str | None = setting(None, "target=otel: the OTLP JSON file to write", path(optional=True))
+    endpoint: str | None = setting(
+        None, "target=otel: an OTLP/HTTP logs endpoint to post to, e.g. http://localhost:4318/v1/logs", http_url()
+    )
+    tracking_uri: str | None = setting(
+        None,
+        "target=mlflow: the tracking server, e.g. http://localhost:5000 (token: MLFLOW_TRACKING_TOKEN)",
+        http_url(),
+    )
+    experiment: str | None = setting(
+        None,
+        "target=mlflow: the experiment for estimate=/cv= runs (default: the one the traces were imported from)",
+        text(optional=True),
+    )
+    run_name: str | None = setting(None, "target=mlflow: the run's name (default: the folder's)", text(optional=True))
+    url: str | None = setting(None, "target=phoenix: the Phoenix server, e.g. http://localhost:6006", http_url())
+    token_env: str = setting(
+        "PHOENIX_API_KEY",
+        "target=phoenix: environment variable holding the API key (never written anywhere)",
+        env_name(),
+    )
+    timeout: float = setting(10, "seconds to wait for each request", number(above=0))
+    progress: bool = PROGRESS()
