@@ -62,9 +62,10 @@ ON_SHIFT = ("warn", "refuse", "ignore")
 
 
 class ShiftRefused(InputError):
-    """on_shift=refuse and the check fired: the command line exits 1 with this line, nothing written."""
+    """on_shift=refuse and the check fired: a refusal, not a failed gate: the command line says "refused"
+    and exits 2 (as for bad input), nothing written."""
 
-    exit_code = 1
+    label = "refused"
 
 
 def role_key(role: str | None) -> str | None:
@@ -255,8 +256,9 @@ def _name(roles, text: str) -> str:
     return getattr(roles, "names", {}).get(text) or role_name(text)
 
 
-def shift_line(shift: dict, labelled: bool = False) -> str | None:
-    """The one warning line when the check fired (None otherwise)."""
+def shift_line(shift: dict, labelled: bool = False, advice: str | None = None) -> str | None:
+    """The one warning line when the check fired (None otherwise); advice: what to do, in place of the
+    default (label some and run `estimate`, or, labelled, read the ppi column)."""
     if not shift.get("fired"):
         return None
     fired = [g for g in shift["groups"] if g["fired"]]
@@ -267,7 +269,7 @@ def shift_line(shift: dict, labelled: bool = False) -> str | None:
         for g in fired
     )
     n = min(40, sum(g["n_conversations"] for g in fired))
-    advice = (
+    advice = advice or (
         f"label {n} of them (`role-rubric suggest purpose=estimate`) and run `estimate`"
         if not labelled
         else "read the ppi column (corrected by the labels) and the transport audit, not the calibrator column"
@@ -275,9 +277,18 @@ def shift_line(shift: dict, labelled: bool = False) -> str | None:
     return f"these conversations differ from the training data ({what}): the calibrated numbers may be biased; {advice}"
 
 
-def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shift: str, command: str, say=None) -> dict:
+def handle_shift(
+    summary: dict | None,
+    ds,
+    roles: dict[str, str] | None,
+    on_shift: str,
+    command: str,
+    say=None,
+    advice: str | None = None,
+) -> dict:
     """Run the check as on_shift says: the shift block; warns (a ShiftWarning) when it fires, or `say`s its
-    "COMMAND: warning: ..." line where a caller collects them; raises ShiftRefused (refuse); ignore: not run."""
+    "COMMAND: warning: ..." line where a caller collects them; raises ShiftRefused (refuse); ignore: not run.
+    advice: the warning's advice in place of shift_line's default."""
     if on_shift not in ON_SHIFT:
         raise InputError(
             f"on_shift={on_shift!r} is not one of {', '.join(ON_SHIFT)}.", fix="set on_shift to warn, refuse or ignore."
@@ -285,7 +296,7 @@ def handle_shift(summary: dict | None, ds, roles: dict[str, str] | None, on_shif
     if on_shift == "ignore":
         return {"checked": False, "fired": False, "note": "on_shift=ignore: not checked."}
     shift = check_shift(summary, ds, roles)
-    line = shift_line(shift, labelled=command == "estimate")
+    line = shift_line(shift, labelled=command == "estimate", advice=advice)
     if line and on_shift == "refuse":
         raise ShiftRefused(line + ".", fix="label a sample and run `estimate`, or pass on_shift=warn.")
     if line and say is None:

@@ -11,7 +11,6 @@ probabilities (calibration/release/plan.py).
 from __future__ import annotations
 
 import logging
-import warnings
 from pathlib import Path
 
 import torch
@@ -49,9 +48,9 @@ def planned_budget(cfg, ds, budget: int) -> int:
     adheres_at = default_adheres_at(model.rubric.questions[t])
     preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=adheres_at)
     labelled = len(preds.labelled_conversations())
+    _warn_if_shifted(Path(cfg.data), model, ds, basis="cv" if cfg.get("cv") else "sample" if labelled >= 3 else "model")
     if cfg.get("cv"):
         spread = _cv_spread(cfg, model, preds, adheres_at, labelled)
-        _warn_if_shifted(cfg, model, ds)
     elif labelled >= 3:
         s = preds.sample()
         spread = spread_from_sample(
@@ -95,25 +94,27 @@ def _cv_spread(cfg, model, preds, adheres_at: float, labelled: int):
     return spread
 
 
-def _warn_if_shifted(cfg, model, ds) -> None:
-    """A cv= plan assumes the calibrator is as far off on the release as it was out of fold; a release unlike
-    the training data can break that (benchmarks/estimate.py: on the shift-down release 23% of cv plans
-    reached the width, the calibrator worse there than out of fold). Say so where the shift check fires."""
-    from calibration.model.shift import ShiftWarning, check_shift, roles_of
+SHIFT_ADVICE = {
+    "cv": "the plan is optimistic: it assumes the calibrator is as far off here as out of fold (cv=), which a shift "
+    "breaks; label a pilot of 10 conversations and plan from it (the same command without cv=), or let "
+    "`estimate width=W` ask for more",
+    "model": "the plan is optimistic: it assumes the calibrator is calibrated on this release, which a shift "
+    "breaks; label a pilot of 10 conversations and plan from it (the same command, once they are imported), or "
+    "let `estimate width=W` ask for more",
+    "sample": "the plan reads this release's own labelled conversations, so the shift does not bias it; "
+    "`estimate` corrects the calibrator with the labels (its ppi column)",
+}
 
-    shift = check_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]))
-    if shift.get("fired"):
-        worst = min(shift["groups"], key=lambda g: g["p_adjusted"])
-        warnings.warn(
-            ShiftWarning(
-                f"the release differs from the model's training data (shift check p={worst['p_adjusted']:.3g}, "
-                f"distance {worst['distance']:.2f} sd): the cv= plan assumes the calibrator is as far off here as "
-                "out of fold, which a shift can break; label a pilot of 10 conversations and plan from it "
-                "(the same command without cv=), or let `estimate width=W` ask for more.",
-                "suggest",
-            ),
-            stacklevel=2,
-        )
+
+def _warn_if_shifted(data: Path, model, ds, *, basis: str) -> None:
+    """The shift check of `estimate` and `predict` (calibration/model/shift.py) on the release, with what it
+    means for the plan: one from the calibrator alone (basis "model") or from cv= assumes the calibrator is
+    as far off on the release as where it was measured, and a release unlike the training data breaks that
+    (benchmarks/estimate.py: on the shift-down release 23% of cv plans reached the width, the calibrator worse
+    there than out of fold); a plan from the release's own labels ("sample") is not biased by it."""
+    from calibration.model.shift import handle_shift, roles_of
+
+    handle_shift(model.record.shift_summary(), ds, roles_of([data]), "warn", "suggest", advice=SHIFT_ADVICE[basis])
 
 
 def strata_of(conversations: dict, field: str, release: set[str], data: Path) -> dict[str, str]:

@@ -135,7 +135,7 @@ def test_cv_records_its_judge_and_suggest_names_the_source(release, cv_dir, unla
     assert f"out-of-fold agreement of cv={cv_dir}, 30 conversations" in printed
     assert "what a calibrated calibrator would leave" in printed and "ppi: label" in printed
     assert 2 <= _sampled(sheet) <= 30
-    assert "differs from the model's training data" not in printed  # the release is like the training data
+    assert "differ from the training data" not in printed  # the release is like the training data
 
 
 def test_a_cv_plan_for_a_release_unlike_the_training_data_says_to_plan_from_a_pilot(
@@ -152,7 +152,8 @@ def test_a_cv_plan_for_a_release_unlike_the_training_data_says_to_plan_from_a_pi
     llm.to_csv(shifted / "llm.csv", index=False)
     assert _suggest(shifted, release["model"], tmp_path / "s" / "sheet.csv", "width=0.15", f"cv={cv_dir}") == 0
     printed = capsys.readouterr().out
-    assert "suggest: warning: the release differs from the model's training data (shift check p=" in printed
+    assert "suggest: warning: these conversations differ from the training data (role " in printed
+    assert "the plan is optimistic: it assumes the calibrator is as far off here as out of fold (cv=)" in printed
     assert "label a pilot of 10 conversations and plan from it" in printed
     assert _sampled(tmp_path / "s" / "sheet.csv") >= 2  # a warning: the plan is still written
 
