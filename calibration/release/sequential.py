@@ -14,6 +14,8 @@ import math
 import time
 from pathlib import Path
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
 from calibration.release.inference import Interval
 from calibration.release.intervals import confidence_sequence
 from rubric.errors import InputError
@@ -22,6 +24,8 @@ from rubric.files import file_sha256
 __all__ = ["LOOKS_FILE", "T_STAR", "sequential_difference", "sequential_rate"]
 
 LOOKS_FILE = "looks.jsonl"
+QUANTITY = "adherence rate"
+"""What the sequence is of (recorded, so that a sequence of another quantity is never continued)."""
 T_STAR = 40
 """The confidence sequence is narrowest at this many labelled conversations (its r is fixed in advance, so
 that every look uses the same sequence): batches of 5-10 up to 80 conversations."""
@@ -53,42 +57,114 @@ def identity(release: Path, model: Path | None, baseline: Path | None = None) ->
     return ident
 
 
-def read_looks(path: Path, ident: dict) -> list[dict]:
+class Look(BaseModel):
+    """One line of looks.jsonl, as `record` writes it: read back through this record, so that a line edited or
+    cut short is refused by name (with its line) instead of failing somewhere inside the interval."""
+
+    model_config = ConfigDict(extra="allow", frozen=True)
+
+    look: int = Field(ge=1)
+    n_labelled_conversations: int = Field(ge=1)
+    estimate: float
+    cs_low: float = Field(ge=0, le=1)
+    cs_high: float = Field(ge=0, le=1)
+    t_star: int
+    alpha: float = Field(gt=0, lt=1)
+    quantity: str
+    release_sha256: str
+    model_sha256: str
+    baseline_sha256: str | None = None
+    diff_low: float | None = None
+    diff_high: float | None = None
+
+
+_IDENTITY = (
+    ("release_sha256", "release (its llm.csv)"),
+    ("model_sha256", "model (its model.json)"),
+    ("baseline_sha256", "baseline (its llm.csv and labels.csv)"),
+    ("t_star", "sequence (t_star)"),
+    ("alpha", "level (alpha)"),
+    ("quantity", "quantity"),
+)
+"""What every look of one sequence shares: a look at another alpha would narrow the sequence unseen."""
+
+
+def read_looks(path: Path, ident: dict, *, alpha: float) -> list[dict]:
+    """The earlier looks, each checked (see `Look`) and checked to be of this sequence: this release, model,
+    baseline, t_star, alpha and quantity. No looks file beside an estimate.json of a later look is refused:
+    the sequence would silently restart at look 1, the repeated-looks problem the sequence exists to prevent."""
     if not path.exists():
+        _refuse_a_lost_sequence(path)
         return []
+    mine = ident | {"t_star": T_STAR, "alpha": alpha, "quantity": QUANTITY}
     looks = []
     for row, line in enumerate(path.read_text().splitlines(), start=1):
-        try:
-            look = json.loads(line)
-        except json.JSONDecodeError:
+        if not line.strip():
+            continue
+        look = _parse_look(path, row, line)
+        for key, what in _IDENTITY:
+            if look.get(key) != mine.get(key):
+                raise InputError(
+                    f"the looks recorded here are of another {what}: {look.get(key)!r}, this run {mine.get(key)!r}.",
+                    path=path,
+                    row=row,
+                    fix="pass the out= of this release's own sequence (with its settings), or a new out= to start one.",
+                )
+        if look["look"] != len(looks) + 1:
             raise InputError(
-                "a line that is not JSON.",
+                f"look {look['look']} where look {len(looks) + 1} was expected (a line lost or repeated).",
                 path=path,
                 row=row,
                 fix="restore the file estimate wrote, or use a new out= for a new sequence.",
-            ) from None
-        for key, what in (
-            ("release_sha256", "release (its llm.csv)"),
-            ("model_sha256", "model (its model.json)"),
-            ("baseline_sha256", "baseline (its llm.csv and labels.csv)"),
-            ("t_star", "sequence (t_star)"),
-        ):
-            mine = T_STAR if key == "t_star" else ident.get(key)
-            if look.get(key) != mine:
-                raise InputError(
-                    f"the looks recorded here are of another {what}: {look.get(key)!r}, this run {mine!r}.",
-                    path=path,
-                    row=row,
-                    fix="pass the out= of this release's own sequence, or a new out= to start one.",
-                )
+            )
         looks.append(look)
     return looks
+
+
+def _parse_look(path: Path, row: int, line: str) -> dict:
+    fix = "restore the file estimate wrote, or use a new out= for a new sequence."
+    try:
+        raw = json.loads(line)
+    except json.JSONDecodeError:
+        raise InputError("a line that is not JSON.", path=path, row=row, fix=fix) from None
+    if not isinstance(raw, dict):
+        raise InputError(f"a line that is not a look ({type(raw).__name__}).", path=path, row=row, fix=fix)
+    if "alpha" not in raw and "cs_low" in raw:
+        raise InputError(
+            "a look without its alpha: written by a version that did not record the level, so a look at "
+            "another alpha cannot be told from it.",
+            path=path,
+            row=row,
+            fix="start a new sequence in a new out= (this release's earlier looks stay valid on their own).",
+        )
+    try:
+        look = Look.model_validate(raw | {"quantity": raw.get("quantity", QUANTITY)})
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = ".".join(str(p) for p in first["loc"]) or "the line"
+        raise InputError(f"a look whose {key} is wrong ({first['msg']}).", path=path, row=row, fix=fix) from None
+    return look.model_dump(exclude_none=True)
+
+
+def _refuse_a_lost_sequence(path: Path) -> None:
+    summary = path.parent / "estimate.json"
+    try:
+        earlier = json.loads(summary.read_text()).get("sequential") if summary.is_file() else None
+    except (OSError, ValueError, AttributeError):
+        return  # not an estimate.json this check can read; estimate overwrites it
+    if isinstance(earlier, dict) and isinstance(earlier.get("look"), int) and earlier["look"] >= 1:
+        raise InputError(
+            f"no {LOOKS_FILE} beside an estimate.json of look {earlier['look']}: this look would restart the "
+            "sequence at look 1 and lose the earlier looks' guarantee.",
+            path=path,
+            fix=f"restore {LOOKS_FILE}, or start a new sequence in a new out= (or delete {summary} to restart here).",
+        )
 
 
 def sequential_rate(out: Path, ident: dict, rate: dict, *, alpha: float) -> dict:
     """This look's confidence sequence for the rate's ppi estimate, intersected with the earlier looks'
     (read from OUT/looks.jsonl and checked; nothing is written here: `record` does, after the estimate)."""
-    looks = read_looks(Path(out) / LOOKS_FILE, ident)
+    looks = read_looks(Path(out) / LOOKS_FILE, ident, alpha=alpha)
     n = rate["n_labelled_conversations"]
     ppi = rate["ppi"]
     low, high = confidence_sequence(
@@ -101,6 +177,7 @@ def sequential_rate(out: Path, ident: dict, rate: dict, *, alpha: float) -> dict
         low, high = float(min(low, high)), float(max(low, high))
     return {
         "look": len(looks) + 1,
+        "alpha": alpha,
         "n_labelled_conversations": n,
         "estimate": ppi["estimate"],
         "low": low,
@@ -123,7 +200,7 @@ def sequential_difference(
     """The rate difference from the baseline, valid at every look (see the module docstring): process is the
     release's ppi estimate at the process level, baseline the baseline's ppi interval at level 1 - alpha/2
     (process level too); intersected with the earlier looks' differences."""
-    looks = read_looks(Path(out) / LOOKS_FILE, ident)
+    looks = read_looks(Path(out) / LOOKS_FILE, ident, alpha=alpha)
     low, high = confidence_sequence(process.estimate, process.se, n, alpha=alpha / 2, t_star=T_STAR, bounds=(0.0, 1.0))
     this = [float(low) - baseline.high, float(high) - baseline.low]
     low, high = this
@@ -150,6 +227,8 @@ def record(out: Path, ident: dict, seq: dict) -> None:
         "cs_low": seq["this_look"][0],
         "cs_high": seq["this_look"][1],
         "t_star": T_STAR,
+        "alpha": seq["alpha"],
+        "quantity": QUANTITY,
         "time": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     if "difference" in seq:

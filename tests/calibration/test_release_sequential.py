@@ -107,3 +107,50 @@ def test_the_gate_decides_worse_by_the_sequence_not_by_the_fixed_difference():
     narrow = wide | {"difference": {"estimate": -0.1, "low": -0.2, "high": -0.02}}
     failed = gate({"rate": rate, "difference": fixed, "sequential": narrow}, fail_under=None, fail_if_worse=True)
     assert len(failed) == 1 and "confidence sequence" in failed[0]
+
+
+@pytest.mark.parametrize(
+    ("edit", "needle"),
+    [
+        (lambda look: None, "not a look"),
+        (lambda look: {k: v for k, v in look.items() if k != "cs_low"}, "cs_low"),
+        (lambda look: look | {"cs_high": "high"}, "cs_high"),
+        (lambda look: {k: v for k, v in look.items() if k != "alpha"}, "without its alpha"),
+        (lambda look: look | {"look": 3}, "look 3 where look 1"),
+    ],
+    ids=["null line", "no cs_low", "cs_high not a number", "no alpha", "a look lost"],
+)
+def test_a_malformed_look_is_one_line_naming_the_file_and_line(release, tmp_path, capsys, edit, needle):  # noqa: F811
+    out = tmp_path / "out"
+    assert _estimate(release, out, "sequential=true") == 0
+    look = json.loads((out / "looks.jsonl").read_text())
+    (out / "looks.jsonl").write_text(json.dumps(edit(look)) + "\n")
+    capsys.readouterr()
+    assert _estimate(release, out, "sequential=true") == 2
+    err = capsys.readouterr().err
+    assert needle in err and "looks.jsonl, row 1" in err and err.count("\n") == 1, err
+
+
+def test_a_second_look_at_another_alpha_is_refused(release, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "out"
+    assert _estimate(release, out, "sequential=true") == 0
+    before = (out / "looks.jsonl").read_text()
+    capsys.readouterr()
+    assert _estimate(release, out, "sequential=true", "alpha=0.2") == 2
+    err = capsys.readouterr().err
+    assert "another level (alpha)" in err and err.count("\n") == 1
+    assert (out / "looks.jsonl").read_text() == before  # nothing recorded for the refused look
+    assert json.loads(before)["alpha"] == 0.1
+
+
+def test_a_deleted_looks_file_beside_a_later_look_is_refused_not_restarted(release, tmp_path, capsys):  # noqa: F811
+    out = tmp_path / "out"
+    assert _estimate(release, out, "sequential=true") == 0
+    (out / "looks.jsonl").unlink()
+    capsys.readouterr()
+    assert _estimate(release, out, "sequential=true") == 2
+    err = capsys.readouterr().err
+    assert "restart the sequence at look 1" in err and err.count("\n") == 1
+    assert not (out / "looks.jsonl").exists()
+    (out / "estimate.json").unlink()  # the fix it names: restart here on purpose
+    assert _estimate(release, out, "sequential=true") == 0
