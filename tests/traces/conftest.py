@@ -1,0 +1,39 @@
+"""Fixtures of the trace tests: real tracing servers (servers.py), each started once per session and stopped
+at the end; the tests that need one skip with one reason where it is not installed or does not start."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.traces.servers import MlflowServer, PhoenixServer, ServerUnavailable, mlflow_server, phoenix_server
+
+
+@pytest.fixture(scope="session")
+def mlflow_tracking(tmp_path_factory) -> MlflowServer:
+    """A running `mlflow server` (SQLite, a free port): its `url` is the tracking URI."""
+    try:
+        with mlflow_server(tmp_path_factory.mktemp("mlflow_server")) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def phoenix(tmp_path_factory) -> PhoenixServer:
+    """A running `phoenix serve` (SQLite, a free port): its `url` is what import source=phoenix url= takes."""
+    try:
+        with phoenix_server(tmp_path_factory.mktemp("phoenix_server")) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def phoenix_with_auth(tmp_path_factory) -> PhoenixServer:
+    """A running `phoenix serve` with authentication on: every request needs an API key (`admin_key`, or a
+    user's from `user_key(name)`)."""
+    try:
+        with phoenix_server(tmp_path_factory.mktemp("phoenix_auth"), auth=True) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))

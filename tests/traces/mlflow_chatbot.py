@@ -1,0 +1,67 @@
+"""Run the test chatbot (chatbot.py) traced by MLflow Tracing into a real MLflow server, as an application
+traced with MLflow does:
+
+    python -m tests.traces.mlflow_chatbot TRACKING_URI EXPERIMENT OUT.json
+
+`mlflow.openai.autolog()` records each OpenAI call as a CHAT_MODEL span (the request in mlflow.spanInputs,
+the chat completion in mlflow.spanOutputs). Each user message is handled in one trace, opened by the
+application's `chat_turn` span, whose session is the conversation id (`mlflow.update_current_trace(metadata=
+{"mlflow.trace.session": ...})`); the agent's tool call and its answer are two calls in that one trace.
+OUT.json gets what an import must give back: the conversations the chatbot had, each turn with the MLflow
+trace id it was handled in (`mlflow_trace_id`). Autologging patches the `openai` module for the whole
+process, so this runs in a process of its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+
+def feed(tracking_uri: str, experiment: str, out: Path) -> None:
+    import mlflow
+    import openai
+
+    from rubric.servers.fake import FakeOpenAI
+    from tests.traces.chatbot import chat
+
+    mlflow.set_tracking_uri(tracking_uri)
+    mlflow.set_experiment(experiment)
+    mlflow.openai.autolog()
+    trace_ids: list[str] = []
+
+    @contextlib.contextmanager
+    def traced_turn(conversation_id: str) -> Iterator[None]:
+        with mlflow.start_span(name="chat_turn", span_type="CHAIN") as span:
+            mlflow.update_current_trace(metadata={"mlflow.trace.session": conversation_id})
+            trace_ids.append(span.trace_id)
+            yield
+
+    with FakeOpenAI() as server:
+        server.modes.add("tools")
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
+        conversations = chat(client, scope=traced_turn)
+        client.close()
+    mlflow.flush_trace_async_logging()
+    turns = [turn for conversation in conversations for turn in conversation["turns"]]
+    for turn, trace_id in zip(turns, trace_ids, strict=True):
+        turn["mlflow_trace_id"] = trace_id
+    out.write_text(json.dumps(conversations, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"traced {len(trace_ids)} turns into {tracking_uri} (experiment {experiment}); conversations in {out}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("tracking_uri")
+    parser.add_argument("experiment")
+    parser.add_argument("out", type=Path)
+    args = parser.parse_args(argv)
+    feed(args.tracking_uri, args.experiment, args.out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

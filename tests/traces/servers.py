@@ -1,0 +1,262 @@
+"""Real tracing servers for the trace tests, started by the tests themselves, offline, on the loopback.
+
+MLflow: the `mlflow server` of a separate environment (the full `mlflow` package; the project's own
+environment has only the client, mlflow-skinny): the folder named by ROLE_RUBRIC_MLFLOW, else
+ROOT/.venv-mlflow, made with
+
+    python3 -m venv .venv-mlflow && .venv-mlflow/bin/pip install "mlflow==3.17.*"
+
+It runs on a free port with a temporary SQLite database and artifact folder (artifacts served through the
+server, so clients need no access to its disk), telemetry off, and is stopped when the tests end. Starting
+takes ~20 s on 2 idle cores (the first start creates the database), so the conftest starts it once per
+session. Where it is not installed or does not start, the tests that need it skip with one reason.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import time
+import urllib.request
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[2]
+MLFLOW_START_TIMEOUT = 240.0  # 19 s measured on 2 idle cores; several times that while other tests run
+OFFLINE_ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
+"""Environment for every MLflow process of the tests, server and clients: nothing tries to reach outside."""
+
+
+class ServerUnavailable(RuntimeError):
+    """The server is not installed or did not start: the tests that need it skip with this reason."""
+
+
+@dataclass
+class MlflowServer:
+    """A running `mlflow server`: `url` is its tracking URI; `python` the interpreter of its environment (with
+    the full mlflow, for a traced program that needs more than the skinny client); `log` its output."""
+
+    url: str
+    python: Path
+    home: Path
+    log: Path
+
+
+def mlflow_venv() -> Path | None:
+    """The environment with the full mlflow (its `bin/mlflow`), or None where there is none."""
+    named = os.environ.get("ROLE_RUBRIC_MLFLOW")
+    for candidate in ([Path(named)] if named else []) + [ROOT / ".venv-mlflow"]:
+        if (candidate / "bin" / "mlflow").is_file() and os.access(candidate / "bin" / "mlflow", os.X_OK):
+            return candidate
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def healthy(url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with contextlib.suppress(OSError), opener.open(url + "/health", timeout=2) as reply:
+        return reply.status == 200
+    return False
+
+
+@contextlib.contextmanager
+def mlflow_server(home: Path) -> Iterator[MlflowServer]:
+    """Start `mlflow server` with its database and artifacts under `home`; stop it (and its workers) on exit.
+    Raises ServerUnavailable where it is not installed or does not answer /health in time."""
+    venv = mlflow_venv()
+    if venv is None:
+        raise ServerUnavailable(
+            "MLflow's server is not installed: set ROLE_RUBRIC_MLFLOW to a virtual environment with "
+            'mlflow==3.17.* (python3 -m venv .venv-mlflow && .venv-mlflow/bin/pip install "mlflow==3.17.*")'
+        )
+    home.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    cmd = [
+        str(venv / "bin" / "mlflow"),
+        "server",
+        "--backend-store-uri",
+        f"sqlite:///{home / 'mlflow.db'}",
+        "--artifacts-destination",
+        str(home / "artifacts"),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--workers",
+        "1",
+    ]
+    log = home / "server.log"
+    env = {**os.environ, **OFFLINE_ENV, "HOME": str(home)}
+    env.pop("MLFLOW_TRACKING_URI", None)
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(cmd, env=env, cwd=home, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + MLFLOW_START_TIMEOUT
+        while not healthy(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise ServerUnavailable(
+                    f"mlflow server did not start within {MLFLOW_START_TIMEOUT:.0f} s ({tail[0][:200]})"
+                )
+            time.sleep(0.5)
+        yield MlflowServer(url, venv / "bin" / "python", home, log)
+    finally:
+        stop(proc)
+
+
+def stop(proc: subprocess.Popen) -> None:
+    """Stop a server and the workers it started (its own process group)."""
+    if proc.poll() is None:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGTERM)
+        try:
+            proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait(timeout=10)
+
+
+# Phoenix ------------------------------------------------------------------------------------------------------
+# The `phoenix serve` of a separate environment (arize-phoenix's dependencies clash with ours): the folder (or
+# the executable) named by ROLE_RUBRIC_PHOENIX, else ROOT/.venv-phoenix, made with
+#     python3 -m venv .venv-phoenix && .venv-phoenix/bin/pip install "arize-phoenix==20.*"
+# It runs on SQLite in a temporary working folder, its UI and REST API on a free port of the loopback (its
+# OTLP/gRPC receiver, unused here, on another free port: it has no host setting), with nothing fetched from or
+# sent to the network: no telemetry pixels, no web fonts or sandbox download, no agent assistant.
+
+PHOENIX_START_TIMEOUT = 240.0  # 17 s measured on 2 busy cores (the first start migrates a fresh database)
+PHOENIX_AUTH = {  # authentication on: the JWT signing secret, and the admin's secret (a bearer token too)
+    "PHOENIX_ENABLE_AUTH": "true",
+    "PHOENIX_SECRET": "jwt-signing-secret-for-tests-0123456789abcXYZ",
+    "PHOENIX_ADMIN_SECRET": "admin-secret-for-tests-9876543210zyxABC",
+}
+
+
+@dataclass
+class PhoenixServer:
+    """A running `phoenix serve`: `url` its address (UI and REST API under /v1), `otlp_endpoint` where spans
+    are sent over OTLP/HTTP, `log` its output."""
+
+    url: str
+    otlp_endpoint: str
+    home: Path
+    log: Path
+    admin_key: str | None = None
+    """With authentication on (`phoenix_server(auth=True)`): the admin secret, a bearer token for every request."""
+
+    def call(self, method: str, path: str, body: Any = None, *, key: str | None = None, cookies: str = "") -> Any:
+        """One JSON request to the REST API as the admin (or with `key`; "": none); returns the reply's JSON."""
+        headers = {"Content-Type": "application/json"}
+        token = self.admin_key if key is None else key
+        if token:
+            headers["Authorization"] = f"Bearer {token}"
+        if cookies:
+            headers["Cookie"] = cookies
+        request = urllib.request.Request(
+            self.url + path, method=method, headers=headers, data=None if body is None else json.dumps(body).encode()
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(request, timeout=60) as reply:
+            text = reply.read()
+        return json.loads(text) if text else None
+
+    def user_key(self, username: str, password: str = "reviewer-pass-123") -> str:
+        """A new member `username` and an API key of theirs (what a reviewer makes in Settings -> API Keys):
+        what they annotate with carries their user. Needs authentication on."""
+        email = f"{username}@example.com"
+        user = {"email": email, "username": username, "password": password, "role": "MEMBER", "auth_method": "LOCAL"}
+        self.call("POST", "/v1/users", {"user": user, "send_welcome_email": False})
+        login = urllib.request.Request(
+            self.url + "/auth/login",
+            method="POST",
+            headers={"Content-Type": "application/json"},
+            data=json.dumps({"email": email, "password": password}).encode(),
+        )
+        opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+        with opener.open(login, timeout=60) as reply:
+            cookies = "; ".join(c.split(";")[0] for c in reply.headers.get_all("Set-Cookie") or ())
+        created = self.call("POST", "/v1/user/api_keys", {"data": {"name": f"{username}-key"}}, key="", cookies=cookies)
+        return created["data"]["key"]
+
+
+def phoenix_executable() -> Path | None:
+    """`phoenix` of the environment ROLE_RUBRIC_PHOENIX names (or that executable), else of ROOT/.venv-phoenix."""
+    named = os.environ.get("ROLE_RUBRIC_PHOENIX")
+    for candidate in ([Path(named)] if named else []) + [ROOT / ".venv-phoenix"]:
+        exe = candidate / "bin" / "phoenix" if candidate.is_dir() else candidate
+        if exe.is_file() and os.access(exe, os.X_OK):
+            return exe
+    return None
+
+
+def phoenix_environment(home: Path, port: int, grpc_port: int, **settings: str) -> dict[str, str]:
+    """`phoenix serve`'s environment: this machine's, without PHOENIX_*/OTEL_* settings that would point it
+    elsewhere, plus the offline settings; `settings` adds PHOENIX_* ones (authentication, say)."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PHOENIX_", "OTEL_"))}
+    return {
+        **env,
+        "HOME": str(home),
+        "PHOENIX_WORKING_DIR": str(home / "phoenix"),
+        "PHOENIX_HOST": "127.0.0.1",
+        "PHOENIX_PORT": str(port),
+        "PHOENIX_GRPC_PORT": str(grpc_port),
+        "PHOENIX_TELEMETRY_ENABLED": "false",
+        "PHOENIX_ALLOW_EXTERNAL_RESOURCES": "false",
+        "PHOENIX_DISABLE_AGENT_ASSISTANT": "true",
+        **settings,
+    }
+
+
+def _phoenix_healthy(url: str) -> bool:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with contextlib.suppress(OSError), opener.open(url + "/healthz", timeout=2) as reply:
+        return reply.status == 200
+    return False
+
+
+@contextlib.contextmanager
+def phoenix_server(home: Path, *, auth: bool = False) -> Iterator[PhoenixServer]:
+    """Start `phoenix serve` with its database under `home`; stop it on exit. Raises ServerUnavailable where
+    it is not installed or does not answer /healthz in time. auth=True: authentication on, every request needs
+    an API key (the server's `admin_key`, or a user's: `user_key`)."""
+    settings = PHOENIX_AUTH if auth else {}
+    exe = phoenix_executable()
+    if exe is None:
+        raise ServerUnavailable(
+            "Phoenix is not installed: set ROLE_RUBRIC_PHOENIX to a virtual environment with arize-phoenix 20 "
+            '(python3 -m venv .venv-phoenix && .venv-phoenix/bin/pip install "arize-phoenix==20.*")'
+        )
+    home.mkdir(parents=True, exist_ok=True)
+    port, grpc_port = free_port(), free_port()
+    log = home / "phoenix.log"
+    env = phoenix_environment(home, port, grpc_port, **settings)
+    with open(log, "wb") as sink:
+        proc = subprocess.Popen(
+            [str(exe), "serve"], env=env, cwd=home, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True
+        )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + PHOENIX_START_TIMEOUT
+        while not _phoenix_healthy(url):
+            if proc.poll() is not None or time.monotonic() > deadline:
+                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
+                raise ServerUnavailable(
+                    f"phoenix serve did not start within {PHOENIX_START_TIMEOUT:.0f} s ({tail[0][:200]})"
+                )
+            time.sleep(0.5)
+        yield PhoenixServer(url, url + "/v1/traces", home, log, PHOENIX_AUTH["PHOENIX_ADMIN_SECRET"] if auth else None)
+    finally:
+        stop(proc)

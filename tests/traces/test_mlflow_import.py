@@ -1,0 +1,302 @@
+"""Round trips through a real MLflow server (servers.py: `mlflow server`, SQLite, a free port, started once per
+session): the test chatbot (chatbot.py) traced into it by MLflow Tracing (mlflow_chatbot.py, its own process),
+and the same chatbot under a real OpenTelemetry instrumentor posted to its OTLP endpoint (OTLP JSON and
+protobuf); reviewers' feedback logged on the traces as MLflow's users log it. The import must give back
+exactly the conversations the chatbot had (roles, turn order, text, tool steps, the MLflow trace of each
+turn) and the HUMAN feedback as labels, each reviewer apart; LLM_JUDGE feedback is no label.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from rubric.errors import InputError
+from rubric.servers.fake import FakeOpenAI
+from rubric.traces.assemble import TraceSelection, assemble
+from rubric.traces.mlflow_source import MlflowSource
+from rubric.traces.spans import Annotation, Span
+from tests.traces.servers import OFFLINE_ENV, MlflowServer
+
+ROOT = Path(__file__).resolve().parents[2]
+mlflow = pytest.importorskip("mlflow", reason="source=mlflow needs mlflow-skinny (the [mlflow] extra)")
+
+
+def _env() -> dict[str, str]:
+    path = os.pathsep.join([str(ROOT), *filter(None, [os.environ.get("PYTHONPATH")])])
+    return {**os.environ, **OFFLINE_ENV, "PYTHONPATH": path}
+
+
+def _run(*args: str) -> None:
+    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-3000:]
+
+
+@dataclass
+class Imported:
+    """What the source gave: the conversation records (by id), every span (by span id), the annotations."""
+
+    records: dict[str, dict[str, Any]]
+    spans: dict[str, Span]
+    annotations: list[Annotation] = field(default_factory=list)
+
+
+def imported(server: MlflowServer, experiment: str) -> Imported:
+    source = MlflowSource(server.url, experiment, timeout=30)
+    spans: dict[str, Span] = {}
+
+    def kept():
+        for span in source.spans():
+            spans[span.span_id] = span
+            yield span
+
+    result = assemble(kept(), TraceSelection(), source=source.source, description=source.description)
+    for record in result.records:
+        assert record["source"] == {
+            "kind": "mlflow",
+            "tracking_uri": server.url,
+            "experiment": experiment,
+            "experiment_id": source.experiment_id,
+        }
+    return Imported({r["conversation_id"]: r for r in result.records}, spans, list(source.annotations()))
+
+
+def assert_same_conversations(got: dict[str, dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    """Roles, turn order and text as the chatbot had them; an agent's tool call and result with its turn."""
+    assert sorted(got) == sorted(c["conversation_id"] for c in expected)
+    for want in expected:
+        record = got[want["conversation_id"]]
+        assert record["chatbot_role"] == want["chatbot_role"]
+        assert [(t["user"], t["assistant"]) for t in record["turns"]] == [
+            (t["user"], t["assistant"]) for t in want["turns"]
+        ]
+        for turn, want_turn in zip(record["turns"], want["turns"], strict=True):
+            if "tools" not in want_turn:
+                assert "tools" not in turn, turn
+                continue
+            call, result = turn["tools"]
+            asked = want_turn["tools"][0]["tool_calls"][0]
+            assert (call["role"], result["role"]) == ("assistant", "tool")
+            assert [(c["id"], c["name"]) for c in call["tool_calls"]] == [(asked["id"], "track_parcel")]
+            assert json.loads(call["tool_calls"][0]["arguments"]) == json.loads(asked["function"]["arguments"])
+            assert (result["content"], result["tool_call_id"]) == (want_turn["tools"][1]["content"], asked["id"])
+
+
+def assert_ids_name_the_reply(got: Imported) -> None:
+    """Each turn's trace_id/span_id name the LLM call span that wrote its reply, in MLflow's trace of that turn."""
+    for record in got.records.values():
+        for turn in record["turns"]:
+            span = got.spans[turn["span_id"]]
+            assert span.trace_id == turn["trace_id"] and len(turn["trace_id"]) == 32
+            assert turn["mlflow_trace_id"] == "tr-" + turn["trace_id"] == span.source_ids["mlflow_trace_id"]
+            said = json.dumps([span.attributes, [e.attributes for e in span.events]], ensure_ascii=False)
+            assert json.dumps(turn["assistant"], ensure_ascii=False)[1:-1] in said
+
+
+# -- MLflow Tracing -------------------------------------------------------------------------------------------
+
+TRACED = "support-bot (MLflow Tracing)"
+
+
+@dataclass
+class Traced:
+    expected: list[dict[str, Any]]
+    human: list[tuple[str, str, Any, str, str | None, str | None]]
+    """(reviewer, name, value, trace id, span id, session) of every HUMAN feedback that stands."""
+
+
+@pytest.fixture(scope="module")
+def traced(mlflow_tracking, tmp_path_factory) -> Traced:
+    """The chatbot traced into experiment TRACED, then reviewers' feedback on its turns (two reviewers per turn,
+    one of them on the LLM call's span too, one corrected later, one on a whole session), and an LLM judge's."""
+    from mlflow.entities import AssessmentSource, Feedback
+
+    out = tmp_path_factory.mktemp("mlflow_traced") / "conversations.json"
+    _run("-m", "tests.traces.mlflow_chatbot", mlflow_tracking.url, TRACED, str(out))
+    expected = json.loads(out.read_text(encoding="utf-8"))
+    mlflow.set_tracking_uri(mlflow_tracking.url)
+    client = mlflow.MlflowClient(mlflow_tracking.url)
+    human = []
+
+    def person(name: str) -> AssessmentSource:
+        return AssessmentSource(source_type="HUMAN", source_id=name)
+
+    for conversation in expected:
+        for n, turn in enumerate(conversation["turns"]):
+            trace_id = turn["mlflow_trace_id"]
+            otlp_id = trace_id.removeprefix("tr-")
+            for reviewer, value in (("reviewer-1", 4 - n % 2), ("reviewer-2", 3)):
+                mlflow.log_feedback(trace_id=trace_id, name="overall", value=value, source=person(reviewer))
+                human.append((reviewer, "overall", value, otlp_id, None, None))
+            call = next(s for s in client.get_trace(trace_id).data.spans if s.span_type == "CHAT_MODEL")
+            mlflow.log_feedback(
+                trace_id=trace_id, name="scope", value=4, span_id=call.span_id, source=person("reviewer-1")
+            )
+            human.append(("reviewer-1", "scope", 4, otlp_id, call.span_id, None))
+            judge = AssessmentSource(source_type="LLM_JUDGE", source_id="gpt-judge")
+            mlflow.log_feedback(trace_id=trace_id, name="overall", value=1, source=judge)
+    first = expected[0]["turns"][0]["mlflow_trace_id"]
+    slip = mlflow.log_feedback(trace_id=first, name="tone", value=1, source=person("reviewer-3"))
+    mlflow.override_feedback(trace_id=first, assessment_id=slip.assessment_id, value=2, source=person("reviewer-3"))
+    human.append(("reviewer-3", "tone", 2, first.removeprefix("tr-"), None, None))
+    session = Feedback(
+        name="overall",
+        value=2,
+        source=person("reviewer-2"),
+        metadata={"mlflow.trace.session": expected[0]["conversation_id"]},
+    )
+    mlflow.log_assessment(trace_id=first, assessment=session)
+    human.append(("reviewer-2", "overall", 2, None, None, expected[0]["conversation_id"]))
+    return Traced(expected, human)
+
+
+def test_mlflow_tracing_gives_back_the_conversations_the_chatbot_had(mlflow_tracking, traced):
+    got = imported(mlflow_tracking, TRACED)
+    assert_same_conversations(got.records, traced.expected)
+    assert_ids_name_the_reply(got)
+    for want in traced.expected:  # each turn names the MLflow trace the chatbot handled it in
+        turns = got.records[want["conversation_id"]]["turns"]
+        assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
+
+
+def test_human_feedback_comes_back_per_reviewer_and_llm_judges_do_not(mlflow_tracking, traced):
+    got = imported(mlflow_tracking, TRACED)
+    found = sorted(
+        ((a.reviewer, a.name, a.value, a.trace_id, a.span_id, a.session_id) for a in got.annotations), key=repr
+    )
+    assert found == sorted(traced.human, key=repr)  # the LLM judge's "overall" = 1 and the corrected 1 are absent
+    assert all(a.where.startswith("MLflow trace tr-") for a in got.annotations)
+    for a in got.annotations:  # a trace's annotation names a trace the import kept, its span one of its spans
+        if a.trace_id is not None:
+            assert a.trace_id in {s.trace_id for s in got.spans.values()}
+        if a.span_id is not None:
+            assert got.spans[a.span_id].trace_id == a.trace_id
+
+
+# -- OTLP posted to MLflow's endpoint -------------------------------------------------------------------------
+
+_HEX_KEYS = ("traceId", "spanId", "parentSpanId")
+INSTRUMENTORS = {
+    "genai": "opentelemetry.instrumentation.openai_v2",
+    "openinference": "openinference.instrumentation.openai",
+}
+
+
+def _to_protobuf(line: str) -> bytes:
+    """A collector's OTLP JSON line (hex ids) as the OTLP/HTTP protobuf body an exporter posts."""
+    from google.protobuf.json_format import ParseDict
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    def b64(value: Any) -> Any:
+        if isinstance(value, dict):
+            return {
+                k: base64.b64encode(bytes.fromhex(v)).decode() if k in _HEX_KEYS else b64(v) for k, v in value.items()
+            }
+        if isinstance(value, list):
+            return [b64(v) for v in value]
+        return value
+
+    return ParseDict(b64(json.loads(line)), ExportTraceServiceRequest()).SerializeToString()
+
+
+def post_otlp(url: str, experiment_id: str, body: bytes, content_type: str) -> int:
+    request = urllib.request.Request(
+        url + "/v1/traces",
+        data=body,
+        method="POST",
+        headers={"Content-Type": content_type, "x-mlflow-experiment-id": experiment_id},
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=60) as reply:
+        return reply.status
+
+
+@pytest.mark.parametrize(
+    ("instrumentor", "encoding"), [("genai", "json"), ("openinference", "protobuf")], ids=["genai-json", "oi-protobuf"]
+)
+def test_spans_posted_over_otlp_give_back_the_conversations(mlflow_tracking, tmp_path, instrumentor, encoding):
+    """The chatbot under a real instrumentor (otlp_capture.py), its spans posted to MLflow's /v1/traces as an
+    OTLP exporter does: MLflow takes the session from gen_ai.conversation.id / session.id, and the import reads
+    the instrumentation's own attributes back."""
+    pytest.importorskip(INSTRUMENTORS[instrumentor], reason=f"the {instrumentor} instrumentor does not import here")
+    capture = tmp_path / f"{instrumentor}.jsonl"
+    _run("-m", "tests.traces.otlp_capture", instrumentor, str(capture))
+    expected = json.loads(capture.with_name(capture.name + ".expected.json").read_text(encoding="utf-8"))
+    experiment = f"support-bot (OTLP {instrumentor} {encoding})"
+    experiment_id = mlflow.MlflowClient(mlflow_tracking.url).create_experiment(experiment)
+    for line in capture.read_text(encoding="utf-8").splitlines():
+        if '"resourceSpans"' not in line:
+            continue
+        if encoding == "json":
+            assert post_otlp(mlflow_tracking.url, experiment_id, line.encode(), "application/json") == 200
+        else:
+            assert post_otlp(mlflow_tracking.url, experiment_id, _to_protobuf(line), "application/x-protobuf") == 200
+    got = imported(mlflow_tracking, experiment)
+    assert_same_conversations(got.records, expected)
+    assert_ids_name_the_reply(got)
+    sent = {
+        (span["traceId"], span["spanId"])
+        for line in capture.read_text(encoding="utf-8").splitlines()
+        for resource in json.loads(line).get("resourceSpans", [])
+        for scope in resource["scopeSpans"]
+        for span in scope["spans"]
+    }
+    assert sent == {(s.trace_id, s.span_id) for s in got.spans.values()}  # every span, OTLP's ids as sent
+
+
+# -- bad input: one line, within seconds, nothing secret shown ------------------------------------------------
+
+
+def _closed_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_an_unreachable_server_is_one_line_within_seconds_with_its_password_masked():
+    url = f"http://alice:pa55-w0rd-secret@127.0.0.1:{_closed_port()}"
+    began = time.monotonic()
+    with pytest.raises(InputError, match=r"cannot reach MLflow at http://alice:\*\*\*@127\.0\.0\.1:\d+ ") as caught:
+        MlflowSource(url, "support-bot")
+    assert time.monotonic() - began < 5
+    assert "pa55-w0rd-secret" not in str(caught.value) and "\n" not in str(caught.value)
+
+
+def test_a_token_from_token_env_is_never_shown(monkeypatch):
+    token = "mlflow-tok-0123456789abcdef"
+    monkeypatch.setenv("TEAM_MLFLOW_TOKEN", token)
+    with pytest.raises(InputError, match="cannot reach MLflow") as caught:
+        MlflowSource(f"http://127.0.0.1:{_closed_port()}?token={token}", "x", token_env="TEAM_MLFLOW_TOKEN")
+    assert token not in str(caught.value)
+    with pytest.raises(InputError, match="not set"):
+        MlflowSource("http://127.0.0.1:1", "x", token_env="UNSET_MLFLOW_TOKEN_VAR")
+
+
+def test_a_server_that_is_no_mlflow_is_named():
+    with FakeOpenAI() as server, pytest.raises(InputError, match="did not answer the experiment as an MLflow"):
+        MlflowSource(server.base_url.removesuffix("/v1"), "support-bot")
+
+
+def test_an_unknown_experiment_lists_those_that_exist(mlflow_tracking, traced):
+    with pytest.raises(
+        InputError, match=r"has no experiment 'support bot' \(it has .*'support-bot \(MLflow Tracing\)'"
+    ):
+        MlflowSource(mlflow_tracking.url, "support bot")
+
+
+def test_an_experiment_without_traces_is_one_line(mlflow_tracking):
+    mlflow.MlflowClient(mlflow_tracking.url).create_experiment("nothing traced yet")
+    source = MlflowSource(mlflow_tracking.url, "nothing traced yet")
+    with pytest.raises(InputError, match="'nothing traced yet' at http://127.0.0.1:\\d+ has no traces"):
+        next(iter(source.spans()))
