@@ -1,5 +1,6 @@
-"""The release walkthrough (docs/how-to/release-estimates.md) and the adapt page after it (docs/how-to/adapt.md)
-run verbatim on the bundled data, and what they print holds the lines the pages show.
+"""The release walkthrough (docs/how-to/release-estimates.md) and the adapt page after it (docs/how-to/adapt.md),
+and the traces page (docs/how-to/traces.md), run verbatim on the bundled data, and what they print holds the
+lines the pages show.
 
 A page's run block is a ```bash block right after `<!-- run by tests/test_walkthroughs.py -->`; a ```text
 block after `<!-- printed by the block above -->` lists lines the block before it must print (spacing
@@ -20,6 +21,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "docs" / "how-to" / "release-estimates.md", ROOT / "docs" / "how-to" / "adapt.md"]
+"""The release loop: one walkthrough over two pages."""
+TRACES_PAGE = ROOT / "docs" / "how-to" / "traces.md"
 RUN = "<!-- run by tests/test_walkthroughs.py -->"
 BLOCK_RE = re.compile(
     r"(?P<marker><!-- [^>]*? -->\n)?```bash\n(?P<code>.*?)```"
@@ -34,11 +37,11 @@ def blocks(page: Path) -> list[tuple[str, str, str | None]]:
     return [((m.group("marker") or "").strip(), m.group("code"), m.group("printed")) for m in BLOCK_RE.finditer(text)]
 
 
-def run_blocks() -> list[tuple[str, str, str | None]]:
-    """The run blocks of both pages in walkthrough order, each named page:index."""
+def run_blocks(pages: list[Path] = PAGES) -> list[tuple[str, str, str | None]]:
+    """The run blocks of the pages in walkthrough order, each named page:index."""
     return [
         (f"{page.stem}:{i}", code, printed)
-        for page in PAGES
+        for page in pages
         for i, (marker, code, printed) in enumerate(blocks(page))
         if marker == RUN
     ]
@@ -74,7 +77,7 @@ def _close(shown_number: str, printed_number: str) -> bool:
     return abs(a - b) <= max(2 * 10 ** -len(shown_number.split(".")[1]), 0.005 * abs(a)) + 1e-12
 
 
-@pytest.mark.parametrize("page", PAGES, ids=lambda p: p.name)
+@pytest.mark.parametrize("page", [*PAGES, TRACES_PAGE], ids=lambda p: p.name)
 def test_every_bash_block_is_run_or_says_why_not(page):
     found = blocks(page)
     assert any(marker == RUN for marker, _, _ in found), f"{page.name} has no run block"
@@ -143,13 +146,16 @@ def test_review_answers_a_sheet_as_the_bundled_reviewers_did(tmp_path):
     assert releases.main(["review", "--sheet", str(tmp_path / "missing.csv"), "--out", str(tmp_path / "b.csv")]) == 2
 
 
-@pytest.mark.slow
-def test_walkthroughs_run_verbatim(tmp_path):
-    """About three minutes on 2 cores (measured 2 min 45 s; run by .ci/run). Paths on the pages are relative to the repository root, so the run
-    happens in a scratch directory holding a link to data/."""
+def run_verbatim(pages: list[Path], tmp_path: Path) -> None:
+    """Run the pages' run blocks as one script in `tmp_path` (holding a link to data/: the pages' paths are
+    relative to the repository root) and check that each printed the lines its page shows. A fake judge a
+    page starts in the background (judge.txt names it) is stopped whatever happens."""
     (tmp_path / "data").symlink_to(ROOT / "data")
-    script = ["set -euo pipefail"]
-    for name, code, _ in run_blocks():
+    script = [
+        "set -euo pipefail",
+        "trap 'kill $(grep -o \"kill [0-9]*\" judge.txt 2>/dev/null | cut -c6-) 2>/dev/null || true' EXIT",
+    ]
+    for name, code, _ in run_blocks(pages):
         script.append(f"{{\n{code}\n}} > '{name}.out' 2>&1")  # each block's output, the block itself verbatim
     (tmp_path / "walkthrough.sh").write_text("\n".join(script) + "\n")
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
@@ -160,7 +166,7 @@ def test_walkthroughs_run_verbatim(tmp_path):
     outputs = {p.stem: p.read_text() for p in tmp_path.glob("*.out")}
     assert done.returncode == 0, "\n".join(f"== {k}\n{v[-3000:]}" for k, v in outputs.items()) + done.stderr
     missing = []
-    for name, _, printed in run_blocks():
+    for name, _, printed in run_blocks(pages):
         got = {squeeze(line) for line in outputs[name].splitlines()}
         missing += [f"{name}: {line}" for line in (printed or "").splitlines() if not shown(line, got)]
         assert "Traceback" not in outputs[name], outputs[name]
@@ -170,9 +176,26 @@ def test_walkthroughs_run_verbatim(tmp_path):
         + "\n\n"
         + "\n".join(f"== {k}\n{v}" for k, v in outputs.items())
     )
+
+
+@pytest.mark.slow
+def test_walkthroughs_run_verbatim(tmp_path):
+    """About three minutes on 2 cores (measured 2 min 45 s; run by .ci/run)."""
+    run_verbatim(PAGES, tmp_path)
     estimate = json.loads((tmp_path / "runs" / "release-7-labelled" / "estimate" / "estimate.json").read_text())
     assert estimate["gate"]["passed"] is True and estimate["rate"]["n_labelled_conversations"] == 8
     strict = json.loads((tmp_path / "runs" / "release-7-labelled" / "strict" / "estimate.json").read_text())
     assert strict["gate"]["passed"] is False
     trained_on = json.loads((tmp_path / "runs" / "model-7" / "model.json").read_text())["trained_on"]
     assert len(trained_on) == 2
+
+
+@pytest.mark.slow
+def test_the_traces_page_runs_verbatim(tmp_path):
+    """About 40 s on 2 cores: import the bundled OTLP exports, gather, train a calibrator, score."""
+    run_verbatim([TRACES_PAGE], tmp_path)
+    lines = (tmp_path / "runs" / "traces" / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
+    imported = [json.loads(line) for line in lines]
+    assert len(imported) == 12 and all(t["trace_id"] and t["span_id"] for c in imported for t in c["turns"])
+    scores = pd.read_csv(tmp_path / "runs" / "traces" / "scores_turns.csv", dtype={"conversation_id": str})
+    assert len(scores) == sum(len(c["turns"]) for c in imported)
