@@ -1,0 +1,66 @@
+"""The test chatbot and the fake server's chatbot replies: a reply fixed by the conversation, a tool call when
+asked, and the judge's requests answered exactly as before (a judge request is never taken for a chatbot's)."""
+
+from __future__ import annotations
+
+import json
+import urllib.request
+from pathlib import Path
+
+import openai
+
+from rubric.conversations import Conversation, Item, Turn
+from rubric.prompts import render_prompt, render_reason_prompt
+from rubric.schema import load_rubric
+from rubric.servers.fake import FakeOpenAI, chatbot_reply
+from tests.traces.chatbot import SCRIPTS, chat, track_parcel
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _post(server: FakeOpenAI, body: dict) -> dict:
+    request = urllib.request.Request(
+        server.base_url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "x"}
+    )
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    with opener.open(request, timeout=10) as reply:
+        return json.loads(reply.read())
+
+
+def test_the_chatbot_has_its_conversations_and_the_agent_calls_its_tool_once_per_message():
+    with FakeOpenAI() as server:
+        server.modes.add("tools")
+        server.keep_bodies = True
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=10)
+        first = chat(client)
+        again = chat(client)
+    assert first == again  # the replies are fixed by the conversation
+    assert [c["conversation_id"] for c in first] == [s.conversation_id for s in SCRIPTS]
+    replies = [t["assistant"] for c in first for t in c["turns"]]
+    assert len(set(replies)) == len(replies)  # every message answered on its own
+    agent = first[2]
+    for turn in agent["turns"]:
+        call, result = turn["tools"]
+        assert call["tool_calls"][0]["function"]["name"] == "track_parcel"
+        assert result["content"] == track_parcel(turn["user"]) and result["content"] in turn["assistant"]
+    # each request carries the whole history, the role first: the agent's last call holds the role, the first
+    # message's four (user, tool call, tool result, answer) and the second's three so far; 9 calls, 7 turns
+    assert len(server.bodies) == 2 * 9
+    last = server.bodies[8]["messages"]
+    assert last[0] == {"role": "system", "content": SCRIPTS[2].role}
+    assert [m["role"] for m in last[1:]] == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
+
+
+def test_judge_requests_are_answered_as_a_judge_would_not_as_a_chatbot():
+    rubric = load_rubric(ROOT / "conf" / "rubric" / "role_adherence.yaml")
+    conv = Conversation("c", "A support bot.", (Turn("Hi there", "Hello! How can I help?"),))
+    item = Item(conv, 0)
+    answer = render_prompt(item, rubric.questions[0])
+    reason = render_reason_prompt(item)
+    with FakeOpenAI() as server:
+        got = _post(server, {"model": "m", "messages": list(answer.messages), "max_tokens": 1})
+        why = _post(server, {"model": "m", "messages": list(reason.messages), "max_tokens": 120})
+        bot = _post(server, {"model": "m", "messages": [{"role": "user", "content": "Hi there"}]})
+    assert got["choices"][0]["message"]["content"].strip() in answer.codes
+    assert why["choices"][0]["message"]["content"] == "The reply stays within the role and offers a next step."
+    assert bot["choices"][0]["message"]["content"] == chatbot_reply([{"role": "user", "content": "Hi there"}])
