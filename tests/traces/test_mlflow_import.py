@@ -170,6 +170,16 @@ def test_mlflow_tracing_gives_back_the_conversations_the_chatbot_had(mlflow_trac
         assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
 
 
+def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced):
+    """A small page gives the same spans, in the same order (pages follow one another, none read twice)."""
+    whole = [(s.trace_id, s.span_id) for s in MlflowSource(mlflow_tracking.url, TRACED).spans()]
+    paged = MlflowSource(mlflow_tracking.url, TRACED, page_size=2)
+    assert [(s.trace_id, s.span_id) for s in paged.spans()] == whole
+    assert len({t for t, _ in whole}) == sum(len(c["turns"]) for c in traced.expected)  # a trace per turn
+    firsts = [t["mlflow_trace_id"].removeprefix("tr-") for c in traced.expected for t in c["turns"]]
+    assert list(dict.fromkeys(t for t, _ in whole)) == firsts  # oldest first: the order they were had
+
+
 def test_human_feedback_comes_back_per_reviewer_and_llm_judges_do_not(mlflow_tracking, traced):
     got = imported(mlflow_tracking, TRACED)
     found = sorted(
