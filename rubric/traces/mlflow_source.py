@@ -248,12 +248,12 @@ class MlflowSource(TraceSource):
                     endpoint,
                     "GET",
                     max_retries=0,
-                    timeout=min(self.timeout, FIRST_CONTACT_S),
+                    timeout=self._first_wait,
                     params=dict(params),
                 )
         except MlflowException as exc:
             raise InputError(
-                f"cannot reach MLflow at {self.shown_uri} ({self._mask(_reason(exc))}).",
+                f"cannot reach MLflow at {self.shown_uri} ({self._mask(_reason(exc, self._first_wait))}).",
                 fix="start the tracking server (mlflow server) or correct tracking_uri= (e.g. http://localhost:5000).",
             ) from None
         if reply.status_code in (401, 403):
@@ -304,6 +304,10 @@ class MlflowSource(TraceSource):
                     os.environ.pop(key, None)
                 else:
                     os.environ[key] = value
+
+    @property
+    def _first_wait(self) -> float:
+        return min(self.timeout, FIRST_CONTACT_S)
 
     def _has_credentials(self) -> bool:
         return bool(self._token or os.environ.get(TOKEN_ENV) or os.environ.get("MLFLOW_TRACKING_USERNAME"))
@@ -360,7 +364,7 @@ def _error_code(reply: Any) -> str:
     return str(body.get("error_code") or "") if isinstance(body, dict) else ""
 
 
-def _reason(exc: Exception) -> str:
+def _reason(exc: Exception, waited: float) -> str:
     """Why a request failed, in a few words: the network error under MLflow's wrapping."""
     cause = exc.__cause__ or exc.__context__
     while cause is not None and (cause.__cause__ or cause.__context__) is not None:
@@ -372,7 +376,7 @@ def _reason(exc: Exception) -> str:
     if "refused" in text.lower():
         return "connection refused"
     if "timed out" in text.lower() or "timeout" in type(cause).__name__.lower():
-        return f"no answer within {FIRST_CONTACT_S:.0f} s"
+        return f"no answer within {waited:g} s"
     if "name or service not known" in text.lower() or "nodename nor servname" in text.lower():
         return "unknown host"
     return text[:200]

@@ -298,6 +298,29 @@ def test_a_server_that_is_no_mlflow_is_named():
         MlflowSource(server.base_url.removesuffix("/v1"), "support-bot")
 
 
+def test_refused_credentials_are_named_and_the_token_never_shown(monkeypatch):
+    with FakeOpenAI() as server:
+        server.modes.add("bad_key")  # 401 for everything, as an MLflow server with authentication on
+        url = server.base_url.removesuffix("/v1")
+        with pytest.raises(InputError, match=r"refused a request without credentials .*\(HTTP 401\)"):
+            MlflowSource(url, "support-bot")
+        token = "mlflow-tok-fedcba9876543210"
+        monkeypatch.setenv("MLFLOW_TRACKING_TOKEN", token)
+        with pytest.raises(InputError, match=r"refused the credentials .*MLFLOW_TRACKING_TOKEN") as caught:
+            MlflowSource(url, "support-bot")
+        assert token not in str(caught.value)
+        assert server.last_headers["authorization"] == f"Bearer {token}"  # sent as MLflow's client sends it
+
+
+def test_a_server_that_does_not_answer_is_one_line_after_the_timeout():
+    with FakeOpenAI(timeout_s=5.0) as server:
+        server.faults.append("timeout")
+        began = time.monotonic()
+        with pytest.raises(InputError, match=r"cannot reach MLflow at .* \(no answer within 1 s\)"):
+            MlflowSource(server.base_url.removesuffix("/v1"), "support-bot", timeout=1)
+        assert time.monotonic() - began < 4
+
+
 def test_an_unknown_experiment_lists_those_that_exist(mlflow_tracking, traced):
     with pytest.raises(
         InputError, match=r"has no experiment 'support bot' \(it has .*'support-bot \(MLflow Tracing\)'"
