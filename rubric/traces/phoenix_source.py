@@ -19,6 +19,7 @@ token_env= names another; it is sent as a bearer token and never shown: every me
 
 from __future__ import annotations
 
+import base64
 import ipaddress
 import json
 import os
@@ -30,6 +31,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rubric.errors import InputError
+from rubric.notices import warn_data
 from rubric.responses import looks_like_secret, mask_secrets
 from rubric.traces.spans import Annotation, Span, SpanEvent, TraceSource
 
@@ -59,6 +61,7 @@ class PhoenixSource(TraceSource):
         self.project = str(project)
         self.timeout = float(timeout)
         self.description = f"Phoenix project {self.project!r} at {self.url}"
+        self.token_env = token_env or TOKEN_ENV
         self._token = _api_key(token_env)
         self._opener = _opener(self.url)
         self._users: dict[str, str] | None = None
@@ -202,7 +205,8 @@ class PhoenixSource(TraceSource):
         return f"phoenix-{str(raw.get('source') or 'api').lower()}"
 
     def _user_name(self, user_id: str) -> str:
-        """A user's name (listing users needs an admin's key: without it, the user's id)."""
+        """A user's name; listing users needs an admin's key: without one, `phoenix-user-N` (N: the user's
+        number in Phoenix), with a warning, since the same reviewer is then named differently."""
         if self._users is None:
             self._users = {}
             try:
@@ -211,8 +215,16 @@ class PhoenixSource(TraceSource):
                     if isinstance(user, dict) and user.get("id"):
                         self._users[str(user["id"])] = str(user.get("username") or user.get("email") or user["id"])
             except InputError:
-                pass
-        return self._users.get(user_id, user_id)
+                warn_data(
+                    "import",
+                    [
+                        "reviewers who annotated as Phoenix users are named phoenix-user-N: listing Phoenix's "
+                        f"users (for their names) needs an admin's API key in ${self.token_env}."
+                    ],
+                )
+        if user_id not in self._users:
+            self._users[user_id] = "phoenix-user-" + _node_number(user_id)
+        return self._users[user_id]
 
     # -- the project ---------------------------------------------------------------------------------------------
     def _project_id(self) -> str:
@@ -284,8 +296,8 @@ class PhoenixSource(TraceSource):
                 f"Phoenix at {self.url} refused "
                 + ("the API key" if self._token else "a request without an API key")
                 + f" for {what} (HTTP {exc.code}){detail}.",
-                fix="put a Phoenix API key (Settings -> API Keys) in the environment variable PHOENIX_API_KEY "
-                "(or the one token_env= names); it is read from there only and never written.",
+                fix=f"put a Phoenix API key (Settings -> API Keys) in the environment variable {self.token_env} "
+                "(token_env= names another); it is read from there only and never written.",
             )
         return InputError(
             f"Phoenix at {self.url} refused {what} (HTTP {exc.code}){detail}.",
@@ -342,6 +354,15 @@ def _lists(tree: Any) -> Any:
     if items and all(k.isdigit() for k in items) and sorted(map(int, items)) == list(range(len(items))):
         return [items[str(i)] for i in range(len(items))]
     return items
+
+
+def _node_number(global_id: str) -> str:
+    """Phoenix's ids are base64 of "Type:N": N ('VXNlcjoz' -> '3'); the id itself where it is not one."""
+    try:
+        kind, _, number = base64.b64decode(global_id, validate=True).decode().partition(":")
+    except (ValueError, UnicodeDecodeError):
+        return global_id
+    return number if kind and number.isdigit() else global_id
 
 
 def _ns(value: Any, where: str) -> int:
