@@ -737,10 +737,14 @@ def _model(edit: Callable[[dict, Path], None]) -> Callable[[Path, Path], None]:
 
 
 def _unchecked(**fields: object) -> Callable[[dict, Path], None]:
-    """Edit model.json fields and drop its checksum, as a hand-edited or older file would be."""
+    """Edit model.json fields and drop its checksum, as an older file (before checksums: no `model` or
+    `shift_reference` either) would be."""
 
     def edit(meta: dict, root: Path) -> None:
         meta.pop("integrity")
+        meta.pop("shift_reference", None)
+        if meta.get("model", "network") == "network":
+            meta.pop("model", None)
         for key, value in fields.items():
             if value is None:
                 meta.pop(key)
@@ -752,7 +756,7 @@ def _unchecked(**fields: object) -> Callable[[dict, Path], None]:
 
 def _setting(**fields: object) -> Callable[[dict, Path], None]:
     def edit(meta: dict, root: Path) -> None:
-        meta.pop("integrity")
+        _unchecked()(meta, root)
         meta["settings"].update(fields)
 
     return edit
@@ -765,6 +769,11 @@ MODELS = [
         r"model\.json: model\.json was changed after training: its judge map.*checksum",
     ),
     ("rubric edited", lambda m, r: m["rubric"]["questions"][0].update(text="changed"), r"was changed after training"),
+    (
+        "integrity deleted, judges reversed",
+        lambda m, r: (m.pop("integrity"), m["judges"].reverse()),
+        r"model\.json has no integrity block, yet fields written only since checksums exist.*edited after training",
+    ),
     (
         "weights replaced",
         lambda m, r: (r / "weights.safetensors").write_bytes((r / "weights.safetensors").read_bytes()[:-8] + b"\0" * 8),

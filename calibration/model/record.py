@@ -177,7 +177,17 @@ class ModelRecord(_Record):
             raise InputError(
                 f"model.json is not valid JSON ({exc.msg}).", path=meta_path, row=exc.lineno, fix="retrain the model."
             ) from None
-        return cls.parse(meta, meta_path)
+        record = cls.parse(meta, meta_path)
+        if record.integrity is None and {"model", "shift_reference"} & set(meta):
+            # Checksums came before both fields: a model.json with either but no checksum had its integrity
+            # block deleted, and an edit it hid (a reversed judge map) would give each reviewer another's predictions.
+            raise InputError(
+                "model.json has no integrity block, yet fields written only since checksums exist (model, "
+                "shift_reference): it was edited after training.",
+                path=meta_path,
+                fix="restore the model.json written by `role-rubric train`, or retrain the model.",
+            )
+        return record
 
     @classmethod
     def parse(cls, meta: Any, meta_path: Path | str = "model.json") -> ModelRecord:
