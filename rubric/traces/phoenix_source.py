@@ -56,8 +56,11 @@ class PhoenixSource(TraceSource):
     http://localhost:6006). The server and the project are checked as this is made: unreachable, refused or
     unknown is one InputError before anything is read."""
 
-    def __init__(self, url: str, project: str, *, token_env: str | None = None, timeout: float = 60.0):
+    def __init__(
+        self, url: str, project: str, *, token_env: str | None = None, timeout: float = 60.0, page_size: int = PAGE
+    ):
         self.url = _base_url(url)
+        self.page_size = min(int(page_size), PAGE)
         self.project = str(project)
         self.timeout = float(timeout)
         self.description = f"Phoenix project {self.project!r} at {self.url}"
@@ -88,7 +91,7 @@ class PhoenixSource(TraceSource):
         cursor: str | None = None
         first = True
         while True:
-            params: dict[str, Any] = {"limit": PAGE, "sort": "start_time", "order": "asc"}
+            params: dict[str, Any] = {"limit": self.page_size, "sort": "start_time", "order": "asc"}
             if cursor:
                 params["cursor"] = cursor
             page = self._get(f"/v1/projects/{self._quoted_id}/spans", params, what="the project's spans")
@@ -108,8 +111,8 @@ class PhoenixSource(TraceSource):
             if not cursor or not raw_spans:
                 break
         sessions_sorted = sorted(sessions)
-        for start in range(0, len(sessions_sorted), PAGE):
-            self._fetch_annotations("session", sessions_sorted[start : start + PAGE], {})
+        for start in range(0, len(sessions_sorted), self.page_size):
+            self._fetch_annotations("session", sessions_sorted[start : start + self.page_size], {})
         self._read = True
 
     def annotations(self) -> Iterator[Annotation]:
@@ -167,7 +170,7 @@ class PhoenixSource(TraceSource):
             return
         cursor: str | None = None
         while True:
-            params: dict[str, Any] = {f"{level}_ids": ids, "limit": PAGE, "exclude_annotation_names": "note"}
+            params: dict[str, Any] = {f"{level}_ids": ids, "limit": self.page_size, "exclude_annotation_names": "note"}
             if cursor:
                 params["cursor"] = cursor
             page = self._get(

@@ -189,6 +189,13 @@ def test_human_annotations_come_back_each_reviewer_apart(phoenix, fed):
     assert len(list(source.annotations())) == len(fed.human)  # read once: asking again gives the same
 
 
+def test_page_by_page_the_same(phoenix, fed):
+    """Pages of 2 (spans, and annotations of a page's spans, traces and sessions): the same as in one page."""
+    whole, paged = PhoenixSource(phoenix.url, fed.project), PhoenixSource(phoenix.url, fed.project, page_size=2)
+    assert [s.span_id for s in paged.spans()] == [s.span_id for s in whole.spans()]
+    assert sorted(map(repr, paged.annotations())) == sorted(map(repr, whole.annotations()))
+
+
 def test_a_phoenix_with_authentication(phoenix_with_auth, tmp_path, monkeypatch):
     server = phoenix_with_auth
     ana = server.user_key("ana")  # a reviewer with an account: what she annotates carries her user
