@@ -31,6 +31,7 @@ from __future__ import annotations
 import base64
 import binascii
 import contextlib
+import difflib
 import math
 import os
 import re
@@ -228,8 +229,10 @@ class MlflowSource(TraceSource):
     def _unknown_experiment(self) -> InputError:
         reply = self._get("/api/2.0/mlflow/experiments/search", {"max_results": 50}, what="the experiments")
         names = [str(e.get("name")) for e in self._json(reply, "the experiments").get("experiments") or []]
-        names = [n for n in names if n and n != "None"]
-        shown = ", ".join(repr(n) for n in sorted(names)[:8]) + (", ..." if len(names) > 8 else "")
+        names = sorted(n for n in names if n and n != "None")
+        close = difflib.get_close_matches(self.experiment, names, n=3, cutoff=0.5)  # a typo's likely target first
+        names = close + [n for n in names if n not in close]
+        shown = ", ".join(repr(n) for n in names[:8]) + (", ..." if len(names) > 8 else "")
         return InputError(
             f"MLflow at {self.shown_uri} has no experiment {self.experiment!r}"
             + (f" (it has {shown})." if names else " (it has none)."),

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from tests.traces.servers import MlflowServer, PhoenixServer, ServerUnavailable, mlflow_server, phoenix_server
+from tests.traces.servers import MlflowServer, PhoenixServer, ServerUnavailable, phoenix_server, shared_mlflow_server
 
 
 @pytest.fixture(scope="session")
-def mlflow_tracking(tmp_path_factory) -> MlflowServer:
-    """A running `mlflow server` (SQLite, a free port): its `url` is the tracking URI."""
+def mlflow_tracking(request, tmp_path_factory) -> MlflowServer:
+    """A running `mlflow server` (SQLite, a free port): its `url` is the tracking URI. One per session, shared
+    with every other directory's tests that ask through `shared_mlflow_server`."""
     try:
-        with mlflow_server(tmp_path_factory.mktemp("mlflow_server")) as server:
-            yield server
+        return shared_mlflow_server(request.config, tmp_path_factory)
     except ServerUnavailable as exc:
         pytest.skip(str(exc))
 

@@ -116,6 +116,27 @@ def mlflow_server(home: Path) -> Iterator[MlflowServer]:
         stop(proc)
 
 
+_SHARED: dict[str, MlflowServer | ServerUnavailable] = {}
+
+
+def shared_mlflow_server(config: Any, tmp_path_factory: Any) -> MlflowServer:
+    """The one `mlflow server` of a pytest session, whichever fixture asks first (tests/traces' `mlflow_tracking`,
+    tests/publish'): started once, stopped when the session ends. Raises ServerUnavailable (the same one again,
+    at once, for later askers) where it is not installed or did not start."""
+    known = _SHARED.get("mlflow")
+    if known is None:
+        stack = contextlib.ExitStack()
+        try:
+            known = stack.enter_context(mlflow_server(tmp_path_factory.mktemp("mlflow_server")))
+            config.add_cleanup(stack.close)
+        except ServerUnavailable as exc:
+            known = exc
+        _SHARED["mlflow"] = known
+    if isinstance(known, ServerUnavailable):
+        raise known
+    return known
+
+
 def stop(proc: subprocess.Popen) -> None:
     """Stop a server and the workers it started (its own process group)."""
     if proc.poll() is None:
