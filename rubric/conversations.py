@@ -31,6 +31,10 @@ class Turn:
     assistant: str
     reference: str | None = None
     """An optional role-adherent reply for the same user message (shown to no judge; kept for datasets)."""
+    tools: tuple[dict[str, Any], ...] = field(default=(), compare=False)
+    """The steps between the user message and the reply: the assistant's tool calls ({"role": "assistant",
+    "content", "tool_calls": [{"id", "name", "arguments"}]}) and the tools' results ({"role": "tool", "content",
+    "tool_call_id"}), as a trace import writes them. Shown to the judge as context, never judged."""
 
 
 @dataclass(frozen=True)
@@ -222,8 +226,24 @@ def _from_turns(raw: list[Any], fail: Any, cid: Any) -> list[Turn]:
                 'give every turn a non-empty "user" message.',
             )
         ref = t.get("reference")
-        turns.append(Turn(user, reply, ref if isinstance(ref, str) else None))
+        turns.append(Turn(user, reply, ref if isinstance(ref, str) else None, _tools(t.get("tools"), fail, cid, i)))
     return turns
+
+
+def _tools(raw: Any, fail: Any, cid: Any, i: int) -> tuple[dict[str, Any], ...]:
+    """A turn's tool steps (see Turn.tools); none when absent."""
+    if raw is None:
+        return ()
+    if not isinstance(raw, list) or not all(
+        isinstance(s, dict) and s.get("role") in ("assistant", "tool") and isinstance(s.get("content", ""), str)
+        for s in raw
+    ):
+        raise fail(
+            f'conversation {cid!r}, turn {i}: "tools" must be a list of steps with role assistant or tool.',
+            'write tools as [{"role": "assistant", "content": "", "tool_calls": [...]}, {"role": "tool", '
+            '"content": "..."}], or leave it out.',
+        )
+    return tuple(raw)
 
 
 def _from_messages(raw: list[dict[str, Any]], fail: Any, cid: Any) -> tuple[str | None, list[Turn]]:

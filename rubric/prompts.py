@@ -91,6 +91,8 @@ def render_context(item: Item) -> str:
         parts += [_turn(conv, i) for i in range(item.turn)]
         t = conv.turns[item.turn]
         parts.append(f"<user>\n{defuse(t.user)}\n</user>")
+        if t.tools:
+            parts.append(_tool_steps(t.tools))
         parts.append(f"<reply_under_review>\n{defuse(t.assistant)}\n</reply_under_review>")
         parts.append("</conversation>")
         parts.append("Review only the reply marked reply_under_review; earlier turns are context.")
@@ -119,7 +121,27 @@ def render_reason_prompt(item: Item) -> Prompt:
 
 def _turn(conv: Conversation, i: int) -> str:
     t = conv.turns[i]
-    return f'<turn index="{i}">\n<user>\n{defuse(t.user)}\n</user>\n<assistant>\n{defuse(t.assistant)}\n</assistant>\n</turn>'
+    steps = f"{_tool_steps(t.tools)}\n" if t.tools else ""  # a turn without tools renders as it always has
+    return f'<turn index="{i}">\n<user>\n{defuse(t.user)}\n</user>\n{steps}<assistant>\n{defuse(t.assistant)}\n</assistant>\n</turn>'
+
+
+_STEPS_TAG_RE = re.compile(r"<(\s*/?\s*)(tool_steps)\b", re.IGNORECASE)
+
+
+def _tool_steps(steps: tuple[dict, ...]) -> str:
+    """The tool calls and results between a user message and the reply, one line each (data, like the turns:
+    our tags inside are defused, tool_steps' too)."""
+    lines = []
+    for step in steps:
+        if step.get("role") == "tool":
+            lines.append(f"tool result: {step.get('content', '')}")
+            continue
+        if step.get("content"):
+            lines.append(f"assistant: {step['content']}")
+        for call in step.get("tool_calls") or ():
+            lines.append(f"assistant calls {call.get('name', '')}({call.get('arguments', '')})")
+    text = _STEPS_TAG_RE.sub(lambda m: "\u2039" + m.group(1) + m.group(2), defuse("\n".join(lines)))
+    return f"<tool_steps>\n{text}\n</tool_steps>"
 
 
 def prompt_chunks(items: list[Item], rubric: Rubric, include_reason: bool, size: int = 32) -> Iterator[list[Prompt]]:

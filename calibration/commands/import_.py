@@ -1,4 +1,5 @@
-"""`role-rubric import`: labels from Label Studio or a filled sheet, or LLM-Rubric files -> a native dataset dir.
+"""`role-rubric import`: labels from Label Studio or a filled sheet, or LLM-Rubric files -> a native dataset dir;
+conversations (and reviewers' labels) from a chatbot's traces -> a new one (calibration/commands/import_traces.py).
 
     role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR     (or url= and project=)
     role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
@@ -29,13 +30,17 @@ EXPORT_NAME = "label-studio-export.json"
 
 
 def run(cfg: Any) -> dict[str, int]:
-    """CLI: `role-rubric import source=llm-rubric|label-studio|sheet ... out=DIR`: the counts. Imports inside,
+    """CLI: `role-rubric import source=llm-rubric|label-studio|sheet|otel|mlflow|phoenix ... out=DIR`: the counts. Imports inside,
     so that `role-rubric --help` loads no stage."""
     from calibration.labelling.answers import copied_names, write_labelled_dataset
     from calibration.release.plan import PLAN_FILE
     from rubric.schema import load_rubric
 
     source = str(cfg.source)
+    if source in ("otel", "mlflow", "phoenix"):  # a chatbot's traces: calibration/commands/import_traces.py
+        from calibration.commands.import_traces import run as import_traces
+
+        return import_traces(cfg)
     if source == "llm-rubric":
         _need(cfg, source, "evaluations", "judgments")
         return _llm_rubric(cfg)

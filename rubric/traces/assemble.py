@@ -26,7 +26,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.traces.messages import CAPTURE_SETTING, LlmCall, Message, read_call
+from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, LlmCall, Message, read_call
 from rubric.traces.spans import EVENTS_ONLY, Span
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
@@ -65,6 +65,11 @@ class TraceSelection:
     sample: int | None = None
     """A random sample of this many conversations."""
     seed: int = 0
+
+    def read_keys(self) -> frozenset[str]:
+        """The span attributes an import reads (OtlpFiles(only=) decodes no others' spans)."""
+        keys = {self.conversation_key} if self.conversation_key else set(CONVERSATION_KEYS)
+        return frozenset(CALL_MARKERS | keys | ({self.role_from} if self.role_from else set()))
 
     @classmethod
     def from_config(cls, cfg: Any) -> TraceSelection:
@@ -192,6 +197,8 @@ class _Reader:
         start = self.trace_start.get(trace)
         if start is None or span.start_ns < start:
             self.trace_start[trace] = span.start_ns
+        if not span.attributes and not span.events:
+            return  # nothing else to read (OtlpFiles(only=) leaves the other spans' attributes undecoded)
         key = self._value(span, self.keys)
         if key is not None and trace not in self.trace_key:
             self.trace_key[trace] = key

@@ -102,6 +102,21 @@ class LlmCall:
         return not self.input and not self.output and self.system is None
 
 
+CALL_MARKERS = frozenset(
+    {
+        "gen_ai.operation.name",
+        "openinference.span.kind",
+        "mlflow.spanType",
+        "gen_ai.input.messages",
+        "gen_ai.output.messages",
+        "llm.request.type",
+        "gen_ai.system",
+        "gen_ai.provider.name",
+    }
+)
+"""The attributes `is_llm_call` looks at: a span with none of them (and no events) is no LLM call."""
+
+
 def is_llm_call(attributes: Mapping[str, Any]) -> bool:
     """Whether a span's attributes mark a model call (a cheap test on a few keys: most spans of an export
     are not calls, and are dropped here before anything else is read)."""
@@ -179,17 +194,20 @@ def _from_parts_messages(attrs: Mapping[str, Any], convention: str) -> LlmCall |
 
 def _parts_message(msg: Any, default_role: str = "user") -> list[Message]:
     """One message with parts -> Messages (a tool message answering several calls gives one per call)."""
-    if not isinstance(msg, Mapping):
+    if not isinstance(msg, dict):
         return []
     role = str(msg.get("role") or default_role)
     parts = _list(msg.get("parts"))
-    responses = [p for p in parts if isinstance(p, Mapping) and p.get("type") == "tool_call_response"]
+    if len(parts) == 1 and isinstance(parts[0], dict) and parts[0].get("type") == "text":  # most messages
+        text = parts[0].get("content")
+        return [Message(role, text.strip() if isinstance(text, str) else "")]
+    responses = [p for p in parts if isinstance(p, dict) and p.get("type") == "tool_call_response"]
     if responses:
         return [Message("tool", _text_value(p.get("response")), (), str(p.get("id") or "")) for p in responses]
     calls = tuple(
         _tool_call(p.get("id"), p.get("name"), p.get("arguments"))
         for p in parts
-        if isinstance(p, Mapping) and p.get("type") == "tool_call"
+        if isinstance(p, dict) and p.get("type") == "tool_call"
     )
     return [Message(role, _parts_text(parts), calls)]
 
@@ -202,7 +220,7 @@ def _parts_text(parts: Any) -> str:
     for part in _list(parts):
         if isinstance(part, str):
             texts.append(part)
-        elif isinstance(part, Mapping) and part.get("type", "text") in ("text", "input_text", "output_text"):
+        elif isinstance(part, dict) and part.get("type", "text") in ("text", "input_text", "output_text"):
             text = part.get("content", part.get("text"))
             if isinstance(text, str):
                 texts.append(text)
@@ -227,7 +245,7 @@ def _genai_events(span: Span) -> LlmCall | None:
             found = True
             body = _event_body(event.attributes)
             if event.name == "gen_ai.choice":
-                message = body.get("message") if isinstance(body.get("message"), Mapping) else body
+                message = body.get("message") if isinstance(body.get("message"), dict) else body
                 calls = message.get("tool_calls") or body.get("tool_calls")
                 outputs.append(_openai_message({**message, "role": "assistant", "tool_calls": calls}))
             else:
@@ -242,12 +260,12 @@ def _genai_events(span: Span) -> LlmCall | None:
 def _event_body(attrs: Mapping[str, Any]) -> Mapping[str, Any]:
     """An event's message: its `body` attribute (structured or JSON text), else the attributes themselves."""
     body = _json(attrs.get("body"))
-    if isinstance(body, Mapping):
+    if isinstance(body, dict):
         return body
     if isinstance(body, str):
         return {"content": body}
     message = _json(attrs.get("message"))
-    if isinstance(message, Mapping):
+    if isinstance(message, dict):
         return {**attrs, "message": message}
     return attrs
 
@@ -347,15 +365,15 @@ def _mlflow(span: Span) -> LlmCall | None:
 def _openai_exchange(request: Any, response: Any, convention: str) -> LlmCall | None:
     """An OpenAI chat request ({"messages": [...]}, or the list itself) and its response (a chat completion,
     {"choices": [{"message": ...}]}, a bare message, or text)."""
-    messages = request.get("messages") if isinstance(request, Mapping) else request
+    messages = request.get("messages") if isinstance(request, dict) else request
     inputs = _openai_messages(messages) if isinstance(messages, list) else []
     outputs: list[Message] = []
-    if isinstance(response, Mapping) and isinstance(response.get("choices"), list):
-        choices = [c for c in response["choices"] if isinstance(c, Mapping)]
+    if isinstance(response, dict) and isinstance(response.get("choices"), list):
+        choices = [c for c in response["choices"] if isinstance(c, dict)]
         if choices:  # the first choice is the reply the application used
             message = choices[0].get("message") or {"content": choices[0].get("text")}
             outputs.append(_openai_message({**message, "role": "assistant"}))
-    elif isinstance(response, Mapping) and ("content" in response or "tool_calls" in response):
+    elif isinstance(response, dict) and ("content" in response or "tool_calls" in response):
         outputs.append(_openai_message({**response, "role": "assistant"}))
     elif isinstance(response, str) and response.strip():
         outputs.append(Message("assistant", response.strip()))
@@ -365,15 +383,15 @@ def _openai_exchange(request: Any, response: Any, convention: str) -> LlmCall | 
 
 
 def _openai_messages(raw: Any, default_role: str = "user") -> list[Message]:
-    return [_openai_message(m, default_role) for m in _list(raw) if isinstance(m, Mapping)]
+    return [_openai_message(m, default_role) for m in _list(raw) if isinstance(m, dict)]
 
 
 def _openai_message(msg: Mapping[str, Any], default_role: str = "user") -> Message:
     role = str(msg.get("role") or default_role)
     calls = []
     for call in _list(_json(msg.get("tool_calls"))):
-        if isinstance(call, Mapping):
-            function = call.get("function") if isinstance(call.get("function"), Mapping) else call
+        if isinstance(call, dict):
+            function = call.get("function") if isinstance(call.get("function"), dict) else call
             calls.append(_tool_call(call.get("id"), function.get("name"), function.get("arguments")))
     tool_id = str(msg.get("tool_call_id") or "") if role == "tool" else ""
     return Message(role, _content_text(msg.get("content")), tuple(calls), tool_id)

@@ -1,0 +1,165 @@
+"""`role-rubric import source=otel|mlflow|phoenix`: a chatbot's traces -> a native dataset folder.
+
+    role-rubric import source=otel files=EXPORT.jsonl|DIR|GLOB out=DIR
+    role-rubric import source=mlflow tracking_uri=URL experiment=NAME out=DIR
+    role-rubric import source=phoenix url=URL project=NAME out=DIR
+
+Reads the spans (rubric/traces: otlp.py, mlflow_source.py, phoenix_source.py), rebuilds the conversations
+(rubric/traces/assemble.py), maps the reviewers' annotations to labels (rubric/traces/labels.py), and only
+then writes out=: conversations.jsonl, rubric.yaml (rubric_file=, or the packaged role-adherence rubric),
+labels.csv when reviewers labelled, and import_summary.json (the counts, the source, what was left out and
+why). Bad input stops the import before anything is written. Called from calibration/commands/import_.py.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
+SUMMARY_NAME = "import_summary.json"
+NEEDS = {"otel": ("files",), "mlflow": ("tracking_uri", "experiment"), "phoenix": ("url", "project")}
+
+
+def run(cfg: Any) -> dict[str, int]:
+    """Import the traces cfg.source names into cfg.out; the counts."""
+    from rubric.conversations import conversations_from_records
+    from rubric.files import atomic_write_text, ensure_out_dir
+    from rubric.traces.assemble import TraceSelection, assemble
+    from rubric.traces.labels import COLUMNS, annotation_labels, read_label_map
+
+    kind = str(cfg.source)
+    _need(cfg, kind)
+    selection = TraceSelection.from_config(cfg)
+    rubric, rubric_text = _rubric(cfg)
+    label_map = read_label_map(cfg.label_map, rubric) if _given(cfg, "label_map") else None
+    source = _source(cfg, kind, selection)
+    log.info(f"import: reading {source.description}")
+    imported = assemble(
+        source.spans(),
+        selection,
+        source=_source_record(cfg, kind, source),
+        description=source.description,
+        progress=bool(getattr(cfg, "progress", False)),
+    )
+    labels, label_counts = annotation_labels(source.annotations(), imported, rubric, label_map=label_map)
+    # the records must read back as conversations (gather, score, label-studio load them): checked here
+    conversations_from_records(imported.records, source=source.description)
+    out = ensure_out_dir(cfg.out)
+    if not labels and (out / "labels.csv").exists():
+        from rubric.errors import InputError
+
+        raise InputError(
+            "out= holds a labels.csv, and this import has no labels to replace it: it would no longer match the "
+            "conversations.",
+            path=out / "labels.csv",
+            fix="import into a new out= folder (or remove that labels.csv).",
+        )
+    counts = {**imported.counts, "labels": len(labels)}
+    written = [
+        atomic_write_text(
+            out / "conversations.jsonl",
+            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in imported.records),
+        ),
+        atomic_write_text(out / "rubric.yaml", rubric_text),
+    ]
+    if labels:
+        written.append(atomic_write_text(out / "labels.csv", _csv(COLUMNS, labels)))
+    summary = {
+        "source": _source_record(cfg, kind, source),
+        "counts": counts,
+        "labels": label_counts,
+        "skipped": imported.skipped,
+        "selection": _selection_record(selection),
+        "rubric": str(cfg.rubric_file) if _given(cfg, "rubric_file") else "packaged role_adherence",
+    }
+    written.append(atomic_write_text(out / SUMMARY_NAME, json.dumps(summary, indent=1, ensure_ascii=False) + "\n"))
+    skipped = "; ".join(f"{v:,} {k}" for k, v in imported.skipped.items())
+    log.info(
+        f"import: {counts['conversations']:,} conversations, {counts['turns']:,} turns from {counts['llm_calls']:,} "
+        f"LLM calls ({counts['spans']:,} spans)"
+        + (f", {len(labels):,} labels" if labels else "")
+        + (f"; left out: {skipped}" if skipped else "")
+    )
+    log.info(f"import: wrote {', '.join(str(p) for p in written)}")
+    return counts
+
+
+def _need(cfg: Any, kind: str) -> None:
+    from rubric.errors import InputError
+
+    for key in NEEDS[kind]:
+        if not _given(cfg, key):
+            raise InputError(
+                f"source={kind} needs {key}=.",
+                fix=f"pass {' and '.join(k + '=' for k in NEEDS[kind])}; see docs/how-to/traces.md.",
+            )
+
+
+def _given(cfg: Any, key: str) -> bool:
+    return getattr(cfg, key, None) not in (None, "", "???")
+
+
+def _rubric(cfg: Any) -> tuple[Any, str]:
+    """The rubric labels are checked against and its text for out=/rubric.yaml (rubric_file=, or packaged)."""
+    from importlib import resources
+
+    from rubric.errors import read_text_file
+    from rubric.schema import load_rubric, rubric_from_dict
+
+    if _given(cfg, "rubric_file"):
+        return load_rubric(cfg.rubric_file), read_text_file(cfg.rubric_file)
+    import yaml
+
+    text = resources.files("conf").joinpath("rubric", "role_adherence.yaml").read_text(encoding="utf-8")
+    return rubric_from_dict(yaml.safe_load(text), source="conf/rubric/role_adherence.yaml"), text
+
+
+def _source(cfg: Any, kind: str, selection: Any) -> Any:
+    """The TraceSource for source= (the servers' clients imported only when asked for)."""
+    if kind == "otel":
+        from rubric.traces.otlp import OtlpFiles
+
+        return OtlpFiles(cfg.files, only=selection.read_keys())
+    if kind == "mlflow":
+        from rubric.traces.mlflow_source import MlflowSource
+
+        return MlflowSource(cfg)
+    from rubric.traces.phoenix_source import PhoenixSource
+
+    return PhoenixSource(cfg)
+
+
+def _source_record(cfg: Any, kind: str, source: Any) -> dict[str, Any]:
+    """Where the conversations came from, as each record's "source" says it."""
+    own = getattr(source, "record", None)  # a source may say more (MLflow: the experiment's id)
+    if isinstance(own, dict):
+        return {"kind": kind, **own}
+    if kind == "otel":
+        return {"kind": kind, "files": str(cfg.files)}
+    if kind == "mlflow":
+        return {"kind": kind, "tracking_uri": str(cfg.tracking_uri), "experiment": str(cfg.experiment)}
+    return {"kind": kind, "url": str(cfg.url), "project": str(cfg.project)}
+
+
+def _selection_record(selection: Any) -> dict[str, Any]:
+    out = {}
+    for key, value in vars(selection).items():
+        if value is not None and key != "seed":
+            out[key] = value.isoformat() if hasattr(value, "isoformat") else value
+    if selection.sample is not None:
+        out["seed"] = selection.seed
+    return out
+
+
+def _csv(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+    import csv
+    import io
+
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    writer.writerow(columns)
+    writer.writerows(rows)
+    return buffer.getvalue()
