@@ -124,19 +124,18 @@ def _source(cfg: Any, kind: str, selection: Any) -> Any:
 
         return OtlpFiles(cfg.files, only=selection.read_keys())
     if kind == "mlflow":
-        from rubric.traces.mlflow_source import MlflowSource
-
-        return MlflowSource(cfg)
-    from rubric.traces.phoenix_source import PhoenixSource
-
-    return PhoenixSource(cfg)
+        from rubric.traces.mlflow_source import MlflowSource as Source
+    else:
+        from rubric.traces.phoenix_source import PhoenixSource as Source
+    return Source.from_config(cfg) if hasattr(Source, "from_config") else Source(cfg)
 
 
 def _source_record(cfg: Any, kind: str, source: Any) -> dict[str, Any]:
     """Where the conversations came from, as each record's "source" says it."""
-    own = getattr(source, "record", None)  # a source may say more (MLflow: the experiment's id)
-    if isinstance(own, dict):
-        return {"kind": kind, **own}
+    for name in ("source", "record"):  # a source may say more (MLflow: the experiment's id)
+        own = getattr(source, name, None)
+        if isinstance(own, dict):
+            return {"kind": kind, **own}
     if kind == "otel":
         return {"kind": kind, "files": str(cfg.files)}
     if kind == "mlflow":

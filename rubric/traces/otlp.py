@@ -74,6 +74,8 @@ def read_otlp_file(path: Path, *, only: frozenset[str] | None = None) -> Iterato
     """The spans of one file, in file order, streamed line by line (or one document, read whole)."""
     with open(path, "rb") as fh:
         first = fh.readline()
+        if not first:
+            return  # an empty file: a collector that exported nothing yet
         one_document = _starts_a_document(first)
         if one_document:
             text = first + fh.read()
