@@ -72,6 +72,8 @@ class PhoenixSource(TraceSource):
         self._traces_asked: set[str] = set()
         self._read = False
         self.project_id = self._project_id()
+        self.record = {"url": self.url, "project": self.project}
+        """Where the conversations came from, for the records' "source" field (with "kind": "phoenix")."""
 
     @classmethod
     def from_config(cls, cfg: Any) -> PhoenixSource:
@@ -174,8 +176,13 @@ class PhoenixSource(TraceSource):
             if cursor:
                 params["cursor"] = cursor
             page = self._get(
-                f"/v1/projects/{self._quoted_id}/{level}_annotations", params, what=f"the {level} annotations"
+                f"/v1/projects/{self._quoted_id}/{level}_annotations",
+                params,
+                what=f"the {level} annotations",
+                none_if_missing=True,
             )
+            if page is None:  # none of these ids is the project's: a session id used in another project first
+                return
             for raw in _list(page.get("data"), self, f"{level} annotations"):
                 if isinstance(raw, dict) and raw.get("annotator_kind") == HUMAN:
                     self._annotations.append(self._annotation(level, raw, trace_of))
@@ -257,7 +264,17 @@ class PhoenixSource(TraceSource):
         )
 
     # -- HTTP ----------------------------------------------------------------------------------------------------
-    def _get(self, path: str, params: Mapping[str, Any], *, what: str, timeout: float | None = None) -> dict:
+    def _get(
+        self,
+        path: str,
+        params: Mapping[str, Any],
+        *,
+        what: str,
+        timeout: float | None = None,
+        none_if_missing: bool = False,
+    ) -> Any:
+        """The JSON object a GET answers; none_if_missing: None for HTTP 404 (Phoenix's "none of these ids
+        exist in this project": a session belongs to the project that used its id first)."""
         query = urllib.parse.urlencode(params, doseq=True)
         headers = {"Accept": "application/json"}
         if self._token:
@@ -268,6 +285,8 @@ class PhoenixSource(TraceSource):
             with self._opener.open(request, timeout=wait) as reply:
                 body = reply.read()
         except urllib.error.HTTPError as exc:
+            if exc.code == 404 and none_if_missing:
+                return None
             raise self._refused(exc, what) from None
         except (urllib.error.URLError, OSError) as exc:
             reason = getattr(exc, "reason", exc)
@@ -287,12 +306,16 @@ class PhoenixSource(TraceSource):
         return reply_json
 
     def _refused(self, exc: urllib.error.HTTPError, what: str) -> InputError:
-        detail = ""
         try:
-            payload = json.loads(exc.read() or b"{}")
-            detail = str(payload.get("detail") or "")[:200].rstrip(".") if isinstance(payload, dict) else ""
-        except (json.JSONDecodeError, OSError):
-            pass
+            body = exc.read().decode("utf-8", "replace")
+        except OSError:
+            body = ""
+        try:  # FastAPI's {"detail": ...}, or Phoenix's own plain text ("Invalid token")
+            payload = json.loads(body)
+            detail = str(payload.get("detail") or "") if isinstance(payload, dict) else body
+        except json.JSONDecodeError:
+            detail = body
+        detail = " ".join(detail.split())[:200].rstrip(".")
         detail = f": {self._mask(detail)}" if detail else ""
         if exc.code in (401, 403):
             return InputError(

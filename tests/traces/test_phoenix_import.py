@@ -19,13 +19,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pandas as pd
 import pytest
 
+from calibration.cli import main
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.phoenix_source import PhoenixSource, otlp_attributes
 from tests.traces.servers import ROOT, free_port
 
+QUESTIONS = ("scope", "tone", "prohibited", "next_step", "overall")  # conf/rubric/role_adherence.yaml
 LLM_CALLS = 9  # 3 + 2 user messages answered in one call each, 2 answered by the agent in two calls each
 API_KEY = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJBcGlLZXk6MSJ9.dGVzdC1zaWduYXR1cmU"  # a Phoenix API key is a JWT: never shown
 
@@ -105,16 +108,17 @@ def _annotate(phoenix, calls: list[dict[str, Any]]) -> set[tuple]:
         trace_id=agent_trace, annotation_name="overall", annotator_kind="HUMAN", score=4, identifier="rev-cy", sync=True
     )
     human.add(("overall", 4, "rev-cy", agent_trace, None, None))
-    for kind, reviewer, score in (("HUMAN", "rev-ana", 3), ("LLM", "judge-gpt", 1)):
+    # on a whole conversation: read, but no label (the rubric's questions are asked of each reply)
+    for kind, reviewer, label in (("HUMAN", "rev-ana", "yes"), ("LLM", "judge-gpt", "no")):
         client.sessions.add_session_annotation(
             session_id="conv-tutor-1",
-            annotation_name="overall",
+            annotation_name="resolved",
             annotator_kind=kind,
-            score=score,
+            label=label,
             identifier=reviewer,
             sync=True,
         )
-    human.add(("overall", 3, "rev-ana", None, None, "conv-tutor-1"))
+    human.add(("resolved", "yes", "rev-ana", None, None, "conv-tutor-1"))
     return human
 
 
@@ -155,16 +159,8 @@ def _expected(fed: Fed) -> list[dict[str, Any]]:
     return records
 
 
-def test_conversations_come_back_exactly(phoenix, fed):
-    source = PhoenixSource(phoenix.url, fed.project)
-    spans = list(source.spans())
-    assert len(spans) == LLM_CALLS
-    assert all(s.attributes["openinference.span.kind"] == "LLM" for s in spans)  # put back where Phoenix took it
-    assert {s.attributes["session.id"] for s in spans} == {c["conversation_id"] for c in fed.conversations}
-    assert all(s.start_ns <= t.start_ns for s, t in zip(spans, spans[1:], strict=False))  # oldest first
-
-    got = assemble(spans, TraceSelection(), source={"kind": "phoenix"}, description=source.description).records
-    expected = _expected(fed)
+def _assert_same_conversations(got: list[dict[str, Any]], expected: list[dict[str, Any]]) -> None:
+    """Roles, turns in order, text, each reply's trace and span ids, the tool steps: exactly."""
     assert sorted(r["conversation_id"] for r in got) == sorted(r["conversation_id"] for r in expected)
     for want in expected:
         have = next(r for r in got if r["conversation_id"] == want["conversation_id"])
@@ -179,6 +175,30 @@ def test_conversations_come_back_exactly(phoenix, fed):
             _tool_steps(t.get("tools", [])) for t in want["turns"]
         ]
         assert have["started_at"].endswith("Z")
+
+
+def _expected_labels(fed: Fed) -> set[tuple[str, ...]]:
+    """labels.csv rows of the HUMAN annotations named like a question (on a span or on a one-turn trace)."""
+    turns = [(r["conversation_id"], str(i), t) for r in _expected(fed) for i, t in enumerate(r["turns"])]
+    of_span = {t["span_id"]: (cid, i) for cid, i, t in turns}
+    of_trace = {t["trace_id"]: (cid, i) for cid, i, t in turns}
+    rows = set()
+    for name, value, reviewer, trace_id, span_id, _session in fed.human:
+        if name in QUESTIONS:
+            cid, turn = of_span[span_id] if span_id else of_trace[trace_id]
+            rows.add((cid, turn, reviewer, name, str(int(float(value)))))
+    return rows
+
+
+def test_conversations_come_back_exactly(phoenix, fed):
+    source = PhoenixSource(phoenix.url, fed.project)
+    spans = list(source.spans())
+    assert len(spans) == LLM_CALLS
+    assert all(s.attributes["openinference.span.kind"] == "LLM" for s in spans)  # put back where Phoenix took it
+    assert {s.attributes["session.id"] for s in spans} == {c["conversation_id"] for c in fed.conversations}
+    assert all(s.start_ns <= t.start_ns for s, t in zip(spans, spans[1:], strict=False))  # oldest first
+    got = assemble(spans, TraceSelection(), source={"kind": "phoenix"}, description=source.description).records
+    _assert_same_conversations(got, _expected(fed))
 
 
 def test_human_annotations_come_back_each_reviewer_apart(phoenix, fed):
@@ -229,6 +249,58 @@ def test_a_phoenix_with_authentication(phoenix_with_auth, tmp_path, monkeypatch)
     message = str(caught.value)
     assert "refused the API key" in message and "READER_KEY" in message
     assert wrong not in message and ana not in message and server.admin_key not in message
+
+
+def test_the_import_command(phoenix, fed, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PHOENIX_API_KEY", API_KEY)  # sent (this Phoenix has no authentication), never written
+    out = tmp_path / "imported"
+    assert main(["import", "source=phoenix", f"url={phoenix.url}", f"project={fed.project}", f"out={out}"]) == 0
+    printed = capsys.readouterr()
+    records = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+    _assert_same_conversations(records, _expected(fed))
+    assert all(r["source"] == {"kind": "phoenix", "url": phoenix.url, "project": fed.project} for r in records)
+    labels = pd.read_csv(out / "labels.csv", dtype=str, keep_default_na=False)
+    assert set(map(tuple, labels[["conversation_id", "turn", "judge_id", "question_id", "answer"]].to_numpy())) == (
+        _expected_labels(fed)
+    )
+    assert set(labels["judge_id"]) == {"rev-ana", "rev-bo", "rev-cy", "phoenix-api"}  # each reviewer apart
+    assert str(out) in printed.out + printed.err  # says where it wrote
+    assert API_KEY not in printed.out + printed.err
+    for path in out.rglob("*"):
+        assert API_KEY.encode() not in path.read_bytes(), f"the API key was written into {path}"
+
+
+def test_an_answer_outside_the_options_is_refused(phoenix, tmp_path, capsys):
+    project = "support-bot-bad-answer"
+    sent = _feed(phoenix, project, tmp_path / "sent.json")
+    _wait_for_spans(phoenix, project, LLM_CALLS)
+    reply = next(c for c in sent["calls"] if c["reply"])
+    client = _client(phoenix)
+    client.spans.add_span_annotation(span_id=reply["span_id"], annotation_name="scope", score=4, identifier="rev-ana")
+    client.spans.add_span_annotation(
+        span_id=reply["span_id"], annotation_name="tone", score=7, identifier="rev-ana", sync=True
+    )
+    out = tmp_path / "imported"
+    assert main(["import", "source=phoenix", f"url={phoenix.url}", f"project={project}", f"out={out}"]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "7" in error and "'tone'" in error and "rev-ana" in error and "1, 2, 3 or 4" in error
+    assert not out.exists() or not any(out.iterdir())  # nothing half-written
+
+
+@pytest.mark.parametrize("case", ["unreachable", "unknown project"])
+def test_the_command_refuses_in_one_line(phoenix, case, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("PHOENIX_API_KEY", API_KEY)
+    url, project = (
+        (f"http://127.0.0.1:{free_port()}", "support-bot") if case == "unreachable" else (phoenix.url, "nope")
+    )
+    out = tmp_path / "imported"
+    started = time.monotonic()
+    assert main(["import", "source=phoenix", f"url={url}", f"project={project}", f"out={out}"]) == 2
+    assert time.monotonic() - started < 10
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and url in error and API_KEY not in error
+    assert ("cannot reach Phoenix" if case == "unreachable" else "has no project 'nope'") in error
+    assert not out.exists() or not any(out.iterdir())
 
 
 def test_unknown_project_lists_those_that_exist(phoenix, fed):
