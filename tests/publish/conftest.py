@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from tests.publish.scored import make_scored
+from tests.publish.scored import make_release, make_scored, mlflow_traces, write_conversations
+
+EXPERIMENT = "support-bot"
 
 
 @pytest.fixture(scope="session")
@@ -25,3 +27,43 @@ def scored_copy(scored_run, tmp_path) -> dict[str, Path]:
     scores = tmp_path / "scores"
     shutil.copytree(scored_run["scores"].parent, scores)
     return {**scored_run, "scores": scores / scored_run["scores"].name}
+
+
+@pytest.fixture(scope="session")
+def mlflow_server(tmp_path_factory):
+    """A running `mlflow server` (tests/traces/servers.py: SQLite, a free port); skips where not installed."""
+    try:
+        from tests.traces.servers import ServerUnavailable, mlflow_server
+    except ImportError as exc:  # the import tests' server helpers
+        pytest.skip(f"tests/traces/servers.py is not there ({exc})")
+    try:
+        with mlflow_server(tmp_path_factory.mktemp("mlflow_server")) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def mlflow_scored(mlflow_server, tmp_path_factory) -> dict:
+    """A chatbot's conversations traced into the MLflow server, imported (their trace ids kept), gathered with
+    the fake judge, a model trained, the conversations scored; a release and its baseline estimated; a cv."""
+    from calibration.cli import main
+    from rubric.fake_server import FakeOpenAI
+
+    root = tmp_path_factory.mktemp("mlflow_scored")
+    experiment_id, ids = mlflow_traces(mlflow_server.url, EXPERIMENT)
+    source = {"kind": "mlflow", "tracking_uri": mlflow_server.url, "experiment": EXPERIMENT,
+              "experiment_id": experiment_id}  # fmt: skip
+    conversations = write_conversations(root / "import" / "conversations.jsonl", ids=ids, source=source)
+    with FakeOpenAI() as server:
+        paths = make_scored(root, server.base_url, conversations=conversations)
+        baseline = make_release(root, server.base_url, prefix="base", seed=2)
+        release = make_release(root, server.base_url, prefix="rel", seed=3)
+    model = paths["model"]
+    assert main(["estimate", f"data={baseline}", f"model={model}", f"out={root / 'est_base'}"]) == 0
+    assert main(["estimate", f"data={release}", f"model={model}", f"out={root / 'est'}", f"baseline={baseline}",
+                 "fail_under=0.05"]) == 0  # fmt: skip
+    assert main(["cv", f"data={paths['data']}", f"out={root / 'cv'}", "train.ensemble=1", "train.pretrain_steps=20",
+                 "train.finetune_steps=20", "folds=3"]) == 0  # fmt: skip
+    return {**paths, "url": mlflow_server.url, "experiment_id": experiment_id, "root": root,
+            "estimate": root / "est", "estimate_base": root / "est_base", "cv": root / "cv"}  # fmt: skip
