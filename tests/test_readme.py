@@ -80,6 +80,10 @@ def test_readme_blocks_run_verbatim(tmp_path):
     done = subprocess.run(["bash", "readme.sh"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
     log = done.stdout[-6000:] + done.stderr[-6000:]
     assert done.returncode == 0, log
+    # the README trains the model cv's last line names ("train it: role-rubric train data=... [model=KIND] ...")
+    named = re.search(r"train it: role-rubric train data=runs/tiny( model=\w+)? out=MODEL_DIR", done.stdout)
+    assert named, log
+    assert f"role-rubric train data=runs/tiny{named.group(1) or ''} out=runs/tiny/model" in script
     runs = tmp_path / "runs" / "tiny"
     for name in (
         "llm.csv",

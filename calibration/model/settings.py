@@ -62,7 +62,9 @@ class Settings:
     )
     batch_size: int = setting(128, "rows per step; 0 = full batch (every training row each step)", integer(0))
     pretrain_steps: int = setting(250, '0 is the report\'s "no pretraining" ablation', integer(0))
-    finetune_steps: int = setting(400, '0 is the report\'s "no fine-tuning" ablation', integer(1))
+    finetune_steps: int = setting(
+        400, 'steps on the target after pretraining (the report\'s "no fine-tuning" ablation skips them)', integer(1)
+    )
     l2_judge: float = setting(2e-3, "L2 penalty of the per-judge offsets", number(0))
     weight_decay: float = setting(0.0, "AdamW weight decay", number(0))
     ensemble: int = setting(

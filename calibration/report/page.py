@@ -50,6 +50,13 @@ def encode_png(fig: Figure, path: Path) -> str:
     return base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def prose_html(text: str) -> str:
+    """A library sentence as HTML: escaped, with its `code` spans (written for the terminal) as <code>."""
+    import re
+
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text, quote=False))
+
+
 def _fmt(value: Any) -> str:
     if isinstance(value, float | np.floating):
         return "–" if not np.isfinite(value) else f"{value:.3f}"

@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import html
-
 import pandas as pd
 
 from calibration.evaluation.reviewers import MIN_REVIEWERS, MIN_SHARED_TURNS
-from calibration.report.page import html_table, section_html
+from calibration.report.page import html_table, prose_html, section_html
 
 
 def _fmt(x) -> str:
@@ -33,7 +31,7 @@ def reviewer_section(block: dict) -> str:
                 "verdict": "not tested" if test is None else test["outcome"],
             }
         )
-    words = "".join(f"<li>{html.escape(q['verdict'])}</li>" for q in block["questions"].values())
+    words = "".join(f"<li>{prose_html(q['verdict'])}</li>" for q in block["questions"].values())
     text = (
         "Per question: <b>reviewers</b>, each reviewer against the mean of the turn's other "
         "reviewers (leave one reviewer out; quadratic-weighted kappa with that mean rounded to an option), the "

@@ -59,10 +59,10 @@ def raise_missing(method: str) -> None:
 
 
 def shipped_verdict(verdict: dict[str, Any], shipped: dict[str, Any]) -> dict[str, Any]:
-    """The verdict of the shipped model: its `deploy` names the model directory, not a model to train."""
+    """The verdict of the shipped model: its Deploy line says whether that model is the one to ship, and else
+    which to train (calibration/report/verdict.py reads each model under its own name)."""
     verdict = dict(verdict)
     verdict["shipped"] = {k: shipped[k] for k in ("dir", "kind")}
-    verdict["deploy"] = None
     return verdict
 
 

@@ -12,9 +12,7 @@ Clicking a row shows the conversation so far; `report.html#turn=CONVERSATION/TUR
 from __future__ import annotations
 
 import html
-import json
 import math
-import re
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -29,31 +27,21 @@ from calibration.report.turns_html import turns_html
 
 def read_conversations(path: str | Path) -> dict[str, dict[str, Any]]:
     """conversation_id -> {role, chatbot_role, turns: [[user, assistant], ...]} from a conversations.jsonl,
-    or {} when there is none. `role` is the record's short role name if it has one (the bundled data does),
-    else the start of its role description."""
-    from rubric.conversations import load_conversations
+    or {} when there is none. `role` is the role's short name, as every output shows it
+    (rubric.conversations.role_name: the record's `role` field where it has one, as the bundled data does)."""
+    from rubric.conversations import load_conversations, role_name
 
     path = Path(path)
     if not path.exists():
         return {}
-    names: dict[str, str] = {}
-    with path.open(encoding="utf-8") as fh:
-        for line in fh:
-            try:
-                rec = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(rec, dict) and isinstance(rec.get("role"), str):
-                names[str(rec.get("conversation_id"))] = rec["role"]
-    out = {}
-    for conv in load_conversations(path):
-        short = re.sub(r"^you are\s+", "", conv.chatbot_role.split(".")[0].strip(), flags=re.I)[:40]
-        out[conv.conversation_id] = {
-            "role": names.get(conv.conversation_id, short),
+    return {
+        conv.conversation_id: {
+            "role": role_name(conv.chatbot_role, conv.record),
             "chatbot_role": conv.chatbot_role,
             "turns": [[t.user, t.assistant] for t in conv.turns],
         }
-    return out
+        for conv in load_conversations(path)
+    }
 
 
 def _conversations_with_roles(data_dir: Path) -> dict[str, dict[str, Any]]:

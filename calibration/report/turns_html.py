@@ -55,11 +55,12 @@ TURNS_CSS = """
   padding: 0.4em 0; }
 #rr-turns { width: 100%; table-layout: fixed; }
 #rr-turns th { position: sticky; top: 0; background: #fff; z-index: 1; cursor: pointer; user-select: none;
-  white-space: normal; overflow-wrap: break-word; vertical-align: bottom; font-size: 0.85em; }
+  white-space: normal; overflow-wrap: normal; word-break: normal; vertical-align: bottom; font-size: 0.85em; }
 #rr-turns th.rr-text-head { text-align: left; }
 #rr-turns th.rr-sorted { background: #eef; }
 #rr-turns td { white-space: nowrap; overflow: hidden; text-overflow: ellipsis; }
 #rr-turns td.rr-text { text-align: left; }
+#rr-turns td.rr-id { white-space: normal; overflow-wrap: anywhere; text-overflow: clip; text-align: left; }
 #rr-turns tbody tr.rr-row { cursor: pointer; } #rr-turns tbody tr.rr-row:hover { background: #f6f6ff; }
 #rr-turns tr.rr-open > td { white-space: normal; background: #fafafa; text-align: left; }
 .rr-conv { max-height: 32em; overflow-y: auto; padding: 0.3em 0.6em; }
@@ -76,15 +77,19 @@ _SCRIPT = r"""
   const convs = data.conversations, qs = data.questions, PAGE = 50;
   const esc = s => String(s).replace(/[&<>"]/g, ch => ({"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;"}[ch]));
   const text = (r, k) => { const c = convs[r[0]]; return c && r[1] !== null && c.turns[r[1]] ? c.turns[r[1]][k] : ""; };
+  // Headers wrap between words only: a column is as wide as its longest header word (ch of the header's font,
+  // plus room for the padding); a wider window shares its extra width over the columns, a narrower one
+  // scrolls rather than squeeze a column under its header; ids and roles wrap inside the cell.
+  const fit = words => Math.max(5, ...words.map(w => w.length)) + 1.5 + "ch";
   const cols = [
-    {key: "conversation_id", label: "conversation", w: "9%"}, {key: "turn", label: "turn", w: "3%"},
-    {key: "role", label: "role", w: "10%"},
-    {key: "user", label: "user", w: "16%", text: true, get: r => text(r, 0)},
-    {key: "assistant", label: "assistant", w: "20.5%", text: true, get: r => text(r, 1)},
-    ...qs.map(q => ({key: "judge " + q, label: "judge " + q, head: "judge<br>" + esc(q), w: "4.5%"})),
-    {key: "calibrated", label: "calibrated", head: "calib-<br>rated", w: "5%"},
-    {key: "adherence", label: "adherence", head: "adher-<br>ence", w: "5%"},
-    {key: "humans", label: "humans", w: "8%", text: true}, {key: "disagreement", label: "disagreement", head: "disagree-<br>ment", w: "6.5%"},
+    {key: "conversation_id", label: "conversation", w: fit(["conversation"]), id: true}, {key: "turn", label: "turn", w: fit(["turn"])},
+    {key: "role", label: "role", w: "12ch", id: true},
+    {key: "user", label: "user", w: "16ch", text: true, get: r => text(r, 0)},
+    {key: "assistant", label: "assistant", w: "24ch", text: true, get: r => text(r, 1)},
+    ...qs.map(q => ({key: "judge " + q, label: "judge " + q, head: "judge " + esc(q), w: fit(["judge", q])})),
+    {key: "calibrated", label: "calibrated", w: fit(["calibrated"])},
+    {key: "adherence", label: "adherence", w: fit(["adherence"])},
+    {key: "humans", label: "humans", w: "10ch", text: true}, {key: "disagreement", label: "disagreement", w: fit(["disagreement"])},
   ];
   cols.forEach(c => { if (!c.get) { const i = C[c.key]; c.get = r => r[i]; } });
   const state = {sort: "disagreement", desc: true, page: 0, open: null};
@@ -119,6 +124,7 @@ _SCRIPT = r"""
   function cell(c, r) {
     const v = c.get(r);
     if (c.text) return `<td class="rr-text" title="${esc(v)}">${esc(v)}</td>`;
+    if (c.id) return `<td class="rr-id">${fmt(v)}</td>`;
     const bad = c.key === "adherence" && v !== null && v < 0.5;
     return `<td${bad ? ' class="rr-bad"' : ""}>${fmt(v)}</td>`;
   }

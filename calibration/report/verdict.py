@@ -75,15 +75,7 @@ def prepare_verdict(
     stand_in = stand_in_note((judge or {}).get("model"))
     if stand_in and trust == "trust":
         trust = "use with care"
-    basis = deploy_basis(dict(by_dataset or {}))
-    union_rmse = {m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}
-    by_last = basis is not None and basis["by_last"]
-    rmse = deploy_rmse({m: {"rmse": v} for m, v in union_rmse.items()}, dict(by_dataset or {}), basis)
-    deploy = best_trainable(deploy_candidates(rmse, dict(by_dataset or {}), basis), data, target, weights)
-    if deploy is not None and basis is not None:
-        deploy["basis"] = basis["note"]
-    if deploy is not None and deploy["method"] != REFERENCE and not by_last:
-        deploy["p_value"] = _metric(table, deploy["method"], "rmse")["p_value"]
+    deploy = _deploy(table, data, target, weights, dict(by_dataset or {}))
     return {
         "outcome": outcome,
         "deploy": deploy,
@@ -101,6 +93,39 @@ def prepare_verdict(
     }
 
 
+def _deploy(table: pd.DataFrame, data: Any, target: str | None, weights: Any, by_dataset: dict) -> dict | None:
+    """Of the models `role-rubric train` ships, the one to deploy (cv's choice: calibration/evaluation/releases.py)
+    and the command that trains it. On a `report model=` page of a linear or ordinal model the table names that
+    model `calibrated` and the network `network` (calibration/report/shipped.py): each is read under its own
+    name, and the lowest RMSE decides (the significance filter of several directories compares with the
+    network's rows, which that page renamed)."""
+    own = _own_names(set(table["method"]))
+    table = table.assign(method=table["method"].map(lambda m: own.get(m, m)))
+    by_dataset = {d: {own.get(m, m): v for m, v in per.items()} for d, per in by_dataset.items()}
+    basis = deploy_basis(by_dataset)
+    union_rmse = {m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}
+    by_last = basis is not None and basis["by_last"]
+    rmse = deploy_rmse({m: {"rmse": v} for m, v in union_rmse.items()}, by_dataset, basis)
+    deploy = best_trainable(rmse if own else deploy_candidates(rmse, by_dataset, basis), data, target, weights)
+    if deploy is not None and basis is not None:
+        deploy["basis"] = basis["note"]
+    if deploy is not None and deploy["method"] != REFERENCE and not by_last and not own:
+        deploy["p_value"] = _metric(table, deploy["method"], "rmse")["p_value"]
+    return deploy
+
+
+def _own_names(methods: set[str]) -> dict[str, str]:
+    """The table's method -> its own name where a `report model=` page renamed them (calibration/report/shipped.py
+    `as_shipped`: the shipped linear or ordinal model's rows are `calibrated`, the network's `network`); {}
+    on any other page."""
+    from calibration.report.shipped import NETWORK
+
+    if NETWORK not in methods:
+        return {}
+    shipped = [m for m in TRAINABLE if m != REFERENCE and m not in methods]
+    return {REFERENCE: shipped[0], NETWORK: REFERENCE} if len(shipped) == 1 else {}
+
+
 def _ci(m: Mapping[str, float]) -> str:
     if not math.isfinite(m.get("value", math.nan)):
         return "–"
@@ -111,8 +136,10 @@ def _p(p: float) -> str:
     return "–" if not math.isfinite(p) else (f"{p:.2g}" if p >= 0.001 else "&lt;0.001")
 
 
-def _deploy_html(d: Mapping[str, Any]) -> str:
-    """Which model to ship, and the command that trains it."""
+def _deploy_html(d: Mapping[str, Any], shipped: Mapping[str, Any] | None = None) -> str:
+    """Which model to ship, and the command that trains it; on a `report model=` page, whether it is that one."""
+    if shipped is not None:
+        return _shipped_deploy_html(d, shipped)
     if d["method"] == REFERENCE:
         which = "the calibration network has the lowest RMSE of the models you can train"
     elif "basis" in d and "p_value" not in d:
@@ -128,11 +155,27 @@ def _deploy_html(d: Mapping[str, Any]) -> str:
     return f"<b>Deploy</b>: {which}{basis}; train it on all labels: <code>{html.escape(d['command'])}</code>"
 
 
+def _shipped_deploy_html(d: Mapping[str, Any], shipped: Mapping[str, Any]) -> str:
+    basis = f" ({html.escape(d['basis'])})" if d.get("basis") else ""
+    which = "calibration network" if d["model"] == "network" else f"{html.escape(d['model'])} model"
+    if d["model"] == shipped["kind"]:
+        return (
+            f"<b>Deploy</b>: this page's model, the {which}, has the lowest RMSE of the models you can train "
+            f"({d['rmse']:.3f}){basis}: it is the one to ship."
+        )
+    return (
+        f"<b>Deploy</b>: the {which} has the lowest RMSE of the models you can train ({d['rmse']:.3f}){basis}, "
+        f"not this page's {html.escape(shipped['kind'])} model (see its row in the table of baselines); train it "
+        f"on all labels: <code>{html.escape(d['command'])}</code>"
+    )
+
+
 COLOURS = {"trust": "#2a7a2a", "use with care": "#b07800", "do not trust": "#b00020"}
 
 
 def verdict_html(v: Mapping[str, Any]) -> str:
     """The verdict box (first thing on the page)."""
+    from calibration.report.page import prose_html
     from rubric.identity import describe
 
     colour = COLOURS[v["trust"]]
@@ -166,10 +209,10 @@ def verdict_html(v: Mapping[str, Any]) -> str:
             f"'{html.escape(str(w['name']))}' ({good} the {SMECE_GOOD} we aim for; 0 = perfectly calibrated)."
         )
     if v.get("deploy"):
-        items.append(_deploy_html(v["deploy"]))
+        items.append(_deploy_html(v["deploy"], v.get("shipped")))
     items.append(f"<b>Judge</b> that produced the distributions: {html.escape(describe(v['judge']))}.")
     if v["stand_in"]:
-        items.append(f"<b class='rr-warn'>Stand-in judge</b>: {html.escape(v['stand_in'])}.")
+        items.append(f"<b class='rr-warn'>Stand-in judge</b>: {prose_html(v['stand_in'])}.")
     s = v["size"]
     items.append(
         f"<b>Data</b>: {s.get('judgments', 0)} judgments by {s.get('judges', 0)} human judges on "
@@ -177,9 +220,9 @@ def verdict_html(v: Mapping[str, Any]) -> str:
         f"{s.get('folds', 0)}-fold cross-validation grouped by conversation (every number is out of fold)."
     )
     if v["skipped"]:
-        items.append("<b>Skipped</b>: " + "; ".join(html.escape(x) for x in v["skipped"]) + ".")
+        items.append("<b>Skipped</b>: " + "; ".join(prose_html(x) for x in v["skipped"]) + ".")
     for warning in v["warnings"]:
-        items.append(f"<b class='rr-warn'>Warning</b>: {html.escape(warning)}")
+        items.append(f"<b class='rr-warn'>Warning</b>: {prose_html(warning)}")
     items.append(
         "<b>Which turns it gets most wrong</b>: <a href='#turns'>every turn with its text, worst "
         "disagreement first</a>."

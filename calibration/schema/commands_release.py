@@ -84,7 +84,7 @@ class Suggest(Command):
     for the reviewer) and sample_plan.csv beside it (docs/how-to/release-estimates.md). Columns: docs/reference/files.md."""
 
     name = "suggest"
-    summary = "rank unlabelled (turn, reviewer) pairs by what a label would teach -> CSV"
+    summary = "which labels to ask for: the pairs that teach most, or a release's random sample -> CSV"
     purpose: str = setting(
         "learn",
         "learn: pairs that teach the calibrator most | estimate: a random sample of "
