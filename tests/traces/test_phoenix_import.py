@@ -287,19 +287,28 @@ def test_an_answer_outside_the_options_is_refused(phoenix, tmp_path, capsys):
     assert not out.exists() or not any(out.iterdir())  # nothing half-written
 
 
-@pytest.mark.parametrize("case", ["unreachable", "unknown project"])
+REFUSED = {
+    "unreachable": "cannot reach Phoenix at",
+    "unknown project": "has no project 'nope' (it has ",
+    "no spans": "Phoenix project 'no-spans-yet' at {url} has no spans",
+}
+
+
+@pytest.mark.parametrize("case", list(REFUSED))
 def test_the_command_refuses_in_one_line(phoenix, case, tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("PHOENIX_API_KEY", API_KEY)
-    url, project = (
-        (f"http://127.0.0.1:{free_port()}", "support-bot") if case == "unreachable" else (phoenix.url, "nope")
-    )
+    url, project = phoenix.url, {"unknown project": "nope", "no spans": "no-spans-yet"}.get(case, "support-bot")
+    if case == "unreachable":
+        url = f"http://127.0.0.1:{free_port()}"
+    if case == "no spans":
+        _client(phoenix).projects.create(name=project)
     out = tmp_path / "imported"
     started = time.monotonic()
     assert main(["import", "source=phoenix", f"url={url}", f"project={project}", f"out={out}"]) == 2
     assert time.monotonic() - started < 10
     error = capsys.readouterr().err.strip()
     assert "\n" not in error and url in error and API_KEY not in error
-    assert ("cannot reach Phoenix" if case == "unreachable" else "has no project 'nope'") in error
+    assert REFUSED[case].format(url=url) in error
     assert not out.exists() or not any(out.iterdir())
 
 
