@@ -192,7 +192,7 @@ def test_walkthroughs_run_verbatim(tmp_path):
 
 @pytest.mark.slow
 def test_the_traces_page_runs_verbatim(tmp_path):
-    """About 40 s on 2 cores: import the bundled OTLP exports, gather, train a calibrator, score."""
+    """About 80 s on 2 cores (measured 76 s): import the bundled OTLP exports, gather, train a calibrator, score."""
     run_verbatim([TRACES_PAGE], tmp_path)
     lines = (tmp_path / "runs" / "traces" / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
     imported = [json.loads(line) for line in lines]
