@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from tests.publish.scored import make_release, make_scored, mlflow_traces, write_conversations
+from tests.publish.scored import make_release, make_scored, mlflow_traces, phoenix_traces, write_conversations
 
 EXPERIMENT = "support-bot"
+PROJECT = "support-bot"
 
 
 @pytest.fixture(scope="session")
@@ -30,17 +31,46 @@ def scored_copy(scored_run, tmp_path) -> dict[str, Path]:
 
 
 @pytest.fixture(scope="session")
-def mlflow_server(tmp_path_factory):
-    """A running `mlflow server` (tests/traces/servers.py: SQLite, a free port); skips where not installed."""
+def mlflow_server(request, tmp_path_factory):
+    """The session's `mlflow server` (tests/traces/servers.py: SQLite, a free port, shared with the import
+    tests); skips where it is not installed."""
     try:
-        from tests.traces.servers import ServerUnavailable, mlflow_server
+        from tests.traces.servers import ServerUnavailable, shared_mlflow_server
     except ImportError as exc:  # the import tests' server helpers
         pytest.skip(f"tests/traces/servers.py is not there ({exc})")
     try:
-        with mlflow_server(tmp_path_factory.mktemp("mlflow_server")) as server:
+        return shared_mlflow_server(request.config, tmp_path_factory)
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def phoenix_server(tmp_path_factory):
+    """A running `phoenix serve` (tests/traces/servers.py: SQLite working folder, a free port)."""
+    try:
+        from tests.traces.servers import ServerUnavailable, phoenix_server
+    except ImportError as exc:
+        pytest.skip(f"tests/traces/servers.py is not there ({exc})")
+    try:
+        with phoenix_server(tmp_path_factory.mktemp("phoenix_server")) as server:
             yield server
     except ServerUnavailable as exc:
         pytest.skip(str(exc))
+
+
+@pytest.fixture(scope="session")
+def phoenix_scored(phoenix_server, tmp_path_factory) -> dict:
+    """A chatbot's conversations sent to Phoenix as OpenInference spans, imported (their span ids kept),
+    gathered with the fake judge, a model trained, the conversations scored."""
+    from rubric.fake_server import FakeOpenAI
+
+    root = tmp_path_factory.mktemp("phoenix_scored")
+    ids = phoenix_traces(phoenix_server.otlp_endpoint, PROJECT, n=8)
+    source = {"kind": "phoenix", "url": phoenix_server.url, "project": PROJECT}
+    conversations = write_conversations(root / "import" / "conversations.jsonl", ids=ids, source=source, prefix="px")
+    with FakeOpenAI() as server:
+        paths = make_scored(root, server.base_url, conversations=conversations)
+    return {**paths, "url": phoenix_server.url}
 
 
 @pytest.fixture(scope="session")

@@ -156,3 +156,38 @@ def mlflow_traces(url: str, experiment: str, *, prefix: str = "sess", n: int = 8
     out = json.loads(done.stdout.strip().splitlines()[-1])
     ids = {tuple(int(x) for x in k.split("/")): v for k, v in out["ids"].items()}
     return out["experiment_id"], ids
+
+
+def phoenix_traces(endpoint: str, project: str, *, prefix: str = "px", n: int = 4, turns: int = 2) -> dict:
+    """Send a chatbot's conversations to Phoenix over OTLP/HTTP as OpenInference LLM spans (one trace per user
+    message, `session.id` the conversation), as an instrumented application does: (conversation, turn) -> ids."""
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+    from opentelemetry.sdk.resources import Resource
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+
+    provider = TracerProvider(
+        resource=Resource.create({"service.name": "support-bot", "openinference.project.name": project})
+    )
+    provider.add_span_processor(SimpleSpanProcessor(OTLPSpanExporter(endpoint=endpoint, timeout=30)))
+    tracer = provider.get_tracer("tests.publish")
+    ids = {}
+    for i in range(n):
+        history = [("system", ROLE)]
+        for j in range(turns):
+            user, assistant = texts(prefix, i, j)
+            history.append(("user", user))
+            with tracer.start_as_current_span("ChatCompletion") as span:
+                span.set_attribute("openinference.span.kind", "LLM")
+                span.set_attribute("session.id", f"{prefix}-{i:02d}")
+                for k, (role, content) in enumerate(history):
+                    span.set_attribute(f"llm.input_messages.{k}.message.role", role)
+                    span.set_attribute(f"llm.input_messages.{k}.message.content", content)
+                span.set_attribute("llm.output_messages.0.message.role", "assistant")
+                span.set_attribute("llm.output_messages.0.message.content", assistant)
+                context = span.get_span_context()
+                ids[(i, j)] = {"trace_id": format(context.trace_id, "032x"), "span_id": format(context.span_id, "016x")}
+            history.append(("assistant", assistant))
+    provider.force_flush()
+    provider.shutdown()
+    return ids

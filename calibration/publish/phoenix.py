@@ -1,0 +1,179 @@
+"""target=phoenix: the calibrated scores as Phoenix span annotations and session annotations.
+
+Per judged turn, one annotation on the span of the reply: name `role_rubric/adherence`, annotator kind LLM,
+score the calibrated adherence, label adheres / violates, the one-line rationale as its explanation, and the
+metadata of every target (each question's calibrated and raw expected answer, the shift check, the judge).
+Per conversation, one session annotation `role_rubric/session_adherence` (score the conversation's score,
+label pass / fail). Every annotation carries the identifier `role-rubric/model-<checksum>`: Phoenix keeps one
+annotation per (name, span or session, identifier), so a second publish replaces the first, never adds to it,
+and a stopped publish resumes by running it again. Sessions are looked up first, and Phoenix refuses a batch
+that names a span it does not have as a whole: traces deleted since the import are one line, with nothing of
+that batch written.
+
+The API key comes from the environment variable token_env= names (PHOENIX_API_KEY by default) and is never
+printed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import urllib.request
+from collections.abc import Callable
+from typing import Any
+
+from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored
+from calibration.publish.state import mask_url
+from rubric.errors import InputError
+
+BATCH = 1000
+"""Annotations per request."""
+
+
+def annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
+    """(span annotations, session annotations) as Phoenix's REST API takes them."""
+    identifier = scored.model.source_id
+    spans = [
+        {
+            "name": EVALUATION_NAME,
+            "annotator_kind": "LLM",
+            "span_id": t.span_id,
+            "identifier": identifier,
+            "result": {
+                "score": t.adherence,
+                "label": "adheres" if t.adheres else "violates",
+                "explanation": scored.rationale(t),
+            },
+            "metadata": scored.metadata(t),
+        }
+        for t in scored.turns
+    ]
+    sessions = [
+        {
+            "name": SESSION_NAME,
+            "annotator_kind": "LLM",
+            "session_id": s.conversation_id,
+            "identifier": identifier,
+            "result": {
+                "score": s.score,
+                "label": "pass" if s.success else "fail",
+                "explanation": scored.session_rationale(s),
+            },
+            "metadata": {**scored.session_metadata(s), "success": str(s.success).lower()},
+        }
+        for s in scored.sessions
+        if s.turns
+    ]
+    return spans, sessions
+
+
+def run(cfg: Any, *, scored: Scored, say: Callable[[str], None]) -> dict[str, Any]:
+    """publish target=phoenix: every span annotation, then every session annotation."""
+    if cfg.url is None:
+        raise InputError("target=phoenix needs url=.", fix="pass url=http://HOST:6006 (the Phoenix server).")
+    url = str(cfg.url).rstrip("/")
+    key = os.environ.get(str(cfg.token_env)) or None
+    _probe(url, float(cfg.timeout))
+    client = _client(url, key, float(cfg.timeout))
+    spans, sessions = annotations(scored)
+    _check_sessions(client, url, key, [a["session_id"] for a in sessions], scored)
+    for start in range(0, len(spans), BATCH):
+        _send(
+            url,
+            key,
+            lambda b=spans[start : start + BATCH]: client.spans.log_span_annotations(span_annotations=b, sync=True),
+            scored,
+        )
+    for start in range(0, len(sessions), BATCH):
+        batch = sessions[start : start + BATCH]
+        _send(
+            url, key, lambda b=batch: client.sessions.log_session_annotations(session_annotations=b, sync=True), scored
+        )
+    say(
+        f"publish: {len(spans)} span and {len(sessions)} session annotations on {mask_url(url)} "
+        f"(identifier {scored.model.source_id}: a second publish replaces them)"
+    )
+    return {"span_annotations": len(spans), "session_annotations": len(sessions)}
+
+
+def _probe(url: str, timeout: float) -> None:
+    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+    try:
+        with opener.open(url + "/healthz", timeout=timeout) as reply:
+            if reply.status == 200:
+                return
+    except OSError as exc:
+        raise InputError(
+            f"the Phoenix server at {mask_url(url)} does not answer ({getattr(exc, 'reason', None) or exc}).",
+            fix="start it (`phoenix serve`) or pass url= the address it listens on.",
+        ) from None
+    raise InputError(f"{mask_url(url)} is not a Phoenix server (its /healthz did not answer OK).", fix="check url=.")
+
+
+def _client(url: str, key: str | None, timeout: float) -> Any:
+    import httpx
+    from phoenix.client import Client
+
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    return Client(http_client=httpx.Client(base_url=url, headers=headers, timeout=timeout))
+
+
+def _check_sessions(client: Any, url: str, key: str | None, ids: list[str], scored: Scored) -> None:
+    """Every conversation's session must be there before anything is written."""
+    import httpx
+
+    missing = []
+    for sid in ids:
+        try:
+            client.sessions.get(session_id=sid)
+        except httpx.HTTPStatusError as exc:
+            if exc.response.status_code != 404:
+                raise _refused(url, key, exc) from None
+            missing.append(sid)
+        except httpx.HTTPError as exc:
+            raise _refused(url, key, exc) from None
+    if missing:
+        raise InputError(
+            f"{len(missing)} of the {len(ids)} conversations of these scores are no session on {mask_url(url)} "
+            f"(deleted since the import, another server, or conversations not keyed by session.id): "
+            f"{', '.join(missing[:3])}{', ...' if len(missing) > 3 else ''}; nothing was published.",
+            path=scored.scores,
+            fix="publish to the server the conversations were imported from, or import and score them again.",
+        )
+
+
+def _send(url: str, key: str | None, call: Callable[[], Any], scored: Scored) -> None:
+    import httpx
+
+    try:
+        call()
+    except httpx.HTTPStatusError as exc:
+        text = exc.response.text
+        gone = re.search(r"Spans with IDs (.+?) do not exist", text)
+        if exc.response.status_code == 404 and gone:
+            ids = gone.group(1).split(", ")
+            raise InputError(
+                f"{len(ids)} span(s) of these scores are not on {mask_url(url)} (deleted since the import, or another "
+                f"server): {', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}; Phoenix wrote none of that batch.",
+                path=scored.scores,
+                fix="publish to the server the conversations were imported from, or import and score them again.",
+            ) from None
+        raise _refused(url, key, exc) from None
+    except httpx.HTTPError as exc:
+        raise _refused(url, key, exc) from None
+
+
+def _refused(url: str, key: str | None, exc: Exception) -> InputError:
+    from rubric.responses import mask_secrets
+
+    response = getattr(exc, "response", None)
+    detail = f"HTTP {response.status_code}: {response.text[:200]}" if response is not None else str(exc)
+    auth = (
+        " (a Phoenix with authentication on needs an API key in token_env=)"
+        if response is not None and response.status_code in (401, 403)
+        else ""
+    )
+    return InputError(
+        f"the Phoenix server at {mask_url(url)} refused the annotations{auth}: {mask_secrets(detail, key)}",
+        fix="check url= and the API key, then publish again: it resumes.",
+    )
