@@ -69,7 +69,7 @@ class PhoenixSource(TraceSource):
         self._opener = _opener(self.url)
         self._users: dict[str, str] | None = None
         self._annotations: list[Annotation] = []
-        self._traces_asked: set[str] = set()
+        self._seen: set[str] = set()  # annotation ids: a trace's spans may come on several pages
         self._read = False
         self.project_id = self._project_id()
         self.record = {"url": self.url, "project": self.project}
@@ -88,7 +88,7 @@ class PhoenixSource(TraceSource):
     def spans(self) -> Iterator[Span]:
         """Every span of the project, oldest first, page by page; the annotations on them are collected on the
         way (`annotations()`)."""
-        self._annotations, self._traces_asked = [], set()
+        self._annotations, self._seen = [], set()
         sessions: set[str] = set()
         cursor: str | None = None
         first = True
@@ -160,12 +160,10 @@ class PhoenixSource(TraceSource):
 
     # -- annotations ---------------------------------------------------------------------------------------------
     def _collect_annotations(self, spans: list[Span]) -> None:
-        """The annotations on this page's spans and on their traces (each trace asked once)."""
+        """The annotations on this page's spans and on their traces."""
         trace_of = {s.span_id: s.trace_id for s in spans}
         self._fetch_annotations("span", list(trace_of), trace_of)
-        traces = sorted({s.trace_id for s in spans} - self._traces_asked)
-        self._traces_asked.update(traces)
-        self._fetch_annotations("trace", traces, {})
+        self._fetch_annotations("trace", sorted({s.trace_id for s in spans}), {})
 
     def _fetch_annotations(self, level: str, ids: list[str], trace_of: Mapping[str, str]) -> None:
         if not ids:
@@ -184,7 +182,11 @@ class PhoenixSource(TraceSource):
             if page is None:  # none of these ids is the project's: a session id used in another project first
                 return
             for raw in _list(page.get("data"), self, f"{level} annotations"):
-                if isinstance(raw, dict) and raw.get("annotator_kind") == HUMAN:
+                if not isinstance(raw, dict) or raw.get("annotator_kind") != HUMAN:
+                    continue
+                ident = f"{level} {raw.get('id')}" if raw.get("id") else None
+                if ident is None or ident not in self._seen:
+                    self._seen.add(ident or "")
                     self._annotations.append(self._annotation(level, raw, trace_of))
             cursor = page.get("next_cursor")
             if not cursor:
