@@ -9,8 +9,10 @@ turn) and the HUMAN feedback as labels, each reviewer apart; LLM_JUDGE feedback 
 from __future__ import annotations
 
 import base64
+import csv
 import json
 import os
+import re
 import socket
 import subprocess
 import sys
@@ -119,8 +121,8 @@ class Traced:
 @pytest.fixture(scope="module")
 def traced(mlflow_tracking, tmp_path_factory) -> Traced:
     """The chatbot traced into experiment TRACED, then reviewers' feedback on its turns (two reviewers per turn,
-    one of them on the LLM call's span too, one corrected later, one on a whole session), and an LLM judge's."""
-    from mlflow.entities import AssessmentSource, Feedback
+    one of them on the LLM call's span too, one corrected later), and an LLM judge's."""
+    from mlflow.entities import AssessmentSource
 
     out = tmp_path_factory.mktemp("mlflow_traced") / "conversations.json"
     _run("-m", "tests.traces.mlflow_chatbot", mlflow_tracking.url, TRACED, str(out))
@@ -150,14 +152,6 @@ def traced(mlflow_tracking, tmp_path_factory) -> Traced:
     slip = mlflow.log_feedback(trace_id=first, name="tone", value=1, source=person("reviewer-3"))
     mlflow.override_feedback(trace_id=first, assessment_id=slip.assessment_id, value=2, source=person("reviewer-3"))
     human.append(("reviewer-3", "tone", 2, first.removeprefix("tr-"), None, None))
-    session = Feedback(
-        name="overall",
-        value=2,
-        source=person("reviewer-2"),
-        metadata={"mlflow.trace.session": expected[0]["conversation_id"]},
-    )
-    mlflow.log_assessment(trace_id=first, assessment=session)
-    human.append(("reviewer-2", "overall", 2, None, None, expected[0]["conversation_id"]))
     return Traced(expected, human)
 
 
@@ -333,3 +327,134 @@ def test_an_experiment_without_traces_is_one_line(mlflow_tracking):
     source = MlflowSource(mlflow_tracking.url, "nothing traced yet")
     with pytest.raises(InputError, match="'nothing traced yet' at http://127.0.0.1:\\d+ has no traces"):
         next(iter(source.spans()))
+
+
+# -- the command: role-rubric import source=mlflow ------------------------------------------------------------
+
+
+def import_command(url: str, experiment: str, out: Path) -> int:
+    from calibration.cli import main
+
+    # an experiment name with spaces or brackets is quoted, as Hydra asks of any such value
+    return main(["import", "source=mlflow", f"tracking_uri={url}", f"experiment='{experiment}'", f"out={out}"])
+
+
+def test_the_import_command_writes_the_conversations_and_each_reviewers_labels(mlflow_tracking, traced, tmp_path):
+    out = tmp_path / "imported"
+    assert import_command(mlflow_tracking.url, TRACED, out) == 0
+    records = [json.loads(line) for line in (out / "conversations.jsonl").read_text(encoding="utf-8").splitlines()]
+    assert_same_conversations({r["conversation_id"]: r for r in records}, traced.expected)
+    assert [t["mlflow_trace_id"] for r in records for t in r["turns"]] == [
+        t["mlflow_trace_id"] for c in traced.expected for t in c["turns"]
+    ]  # conversations in the order they started, turns in order
+    turn_of_trace = {
+        t["mlflow_trace_id"].removeprefix("tr-"): (c["conversation_id"], str(n))
+        for c in traced.expected
+        for n, t in enumerate(c["turns"])
+    }
+    want = {(*turn_of_trace[trace], reviewer, name, str(value)) for reviewer, name, value, trace, _, _ in traced.human}
+    with (out / "labels.csv").open(encoding="utf-8", newline="") as f:
+        rows = list(csv.reader(f))
+    assert rows[0] == ["conversation_id", "turn", "judge_id", "question_id", "answer"]
+    assert {tuple(r) for r in rows[1:]} == want and len(rows) - 1 == len(want)
+    assert {r[2] for r in rows[1:]} == {"reviewer-1", "reviewer-2", "reviewer-3"}  # no "gpt-judge": not a label
+    summary = json.loads((out / "import_summary.json").read_text(encoding="utf-8"))
+    assert summary["source"]["experiment"] == TRACED and summary["counts"]["labels"] == len(want)
+
+
+def small_experiment(url: str, name: str) -> list[str]:
+    """An experiment holding one two-turn conversation ("conv-small"), posted over OTLP as OTel GenAI spans;
+    the MLflow trace ids of its turns."""
+    experiment_id = mlflow.MlflowClient(url).create_experiment(name)
+    now = time.time_ns()
+    history: list[dict[str, Any]] = []
+    spans, ids = [], []
+    for n, (user, reply) in enumerate([("Where is my parcel?", "It arrives today."), ("Thanks!", "Glad to help.")]):
+        trace_id = os.urandom(16).hex()
+        ids.append("tr-" + trace_id)
+        asked = [*history, {"role": "user", "parts": [{"type": "text", "content": user}]}]
+        said = [{"role": "assistant", "parts": [{"type": "text", "content": reply}], "finish_reason": "stop"}]
+        attributes = {
+            "gen_ai.operation.name": "chat",
+            "gen_ai.conversation.id": "conv-small",
+            "gen_ai.system_instructions": json.dumps([{"type": "text", "content": "You are Sam of Parcelo."}]),
+            "gen_ai.input.messages": json.dumps(asked),
+            "gen_ai.output.messages": json.dumps(said),
+        }
+        spans.append(
+            {
+                "traceId": trace_id,
+                "spanId": os.urandom(8).hex(),
+                "name": "chat support-bot",
+                "kind": 3,
+                "startTimeUnixNano": str(now + n * 10**9),
+                "endTimeUnixNano": str(now + n * 10**9 + 10**8),
+                "attributes": [{"key": k, "value": {"stringValue": v}} for k, v in attributes.items()],
+            }
+        )
+        history = asked + said
+    body = {"resourceSpans": [{"resource": {}, "scopeSpans": [{"scope": {"name": "test"}, "spans": spans}]}]}
+    assert post_otlp(url, experiment_id, json.dumps(body).encode(), "application/json") == 200
+    return ids
+
+
+def test_an_answer_outside_a_questions_options_is_refused_and_nothing_written(mlflow_tracking, tmp_path, capsys):
+    from mlflow.entities import AssessmentSource
+
+    first, _ = small_experiment(mlflow_tracking.url, "support-bot (a slip)")
+    mlflow.set_tracking_uri(mlflow_tracking.url)
+    person = AssessmentSource(source_type="HUMAN", source_id="reviewer-1")
+    mlflow.log_feedback(trace_id=first, name="overall", value=3, source=person)
+    mlflow.log_feedback(trace_id=first, name="scope", value=7, source=person)
+    out = tmp_path / "imported"
+    assert import_command(mlflow_tracking.url, "support-bot (a slip)", out) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("role-rubric import: error: "), err
+    assert f"MLflow trace {first} feedback a-" in err and "answer 7" in err and "'scope'" in err, err
+    assert not (out / "conversations.jsonl").exists() and not (out / "labels.csv").exists()
+
+
+def test_a_reviewers_feedback_on_a_whole_session_is_read_as_the_conversations(mlflow_tracking, tmp_path, capsys):
+    """MLflow keeps a session's feedback on its first trace, its metadata naming the session: the source gives
+    it as the conversation's; the import refuses it (the questions are asked of each reply), in one line."""
+    from mlflow.entities import AssessmentSource, Feedback
+
+    first, _ = small_experiment(mlflow_tracking.url, "support-bot (session feedback)")
+    mlflow.set_tracking_uri(mlflow_tracking.url)
+    feedback = Feedback(
+        name="overall",
+        value=2,
+        source=AssessmentSource(source_type="HUMAN", source_id="reviewer-2"),
+        metadata={"mlflow.trace.session": "conv-small"},
+    )
+    mlflow.log_assessment(trace_id=first, assessment=feedback)
+    got = imported(mlflow_tracking, "support-bot (session feedback)")
+    assert [(a.name, a.value, a.reviewer, a.trace_id, a.span_id, a.session_id) for a in got.annotations] == [
+        ("overall", 2, "reviewer-2", None, None, "conv-small")
+    ]
+    assert import_command(mlflow_tracking.url, "support-bot (session feedback)", tmp_path / "imported") == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "on a whole conversation ('conv-small')" in err, err
+
+
+@pytest.mark.parametrize("case", ["unreachable", "unknown experiment", "no traces"])
+def test_the_command_says_what_is_wrong_with_the_server_in_one_line(mlflow_tracking, tmp_path, capsys, case):
+    url, experiment, pattern = {
+        "unreachable": (f"http://127.0.0.1:{_closed_port()}", "support-bot", r"cannot reach MLflow at http://127"),
+        "unknown experiment": (mlflow_tracking.url, "support_bot", r"has no experiment 'support_bot' \(it has "),
+        "no traces": (
+            mlflow_tracking.url,
+            "nothing traced (command)",
+            r"'nothing traced \(command\)' .* has no traces",
+        ),
+    }[case]
+    if case == "no traces":
+        mlflow.MlflowClient(mlflow_tracking.url).create_experiment(experiment)
+    out = tmp_path / "imported"
+    began = time.monotonic()
+    assert import_command(url, experiment, out) == 2
+    assert time.monotonic() - began < 15  # the command's own start included
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and err.startswith("role-rubric import: error: "), err
+    assert re.search(pattern, err) and " Fix: " in err, err
+    assert not out.exists() or not any(out.iterdir())
