@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import logging
+from pathlib import Path
 from typing import Any
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
@@ -45,8 +46,10 @@ def run(cfg: Any) -> dict[str, int]:
         progress=bool(getattr(cfg, "progress", False)),
     )
     labels, label_counts = annotation_labels(source.annotations(), imported, rubric, label_map=label_map)
-    # the records must read back as conversations (gather, score, label-studio load them): checked here
-    conversations_from_records(imported.records, source=source.description)
+    # the records must read back as conversations (gather, score, label-studio load them): checked here, one
+    # at a time (a million spans' conversations held twice would double the import's memory)
+    for record in imported.records:
+        conversations_from_records([record], source=source.description)
     out = ensure_out_dir(cfg.out)
     if not labels and (out / "labels.csv").exists():
         from rubric.errors import InputError
@@ -59,10 +62,7 @@ def run(cfg: Any) -> dict[str, int]:
         )
     counts = {**imported.counts, "labels": len(labels)}
     written = [
-        atomic_write_text(
-            out / "conversations.jsonl",
-            "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in imported.records),
-        ),
+        _write_jsonl(out / "conversations.jsonl", imported.records),
         atomic_write_text(out / "rubric.yaml", rubric_text),
     ]
     if labels:
@@ -85,6 +85,16 @@ def run(cfg: Any) -> dict[str, int]:
     )
     log.info(f"import: wrote {', '.join(str(p) for p in written)}")
     return counts
+
+
+def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
+    """One record per line, written as it goes (not one string of the whole file), atomically."""
+    from rubric.files import atomic_path
+
+    with atomic_path(path) as tmp, open(tmp, "w", encoding="utf-8") as fh:
+        for record in records:
+            fh.write(json.dumps(record, ensure_ascii=False) + "\n")
+    return path
 
 
 def _need(cfg: Any, kind: str) -> None:

@@ -102,10 +102,8 @@ class TraceImport:
     """What was left out and why: {reason: count}."""
     turn_of_span: dict[str, tuple[str, int]] = field(default_factory=dict)
     """span_id of every kept LLM call -> (conversation_id, turn index) of the turn it belongs to."""
-    turns_of_trace: dict[str, set[tuple[str, int]]] = field(default_factory=dict)
-    """trace_id -> the turns its LLM calls belong to."""
-    conversation_of_trace: dict[str, str] = field(default_factory=dict)
-    """trace_id -> the conversation its LLM calls belong to."""
+    turns_of_trace: dict[str, tuple[tuple[str, int], ...]] = field(default_factory=dict)
+    """trace_id -> the turns its LLM calls belong to (most traces: one)."""
 
 
 @dataclass(slots=True)
@@ -300,6 +298,10 @@ class _Reader:
         self.log_events.clear()
         return still
 
+    def release(self) -> None:
+        """Drop what only reading needed (the calls by id, the interned messages, the traces' keys and starts)."""
+        self.calls, self._interned, self.trace_key, self.trace_role, self.trace_start = {}, {}, {}, {}, {}
+
     def _key_fix(self) -> str:
         fix = (
             "set gen_ai.conversation.id (OTel GenAI) or session.id (OpenInference: using_session) on the chatbot's "
@@ -344,19 +346,18 @@ def _build(
         )
     chosen.sort(key=lambda cid: (starts[cid], cid))
     result = TraceImport(records=[], counts={}, skipped={})
+    result.counts = {"spans": reader.spans, "llm_calls": len(reader.calls)}
+    reader.release()  # from here on the calls live in `groups` only, each freed once its record is made
+    source = dict(source)
     for cid in chosen:
-        record = _conversation(cid, sorted(groups[cid], key=lambda c: (c.start_ns, c.span_id)), selection, skipped)
+        calls = sorted(groups.pop(cid), key=lambda c: (c.start_ns, c.span_id))
+        record = _conversation(cid, calls, selection, skipped)
         record["started_at"] = iso_time(starts[cid])
-        record["source"] = dict(source)
+        record["source"] = source
         result.records.append(record)
-        _index(result, cid, groups[cid], record)
+        _index(result, cid, calls, record)
     result.skipped = {k: v for k, v in skipped.items() if v}
-    result.counts = {
-        "spans": reader.spans,
-        "llm_calls": len(reader.calls),
-        "conversations": len(result.records),
-        "turns": sum(len(r["turns"]) for r in result.records),
-    }
+    result.counts.update(conversations=len(result.records), turns=sum(len(r["turns"]) for r in result.records))
     return result
 
 
@@ -515,5 +516,6 @@ def _index(result: TraceImport, cid: str, calls: list[_Call], record: dict[str, 
     for p in pending:  # calls after the last reply (a last message left unanswered)
         result.turn_of_span[p.span_id] = (cid, len(record["turns"]) - 1)
     for call in calls:
-        result.turns_of_trace.setdefault(call.trace_id, set()).add(result.turn_of_span[call.span_id])
-        result.conversation_of_trace[call.trace_id] = cid
+        turn, known = result.turn_of_span[call.span_id], result.turns_of_trace.get(call.trace_id, ())
+        if turn not in known:
+            result.turns_of_trace[call.trace_id] = (*known, turn)

@@ -122,17 +122,15 @@ def _parse(data: bytes, path: Path, line_no: int, *, whole: bool = False) -> Any
         ) from None
 
 
-def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] | None = None) -> Iterator[Span]:
-    """The spans of one ExportTraceServiceRequest (a list of them, for a document holding several)."""
+def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] | None = None) -> list[Span]:
+    """The spans of one ExportTraceServiceRequest (a list of them, for a document holding several): a list,
+    not a generator, since a line's spans are in memory anyway and each generator level costs per span."""
     if isinstance(request, list):
-        for item in request:
-            yield from _request_spans(item, path, line_no, only)
-        return
+        return [span for item in request for span in _request_spans(item, path, line_no, only)]
     if isinstance(request, dict) and "resourceLogs" in request:
-        yield from _log_events(request, path, line_no)
-        return
+        return list(_log_events(request, path, line_no))
     if isinstance(request, dict) and "resourceMetrics" in request:
-        return  # a collector writing its metrics pipeline to the same file
+        return []  # a collector writing its metrics pipeline to the same file
     if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
         raise InputError(
             "not an OTLP ExportTraceServiceRequest (no resourceSpans list).",
@@ -141,12 +139,13 @@ def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] 
             fix="pass files= OTLP JSON traces, as the collector's file exporter writes them.",
         )
     where = f"{path} line {line_no}"
+    spans = []
     for resource_spans in request.get("resourceSpans", ()):
         resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
         scopes = resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ()
         for scope in scopes:
-            for raw in scope.get("spans") or ():
-                yield _span(raw, resource, where, path, line_no, only)
+            spans += [_span(raw, resource, where, path, line_no, only) for raw in scope.get("spans") or ()]
+    return spans
 
 
 def _log_events(request: Mapping[str, Any], path: Path, line_no: int) -> Iterator[Span]:
