@@ -1,5 +1,6 @@
 """The README's command blocks: every ```bash block is run here or says why not, and the run ones run
-verbatim (the worked example: fake judge, gather, cv, report, train, score, predict, evaluate). A
+verbatim (the worked example: fake judge, gather, cv, report, train, score, predict, evaluate), followed by
+the docs' run blocks (tests/test_doc_snippets.py). A
 ```python block marked as run runs at its place in the example, and what it prints must equal the ```text
 block right after it in the README, so the numbers the README shows are the numbers the code gives."""
 
@@ -14,6 +15,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+
+from tests.test_doc_snippets import check_outputs, docs_script
 
 ROOT = Path(__file__).resolve().parents[1]
 BLOCK_RE = re.compile(r"(?:<!-- (?P<marker>[^>]*?) -->\n)?```bash\n(?P<code>.*?)```", re.S)
@@ -68,13 +71,14 @@ def test_readme_blocks_run_verbatim(tmp_path):
     """Minutes on 2 cores; CI runs it (.ci/run). Paths in the README are relative to the repository root,
     so the run happens in a scratch directory holding a link to data/."""
     (tmp_path / "data").symlink_to(ROOT / "data")
-    script = readme_script()
+    script = readme_script()  # then the docs' run blocks, as a reader pastes them after the README's example
+    docs = docs_script()
     # The harness (not the README) stops on the first failure and never leaves the fake judge running.
     harness = (
         "set -euo pipefail\ntrap 'kill $(jobs -p) 2>/dev/null || true; "
         'kill $(grep -o "kill [0-9]*" judge.txt 2>/dev/null | cut -c6-) 2>/dev/null || true\' EXIT\n'
     )
-    (tmp_path / "readme.sh").write_text(harness + script)
+    (tmp_path / "readme.sh").write_text(harness + script + "\n" + docs)
     env = {**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}"}
     env.setdefault("OMP_NUM_THREADS", "1")
     done = subprocess.run(["bash", "readme.sh"], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=900)
@@ -107,3 +111,4 @@ def test_readme_blocks_run_verbatim(tmp_path):
     for n, (_, printed) in enumerate(PY_RE.findall(text)):
         got = (tmp_path / f"api_output_{n}.txt").read_text()
         assert got.strip() == printed.strip(), f"README python block {n} prints:\n{got}\nthe README shows:\n{printed}"
+    check_outputs(tmp_path)  # docs/getting-started.md and docs/reference/api.md (tests/test_doc_snippets.py)
