@@ -12,7 +12,8 @@ attributes, OpenInference, OpenLLMetry, OTel GenAI with a tool call and its resu
 checks that every conversation came back whole.
 
 Prints {spans, bytes, seconds, spans_per_s, peak_rss_mb, conversations, turns, ...}; the aim is >= 50,000
-spans/s and < 500 MB on two cores.
+spans/s and < 500 MB on two cores. `cpu_seconds` (the import's own CPU time) and `spans_per_cpu_s` say what
+the import costs when other work shares the machine (the load average before the import is recorded too).
 """
 
 from __future__ import annotations
@@ -229,21 +230,21 @@ def run_import(export: Path, out: Path) -> dict:
         "import resource, sys, time, types\n"
         "from calibration.commands.import_traces import run\n"
         "import rubric.traces.assemble, rubric.traces.labels, rubric.traces.otlp, rubric.conversations, rubric.files\n"
-        "t = time.perf_counter()\n"
+        "t, cpu = time.perf_counter(), time.process_time()\n"
         "keys = ('conversation_key role role_from since until service sample rubric_file label_map '\n"
         "        'tracking_uri experiment url project').split()\n"
         "cfg = types.SimpleNamespace(source='otel', files=sys.argv[1], out=sys.argv[2], seed=0, progress=False,\n"
         "                            **{k: None for k in keys})\n"
         "counts = run(cfg)\n"
-        "print(time.perf_counter() - t, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
+        "print(time.perf_counter() - t, time.process_time() - cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, str(export), str(out)], cwd=ROOT, capture_output=True, text=True, check=False
     )
     if done.returncode != 0:
         raise SystemExit(done.stderr[-3000:])
-    seconds, peak = map(float, done.stdout.split()[-2:])
-    return {"seconds": seconds, "peak_rss_mb": peak}
+    seconds, cpu, peak = map(float, done.stdout.split()[-3:])
+    return {"seconds": seconds, "cpu_seconds": cpu, "peak_rss_mb": peak}
 
 
 def main() -> None:
@@ -261,6 +262,7 @@ def main() -> None:
         spans, size, conversations = write_export(export, args.spans, args.files, args.seed)
         generated = time.perf_counter() - t
         print(f"import_traces: {spans:,} spans, {size / 1e6:.0f} MB in {generated:.0f} s", file=sys.stderr)
+        load_before = os.getloadavg()[0]  # a shared machine: wall time is slower than the CPU time when busy
         measured = run_import(export, Path(tmp) / "out")
         summary = json.loads((Path(tmp) / "out" / "import_summary.json").read_text())
     counts = summary["counts"]
@@ -274,6 +276,9 @@ def main() -> None:
             "files": args.files,
             "seconds": round(measured["seconds"], 2),
             "spans_per_s": round(spans / measured["seconds"]),
+            "cpu_seconds": round(measured["cpu_seconds"], 2),
+            "spans_per_cpu_s": round(spans / measured["cpu_seconds"]),
+            "load_avg_1m_before": round(load_before, 2),
             "peak_rss_mb": round(measured["peak_rss_mb"], 1),
             "conversations": counts["conversations"],
             "turns": counts["turns"],
