@@ -95,7 +95,7 @@ _SCRIPT = r"""
   const state = {sort: "disagreement", desc: true, page: 0, open: null};
   const table = document.getElementById("rr-turns"), tbody = table.tBodies[0];
   const $ = id => document.getElementById(id);
-  table.tHead.rows[0].innerHTML = cols.map(c => `<th style="width:${c.w}"${c.text ? ' class="rr-text-head"' : ""} data-key="${c.key}" title="sort by ${esc(c.label)}">${c.head || esc(c.label)}</th>`).join("");
+  table.tHead.rows[0].innerHTML = cols.map(c => `<th style="width:${c.w}"${c.text || c.id ? ' class="rr-text-head"' : ""} data-key="${c.key}" title="sort by ${esc(c.label)}">${c.head || esc(c.label)}</th>`).join("");
   const roles = [...new Set(data.rows.map(r => r[C.role]).filter(Boolean))].sort();
   $("rr-role").insertAdjacentHTML("beforeend", roles.map(r => `<option>${esc(r)}</option>`).join(""));
   $("rr-q").insertAdjacentHTML("beforeend", qs.map(q => `<option>${esc(q)}</option>`).join(""));
@@ -124,7 +124,7 @@ _SCRIPT = r"""
   function cell(c, r) {
     const v = c.get(r);
     if (c.text) return `<td class="rr-text" title="${esc(v)}">${esc(v)}</td>`;
-    if (c.id) return `<td class="rr-id">${fmt(v)}</td>`;
+    if (c.id) return `<td class="rr-id">${fmt(v).replace(/([/_.-])/g, "$1<wbr>")}</td>`;  // break after / _ . -
     const bad = c.key === "adherence" && v !== null && v < 0.5;
     return `<td${bad ? ' class="rr-bad"' : ""}>${fmt(v)}</td>`;
   }
