@@ -88,3 +88,26 @@ def _written(tmp_path, result="blocked"):
     (tmp_path / "export.jsonl").write_text(text)
     assert main(["import", "source=otel", f"files={tmp_path / 'export.jsonl'}", f"out={out}"]) == 0
     return out / "conversations.jsonl"
+
+
+def test_bad_input_exits_2_with_one_line_and_writes_nothing(tmp_path, capsys):
+    spans = conversation_spans("genai", 1, "c1")
+    path = tmp_path / "export.jsonl"
+    path.write_text(jsonl([request(spans)]) + jsonl([request(spans)])[:-30] + "\n")  # a second line cut short
+    out = tmp_path / "out"
+    assert main(["import", "source=otel", f"files={path}", f"out={out}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"{path}, row 2: not a JSON line" in err, err
+    assert not out.exists()
+    assert main(["import", "source=otel", f"out={out}"]) == 2
+    assert "source=otel needs files=" in capsys.readouterr().err
+
+
+def test_progress_lines_on_a_long_import(tmp_path, capsys, monkeypatch):
+    from rubric.traces import assemble
+
+    monkeypatch.setattr(assemble, "PROGRESS_EVERY", 5)
+    files = export(tmp_path)
+    assert main(["import", "source=otel", f"files={files}", f"out={tmp_path / 'out'}", "progress=true"]) == 0
+    printed = capsys.readouterr().out
+    assert "import: 20 spans read, " in printed and f"import: reading OTLP files {files}" in printed
