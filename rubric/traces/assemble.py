@@ -28,6 +28,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from rubric.errors import InputError
+from rubric.ids import clean_id
 from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, LlmCall, Message, read_call
 from rubric.traces.spans import EVENTS_ONLY, Span
 
@@ -249,8 +250,8 @@ class _Reader:
             value = span.attributes.get(key)
             if value is None:
                 value = span.resource.get(key)
-            if value is not None and str(value).strip():
-                return str(value).strip().strip('"')  # MLflow keeps some attributes as JSON text
+            if value is not None and clean_id(value):
+                return clean_id(str(value).strip().strip('"'))  # MLflow keeps some attributes as JSON text
         return None
 
     def _intern(self, call: LlmCall) -> LlmCall:

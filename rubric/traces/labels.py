@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from rubric.errors import InputError, read_text_file
+from rubric.ids import clean_id
 from rubric.schema import Question, Rubric
 from rubric.traces.assemble import TraceImport
 from rubric.traces.spans import Annotation
@@ -97,7 +98,7 @@ def annotation_labels(
                 f"one of {options_text(question)}.",
                 fix="correct the annotation, or map its name to the question it answers with label_map=.",
             )
-        judge = str(note.reviewer).strip()
+        judge = clean_id(note.reviewer) if note.reviewer is not None else ""
         if not judge:
             raise InputError(
                 f"{where}: annotation {note.name!r} has no reviewer.",
