@@ -19,11 +19,10 @@ from pathlib import Path
 import relplot
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.cli import compose_config
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
 from calibration.evaluation.crossval import cross_validate
-from calibration.model.settings import Settings
+from calibration.schema.build import command_config
 
 REFERENCE = {
     "released_pytorch_code_21_seeds": {"pearson": "0.406 +- 0.019", "rmse": "0.766 +- 0.010"},
@@ -57,7 +56,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", tmp)
         ds = load_dataset(tmp)
-    settings = Settings.from_cfg(compose_config("cv", ["data=unused", "out=unused", *args.override]))
+    settings = command_config("cv", ["data=unused", "out=unused", *args.override]).settings
     values = ds.rubric.question("Q0").values
     per_seed, baselines, smece = [], None, {}
     for seed in args.seeds:

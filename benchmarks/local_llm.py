@@ -32,7 +32,8 @@ from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_resu
 
 from calibration.cli import main as cli
 from rubric.conversations import iter_items, load_conversations
-from rubric.gather import gather, judge_config
+from rubric.gather import gather
+from rubric.judge_settings import judge_config
 from rubric.outputs import write_outputs
 from rubric.prompts import render_context, render_prompt
 from rubric.schema import load_rubric

@@ -45,7 +45,6 @@ import pandas as pd
 import torch
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.compose import compose_config
 from calibration.data.dataset import Dataset, load_dataset
 from calibration.data.importers import import_llm_rubric
 from calibration.evaluation.crossval import cross_validate
@@ -63,6 +62,7 @@ from calibration.model.train import (
     model_inputs,
     train_step,
 )
+from calibration.schema.build import command_config
 
 ANCHORS = Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"
 
@@ -290,7 +290,7 @@ def main() -> None:
     parser.add_argument("--point", type=int, nargs=2, metavar=("ROWS", "JUDGES"), help=argparse.SUPPRESS)
     add_results_argument(parser, "scaling")
     args = parser.parse_args()
-    settings = Settings.from_cfg(compose_config("train", ["data=unused", "out=unused", *args.override]))
+    settings = command_config("train", ["data=unused", "out=unused", *args.override]).settings
     if args.point:
         rows, judges = args.point
         print(json.dumps(measure_point(Path(args.anchors), rows, judges, settings, rows <= args.cv_max_rows)))

@@ -52,15 +52,14 @@ from calibration.api_inputs import (
 )
 from calibration.api_results import AdherenceResult, TurnResult
 from calibration.evaluation.risk_control import decide
-from calibration.model.shift import ON_SHIFT, RoleTexts, ShiftWarning, handle_shift  # noqa: F401  (ShiftWarning: re-exported)
+from calibration.model.shift import RoleTexts, ShiftWarning, handle_shift  # noqa: F401  (ShiftWarning: re-exported)
 from rubric.conversations import Conversation, role_name
 from rubric.errors import InputError
-from rubric.gather import a_gather, judge_config, make_backend, run_sync
+from rubric.gather import a_gather, make_backend, run_sync
 from rubric.ids import clean_id_list
+from rubric.judge_settings import judge_config
 from rubric.outputs import GatherResult
 from rubric.schema import Rubric
-
-OUTPUT_MODES = ("continuous", "binary")
 
 
 class RoleAdherence:
@@ -120,26 +119,30 @@ class RoleAdherence:
         scorer: str | Mapping[str, Any] | None = None,
         on_shift: str = "warn",
     ):
-        if output_mode not in OUTPUT_MODES:
-            raise InputError(f"unknown output_mode {output_mode!r}.", fix="use continuous or binary.")
-        if granularity not in ("turn", "conversation"):
-            raise InputError(f"unknown granularity {granularity!r}.", fix="use turn or conversation.")
-        if on_shift not in ON_SHIFT:
-            raise InputError(f"unknown on_shift {on_shift!r}.", fix="use warn, refuse or ignore.")
+        _check_arguments(
+            threshold=threshold,
+            strict_mode=strict_mode,
+            output_mode=output_mode,
+            granularity=granularity,
+            include_reason=include_reason,
+            adheres_at=adheres_at,
+            allow_judge_mismatch=allow_judge_mismatch,
+            on_shift=on_shift,
+            risk=risk,
+            delta=delta,
+        )
         self.on_shift = on_shift
         self.shift: dict | None = None
         """The shift check of the last measurement (None: no calibrator)."""
         self.command = "RoleAdherence"
         """Whose the shift check's ShiftWarning is ("score" when the command line scores)."""
-        if not 0.0 <= float(threshold) <= 1.0:
-            raise InputError(f"threshold {threshold} is outside [0, 1].", fix="pass a probability threshold.")
         if isinstance(judges, str) and judges != "population":  # "a,b" as the command line passes it
             judges = clean_id_list(judges)
-        self.threshold = float(threshold)
-        self.strict_mode = bool(strict_mode)
+        self.threshold = float(threshold)  # an int 1 is the threshold 1.0
+        self.strict_mode = strict_mode
         self.output_mode = output_mode
         self.granularity = granularity
-        self.include_reason = bool(include_reason)
+        self.include_reason = include_reason
         self.scorer = scorer_spec(scorer)
         if self.scorer is not None and calibrator is None:
             judge = None  # the raw score is the measurement
@@ -166,7 +169,7 @@ class RoleAdherence:
         self.decision_threshold = (
             None
             if risk is None
-            else decision_threshold(self.model, self.judges, calibrator, self.adheres_at, float(risk), float(delta))
+            else decision_threshold(self.model, self.judges, calibrator, self.adheres_at, risk, delta)
         )
 
     # public ---------------------------------------------------------------------------------------------
@@ -384,3 +387,14 @@ class RoleAdherence:
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
+
+
+def _check_arguments(*, risk: float | None, delta: float, **values: Any) -> None:
+    """RoleAdherence's arguments against the declarations `role-rubric score` and `decide` check their keys
+    with (calibration/schema/commands_release.py): one set of types and ranges for Python and the command line."""
+    from calibration.schema.commands_release import Decide, Score
+    from rubric.config_types import check_values
+
+    check_values(Score, values)
+    if risk is not None:
+        check_values(Decide, {"risk": risk, "delta": delta})

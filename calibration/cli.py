@@ -1,9 +1,13 @@
 """`role-rubric COMMAND key=value ...`: compose the command's config (calibration/schema) with Hydra overrides
 and run the stage.
 
-Each command is a module of calibration/commands (its schema and `run(cfg)`); this file composes, checks,
-locks the outputs and dispatches, so a stage can equally be called from Python with a config composed by
-`compose_config`.
+Each command is a module of calibration/commands (its schema and `run(cfg)`); this file composes the
+config, builds the command's checked, typed object from it (calibration/schema/build.py), locks the outputs
+and dispatches, so a stage can equally be called from Python with `command_config(COMMAND, overrides)`.
+
+Exit statuses: 0 done; 1 a failed CI gate (estimate's fail_under= / fail_if_worse=) and nothing else; 2 bad
+input or a refusal (a missing or bad key, a bad file, on_shift=refuse); 3 gather wrote what succeeded but
+some requests failed; 4 gather's judge mostly named no option; 70 a crash (a bug); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -13,18 +17,20 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
-from omegaconf import OmegaConf
-
 from calibration.commands import COMMANDS as MODULES
 from calibration.compose import compose_config
+from calibration.schema.build import command_config
 from rubric.errors import InputError
 
-__all__ = ["COMMANDS", "compose_config", "main"]
+__all__ = ["COMMANDS", "command_config", "compose_config", "main"]
 
 COMMANDS: dict[str, tuple[ModuleType, str]] = {
     name: (module, module.Schema.summary) for name, module in MODULES.items()
 }
 """command -> (its module in calibration/commands, one-line help), in the order of `role-rubric --help`."""
+
+INTERNAL_ERROR = 70
+"""The exit status of a crash (an exception that is no InputError): a bug to report (sysexits' EX_SOFTWARE)."""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -74,25 +80,32 @@ def _main(argv: Sequence[str] | None) -> int:
         print(f"role-rubric {command}: error: {explained}", file=sys.stderr)
         return 2
     if show_cfg:
+        from omegaconf import OmegaConf
+
         print(OmegaConf.to_yaml(cfg))
         return 0
     try:
-        from calibration.schema import check_config
+        from calibration.schema.build import build_config
 
-        check_config(command, cfg)  # every value's type and range, before any long work
+        config = build_config(command, cfg)  # checked and typed (calibration/schema/build.py), before any work
         from calibration.run_lock import locked_outputs
         from rubric.notices import cli_notices
 
         # one run per output, until its last write; the library's notices printed as they always were
-        with locked_outputs(command, cfg), cli_notices():
-            COMMANDS[command][0].run(cfg)
-    except InputError as exc:
-        label = "gate failed" if exc.exit_code == 1 else "error"  # exit 1: a CI gate (estimate), not bad input
-        print(f"role-rubric {command}: {label}: {exc.one_line()}", file=sys.stderr)
+        with locked_outputs(command, config), cli_notices():
+            COMMANDS[command][0].run(config)
+    except InputError as exc:  # exit 1: a failed CI gate only; 2: bad input or a refusal; 3, 4: gather's
+        print(f"role-rubric {command}: {exc.label}: {exc.one_line()}", file=sys.stderr)
         return exc.exit_code
     except KeyboardInterrupt:
         print(f"role-rubric {command}: interrupted; finished work is kept.", file=sys.stderr)
         return 130
+    except Exception as exc:  # a bug, not the user's input: its own status, never 1 (a failed gate in CI)
+        import traceback
+
+        traceback.print_exc()
+        print(f"role-rubric {command}: internal error ({type(exc).__name__}); please report it.", file=sys.stderr)
+        return INTERNAL_ERROR
     return 0
 
 

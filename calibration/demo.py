@@ -18,12 +18,13 @@ editable install) it is found automatically; otherwise pass data=DIR.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 
@@ -32,6 +33,9 @@ from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.jsonfile import write_json
+
+if TYPE_CHECKING:
+    from calibration.schema.commands_train import Demo
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
@@ -86,29 +90,23 @@ def prepare_dataset(
     return dataset, result.summary
 
 
-def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict | None, str]:
+def write_report(cfg: Demo, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict | None, str]:
     """The reliability report via calibration.report; degrade to the reliability diagram alone (or nothing)
     if the report module cannot run here. Returns (report metrics or None, a one-line status)."""
-    from omegaconf import OmegaConf
+    from calibration.schema.commands_train import DemoReport, Report, ReportOptions
 
-    from calibration.schema import defaults
-    from calibration.schema.commands_train import Report
-
-    # the report's own defaults for the keys the demo does not set (its schema: calibration/schema)
-    keys = ("weights", "allow_judge_mismatch", "model", "fold_seed", "unmatched_labels", "epsilon")
-    report_cfg = OmegaConf.create(
-        {
-            **defaults(Report, keys),
-            "data": str(dataset),
-            "out": str(out),
-            "cv": str(cv_dir),
-            "folds": int(cfg.folds),
-            "seed": int(cfg.seed),
-            "target": cfg.get("target"),
-            "network": OmegaConf.to_container(cfg.network),
-            "train": OmegaConf.to_container(cfg.train),
-            "report": OmegaConf.to_container(cfg.report),
-        }
+    # the report's own defaults for the keys the demo does not set (its schema: calibration/schema); its
+    # trimmed options, in one process on torch's default threads
+    trimmed = {f.name: getattr(cfg.report, f.name) for f in dataclasses.fields(DemoReport)}
+    report_cfg = Report(
+        data=str(dataset),
+        out=str(out),
+        cv=str(cv_dir),
+        folds=cfg.folds,
+        seed=cfg.seed,
+        target=cfg.target,
+        settings=cfg.settings,
+        report=ReportOptions(**trimmed, torch_threads=None, workers=1),
     )
     try:
         from calibration.report import run_report
@@ -132,9 +130,9 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
             values=arrays["values"],
             threshold=cfg.report.adheres_threshold,
             groups=arrays["groups"],
-            seed=int(cfg.seed),
-            n_boot=int(cfg.report.smece_boot),
-            band_bootstrap=int(cfg.report.band_bootstrap),
+            seed=cfg.seed,
+            n_boot=cfg.report.smece_boot,
+            band_bootstrap=cfg.report.band_bootstrap,
         )
         out.mkdir(parents=True, exist_ok=True)
         fig, _ = plot_reliability(data)
@@ -145,41 +143,38 @@ def write_report(cfg: Any, dataset: Path, cv_dir: Path, out: Path) -> tuple[dict
         return None, f"report: skipped ({reason}; reliability fallback: {type(exc2).__name__})"
 
 
-def run_demo(cfg: Any) -> dict[str, Any]:
+def run_demo(cfg: Demo) -> dict[str, Any]:
     """CLI: `role-rubric demo [data=DIR] [out=runs/demo] [limit=N] [folds=5] [report.*=..] [train.*=..]`."""
     import torch
 
     threads = torch.get_num_threads()
     # The network's tensors are tiny: one thread is several times faster than many on a busy 2-core machine.
-    torch.set_num_threads(max(1, int(cfg.threads)))
+    torch.set_num_threads(max(1, cfg.threads))
     try:
         return _run_demo(cfg)
     finally:
         torch.set_num_threads(threads)
 
 
-def _run_demo(cfg: Any) -> dict[str, Any]:
+def _run_demo(cfg: Demo) -> dict[str, Any]:
     """The steps of the module docstring, each timed; the summary printed and written at the end."""
-    from omegaconf import OmegaConf
-
     from calibration.data.dataset import load_dataset
     from calibration.evaluation.crossval import format_table
-    from calibration.model.settings import Settings
     from rubric.identity import stand_in_note
 
     start = time.perf_counter()
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    settings = Settings.from_cfg(cfg)
-    folds, seed, progress = int(cfg.folds), int(cfg.seed), bool(cfg.progress)
+    settings = cfg.settings
+    folds, seed, progress = cfg.folds, cfg.seed, cfg.progress
     timings: dict[str, float] = {}
-    judge = OmegaConf.to_container(cfg.judge, resolve=True)
+    judge = cfg.judge
 
     with _timed(timings, "gather"):
-        dataset, gathered = prepare_dataset(cfg.get("data"), out, judge, limit=cfg.get("limit"), progress=progress)
+        dataset, gathered = prepare_dataset(cfg.data, out, judge, limit=cfg.limit, progress=progress)
     log.info(f"demo: gather: {gathered.line()}")
     with _timed(timings, "cross-validation"):
-        ds = load_dataset(dataset, target=cfg.get("target"))
+        ds = load_dataset(dataset, target=cfg.target)
         cv, cv_dir = _cross_validate(ds, settings, out, folds=folds, seed=seed, progress=progress)
     with _timed(timings, "final model"):
         model_dir = _final_model(ds, settings, dataset, out, seed=seed, progress=progress)
@@ -195,7 +190,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
         else [{k: c[k] for k in ("name", "smece", "low", "high", "n")} for c in report.get("reliability", [])]
     )
     summary = {
-        "data": str(cfg.get("data") or bundled_data()),
+        "data": cfg.data or str(bundled_data()),
         "items": len(ds.items),
         "label_rows": len(ds.label_item),
         "target_rows": int((ds.answers[:, ds.target_index] >= 0).sum()),  # the pairs the agreement is measured on
@@ -214,7 +209,7 @@ def _run_demo(cfg: Any) -> dict[str, Any]:
     }
     write_json(out / "summary.json", summary, newline=True)
     _print_summary(summary, cv.metrics, roles, aucs, format_table)
-    note = stand_in_note(judge.get("model"))
+    note = stand_in_note(judge.model)
     if note:  # beside the scores, not only in a footnote
         log.info(f"\ndemo: note: {note}.")
     wall = time.perf_counter() - start

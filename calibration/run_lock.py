@@ -11,7 +11,7 @@ is re-entrant), which keeps it safe when called from Python too.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,23 +24,23 @@ from rubric.files import out_lock
 WRITES_INTO: dict[str, tuple[str, ...]] = {"decide": ("model",)}
 
 
-def outputs_of(command: str, cfg: Mapping[str, Any]) -> list[tuple[str, Path, bool]]:
-    """(key, path, is_file) of every output `command` writes with config `cfg`."""
+def outputs_of(command: str, cfg: Any) -> list[tuple[str, Path, bool]]:
+    """(key, path, is_file) of every output `command` writes with `cfg`, its object (calibration/schema/build.py)."""
     found = []
     file_keys = FILE_OUTPUTS.get(command, ())
     for key in ("out", *file_keys):
-        value = cfg.get(key)
+        value = getattr(cfg, key, None)
         if isinstance(value, (str, Path)) and str(value) not in ("", "???") and key not in [f[0] for f in found]:
             found.append((key, Path(str(value)), key in file_keys))
     for key in WRITES_INTO.get(command, ()):
-        value = cfg.get(key)
+        value = getattr(cfg, key, None)
         if isinstance(value, (str, Path)) and Path(str(value)).is_dir():  # a missing one: the loader says so
             found.append((key, Path(str(value)), False))
     return found
 
 
 @contextlib.contextmanager
-def locked_outputs(command: str, cfg: Mapping[str, Any]) -> Iterator[None]:
+def locked_outputs(command: str, cfg: Any) -> Iterator[None]:
     """Hold the lock of every output of `command` for the block (see the module docstring)."""
     with contextlib.ExitStack() as stack:
         for key, path, is_file in outputs_of(command, cfg):

@@ -202,31 +202,23 @@ def rank_pairs(
     return picked, scores[picked]
 
 
-def model_and_data(cfg):
-    """suggest purpose=learn's calibrator, the dataset read against its rubric (its judge checked) and the
-    budget."""
+def model_and_data(data: str | Path, model: str | Path, *, allow_judge_mismatch: bool = False):
+    """suggest purpose=learn's calibrator (the model folder `model`) and the dataset folder `data` read against
+    its rubric, its judge checked against the model's: (model, dataset)."""
     from calibration import load_dataset, load_model
     from rubric.identity import check_same_judge, dataset_judge_identity
 
-    if not cfg.get("model"):
-        raise InputError(
-            "suggest purpose=learn ranks pairs with a calibrator, and no model= was given.",
-            fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.",
-        )
-    model = load_model(cfg.model)
+    model = load_model(model)
     # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
     check_same_judge(
         model.judge_identity,
-        dataset_judge_identity(cfg.data),
+        dataset_judge_identity(data),
         command="suggest",
-        where=cfg.data,
-        allow=bool(cfg["allow_judge_mismatch"]),
+        where=data,
+        allow=allow_judge_mismatch,
     )
-    ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
-    budget = int(cfg.budget)
-    if budget < 1:
-        raise InputError(f"budget={budget} asks for no label.", fix="pass budget=N with N >= 1.")
-    return model, ds, budget
+    ds = load_dataset(data, rubric=model.check_rubric(Path(data) / "rubric.yaml"), require_labels=False)
+    return model, ds
 
 
 def judges_to_ask(judges, model) -> list[str]:

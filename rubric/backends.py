@@ -40,7 +40,7 @@ from rubric.extraction import (
     option_of,
     uniform_fallback,
 )
-from rubric.judge_settings import JudgeConfig  # re-exported: callers import it from here too
+from rubric.judge_settings import JudgeConfig
 from rubric.prompts import Prompt
 from rubric.response_reading import answer_steps, choice_texts, ended_at_once
 from rubric.responses import BadResponse, check_completion, mask_secrets

@@ -21,6 +21,8 @@ class InputError(ValueError):
     """
 
     exit_code = 2
+    label = "error"
+    """The command line's word for it: "role-rubric COMMAND: error: ..."."""
 
     def __init__(self, problem: str, *, path: str | Path | None = None, row: int | None = None, fix: str = ""):
         self.path = None if path is None else str(path)

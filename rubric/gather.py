@@ -29,7 +29,7 @@ from rubric.conversations import Conversation, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
 from rubric.health import check_gather
-from rubric.judge_settings import JudgeConfig, judge_config  # noqa: F401  (judge_config: rubric.gather.judge_config, its old path)
+from rubric.judge_settings import JudgeConfig
 from rubric.long_turns import LONG_TURN_TOKENS, check_long_turns
 from rubric.outputs import (
     GatherResult,
@@ -258,79 +258,70 @@ async def _gather_streaming(
 
 
 # command line -------------------------------------------------------------------------------------------
-def rubric_from_config(cfg: Any, command: str = "gather") -> Rubric:
-    """`rubric_file=PATH` if given, else the composed `rubric` group (conf/rubric/NAME.yaml); a target
-    that nobody chose is announced once, under COMMAND's name."""
-    from omegaconf import OmegaConf
-
-    target = cfg.get("target")
-    if cfg.get("rubric_file"):
-        rubric = load_rubric(cfg.rubric_file, target=target)
+def rubric_from_config(
+    rubric: Mapping[str, Any] | None,
+    *,
+    rubric_file: str | Path | None = None,
+    target: str | None = None,
+    command: str = "gather",
+) -> Rubric:
+    """`rubric_file` if given, else `rubric`, the composed `rubric` group (conf/rubric/NAME.yaml, as a
+    mapping); a target that nobody chose is announced once, under COMMAND's name."""
+    if rubric_file:
+        out = load_rubric(rubric_file, target=target)
     else:
-        rubric = rubric_from_dict(OmegaConf.to_container(cfg.rubric, resolve=True), source="conf/rubric", target=target)
-    note_default_target(rubric, command)
-    return rubric
+        out = rubric_from_dict(dict(rubric or {}), source="conf/rubric", target=target)
+    note_default_target(out, command)
+    return out
 
 
-def run_gather(cfg: Any) -> GatherResult | None:
-    """`role-rubric gather`: read conversations and rubric, gather, write a native dataset dir.
+def run_gather(
+    conversations: str | Path,
+    rubric: Rubric,
+    judge: JudgeConfig,
+    *,
+    out: str | Path,
+    cache: str | Path | None,
+    granularity: str = "turn",
+    include_reason: bool = False,
+    limit: int | None = None,
+    long_turn_tokens: int | None = LONG_TURN_TOKENS,
+    long_turns: str = "warn",
+    progress: bool = True,
+    batch: Any = None,
+    rubric_file: str | Path | None = None,
+) -> GatherResult | None:
+    """`role-rubric gather`: read the conversations file, gather, write a native dataset dir `out`.
 
-    The output folder is locked for the run; it may not hold the run's own inputs unless they are the
-    files it would write. Requests that failed after every retry end the command with IncompleteRun
-    (exit 3) after everything else is written; a judge that mostly named no option, with LowCoverage
-    (exit 4; rubric/health.py) unless judge.allow_low_coverage=true. mode=batch goes through batch files
-    (rubric/batch/run.py) to the same outputs."""
-    from omegaconf import OmegaConf
-
-    if cfg.get("scorer"):  # a reference-based scorer instead of a judge (rubric/scorers/features.py)
-        from rubric.scorers.features import run_scorer_gather
-
-        return run_scorer_gather(cfg, rubric_from_config(cfg))
-    if not cfg.get("conversations") or str(cfg.conversations) == "???":
-        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
-    conversations = load_conversations(cfg.conversations)
-    if cfg.get("limit") is not None:
-        conversations = conversations[: int(cfg.limit)]
-    rubric = rubric_from_config(cfg)
-    judge = JudgeConfig.from_mapping(OmegaConf.to_container(cfg.judge, resolve=True))
-    out = Path(cfg.out)
-    batch = _batch_settings(cfg)
+    The output folder is locked for the run; it may not hold the run's own inputs (the conversations,
+    `rubric_file`) unless they are the files it would write. Requests that failed after every retry end the
+    command with IncompleteRun (exit 3) after everything else is written; a judge that mostly named no
+    option, with LowCoverage (exit 4; rubric/health.py) unless judge.allow_low_coverage=true. batch: the
+    BatchSettings of mode=batch, which goes through batch files (rubric/batch/run.py) to the same outputs;
+    None: online."""
+    source = conversations
+    conversations = load_conversations(source)
+    if limit is not None:
+        conversations = conversations[:limit]
+    out = Path(out)
     with out_lock(out):
-        refuse_overwriting_inputs(cfg, out, rubric, conversations)
+        refuse_overwriting_inputs(source, rubric_file, out, rubric, conversations)
         check_long_turns(
-            list(iter_items(conversations, cfg.granularity)),
+            list(iter_items(conversations, granularity)),
             rubric,
             judge,
-            limit=cfg.get("long_turn_tokens", LONG_TURN_TOKENS),
-            mode=cfg["long_turns"],
-            include_reason=bool(cfg.include_reason),
-            where=cfg.conversations,
+            limit=long_turn_tokens,
+            mode=long_turns,
+            include_reason=include_reason,
+            where=source,
         )
-        if batch is None:
-            result = gather(
-                conversations,
-                rubric,
-                judge,
-                granularity=cfg.granularity,
-                cache=cfg.cache,
-                include_reason=bool(cfg.include_reason),
-                progress=bool(cfg.progress),
-                long_turn_tokens=None,  # checked above, naming the file
-            )
+        options = {"granularity": granularity, "cache": cache, "include_reason": include_reason, "progress": progress}
+        if batch is None:  # long turns: checked above, naming the file
+            result = gather(conversations, rubric, judge, long_turn_tokens=None, **options)
         else:  # through batch files (rubric/batch/run.py); None: the files wait to be run elsewhere
             from rubric.batch.run import gather_batch
 
-            result = gather_batch(
-                conversations,
-                rubric,
-                judge,
-                out=out,
-                settings=batch,
-                granularity=cfg.granularity,
-                cache=cfg.cache,
-                include_reason=bool(cfg.include_reason),
-                progress=bool(cfg.progress),
-            )
+            result = gather_batch(conversations, rubric, judge, out=out, settings=batch, **options)
             if result is None:
                 return None
         written = write_outputs(result, out, rubric, conversations, judge)
@@ -339,7 +330,7 @@ def run_gather(cfg: Any) -> GatherResult | None:
         log.info(f"gather: wrote {path}")
     failed = result.summary.failures
     if failed:
-        asked = result.summary.pairs + (result.summary.items if cfg.include_reason else 0)
+        asked = result.summary.pairs + (result.summary.items if include_reason else 0)
         how = "in the batch" if batch is not None else "after every retry"
         raise IncompleteRun(
             f"{failed} of {asked} requests failed {how}; they are listed here and left out of llm.csv"
@@ -349,21 +340,3 @@ def run_gather(cfg: Any) -> GatherResult | None:
         )
     check_gather(result.summary, allow=judge.allow_low_coverage, path=out / "gather_summary.json")
     return result
-
-
-def _batch_settings(cfg: Any) -> Any:
-    """mode=batch's settings (rubric/batch/lines.py), or None for an online gather (where submit= and results=
-    mean nothing, so giving them is a mistake worth one line)."""
-    from rubric.batch.lines import BatchSettings
-
-    mode = cfg["mode"]
-    if mode != "batch":
-        if cfg.get("results"):
-            raise InputError("results= is read in batch mode only.", fix="add mode=batch.")
-        return None
-    block = cfg.get("batch") or {}
-    return BatchSettings(
-        submit=bool(cfg["submit"]),
-        results=cfg.get("results"),
-        **{k: block[k] for k in ("max_requests", "max_mb", "poll_s", "price_factor") if k in block},
-    )

@@ -4,8 +4,7 @@ Separate from the HTTP backend (rubric/backends.py) because more than that backe
 judge, gather, the worker processes and the output writers. Here are the settings, their checks and the
 identity that goes into cache keys (each setting's default, range and description are its field),
 apart from how requests are sent and retried, and `judge_config`, a JudgeConfig from a conf/judge name, a
-mapping or another JudgeConfig. rubric.backends re-exports `JudgeConfig`, rubric.gather `judge_config` (its
-path before it moved here). (Not named judge_config.py: `rubric.judge_config` is the public function.)
+mapping or another JudgeConfig (also `rubric.judge_config`; not named judge_config.py for that reason).
 """
 
 from __future__ import annotations

@@ -238,17 +238,25 @@ def write_outputs(
     return written
 
 
-def refuse_overwriting_inputs(cfg: Any, out: Path, rubric: Rubric, conversations: Sequence[Conversation]) -> None:
+def refuse_overwriting_inputs(
+    source: str | Path,
+    rubric_file: str | Path | None,
+    out: Path,
+    rubric: Rubric,
+    conversations: Sequence[Conversation],
+) -> None:
     """gather writes rubric.yaml and conversations.jsonl into `out`. An existing one there is replaced only
     when it is what gather would write anyway, or when it came from an earlier gather into `out` and is not
-    this run's input: a dataset folder of the user's own is never rewritten."""
+    this run's input (`source`, the conversations file or folder read; `rubric_file`): a dataset folder of the
+    user's own is never rewritten."""
     import yaml
 
-    inputs = {Path(str(cfg.conversations)).resolve()}
-    if Path(str(cfg.conversations)).is_dir():
-        inputs.add((Path(str(cfg.conversations)) / "conversations.jsonl").resolve())
-    if cfg.get("rubric_file"):
-        inputs |= {Path(str(cfg.rubric_file)).resolve(), (Path(str(cfg.rubric_file)) / "rubric.yaml").resolve()}
+    source = Path(source)
+    inputs = {source.resolve()}
+    if source.is_dir():
+        inputs.add((source / "conversations.jsonl").resolve())
+    if rubric_file:
+        inputs |= {Path(rubric_file).resolve(), (Path(rubric_file) / "rubric.yaml").resolve()}
     earlier_gather = (out / "gather_summary.json").exists()
     planned = {
         "conversations.jsonl": conversations_jsonl(conversations),

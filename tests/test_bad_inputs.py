@@ -465,7 +465,12 @@ CASES += [
         2,
         r"conversations\.jsonl: conversations file not found",
     ),
-    Case("conversations not given", ["gather", "judge=embedding", "out={tmp}/g"], 2, r"no conversations file given"),
+    Case(
+        "conversations not given",
+        ["gather", "judge=embedding", "out={tmp}/g"],
+        2,
+        r"missing required key 'conversations'\. Fix: pass conversations=FILE \(see role-rubric gather --help\)\.$",
+    ),
 ]
 
 

@@ -42,8 +42,9 @@ def test_every_group_option_is_valid_yaml(group):
 
 def test_the_settings_groups_compose_to_the_settings_defaults():
     from calibration.model.settings import Settings
+    from calibration.schema.build import command_config
 
-    assert Settings.from_cfg(compose_config("train", ["data=x", "out=y"])) == Settings()
+    assert command_config("train", ["data=x", "out=y"]).settings == Settings()
 
 
 def test_no_config_file_repeats_a_schema_default():

@@ -17,6 +17,7 @@ from omegaconf import OmegaConf
 from calibration.cli import COMMANDS
 from calibration.compose import compose_config
 from calibration.schema import check_config
+from calibration.schema.store import RuleBroken
 from rubric.errors import InputError
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -178,6 +179,8 @@ def _accepts(command: str, key: str, value: str) -> str | None:
         return f"{command} does not compose {' '.join(overrides)}: {str(exc).splitlines()[0]}"
     try:
         check_config(command, cfg)
+    except RuleBroken:  # a rule between keys is about the whole command line (results= needs mode=batch)
+        return None
     except InputError as exc:
         if exc.problem.startswith(f"{key}=") or key in exc.problem:
             return f"{command} refuses {key}={value}: {exc.one_line()}"

@@ -67,6 +67,22 @@ def holder(tmp_path_factory):
     proc.wait()
 
 
+# what the rules between keys need besides the required keys (calibration/schema: Import.rules, Suggest.rules)
+RULES_NEED = {"import": ["evaluations=e.tsv", "judgments=j.tsv"], "suggest": ["model=m"]}
+
+
+def _args(command: str, out: Path) -> list[str]:
+    """out= and a stand-in for every other key the command requires (the stage never reads them: the run is
+    locked out first, or its stage replaced)."""
+    from calibration.schema import SCHEMAS
+    from calibration.schema.build import missing_keys
+
+    args = [f"out={out}", *RULES_NEED.get(command, [])]
+    for key, what in missing_keys(SCHEMAS[command], {"out": str(out)}):
+        args.append(f"{key}={'1' if what == 'N' else what.split('|')[0] if '|' in what else 'x'}")
+    return args
+
+
 @pytest.mark.parametrize("command", WRITERS)
 def test_a_second_run_into_a_held_output_is_refused(command, holder, tmp_path, capsys):
     out, is_file = _out(command, tmp_path)
@@ -74,7 +90,7 @@ def test_a_second_run_into_a_held_output_is_refused(command, holder, tmp_path, c
     holder.stdin.flush()
     assert holder.stdout.readline().strip() == "held"
     before = sorted(p.name for p in out.parent.rglob("*"))
-    code = main([command, f"out={out}"])
+    code = main([command, *_args(command, out)])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"another role-rubric run (PID {holder.pid}) is writing to this" in err and "Fix: wait" in err
@@ -88,7 +104,7 @@ def _probe(command: str, cfg) -> None:
     """Stands in for a command's stage: at its very end (where the final writes are), a second run of the
     same command into the same output, in another process."""
     done = subprocess.run(
-        [sys.executable, "-m", "calibration.cli", command, f"out={cfg.out}"],
+        [sys.executable, "-m", "calibration.cli", command, *_args(command, Path(cfg.out))],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -102,7 +118,7 @@ def _probe(command: str, cfg) -> None:
 def test_the_output_is_held_until_the_last_write(command, tmp_path, monkeypatch):
     out, is_file = _out(command, tmp_path)
     monkeypatch.setattr(cli.COMMANDS[command][0], "run", lambda cfg: _probe(command, cfg))
-    assert main([command, f"out={out}"]) == 0
+    assert main([command, *_args(command, out)]) == 0
     code, _, err = RESULT[command].partition(" ")
     assert code == "2" and f"(PID {os.getpid()}) is writing to this" in err, RESULT[command]
     assert not lock_path(out, file=is_file).exists()  # no lock file left once the run has ended

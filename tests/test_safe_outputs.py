@@ -236,7 +236,6 @@ def test_a_byte_order_mark_is_accepted(tmp_path):
 def test_gather_rerun_into_its_own_earlier_output_is_allowed(tmp_path):
     """An out written by an earlier gather may be rewritten (a rerun, another limit): only inputs and
     hand-written files are protected."""
-    from omegaconf import OmegaConf
 
     from rubric.conversations import load_conversations, save_conversations
     from rubric.outputs import refuse_overwriting_inputs
@@ -254,10 +253,8 @@ def test_gather_rerun_into_its_own_earlier_output_is_allowed(tmp_path):
     convs = load_conversations(src)
     save_conversations(convs, out / "conversations.jsonl")
     (out / "gather_summary.json").write_text("{}")
-    cfg = OmegaConf.create({"conversations": str(src), "rubric_file": None})
     rubric = load_rubric(ROOT / "conf/rubric/role_adherence.yaml")
-    refuse_overwriting_inputs(cfg, out, rubric, convs[:1])  # no error
-    cfg = OmegaConf.create({"conversations": str(out), "rubric_file": None})
+    refuse_overwriting_inputs(src, None, out, rubric, convs[:1])  # no error
     with pytest.raises(InputError, match="which is this run's input"):
-        refuse_overwriting_inputs(cfg, out, rubric, convs[:1])
-    refuse_overwriting_inputs(cfg, out, rubric, convs)  # the same bytes: allowed
+        refuse_overwriting_inputs(out, None, out, rubric, convs[:1])
+    refuse_overwriting_inputs(out, None, out, rubric, convs)  # the same bytes: allowed

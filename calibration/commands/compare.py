@@ -17,32 +17,26 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> dict[str, Any]:
+def run(cfg: Schema) -> dict[str, Any]:
     """CLI: `role-rubric compare conversations=FILE labels=FILE out=DIR [sizes=[...]] [methods=[...]]`.
     Imports inside, so that `role-rubric --help` loads no stage."""
-    from omegaconf import OmegaConf
-
     from calibration.compare.stage import compare
-    from rubric.errors import InputError
 
-    for key in ("conversations", "labels"):
-        if not cfg.get(key) or str(cfg[key]) == "???":
-            raise InputError(f"no {key} given.", fix=f"pass {key}=PATH (see role-rubric compare --cfg).")
-    container = OmegaConf.to_container(cfg, resolve=True)
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     result = compare(
         cfg.conversations,
         cfg.labels,
-        methods=list(container["methods"]),
-        sizes=[int(n) for n in container["sizes"]],
-        params=container.get("params") or {},
-        extra=container.get("extra") or {},
-        extra_options={k: container[k] for k in ("target", "adheres_at") if container.get(k) is not None}
-        | ({"method": container["extra_method"]} if container.get("extra_method") else {}),
-        n_boot=int(cfg.n_boot),
-        seed=int(cfg.seed),
-        cache=cfg.get("cache"),
+        methods=list(cfg.methods),
+        sizes=[int(n) for n in cfg.sizes],  # the schema takes any list: whole numbers here
+        params=cfg.params or {},
+        extra=cfg.extra or {},
+        extra_options={"target": cfg.target}
+        | ({"adheres_at": cfg.adheres_at} if cfg.adheres_at is not None else {})
+        | ({"method": cfg.extra_method} if cfg.extra_method else {}),
+        n_boot=cfg.n_boot,
+        seed=cfg.seed,
+        cache=cfg.cache,
     )
     _write(result, out)
     _log_tables(result)

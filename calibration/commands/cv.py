@@ -17,33 +17,38 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Any:
+def run(cfg: Schema) -> Any:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`: the
     `CVResult`. Imports inside, so that `role-rubric --help` loads no stage."""
-    from calibration.data.union import data_paths, dataset_labels, training_data_from_cfg
+    from calibration.data.union import data_paths, dataset_labels, load_training_data
     from calibration.evaluation.crossval import cross_validate, item_groups
     from calibration.evaluation.releases import metrics_by_dataset
     from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
-    from calibration.model.settings import Settings
     from rubric.files import out_lock
 
-    settings = Settings.from_cfg(cfg)
-    data = training_data_from_cfg(cfg)
+    settings = cfg.settings
+    data = load_training_data(
+        cfg.data,
+        weights=cfg.weights,
+        target=cfg.target,
+        unmatched_labels=cfg.unmatched_labels,
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+    )
     ds = data.ds
-    check_folds(ds, int(cfg.folds))
-    print_warnings("cv", size_warnings(ds, int(cfg.folds)))
+    check_folds(ds, cfg.folds)
+    print_warnings("cv", size_warnings(ds, cfg.folds))
     with out_lock(cfg.out) as out:  # one run per folder, taken before the long work
-        groups = item_groups(ds, cfg.data, cfg.get("group"))
+        groups = item_groups(ds, cfg.data, cfg.group)
         result = cross_validate(
             ds,
             settings,
-            folds=int(cfg.folds),
-            seed=int(cfg.seed),
-            fold_seed=int(cfg.fold_seed),
+            folds=cfg.folds,
+            seed=cfg.seed,
+            fold_seed=cfg.fold_seed,
             progress=True,
             groups=groups,
         )
-        chosen = _add_nested(cfg, ds, settings, groups, result) if cfg.get("nested") else None
+        chosen = _add_nested(cfg, ds, settings, groups, result) if cfg.nested else None
         by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
         reviewers = _write(cfg, out, ds, settings, result, chosen, by_dataset, data.judge)
     _log_summary(cfg, ds, result, reviewers, by_dataset)
@@ -51,12 +56,11 @@ def run(cfg: Any) -> Any:
     return result
 
 
-def _add_nested(cfg: Any, ds: Any, settings: Any, groups: Any, result: Any) -> Any:
+def _add_nested(cfg: Schema, ds: Any, settings: Any, groups: Any, result: Any) -> Any:
     """nested=true: the network with its settings searched inside each outer fold, added to `result` as the
     method calibrated_nested; the settings chosen per fold."""
     import numpy as np
     import pandas as pd
-    from omegaconf import OmegaConf
 
     from calibration.evaluation.crossval import nested_cross_validate, tabulate_predictions
     from calibration.evaluation.releases import item_folds
@@ -64,17 +68,17 @@ def _add_nested(cfg: Any, ds: Any, settings: Any, groups: Any, result: Any) -> A
     nested, chosen = nested_cross_validate(
         ds,
         settings,
-        OmegaConf.to_container(cfg.search.space, resolve=True),
-        trials=int(cfg.search.trials),
-        inner_folds=int(cfg.search.inner_folds),
-        folds=int(cfg.folds),
-        seed=int(cfg.seed),
-        fold_seed=int(cfg.fold_seed),
+        cfg.search.space,
+        trials=cfg.search.trials,
+        inner_folds=cfg.search.inner_folds,
+        folds=cfg.folds,
+        seed=cfg.seed,
+        fold_seed=cfg.fold_seed,
         progress=True,
         groups=groups,
     )
     rows = np.flatnonzero(ds.answers[:, ds.target_index] >= 0)
-    fold_of_row = item_folds(ds, groups, int(cfg.folds), int(cfg.fold_seed))[ds.label_item]
+    fold_of_row = item_folds(ds, groups, cfg.folds, cfg.fold_seed)[ds.label_item]
     frame, metrics = tabulate_predictions(ds, rows, fold_of_row, {"calibrated_nested": nested})
     result.predictions = pd.concat([result.predictions, frame], ignore_index=True)
     result.metrics.update(metrics)
@@ -82,7 +86,7 @@ def _add_nested(cfg: Any, ds: Any, settings: Any, groups: Any, result: Any) -> A
 
 
 def _write(
-    cfg: Any, out: Any, ds: Any, settings: Any, result: Any, chosen: Any, by_dataset: Any, judge: dict | None
+    cfg: Schema, out: Any, ds: Any, settings: Any, result: Any, chosen: Any, by_dataset: Any, judge: dict | None
 ) -> dict:
     """The cv folder: predictions.csv, metrics.json (the judge of its distributions, as train records it, None:
     not recorded; several directories: each one's metrics, and which rows chose the model to deploy) and reviewers.json (can the calibrated judge replace a reviewer?,
@@ -99,19 +103,19 @@ def _write(
         ds,
         settings,
         result,
-        folds=int(cfg.folds),
-        seed=int(cfg.seed),
-        fold_seed=int(cfg.fold_seed),
+        folds=cfg.folds,
+        seed=cfg.seed,
+        fold_seed=cfg.fold_seed,
         nested_choices=chosen,
-        group=cfg.get("group"),
+        group=cfg.group,
         extra=extra,
     )
-    reviewers = cv_reviewer_agreement(ds, result, float(cfg["epsilon"]))
+    reviewers = cv_reviewer_agreement(ds, result, cfg.epsilon)
     write_json(out / "reviewers.json", reviewers)
     return reviewers
 
 
-def _log_summary(cfg: Any, ds: Any, result: Any, reviewers: dict, by_dataset: Any) -> None:
+def _log_summary(cfg: Schema, ds: Any, result: Any, reviewers: dict, by_dataset: Any) -> None:
     """The metrics table, the reviewers' verdicts, the run, each directory's metrics, and which model wins."""
     from calibration.evaluation.crossval import format_table, winner_line
     from calibration.evaluation.releases import format_by_dataset
@@ -122,4 +126,4 @@ def _log_summary(cfg: Any, ds: Any, result: Any, reviewers: dict, by_dataset: An
     log.info(f"cv: {cfg.folds}-fold, target {ds.rubric.target!r}, {result.seconds:.1f}s")
     if by_dataset:
         log.info(format_by_dataset(by_dataset))
-    log.info(winner_line(result.metrics, cfg.data, cfg.get("target"), cfg.get("weights"), by_dataset))
+    log.info(winner_line(result.metrics, cfg.data, cfg.target, cfg.weights, by_dataset))

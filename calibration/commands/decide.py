@@ -19,7 +19,7 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Path:
+def run(cfg: Schema) -> Path:
     """CLI: `role-rubric decide model=MODEL_DIR calibration=LABELLED_DIR [data=DIR] risk=0.1 delta=0.1
     [against=majority|reviewers] out=DIR`. Stores the calibration turns beside the model (for
     `RoleAdherence(risk=...)`), writes threshold.json (with the risk-coverage curve on the calibration
@@ -34,36 +34,34 @@ def run(cfg: Any) -> Path:
     rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
     _check_judges(cfg, model)
     cal = _calibration_set(cfg, model, rubric)
-    check_adheres_at(rubric.question(rubric.target), None if cfg.get("adheres_at") is None else float(cfg.adheres_at))
-    adheres_at = (
-        default_adheres_at(rubric.question(rubric.target)) if cfg.get("adheres_at") is None else float(cfg.adheres_at)
-    )
+    check_adheres_at(rubric.question(rubric.target), cfg.adheres_at)
+    adheres_at = default_adheres_at(rubric.question(rubric.target)) if cfg.adheres_at is None else cfg.adheres_at
     table = calibration_table(model, cal, adheres_at)
     atomic_to_csv(table, Path(cfg.model) / CALIBRATION_FILE)
     out = Path(cfg.out)
     chosen = _write_threshold(cfg, table, adheres_at, out)
-    if cfg.get("data"):
+    if cfg.data:
         _decide_turns(cfg, model, adheres_at, chosen.threshold, out)
     log.info(
-        f"decide: wrote {out / 'threshold.json'}{' and decisions.csv' if cfg.get('data') else ''}; "
+        f"decide: wrote {out / 'threshold.json'}{' and decisions.csv' if cfg.data else ''}; "
         f"calibration turns stored in {Path(cfg.model) / CALIBRATION_FILE}"
     )
     return out
 
 
-def _check_judges(cfg: Any, model: Any) -> None:
+def _check_judges(cfg: Schema, model: Any) -> None:
     """Refuse a calibration set (or turns to decide) from another judge than the model's: a threshold
     calibrated on another judge's distributions promises nothing about this model's turns."""
     from rubric.errors import InputError
     from rubric.identity import check_same_judge, dataset_judge_identity, identity_differences
 
-    allow = bool(cfg["allow_judge_mismatch"])
-    for key in ("calibration", "data") if cfg.get("data") else ("calibration",):
+    allow = cfg.allow_judge_mismatch
+    for folder in (cfg.calibration, cfg.data) if cfg.data else (cfg.calibration,):
         check_same_judge(
-            model.judge_identity, dataset_judge_identity(cfg[key]), allow=allow, command="decide", where=cfg[key]
+            model.judge_identity, dataset_judge_identity(folder), allow=allow, command="decide", where=folder
         )
-    if cfg.get("data") and not model.judge_identity and not allow:  # then the calibration set's judge is the reference
-        cal_judge, data_judge = (dataset_judge_identity(cfg[k]) for k in ("calibration", "data"))
+    if cfg.data and not model.judge_identity and not allow:  # then the calibration set's judge is the reference
+        cal_judge, data_judge = (dataset_judge_identity(folder) for folder in (cfg.calibration, cfg.data))
         diffs = identity_differences(cal_judge, data_judge) if cal_judge and data_judge else []
         if diffs or bool(cal_judge) != bool(data_judge):
             raise InputError(
@@ -74,7 +72,7 @@ def _check_judges(cfg: Any, model: Any) -> None:
             )
 
 
-def _calibration_set(cfg: Any, model: Any, rubric: Any) -> Any:
+def _calibration_set(cfg: Schema, model: Any, rubric: Any) -> Any:
     """The calibration dataset, checked: its target answered, and held out of the model's training."""
     from calibration import load_dataset
     from calibration.model.provenance import refuse_overlap
@@ -95,7 +93,7 @@ def _calibration_set(cfg: Any, model: Any, rubric: Any) -> Any:
     return cal
 
 
-def _write_threshold(cfg: Any, table: Any, adheres_at: float, out: Path) -> Any:
+def _write_threshold(cfg: Schema, table: Any, adheres_at: float, out: Path) -> Any:
     """Choose the threshold at risk=, delta=, against=, write OUT/threshold.json with its risk-coverage
     curve, and log what it decides: the chosen `Threshold`."""
     from dataclasses import asdict
@@ -104,7 +102,7 @@ def _write_threshold(cfg: Any, table: Any, adheres_at: float, out: Path) -> Any:
     from calibration.evaluation.risk_control import RISK_LEVELS
     from rubric.jsonfile import write_json
 
-    risk, delta, against = float(cfg.risk), float(cfg.delta), str(cfg.against)
+    risk, delta, against = cfg.risk, cfg.delta, cfg.against
     chosen = threshold_from(table, risk=risk, delta=delta, against=against)
     curve = [asdict(threshold_from(table, risk=r, delta=delta, against=against)) for r in RISK_LEVELS]
     out.mkdir(parents=True, exist_ok=True)
@@ -123,7 +121,7 @@ def _write_threshold(cfg: Any, table: Any, adheres_at: float, out: Path) -> Any:
     return chosen
 
 
-def _decide_turns(cfg: Any, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
+def _decide_turns(cfg: Schema, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
     """Decide every turn of data=DIR at the threshold: OUT/decisions.csv, one row per turn."""
     from calibration import load_dataset
     from calibration.decide import adherence_probability

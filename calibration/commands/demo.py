@@ -13,8 +13,8 @@ from calibration.schema.commands_train import Demo as Schema
 __all__ = ["Schema", "run"]
 
 
-def run(cfg: Any) -> Any:
-    """Run `demo` on a composed and checked config (calibration.cli composes, checks and locks its outputs)."""
+def run(cfg: Schema) -> Any:
+    """Run `demo` on its checked object (calibration.cli builds it and locks its outputs)."""
     from calibration.demo import run_demo
 
     return run_demo(cfg)

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from calibration.schema.commands_release import Estimate as Schema
 
@@ -18,21 +17,24 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Path:
+def run(cfg: Schema) -> Path:
     """CLI: `role-rubric estimate data=DIR model=MODEL_DIR out=OUT [alpha=0.1] [baseline=DIR2] [fail_under=X]
     [fail_if_worse=true]`: estimate.json's path; a failed gate raises GateFailed (exit status 1) once
     everything is written. Imports inside, so that `role-rubric --help` loads no stage."""
     from calibration.release.gate import GateFailed, gate, sequential_looks
     from rubric.files import out_lock
 
-    fail_under = None if cfg.get("fail_under") is None else float(cfg.fail_under)
     with out_lock(cfg.out) as out:
         result = _estimate(cfg, Path(out))
-        ident = sequential_looks(result, out, cfg) if cfg["sequential"] else None
-        failed = gate(result, fail_under=fail_under, fail_if_worse=bool(cfg["fail_if_worse"]))
+        ident = (
+            sequential_looks(result, out, data=cfg.data, model=cfg.model, baseline=cfg.baseline, alpha=cfg.alpha)
+            if cfg.sequential
+            else None
+        )
+        failed = gate(result, fail_under=cfg.fail_under, fail_if_worse=cfg.fail_if_worse)
         result["gate"] = {
-            "fail_under": fail_under,
-            "fail_if_worse": bool(cfg["fail_if_worse"]),
+            "fail_under": cfg.fail_under,
+            "fail_if_worse": cfg.fail_if_worse,
             "passed": not failed,
             "failed": failed,
         }
@@ -43,7 +45,7 @@ def run(cfg: Any) -> Path:
     return path
 
 
-def _estimate(cfg: Any, out: Path) -> dict:
+def _estimate(cfg: Schema, out: Path) -> dict:
     """The estimate (calibration/release/estimate.py) with the command's keys; crossfit=K writes the adapted
     model into OUT/adapted_model."""
     from calibration.release.estimate import estimate_release
@@ -51,16 +53,16 @@ def _estimate(cfg: Any, out: Path) -> dict:
     return estimate_release(
         cfg.data,
         cfg.model,
-        alpha=float(cfg.alpha),
-        adheres_at=None if cfg.get("adheres_at") is None else float(cfg.adheres_at),
-        baseline=cfg.get("baseline"),
-        plan=cfg.get("plan"),
-        population=str(cfg["population"]),
-        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
-        bias_margin=float(cfg["bias_margin"]),
-        on_shift=str(cfg["on_shift"]),
-        width=cfg.get("width"),
-        crossfit=None if cfg.get("crossfit") is None else cfg.crossfit,
+        alpha=cfg.alpha,
+        adheres_at=cfg.adheres_at,
+        baseline=cfg.baseline,
+        plan=cfg.plan,
+        population=cfg.population,
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+        bias_margin=cfg.bias_margin,
+        on_shift=cfg.on_shift,
+        width=cfg.width,
+        crossfit=cfg.crossfit,
         adapted_out=out / "adapted_model",
     )
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from calibration.schema.commands_train import Evaluate as Schema
 
@@ -17,14 +16,14 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> dict:
+def run(cfg: Schema) -> dict:
     """CLI: `role-rubric evaluate predictions=FILE data=DIR out=metrics.json [target=Q]`. Imports inside, so
     that `role-rubric --help` loads no stage."""
     from calibration.data.dataset import load_dataset
     from calibration.evaluation.metrics import evaluate_predictions, read_predictions, target_labels
     from rubric.jsonfile import write_json
 
-    ds = load_dataset(cfg.data, target=cfg.get("target"), unmatched_labels=cfg["unmatched_labels"])
+    ds = load_dataset(cfg.data, target=cfg.target, unmatched_labels=cfg.unmatched_labels)
     predictions = read_predictions(Path(cfg.predictions), ds.rubric)
     metrics = evaluate_predictions(predictions, target_labels(ds), ds.rubric.target)
     out = Path(cfg.out)

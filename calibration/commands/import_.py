@@ -29,27 +29,24 @@ EXPORT_NAME = "label-studio-export.json"
 """The export pulled with url= and project=, saved in the output folder."""
 
 
-def run(cfg: Any) -> dict[str, int]:
+def run(cfg: Schema) -> dict[str, int]:
     """CLI: `role-rubric import source=llm-rubric|label-studio|sheet|otel|mlflow|phoenix ... out=DIR`: the counts. Imports inside,
     so that `role-rubric --help` loads no stage."""
     from calibration.labelling.answers import copied_names, write_labelled_dataset
     from calibration.release.plan import PLAN_FILE
     from rubric.schema import load_rubric
 
-    source = str(cfg.source)
+    source = cfg.source
     if source in ("otel", "mlflow", "phoenix"):  # a chatbot's traces: calibration/commands/import_traces.py
         from calibration.commands.import_traces import run as import_traces
 
         return import_traces(cfg)
-    if source == "llm-rubric":
-        _need(cfg, source, "evaluations", "judgments")
+    if source == "llm-rubric":  # each source's keys given: the schema's rules (calibration/schema/commands_data.py)
         return _llm_rubric(cfg)
-    _need(cfg, source, "data")
     data = Path(cfg.data)
     rubric = load_rubric(data / "rubric.yaml")
     pulled = None  # the export pulled from a server (url=), saved once every check has passed
     if source == "sheet":
-        _need(cfg, source, "sheet")
         labels, counts = _sheet_labels(cfg, data, rubric)
     else:
         labels, counts, pulled = _label_studio_labels(cfg, data, rubric)
@@ -67,7 +64,7 @@ def run(cfg: Any) -> dict[str, int]:
     return counts
 
 
-def _plan_to_carry(cfg: Any, data: Path, labels: Any) -> Path | None:
+def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     """The sampling plan to copy into out= (None: none), checked before anything is written: `estimate
     data=OUT` weights each labelled conversation by it, so a plan the imported labels were not drawn with must
     fail here, where the fix is easy. plan= names it; by default it is the sample_plan.csv that `suggest`
@@ -77,10 +74,10 @@ def _plan_to_carry(cfg: Any, data: Path, labels: Any) -> Path | None:
     from rubric.errors import InputError
     from rubric.files import file_sha256
 
-    given = cfg.get("plan")
-    if given is not None and str(given).strip().lower() == "none":
+    given = cfg.plan
+    if given is not None and given.strip().lower() == "none":
         return None
-    beside_sheet = [Path(cfg.sheet).parent / PLAN_FILE] if cfg.get("sheet") else []
+    beside_sheet = [Path(cfg.sheet).parent / PLAN_FILE] if cfg.sheet else []
     path = Path(given) if given else next((p for p in (*beside_sheet, data / PLAN_FILE) if p.is_file()), None)
     if path is None:
         return None
@@ -133,7 +130,7 @@ def _warn_earlier_labels_outside(data: Path, plan: Path) -> None:
         )
 
 
-def _llm_rubric(cfg: Any) -> dict[str, int]:
+def _llm_rubric(cfg: Schema) -> dict[str, int]:
     """source=llm-rubric: LLM-Rubric's evaluations and judgments TSVs -> a native dataset folder."""
     from calibration.data.importers import import_llm_rubric
 
@@ -146,7 +143,7 @@ def _llm_rubric(cfg: Any) -> dict[str, int]:
     return counts
 
 
-def _sheet_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[str, int]]:
+def _sheet_labels(cfg: Schema, data: Path, rubric: Any) -> tuple[Any, dict[str, int]]:
     """source=sheet: the filled sheet's labels, checked against the conversations (or, without them, the
     turns of llm.csv; labels per conversation where those turns are whole conversations)."""
     from calibration.labelling.items import dataset_conversations, llm_items
@@ -164,43 +161,32 @@ def _sheet_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[str, int
     )
 
 
-def _label_studio_labels(cfg: Any, data: Path, rubric: Any) -> tuple[Any, dict[str, int], str | None]:
+def _label_studio_labels(cfg: Schema, data: Path, rubric: Any) -> tuple[Any, dict[str, int], str | None]:
     """source=label-studio: the labels of an export file (export=), or of the project pulled from the
     server (url= and project=), with that export's text (None for export=) for `_save_export`."""
     import json
 
     from calibration.labelling.export_shape import check_export
     from calibration.labelling.items import dataset_conversations
-    from calibration.labelling.label_studio import label_studio_labels, read_export, read_judge_map
     from calibration.labelling.label_studio_api import LabelStudio, api_token
-    from calibration.labelling.label_studio_export import with_emails
-    from rubric.errors import InputError
+    from calibration.labelling.label_studio_export import label_studio_labels, read_export, read_judge_map, with_emails
 
     conversations = dataset_conversations(data)
-    judge_map = read_judge_map(cfg.judge_map) if cfg.get("judge_map") else None
+    judge_map = read_judge_map(cfg.judge_map) if cfg.judge_map else None
     users = None
-    if cfg.get("export"):
-        if cfg.get("url"):
-            raise InputError(
-                "both export= and url= given.", fix="pass export=FILE.json, or url= and project=, not both."
-            )
+    if cfg.export:  # export= or url= with project=, not both: the schema's rules
         path, tasks = Path(cfg.export), read_export(cfg.export)
     else:
-        if not cfg.get("url") or cfg.get("project") is None:
-            raise InputError(
-                "source=label-studio needs export=FILE.json, or url= and project=.",
-                fix=f"pass export= a JSON export of the project, or url=URL project=ID (token in ${cfg.token_env}).",
-            )
-        client = LabelStudio(str(cfg.url), api_token(cfg.token_env), timeout=float(cfg.timeout))
-        where = f"project {cfg.project} at {str(cfg.url).rstrip('/')}"
-        tasks, users = check_export(client.export(int(cfg.project)), where), client.users()
+        client = LabelStudio(cfg.url, api_token(cfg.token_env), timeout=cfg.timeout)
+        where = f"project {cfg.project} at {cfg.url.rstrip('/')}"
+        tasks, users = check_export(client.export(cfg.project), where), client.users()
         labels, counts = label_studio_labels(tasks, rubric, conversations, path=where, users=users, judge_map=judge_map)
         return labels, counts, json.dumps(with_emails(tasks, users), ensure_ascii=False, indent=1)
     labels, counts = label_studio_labels(tasks, rubric, conversations, path=path, users=users, judge_map=judge_map)
     return labels, counts, None
 
 
-def _save_export(cfg: Any, text: str) -> None:
+def _save_export(cfg: Schema, text: str) -> None:
     """The export pulled from the server, saved as OUT/label-studio-export.json: only once every answer and
     the plan are checked, so bad input leaves nothing half-written."""
     from rubric.files import atomic_write_text, ensure_out_dir
@@ -208,15 +194,3 @@ def _save_export(cfg: Any, text: str) -> None:
     path = ensure_out_dir(cfg.out) / EXPORT_NAME
     atomic_write_text(path, text)
     log.info(f"import: wrote {path} (project {cfg.project} as exported, annotators named by email)")
-
-
-def _need(cfg: Any, source: str, *keys: str) -> None:
-    """Each of `keys` given, else one line naming the key the source needs."""
-    from rubric.errors import InputError
-
-    for key in keys:
-        if cfg.get(key) in (None, "", "???"):
-            other = " (labels from reviewers: source=label-studio or source=sheet)" if source == "llm-rubric" else ""
-            raise InputError(
-                f"source={source} needs {key}=.", fix=f"pass {key}=PATH{other}; see `role-rubric import --help`."
-            )

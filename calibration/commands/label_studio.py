@@ -20,38 +20,31 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> dict[str, int]:
+def run(cfg: Schema) -> dict[str, int]:
     """CLI: `role-rubric label-studio data=DIR (out=DIR | url=URL [project=ID]) [select=FILE] [predictions=FILE]`:
     the counts. Imports inside, so that `role-rubric --help` loads no stage."""
     from calibration.labelling.items import dataset_conversations, every_turn, read_selection
     from calibration.labelling.label_studio import label_config, make_tasks, read_predictions
     from calibration.labelling.label_studio_api import api_token
-    from rubric.errors import InputError
     from rubric.schema import load_rubric
 
-    token = api_token(cfg.token_env) if cfg.get("url") else ""  # before any work: the likeliest mistake
+    token = api_token(cfg.token_env) if cfg.url else ""  # before any work: the likeliest mistake
     data = Path(cfg.data)
     rubric = load_rubric(data / "rubric.yaml")
     conversations = dataset_conversations(data)
-    items = read_selection(cfg.select, conversations) if cfg.get("select") else every_turn(conversations)
-    predictions = read_predictions(cfg.predictions, rubric) if cfg.get("predictions") else None
+    items = read_selection(cfg.select, conversations) if cfg.select else every_turn(conversations)
+    predictions = read_predictions(cfg.predictions, rubric) if cfg.predictions else None
     tasks = make_tasks(items, conversations, predictions)
     config = label_config(rubric)
     with_guess = sum("predictions" in t for t in tasks)
-    if not cfg.get("url") and not cfg.get("out"):
-        raise InputError(
-            "nowhere to put the tasks.",
-            fix="pass out=FOLDER (files to import by hand) or url=URL "
-            "(Label Studio's address; the token in $" + str(cfg.token_env) + ").",
-        )
     counts = {"tasks": len(tasks), "tasks_with_pre_annotation": with_guess}
     log.info(
         f"label-studio: {len(tasks)} tasks (one per turn to label; {with_guess} with the calibrated prediction "
         f"as a pre-annotation), {len(rubric.ids)} questions each"
     )
-    if cfg.get("out"):
+    if cfg.out:
         _write_files(cfg.out, tasks, config)
-    if cfg.get("url"):
+    if cfg.url:
         counts.update(_push(cfg, token, tasks, config))
     return counts
 
@@ -71,19 +64,19 @@ def _write_files(out: Any, tasks: list[dict], config: str) -> None:
     )
 
 
-def _push(cfg: Any, token: str, tasks: list[dict], config: str) -> dict[str, int]:
+def _push(cfg: Schema, token: str, tasks: list[dict], config: str) -> dict[str, int]:
     """The tasks into a new project (no project=) or an existing one that asks the same questions, skipping
     the turns it holds already: the project and the counts."""
     from calibration.labelling.label_studio import check_same_questions
     from calibration.labelling.label_studio_api import LabelStudio
 
-    client = LabelStudio(str(cfg.url), token, timeout=float(cfg.timeout))
-    if cfg.get("project") is None:
-        project = client.create_project(str(cfg.title), config, annotations_per_task=int(cfg.annotations_per_task))
+    client = LabelStudio(cfg.url, token, timeout=cfg.timeout)
+    if cfg.project is None:
+        project = client.create_project(cfg.title, config, annotations_per_task=cfg.annotations_per_task)
         fresh, already = tasks, 0
         made = "a new project"
     else:
-        project = int(cfg.project)
+        project = cfg.project
         check_same_questions(client.project(project).get("label_config", ""), config, project, cfg.url)
         there = {
             (str(t["data"].get("conversation_id")), str(t["data"].get("turn")))
@@ -95,6 +88,6 @@ def _push(cfg: Any, token: str, tasks: list[dict], config: str) -> dict[str, int
     added = client.add_tasks(project, fresh) if fresh else 0
     log.info(
         f"label-studio: added {added} tasks to {made} {project} ({already} were already there): "
-        f"{str(cfg.url).rstrip('/')}/projects/{project}"
+        f"{cfg.url.rstrip('/')}/projects/{project}"
     )
     return {"project": project, "tasks_added": added, "tasks_already_there": already}

@@ -17,7 +17,7 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Path:
+def run(cfg: Schema) -> Path:
     """CLI: `role-rubric predict model=DIR data=DIR out=predictions.csv [judges=labelled|population|[ids]]`.
     Imports inside, so that `role-rubric --help` loads no stage."""
     import numpy as np
@@ -33,14 +33,14 @@ def run(cfg: Any) -> Path:
     check_same_judge(
         model.judge_identity,
         dataset_judge_identity(cfg.data),
-        allow=bool(cfg["allow_judge_mismatch"]),
+        allow=cfg.allow_judge_mismatch,
         command="predict",
         where=cfg.data,
     )
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
-    shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), str(cfg["on_shift"]), "predict")
+    shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), cfg.on_shift, "predict")
     X = torch.from_numpy(ds.features(model.spec))
-    item, judge_names = prediction_pairs(ds, cfg["judges"], cfg.data)
+    item, judge_names = prediction_pairs(ds, cfg.judges, cfg.data)
     judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
     unseen = sorted({j for j in judge_names if j and model.judge_index(j) < 0})
     if unseen:
@@ -51,7 +51,7 @@ def run(cfg: Any) -> Path:
     return _write(cfg, frame, shift, len(item), len(ds.rubric.ids))
 
 
-def _write(cfg: Any, frame: Any, shift: dict, pairs: int, questions: int) -> Path:
+def _write(cfg: Schema, frame: Any, shift: dict, pairs: int, questions: int) -> Path:
     """predictions.csv and, beside it, the shift check's block (calibration/model/shift.py)."""
     from rubric.files import atomic_to_csv
     from rubric.jsonfile import write_json

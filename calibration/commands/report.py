@@ -13,8 +13,8 @@ from calibration.schema.commands_train import Report as Schema
 __all__ = ["Schema", "run"]
 
 
-def run(cfg: Any) -> Any:
-    """Run `report` on a composed and checked config (calibration.cli composes, checks and locks its outputs)."""
+def run(cfg: Schema) -> Any:
+    """Run `report` on its checked object (calibration.cli builds it and locks its outputs)."""
     from calibration.report.build import run_report
 
     return run_report(cfg)

@@ -18,19 +18,17 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Any:
+def run(cfg: Schema) -> Any:
     """CLI: `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv`: the
     per-conversation frame. Imports inside, so that `role-rubric --help` loads no stage."""
     from calibration.score import results_frames
     from rubric.conversations import load_conversations
     from rubric.errors import InputError
 
-    if not cfg.get("conversations") or str(cfg.conversations) == "???":
-        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
     conversations = load_conversations(cfg.conversations)
     out = Path(cfg.out)
     metric, cache = _metric(cfg, out)
-    results = metric.measure_many(conversations, progress=bool(cfg["progress"]))
+    results = metric.measure_many(conversations, progress=cfg.progress)
     conv_frame, turn_frame = results_frames(results, conversations)
     turns_out, shift_out = _write(cfg, out, metric, conv_frame, turn_frame)
     _log_summary(cfg, metric, conv_frame)
@@ -44,42 +42,40 @@ def run(cfg: Any) -> Any:
     return conv_frame
 
 
-def _metric(cfg: Any, out: Path) -> tuple[Any, Any]:
+def _metric(cfg: Schema, out: Path) -> tuple[Any, Any]:
     """(the `RoleAdherence` the keys describe, its cache path): the cache defaults to OUT.cache.sqlite."""
-    from omegaconf import OmegaConf
-
     from calibration.api import RoleAdherence
     from rubric.ids import clean_id_list
 
-    judges = cfg.get("judges")
+    judges = cfg.judges
     if judges is not None and not isinstance(judges, str):
-        judges = clean_id_list(OmegaConf.to_container(judges))
+        judges = clean_id_list(judges)
     rubric = None
-    if cfg.get("calibrator") is None:
+    if cfg.calibrator is None:
         from rubric.gather import rubric_from_config
 
-        rubric = rubric_from_config(cfg, "score")
-    cache = cfg.get("cache") or out.with_suffix(".cache.sqlite")
+        rubric = rubric_from_config(cfg.rubric, rubric_file=cfg.rubric_file, target=cfg.target, command="score")
+    cache = cfg.cache or out.with_suffix(".cache.sqlite")
     metric = RoleAdherence(
-        calibrator=cfg.get("calibrator"),
-        judge=OmegaConf.to_container(cfg.judge, resolve=True),
-        threshold=float(cfg.threshold),
-        strict_mode=bool(cfg.strict_mode),
-        output_mode=str(cfg.output_mode),
-        granularity=str(cfg.granularity),
+        calibrator=cfg.calibrator,
+        judge=cfg.judge,
+        threshold=cfg.threshold,
+        strict_mode=cfg.strict_mode,
+        output_mode=cfg.output_mode,
+        granularity=cfg.granularity,
         judges=judges,
-        include_reason=bool(cfg.include_reason),
+        include_reason=cfg.include_reason,
         rubric=rubric,
-        adheres_at=cfg.get("adheres_at"),
+        adheres_at=cfg.adheres_at,
         cache=cache,
-        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
-        on_shift=str(cfg["on_shift"]),
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+        on_shift=cfg.on_shift,
     )
     metric.command = "score"  # the shift check's warning prints as "score: warning: ..."
     return metric, cache
 
 
-def _write(cfg: Any, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -> tuple[Path, Path | None]:
+def _write(cfg: Schema, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -> tuple[Path, Path | None]:
     """Write the per-conversation CSV (out=), the per-turn CSV (turns_out=, else OUT_turns.csv) and, when
     calibrated, the shift check (OUT_shift.json): (the per-turn path, the shift path or None)."""
     from rubric.files import atomic_to_csv
@@ -87,7 +83,7 @@ def _write(cfg: Any, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -
 
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(conv_frame, out)
-    turns_out = Path(cfg.get("turns_out") or out.with_name(out.stem + "_turns.csv"))
+    turns_out = Path(cfg.turns_out or out.with_name(out.stem + "_turns.csv"))
     atomic_to_csv(turn_frame, turns_out)
     shift_out = None
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
@@ -96,7 +92,7 @@ def _write(cfg: Any, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -
     return turns_out, shift_out
 
 
-def _scored_with(cfg: Any, metric: Any) -> dict[str, Any]:
+def _scored_with(cfg: Schema, metric: Any) -> dict[str, Any]:
     """What the scores were made with, so that `publish` names their source and refuses another model's."""
     from calibration.publish.results import model_info
 
@@ -110,12 +106,12 @@ def _scored_with(cfg: Any, metric: Any) -> dict[str, Any]:
     }
 
 
-def _log_summary(cfg: Any, metric: Any, conv_frame: Any) -> None:
+def _log_summary(cfg: Schema, metric: Any, conv_frame: Any) -> None:
     """The table (its first show= rows), the mean score and pass count, and the notes about the judges."""
     from calibration.score import format_results
     from rubric.identity import stand_in_note
 
-    log.info(format_results(conv_frame, limit=cfg.get("show")))
+    log.info(format_results(conv_frame, limit=cfg.show))
     mean = conv_frame["score"].mean()
     log.info(
         f"score: {len(conv_frame)} conversations, mean score {mean:.3f}, "

@@ -17,37 +17,41 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Any:
+def run(cfg: Schema) -> Any:
     """CLI: `role-rubric search data=DIR [out=DIR] [search.trials=100] [search.storage=URL]`: the Optuna
     study. Imports inside, so that `role-rubric --help` loads no stage."""
     import time
 
-    from calibration.data.union import training_data_from_cfg
+    from calibration.data.union import load_training_data
     from calibration.evaluation.search import search
-    from calibration.model.settings import Settings
     from rubric.files import out_lock
 
-    ds = training_data_from_cfg(cfg).ds
+    ds = load_training_data(
+        cfg.data,
+        weights=cfg.weights,
+        target=cfg.target,
+        unmatched_labels=cfg.unmatched_labels,
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+    ).ds
     out = Path(cfg.out)
     with out_lock(out):
         storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
         # a storage of the user's may be shared with other searches: heartbeats tell killed trials apart
-        heartbeat = int(cfg.search.get("heartbeat", 10)) if cfg.search.storage else None
-        space = _plain(cfg.search.space)
+        heartbeat = cfg.search.heartbeat if cfg.search.storage else None
         start = time.perf_counter()
         study = search(
             ds,
-            Settings.from_cfg(cfg),
-            space,
-            trials=int(cfg.search.trials),
-            folds=int(cfg.search.inner_folds),
-            seed=int(cfg.seed),
+            cfg.settings,
+            cfg.search.space,
+            trials=cfg.search.trials,
+            folds=cfg.search.inner_folds,
+            seed=cfg.seed,
             storage=storage,
             study_name=cfg.search.study,
             timeout=cfg.search.timeout,
-            workers=int(cfg.search.workers),
+            workers=cfg.search.workers,
             progress=True,
-            resume=bool(cfg.search.get("resume", True)),
+            resume=cfg.search.resume,
             heartbeat=heartbeat,
         )
         summary = _write(cfg, out, study, storage, start)
@@ -55,14 +59,7 @@ def run(cfg: Any) -> Any:
     return study
 
 
-def _plain(node: Any) -> dict:
-    """The search space as a plain dict (a config node resolved; a dict as it is)."""
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(node, resolve=True) if not isinstance(node, dict) else node
-
-
-def _write(cfg: Any, out: Path, study: Any, storage: str, start: float) -> dict:
+def _write(cfg: Schema, out: Path, study: Any, storage: str, start: float) -> dict:
     """OUT/best.yaml (the recommended overrides, none when no trial beat the current settings) and
     OUT/search.json (the summary, the storage shown without its password; seconds since `start`): the summary."""
     import json

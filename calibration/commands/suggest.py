@@ -21,22 +21,16 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Path:
+def run(cfg: Schema) -> Path:
     """CLI: `role-rubric suggest data=DIR model=MODEL_DIR budget=N out=to_label.csv [judges=[ids]]
     [strategy=bald] [diversity=0.5] [questions=all|target]`, or `purpose=estimate [width=W | decide_at=X]`.
     Imports inside, so that `role-rubric --help` loads no stage."""
     from calibration.release.checks import check_suggest_out
     from calibration.release.plan import PLAN_FILE
-    from rubric.errors import InputError
 
-    estimate = str(cfg["purpose"]) == "estimate"
-    if cfg.get("cv") and not (estimate and (cfg.get("width") is not None or cfg.get("decide_at") is not None)):
-        raise InputError(
-            "cv= plans how many conversations to label for an estimate, and this suggest plans none.",
-            fix="pass purpose=estimate with width=W or decide_at=X (and model=), or drop cv=.",
-        )
+    estimate = cfg.purpose == "estimate"
     check_suggest_out(
-        Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=bool(cfg["overwrite"])
+        Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=cfg.overwrite
     )
     return _sample_for_estimate(cfg) if estimate else _rank_for_learning(cfg)
 
@@ -57,8 +51,9 @@ def _rank_for_learning(cfg: Any) -> Path:
     from rubric.errors import InputError
 
     start = time.perf_counter()
-    model, ds, budget = model_and_data(cfg)
-    item, judge_names = unlabelled_pairs(ds, judges_to_ask(cfg.get("judges"), model))
+    model, ds = model_and_data(cfg.data, cfg.model, allow_judge_mismatch=cfg.allow_judge_mismatch)
+    budget = cfg.budget
+    item, judge_names = unlabelled_pairs(ds, judges_to_ask(cfg.judges, model))
     if len(item) == 0:
         raise InputError(
             "every (turn, judge) pair is already labelled.",
@@ -73,11 +68,11 @@ def _rank_for_learning(cfg: Any) -> Path:
         item,
         judge,
         budget,
-        strategy=str(cfg.strategy),
-        diversity=float(cfg.diversity),
+        strategy=cfg.strategy,
+        diversity=cfg.diversity,
         recalibration=model.recalibration,
         pool=model.settings.pool,
-        seed=int(cfg.seed),
+        seed=cfg.seed,
         labelled_items=np.unique(ds.label_item),
     )
     frame = suggestions_frame(
@@ -85,14 +80,14 @@ def _rank_for_learning(cfg: Any) -> Path:
         item[picked],
         [judge_names[i] for i in picked],
         scores,
-        str(cfg.strategy),
-        questions=str(cfg["questions"]),
+        cfg.strategy,
+        questions=cfg.questions,
         conversations=conversations_by_id(cfg.data),
     )
     return _write_ranked(cfg, frame, len(picked), len(item), budget, time.perf_counter() - start)
 
 
-def _write_ranked(cfg: Any, frame: Any, picked: int, candidates: int, budget: int, seconds: float) -> Path:
+def _write_ranked(cfg: Schema, frame: Any, picked: int, candidates: int, budget: int, seconds: float) -> Path:
     from rubric.command_line import override
     from rubric.files import atomic_to_csv
 
@@ -101,17 +96,17 @@ def _write_ranked(cfg: Any, frame: Any, picked: int, candidates: int, budget: in
     atomic_to_csv(frame, out)
     log.info(
         f"suggest: {picked} of {candidates} unlabelled (turn, judge) pairs by {cfg.strategy} "
-        f"(diversity {float(cfg.diversity):g}) in {seconds:.1f}s"
+        f"(diversity {cfg.diversity:g}) in {seconds:.1f}s"
     )
     log.info(
         f"suggest: wrote {out} ({len(frame)} rows): budget={budget} counts (turn, reviewer) pairs, and each pair "
         f"is one row per question asked; fill `answer`, then `role-rubric import source=sheet {override('sheet', out)} "
-        f"{override('data', str(cfg.data))} out=NEW_DIR`"
+        f"{override('data', cfg.data)} out=NEW_DIR`"
     )
     return out
 
 
-def _sample_for_estimate(cfg: Any) -> Path:
+def _sample_for_estimate(cfg: Schema) -> Path:
     """purpose=estimate: a seeded random sample of conversations (stratified with strata=; as many as width= or
     decide_at= needs, at most budget), written as a sheet of every turn of those conversations and
     sample_plan.csv beside it."""
@@ -122,40 +117,49 @@ def _sample_for_estimate(cfg: Any) -> Path:
 
     start = time.perf_counter()
     ds = load_dataset(cfg.data, require_labels=False)
-    budget = int(cfg.budget)
-    if cfg.get("width") is not None or cfg.get("decide_at") is not None:
-        budget = planned_budget(cfg, ds, budget)
+    budget = cfg.budget
+    if cfg.width is not None or cfg.decide_at is not None:
+        budget = planned_budget(
+            ds,
+            budget,
+            data=Path(cfg.data),
+            model=cfg.model,
+            width=cfg.width,
+            decide_at=cfg.decide_at,
+            alpha=cfg.alpha,
+            cv=cfg.cv,
+        )
     conversations = dataset_conversations(cfg.data)
-    if cfg.get("strata"):
-        stratum_of = strata_of(conversations, str(cfg.strata), set(ds.items["conversation_id"]), Path(cfg.data))
-        plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=int(cfg.seed))
+    if cfg.strata:
+        stratum_of = strata_of(conversations, cfg.strata, set(ds.items["conversation_id"]), Path(cfg.data))
+        plan = stratified_plan(ds.items["conversation_id"], stratum_of, budget, seed=cfg.seed)
         sizes = plan.groupby("stratum")["sampled"].agg(["sum", "size"])
         log.info(
             "suggest: stratified by "
-            + str(cfg.strata)
+            + cfg.strata
             + " (proportional): "
             + ", ".join(f"{name} {int(r['sum'])}/{int(r['size'])}" for name, r in sizes.iterrows())
         )
     else:
-        plan = uniform_plan(ds.items["conversation_id"], budget, seed=int(cfg.seed))
+        plan = uniform_plan(ds.items["conversation_id"], budget, seed=cfg.seed)
     return _write_sample(cfg, ds, plan, conversations, time.perf_counter() - start)
 
 
-def _write_sample(cfg: Any, ds: Any, plan: Any, conversations: dict, seconds: float) -> Path:
+def _write_sample(cfg: Schema, ds: Any, plan: Any, conversations: dict, seconds: float) -> Path:
     from calibration.labelling.sheet import sheet_frame
     from calibration.release.plan import PLAN_FILE
     from rubric.files import atomic_write_text
 
     chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
     keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
-    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations, questions=str(cfg["questions"]), scores=None)
+    frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations, questions=cfg.questions, scores=None)
     out = Path(cfg.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, frame.to_csv(index=False))
     plan_path = out.parent / PLAN_FILE
     atomic_write_text(plan_path, plan.to_csv(index=False))
     log.info(
-        f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {int(cfg.seed)}; "
+        f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {cfg.seed}; "
         f"budget counts conversations; each has inclusion probability {len(chosen) / plan.shape[0]:.4g}) "
         f"in {seconds:.1f}s"
     )

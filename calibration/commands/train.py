@@ -10,7 +10,6 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 from calibration.schema.commands_train import Train as Schema
 
@@ -19,34 +18,32 @@ __all__ = ["Schema", "run"]
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def run(cfg: Any) -> Path:
+def run(cfg: Schema) -> Path:
     """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [model=network|linear|ordinal]
     [target=Q] [network.*=..] [train.*=..]`. Imports inside, so that `role-rubric --help` loads no stage."""
-    from calibration.data.union import training_data_from_cfg
+    from calibration.data.union import load_training_data
     from calibration.model.ensemble import train_ensemble
     from calibration.model.files import save_linear_model, save_model
-    from calibration.model.linear_calibrator import MODELS, train_linear
+    from calibration.model.linear_calibrator import train_linear
     from calibration.model.provenance import training_records
-    from calibration.model.settings import Settings
     from calibration.model.shift import roles_of
-    from rubric.errors import InputError
     from rubric.files import out_lock
     from rubric.identity import describe
 
-    settings = Settings.from_cfg(cfg)
-    model = str(cfg["model"])
-    if model != "network" and model not in MODELS:  # the CLI checked it (calibration/schema); a Python caller may not
-        raise InputError(
-            f"model={model!r} is not one of network, {', '.join(MODELS)}.",
-            fix=f"set model= to one of network, {', '.join(MODELS)}.",
-        )
-    data = training_data_from_cfg(cfg)
+    settings, model = cfg.settings, cfg.model
+    data = load_training_data(
+        cfg.data,
+        weights=cfg.weights,
+        target=cfg.target,
+        unmatched_labels=cfg.unmatched_labels,
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+    )
     ds, judge = data.ds, data.judge
     roles = roles_of([s.path for s in data.sources])
     start = time.perf_counter()
     with out_lock(cfg.out) as out:  # one training per model folder; taken before the long work
         if model == "network":
-            net, spec, plan = train_ensemble(ds, settings, seed=int(cfg.seed), progress=True)
+            net, spec, plan = train_ensemble(ds, settings, seed=cfg.seed, progress=True)
             save_model(
                 out,
                 net,
@@ -61,7 +58,7 @@ def run(cfg: Any) -> Path:
             )
             what = f"{settings.ensemble} models"
         else:  # the simple models cv reports beside the network (calibration/model/linear_calibrator.py)
-            calibrator, spec, record = train_linear(ds, model, seed=int(cfg.seed))
+            calibrator, spec, record = train_linear(ds, model, seed=cfg.seed)
             save_linear_model(
                 out,
                 calibrator,

@@ -158,17 +158,6 @@ def load_training_data(
     return TrainingData(ds, sources, judge)
 
 
-def training_data_from_cfg(cfg, *, target: str | None = None) -> TrainingData:
-    """`load_training_data` with a command's keys: data, weights, target, unmatched_labels, allow_judge_mismatch."""
-    return load_training_data(
-        cfg.data,
-        weights=cfg.get("weights"),
-        target=target or cfg.get("target"),
-        unmatched_labels=cfg["unmatched_labels"],
-        allow_judge_mismatch=bool(cfg["allow_judge_mismatch"]),
-    )
-
-
 def dataset_labels(paths: list[Path]) -> list[str]:
     """What the `dataset` column calls each directory: its folder name, or the path as given where two
     folders share a name."""

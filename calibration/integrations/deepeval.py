@@ -40,7 +40,8 @@ from calibration.api import RoleAdherence
 from calibration.api_results import AdherenceResult, TurnResult
 from rubric.conversations import Conversation, conversations_from_records
 from rubric.errors import InputError
-from rubric.gather import judge_config, run_sync
+from rubric.gather import run_sync
+from rubric.judge_settings import judge_config
 from rubric.schema import Rubric
 
 NAME = "Role Rubric"

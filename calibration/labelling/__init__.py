@@ -12,6 +12,7 @@ import_.py.
 """
 
 from calibration.labelling.items import conversation_messages, read_selection
-from calibration.labelling.label_studio import label_config, label_studio_labels, make_tasks
+from calibration.labelling.label_studio import label_config, make_tasks
+from calibration.labelling.label_studio_export import label_studio_labels
 
 __all__ = ["conversation_messages", "label_config", "label_studio_labels", "make_tasks", "read_selection"]

@@ -23,11 +23,6 @@ import pandas as pd
 
 from calibration.labelling.dialogue_html import dialogue_html
 from calibration.labelling.items import Item, conversation_messages
-from calibration.labelling.label_studio_export import (
-    label_studio_labels as label_studio_labels,  # re-exported
-)
-from calibration.labelling.label_studio_export import read_export as read_export  # re-exported
-from calibration.labelling.label_studio_export import read_judge_map as read_judge_map  # re-exported
 from rubric.conversations import Conversation
 from rubric.errors import InputError
 from rubric.schema import Rubric

@@ -10,7 +10,9 @@ import contextlib
 import dataclasses
 import functools
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from rubric.config_types import (
     boolean,
@@ -112,9 +114,9 @@ class Settings:
     base_l2: float = setting(3e-4, "L2 penalty of the base's weights and judge offsets, per mean NLL", number(0))
 
     @classmethod
-    def from_cfg(cls, cfg) -> Settings:
-        """Merge the `network` and `train` config groups (unknown keys are an error, not ignored)."""
-        merged = {**dict(cfg.get("network") or {}), **dict(cfg.get("train") or {})}
+    def from_groups(cls, network: Mapping[str, Any] | None = None, train: Mapping[str, Any] | None = None) -> Settings:
+        """The `network` and `train` config groups' values merged (unknown keys are an error, not ignored)."""
+        merged = {**dict(network or {}), **dict(train or {})}
         names = {f.name for f in dataclasses.fields(cls)}
         unknown = sorted(set(merged) - names)
         if unknown:

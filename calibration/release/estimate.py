@@ -77,15 +77,12 @@ def estimate_release(
     crossfit: K folds to adapt the calibrator on the labels and estimate from the same ones
     (calibration/release/crossfit.py; model must be a folder), the adapted model written to adapted_out."""
     from calibration import load_model
+    from calibration.schema.commands_release import Estimate
+    from rubric.config_types import check_values
 
-    if not 0 < alpha < 1:
-        raise InputError(f"alpha={alpha} is not in (0, 1).", fix="pass alpha=0.1 for 90% intervals.")
-    if population not in POPULATION_NOTE:
-        raise InputError(f"population={population!r}.", fix="use population=finite or population=process.")
-    if width is not None:
-        from calibration.release.planning import check_width
-
-        width = check_width(width)
+    # the command's own declarations (types and ranges), so Python and the command line refuse the same values
+    given = {"alpha": alpha, "population": population, "bias_margin": bias_margin, "width": width}
+    check_values(Estimate, {**given, "adheres_at": adheres_at, "on_shift": on_shift, "crossfit": crossfit})
     if crossfit is not None and not isinstance(model, str | Path):
         raise InputError("crossfit= retrains from the model's folder.", fix="pass model= a model folder.")
     model_path = model
@@ -94,8 +91,6 @@ def estimate_release(
     if baseline is not None:
         check_baseline(Path(data), Path(baseline), allow_judge_mismatch=allow_judge_mismatch)
     options = {"alpha": alpha, "population": population}
-    if not bias_margin > 0:
-        raise InputError(f"bias_margin={bias_margin} is not above 0.", fix="pass bias_margin=0.05 (on the rate).")
     trust = {"bias_margin": float(bias_margin), "on_shift": on_shift}
     fit = None if crossfit is None else {"k": crossfit, "model_path": model_path, "adapted": adapted_out}
     result = _release(

@@ -13,18 +13,21 @@ __all__ = ["GateFailed", "gate", "gate_line", "sequential_looks"]
 
 
 class GateFailed(InputError):
-    """`fail_under=` or `fail_if_worse=` failed: the command line exits 1 with this line."""
+    """`fail_under=` or `fail_if_worse=` failed: the command line exits 1 with this line (the only exit 1)."""
 
     exit_code = 1
+    label = "gate failed"
 
 
-def sequential_looks(result: dict, out: Path, cfg) -> dict:
+def sequential_looks(
+    result: dict, out: Path, *, data: str | Path, model: str | Path, baseline: str | Path | None, alpha: float
+) -> dict:
     """sequential=true: the rate's confidence sequence and, with a baseline, the difference's (both read
-    the earlier looks in OUT/looks.jsonl); returns the looks file's identity for `record`."""
+    the earlier looks in OUT/looks.jsonl); returns the looks file's identity for `record`. data, model,
+    baseline: the paths the estimate read; alpha: its level."""
     from calibration.release.sequential import identity, sequential_difference, sequential_rate
 
-    alpha = float(cfg.alpha)
-    ident = identity(Path(cfg.data), Path(cfg.model), None if cfg["baseline"] is None else Path(cfg.baseline))
+    ident = identity(Path(data), Path(model), None if baseline is None else Path(baseline))
     result["sequential"] = sequential_rate(out, ident, result["rate"], alpha=alpha)
     if "difference" in result:
         release, base = result["rate"], result["baseline"]["rate"]
@@ -37,7 +40,8 @@ def sequential_looks(result: dict, out: Path, cfg) -> dict:
 
 
 def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list[str]:
-    """The failed checks, one line each (empty: pass)."""
+    """The failed checks, one line each (empty: pass). fail_if_worse needs a result with a baseline (the
+    schema's rule: calibration/schema/commands_release.py)."""
     failed = []
     rate = result.get("sequential") or result["rate"]["ppi"]  # sequential=true: the confidence sequence
     what = "confidence sequence, look " + str(rate["look"]) if "look" in rate else "ppi"
@@ -47,8 +51,6 @@ def gate(result: dict, *, fail_under: float | None, fail_if_worse: bool) -> list
             f"({what} {rate['estimate']:.3f} [{rate['low']:.3f}, {rate['high']:.3f}])"
         )
     if fail_if_worse:
-        if "difference" not in result:
-            raise InputError("fail_if_worse=true needs a baseline.", fix="pass baseline=DIR (the last release).")
         seq = result.get("sequential", {}).get("difference")
         diff = seq or result["difference"]["rate"]
         detail = "confidence sequence" if seq else f"p={diff['p']:.3g}"

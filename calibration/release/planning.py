@@ -34,11 +34,9 @@ import numpy as np
 from scipy import stats
 
 from calibration.release.inference import USE_CALIBRATOR_FROM
-from rubric.errors import InputError
 
 __all__ = [
     "Spread",
-    "check_width",
     "half_width",
     "labels_needed",
     "predicted_rate",
@@ -66,16 +64,6 @@ class Spread:
     df: int | None = None
     """Degrees of freedom of the measured variances (labelled, or cv's, conversations - 1); None: from the
     calibrator alone."""
-
-
-def check_width(width, *, key: str = "width") -> float:
-    w = float(width)
-    if not 0 < w < 0.5:
-        raise InputError(
-            f"{key}={width}: the rate interval's half-width must be in (0, 0.5).",
-            fix=f"pass {key}=0.05 for an interval of +-5 points.",
-        )
-    return w
 
 
 def half_width(s2: float, m_bar: float, N: int, n: int, alpha: float = 0.1) -> float:

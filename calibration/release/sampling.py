@@ -18,39 +18,39 @@ import torch
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 
-def planned_budget(cfg, ds, budget: int) -> int:
-    """`width=W` / `decide_at=X`: the conversations the rate's interval needs (calibration/release/planning.py),
-    at most `budget`; the plan's lines printed."""
+def planned_budget(
+    ds,
+    budget: int,
+    *,
+    data: Path,
+    model: str | Path,
+    width: float | None,
+    decide_at: float | None,
+    alpha: float,
+    cv: str | Path | None = None,
+) -> int:
+    """`width=W` / `decide_at=X` (one of them, checked by suggest's schema): the conversations the rate's
+    interval needs (calibration/release/planning.py) with the calibrator in `model`, at most `budget`; the
+    plan's lines printed. data: the release's folder (of `ds`); cv: a `role-rubric cv` folder to plan from."""
     from calibration import load_model
     from calibration.decide import default_adheres_at
     from calibration.release.planning import (
-        check_width,
         plan_lines,
         predicted_rate,
         spread_from_calibrator,
         spread_from_sample,
     )
     from calibration.release.turns import reviewer_predictions
-    from rubric.errors import InputError
 
-    if cfg.get("width") is not None and cfg.get("decide_at") is not None:
-        raise InputError("width= and decide_at= both given.", fix="pass one: width=W (half-width) or decide_at=X.")
-    width = None if cfg.get("width") is None else check_width(cfg.width)
-    decide_at = None if cfg.get("decide_at") is None else float(cfg.decide_at)
-    if not cfg.get("model"):
-        raise InputError(
-            "suggest purpose=estimate with width= or decide_at= plans from a calibrator; no model= given.",
-            fix="pass model=MODEL_DIR (the one `role-rubric estimate` will use).",
-        )
-    model = load_model(cfg.model)
+    model = load_model(model)
     X = torch.from_numpy(ds.features(model.spec))
     t = ds.target_index
     adheres_at = default_adheres_at(model.rubric.questions[t])
     preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=adheres_at)
     labelled = len(preds.labelled_conversations())
-    _warn_if_shifted(Path(cfg.data), model, ds, basis="cv" if cfg.get("cv") else "sample" if labelled >= 3 else "model")
-    if cfg.get("cv"):
-        spread = _cv_spread(cfg, model, preds, adheres_at, labelled)
+    _warn_if_shifted(Path(data), model, ds, basis="cv" if cv else "sample" if labelled >= 3 else "model")
+    if cv:
+        spread = _cv_spread(cv, model, preds, adheres_at, labelled)
     elif labelled >= 3:
         s = preds.sample()
         spread = spread_from_sample(
@@ -58,7 +58,7 @@ def planned_budget(cfg, ds, budget: int) -> int:
         )
     else:
         spread = spread_from_calibrator(preds.conversation, preds.calibrator)
-    n, lines = plan_lines(spread, width=width, decide_at=decide_at, alpha=float(cfg["alpha"]), labelled=labelled)
+    n, lines = plan_lines(spread, width=width, decide_at=decide_at, alpha=alpha, labelled=labelled)
     for line in lines:
         log.info("suggest: " + line)
     if n is None:
@@ -68,20 +68,20 @@ def planned_budget(cfg, ds, budget: int) -> int:
     return max(min(n, budget), 2)
 
 
-def _cv_spread(cfg, model, preds, adheres_at: float, labelled: int):
+def _cv_spread(cv, model, preds, adheres_at: float, labelled: int):
     """cv=DIR: the calibrator's predictions on the release, corrected by its out-of-fold agreement with the
     reviewers in the cv folder (calibration/release/cv_spread.py)."""
     from calibration.release.cv_spread import read_cv_agreement, spread_from_cv
 
-    found = read_cv_agreement(cfg.cv, model, adheres_at)
+    found = read_cv_agreement(cv, model, adheres_at)
     spread = spread_from_cv(
         preds.conversation,
         preds.calibrator,
         found,
-        f"the out-of-fold agreement of cv={cfg.cv}, {found.n_conversations} conversations",
+        f"the out-of-fold agreement of cv={cv}, {found.n_conversations} conversations",
     )
     log.info(
-        f"suggest: out-of-fold agreement of cv={cfg.cv} ({found.n_conversations} conversations, {found.n_turns} "
+        f"suggest: out-of-fold agreement of cv={cv} ({found.n_conversations} conversations, {found.n_turns} "
         f"turns): the residual variance is {found.inflation:.2f}x what a calibrated calibrator would leave "
         f"(turns {found.turn_inflation:.2f}x, "
         f"within-conversation correlation {found.correlation:.2f}, slope {found.slope:+.2f})"

@@ -13,7 +13,7 @@ import dataclasses
 import logging
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import matplotlib.pyplot as plt
 import pandas as pd
@@ -40,25 +40,29 @@ from calibration.report.sections import (
 )
 from calibration.report.shipped import as_shipped, shipped_html, shipped_model, shipped_shift, shipped_verdict
 from calibration.report.templating import Markup, escape, render_page
-from calibration.report.turns import TURNS_CSS, turn_sections
+from calibration.report.turns import turn_sections
+from calibration.report.turns_html import TURNS_CSS
 from calibration.report.variants import ablation_variants
 from calibration.report.verdict import VERDICT_CSS, prepare_verdict, verdict_html
 from rubric.files import atomic_write_text
 from rubric.jsonfile import write_json
 from rubric.notices import warn_data
 
+if TYPE_CHECKING:
+    from calibration.schema.commands_train import Report
+
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
-_records = records  # the earlier private name
 
-
-def run_report(cfg: Any) -> dict[str, Any]:
+def run_report(cfg: Report) -> dict[str, Any]:
     """CLI: `role-rubric report data=DIR out=DIR [cv=DIR] [target=Q] [report.*=..] [network.*=..] [train.*=..]`.
+    cfg: the command's checked object (calibration/schema/commands_train.py `Report`; from Python:
+    `command_config("report", [...])`).
 
     Writes out/report.html (self-contained, images embedded), out/*.png and out/metrics.json; returns
     the metrics.json content.
     """
-    with report_threads(cfg.report.get("torch_threads")), contextlib.ExitStack() as stack:
+    with report_threads(cfg.report.torch_threads), contextlib.ExitStack() as stack:
         return _run_report(cfg, stack)
 
 
@@ -66,7 +70,7 @@ def run_report(cfg: Any) -> dict[str, Any]:
 class _Run:
     """What every section of one report shares."""
 
-    cfg: Any
+    cfg: Report
     out: Path
     data: Any  # calibration.data.union.TrainingData
     ds: Any
@@ -81,22 +85,26 @@ class _Run:
         return self.ds.rubric.target
 
 
-def _prepare(cfg: Any, shipped: dict[str, Any] | None = None) -> tuple[_Run, pd.DataFrame | None]:
+def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, pd.DataFrame | None]:
     """The data, the settings and, with cv=DIR, that folder's predictions (whose settings, folds and seeds
     the report then uses); shipped: the model= directory's kind and settings (calibration/report/shipped.py)."""
-    from calibration.data.union import qualified, qualified_predictions, training_data_from_cfg
-    from calibration.model.settings import Settings
+    from calibration.data.union import load_training_data, qualified, qualified_predictions
 
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
-    settings, folds, seed = Settings.from_cfg(cfg), int(cfg.folds), int(cfg.seed)
-    fold_seed = int(cfg.get("fold_seed") or 0)
+    settings, folds, seed, fold_seed = cfg.settings, cfg.folds, cfg.seed, cfg.fold_seed
     if shipped is not None and shipped["settings"] is not None:
         settings = shipped["settings"]  # the network as it was trained
-    data = training_data_from_cfg(cfg)
+    data = load_training_data(
+        cfg.data,
+        weights=cfg.weights,
+        target=cfg.target,
+        unmatched_labels=cfg.unmatched_labels,
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+    )
     ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
     predictions = None
-    if cfg.get("cv"):
+    if cfg.cv:
         predictions, info = read_cv_folder(cfg.cv, ds.rubric.target)
         predictions = qualified_predictions(predictions)
         # The ablations and the learning curve are compared with these predictions: use the cv run's setup.
@@ -109,8 +117,8 @@ def _prepare(cfg: Any, shipped: dict[str, Any] | None = None) -> tuple[_Run, pd.
         log.info(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
-    ensemble = cfg.report.get("ensemble")
-    light = settings if ensemble is None else dataclasses.replace(settings, ensemble=int(ensemble))
+    ensemble = cfg.report.ensemble
+    light = settings if ensemble is None else dataclasses.replace(settings, ensemble=ensemble)
     return _Run(cfg, out, data, ds, settings, light, folds, seed, fold_seed), predictions
 
 
@@ -121,7 +129,7 @@ def _variant_jobs(run: _Run) -> list[tuple]:
 
     opts, ds, light = run.cfg.report, run.ds, run.light
     common = (run.folds, run.fold_seed)
-    threads = opts.get("torch_threads")
+    threads = opts.torch_threads
     jobs = []
     if light != run.settings:
         jobs.append((ds, light, *common, run.seed, threads))
@@ -129,7 +137,7 @@ def _variant_jobs(run: _Run) -> list[tuple]:
         jobs += [(ds, v, *common, run.seed, threads) for _, v in ablation_variants(light, ds.rubric.ids, run.target)]
     if opts.targets:
         jobs += [(retargeted(ds, q), light, *common, run.seed, threads) for q in ds.rubric.ids if q != run.target]
-    points = [(float(f), r) for f in opts.learning_curve.fractions for r in range(int(opts.learning_curve.repeats))]
+    points = [(float(f), r) for f in opts.learning_curve.fractions for r in range(opts.learning_curve.repeats)]
     jobs += [
         (ds, dataclasses.replace(light, train_fraction=f), *common, run.seed + r, threads)
         for f, r in points
@@ -138,18 +146,19 @@ def _variant_jobs(run: _Run) -> list[tuple]:
     return jobs
 
 
-def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
+def _run_report(cfg: Report, stack: contextlib.ExitStack) -> dict[str, Any]:
     from calibration.evaluation.crossval import cross_validate
 
     start = time.perf_counter()
-    shipped = shipped_model(cfg.model) if cfg.get("model") else None
+    shipped = shipped_model(cfg.model) if cfg.model else None
     if shipped is not None and shipped["kind"] != "network":  # the variants retrain the network only
-        from omegaconf import OmegaConf
-
-        cfg = OmegaConf.merge(cfg, {"report": {"ablations": False, "targets": False, "learning_curve": {"repeats": 0}}})
+        opts = cfg.report
+        curve = dataclasses.replace(opts.learning_curve, repeats=0)
+        opts = dataclasses.replace(opts, ablations=False, targets=False, learning_curve=curve)
+        cfg = dataclasses.replace(cfg, report=opts)
     run, predictions = _prepare(cfg, shipped)
     jobs = _variant_jobs(run)
-    workers = int(cfg.report.get("workers") or 1)
+    workers = cfg.report.workers
     pool = None
     if jobs and workers > 1:
         pool = prefetching_pool(workers, jobs)
@@ -177,9 +186,9 @@ def _run_report(cfg: Any, stack: contextlib.ExitStack) -> dict[str, Any]:
         html_sections, skipped, drilldown, table = _main_sections(run, predictions, main_calibrated, results, timings)
         html_sections += _variant_sections(run, pool, main_calibrated, table, results, timings)
         tick = time.perf_counter()
-        threshold = cfg.report.get("adheres_threshold")
+        threshold = cfg.report.adheres_threshold
         decided, decision_html = decision_sections(
-            main_calibrated, threshold, cfg.report.get("active_labelling"), seed=run.seed, out=run.out
+            main_calibrated, threshold, cfg.report.active_labelling, seed=run.seed, out=run.out
         )
         results.update(decided)
         html_sections += decision_html
@@ -243,20 +252,20 @@ def _main_sections(
     opts, seed, out = run.cfg.report, run.seed, run.out
     tick = time.perf_counter()
     # A line per stage, so that a log (where no bar is drawn) shows what the next seconds are spent on.
-    log.info(f"report: reliability diagrams ({int(opts.smece_boot)} resamples per panel) ...")
+    log.info(f"report: reliability diagrams ({opts.smece_boot} resamples per panel) ...")
     results["reliability"], reliability_html = reliability_section(
         predictions, opts, target=run.target, seed=seed, out=out
     )
     timings["reliability"] = time.perf_counter() - tick
     tick = time.perf_counter()
-    n_boot, n_perm = int(opts.n_boot), int(opts.n_perm)
+    n_boot, n_perm = opts.n_boot, opts.n_perm
     log.info(f"report: metrics of every method ({n_boot} bootstrap resamples, {n_perm} permutations) ...")
     table, agreement_html = agreement_section(
         predictions, target=run.target, folds=run.folds, seed=seed, n_boot=n_boot, n_perm=n_perm, out=out
     )
     results["metrics"] = records(table)
     results["distributions"], distributions_html = distributions_section(
-        predictions, max_judges=int(opts.max_judges), out=out
+        predictions, max_judges=opts.max_judges, out=out
     )
     per_judge, per_judge_html = per_judge_section(predictions, out=out)
     results["per_judge"] = records(per_judge)
@@ -264,7 +273,7 @@ def _main_sections(
     timings["tables"] = time.perf_counter() - tick
 
     tick = time.perf_counter()
-    threshold = opts.get("adheres_threshold")
+    threshold = opts.adheres_threshold
     turn_results, turn_html_sections, drilldown = turn_sections(
         [s.path for s in run.data.sources], run.ds, predictions, adheres_at=threshold
     )
@@ -292,12 +301,12 @@ def _main_sections(
         skipped=skipped,
         warnings=size_notes,
         data=run.cfg.data,
-        target=run.cfg.get("target"),
-        weights=run.cfg.get("weights"),
+        target=run.cfg.target,
+        weights=run.cfg.weights,
         by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in run.data.sources])),
     )
     # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
-    results["reviewers"] = agreement_from_predictions(run.ds, main_calibrated, float(run.cfg["epsilon"]))
+    results["reviewers"] = agreement_from_predictions(run.ds, main_calibrated, run.cfg.epsilon)
     timings["turns and verdict"] = time.perf_counter() - tick
     return html_sections, skipped, drilldown, table
 
@@ -313,7 +322,7 @@ def _skipped(opts: Any) -> list[str]:
         )
         if not on
     ]
-    if opts.get("adheres_threshold") is None:
+    if opts.adheres_threshold is None:
         skipped.append("the 'adheres' reliability panel (report.adheres_threshold=null)")
     return skipped
 
@@ -329,7 +338,7 @@ def _variant_sections(
     """Ablations, every question as the target and the learning curve, each against the same reference."""
     opts, light = run.cfg.report, run.light
     reference = main_calibrated
-    runner = {"executor": pool, "threads": opts.get("torch_threads"), "progress": True, "fold_seed": run.fold_seed}
+    runner = {"executor": pool, "threads": opts.torch_threads, "progress": True, "fold_seed": run.fold_seed}
     common = {"folds": run.folds, "seed": run.seed, "runner": runner, "out": run.out}
     html_sections = []
     if light != run.settings and (opts.ablations or opts.targets or opts.learning_curve.repeats):
@@ -339,15 +348,13 @@ def _variant_sections(
         timings["variant reference cv"] = time.perf_counter() - tick
     if opts.ablations:
         tick = time.perf_counter()
-        ablations, html = ablations_section(
-            run.ds, light, reference, n_boot=int(opts.n_boot), n_perm=int(opts.n_perm), **common
-        )
+        ablations, html = ablations_section(run.ds, light, reference, n_boot=opts.n_boot, n_perm=opts.n_perm, **common)
         results["ablations"] = records(ablations)
         html_sections.append(html)
         timings["ablations"] = time.perf_counter() - tick
     if opts.targets:
         tick = time.perf_counter()
-        targets, html = targets_section(run.ds, light, reference, target=run.target, n_boot=int(opts.n_boot), **common)
+        targets, html = targets_section(run.ds, light, reference, target=run.target, n_boot=opts.n_boot, **common)
         results["targets"] = records(targets)
         html_sections.append(html)
         timings["targets"] = time.perf_counter() - tick

@@ -49,17 +49,18 @@ def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def reliability_section(predictions: pd.DataFrame, opts: Any, *, target: str, seed: int, out: Path) -> Section:
+    """opts: the report's options (calibration/schema/commands_train.py ReportOptions)."""
     """Reliability diagrams of the target (one-vs-rest per value, and 'adheres' at report.adheres_threshold)."""
     arrays = method_arrays(predictions, REFERENCE)
     data = prepare_reliability(
         arrays["probs"],
         arrays["answers"],
         values=arrays["values"],
-        threshold=opts.get("adheres_threshold"),
+        threshold=opts.adheres_threshold,
         groups=arrays["groups"],
         seed=seed,
-        n_boot=int(opts.smece_boot),
-        band_bootstrap=int(opts.band_bootstrap),
+        n_boot=opts.smece_boot,
+        band_bootstrap=opts.band_bootstrap,
         progress=True,
     )
     curves = [{k: v for k, v in c.items() if k != "diagram"} for c in data["curves"]]
@@ -184,7 +185,7 @@ def learning_curve_section(
     out: Path,
 ) -> Section:
     """Metrics against the fraction of training judgments, beside the per-judge mean with all of them."""
-    repeats = int(opts.learning_curve.repeats)
+    repeats = opts.learning_curve.repeats
     curve = prepare_learning_curve(
         ds,
         light,

@@ -2,7 +2,7 @@
 distribution and the human answers, in a sortable, filterable table inside the self-contained page.
 
 `prepare_turns(...)` returns one row per item (the data) and `turns_payload(...)` what the page reads;
-`turns_html(...)` (in calibration/report/turns_html.py, re-exported here with TURNS_CSS) renders the
+`turns_html(...)` (in calibration/report/turns_html.py, with its TURNS_CSS) renders the
 section: the rows and the conversations go into the page as JSON, and a small script draws one page of the
 table at a time, so 5,000 turns open and filter fast (measured in tests/calibration/test_report_turns.py).
 Clicking a row shows the conversation so far; `report.html#turn=CONVERSATION/TURN` opens a turn directly.
@@ -21,7 +21,6 @@ import numpy as np
 import pandas as pd
 
 from calibration.evaluation.cv_predictions import KEYS, REFERENCE, option_values
-from calibration.report.turns_html import TURNS_CSS as TURNS_CSS  # re-exported: build.py, tests
 from calibration.report.turns_html import turns_html
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from calibration.schema.base import Command, block
+from calibration.schema.base import Command, KeyRule, block, config_group, given, needs
 from calibration.schema.keys import (
     GRANULARITY,
     LABEL_STUDIO_TIMEOUT,
@@ -16,7 +16,7 @@ from calibration.schema.keys import (
     PROGRESS,
     required,
 )
-from rubric.batch import BatchSettings
+from rubric.batch.lines import BatchSettings
 from rubric.config_types import (
     anything,
     boolean,
@@ -29,10 +29,11 @@ from rubric.config_types import (
     setting,
     text,
 )
+from rubric.judge_settings import JudgeConfig
 from rubric.long_turns import LONG_TURN_TOKENS
 
 
-@dataclass
+@dataclass(frozen=True)
 class BatchOptions:
     """gather mode=batch: the batch files and how they are sent (the defaults are rubric/batch.py
     BatchSettings', which the Python API uses too)."""
@@ -51,7 +52,7 @@ class BatchOptions:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Gather(Command):
     """Asks the judge every rubric question about every assistant turn and writes a native dataset dir:
     llm.csv (+ rubric.yaml, conversations.jsonl, gather_summary.json, reasons.csv, failures.csv).
@@ -59,6 +60,20 @@ class Gather(Command):
 
     name = "gather"
     summary = "ask the LLM judge every rubric question about every turn -> llm.csv"
+    rules = (
+        KeyRule(
+            lambda v: given(v, "results") and v.get("mode") != "batch",
+            "results= is read in batch mode only.",
+            "add mode=batch.",
+            "results= needs mode=batch",
+        ),
+        KeyRule(
+            lambda v: given(v, "scorer") and v.get("granularity") != "turn",
+            "reference scorers score turns only.",
+            "use granularity=turn.",
+            "scorer= needs granularity=turn",
+        ),
+    )
     groups = (
         ("rubric", "role_adherence", "conf/rubric/NAME.yaml; or rubric_file=PATH for your own rubric.yaml"),
         ("judge", "openai", "conf/judge/NAME.yaml: openai, vllm, ollama, llamacpp, tgi, embedding"),
@@ -100,9 +115,12 @@ class Gather(Command):
         path(optional=True),
     )
     batch: BatchOptions = block(BatchOptions, "mode=batch: the batch files")
+    judge: JudgeConfig = config_group("judge")
+    rubric: dict[str, Any] | None = config_group("rubric")
+    scorer: dict[str, Any] | None = config_group("scorer")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Import(Command):
     """role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR   (or url=URL project=ID, no export=)
     role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
@@ -120,6 +138,34 @@ class Import(Command):
 
     name = "import"
     summary = "conversations from traces (OTLP, MLflow, Phoenix), labels from reviewers -> a native dataset dir"
+    rules = (
+        needs(
+            "source",
+            "evaluations",
+            "judgments",
+            value="llm-rubric",
+            fix="pass evaluations=PATH and judgments=PATH (labels from reviewers: source=label-studio or source=sheet).",
+        ),
+        needs("source", "data", value="label-studio", fix="pass data=DIR, the folder the tasks were made from."),
+        needs("source", "data", value="sheet", fix="pass data=DIR, the folder the sheet was made from."),
+        needs("source", "sheet", value="sheet", fix="pass sheet=FILLED.csv (the sheet with its answer column filled)."),
+        KeyRule(
+            lambda v: v.get("source") == "label-studio" and given(v, "export") and given(v, "url"),
+            "both export= and url= given.",
+            "pass export=FILE.json, or url= and project=, not both.",
+            "source=label-studio: export= and url= exclude each other",
+        ),
+        KeyRule(
+            lambda v: (
+                v.get("source") == "label-studio"
+                and not given(v, "export")
+                and not (given(v, "url") and v.get("project") is not None)
+            ),
+            "source=label-studio needs export=FILE.json, or url= and project=.",
+            "pass export= a JSON export of the project, or url=URL project=ID (the token in the variable token_env= names).",
+            "source=label-studio needs export=, or url= and project=",
+        ),
+    )
     source: str = setting(
         "llm-rubric",
         "otel | mlflow | phoenix (a chatbot's traces) | label-studio | sheet | llm-rubric (the LLM-Rubric "
@@ -187,7 +233,9 @@ class Import(Command):
         None, "the chatbot's role for every conversation; null: its system message or instructions", text(optional=True)
     )
     role_from: str | None = setting(
-        None, "a span or resource attribute holding the chatbot's role (instead of the system message)", text(optional=True)
+        None,
+        "a span or resource attribute holding the chatbot's role (instead of the system message)",
+        text(optional=True),
     )
     since: str | None = setting(
         None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
@@ -216,7 +264,7 @@ class Import(Command):
     out: str = required("native dataset dir to write")
 
 
-@dataclass
+@dataclass(frozen=True)
 class LabelStudio(Command):
     """role-rubric label-studio data=DIR url=http://localhost:8080 [project=ID]   (API token in $LABEL_STUDIO_API_KEY)
     One Label Studio task per assistant turn to label, showing the role and the conversation so far (ending with
@@ -226,6 +274,15 @@ class LabelStudio(Command):
 
     name = "label-studio"
     summary = "Label Studio tasks and labelling config from a dataset -> files or a project"
+    rules = (
+        KeyRule(
+            lambda v: not given(v, "url") and not given(v, "out"),
+            "nowhere to put the tasks.",
+            "pass out=FOLDER (files to import by hand) or url=URL (Label Studio's address; the token in the "
+            "variable token_env= names).",
+            "out= or url= is needed",
+        ),
+    )
     data: str = required("dataset folder with rubric.yaml and conversations.jsonl")
     select: str | None = setting(
         None,
@@ -258,7 +315,7 @@ class LabelStudio(Command):
     timeout: float = LABEL_STUDIO_TIMEOUT()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Compare(Command):
     """The role-adherence paper's evaluation of the reference-based scorers (rubric/scorers) on any dataset
     whose turns carry a `reference` reply and an adherent/violation label: AUC, AP, separation, F1, kappa
@@ -306,7 +363,7 @@ class Compare(Command):
     seed: int = setting(0, "seeds the reference draws and the bootstrap", integer(0, 2**32 - 1))
 
 
-@dataclass
+@dataclass(frozen=True)
 class ServeFakeJudge(Command):
     """A local judge that speaks the OpenAI protocol on 127.0.0.1, for trying the pipeline without an API key
     (gather with judge=fake). Its answers are a fixed hash of each prompt: plumbing only, never a measurement.

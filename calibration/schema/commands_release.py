@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from calibration.schema.base import Command
+from calibration.schema.base import Command, KeyRule, config_group, excludes, given, needs
 from calibration.schema.keys import (
     ADHERES_AT,
     ALLOW_JUDGE_MISMATCH,
@@ -31,9 +31,10 @@ from rubric.config_types import (
     setting,
     text,
 )
+from rubric.judge_settings import JudgeConfig
 
 
-@dataclass
+@dataclass(frozen=True)
 class Score(Command):
     """Scores every conversation of a conversations.jsonl: prints a per-conversation table, writes out (one row
     per conversation) and <out stem>_turns.csv (one row per turn). Without a calibrator it reports the raw
@@ -71,9 +72,11 @@ class Score(Command):
     progress: bool = PROGRESS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH(USE_OTHER_JUDGE)
     on_shift: str = ON_SHIFT("the conversations'")
+    judge: JudgeConfig = config_group("judge")
+    rubric: dict[str, Any] | None = config_group("rubric")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Suggest(Command):
     """Ranks the unlabelled (turn, reviewer) pairs of data=DIR by what a label would teach the calibrator
     (calibration/suggest.py): random | entropy | bald | variance, spread over conversations by diversity in [0, 1].
@@ -85,6 +88,25 @@ class Suggest(Command):
 
     name = "suggest"
     summary = "which labels to ask for: the pairs that teach most, or a release's random sample -> CSV"
+    rules = (
+        needs(
+            "purpose",
+            "model",
+            value="learn",
+            fix="pass model=MODEL_DIR, or purpose=estimate for a random sample to estimate from.",
+        ),
+        excludes("width", "decide_at", fix="pass one: width=W (half-width) or decide_at=X."),
+        needs("width", "model", fix="pass model=MODEL_DIR (the one `role-rubric estimate` will use)."),
+        needs("decide_at", "model", fix="pass model=MODEL_DIR (the one `role-rubric estimate` will use)."),
+        KeyRule(
+            lambda v: (
+                given(v, "cv") and not (v.get("purpose") == "estimate" and (given(v, "width") or given(v, "decide_at")))
+            ),
+            "cv= plans how many conversations to label for an estimate, and this suggest plans none.",
+            "pass purpose=estimate with width=W or decide_at=X (and model=), or drop cv=.",
+            "cv= needs purpose=estimate and width= or decide_at=",
+        ),
+    )
     purpose: str = setting(
         "learn",
         "learn: pairs that teach the calibrator most | estimate: a random sample of "
@@ -147,7 +169,7 @@ class Suggest(Command):
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Estimate(Command):
     """The release's adherence rate and mean target answer, overall, per role and per labelled question: the
     calibrator's uncorrected mean, the humans-only interval from the labelled sample, and the prediction-powered
@@ -155,6 +177,7 @@ class Estimate(Command):
 
     name = "estimate"
     summary = "a release's adherence rate with valid intervals, a comparison and a CI gate"
+    rules = (needs("fail_if_worse", "baseline", value=True, fix="pass baseline=DIR (the last release)."),)
     data: str = required(
         "the release: llm.csv + rubric.yaml (+ conversations.jsonl for roles) + labels.csv of a "
         "random sample of its conversations"
@@ -215,7 +238,7 @@ class Estimate(Command):
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Decide(Command):
     """calibration: labelled turns the model never trained on (held out); their turns are stored beside the model.
     Decide a turn (adheres / violates) only where, with probability 1 - delta over the calibration draw, the

@@ -6,7 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from calibration.schema.base import Command, block, like
+from calibration.model.settings import Settings
+from calibration.schema.base import Command, block, config_group, like
 from calibration.schema.keys import (
     ALLOW_JUDGE_MISMATCH,
     CV_FOLDER,
@@ -38,6 +39,7 @@ from rubric.config_types import (
     storage_url,
     text,
 )
+from rubric.judge_settings import JudgeConfig
 
 TRAINING_GROUPS = (
     ("network", "default", "The calibration network (docs/concepts.md)"),
@@ -55,7 +57,7 @@ SEARCH_GROUP = (
 )
 
 
-@dataclass
+@dataclass(frozen=True)
 class SearchOptions:
     """The `search` group: Optuna search of the network's settings by inner cross-validation."""
 
@@ -100,7 +102,7 @@ class SearchOptions:
     )
 
 
-@dataclass
+@dataclass(frozen=True)
 class Train(Command):
     """Writes the model dir: out/weights.safetensors and out/model.json (settings, rubric, judge map, the
     judge that produced the training data, checksums); see docs/reference/files.md."""
@@ -122,9 +124,10 @@ class Train(Command):
     seed: int = SEED()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
+    settings: Settings = config_group("network", "train")
 
 
-@dataclass
+@dataclass(frozen=True)
 class CrossValidate(Command):
     """nested=true adds `calibrated_nested`: per outer fold, `search` on the other folds picks the settings
     (search.trials, search.inner_folds), so the estimate never sees its own test folds.
@@ -151,9 +154,11 @@ class CrossValidate(Command):
     )
     nested: bool = setting(False, "true adds a nested estimate (search inside each outer fold; slow)", boolean())
     epsilon: float = EPSILON()
+    settings: Settings = config_group("network", "train")
+    search: SearchOptions = config_group("search")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Search(Command):
     """Writes out/best.yaml (the recommended overrides, empty when the current settings win), out/search.json
     (every trial) and the study (out/search.db unless search.storage); see docs/reference/files.md."""
@@ -168,9 +173,11 @@ class Search(Command):
     seed: int = SEED()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
+    settings: Settings = config_group("network", "train")
+    search: SearchOptions = config_group("search")
 
 
-@dataclass
+@dataclass(frozen=True)
 class LearningCurve:
     """The report's learning curve."""
 
@@ -178,7 +185,7 @@ class LearningCurve:
     repeats: int = setting(3, "0 skips the learning curve", integer(0))
 
 
-@dataclass
+@dataclass(frozen=True)
 class ReportOptions:
     """What the report computes, and how long it takes."""
 
@@ -213,7 +220,7 @@ class ReportOptions:
     learning_curve: LearningCurve = block(LearningCurve, "the learning curve")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Report(Command):
     """Reliability diagrams, metrics with CIs and permutation tests, ablations, every question as the target,
     learning curve and per-judge metrics -> out/report.html, out/*.png, out/metrics.json.
@@ -247,9 +254,10 @@ class Report(Command):
         "the alternative annotator test's allowance (0 < epsilon < 1), as in `cv epsilon=`",
         number(above=0, below=1),
     )
+    settings: Settings = config_group("network", "train")
 
 
-@dataclass
+@dataclass(frozen=True)
 class Predict(Command):
     """judges: labelled (every labelled item-judge pair) | population | [id, id, ...]
     Writes out (predictions.csv): one row per (item, judge, question) with p_<value> for every option and
@@ -265,7 +273,7 @@ class Predict(Command):
     on_shift: str = ON_SHIFT()
 
 
-@dataclass
+@dataclass(frozen=True)
 class Evaluate(Command):
     """Writes out (metrics.json): the metrics of the predictions against the human labels, overall and per
     judge; columns: docs/reference/files.md."""
@@ -279,7 +287,7 @@ class Evaluate(Command):
     unmatched_labels: str = UNMATCHED_LABELS()
 
 
-@dataclass
+@dataclass(frozen=True)
 class DemoReport:
     """The report's options, trimmed so the demo stays fast (their descriptions and ranges are the report's)."""
 
@@ -295,7 +303,7 @@ class DemoReport:
     learning_curve: LearningCurve = block(LearningCurve, "the learning curve (repeats=0: left out)", repeats=0)
 
 
-@dataclass
+@dataclass(frozen=True)
 class Demo(Command):
     """Offline end to end on the bundled role-adherence benchmark: gather with the embedding judge (cached),
     cross-validate the calibrator against the baselines, train the final model, write the reliability report,
@@ -320,3 +328,5 @@ class Demo(Command):
     progress: bool = PROGRESS()
     threads: int = setting(1, "torch threads for training (tiny tensors: 1 is fastest)", integer(1, 1024))
     report: DemoReport = block(DemoReport, "calibration/report/ options, trimmed so the demo stays fast")
+    settings: Settings = config_group("network", "train")
+    judge: JudgeConfig = config_group("judge")

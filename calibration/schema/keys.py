@@ -98,7 +98,7 @@ def ADHERES_AT() -> Any:  # noqa: N802
 def ON_SHIFT(doc: str = "the data's") -> Any:  # noqa: N802
     return shared(
         "warn",
-        f"warn | refuse (exit 1, nothing written) | ignore, when {doc} judge answers differ from "
+        f"warn | refuse (exit 2, nothing written) | ignore, when {doc} judge answers differ from "
         "the model's training data; the check is written to <out stem>_shift.json",
         choice("warn", "refuse", "ignore"),
     )

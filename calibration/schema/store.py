@@ -31,6 +31,7 @@ from calibration.schema.commands_train import (
     Train,
 )
 from rubric.config_types import MISSING, check_values, default_of, settings_of
+from rubric.errors import InputError
 from rubric.judge_settings import JudgeConfig
 
 SCHEMAS: dict[str, type[Command]] = {
@@ -78,7 +79,7 @@ def defaults(cls: type, keys: tuple[str, ...] | None = None) -> dict[str, Any]:
     """The defaults of a schema (nested blocks as mappings) as the config file they replace would hold them."""
     out: dict[str, Any] = {}
     for f in dataclasses.fields(cls):
-        if keys is not None and f.name not in keys:
+        if (keys is not None and f.name not in keys) or "group" in f.metadata:  # a group: composed from conf/
             continue
         value = default_of(f)
         if "block" in f.metadata:
@@ -128,8 +129,8 @@ def field_of(command: str, key: str) -> dataclasses.Field | None:
 
 
 def check_config(command: str, cfg: Mapping[str, Any]) -> None:
-    """Raise InputError (one line: the key, its value, what it must be) on the first bad value, then check the
-    path keys (calibration/path_checks.py)."""
+    """Raise InputError (one line: the key, its value, what it must be) on the first bad value, then on the
+    first broken rule between keys (the schema's `rules`), then check the path keys (calibration/path_checks.py)."""
     from omegaconf import OmegaConf
 
     from calibration.path_checks import check_paths
@@ -141,7 +142,19 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
         if group in GROUPS and isinstance(plain.get(group), Mapping):
             node = {k: v for k, v in plain[group].items() if k in GROUPS[group].keys}
             check_values(GROUPS[group].schema, node, prefix=f"{group}.")
+    check_rules(cls, plain)
     check_paths(command, plain, not_paths=("model",) if command == "train" else ())
+
+
+class RuleBroken(InputError):
+    """A rule between keys of a command (its schema's `rules`) is broken: one line, exit status 2."""
+
+
+def check_rules(cls: type[Command], values: Mapping[str, Any]) -> None:
+    """Raise RuleBroken (one line) on the first of the schema's rules between keys that `values` break."""
+    for rule in cls.rules:
+        if rule.broken(values):
+            raise RuleBroken(rule.problem, fix=rule.fix)
 
 
 def _check_block(cls: type, values: Mapping[str, Any], prefix: str) -> None:

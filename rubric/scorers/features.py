@@ -107,20 +107,23 @@ def gather_scores(
     return pd.concat(frames, ignore_index=True), rubric
 
 
-def run_scorer_gather(cfg: Any, rubric: Rubric) -> pd.DataFrame:
-    """`role-rubric gather scorer=NAME conversations=FILE out=DIR [scorer.beside=JUDGE_DIR]` (rubric:
-    the composed one; rubric.gather dispatches here)."""
-    from omegaconf import OmegaConf
-
-    if not cfg.get("conversations") or str(cfg.conversations) == "???":
-        raise InputError("no conversations file given.", fix="pass conversations=PATH/conversations.jsonl.")
-    if cfg["granularity"] != "turn":
-        raise InputError("reference scorers score turns only.", fix="use granularity=turn.")
-    spec = OmegaConf.to_container(cfg.scorer, resolve=True)
-    conversations = load_conversations(cfg.conversations)
-    if cfg.get("limit"):
-        conversations = conversations[: int(cfg.limit)]
-    out = Path(cfg.out)
+def run_scorer_gather(
+    conversations: str | Path,
+    rubric: Rubric,
+    scorer: Mapping[str, Any],
+    *,
+    out: str | Path,
+    cache: str | Path | None = None,
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """`role-rubric gather scorer=NAME conversations=FILE out=DIR [scorer.beside=JUDGE_DIR]`: the scorer's
+    features of every turn (granularity turn: the command's rule) as a native dataset dir. rubric: the
+    composed one; scorer: the composed `scorer` group, {name, params, beside}."""
+    spec = dict(scorer)
+    conversations = load_conversations(conversations)
+    if limit:
+        conversations = conversations[:limit]
+    out = Path(out)
     with out_lock(out):  # one run per folder, until the last write
         llm, rubric = gather_scores(
             conversations,
@@ -128,7 +131,7 @@ def run_scorer_gather(cfg: Any, rubric: Rubric) -> pd.DataFrame:
             spec["name"],
             params=spec.get("params") or {},
             beside=spec.get("beside"),
-            cache=cfg.get("cache"),
+            cache=cache,
         )
         atomic_to_csv(llm, out / "llm.csv")
         save_rubric(rubric, out / "rubric.yaml")

@@ -373,7 +373,7 @@ def _error(message: str, code: str) -> dict[str, Any]:
     return {"error": {"message": message, "type": code, "code": code, "param": None}}
 
 
-def run_serve(cfg: Any) -> None:
+def run_serve(port: int = 8765, latency: float = 0.0, background: bool = False) -> None:
     """`role-rubric serve-fake-judge [port=8765] [latency=0] [background=false]`: serve until interrupted.
 
     The port is bound here, in the foreground, so a port already taken (by another user's judge) is one
@@ -385,7 +385,6 @@ def run_serve(cfg: Any) -> None:
 
     from rubric.errors import InputError
 
-    port = int(cfg.port)
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as asyncio does; a live listener still refuses
     try:
@@ -397,12 +396,12 @@ def run_serve(cfg: Any) -> None:
             f"cannot listen on 127.0.0.1:{port} ({exc.strerror or exc}): another judge (or program) has it.",
             fix="pass port=0 for a free port (then set judge.base_url to the URL it prints).",
         ) from None
-    if not cfg["background"]:
+    if not background:
         with contextlib.suppress(KeyboardInterrupt):
-            asyncio.run(FakeOpenAI(latency=float(cfg.latency)).serve_forever(announce=True, sock=sock))
+            asyncio.run(FakeOpenAI(latency=latency).serve_forever(announce=True, sock=sock))
         return
     url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    pid = _detach(sock, float(cfg.latency))
+    pid = _detach(sock, latency)
     print(url, flush=True)
     print(
         f"fake judge (OpenAI protocol, answers are deterministic noise) at {url}, running in the background "

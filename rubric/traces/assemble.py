@@ -29,7 +29,7 @@ from typing import Any
 
 from rubric.errors import InputError
 from rubric.ids import clean_id
-from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, LlmCall, Message, read_call
+from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, LlmCall, Message, read_call, surely_a_call
 from rubric.traces.spans import EVENTS_ONLY, Span
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
@@ -266,7 +266,8 @@ class _Reader:
 
     def finish(self, description: str) -> list[_Call]:
         """The kept calls with their conversation key; the errors that concern the export as a whole."""
-        if not self.calls and not self.empty:
+        empty = self._with_log_events()
+        if not self.calls and not empty:
             raise InputError(
                 f"no LLM call in {description} ({self.spans:,} spans read"
                 + (f", none of service {self.selection.service!r}" if self.selection.service else "")
@@ -274,7 +275,6 @@ class _Reader:
                 fix="export the spans of the chatbot's model calls (OTel GenAI, OpenInference or OpenLLMetry "
                 "instrumentation), or check service=.",
             )
-        empty = self._with_log_events()
         if empty:
             first, call = empty[0]
             raise InputError(
@@ -307,7 +307,8 @@ class _Reader:
             events = self.log_events.pop(span_id, None)
             call = read_call(dataclasses.replace(span, events=span.events + tuple(events))) if events else None
             if call is None or call.empty:
-                still.append((span, call or read_call(span)))
+                if surely_a_call(span.attributes):  # else a framework's span that named its model: no call
+                    still.append((span, call or read_call(span)))
                 continue
             key = self._value(span, self.keys)
             role = self._value(span, (self.selection.role_from,)) if self.selection.role_from else None

@@ -147,6 +147,17 @@ def read_call(span: Span) -> LlmCall | None:
     return LlmCall(None, (), (), _guess_convention(attrs))
 
 
+def surely_a_call(attrs: Mapping[str, Any]) -> bool:
+    """Whether a span without content is a model call all the same (content capture was off), by a marker
+    only model calls carry; gen_ai.system or gen_ai.provider.name alone may be a framework's span."""
+    return (
+        attrs.get("gen_ai.operation.name") in CALL_OPERATIONS
+        or attrs.get("openinference.span.kind") == "LLM"
+        or _unquoted(attrs.get("mlflow.spanType")) in MLFLOW_CALL_TYPES
+        or "llm.request.type" in attrs
+    )
+
+
 def _guess_convention(attrs: Mapping[str, Any]) -> str:
     """The convention of a call recorded without content, for the error's hint."""
     if "openinference.span.kind" in attrs or "llm.provider" in attrs or "llm.system" in attrs:

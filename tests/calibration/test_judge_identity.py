@@ -11,13 +11,13 @@ import pandas as pd
 import pytest
 
 from calibration.api import RoleAdherence
-from calibration.cli import compose_config
 from calibration.commands.predict import run as run_predict
 from calibration.commands.train import run as run_train
 from calibration.model.files import load_model
+from calibration.schema.build import command_config
 from rubric.errors import InputError
-from rubric.gather import judge_config
 from rubric.identity import IDENTITY_KEYS, check_same_judge, judge_identity
+from rubric.judge_settings import judge_config
 from rubric.notices import cli_notices
 from rubric.schema import load_rubric
 
@@ -71,7 +71,7 @@ def trained(tmp_path_factory):
     data = make_native_dataset(root / "data", n_conversations=12)
     identity = judge_identity(judge_config("embedding"), load_rubric(data / "rubric.yaml"))
     (data / "gather_summary.json").write_text(json.dumps({"judge_identity": identity}))
-    run_train(compose_config("train", [f"data={data}", f"out={root / 'model'}", *FAST]))
+    run_train(command_config("train", [f"data={data}", f"out={root / 'model'}", *FAST]))
     return root, data, identity
 
 
@@ -83,9 +83,9 @@ def test_train_records_the_judge_and_predict_refuses_another(trained):
     (other / "gather_summary.json").write_text(json.dumps({"judge_identity": {**identity, "model": "gpt-4o-mini"}}))
     args = [f"model={root / 'model'}", f"data={other}", f"out={root / 'p.csv'}"]
     with pytest.raises(InputError, match="model: trained on 'all-MiniLM-L6-v2', given 'gpt-4o-mini'"):
-        run_predict(compose_config("predict", args))
+        run_predict(command_config("predict", args))
     assert not (root / "p.csv").exists()
-    run_predict(compose_config("predict", [*args, "allow_judge_mismatch=true"]))
+    run_predict(command_config("predict", [*args, "allow_judge_mismatch=true"]))
     assert (root / "p.csv").stat().st_size > 0
 
 
@@ -105,10 +105,10 @@ def test_population_predictions_can_be_evaluated(trained):
     root, data, _ = trained
     pred = root / "population.csv"
     run_predict(
-        compose_config("predict", [f"model={root / 'model'}", f"data={data}", f"out={pred}", "judges=population"])
+        command_config("predict", [f"model={root / 'model'}", f"data={data}", f"out={pred}", "judges=population"])
     )
     metrics = run_evaluate(
-        compose_config("evaluate", [f"predictions={pred}", f"data={data}", f"out={root / 'm.json'}"])
+        command_config("evaluate", [f"predictions={pred}", f"data={data}", f"out={root / 'm.json'}"])
     )
     labels = pd.read_csv(data / "labels.csv")
     assert metrics["n"] == int(

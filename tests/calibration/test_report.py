@@ -18,7 +18,7 @@ import pandas as pd
 import pytest
 
 from calibration import report
-from calibration.cli import compose_config
+from calibration.schema.build import command_config
 from rubric.errors import InputError
 
 VALUES = [1, 2, 3, 4]
@@ -228,7 +228,7 @@ def tiny_report(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict]:
     """One full report (every section) on the tiny dataset, shared by the tests below."""
     root = tmp_path_factory.mktemp("report")
     data = _tiny_dataset(root / "data")
-    results = report.run_report(compose_config("report", [f"data={data}", f"out={root / 'a'}", *FAST]))
+    results = report.run_report(command_config("report", [f"data={data}", f"out={root / 'a'}", *FAST]))
     return root / "a", results
 
 
@@ -314,7 +314,7 @@ def test_report_is_repeatable_with_or_without_a_process_pool(tiny_report: tuple[
     a, _ = tiny_report
     b = a.parent / "b"
     overrides = [f"data={a.parent / 'data'}", f"out={b}", *FAST, "report.workers=2"]
-    report.run_report(compose_config("report", overrides))
+    report.run_report(command_config("report", overrides))
     assert (a / "metrics.json").read_bytes() == (b / "metrics.json").read_bytes()
     for png in sorted(a.glob("*.png")):
         assert png.read_bytes() == (b / png.name).read_bytes(), png.name
@@ -360,7 +360,7 @@ def test_report_reuses_a_cv_folder(tiny_report: tuple[Path, dict], tmp_path: Pat
         "report.max_judges=2",
         f"report.active_labelling={_active_labelling_json(tmp_path)}",
     ]
-    reused = report.run_report(compose_config("report", overrides))
+    reused = report.run_report(command_config("report", overrides))
     assert [r["strategy"] for r in reused["active_labelling"]] == ["random", "bald"]
     assert "How many labels are enough" in (tmp_path / "r" / "report.html").read_text()
     assert "decisions" not in reused  # no adheres threshold, no decision section
@@ -478,7 +478,7 @@ def test_full_report_on_llm_rubric_data_is_fast_and_repeatable(tmp_path: Path) -
     timings = []
     for name in ("a", "b"):
         start = time.perf_counter()
-        report.run_report(compose_config("report", [f"data={data}", f"out={tmp_path / name}"]))
+        report.run_report(command_config("report", [f"data={data}", f"out={tmp_path / name}"]))
         timings.append(time.perf_counter() - start)
     assert max(timings) < 180, timings
     assert (tmp_path / "a" / "metrics.json").read_bytes() == (tmp_path / "b" / "metrics.json").read_bytes()

@@ -13,7 +13,8 @@ import pytest
 
 from calibration.report.page import PAGE, prose_html
 from calibration.report.reviewers import reviewer_section
-from calibration.report.turns import TURNS_CSS, read_conversations, turns_html
+from calibration.report.turns import read_conversations, turns_html
+from calibration.report.turns_html import TURNS_CSS
 from calibration.report.verdict import prepare_verdict, verdict_html
 from tests.calibration.test_report_turns import _page
 

@@ -15,7 +15,8 @@ import pytest
 
 from calibration.data.dataset import load_dataset
 from calibration.report.page import PAGE
-from calibration.report.turns import TURNS_CSS, prepare_turns, turns_html, turns_payload
+from calibration.report.turns import prepare_turns, turns_html, turns_payload
+from calibration.report.turns_html import TURNS_CSS
 
 from .conftest import make_native_dataset
 

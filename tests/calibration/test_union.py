@@ -273,8 +273,8 @@ def test_zero_weight_directory_teaches_nothing(two_dirs):
 
 
 def test_search_and_report_read_two_directories(two_dirs, tmp_path):
-    from calibration.compose import compose_config
     from calibration.report.build import run_report
+    from calibration.schema.build import command_config
 
     old, new = two_dirs
     assert (
@@ -304,7 +304,7 @@ def test_search_and_report_read_two_directories(two_dirs, tmp_path):
         "report.targets=true",
     ]
     results = run_report(
-        compose_config("report", [f"data=[{old},{new}]", "weights=[1,2]", f"out={tmp_path / 'r'}", *quick, *FAST])
+        command_config("report", [f"data=[{old},{new}]", "weights=[1,2]", f"out={tmp_path / 'r'}", *quick, *FAST])
     )
     page = (tmp_path / "r" / "report.html").read_text()
     assert "2 directories" in page

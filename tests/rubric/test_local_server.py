@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from conftest import make_conversations
 
-from rubric.backends import JudgeConfig
 from rubric.errors import InputError
-from rubric.gather import gather, judge_config
+from rubric.gather import gather
+from rubric.judge_settings import JudgeConfig, judge_config
 from rubric.servers.local import LocalServer
 
 TESTS = Path(__file__).resolve().parent

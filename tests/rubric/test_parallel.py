@@ -8,10 +8,10 @@ import os
 import pytest
 from conftest import make_conversations
 
-from rubric.backends import JudgeConfig
 from rubric.cache import RequestCache
 from rubric.errors import InputError
 from rubric.gather import gather
+from rubric.judge_settings import JudgeConfig
 from rubric.notices import cli_notices
 from rubric.transport import parallel
 

@@ -81,3 +81,18 @@ def test_a_pretty_printed_document_and_base64_ids_read_as_lines_do(tmp_path):
     record = imported(path).records[0]
     check_conversation(record)
     assert record["turns"][0]["span_id"] == f"{101:016x}"
+
+
+def test_spans_that_only_name_a_model_system_are_no_calls(tmp_path):
+    """A framework's workflow span with gen_ai.system and no content is left alone; an agent span is no call."""
+    from tests.traces.otlp_json import span
+
+    extra = [
+        span(1, 900, 0, {"gen_ai.system": "openai", "gen_ai.conversation.id": "c1"}, name="workflow"),
+        span(1, 901, 0, {"gen_ai.operation.name": "invoke_agent", "gen_ai.conversation.id": "c1"}, name="agent"),
+    ]
+    path = tmp_path / "export.jsonl"
+    path.write_text(jsonl([request(conversation_spans("genai", 1, "c1") + extra)]))
+    result = imported(path)
+    check_conversation(result.records[0])
+    assert result.counts["llm_calls"] == 4
