@@ -69,9 +69,6 @@ def annotation_labels(
     """labels.csv rows (conversation_id, turn, judge_id, question_id, answer) and counts of what was read
     and left out. Annotations of conversations the import left out (since=, sample=) are counted, not
     refused."""
-    from calibration.labelling.answers import option_key, options_text
-    from calibration.labelling.cells import check_reviewer_id
-
     counts: Counter[str] = Counter()
     rows: dict[tuple[str, str, str, str], tuple[str, str]] = {}
     kept = {r["conversation_id"] for r in imported.records}
@@ -90,6 +87,9 @@ def annotation_labels(
         if cid not in kept:
             counts["annotations_of_conversations_not_imported"] += 1
             continue
+        from calibration.labelling.answers import option_key, options_text  # here: most imports have no labels
+        from calibration.labelling.cells import check_reviewer_id
+
         question = rubric.question(qid)
         answer = _answer(question, note.value, option_key)
         if answer is None:

@@ -140,7 +140,8 @@ def read_call(span: Span) -> LlmCall | None:
     attrs = span.attributes
     if not is_llm_call(attrs) and not any(e.name in _EVENT_ROLES or e.name == "gen_ai.choice" for e in span.events):
         return None
-    for reader in (_genai_attributes, _genai_details_event, _genai_events, _openllmetry, _openinference, _mlflow):
+    readers = _OPENINFERENCE_FIRST if "openinference.span.kind" in attrs else _READERS
+    for reader in readers:
         call = reader(span)
         if call is not None:
             return call
@@ -468,3 +469,9 @@ def _unquoted(value: Any) -> str:
     """MLflow stores some attributes as JSON text ('"LLM"')."""
     text = str(value)
     return text[1:-1] if len(text) >= 2 and text[0] == text[-1] == '"' else text
+
+
+_READERS = (_genai_attributes, _genai_details_event, _genai_events, _openllmetry, _openinference, _mlflow)
+_OPENINFERENCE_FIRST = (_genai_attributes, _openinference, _genai_details_event, _genai_events, _openllmetry, _mlflow)
+"""The conventions in the order they are tried; an OpenInference span (it says so) skips OpenLLMetry's scan of
+every attribute name."""
