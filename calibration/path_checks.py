@@ -22,7 +22,7 @@ FILE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "suggest": ("out",),
     "publish": ("out",),
 }
-OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio"}
+OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio", "monitor"}
 OUT_FILE = {command for command, keys in FILE_OUTPUTS.items() if "out" in keys}
 
 
@@ -49,7 +49,7 @@ def _check_no_dash(cfg: Mapping[str, Any]) -> None:
             )
 
 
-SEVERAL_DIRECTORIES = ("train", "cv", "search", "report")
+SEVERAL_DIRECTORIES = ("train", "cv", "search", "report", "monitor")
 """The commands whose data= may name several directories, trained on as one (calibration/data/union.py)."""
 
 

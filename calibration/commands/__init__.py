@@ -19,6 +19,7 @@ from calibration.commands import (
     gather,
     import_,
     label_studio,
+    monitor,
     predict,
     publish,
     report,
@@ -47,6 +48,7 @@ COMMANDS: dict[str, ModuleType] = {
     "compare": compare,
     "serve-fake-judge": serve_fake_judge,
     "publish": publish,
+    "monitor": monitor,
 }
 """command -> its module, in the order of `role-rubric --help`."""
 

@@ -18,6 +18,7 @@ from typing import Any
 from calibration.model.settings import NETWORK_KEYS, Settings
 from calibration.schema.base import Command
 from calibration.schema.commands_data import Compare, Gather, Import, LabelStudio, ServeFakeJudge
+from calibration.schema.commands_monitor import Monitor
 from calibration.schema.commands_publish import Publish
 from calibration.schema.commands_release import Decide, Estimate, Score, Suggest
 from calibration.schema.commands_train import (
@@ -54,6 +55,7 @@ SCHEMAS: dict[str, type[Command]] = {
         Compare,
         ServeFakeJudge,
         Publish,
+        Monitor,
     )
 }
 """command -> its schema, in the order of `role-rubric --help`."""

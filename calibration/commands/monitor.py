@@ -1,0 +1,81 @@
+"""`role-rubric monitor`: calibrated adherence per role over time, with alarms that hold their false-alarm rate.
+
+Its keys: calibration.schema.commands_monitor `Monitor` (`role-rubric monitor --help`); the library:
+calibration.monitor.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from calibration.schema.commands_monitor import Monitor as Schema
+
+__all__ = ["Schema", "run"]
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
+
+def run(cfg: Schema) -> Path:
+    """CLI: `role-rubric monitor data=DIR model=MODEL window=7d out=DIR`: OUT/windows.jsonl's path; a new alarm
+    raises MonitorAlarm (exit status 1) once everything is written. Imports inside, so that `role-rubric --help`
+    loads no stage."""
+    from calibration.monitor import monitor
+    from calibration.monitor.alarms import MonitorAlarm
+    from rubric.files import out_lock
+
+    with out_lock(cfg.out) as out:
+        result = monitor(
+            cfg.data,
+            cfg.model,
+            out,
+            window=cfg.window,
+            origin=cfg.origin,
+            until=cfg.until,
+            alpha=cfg.alpha,
+            horizon=cfg.horizon,
+            reference=cfg.reference,
+            fail_under=cfg.fail_under,
+            drop=cfg.drop,
+            shift=cfg.shift,
+            width=cfg.width,
+            adheres_at=cfg.adheres_at,
+            allow_judge_mismatch=cfg.allow_judge_mismatch,
+        )
+    for line in _lines(result):
+        log.info(line)
+    if result["alarms"]:
+        raise MonitorAlarm(
+            f"{len(result['alarms'])} new alarm(s), appended to {result['paths']['alarms']}: "
+            + "; ".join(f"{a['window']} {a['role']}: {a['what']} -> {a['next']}" for a in result["alarms"][:3])
+            + ("; ..." if len(result["alarms"]) > 3 else "")
+            + ".",
+            fix="",
+        )
+    return result["paths"]["windows"]
+
+
+def _lines(result: dict) -> list[str]:
+    lines = []
+    for record in result["windows"]:
+        rows = record["rows"]
+        if not rows:
+            lines.append(f"monitor: window {record['window']}: no conversation")
+            continue
+        parts = []
+        for role, row in rows.items():
+            band = row["band"]
+            shown = f"{role} {row['rate']:.3f}" + (f" [{band[0]:.3f}, {band[1]:.3f}]" if band else "")
+            p = (row.get("shift") or {}).get("p_value")
+            parts.append(shown + (f" shift p={p:.2g}" if p is not None else ""))
+        lines.append(
+            f"monitor: window {record['window']} ({record['conversations']} conversations): " + "; ".join(parts)
+        )
+    lines.append(
+        f"monitor: {len(result['windows'])} new window(s), {result['skipped']} already monitored"
+        + (f", {result['waiting']} conversations in windows still open" if result["waiting"] else "")
+    )
+    lines.append(f"monitor: wrote {result['paths']['windows']}, {result['paths']['table']}, {result['paths']['state']}")
+    if not result["alarms"]:
+        lines.append("monitor: no new alarm")
+    return lines

@@ -1,0 +1,231 @@
+"""What `monitor` measures in a window, per role: the calibrated adherence rate and its sampling interval, the
+shift check's p-value, and the reviewers' rate where the window has labels.
+
+The calibrated rate is `estimate`'s calibrator column: the mean over the window's turns of the calibrated
+P(answer >= adheres_at), averaged over the training reviewers (calibration/release/turns.py). Its sampling
+interval treats the window's conversations as a draw of the chatbot's behaviour (the process): a ratio of
+per-conversation totals, A_c (the calibrated predictions of a conversation's turns) over m_c (its turns), with
+conversation-level variance (calibration/release/inference.py `classical_mean`, population=process). A window
+keeps its totals' sums (`Totals`), so a reference period pooled over several windows needs no turn of them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+from scipy import stats
+
+from calibration.release.inference import ClusterSample, classical_mean, ppi_mean
+
+__all__ = ["BAND_ALPHA", "MIN_SHIFT_CONVERSATIONS", "Scored", "Totals", "band", "ppi_block", "score_directory"]
+
+BAND_ALPHA = 0.1
+"""The band drawn around each window's rate: 90%, per window (the alarms use their own, far smaller levels)."""
+MIN_SHIFT_CONVERSATIONS = 10
+"""The shift check compares a role's conversations of the window with its training conversations; under 10 the
+per-conversation means are too few to tell a shift from noise, so the check says so and raises no alarm."""
+SCREEN = 0.05
+"""The shift check's first pass (999 relabellings); only a p-value under this gets the many relabellings a
+small alarm level needs, drawn afresh (so the screen costs no validity: an alarm needs both)."""
+
+
+@dataclass(frozen=True)
+class Totals:
+    """Sums over a set of conversations of their totals: enough for the rate, its variance and pooling."""
+
+    n: int
+    A: float
+    m: float
+    AA: float
+    Am: float
+    mm: float
+
+    @staticmethod
+    def of(A: np.ndarray, m: np.ndarray) -> Totals:
+        return Totals(len(A), float(A.sum()), float(m.sum()), float(A @ A), float(A @ m), float(m @ m))
+
+    def __add__(self, other: Totals) -> Totals:
+        return Totals(*(a + b for a, b in zip(asdict(self).values(), asdict(other).values(), strict=True)))
+
+    @property
+    def rate(self) -> float:
+        return self.A / self.m if self.m else math.nan
+
+    @property
+    def se(self) -> float:
+        """The ratio's linearised standard error, conversations as the unit (process level)."""
+        if self.n < 2 or not self.m:
+            return math.inf
+        r = self.rate
+        ss = max(self.AA - 2 * r * self.Am + r * r * self.mm, 0.0)
+        return math.sqrt(self.n / (self.n - 1) * ss) / self.m
+
+
+def below_p(totals: Totals, threshold: float) -> float:
+    """One-sided p-value of "the rate is at or above threshold" (small: the rate is below it); Student's t on
+    n - 1 degrees of freedom."""
+    if totals.n < 2:
+        return 1.0
+    se = max(totals.se, 1e-9)
+    return float(stats.t.cdf((totals.rate - threshold) / se, totals.n - 1))
+
+
+def drop_p(totals: Totals, reference: Totals, drop: float) -> float:
+    """One-sided p-value of "the rate is at most `drop` below the reference's" (small: it fell by more); the
+    reference's own sampling error counts; t on the smaller sample's n - 1 degrees of freedom."""
+    if totals.n < 2 or reference.n < 2:
+        return 1.0
+    se = max(math.hypot(totals.se, reference.se), 1e-9)
+    return float(stats.t.cdf((totals.rate - reference.rate + drop) / se, min(totals.n, reference.n) - 1))
+
+
+def band(A: np.ndarray, m: np.ndarray) -> tuple[float, float] | None:
+    """The rate's 1 - BAND_ALPHA sampling interval (a Wilson interval at the effective sample size, inside
+    [0, 1]); None under 2 conversations."""
+    if len(A) < 2:
+        return None
+    got = classical_mean(
+        ClusterSample(A=A, m_all=m, Y=A, F=A, m_lab=m), alpha=BAND_ALPHA, population="process", bounds=(0.0, 1.0)
+    )
+    return got.low, got.high
+
+
+@dataclass
+class Scored:
+    """One data directory's calibrated predictions of the target's rate, per conversation."""
+
+    root: Path
+    ds: object
+    preds: object
+    """calibration/release/turns.py ReviewerPredictions (kind rate)."""
+    A: dict[str, float]
+    """conversation id -> sum of its turns' calibrated rate."""
+    m: dict[str, int]
+    """conversation id -> its turns."""
+    roles: dict[str, str]
+    """conversation id -> its chatbot role's text (the shift check keys roles by it)."""
+
+
+def score_directory(root: Path, model, *, adheres_at: float | None, allow_mismatch: bool) -> Scored:
+    """The calibrator's predictions for every turn of ROOT, checked as `estimate` checks a release (the judge
+    is the model's; labelled conversations are none the model trained on)."""
+    from calibration import load_dataset
+    from calibration.decide import default_adheres_at
+    from calibration.model.provenance import refuse_overlap
+    from calibration.model.shift import roles_of
+    from calibration.release.turns import reviewer_predictions
+    from rubric.identity import check_same_judge, dataset_judge_identity
+
+    rubric = model.check_rubric(root / "rubric.yaml")
+    check_same_judge(
+        model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="monitor", where=root
+    )
+    ds = load_dataset(root, rubric=rubric, require_labels=False)
+    if len(ds.label_item):
+        refuse_overlap(model, ds, what="the window's labels", path=root / "labels.csv", folder=root)
+    t = ds.target_index
+    at = default_adheres_at(rubric.questions[t]) if adheres_at is None else float(adheres_at)
+    preds = reviewer_predictions(model, ds, torch.from_numpy(ds.features(model.spec)), t, kind="rate", adheres_at=at)
+    ids, inverse = np.unique(preds.conversation.astype(str), return_inverse=True)
+    A = np.bincount(inverse, weights=preds.calibrator)
+    m = np.bincount(inverse)
+    return Scored(
+        root,
+        ds,
+        preds,
+        dict(zip(ids, A.tolist(), strict=True)),
+        dict(zip(ids, m.tolist(), strict=True)),
+        dict(roles_of([root])),
+    )
+
+
+def ppi_block(scored: Scored, conversations: list[str]) -> dict | None:
+    """The reviewers' rate over these conversations of one directory where at least 2 are labelled: the
+    humans-only and the prediction-powered (PPI++) intervals at 1 - BAND_ALPHA (calibration/release); None
+    where fewer are labelled."""
+    preds = scored.preds
+    labelled = preds.labelled_conversations(conversations=conversations)
+    if len(labelled) < 2:
+        return None
+    sample = preds.sample(conversations=conversations)
+    options = {"alpha": BAND_ALPHA, "population": "finite", "bounds": (0.0, 1.0)}
+    humans, ppi = classical_mean(sample, **options), ppi_mean(sample, **options)
+    return {
+        "n_labelled_conversations": len(labelled),
+        "humans": {"estimate": humans.estimate, "low": humans.low, "high": humans.high},
+        "ppi": {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam},
+    }
+
+
+def shift_p(summary: dict | None, parts: list[tuple[Scored, list[str]]], level: float) -> dict:
+    """The shift check (calibration/model/shift.py) of these conversations (one role's, possibly from several
+    directories) against the model's training conversations of that role: {"p_value", "n_conversations"} or
+    {"note"} where it cannot run. level: the alarm's level for it, which sets how many relabellings a small
+    p-value gets (SCREEN)."""
+    from calibration.model.shift import check_shift
+
+    n = sum(len(c) for _, c in parts)
+    if n < MIN_SHIFT_CONVERSATIONS:
+        return {
+            "p_value": None,
+            "n_conversations": n,
+            "note": f"{n} conversations: the shift check needs {MIN_SHIFT_CONVERSATIONS}; not checked, no alarm",
+        }
+    ds, roles = _subset(parts)
+    first = check_shift(summary, ds, roles, seed=0)
+    if not first["checked"]:
+        return {"p_value": None, "n_conversations": n, "note": "shift check skipped: " + first["note"]}
+    (group,) = first["groups"]
+    p = group["p_value"]
+    if p < SCREEN and level < SCREEN:
+        # fresh relabellings, enough that p can go under `level`: p = (1 + exceedances) / (B + 1)
+        chunks = math.ceil(3 / level / 999)
+        exceed = sum(
+            round(check_shift(summary, ds, roles, seed=s)["groups"][0]["p_value"] * 1000) - 1
+            for s in range(1, chunks + 1)
+        )
+        p = (1 + exceed) / (999 * chunks + 1)
+    return {
+        "p_value": float(p),
+        "n_conversations": n,
+        "distance": group["distance"],
+        "outside_support": group["outside_support"],
+        "role_seen_in_training": group["role_seen_in_training"],
+    }
+
+
+def _subset(parts: list[tuple[Scored, list[str]]]):
+    """A dataset of these conversations' turns only (ids qualified by directory, so they may repeat across
+    directories) and its roles mapping, for check_shift."""
+    import dataclasses
+
+    import pandas as pd
+
+    frames, probs, present, roles = [], [], [], {}
+    for i, (scored, convs) in enumerate(parts):
+        ds = scored.ds
+        keep = np.isin(ds.items["conversation_id"].astype(str).to_numpy(), list(convs))
+        items = ds.items.loc[keep, ["conversation_id", "turn"]].copy()
+        items["conversation_id"] = f"{i}/" + items["conversation_id"].astype(str)
+        frames.append(items)
+        probs.append(ds.probs[keep])
+        present.append(ds.present[keep])
+        roles.update({f"{i}/{c}": scored.roles[c] for c in convs if c in scored.roles})
+    base = parts[0][0].ds
+    empty = np.zeros(0, dtype=np.int64)
+    ds = dataclasses.replace(
+        base,
+        items=pd.concat(frames, ignore_index=True),
+        probs=np.concatenate(probs),
+        present=np.concatenate(present),
+        coverage=None,
+        label_item=empty,
+        label_judge=empty,
+        answers=np.zeros((0, len(base.rubric.ids)), np.int64),
+        label_weight=None,
+    )
+    return ds, (roles or None)
