@@ -289,8 +289,12 @@ class MlflowSource(TraceSource):
 
     @contextlib.contextmanager
     def _client_env(self) -> Iterator[None]:
-        """MLflow's client reads its timeout, retries and token from the environment at each request: set them
-        for our requests only, and put them back after."""
+        """MLflow's client reads its timeout, retries and token from the environment at each request, and
+        resolves mlflow-artifacts: locations (spans a client uploaded as a trace's artifact, when the server
+        refused them over OTLP) against the global tracking URI, not the client's: set them all for our requests
+        only, and put them back after."""
+        from mlflow.tracking._tracking_service.utils import _use_tracking_uri
+
         wanted = {
             "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, math.ceil(self.timeout))),
             "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(RETRIES),
@@ -300,7 +304,8 @@ class MlflowSource(TraceSource):
         saved = {k: os.environ.get(k) for k in wanted}
         os.environ.update(wanted)
         try:
-            yield
+            with _use_tracking_uri(self.tracking_uri):
+                yield
         finally:
             for key, value in saved.items():
                 if value is None:

@@ -4,9 +4,9 @@ MLflow: the `mlflow server` of a separate environment (the full `mlflow` package
 environment has only the client, mlflow-skinny): the folder named by ROLE_RUBRIC_MLFLOW, else
 ROOT/.venv-mlflow, made with
 
-    python3 -m venv .venv-mlflow && .venv-mlflow/bin/pip install "mlflow==3.17.*"
+    python3 -m venv .venv-mlflow && .venv-mlflow/bin/pip install "mlflow[auth]==3.17.*"
 
-It runs on a free port with a temporary SQLite database and artifact folder (artifacts served through the
+([auth]: MLflow's basic-auth app, for the test of a server with authentication on.) It runs on a free port with a temporary SQLite database and artifact folder (artifacts served through the
 server, so clients need no access to its disk), telemetry off, and is stopped when the tests end. Starting
 takes ~20 s on 2 idle cores (the first start creates the database), so the conftest starts it once per
 session. Where it is not installed or does not start, the tests that need it skip with one reason.
@@ -46,6 +46,12 @@ class MlflowServer:
     python: Path
     home: Path
     log: Path
+    admin: tuple[str, str] | None = None
+    """With authentication on (`mlflow_server(auth=True)`): the admin's user name and password."""
+
+
+MLFLOW_ADMIN = ("admin", "admin-pass-for-tests-7c41")
+"""The admin of a server with authentication on (MLflow's basic-auth app; mlflow[auth] installs it)."""
 
 
 def mlflow_venv() -> Path | None:
@@ -71,14 +77,15 @@ def healthy(url: str) -> bool:
 
 
 @contextlib.contextmanager
-def mlflow_server(home: Path) -> Iterator[MlflowServer]:
+def mlflow_server(home: Path, *, auth: bool = False) -> Iterator[MlflowServer]:
     """Start `mlflow server` with its database and artifacts under `home`; stop it (and its workers) on exit.
-    Raises ServerUnavailable where it is not installed or does not answer /health in time."""
+    auth=True: with MLflow's basic-auth app (users and passwords; MLFLOW_ADMIN is the admin), which needs the
+    `mlflow[auth]` extra. Raises ServerUnavailable where it is not installed or does not answer /health in time."""
     venv = mlflow_venv()
     if venv is None:
         raise ServerUnavailable(
             "MLflow's server is not installed: set ROLE_RUBRIC_MLFLOW to a virtual environment with "
-            'mlflow==3.17.* (python3 -m venv .venv-mlflow && .venv-mlflow/bin/pip install "mlflow==3.17.*")'
+            'mlflow[auth]==3.17.* (python3 -m venv .venv-mlflow && .venv-mlflow/bin/pip install "mlflow[auth]==3.17.*")'
         )
     home.mkdir(parents=True, exist_ok=True)
     port = free_port()
@@ -97,8 +104,18 @@ def mlflow_server(home: Path) -> Iterator[MlflowServer]:
         "1",
     ]
     log = home / "server.log"
-    env = {**os.environ, **OFFLINE_ENV, "HOME": str(home)}
-    env.pop("MLFLOW_TRACKING_URI", None)
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}  # nothing pointing it elsewhere
+    env.update(OFFLINE_ENV, HOME=str(home))
+    if auth:
+        (home / "basic_auth.ini").write_text(
+            "[mlflow]\ndefault_permission = READ\n"
+            f"database_uri = sqlite:///{home / 'basic_auth.db'}\n"
+            f"admin_username = {MLFLOW_ADMIN[0]}\nadmin_password = {MLFLOW_ADMIN[1]}\n"
+            "authorization_function = mlflow.server.auth:authenticate_request_basic_auth\n",
+            encoding="utf-8",
+        )
+        env.update(MLFLOW_AUTH_CONFIG_PATH=str(home / "basic_auth.ini"), MLFLOW_FLASK_SERVER_SECRET_KEY="tests-only")
+        cmd += ["--app-name", "basic-auth"]
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, env=env, cwd=home, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
@@ -111,7 +128,7 @@ def mlflow_server(home: Path) -> Iterator[MlflowServer]:
                     f"mlflow server did not start within {MLFLOW_START_TIMEOUT:.0f} s ({tail[0][:200]})"
                 )
             time.sleep(0.5)
-        yield MlflowServer(url, venv / "bin" / "python", home, log)
+        yield MlflowServer(url, venv / "bin" / "python", home, log, MLFLOW_ADMIN if auth else None)
     finally:
         stop(proc)
 

@@ -9,6 +9,7 @@ turn) and the HUMAN feedback as labels, each reviewer apart; LLM_JUDGE feedback 
 from __future__ import annotations
 
 import base64
+import contextlib
 import csv
 import json
 import os
@@ -29,7 +30,7 @@ from rubric.servers.fake import FakeOpenAI
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.mlflow_source import MlflowSource
 from rubric.traces.spans import Annotation, Span
-from tests.traces.servers import OFFLINE_ENV, MlflowServer
+from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, mlflow_server
 
 ROOT = Path(__file__).resolve().parents[2]
 mlflow = pytest.importorskip("mlflow", reason="source=mlflow needs mlflow-skinny (the [mlflow] extra)")
@@ -40,8 +41,10 @@ def _env() -> dict[str, str]:
     return {**os.environ, **OFFLINE_ENV, "PYTHONPATH": path}
 
 
-def _run(*args: str) -> None:
-    done = subprocess.run([sys.executable, *args], cwd=ROOT, env=_env(), capture_output=True, text=True, timeout=180)
+def _run(*args: str, env: dict[str, str] | None = None) -> None:
+    done = subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env={**_env(), **(env or {})}, capture_output=True, text=True, timeout=180
+    )
     assert done.returncode == 0, done.stderr[-3000:]
 
 
@@ -458,3 +461,44 @@ def test_the_command_says_what_is_wrong_with_the_server_in_one_line(mlflow_track
     assert len(err.splitlines()) == 1 and err.startswith("role-rubric import: error: "), err
     assert re.search(pattern, err) and " Fix: " in err, err
     assert not out.exists() or not any(out.iterdir())
+
+
+@pytest.mark.slow  # a second server, with authentication on (~20-60 s to start)
+def test_a_server_with_authentication_is_read_with_mlflows_own_credentials(tmp_path, monkeypatch, capsys):
+    """MLflow's basic-auth app: the chatbot logs as the admin (MLFLOW_TRACKING_USERNAME/PASSWORD), and MLflow's
+    client, its OTLP span export refused (it sends no basic auth), uploads each trace's spans as an artifact: the
+    import reads those too, with the same variables. A wrong password, or none, is one line; never shown."""
+    with contextlib.ExitStack() as stack:
+        try:
+            server = stack.enter_context(mlflow_server(tmp_path / "server", auth=True))
+        except ServerUnavailable as exc:
+            pytest.skip(str(exc))
+        user, password = server.admin
+        credentials = {"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": password}
+        out = tmp_path / "conversations.json"
+        _run("-m", "tests.traces.mlflow_chatbot", server.url, "secured", str(out), env=credentials)
+        expected = json.loads(out.read_text(encoding="utf-8"))
+        for key, value in credentials.items():
+            monkeypatch.setenv(key, value)
+        client = mlflow.MlflowClient(server.url)
+        stored = client.search_traces(
+            locations=[client.get_experiment_by_name("secured").experiment_id], include_spans=False
+        )
+        assert stored and all(t.info.tags.get("mlflow.trace.spansLocation") != "TRACKING_STORE" for t in stored)
+        assert import_command(server.url, "secured", tmp_path / "imported") == 0
+        lines = (tmp_path / "imported" / "conversations.jsonl").read_text(encoding="utf-8").splitlines()
+        records = {r["conversation_id"]: r for r in map(json.loads, lines)}
+        assert_same_conversations(records, expected)
+        assert [t["mlflow_trace_id"] for c in expected for t in c["turns"]] == [
+            t["mlflow_trace_id"] for r in records.values() for t in r["turns"]
+        ]
+        capsys.readouterr()
+        monkeypatch.setenv("MLFLOW_TRACKING_PASSWORD", "not-the-Password-951")
+        assert import_command(server.url, "secured", tmp_path / "wrong") == 2
+        err = capsys.readouterr().err.strip()
+        assert "refused the credentials for the experiment (HTTP 401)" in err and len(err.splitlines()) == 1, err
+        assert "not-the-Password-951" not in err and password not in err
+        monkeypatch.delenv("MLFLOW_TRACKING_USERNAME")
+        monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD")
+        assert import_command(server.url, "secured", tmp_path / "none") == 2
+        assert "refused a request without credentials" in capsys.readouterr().err
