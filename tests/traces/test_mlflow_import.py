@@ -34,6 +34,7 @@ from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, m
 
 ROOT = Path(__file__).resolve().parents[2]
 mlflow = pytest.importorskip("mlflow", reason="source=mlflow needs mlflow-skinny (the [mlflow] extra)")
+pytestmark = pytest.mark.mlflow  # round trips through a real MLflow server (its own CI step: -m mlflow)
 
 
 def _env() -> dict[str, str]:
