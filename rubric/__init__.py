@@ -9,59 +9,69 @@ Public API (the openai client is imported only when an LLM judge is built)::
 
 from __future__ import annotations
 
-from rubric.batch.lines import BatchSettings
-from rubric.batch.run import gather_batch
-from rubric.cache import RequestCache
-from rubric.conversations import (
-    Conversation,
-    Item,
-    Turn,
-    conversations_from_records,
-    iter_items,
-    load_conversations,
-    save_conversations,
-)
-from rubric.errors import InputError
-from rubric.extraction import Distribution, TokenLogprob, from_top_logprobs
-from rubric.gather import a_gather, gather, make_backend, rubric_from_config, run_gather
-from rubric.judge_settings import JudgeConfig, judge_config
-from rubric.outputs import LLM_COLUMNS, GatherResult, GatherSummary, write_outputs
-from rubric.prompts import Prompt, render_prompt
-from rubric.schema import Option, Question, Rubric, format_value, load_rubric, rubric_from_dict, save_rubric
+import importlib
+import sys
+import types
+from typing import Any
 
-__all__ = [
-    "LLM_COLUMNS",
-    "BatchSettings",
-    "Conversation",
-    "Distribution",
-    "GatherResult",
-    "GatherSummary",
-    "InputError",
-    "Item",
-    "JudgeConfig",
-    "Option",
-    "Prompt",
-    "Question",
-    "RequestCache",
-    "Rubric",
-    "TokenLogprob",
-    "Turn",
-    "a_gather",
-    "conversations_from_records",
-    "format_value",
-    "from_top_logprobs",
-    "gather",
-    "gather_batch",
-    "iter_items",
-    "judge_config",
-    "load_conversations",
-    "load_rubric",
-    "make_backend",
-    "render_prompt",
-    "rubric_from_config",
-    "rubric_from_dict",
-    "run_gather",
-    "save_conversations",
-    "save_rubric",
-    "write_outputs",
-]
+# name -> the module that defines it, imported on first use: `import rubric` (and `role-rubric --help`)
+# loads neither pandas nor the HTTP clients
+_EXPORTS = {
+    "LLM_COLUMNS": "rubric.outputs",
+    "BatchSettings": "rubric.batch.lines",
+    "Conversation": "rubric.conversations",
+    "Distribution": "rubric.extraction",
+    "GatherResult": "rubric.outputs",
+    "GatherSummary": "rubric.outputs",
+    "InputError": "rubric.errors",
+    "Item": "rubric.conversations",
+    "JudgeConfig": "rubric.judge_settings",
+    "Option": "rubric.schema",
+    "Prompt": "rubric.prompts",
+    "Question": "rubric.schema",
+    "RequestCache": "rubric.cache",
+    "Rubric": "rubric.schema",
+    "TokenLogprob": "rubric.extraction",
+    "Turn": "rubric.conversations",
+    "a_gather": "rubric.gather",
+    "conversations_from_records": "rubric.conversations",
+    "format_value": "rubric.schema",
+    "from_top_logprobs": "rubric.extraction",
+    "gather": "rubric.gather",
+    "gather_batch": "rubric.batch.run",
+    "iter_items": "rubric.conversations",
+    "judge_config": "rubric.judge_settings",
+    "load_conversations": "rubric.conversations",
+    "load_rubric": "rubric.schema",
+    "make_backend": "rubric.gather",
+    "render_prompt": "rubric.prompts",
+    "rubric_from_config": "rubric.gather",
+    "rubric_from_dict": "rubric.schema",
+    "run_gather": "rubric.gather",
+    "save_conversations": "rubric.conversations",
+    "save_rubric": "rubric.schema",
+    "write_outputs": "rubric.outputs",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # found once
+        return value
+    raise AttributeError(f"module 'rubric' has no attribute {name!r}")
+
+
+class _Package(types.ModuleType):
+    """`rubric.gather` is the function (`from rubric import gather`), though rubric/gather.py, the module that
+    defines it, has the same name: the import system's binding of that module to the package is not kept."""
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        if name in _EXPORTS and isinstance(value, types.ModuleType):
+            return
+        super().__setattr__(name, value)
+
+
+sys.modules[__name__].__class__ = _Package

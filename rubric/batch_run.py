@@ -1,6 +1,10 @@
-"""Kept so that `from rubric.batch_run import gather_batch` (the API page's old path) still works: the stage
-is rubric/batch/run.py, also exported as `rubric.gather_batch` and `rubric.batch.gather_batch`."""
+"""The old path of rubric.batch.run: its names, with a DeprecationWarning (import rubric.batch.run instead; nothing
+in role-rubric imports this one)."""
+
+import warnings
 
 from rubric.batch.run import gather_batch
 
 __all__ = ["gather_batch"]
+
+warnings.warn("rubric.batch_run is deprecated: import rubric.batch.run", DeprecationWarning, stacklevel=2)

@@ -1,5 +1,7 @@
-"""Kept so that imports of `rubric.http` written before the move still work: the module is
-rubric/transport/http.py."""
+"""The old path of rubric.transport.http: its names, with a DeprecationWarning (import rubric.transport.http instead; nothing
+in role-rubric imports this one)."""
+
+import warnings
 
 from rubric.transport.http import (
     HTTP_CLIENTS,
@@ -24,3 +26,5 @@ __all__ = [
     "retry_after",
     "ssl_context_for",
 ]
+
+warnings.warn("rubric.http is deprecated: import rubric.transport.http", DeprecationWarning, stacklevel=2)

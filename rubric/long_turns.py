@@ -15,7 +15,6 @@ from collections.abc import Sequence
 from rubric.conversations import Item
 from rubric.errors import InputError
 from rubric.judge_settings import JudgeConfig
-from rubric.outputs import is_loopback
 from rubric.prompts import render_context, render_prompt
 from rubric.schema import Rubric
 
@@ -85,6 +84,8 @@ def check_long_turns(
 
 
 def _cost(tokens: int, judge: JudgeConfig) -> str:
+    from rubric.outputs import is_loopback  # here: rubric.outputs loads pandas, the schemas read LONG_TURN_TOKENS
+
     if judge.backend == "embedding" or is_loopback(judge.resolved_base_url()):
         return " (a local judge: no per-token price)"
     if judge.price_input_per_mtok is None:

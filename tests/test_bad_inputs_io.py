@@ -129,7 +129,7 @@ def test_model_weights_get_the_mode_of_every_other_output(tmp_path):
 
 def test_score_against_a_judge_that_is_not_there_or_fails_names_it(tmp_path, monkeypatch, capsys):
     from rubric import backends
-    from rubric.fake_server import FakeOpenAI
+    from rubric.servers.fake import FakeOpenAI
 
     monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)
     conversations = f"conversations={TINY / 'new.jsonl'}"

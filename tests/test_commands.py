@@ -31,7 +31,7 @@ def test_the_cli_runs_the_commands_module(monkeypatch, tmp_path):
 def test_the_command_table_loads_no_stage():
     code = (
         "import sys, calibration.cli; "
-        "print(sorted(m for m in ('torch', 'calibration.model.files', 'rubric.fake_server') if m in sys.modules))"
+        "print(sorted(m for m in ('torch', 'calibration.model.files', 'rubric.servers.fake') if m in sys.modules))"
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.stdout.strip() == "[]", done.stdout + done.stderr

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import importlib
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,7 +30,7 @@ LAYERS = {
     "rubric.outputs": 0.2,  # what a gather writes, from the backends' answers
     "rubric.scorers": 0.2,  # reference-based scorers (their encoder is the embedding judge's)
     "rubric.batch": 0.3,  # gathering through batch files: writes the same outputs
-    "rubric.batch_run": 0.3,  # old path of rubric/batch/run.py, kept for imports
+    "rubric.batch_run": 0.3,  # old path of rubric/batch/run.py: warns
     "rubric.long_turns": 0.3,
     "rubric.gather": 0.5,  # the stage, over all of the above
     "rubric.__init__": 0.9,  # the package's re-exports (see rank)
@@ -168,10 +169,9 @@ def test_cli_commands_name_existing_modules():
         assert module.__name__ in project_modules() and callable(module.run), f"{command}: {module.__name__}"
 
 
-# Modules that moved into rubric's sub-packages, by old path: each old path still imports the same objects
-# (the docs, tests, benchmarks and `serve-fake-judge` named them), so code written before the move runs.
+# Modules that moved into rubric's sub-packages, by old path: each old path still imports the same objects,
+# so code written before the move runs, and warns (nothing in role-rubric imports an old path).
 MOVED = {
-    "rubric.batch": ("rubric.batch.lines", ["BatchSettings", "split_lines"]),
     "rubric.batch_run": ("rubric.batch.run", ["gather_batch"]),
     "rubric.http": ("rubric.transport.http", ["HTTP_CLIENTS", "env_proxy", "ssl_context_for", "refused_at"]),
     "rubric.local_server": ("rubric.servers.local", ["LocalServer", "served_model_name"]),
@@ -183,10 +183,46 @@ MOVED = {
 
 
 @pytest.mark.parametrize("old", sorted(MOVED))
-def test_old_import_paths_still_work(old: str):
+def test_old_import_paths_still_work_and_warn(old: str, monkeypatch):
     new, names = MOVED[old]
+    monkeypatch.delitem(sys.modules, old, raising=False)
+    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: import {new}"):
+        module = importlib.import_module(old)
     for name in names:
-        assert getattr(importlib.import_module(old), name) is getattr(importlib.import_module(new), name), name
+        assert getattr(module, name) is getattr(importlib.import_module(new), name), name
+
+
+def test_nothing_imports_an_old_path():
+    """The project's own modules, tests and benchmarks import the modules that define the names."""
+    found = []
+    for path in sorted(
+        [
+            *ROOT.joinpath("calibration").rglob("*.py"),
+            *ROOT.joinpath("rubric").rglob("*.py"),
+            *ROOT.joinpath("tests").rglob("*.py"),
+            *ROOT.joinpath("benchmarks").rglob("*.py"),
+        ]
+    ):
+        if path.stem in {"test_layout"} or path.relative_to(ROOT).as_posix() in {
+            f"{o.replace('.', '/')}.py" for o in MOVED
+        }:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
+            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n in MOVED]
+    assert not found, found
+
+
+def test_rubric_batch_names_its_modules_names():
+    import rubric.batch
+
+    for name, module in (
+        ("BatchSettings", "rubric.batch.lines"),
+        ("split_lines", "rubric.batch.lines"),
+        ("gather_batch", "rubric.batch.run"),
+    ):
+        assert getattr(rubric.batch, name) is getattr(importlib.import_module(module), name)
 
 
 def test_the_checks_can_fail():

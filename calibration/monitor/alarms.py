@@ -28,7 +28,7 @@ from __future__ import annotations
 from calibration.monitor.statistics import Totals, below_p, drop_p
 from calibration.release.gate import GateFailed
 
-__all__ = ["MonitorAlarm", "checks_on", "label_advice", "level", "rate_alarms"]
+__all__ = ["MonitorAlarm", "checks_on", "label_advice", "level", "rate_alarms", "rate_checks"]
 
 
 class MonitorAlarm(GateFailed):
@@ -50,6 +50,32 @@ def checks_on(*, fail_under: float | None, drop: float | None, shift: bool) -> l
 def level(alpha: float, checks: list[str], horizon: int, rows: int) -> float:
     """One test's level: alpha / checks / horizon / rows tested by that check in the window."""
     return alpha / max(len(checks), 1) / horizon / max(rows, 1)
+
+
+def rate_checks(rows: dict[str, Totals], *, reference: dict[str, Totals], position: int, settings: dict) -> dict:
+    """The rate checks of one window: row ("all" or a role) -> its checks, each with its p-value, level and
+    whether it fired. position: the window's place from the first monitored (0-based); reference: the
+    reference period's totals per row (used from position `settings["reference"]` on); settings: the
+    command's alpha, horizon, reference, fail_under, drop and shift. The command and benchmarks/monitor.py
+    both decide by this."""
+    checks = checks_on(fail_under=settings["fail_under"], drop=settings["drop"], shift=settings["shift"])
+    tested = [g for g, t in rows.items() if t.n >= 2]
+    if position >= settings["horizon"] or not tested:
+        return {g: [] for g in rows}
+    at = level(settings["alpha"], checks, settings["horizon"], len(tested))
+    after = position >= settings["reference"]
+    return {
+        g: rate_alarms(
+            rows[g],
+            reference=reference.get(g) if after else None,
+            fail_under=settings["fail_under"],
+            drop=settings["drop"],
+            at=at,
+        )
+        if g in tested
+        else []
+        for g in rows
+    }
 
 
 def rate_alarms(

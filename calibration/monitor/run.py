@@ -206,40 +206,36 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
         "conversations": w.n_conversations,
         "rows": {},
     }
+    rel = w.index - state["first_index"]
+    if rel >= settings["reference"] and state["reference"] is None:  # the reference period is over: frozen
+        state["reference"] = dict(state["reference_sum"])
     if w.n_conversations == 0:
         record["note"] = "no conversation in this window: nothing measured, no alarm (is the import running?)"
         log.warning(f"monitor: window {w.id}: no conversation")
         return record
     groups = _groups(w, scored, role_of)
-    rel = w.index - state["first_index"]
     checks = al.checks_on(fail_under=settings["fail_under"], drop=settings["drop"], shift=settings["shift"])
     in_horizon = rel < settings["horizon"]
-    rate_rows = [g for g, parts in groups.items() if sum(len(c) for _, c in parts) >= 2]
     shift_rows = [g for g in groups if (g != ALL or len(groups) == 1)]
     eligible = [g for g in shift_rows if sum(len(c) for _, c in groups[g]) >= ms.MIN_SHIFT_CONVERSATIONS]
-    rate_level = al.level(settings["alpha"], checks, settings["horizon"], len(rate_rows))
     shift_level = al.level(settings["alpha"], checks, settings["horizon"], len(eligible))
-    reference = {k: ms.Totals(**v) for k, v in (state["reference"] or {}).items()}
+    totals, rows = {}, {}
     for g, parts in groups.items():
         A = np.array([scored[d].A[c] for d, convs in parts for c in convs])
         m = np.array([scored[d].m[c] for d, convs in parts for c in convs], float)
-        totals = ms.Totals.of(A, m)
-        row = {"conversations": totals.n, "turns": int(totals.m), "rate": totals.rate, "se": totals.se}
+        totals[g] = ms.Totals.of(A, m)
+        row = {"conversations": totals[g].n, "turns": int(totals[g].m), "rate": totals[g].rate, "se": totals[g].se}
         row["band"] = ms.band(A, m)
-        row["totals"] = asdict(totals)
+        row["totals"] = asdict(totals[g])
         if len(parts) == 1 and len(scored[parts[0][0]].preds.row_item):
             row["reviewers"] = ms.ppi_block(scored[parts[0][0]], parts[0][1])
         if settings["shift"] and g in shift_rows:
             row["shift"] = ms.shift_p(model.record.shift_summary(), [(scored[d], c) for d, c in parts], shift_level)
-        row["checks"] = []
-        if rel < settings["reference"]:
-            sums = state["reference_sum"]
-            sums[g] = asdict(ms.Totals(**sums[g]) + totals) if g in sums else asdict(totals)
-        if in_horizon and g in rate_rows:
-            ref = reference.get(g) if rel >= settings["reference"] else None
-            row["checks"] += al.rate_alarms(
-                totals, reference=ref, fail_under=settings["fail_under"], drop=settings["drop"], at=rate_level
-            )
+        rows[g] = row
+    reference = {k: ms.Totals(**v) for k, v in (state["reference"] or {}).items()}
+    decided = al.rate_checks(totals, reference=reference, position=rel, settings=settings)
+    for g, row in rows.items():
+        row["checks"] = decided[g]
         p = (row.get("shift") or {}).get("p_value")
         if in_horizon and p is not None:
             row["checks"].append(
@@ -248,18 +244,18 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
                     "p_value": p,
                     "level": shift_level,
                     "fired": p < shift_level,
-                    "what": "these conversations differ from the calibrator's training data (the chatbot, its users or "
-                    "the judge changed): the calibrated rate may be biased",
+                    "what": "these conversations differ from the calibrator's training data (the chatbot, its users "
+                    "or the judge changed): the calibrated rate may be biased",
                 }
             )
         if not in_horizon:
             row["note"] = f"past horizon={settings['horizon']} windows: no alarm (start a new out= to monitor on)"
-        row["alarms"] = [
-            _alarm(w, g, check, parts, scored, settings, directories) for check in row["checks"] if check["fired"]
-        ]
+        row["alarms"] = [_alarm(w, g, c, groups[g], scored, settings, directories) for c in row["checks"] if c["fired"]]
         record["rows"][g] = row
-    if rel == settings["reference"] - 1:
-        state["reference"] = dict(state["reference_sum"])
+    if rel < settings["reference"]:
+        sums = state["reference_sum"]
+        for g, t in totals.items():
+            sums[g] = asdict(ms.Totals(**sums[g]) + t) if g in sums else asdict(t)
     return record
 
 

@@ -6,10 +6,25 @@
 - `job`: one job's record in OUT/batch/state.json, the files it planned and the results it read;
 - `run`: the stage that drives a job and writes the gather's outputs (`gather_batch`).
 
-The names below are importable from `rubric.batch` as they were when it was one module.
+The names below are importable from `rubric.batch` too, loaded on first use (the stage needs pandas; the
+settings, which the command's schema names, do not).
 """
 
-from rubric.batch.lines import BatchSettings, split_lines
-from rubric.batch.run import gather_batch
+from __future__ import annotations
 
-__all__ = ["BatchSettings", "gather_batch", "split_lines"]
+import importlib
+from typing import Any
+
+_EXPORTS = {
+    "BatchSettings": "rubric.batch.lines",
+    "split_lines": "rubric.batch.lines",
+    "gather_batch": "rubric.batch.run",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    if name in _EXPORTS:
+        return getattr(importlib.import_module(_EXPORTS[name]), name)
+    raise AttributeError(f"module 'rubric.batch' has no attribute {name!r}")

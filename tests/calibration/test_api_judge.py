@@ -9,7 +9,7 @@ import pytest
 from calibration.api import RoleAdherence
 from rubric import judge_config
 from rubric.errors import InputError
-from rubric.fake_server import FakeOpenAI
+from rubric.servers.fake import FakeOpenAI
 
 CONVERSATION = {
     "conversation_id": "c1",

@@ -1,6 +1,6 @@
 """RoleRubricMetric inside the real deepeval: `evaluate`, `assert_test` and `deepeval test run`, offline.
 
-The judges are the embedding judge and the fake OpenAI-protocol judge (rubric/fake_server.py) on 127.0.0.1;
+The judges are the embedding judge and the fake OpenAI-protocol judge (rubric/servers/fake.py) on 127.0.0.1;
 deepeval's telemetry is off and its `.deepeval/` folder goes to a temporary working directory.
 """
 
@@ -41,7 +41,7 @@ from calibration.model.files import save_model  # noqa: E402
 from calibration.model.settings import Settings  # noqa: E402
 from rubric import gather, judge_config, load_conversations, load_rubric, write_outputs  # noqa: E402
 from rubric.errors import InputError  # noqa: E402
-from rubric.fake_server import FakeOpenAI  # noqa: E402
+from rubric.servers.fake import FakeOpenAI  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "data" / "role_adherence"

@@ -106,7 +106,7 @@ def test_a_question_the_labelling_interface_reserves_names_the_rubric_file(tmp_p
 
 def test_score_without_a_calibrator_announces_the_target(tmp_path, capsys):
     from rubric.conversations import save_conversations
-    from rubric.fake_server import FakeOpenAI
+    from rubric.servers.fake import FakeOpenAI
     from tests.rubric.conftest import make_conversations
 
     rubric = {k: v for k, v in SYNTH_RUBRIC.items() if k != "target"}

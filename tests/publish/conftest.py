@@ -16,7 +16,7 @@ PROJECT = "support-bot"
 @pytest.fixture(scope="session")
 def scored_run(tmp_path_factory) -> dict[str, Path]:
     """conversations.jsonl with trace/span ids -> gather (fake judge) -> train -> score."""
-    from rubric.fake_server import FakeOpenAI
+    from rubric.servers.fake import FakeOpenAI
 
     with FakeOpenAI() as server:
         return make_scored(tmp_path_factory.mktemp("scored"), server.base_url)
@@ -62,7 +62,7 @@ def phoenix_server(tmp_path_factory):
 def phoenix_scored(phoenix_server, tmp_path_factory) -> dict:
     """A chatbot's conversations sent to Phoenix as OpenInference spans, imported (their span ids kept),
     gathered with the fake judge, a model trained, the conversations scored."""
-    from rubric.fake_server import FakeOpenAI
+    from rubric.servers.fake import FakeOpenAI
 
     root = tmp_path_factory.mktemp("phoenix_scored")
     ids = phoenix_traces(phoenix_server.otlp_endpoint, PROJECT, n=8)
@@ -78,7 +78,7 @@ def mlflow_scored(mlflow_server, tmp_path_factory) -> dict:
     """A chatbot's conversations traced into the MLflow server, imported (their trace ids kept), gathered with
     the fake judge, a model trained, the conversations scored; a release and its baseline estimated; a cv."""
     from calibration.cli import main
-    from rubric.fake_server import FakeOpenAI
+    from rubric.servers.fake import FakeOpenAI
 
     root = tmp_path_factory.mktemp("mlflow_scored")
     experiment_id, ids = mlflow_traces(mlflow_server.url, EXPERIMENT)
