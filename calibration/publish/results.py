@@ -96,7 +96,8 @@ class Scored:
     adheres_at: float | None
     target: str | None
     judges: str
-    scores: Path
+    scores: Path | None
+    """The scores file (None: measured in memory, by the MLflow scorers)."""
     source: dict[str, Any] = field(default_factory=dict)
     """The conversations' `source` block (kind, and where they were imported from)."""
 
