@@ -259,8 +259,8 @@ class _Reader:
         intern = self._interned.setdefault
         return LlmCall(
             intern(call.system, call.system),
-            tuple(intern(m, m) for m in call.input),
-            tuple(intern(m, m) for m in call.output),
+            tuple(map(intern, call.input, call.input)),
+            tuple(map(intern, call.output, call.output)),
             call.convention,
         )
 
