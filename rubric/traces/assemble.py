@@ -76,7 +76,7 @@ class TraceSelection:
 
     @classmethod
     def from_config(cls, cfg: Any) -> TraceSelection:
-        """The selection an `import` config asks for (attributes read one by one: typed or DictConfig)."""
+        """The selection an `import` asks for, from the command's typed object (its attributes read one by one)."""
 
         def value(name: str) -> Any:
             got = getattr(cfg, name, None)

@@ -77,7 +77,7 @@ class PhoenixSource(TraceSource):
 
     @classmethod
     def from_config(cls, cfg: Any) -> PhoenixSource:
-        """From an `import source=phoenix` config (attributes read one by one: typed or DictConfig). token_env=
+        """From an `import source=phoenix` command's typed object (attributes read one by one). token_env=
         left at the Label Studio default it shares with other commands means Phoenix's own variable."""
         token_env = getattr(cfg, "token_env", None)
         if token_env == "LABEL_STUDIO_API_KEY":  # the shared key's default (calibration/schema/keys.py)
