@@ -45,11 +45,10 @@ def run(cfg: Schema) -> Path:
     for line in _lines(result):
         log.info(line)
     if result["alarms"]:
+        first = result["alarms"][0]
         raise MonitorAlarm(
-            f"{len(result['alarms'])} new alarm(s), appended to {result['paths']['alarms']}: "
-            + "; ".join(f"{a['window']} {a['role']}: {a['what']} -> {a['next']}" for a in result["alarms"][:3])
-            + ("; ..." if len(result["alarms"]) > 3 else "")
-            + ".",
+            f"{len(result['alarms'])} new alarm(s), appended to {result['paths']['alarms']}; the first: window "
+            f"{first['window']}, {first['role']}: {first['what']}; next: {first['next']}.",
             fix="",
         )
     return result["paths"]["windows"]
@@ -76,6 +75,10 @@ def _lines(result: dict) -> list[str]:
         + (f", {result['waiting']} conversations in windows still open" if result["waiting"] else "")
     )
     lines.append(f"monitor: wrote {result['paths']['windows']}, {result['paths']['table']}, {result['paths']['state']}")
+    for a in result["alarms"]:
+        lines.append(
+            f"monitor: ALARM window {a['window']}, {a['role']}: {a['what']} (p={a['p_value']:.2g} < {a['level']:.2g})"
+        )
     if not result["alarms"]:
         lines.append("monitor: no new alarm")
     return lines

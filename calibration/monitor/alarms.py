@@ -114,10 +114,11 @@ def rate_alarms(
     return out
 
 
-def label_advice(conversation, f, width: float, window: str, role: str, data: str) -> dict:
+def label_advice(conversation, f, width: float, window: str, role: str) -> dict:
     """How many conversations of this window and role to label so that `estimate`'s interval of the reviewers'
     rate has about this half-width (planned from the calibrator's predictions, taken as calibrated: optimistic
-    where it is off, which an alarm suggests; `estimate width=` then says if more are needed)."""
+    where it is off, which an alarm suggests; `estimate width=` then says if more are needed). conversation:
+    each turn's conversation id; f: its calibrated adherence."""
     from calibration.release.planning import labels_needed, spread_from_calibrator
 
     spread = spread_from_calibrator(conversation, f)
@@ -127,7 +128,8 @@ def label_advice(conversation, f, width: float, window: str, role: str, data: st
     return {
         "label": k,
         "of": spread.N,
-        "next": f"label about {k} of the {spread.N} conversations{who} of window {window} "
-        f"(`role-rubric suggest purpose=estimate data={data} budget={k}`), then run `role-rubric estimate` "
-        f"on them for the reviewers' rate (half-width about {width:g})",
+        "conversations": sorted(set(map(str, conversation))),
+        "next": f"label about {k} of the {spread.N} conversations{who} of window {window}, drawn at random from "
+        f"this alarm's `conversations`, then run `role-rubric estimate` on them for the reviewers' rate "
+        f"(half-width about {width:g})",
     }

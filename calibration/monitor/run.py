@@ -281,10 +281,10 @@ def _alarm(w: Window, role: str, check: dict, parts, scored, settings, directori
     for d, convs in parts:
         preds = scored[d].preds
         keep = np.isin(preds.conversation.astype(str), convs)
-        conv.append(np.char.add(f"{d}/", preds.conversation[keep].astype(str)))
+        where = "" if len(parts) == 1 else f"{directories[d]}/"  # from several directories: say which
+        conv.append(np.char.add(where, preds.conversation[keep].astype(str)))
         f.append(preds.calibrator[keep])
-    data = ",".join(str(directories[d]) for d, _ in parts)
-    advice = al.label_advice(np.concatenate(conv), np.concatenate(f), settings["width"], w.id, role, data)
+    advice = al.label_advice(np.concatenate(conv), np.concatenate(f), settings["width"], w.id, role)
     return {
         "window": w.id,
         "role": role,
