@@ -37,7 +37,7 @@ Exit statuses (each error is one line on stderr, `role-rubric COMMAND: error: ..
 | status | meaning |
 |---|---|
 | 0 | done |
-| 1 | a failed CI gate, and nothing else: `estimate fail_under=` or `fail_if_worse=` (`... gate failed: ...`, naming the bound; every file is written first) |
+| 1 | a failed CI gate, and nothing else: `estimate fail_under=` or `fail_if_worse=` (`... gate failed: ...`, naming the bound), a new `monitor` alarm (`... alarm: ...`); every file is written first |
 | 2 | bad input or a refusal: a required key missing, a bad value, a rule between keys broken (`fail_if_worse=true needs baseline=.`), a bad file (naming the file, the row and the fix), `on_shift=refuse` when the shift check fires (`... refused: ...`); all but the files are checked before any file is read |
 | 3 | `gather` wrote what succeeded but some requests failed (listed in failures.csv) |
 | 4 | `gather`'s judge mostly named no option (its files are written; `judge.allow_low_coverage=true` accepts them) |
