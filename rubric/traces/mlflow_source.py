@@ -295,7 +295,8 @@ class MlflowSource(TraceSource):
         only, and put them back after."""
         from mlflow.tracking._tracking_service.utils import _use_tracking_uri
 
-        wanted = {
+        wanted = {  # MLFLOW_TRACKING_URI: _use_tracking_uri unsets it on the way out; put back as it was
+            "MLFLOW_TRACKING_URI": self.tracking_uri,
             "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, math.ceil(self.timeout))),
             "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(RETRIES),
         }

@@ -178,6 +178,18 @@ def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced):
     assert list(dict.fromkeys(t for t, _ in whole)) == firsts  # oldest first: the order they were had
 
 
+def test_reading_leaves_mlflows_own_settings_as_they_were(mlflow_tracking, traced, monkeypatch):
+    """The source sets MLflow's timeout, retries and tracking URI for its own requests only: code of the same
+    process (an application, the publish step) keeps its own."""
+    monkeypatch.setenv("MLFLOW_TRACKING_URI", "http://elsewhere.invalid:5000")
+    monkeypatch.delenv("MLFLOW_HTTP_REQUEST_TIMEOUT", raising=False)
+    before = mlflow.get_tracking_uri()
+    assert len(list(MlflowSource(mlflow_tracking.url, TRACED).spans())) > 0
+    assert mlflow.get_tracking_uri() == before
+    assert os.environ["MLFLOW_TRACKING_URI"] == "http://elsewhere.invalid:5000"
+    assert "MLFLOW_HTTP_REQUEST_TIMEOUT" not in os.environ
+
+
 def test_human_feedback_comes_back_per_reviewer_and_llm_judges_do_not(mlflow_tracking, traced):
     got = imported(mlflow_tracking, TRACED)
     found = sorted(
