@@ -18,21 +18,11 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 
 
 def run(cfg: Any) -> dict[str, Any]:
-    """CLI: `role-rubric publish target=otel|mlflow|phoenix ...`: what was published, per kind."""
-    from rubric.errors import InputError
-
-    target = str(cfg.target)
-    if target != "mlflow" and (cfg.estimate is not None or cfg.cv is not None):
-        raise InputError(
-            f"estimate= and cv= are published as MLflow runs, not to target={target}.",
-            fix="pass target=mlflow tracking_uri=URL with them.",
-        )
-    if cfg.scores is None and (target != "mlflow" or (cfg.estimate is None and cfg.cv is None)):
-        what = "scores=, estimate= or cv=" if target == "mlflow" else "scores="
-        raise InputError(f"nothing to publish: pass {what}.", fix="pass scores= the out= file of `role-rubric score`.")
-    if target == "otel":
+    """CLI: `role-rubric publish target=otel|mlflow|phoenix ...` (the keys' rules, checked before: which
+    target needs which key): what was published, per kind."""
+    if cfg.target == "otel":
         return _otel(cfg)
-    if target == "mlflow":
+    if cfg.target == "mlflow":
         return _mlflow(cfg)
     return _phoenix(cfg)
 
@@ -51,13 +41,7 @@ def _stamp(scored: Any) -> int:
 def _otel(cfg: Any) -> dict[str, Any]:
     from calibration.publish import otel
     from calibration.publish.state import PublishState, mask_url, state_path
-    from rubric.errors import InputError
 
-    if (cfg.out is None) == (cfg.endpoint is None):
-        raise InputError(
-            "target=otel writes a file (out=) or posts to an endpoint (endpoint=): name one.",
-            fix="pass out=evaluations.jsonl, or endpoint=http://HOST:4318/v1/logs.",
-        )
     scored = _scored(cfg)
     if cfg.out is not None:
         n = otel.write_file(scored, Path(cfg.out), time_unix_nano=_stamp(scored))
@@ -77,12 +61,22 @@ def _otel(cfg: Any) -> dict[str, Any]:
 
 
 def _mlflow(cfg: Any) -> dict[str, Any]:
-    from calibration.publish import mlflow as target
+    from calibration.publish import mlflow
 
-    return target.run(cfg, scored=_scored(cfg) if cfg.scores is not None else None, say=log.info)
+    return mlflow.publish(
+        cfg.tracking_uri,
+        scored=_scored(cfg) if cfg.scores is not None else None,
+        estimate=cfg.estimate,
+        cv=cfg.cv,
+        experiment=cfg.experiment,
+        run_name=cfg.run_name,
+        model=cfg.model,
+        timeout=cfg.timeout,
+        say=log.info,
+    )
 
 
 def _phoenix(cfg: Any) -> dict[str, Any]:
-    from calibration.publish import phoenix as target
+    from calibration.publish import phoenix
 
-    return target.run(cfg, scored=_scored(cfg), say=log.info)
+    return phoenix.publish(cfg.url, _scored(cfg), token_env=cfg.token_env, timeout=cfg.timeout, say=log.info)

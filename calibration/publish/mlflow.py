@@ -44,19 +44,31 @@ TAG = "role_rubric"
 """The prefix of every tag role-rubric sets on a run."""
 
 
-def run(cfg: Any, *, scored: Scored | None, say: Callable[[str], None]) -> dict[str, Any]:
-    """publish target=mlflow: the scores as feedback, estimate= and cv= as runs."""
-    if cfg.tracking_uri is None:
-        raise InputError("target=mlflow needs tracking_uri=.", fix="pass tracking_uri=http://HOST:5000.")
-    uri = str(cfg.tracking_uri).rstrip("/")
+def publish(
+    tracking_uri: str,
+    *,
+    scored: Scored | None = None,
+    estimate: str | Path | None = None,
+    cv: str | Path | None = None,
+    experiment: str | None = None,
+    run_name: str | None = None,
+    model: str | Path | None = None,
+    timeout: float = 10.0,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """The scores as feedback, an estimate= and a cv= folder as runs (experiment: the runs'; default the one
+    the conversations were imported from; model: the calibrator an estimate used, its checksum a param)."""
+    uri = str(tracking_uri).rstrip("/")
     out: dict[str, Any] = {}
-    with connected(uri, float(cfg.timeout)):
+    with connected(uri, float(timeout)):
         if scored is not None:
             out["feedback"] = publish_scores(uri, scored, say=say)
-        if cfg.estimate is not None:
-            out["estimate_run"] = publish_estimate(uri, Path(cfg.estimate), cfg, scored=scored, say=say)
-        if cfg.cv is not None:
-            out["cv_run"] = publish_cv(uri, Path(cfg.cv), cfg, say=say)
+        if estimate is not None:
+            out["estimate_run"] = publish_estimate(
+                uri, Path(estimate), experiment=experiment, run_name=run_name, model=model, scored=scored, say=say
+            )
+        if cv is not None:
+            out["cv_run"] = publish_cv(uri, Path(cv), experiment=experiment, run_name=run_name, say=say)
     return out
 
 
@@ -239,9 +251,8 @@ def _first_trace(s: SessionScore, infos: dict[str, Any]) -> str:
 # ---- runs: an estimate, a cv -------------------------------------------------------------------------------
 
 
-def _experiment(uri: str, cfg: Any, data: Path | None, scored: Scored | None) -> tuple[str, str]:
+def _experiment(uri: str, name: str | None, data: Path | None, scored: Scored | None) -> tuple[str, str]:
     """(experiment id, name): experiment= or the one the conversations were imported from; never created."""
-    name = cfg.experiment
     if name is None:
         for source in (scored.source if scored is not None else {}, _source_of(data)):
             if source.get("kind") == "mlflow" and source.get("experiment"):
@@ -379,7 +390,16 @@ def _gate_tag(result: dict) -> str:
     return "passed" if gate.get("passed") else "failed: " + "; ".join(map(str, gate.get("failed") or []))
 
 
-def publish_estimate(uri: str, folder: Path, cfg: Any, *, scored: Scored | None, say: Callable[[str], None]) -> str:
+def publish_estimate(
+    uri: str,
+    folder: Path,
+    *,
+    experiment: str | None,
+    run_name: str | None,
+    model: str | Path | None,
+    scored: Scored | None,
+    say: Callable[[str], None],
+) -> str:
     """An `estimate` output folder as a run (see the module docstring): its id."""
     from calibration.publish.results import model_info
 
@@ -390,12 +410,12 @@ def publish_estimate(uri: str, folder: Path, cfg: Any, *, scored: Scored | None,
         )
     result = json.loads(file.read_text())
     data = Path(str(result.get("data", "")))
-    experiment_id, experiment = _experiment(uri, cfg, data, scored)
-    if cfg.model is None and scored is None:
+    experiment_id, experiment = _experiment(uri, experiment, data, scored)
+    if model is None and scored is None:
         raise InputError(
             "estimate= needs model= (the calibrator it used), whose checksum the run records.", fix="pass model=DIR."
         )
-    model = scored.model if scored is not None else model_info(cfg.model)
+    info = scored.model if scored is not None else model_info(model)
     page = _estimate_page(result, file.with_name("estimate.html") if folder.is_dir() else folder.with_suffix(".html"))
     release = str(data.resolve())
     tags = {
@@ -422,14 +442,14 @@ def publish_estimate(uri: str, folder: Path, cfg: Any, *, scored: Scored | None,
         "adheres_at": result.get("adheres_at"),
         "crossfit": (crossfit.get("k") if isinstance(crossfit, dict) else crossfit) or "none",
         "sequential": str("sequential" in result).lower(),
-        "model_sha256": model.checksum,
+        "model_sha256": info.checksum,
     }
     run_id, there = _log_run(
         uri,
         experiment_id,
         "estimate",
-        _sha(file) + model.checksum[:16],
-        cfg.run_name or f"estimate {data.name or folder.name}",
+        _sha(file) + info.checksum[:16],
+        run_name or f"estimate {data.name or folder.name}",
         metrics=estimate_metrics(result),
         params={k: str(v) for k, v in params.items()},
         tags=tags,
@@ -528,7 +548,9 @@ def per_reviewer_agreement(predictions: Path) -> dict[str, float]:
     return metrics
 
 
-def publish_cv(uri: str, folder: Path, cfg: Any, *, say: Callable[[str], None]) -> str:
+def publish_cv(
+    uri: str, folder: Path, *, experiment: str | None, run_name: str | None, say: Callable[[str], None]
+) -> str:
     """A `cv` output folder as a run: the reviewers' agreement (see the module docstring); its id."""
     file = folder / "reviewers.json"
     if not file.is_file():
@@ -536,7 +558,7 @@ def publish_cv(uri: str, folder: Path, cfg: Any, *, say: Callable[[str], None]) 
     reviewers = json.loads(file.read_text())
     metrics_file = folder / "metrics.json"
     cv_meta = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
-    experiment_id, experiment = _experiment(uri, cfg, None, None)
+    experiment_id, experiment = _experiment(uri, experiment, None, None)
     tags = {f"{TAG}.verdict.{q}": b.get("verdict", "")[:5000] for q, b in (reviewers.get("questions") or {}).items()}
     params = {"target": cv_meta.get("target"), "folds": cv_meta.get("folds"), "seed": cv_meta.get("seed"),
               "epsilon": reviewers.get("epsilon")}  # fmt: skip
@@ -545,7 +567,7 @@ def publish_cv(uri: str, folder: Path, cfg: Any, *, say: Callable[[str], None]) 
         experiment_id,
         "cv",
         _sha(file),
-        cfg.run_name or f"cv {folder.name}",
+        run_name or f"cv {folder.name}",
         metrics=cv_metrics(reviewers, folder / "predictions.csv"),
         params={k: str(v) for k, v in params.items() if v is not None},
         tags=tags,

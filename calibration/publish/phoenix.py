@@ -67,14 +67,19 @@ def annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
     return spans, sessions
 
 
-def run(cfg: Any, *, scored: Scored, say: Callable[[str], None]) -> dict[str, Any]:
-    """publish target=phoenix: every span annotation, then every session annotation."""
-    if cfg.url is None:
-        raise InputError("target=phoenix needs url=.", fix="pass url=http://HOST:6006 (the Phoenix server).")
-    url = str(cfg.url).rstrip("/")
-    key = os.environ.get(str(cfg.token_env)) or None
-    _probe(url, float(cfg.timeout))
-    client = _client(url, key, float(cfg.timeout))
+def publish(
+    url: str,
+    scored: Scored,
+    *,
+    token_env: str = "PHOENIX_API_KEY",
+    timeout: float = 10.0,
+    say: Callable[[str], None] = print,
+) -> dict[str, Any]:
+    """Every span annotation, then every session annotation (the API key read from $token_env)."""
+    url = str(url).rstrip("/")
+    key = os.environ.get(token_env) or None
+    _probe(url, float(timeout))
+    client = _client(url, key, float(timeout))
     spans, sessions = annotations(scored)
     _check_sessions(client, url, key, [a["session_id"] for a in sessions], scored)
     for start in range(0, len(spans), BATCH):

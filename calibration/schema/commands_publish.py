@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from calibration.schema.base import Command
+from calibration.schema.base import Command, KeyRule, excludes, given, needs
 from calibration.schema.keys import PROGRESS, required
 from rubric.config_types import choice, env_name, http_url, number, path, setting, text
 
 
-@dataclass
+@dataclass(frozen=True)
 class Publish(Command):
     """role-rubric publish target=otel scores=SCORES.csv out=EVALUATIONS.jsonl   (or endpoint=http://HOST:4318/v1/logs)
     role-rubric publish target=mlflow scores=SCORES.csv tracking_uri=URL   (estimate=DIR, cv=DIR: a run)
@@ -23,6 +23,33 @@ class Publish(Command):
 
     name = "publish"
     summary = "calibrated scores, release estimates and agreement back to MLflow, Phoenix or OpenTelemetry"
+    rules = (
+        needs("target", "tracking_uri", value="mlflow", fix="pass tracking_uri=http://HOST:5000 (the MLflow server)."),
+        needs("target", "url", value="phoenix", fix="pass url=http://HOST:6006 (the Phoenix server)."),
+        needs("target", "scores", value="phoenix", fix="pass scores= the out= file of `role-rubric score`."),
+        needs("target", "scores", value="otel", fix="pass scores= the out= file of `role-rubric score`."),
+        excludes(
+            "out", "endpoint", fix="target=otel writes a file (out=) or posts to an endpoint (endpoint=): pass one."
+        ),
+        KeyRule(
+            lambda v: v.get("target") == "otel" and not (given(v, "out") or given(v, "endpoint")),
+            "target=otel needs out= or endpoint=.",
+            "pass out=evaluations.jsonl, or endpoint=http://HOST:4318/v1/logs.",
+            "target=otel needs out= or endpoint=",
+        ),
+        KeyRule(
+            lambda v: v.get("target") == "mlflow" and not any(given(v, k) for k in ("scores", "estimate", "cv")),
+            "target=mlflow needs scores=, estimate= or cv=.",
+            "pass scores= the out= file of `role-rubric score` (estimate=/cv=: their out= folders).",
+            "target=mlflow needs scores=, estimate= or cv=",
+        ),
+        KeyRule(
+            lambda v: v.get("target") != "mlflow" and (given(v, "estimate") or given(v, "cv")),
+            "estimate= and cv= are published as MLflow runs only.",
+            "pass target=mlflow tracking_uri=URL with them.",
+            "estimate= and cv= need target=mlflow",
+        ),
+    )
     target: str = required("otel | mlflow | phoenix", choice("otel", "mlflow", "phoenix"))
     scores: str | None = setting(
         None, "the out= of `role-rubric score` (its _turns.csv and _shift.json beside it)", path(optional=True)

@@ -210,3 +210,39 @@ def test_an_unreachable_endpoint_is_one_line_naming_it_without_its_password(scor
     assert main(args) == 2
     err = capsys.readouterr().err
     assert f"127.0.0.1:{port}" in err.strip().splitlines()[-1] and "hunter22" not in err
+
+
+def test_scores_of_another_model_than_the_one_named_are_one_line(scored_copy, tmp_path, capsys):
+    import shutil
+
+    from tests.publish.scored import write_labels
+
+    data, other = tmp_path / "data", tmp_path / "other_model"
+    shutil.copytree(scored_copy["data"], data)
+    write_labels(data, seed=7)  # other reviewers' labels: another model
+    train = ["train.ensemble=1", "train.pretrain_steps=10", "train.finetune_steps=10"]
+    assert main(["train", f"data={data}", f"out={other}", *train]) == 0
+    args = [
+        "publish",
+        "target=otel",
+        f"scores={scored_copy['scores']}",
+        f"model={other}",
+        f"out={tmp_path / 'e.jsonl'}",
+    ]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "another model" in err and "model=" in err and not (tmp_path / "e.jsonl").exists()
+
+
+def test_conversations_not_imported_from_traces_are_one_line(scored_copy, tmp_path, capsys):
+    plain = tmp_path / "plain.jsonl"
+    records = [json.loads(line) for line in scored_copy["conversations"].read_text().splitlines()]
+    for r in records:
+        for t in r["turns"]:
+            t.pop("trace_id"), t.pop("span_id")
+    plain.write_text("".join(json.dumps(r) + "\n" for r in records))
+    args = ["publish", "target=otel", f"scores={scored_copy['scores']}", f"conversations={plain}",
+            f"out={tmp_path / 'e.jsonl'}"]  # fmt: skip
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert "no trace_id/span_id" in err and "import" in err
