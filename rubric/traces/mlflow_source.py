@@ -32,9 +32,11 @@ import base64
 import binascii
 import contextlib
 import difflib
+import logging
 import math
 import os
 import re
+import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -42,6 +44,8 @@ from typing import Any
 from rubric.errors import InputError
 from rubric.responses import looks_like_secret, mask_secrets
 from rubric.traces.spans import Annotation, Span, SpanEvent, TraceSource
+
+log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
 
 TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"
 """Where MLflow's clients read a bearer token; token_env= may name another variable."""
@@ -58,6 +62,9 @@ FIRST_CONTACT_S = 10.0
 RETRIES = 3
 """Retries of a request that failed on the way (MLflow's client default, 7 with doubling waits, would hold an
 import for minutes on a server that went away)."""
+
+PROGRESS_EVERY_S = 10.0
+"""Seconds between two progress lines of a long read (a server gives a few hundred traces a second)."""
 
 HUMAN = "HUMAN"
 
@@ -77,12 +84,14 @@ class MlflowSource(TraceSource):
         token_env: str | None = None,
         timeout: float = 60.0,
         page_size: int = PAGE,
+        progress: bool = False,
     ):
         _require_mlflow()
         self.tracking_uri = str(tracking_uri).strip().rstrip("/")
         self.experiment = str(experiment)
         self.timeout = float(timeout)
         self.page_size = int(page_size)
+        self.progress = bool(progress)
         self._token = _token(token_env)
         self._password = urllib.parse.urlsplit(self.tracking_uri).password
         self.shown_uri = self._mask(_without_password(self.tracking_uri))
@@ -117,6 +126,7 @@ class MlflowSource(TraceSource):
             str(cfg.experiment),
             token_env=token_env,
             timeout=float(getattr(cfg, "timeout", 60) or 60),
+            progress=bool(getattr(cfg, "progress", False)),
         )
 
     # -- TraceSource ---------------------------------------------------------------------------------------------
@@ -129,6 +139,7 @@ class MlflowSource(TraceSource):
         self._annotations = []
         token: str | None = None
         first = True
+        traces, said_at = 0, time.monotonic()
         while True:
             page = self._page(client, token)
             if first and not page and not page.token:
@@ -140,6 +151,10 @@ class MlflowSource(TraceSource):
             first = False
             for trace in page:
                 yield from self._read_trace(trace)
+            traces += len(page)
+            if self.progress and time.monotonic() - said_at >= PROGRESS_EVERY_S:
+                log.info(f"import: {traces:,} traces read from {self.description}")
+                said_at = time.monotonic()
             token = page.token
             if not token:
                 break

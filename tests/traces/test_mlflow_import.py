@@ -12,6 +12,7 @@ import base64
 import contextlib
 import csv
 import json
+import logging
 import os
 import re
 import socket
@@ -168,11 +169,16 @@ def test_mlflow_tracing_gives_back_the_conversations_the_chatbot_had(mlflow_trac
         assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
 
 
-def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced):
-    """A small page gives the same spans, in the same order (pages follow one another, none read twice)."""
+def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced, monkeypatch, caplog):
+    """A small page gives the same spans, in the same order (pages follow one another, none read twice); a long
+    read says how far it got."""
     whole = [(s.trace_id, s.span_id) for s in MlflowSource(mlflow_tracking.url, TRACED).spans()]
-    paged = MlflowSource(mlflow_tracking.url, TRACED, page_size=2)
-    assert [(s.trace_id, s.span_id) for s in paged.spans()] == whole
+    paged = MlflowSource(mlflow_tracking.url, TRACED, page_size=2, progress=True)
+    monkeypatch.setattr("rubric.traces.mlflow_source.PROGRESS_EVERY_S", 0.0)  # a line after every page
+    with caplog.at_level(logging.INFO, logger="rubric.traces.mlflow_source"):
+        assert [(s.trace_id, s.span_id) for s in paged.spans()] == whole
+    said = [r.getMessage() for r in caplog.records if r.name == "rubric.traces.mlflow_source"]
+    assert said == [f"import: {n} traces read from {paged.description}" for n in (2, 4, 6, 7)]
     assert len({t for t, _ in whole}) == sum(len(c["turns"]) for c in traced.expected)  # a trace per turn
     firsts = [t["mlflow_trace_id"].removeprefix("tr-") for c in traced.expected for t in c["turns"]]
     assert list(dict.fromkeys(t for t, _ in whole)) == firsts  # oldest first: the order they were had
