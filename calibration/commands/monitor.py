@@ -74,7 +74,8 @@ def _lines(result: dict) -> list[str]:
         f"monitor: {len(result['windows'])} new window(s), {result['skipped']} already monitored"
         + (f", {result['waiting']} conversations in windows still open" if result["waiting"] else "")
     )
-    lines.append(f"monitor: wrote {result['paths']['windows']}, {result['paths']['table']}, {result['paths']['state']}")
+    paths = result["paths"]
+    lines.append(f"monitor: wrote {paths['windows']}, {paths['table']}, {paths['page']}, {paths['state']}")
     for a in result["alarms"]:
         lines.append(
             f"monitor: ALARM window {a['window']}, {a['role']}: {a['what']} (p={a['p_value']:.2g} < {a['level']:.2g})"

@@ -95,6 +95,7 @@ def monitor(
     st.append_jsonl(out / st.WINDOWS, records)
     st.append_jsonl(out / st.ALARMS, new_alarms)
     paths = {"windows": out / st.WINDOWS, "table": st.write_table(out), "alarms": out / st.ALARMS}
+    paths["page"] = _page(out, state)
     paths["state"] = st.save(out, state)
     return {
         "windows": records,
@@ -103,6 +104,13 @@ def monitor(
         "waiting": waiting,
         "paths": paths,
     }
+
+
+def _page(out: Path, state: dict) -> Path:
+    """monitor.html and monitor.png from everything monitored so far (calibration/monitor/page.py)."""
+    from calibration.monitor.page import write_page
+
+    return write_page(out, st.read_jsonl(out / st.WINDOWS), st.read_jsonl(out / st.ALARMS), state["reference"])
 
 
 def _windows(directories, found, length, state, out: Path, *, origin, until, now) -> tuple[list, list, int]:
