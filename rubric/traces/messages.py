@@ -329,7 +329,7 @@ def _flattened(attrs: Mapping[str, Any], pattern: re.Pattern[str], *prefixes: st
             continue
         side, index, field = match.group(1), int(match.group(2)), match.group(3)
         message = tree.setdefault(side, {}).setdefault(index, {})
-        numbered = _NUMBERED.fullmatch(field)
+        numbered = _NUMBERED.fullmatch(field) if field.startswith(("tool_calls.", "contents.")) else None
         if numbered is None:
             message[field] = value
         else:
