@@ -279,6 +279,13 @@ def test_spans_posted_over_otlp_give_back_the_conversations(mlflow_tracking, tmp
         for span in scope["spans"]
     }
     assert sent == {(s.trace_id, s.span_id) for s in got.spans.values()}  # every span, OTLP's ids as sent
+    # the resource's service.name (a trace tag in MLflow) selects as in an OTLP file
+    source = MlflowSource(mlflow_tracking.url, experiment)
+    kept = assemble(source.spans(), TraceSelection(service="support-bot"), source={}, description="d")
+    assert [r["turns"] for r in kept.records] == [got.records[r["conversation_id"]]["turns"] for r in kept.records]
+    assert len(kept.records) == len(expected)
+    with pytest.raises(InputError, match="none of service 'elsewhere'"):
+        assemble(source.spans(), TraceSelection(service="elsewhere"), source={}, description="d")
 
 
 # -- bad input: one line, within seconds, nothing secret shown ------------------------------------------------
