@@ -55,10 +55,10 @@ def plot_monitor(prepared: dict, ax=None):
     fig, axes = plt.subplots(n, 1, figsize=(14, 1.6 * n + 1), sharex=True, squeeze=False)
     x = np.arange(len(prepared["windows"]))
     for ax_, (row, s) in zip(axes[:, 0], rows.items(), strict=True):
-        ax_.fill_between(x, s["low"], s["high"], color="#9ecae1", alpha=0.6, lw=0, label="90% band")
-        ax_.plot(x, s["rate"], color="#08519c", marker="o", ms=3, lw=1.2, label="calibrated rate")
+        ax_.fill_between(x, s["low"], s["high"], color="#9ecae1", alpha=0.6, lw=0)
+        ax_.plot(x, s["rate"], color="#08519c", marker="o", ms=3, lw=1.2)
         if s["reference"] is not None:
-            ax_.axhline(s["reference"], color="#555", ls="--", lw=0.8, label="reference")
+            ax_.axhline(s["reference"], color="#555", ls="--", lw=0.8)
         labelled = ~np.isnan(s["ppi"])
         if labelled.any():
             err = [s["ppi"][labelled] - s["ppi_low"][labelled], s["ppi_high"][labelled] - s["ppi"][labelled]]
@@ -70,22 +70,36 @@ def plot_monitor(prepared: dict, ax=None):
                 color="#31a354",
                 ms=4,
                 capsize=2,
-                label="reviewers (PPI)",
             )
         for i in np.flatnonzero(s["shift"]):
             ax_.axvspan(i - 0.5, i + 0.5, color="#fdae6b", alpha=0.35, lw=0)
         if s["alarm"].any():
-            ax_.plot(x[s["alarm"]], s["rate"][s["alarm"]], "v", color="#d62728", ms=9, label="alarm")
+            ax_.plot(x[s["alarm"]], s["rate"][s["alarm"]], "v", color="#d62728", ms=9)
         ax_.set_ylabel(row if len(row) <= 18 else row[:17] + "…", fontsize=9)
         seen = np.concatenate([s[k][~np.isnan(s[k])] for k in ("low", "rate", "high", "ppi_low", "ppi_high")])
         if len(seen):  # the rows' own range: a drop of a few points must show
             ax_.set_ylim(max(0.0, seen.min() - 0.05), min(1.0, seen.max() + 0.05))
         ax_.grid(axis="y", color="#eee")
-    axes[0, 0].legend(fontsize=8, ncols=5, loc="lower left")
+    axes[0, 0].legend(handles=_legend(), fontsize=8, ncols=6, loc="lower left")
     step = max(1, len(x) // 13)
     axes[-1, 0].set_xticks(x[::step], [w[:10] for w in prepared["windows"]][::step], rotation=30, fontsize=8)
     fig.tight_layout()
     return fig, axes
+
+
+def _legend() -> list:
+    """Every mark of the figure, whichever panels have them."""
+    from matplotlib.lines import Line2D
+    from matplotlib.patches import Patch
+
+    return [
+        Patch(color="#9ecae1", label="90% band"),
+        Line2D([], [], color="#08519c", marker="o", ms=3, label="calibrated rate"),
+        Line2D([], [], color="#555", ls="--", label="reference"),
+        Line2D([], [], color="#31a354", marker="D", ls="", label="reviewers (PPI)"),
+        Patch(color="#fdae6b", alpha=0.5, label="shift check fired"),
+        Line2D([], [], color="#d62728", marker="v", ls="", ms=8, label="alarm"),
+    ]
 
 
 def write_page(out: Path, windows: list[dict], alarms: list[dict], reference: dict | None) -> Path:

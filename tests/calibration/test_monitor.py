@@ -210,3 +210,71 @@ def test_the_clock_going_backwards_is_refused(tiny_model, tmp_path, capsys):
     more = write_stream(tmp_path / "late", [1], per_week=1, seed=5)
     assert main(["monitor", f"data={more}", f"model={tiny_model}", f"out={out}", "until=2026-02-02"]) == 2
     assert "window 2026-01-12T00:00Z" in capsys.readouterr().err
+
+
+def _records(weeks: int, roles: int) -> tuple[list[dict], list[dict]]:
+    """windows.jsonl and alarms.jsonl as the command writes them, for a page of `weeks` windows and `roles` roles."""
+    rng = np.random.default_rng(0)
+    windows, alarms = [], []
+    for k in range(weeks):
+        wid = (START + dt.timedelta(weeks=k)).strftime("%Y-%m-%dT%H:%MZ")
+        rows = {}
+        for name in ["all", *(f"role_{r}" for r in range(roles))]:
+            rate = 0.75 - (0.08 if k >= 40 else 0) + rng.normal(0, 0.01)
+            fired = k >= 40 and name == "role_0"
+            rows[name] = {
+                "rate": rate,
+                "band": [rate - 0.03, rate + 0.03],
+                "reviewers": {"ppi": {"estimate": rate, "low": rate - 0.1, "high": rate + 0.1}}
+                if k % 13 == 5
+                else None,
+                "checks": [{"check": "shift", "fired": k == 41}, {"check": "drop", "fired": fired}],
+            }
+            if fired:
+                alarms.append(
+                    {
+                        "window": wid,
+                        "role": name,
+                        "check": "drop",
+                        "p_value": 1e-6,
+                        "level": 1e-4,
+                        "label": 30,
+                        "of": 200,
+                    }
+                )
+        windows.append({"window": wid, "rows": rows})
+    return windows, alarms
+
+
+def test_the_page_shows_52_windows_and_6_roles_at_1440x900(tmp_path):
+    """The page in headless Chromium at 1440x900: no sideways scrolling, the figure at (near) its own size so its
+    text stays legible, one panel per row."""
+    import asyncio
+
+    from calibration.monitor.page import prepare_monitor, write_page
+    from tests.labelling.cdp import CHROMIUM, chromium_page
+
+    windows, alarms = _records(52, 6)
+    reference = {"all": {"A": 750.0, "m": 1000.0}}
+    prepared = prepare_monitor(windows, alarms, reference)
+    assert list(prepared["rows"])[0] == "all" and len(prepared["rows"]) == 7
+    assert prepared["rows"]["role_0"]["alarm"].sum() == 12 and prepared["rows"]["all"]["reference"] == 0.75
+    page = write_page(tmp_path, windows, alarms, reference)
+    assert (tmp_path / "monitor.png").stat().st_size > 10_000 and "data:image/png;base64," in page.read_text()
+    if CHROMIUM is None:
+        pytest.skip("no Chromium here")
+
+    async def layout() -> dict:
+        async with chromium_page(tmp_path / "chromium", width=1440, height=900) as browser:
+            await browser.goto(page.as_uri())
+            await browser.wait_for("document.images.length && document.images[0].complete")
+            await browser.screenshot(tmp_path / "monitor_1440x900.png")
+            return await browser.js(
+                "({scroll: document.documentElement.scrollWidth, shown: document.images[0].width,"
+                " natural: document.images[0].naturalWidth, rows: document.querySelectorAll('tr').length})"
+            )
+
+    got = asyncio.run(layout())
+    assert got["scroll"] <= 1440, got
+    assert got["shown"] >= 0.6 * got["natural"] and got["shown"] >= 1000, got
+    assert got["rows"] == 1 + 12, got  # the alarms table: a header and one row per alarm
