@@ -317,11 +317,12 @@ def test_search_and_report_read_two_directories(two_dirs, tmp_path):
 def test_commands_of_one_directory_refuse_a_list(command, two_dirs, tmp_path, capsys):
     old, new = two_dirs
     model = [] if command == "label-studio" else [f"model={tmp_path}"]
+    model += ["budget=1"] if command == "suggest" else []  # its other required key
     code = main([command, f"data=[{old},{new}]", *model, f"out={tmp_path / 'out'}"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert f"{command} reads one path from data=, not a list of 2" in err
-    assert "train, cv, search, report read several as one" in err
+    assert "(train, cv, search, report, " in err and " read several as one)" in err
 
 
 def test_recalibration_gives_the_last_directory_half_its_weight(two_dirs):
