@@ -68,7 +68,7 @@ def holder(tmp_path_factory):
 
 
 # what the rules between keys need besides the required keys (calibration/schema: Import.rules, Suggest.rules)
-RULES_NEED = {"import": ["evaluations=e.tsv", "judgments=j.tsv"], "suggest": ["model=m"]}
+RULES_NEED = {"import": ["evaluations=e.tsv", "judgments=j.tsv"], "suggest": ["model=m"], "publish": ["scores=s.csv"]}
 
 
 def _args(command: str, out: Path) -> list[str]:

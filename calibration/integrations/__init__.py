@@ -1,7 +1,9 @@
 """role-rubric inside other evaluation frameworks.
 
 `calibration.integrations.deepeval.RoleRubricMetric`: a deepeval conversational metric (the
-`role-rubric[deepeval]` extra; docs/how-to/deepeval.md). Nothing here imports a framework until its
+`role-rubric[deepeval]` extra; docs/how-to/deepeval.md). `calibration.integrations.mlflow.RoleAdherenceScorer` and
+`SessionAdherenceScorer`: MLflow scorers for `mlflow.genai.evaluate` (the `role-rubric[mlflow]` extra;
+docs/how-to/traces.md). Nothing here imports a framework until its
 integration is used, so `import calibration` never pays for (or needs) deepeval.
 """
 
@@ -10,7 +12,11 @@ from __future__ import annotations
 import importlib
 from typing import Any
 
-_EXPORTS = {"RoleRubricMetric": "calibration.integrations.deepeval"}
+_EXPORTS = {
+    "RoleRubricMetric": "calibration.integrations.deepeval",
+    "RoleAdherenceScorer": "calibration.integrations.mlflow",
+    "SessionAdherenceScorer": "calibration.integrations.mlflow",
+}
 
 __all__ = sorted(_EXPORTS)
 

@@ -40,7 +40,7 @@ class Publish(Command):
         KeyRule(
             lambda v: v.get("target") == "mlflow" and not any(given(v, k) for k in ("scores", "estimate", "cv")),
             "target=mlflow needs scores=, estimate= or cv=.",
-            "pass scores= the out= file of `role-rubric score` (estimate=/cv=: their out= folders).",
+            "pass scores= the out= file of `role-rubric score` (estimate= and cv=: their out= folders).",
             "target=mlflow needs scores=, estimate= or cv=",
         ),
         KeyRule(
@@ -75,7 +75,7 @@ class Publish(Command):
     )
     experiment: str | None = setting(
         None,
-        "target=mlflow: the experiment for estimate=/cv= runs (default: the one the traces were imported from)",
+        "target=mlflow: the experiment of the estimate= and cv= runs (default: the one the traces were imported from)",
         text(optional=True),
     )
     run_name: str | None = setting(None, "target=mlflow: the run's name (default: the folder's)", text(optional=True))
