@@ -16,13 +16,11 @@ the sources (OTLP files, MLflow, Phoenix) share.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
-import gc
 import logging
 import random
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -160,25 +158,10 @@ def assemble(
     two roles in one conversation, a conversation without assistant text, a span id seen twice) is one
     InputError naming the span's place and the fix."""
     reader = _Reader(selection, progress)
-    with _without_cycle_collection():
-        for span in spans:
-            reader.add(span)
-        calls = reader.finish(description)
-        return _build(calls, reader, selection, source, description)
-
-
-@contextlib.contextmanager
-def _without_cycle_collection() -> Iterator[None]:
-    """Python's cycle collector paused while spans are read: parsing JSON makes containers by the million,
-    each batch of them sets off a collection that walks every object kept so far (the interned messages), a
-    third of an import's time; none of these objects forms a cycle, so reference counting frees them all."""
-    was = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was:
-            gc.enable()
+    for span in spans:
+        reader.add(span)
+    calls = reader.finish(description)
+    return _build(calls, reader, selection, source, description)
 
 
 class _Reader:
