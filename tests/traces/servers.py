@@ -105,7 +105,8 @@ def mlflow_server(home: Path, *, auth: bool = False) -> Iterator[MlflowServer]:
     ]
     log = home / "server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MLFLOW_")}  # nothing pointing it elsewhere
-    env.update(OFFLINE_ENV, HOME=str(home))
+    # no job runner: it starts eight more processes (scheduled scorers, which no test uses) on 2 cores
+    env.update(OFFLINE_ENV, HOME=str(home), MLFLOW_SERVER_ENABLE_JOB_EXECUTION="false")
     if auth:
         (home / "basic_auth.ini").write_text(
             "[mlflow]\ndefault_permission = READ\n"
@@ -155,16 +156,16 @@ def shared_mlflow_server(config: Any, tmp_path_factory: Any) -> MlflowServer:
 
 
 def stop(proc: subprocess.Popen) -> None:
-    """Stop a server and the workers it started (its own process group)."""
-    if proc.poll() is None:
+    """Stop a server and the workers it started (its own process group: also when the server itself has died,
+    which would leave its workers running)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=20)
+    except subprocess.TimeoutExpired:
         with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
 
 
 # Phoenix ------------------------------------------------------------------------------------------------------
