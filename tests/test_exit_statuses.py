@@ -100,6 +100,8 @@ REFUSALS = [
     ("label-studio", ["out=null"], "nowhere to put the tasks."),
     ("import", ["source=sheet", "data=d"], "source=sheet needs sheet=."),
     ("import", ["source=sheet", "sheet=s.csv"], "source=sheet needs data=."),
+    ("import", ["source=mlflow", "tracking_uri=http://localhost:5000"], "source=mlflow needs experiment=."),
+    ("import", ["source=otel"], "source=otel needs files=."),
     ("import", ["source=label-studio", "data=d"], "source=label-studio needs export=FILE.json, or url= and project="),
     ("import", ["source=label-studio", "data=d", "export=e.json", "url=http://localhost:8080"], "both export="),
 ]

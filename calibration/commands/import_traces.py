@@ -21,7 +21,6 @@ from typing import Any
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 SUMMARY_NAME = "import_summary.json"
-NEEDS = {"otel": ("files",), "mlflow": ("tracking_uri", "experiment"), "phoenix": ("url", "project")}
 
 
 def run(cfg: Any) -> dict[str, int]:
@@ -31,8 +30,7 @@ def run(cfg: Any) -> dict[str, int]:
     from rubric.traces.assemble import TraceSelection, assemble
     from rubric.traces.labels import COLUMNS, annotation_labels, read_label_map
 
-    kind = str(cfg.source)
-    _need(cfg, kind)
+    kind = cfg.source
     selection = TraceSelection.from_config(cfg)
     rubric, rubric_text = _rubric(cfg)
     label_map = read_label_map(cfg.label_map, rubric) if _given(cfg, "label_map") else None
@@ -95,17 +93,6 @@ def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:
         for record in records:
             fh.write(json.dumps(record, ensure_ascii=False) + "\n")
     return path
-
-
-def _need(cfg: Any, kind: str) -> None:
-    from rubric.errors import InputError
-
-    for key in NEEDS[kind]:
-        if not _given(cfg, key):
-            raise InputError(
-                f"source={kind} needs {key}=.",
-                fix=f"pass {' and '.join(k + '=' for k in NEEDS[kind])}; see docs/how-to/traces.md.",
-            )
 
 
 def _given(cfg: Any, key: str) -> bool:

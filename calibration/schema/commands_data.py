@@ -146,6 +146,23 @@ class Import(Command):
             value="llm-rubric",
             fix="pass evaluations=PATH and judgments=PATH (labels from reviewers: source=label-studio or source=sheet).",
         ),
+        needs(
+            "source",
+            "files",
+            value="otel",
+            fix="pass files= (an OTLP JSON export, a folder or a glob); see docs/how-to/traces.md.",
+        ),
+        needs(
+            "source",
+            "tracking_uri",
+            value="mlflow",
+            fix="pass tracking_uri= and experiment=; see docs/how-to/traces.md.",
+        ),
+        needs(
+            "source", "experiment", value="mlflow", fix="pass tracking_uri= and experiment=; see docs/how-to/traces.md."
+        ),
+        needs("source", "url", value="phoenix", fix="pass url= and project=; see docs/how-to/traces.md."),
+        needs("source", "project", value="phoenix", fix="pass url= and project=; see docs/how-to/traces.md."),
         needs("source", "data", value="label-studio", fix="pass data=DIR, the folder the tasks were made from."),
         needs("source", "data", value="sheet", fix="pass data=DIR, the folder the sheet was made from."),
         needs("source", "sheet", value="sheet", fix="pass sheet=FILLED.csv (the sheet with its answer column filled)."),
