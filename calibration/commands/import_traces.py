@@ -71,7 +71,7 @@ def run(cfg: Any) -> dict[str, int]:
         "labels": label_counts,
         "skipped": imported.skipped,
         "selection": _selection_record(selection),
-        "rubric": str(cfg.rubric_file) if _given(cfg, "rubric_file") else "packaged role_adherence",
+        "rubric": cfg.rubric_file if _given(cfg, "rubric_file") else "packaged role_adherence",
     }
     written.append(atomic_write_text(out / SUMMARY_NAME, json.dumps(summary, indent=1, ensure_ascii=False) + "\n"))
     skipped = "; ".join(f"{v:,} {k}" for k, v in imported.skipped.items())
@@ -134,10 +134,10 @@ def _source_record(cfg: Any, kind: str, source: Any) -> dict[str, Any]:
         if isinstance(own, dict):
             return {"kind": kind, **own}
     if kind == "otel":
-        return {"kind": kind, "files": str(cfg.files)}
+        return {"kind": kind, "files": cfg.files}
     if kind == "mlflow":
-        return {"kind": kind, "tracking_uri": str(cfg.tracking_uri), "experiment": str(cfg.experiment)}
-    return {"kind": kind, "url": str(cfg.url), "project": str(cfg.project)}
+        return {"kind": kind, "tracking_uri": cfg.tracking_uri, "experiment": cfg.experiment}
+    return {"kind": kind, "url": cfg.url, "project": str(cfg.project)}  # an id or a name: as text
 
 
 def _selection_record(selection: Any) -> dict[str, Any]:
