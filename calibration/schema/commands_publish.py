@@ -16,10 +16,10 @@ class Publish(Command):
     role-rubric publish target=phoenix scores=SCORES.csv url=URL
     Writes what `score` computed for conversations imported from traces back beside those traces: one value per
     judged turn on the span of its reply (MLflow feedback, Phoenix span annotation, OTel gen_ai.evaluation.result
-    event) and one per conversation (MLflow session feedback, Phoenix session annotation). Publishing again
-    updates the same values; an interrupted publish resumes. target=mlflow also logs an `estimate` output or a
-    `cv` output as a run. Tokens come from the environment (MLFLOW_TRACKING_TOKEN, token_env=,
-    OTEL_EXPORTER_OTLP_HEADERS) and are never printed: docs/how-to/traces.md."""
+    event) and one per conversation (MLflow feedback on its first trace, Phoenix annotation of its `session.id`).
+    Publishing again updates the same values; an interrupted publish resumes. target=mlflow also logs an
+    `estimate` output or a `cv` output as a run. Tokens come from the environment (MLFLOW_TRACKING_TOKEN,
+    token_env=, OTEL_EXPORTER_OTLP_HEADERS) and are never printed: docs/how-to/traces.md."""
 
     name = "publish"
     summary = "calibrated scores, release estimates and agreement back to MLflow, Phoenix or OpenTelemetry"
