@@ -85,6 +85,7 @@ def monitor(
                 scored[d] = ms.score_directory(
                     directories[d], model_obj, adheres_at=adheres_at, allow_mismatch=allow_judge_mismatch
                 )
+                _check_listed(scored[d], found[d], directories[d])
         record = _window(w, scored, role_of, state, model_obj, settings, directories)
         records.append(record)
         new_alarms += [a for row in record["rows"].values() for a in row.get("alarms", [])]
@@ -267,12 +268,33 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
     return record
 
 
+def _check_listed(scored: ms.Scored, found, root: Path) -> None:
+    """Every judged conversation has its line in conversations.jsonl (its start time, its role), where there is
+    one: a conversation of llm.csv without it would be left out of every window without a word."""
+    listed = {c.conversation_id for c in found}
+    missing = sorted(str(c) for c in set(scored.A) - listed) if found else []
+    if missing:
+        shown = ", ".join(repr(c) for c in missing[:3]) + (", ..." if len(missing) > 3 else "")
+        raise InputError(
+            f"{len(missing)} conversation(s) of llm.csv are not in conversations.jsonl ({shown}), so they have no "
+            "start time and no role.",
+            path=root / "conversations.jsonl",
+            fix="gather from the conversations.jsonl in this folder (the one the import wrote), or pass the folder "
+            "gather wrote.",
+        )
+
+
 def _groups(w: Window, scored, role_of) -> dict[str, list[tuple[int, list[str]]]]:
     """ "all" and each role -> (directory, conversation ids) of the window's conversations with judge distributions
     (a conversation of conversations.jsonl that gather skipped has none: not counted)."""
     groups: dict[str, list[tuple[int, list[str]]]] = {ALL: []}
     for d, convs in sorted(w.members.items()):
         have = [c for c in convs if c in scored[d].A]
+        if len(have) < len(convs):
+            log.warning(
+                f"monitor: window {w.id}: {len(convs) - len(have)} conversation(s) of {scored[d].root / 'conversations.jsonl'} "
+                "have no judge distributions in llm.csv (not gathered): not counted"
+            )
         groups[ALL].append((d, have))
         by_role: dict[str, list[str]] = {}
         for c in have:

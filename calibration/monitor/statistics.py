@@ -137,8 +137,8 @@ def score_directory(root: Path, model, *, adheres_at: float | None, allow_mismat
         root,
         ds,
         preds,
-        dict(zip(ids, A.tolist(), strict=True)),
-        dict(zip(ids, m.tolist(), strict=True)),
+        dict(zip(ids.tolist(), A.tolist(), strict=True)),
+        dict(zip(ids.tolist(), m.tolist(), strict=True)),
         dict(roles_of([root])),
     )
 

@@ -278,3 +278,21 @@ def test_the_page_shows_52_windows_and_6_roles_at_1440x900(tmp_path):
     assert got["scroll"] <= 1440, got
     assert got["shown"] >= 0.6 * got["natural"] and got["shown"] >= 1000, got
     assert got["rows"] == 1 + 12, got  # the alarms table: a header and one row per alarm
+
+
+def test_a_judged_conversation_missing_from_conversations_jsonl_is_named(tiny_model, tmp_path, capsys):
+    data = write_stream(tmp_path / "stream", [0])
+    lines = (data / "conversations.jsonl").read_text().splitlines()
+    (data / "conversations.jsonl").write_text("\n".join(lines[1:]) + "\n")  # w00-000 judged, not listed
+    assert monitor(data, tiny_model, tmp_path / "mon") == 2
+    err = capsys.readouterr().err
+    assert "1 conversation(s) of llm.csv are not in conversations.jsonl ('w00-000')" in err
+
+
+def test_a_window_directory_without_conversations_is_one_line(tiny_model, tmp_path, capsys):
+    weeks = [write_stream(tmp_path / f"week-{k}", [k], seed=k) for k in range(2)]
+    (weeks[1] / "conversations.jsonl").write_text("\n")
+    assert monitor(f"[{weeks[0]},{weeks[1]}]", tiny_model, tmp_path / "mon", "window=directory") == 2
+    err = capsys.readouterr().err
+    assert "week-1/conversations.jsonl" in err and "no conversations" in err
+    assert not (tmp_path / "mon" / "windows.jsonl").exists()
