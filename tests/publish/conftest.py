@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.publish.scored import make_release, make_scored, mlflow_traces, phoenix_traces, write_conversations
+from tests.publish.scored import make_release, make_scored, mlflow_traces, phoenix_traces
 
 EXPERIMENT = "support-bot"
 PROJECT = "support-bot"
@@ -60,14 +60,17 @@ def phoenix_server(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def phoenix_scored(phoenix_server, tmp_path_factory) -> dict:
-    """A chatbot's conversations sent to Phoenix as OpenInference spans, imported (their span ids kept),
+    """A chatbot's conversations sent to Phoenix as OpenInference spans, imported (`import source=phoenix`),
     gathered with the fake judge, a model trained, the conversations scored."""
+    from calibration.cli import main
     from rubric.servers.fake import FakeOpenAI
 
     root = tmp_path_factory.mktemp("phoenix_scored")
-    ids = phoenix_traces(phoenix_server.otlp_endpoint, PROJECT, n=8)
-    source = {"kind": "phoenix", "url": phoenix_server.url, "project": PROJECT}
-    conversations = write_conversations(root / "import" / "conversations.jsonl", ids=ids, source=source, prefix="px")
+    phoenix_traces(phoenix_server.otlp_endpoint, PROJECT, n=8)
+    imported = root / "import"
+    args = ["import", "source=phoenix", f"url={phoenix_server.url}", f"project={PROJECT}", f"out={imported}"]
+    assert main(args) == 0
+    conversations = imported / "conversations.jsonl"
     with FakeOpenAI() as server:
         paths = make_scored(root, server.base_url, conversations=conversations)
     return {**paths, "url": phoenix_server.url}
@@ -75,16 +78,23 @@ def phoenix_scored(phoenix_server, tmp_path_factory) -> dict:
 
 @pytest.fixture(scope="session")
 def mlflow_scored(mlflow_server, tmp_path_factory) -> dict:
-    """A chatbot's conversations traced into the MLflow server, imported (their trace ids kept), gathered with
+    """A chatbot's conversations traced into the MLflow server, imported (`import source=mlflow`), gathered with
     the fake judge, a model trained, the conversations scored; a release and its baseline estimated; a cv."""
     from calibration.cli import main
     from rubric.servers.fake import FakeOpenAI
 
     root = tmp_path_factory.mktemp("mlflow_scored")
-    experiment_id, ids = mlflow_traces(mlflow_server.url, EXPERIMENT)
-    source = {"kind": "mlflow", "tracking_uri": mlflow_server.url, "experiment": EXPERIMENT,
-              "experiment_id": experiment_id}  # fmt: skip
-    conversations = write_conversations(root / "import" / "conversations.jsonl", ids=ids, source=source)
+    experiment_id, _ = mlflow_traces(mlflow_server.url, EXPERIMENT)
+    imported = root / "import"
+    args = [
+        "import",
+        "source=mlflow",
+        f"tracking_uri={mlflow_server.url}",
+        f"experiment={EXPERIMENT}",
+        f"out={imported}",
+    ]
+    assert main(args) == 0
+    conversations = imported / "conversations.jsonl"
     with FakeOpenAI() as server:
         paths = make_scored(root, server.base_url, conversations=conversations)
         baseline = make_release(root, server.base_url, prefix="base", seed=2)
