@@ -71,17 +71,17 @@ def _metavar(f: dataclasses.Field) -> str:
     if "metavar" in f.metadata:
         return f.metadata["metavar"]
     kind, doc = f.metadata["rule"].type, f.metadata["doc"].lower()
+    if f.name in ("data", "model", "calibration"):  # a dataset or model folder (data=[A,B] where several)
+        return "DIR"
     if kind.startswith("int"):
         return "N"
+    if kind.startswith("path"):
+        if "." in doc.split(" ")[0]:  # "conversations.jsonl ...", "predictions.csv to write"
+            return "FILE"
+        return "DIR" if " dir" in f" {doc}" or "folder" in doc else "FILE"
     if " | " in kind:  # the choices: otel|mlflow|phoenix
         return kind.replace(" ", "")
-    if not kind.startswith("path"):
-        return kind.split(" ")[0].upper()
-    if f.name in ("data", "model", "calibration"):
-        return "DIR"
-    if "." in doc.split(" ")[0]:  # "conversations.jsonl ...", "predictions.csv to write"
-        return "FILE"
-    return "DIR" if " dir" in f" {doc}" or "folder" in doc else "FILE"
+    return kind.split(" ")[0].upper()
 
 
 def _build(cls: type, values: Mapping[str, Any]) -> Any:
