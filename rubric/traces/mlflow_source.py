@@ -182,7 +182,7 @@ class MlflowSource(TraceSource):
                 )
         except MlflowException as exc:
             raise InputError(
-                f"reading the traces of {self.description} failed: {self._mask(_first_line(exc))}.",
+                f"reading the traces of {self.description} failed ({self._mask(_reason(exc, self.timeout))}).",
                 fix="check that the server is up and the credentials are allowed to read the experiment "
                 "(MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD).",
             ) from None

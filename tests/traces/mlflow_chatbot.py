@@ -10,6 +10,10 @@ application's `chat_turn` span, whose session is the conversation id (`mlflow.up
 OUT.json gets what an import must give back: the conversations the chatbot had, each turn with the MLflow
 trace id it was handled in (`mlflow_trace_id`). Autologging patches the `openai` module for the whole
 process, so this runs in a process of its own.
+
+--spans-as-artifacts: the client does not send spans as they end (MLflow's span logging, which a server may
+refuse, e.g. with authentication on) and uploads each trace's spans as an artifact when the trace ends, as
+MLflow's client then does: the traces' spans are read back from the artifact store.
 """
 
 from __future__ import annotations
@@ -22,13 +26,17 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def feed(tracking_uri: str, experiment: str, out: Path) -> None:
+def feed(tracking_uri: str, experiment: str, out: Path, *, spans_as_artifacts: bool = False) -> None:
     import mlflow
     import openai
 
     from rubric.servers.fake import FakeOpenAI
     from tests.traces.chatbot import chat
 
+    if spans_as_artifacts:
+        from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
+
+        MlflowV3SpanExporter._export_spans_incrementally = lambda self, spans: None
     mlflow.set_tracking_uri(tracking_uri)
     mlflow.set_experiment(experiment)
     mlflow.openai.autolog()
@@ -59,8 +67,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("tracking_uri")
     parser.add_argument("experiment")
     parser.add_argument("out", type=Path)
+    parser.add_argument("--spans-as-artifacts", action="store_true", help="each trace's spans as an artifact")
     args = parser.parse_args(argv)
-    feed(args.tracking_uri, args.experiment, args.out)
+    feed(args.tracking_uri, args.experiment, args.out, spans_as_artifacts=args.spans_as_artifacts)
 
 
 if __name__ == "__main__":

@@ -48,6 +48,8 @@ class MlflowServer:
     log: Path
     admin: tuple[str, str] | None = None
     """With authentication on (`mlflow_server(auth=True)`): the admin's user name and password."""
+    process: subprocess.Popen | None = None
+    """The server's process (`stop(server.process)` takes it away in the middle of a test)."""
 
 
 MLFLOW_ADMIN = ("admin", "admin-pass-for-tests-7c41")
@@ -129,7 +131,7 @@ def mlflow_server(home: Path, *, auth: bool = False) -> Iterator[MlflowServer]:
                     f"mlflow server did not start within {MLFLOW_START_TIMEOUT:.0f} s ({tail[0][:200]})"
                 )
             time.sleep(0.5)
-        yield MlflowServer(url, venv / "bin" / "python", home, log, MLFLOW_ADMIN if auth else None)
+        yield MlflowServer(url, venv / "bin" / "python", home, log, MLFLOW_ADMIN if auth else None, proc)
     finally:
         stop(proc)
 

@@ -31,7 +31,7 @@ from rubric.servers.fake import FakeOpenAI
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.mlflow_source import MlflowSource
 from rubric.traces.spans import Annotation, Span
-from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, mlflow_server
+from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, mlflow_server, stop
 
 ROOT = Path(__file__).resolve().parents[2]
 mlflow = pytest.importorskip("mlflow", reason="source=mlflow needs mlflow-skinny (the [mlflow] extra)")
@@ -490,9 +490,10 @@ def test_the_command_says_what_is_wrong_with_the_server_in_one_line(mlflow_track
 
 @pytest.mark.slow  # a second server, with authentication on (~20-60 s to start)
 def test_a_server_with_authentication_is_read_with_mlflows_own_credentials(tmp_path, monkeypatch, capsys):
-    """MLflow's basic-auth app: the chatbot logs as the admin (MLFLOW_TRACKING_USERNAME/PASSWORD), and MLflow's
-    client, its OTLP span export refused (it sends no basic auth), uploads each trace's spans as an artifact: the
-    import reads those too, with the same variables. A wrong password, or none, is one line; never shown."""
+    """MLflow's basic-auth app: the chatbot logs as the admin (MLFLOW_TRACKING_USERNAME/PASSWORD), its client
+    uploading each trace's spans as an artifact (what it does when the server refuses its span logging), and the
+    import reads them, with the same variables, through the server's artifact proxy. A wrong password, or none,
+    is one line; never shown. The server stopping in the middle of a read is one line too."""
     with contextlib.ExitStack() as stack:
         try:
             server = stack.enter_context(mlflow_server(tmp_path / "server", auth=True))
@@ -501,7 +502,15 @@ def test_a_server_with_authentication_is_read_with_mlflows_own_credentials(tmp_p
         user, password = server.admin
         credentials = {"MLFLOW_TRACKING_USERNAME": user, "MLFLOW_TRACKING_PASSWORD": password}
         out = tmp_path / "conversations.json"
-        _run("-m", "tests.traces.mlflow_chatbot", server.url, "secured", str(out), env=credentials)
+        _run(
+            "-m",
+            "tests.traces.mlflow_chatbot",
+            server.url,
+            "secured",
+            str(out),
+            "--spans-as-artifacts",
+            env=credentials,
+        )
         expected = json.loads(out.read_text(encoding="utf-8"))
         for key, value in credentials.items():
             monkeypatch.setenv(key, value)
@@ -527,3 +536,14 @@ def test_a_server_with_authentication_is_read_with_mlflows_own_credentials(tmp_p
         monkeypatch.delenv("MLFLOW_TRACKING_PASSWORD")
         assert import_command(server.url, "secured", tmp_path / "none") == 2
         assert "refused a request without credentials" in capsys.readouterr().err
+
+        # the server goes away in the middle of a read: one line, after a few retries, not minutes
+        for key, value in credentials.items():
+            monkeypatch.setenv(key, value)
+        reading = MlflowSource(server.url, "secured", page_size=1, timeout=5).spans()
+        next(reading)
+        stop(server.process)
+        began = time.monotonic()
+        with pytest.raises(InputError, match=r"reading the traces of .* failed \(connection refused\)\. Fix: "):
+            list(reading)
+        assert time.monotonic() - began < 30
