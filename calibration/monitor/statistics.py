@@ -19,12 +19,15 @@ import numpy as np
 import torch
 from scipy import stats
 
+from calibration.release.audit import transport_audit
 from calibration.release.inference import ClusterSample, classical_mean, ppi_mean
 
 __all__ = ["BAND_ALPHA", "MIN_SHIFT_CONVERSATIONS", "Scored", "Totals", "band", "ppi_block", "score_directory"]
 
 BAND_ALPHA = 0.1
 """The band drawn around each window's rate: 90%, per window (the alarms use their own, far smaller levels)."""
+BIAS_MARGIN = 0.05
+"""The transport audit's margin on the rate, estimate's default bias_margin."""
 MIN_SHIFT_CONVERSATIONS = 10
 """The shift check compares a role's conversations of the window with its training conversations; under 10 the
 per-conversation means are too few to tell a shift from noise, so the check says so and raises no alarm."""
@@ -145,8 +148,8 @@ def score_directory(root: Path, model, *, adheres_at: float | None, allow_mismat
 
 def ppi_block(scored: Scored, conversations: list[str]) -> dict | None:
     """The reviewers' rate over these conversations of one directory where at least 2 are labelled: the
-    humans-only and the prediction-powered (PPI++) intervals at 1 - BAND_ALPHA (calibration/release); None
-    where fewer are labelled."""
+    humans-only and the prediction-powered (PPI++) intervals at 1 - BAND_ALPHA and the transport audit of the
+    calibrator's bias (calibration/release); None where fewer are labelled."""
     preds = scored.preds
     labelled = preds.labelled_conversations(conversations=conversations)
     if len(labelled) < 2:
@@ -154,10 +157,13 @@ def ppi_block(scored: Scored, conversations: list[str]) -> dict | None:
     sample = preds.sample(conversations=conversations)
     options = {"alpha": BAND_ALPHA, "population": "finite", "bounds": (0.0, 1.0)}
     humans, ppi = classical_mean(sample, **options), ppi_mean(sample, **options)
+    # estimate's transport audit on these conversations: is the calibrator's bias within +-BIAS_MARGIN here?
+    audit = transport_audit(preds, BIAS_MARGIN, BAND_ALPHA, {"these": set(conversations)})["by_role"]["these"]
     return {
         "n_labelled_conversations": len(labelled),
         "humans": {"estimate": humans.estimate, "low": humans.low, "high": humans.high},
         "ppi": {"estimate": ppi.estimate, "low": ppi.low, "high": ppi.high, "lambda": ppi.lam},
+        "transport_audit": audit,
     }
 
 

@@ -112,6 +112,8 @@ def test_windows_by_directory_and_labels(tiny_model, tmp_path):
     reviewers = records(out)[1]["rows"]["all"]["reviewers"]
     assert reviewers["n_labelled_conversations"] == 6
     assert reviewers["ppi"]["low"] <= reviewers["ppi"]["estimate"] <= reviewers["ppi"]["high"]
+    audit = reviewers["transport_audit"]
+    assert audit["verdict"] == "INCONCLUSIVE" and audit["n_labelled_conversations"] == 6  # PASS needs 20
     assert monitor(f"[{weeks[0]},{weeks[1]},{weeks[2]}]", tiny_model, out, "window=directory") == 0
     assert [w["window"] for w in records(out)] == ["week-0", "week-1", "week-2"]
 
