@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -159,7 +159,6 @@ def post(
     time_unix_nano: int,
     timeout: float,
     state: PublishState,
-    progress: Callable[[int, int], None] | None = None,
 ) -> tuple[int, int]:
     """POST the events not yet accepted to an OTLP/HTTP logs endpoint: (sent now, already there)."""
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
@@ -181,8 +180,6 @@ def post(
                 )
             state.mark([item[0] for item in batch])
             sent += len(batch)
-            if progress is not None:
-                progress(sent, len(todo))
     finally:
         exporter.shutdown()
     return sent, len(items) - len(todo)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibration.schema.base import Command, KeyRule, excludes, given, needs
-from calibration.schema.keys import PROGRESS, required
+from calibration.schema.keys import required
 from rubric.config_types import choice, env_name, http_url, number, path, setting, text
 
 
@@ -86,4 +86,3 @@ class Publish(Command):
         env_name(),
     )
     timeout: float = setting(10, "seconds to wait for each request", number(above=0))
-    progress: bool = PROGRESS()
