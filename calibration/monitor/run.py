@@ -59,6 +59,9 @@ def monitor(
     directories = [Path(d) for d in ([data] if isinstance(data, str | Path) else list(data))]
     out, model_dir = Path(out), Path(model)
     length = parse_window(window)
+    for d in directories:
+        if not d.is_dir():
+            raise InputError("dataset directory not found.", path=d, fix="pass data= the folder gather wrote.")
     settings = {
         "window": window,
         "alpha": alpha,

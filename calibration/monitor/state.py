@@ -29,7 +29,10 @@ FORMAT = 1
 
 def model_checksum(model_dir: Path) -> str:
     """sha256 of model.json (which holds the weights' own checksum): any other calibrator differs."""
-    return hashlib.sha256((Path(model_dir) / "model.json").read_bytes()).hexdigest()
+    path = Path(model_dir) / "model.json"
+    if not path.is_file():
+        raise InputError("no model.json here.", path=model_dir, fix="pass model= the folder `role-rubric train` wrote.")
+    return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
 def open_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dict:

@@ -298,3 +298,20 @@ def test_a_window_directory_without_conversations_is_one_line(tiny_model, tmp_pa
     err = capsys.readouterr().err
     assert "week-1/conversations.jsonl" in err and "no conversations" in err
     assert not (tmp_path / "mon" / "windows.jsonl").exists()
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        (["model=MISSING"], "no model.json here"),
+        (["data=MISSING"], "dataset directory not found"),
+        (["window=3x"], "window='3x' is not a length"),
+    ],
+)
+def test_a_missing_model_or_data_or_a_bad_window_is_one_line(tiny_model, tmp_path, capsys, args, expected):
+    data = write_stream(tmp_path / "stream", [0], per_week=4)
+    given = {"data": str(data), "model": str(tiny_model), "out": str(tmp_path / "mon")}
+    given |= {k: (str(tmp_path / "nowhere") if v == "MISSING" else v) for k, v in (a.split("=", 1) for a in args)}
+    assert main(["monitor", *(f"{k}={v}" for k, v in given.items())]) == 2
+    err = capsys.readouterr().err
+    assert expected in err and "internal error" not in err
