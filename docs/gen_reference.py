@@ -32,17 +32,14 @@ command's config (its schema, calibration/schema), and `GROUP=NAME` picks an opt
 --help` prints: the keys, their defaults, types and descriptions, written from the schema. `role-rubric COMMAND --cfg` prints
 the composed config. The files each command writes, column by column, are in [Files](files.md).
 
-Exit statuses (each error is one line on stderr, `role-rubric COMMAND: error: ... Fix: ...`):
-
-| status | meaning |
-|---|---|
-| 0 | done |
-| 1 | a failed CI gate, and nothing else: `estimate fail_under=` or `fail_if_worse=` (`... gate failed: ...`, naming the bound), a new `monitor` alarm (`... alarm: ...`); every file is written first |
-| 2 | bad input or a refusal: a required key missing, a bad value, a rule between keys broken (`fail_if_worse=true needs baseline=.`), a bad file (naming the file, the row and the fix), `on_shift=refuse` when the shift check fires (`... refused: ...`); all but the files are checked before any file is read |
-| 3 | `gather` wrote what succeeded but some requests failed (listed in failures.csv) |
-| 4 | `gather`'s judge mostly named no option (its files are written; `judge.allow_low_coverage=true` accepts them) |
-| 70 | a crash: an error that is no bad input, with its traceback (a bug to report) |
-| 130 | interrupted; finished work is kept |
+Exit statuses: 0 done, 1 a failed CI gate and nothing else (`estimate fail_under=` or `fail_if_worse=`, a new
+`monitor` alarm: one line, `role-rubric COMMAND: gate failed: ...` naming the bound, once every file is
+written), 2 bad input or a refusal (one line, `role-rubric COMMAND: error: ... Fix: ...`: a required key
+missing, a bad value, a rule between keys broken such as `fail_if_worse=true` without `baseline=`, a bad file
+named with its row; `... refused: ...` for `on_shift=refuse` when the shift check fires; all but the files
+are checked before any file is read), 3 `gather` wrote what succeeded but some requests failed, 4 a judge
+that mostly named no option, 70 a crash (an error that is no bad input, with its traceback: a bug to
+report), 130 interrupted.
 """
 
 
