@@ -6,6 +6,7 @@ calibration/publish/ (results.py reads what `score` wrote; otel.py, mlflow.py an
 
 from __future__ import annotations
 
+import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -33,31 +34,46 @@ def _scored(cfg: Any) -> Any:
     return read_scored(cfg.scores, model=cfg.model, conversations=cfg.conversations)
 
 
-def _stamp(scored: Any) -> int:
-    """The events' time: when `score` wrote the scores (the same on every publish, so the file is too)."""
-    return int(Path(scored.scores).stat().st_mtime_ns)
-
-
 def _otel(cfg: Any) -> dict[str, Any]:
+    """The scores' events (each turn's and conversation's) and an estimate's (the release's rate and interval)."""
     from calibration.publish import otel
     from calibration.publish.state import PublishState, mask_url, state_path
 
-    scored = _scored(cfg)
+    items, what = [], []
+    if cfg.scores is not None:
+        scored = _scored(cfg)
+        items += otel.score_events(scored)
+        stamp_of, state_file, model = Path(scored.scores), state_path(scored.scores), scored.model.checksum
+        what.append(f"{len(scored.turns)} turns, {len(scored.sessions)} conversations")
+    if cfg.estimate is not None:
+        file = _estimate_file(Path(cfg.estimate))
+        found = otel.estimate_events(json.loads(file.read_text()), name=file.parent.name)
+        items += found
+        what.append(f"the release's rate, {len(found)} scopes")
+        if cfg.scores is None:
+            stamp_of, state_file, model = file, file.with_name("estimate_published.json"), ""
+    stamp = int(stamp_of.stat().st_mtime_ns)  # when score / estimate wrote it: the same on every publish
     if cfg.out is not None:
-        n = otel.write_file(scored, Path(cfg.out), time_unix_nano=_stamp(scored))
-        log.info(f"publish: wrote {n} gen_ai.evaluation.result events ({len(scored.turns)} turns, "
-                 f"{len(scored.sessions)} conversations) to {cfg.out}")  # fmt: skip
+        n = otel.write_file(items, Path(cfg.out), time_unix_nano=stamp)
+        log.info(f"publish: wrote {n} gen_ai.evaluation.result events ({'; '.join(what)}) to {cfg.out}")
         return {"events": n, "out": str(cfg.out)}
-    state = PublishState(state_path(scored.scores), f"otel {mask_url(cfg.endpoint)}", scored.model.checksum)
-    sent, before = otel.post(
-        scored, str(cfg.endpoint), time_unix_nano=_stamp(scored), timeout=float(cfg.timeout), state=state
-    )
+    state = PublishState(state_file, f"otel {mask_url(cfg.endpoint)}", model)
+    sent, before = otel.post(items, str(cfg.endpoint), time_unix_nano=stamp, timeout=float(cfg.timeout), state=state)
     log.info(
         f"publish: posted {sent} gen_ai.evaluation.result events to {mask_url(cfg.endpoint)}"
         + (f" ({before} already there)" if before else "")
         + f"; progress kept in {state.path}"
     )
     return {"events": sent, "already": before, "endpoint": mask_url(cfg.endpoint)}
+
+
+def _estimate_file(folder: Path) -> Path:
+    from rubric.errors import InputError
+
+    file = folder / "estimate.json" if folder.is_dir() else folder
+    if not file.is_file():
+        raise InputError("no estimate.json here.", path=folder, fix="pass estimate= the out= folder of `estimate`.")
+    return file
 
 
 def _mlflow(cfg: Any) -> dict[str, Any]:

@@ -26,12 +26,15 @@ from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored
 from calibration.publish.state import PublishState, mask_url
 from rubric.errors import InputError
 
+RELEASE_NAME = "role_rubric/release_adherence_rate"
+"""The name of a release's rate (`estimate`'s), published with its interval."""
+
 EVENT_NAME = "gen_ai.evaluation.result"
 BATCH = 512
 """Events per OTLP request (one line of the file, one POST)."""
 
 
-def events(scored: Scored) -> list[tuple[str, str, str, dict[str, Any]]]:
+def score_events(scored: Scored) -> list[tuple[str, str | None, str | None, dict[str, Any]]]:
     """(key, trace id, span id, attributes) of every event: each turn's, then each conversation's."""
     out = []
     for t in scored.turns:
@@ -65,6 +68,42 @@ def events(scored: Scored) -> list[tuple[str, str, str, dict[str, Any]]]:
     return out
 
 
+def estimate_events(result: dict, *, name: str) -> list[tuple[str, str | None, str | None, dict[str, Any]]]:
+    """A release's adherence rate (estimate.json), overall and per role, with its PPI interval: events of the
+    release, in no trace (no span to hang them on). name: the release's name (its folder)."""
+    level = 1 - float(result.get("alpha", 0.1))
+    gate = result.get("gate") or {}
+    scopes = [("overall", None, result.get("rate") or {})]
+    scopes += [(f"role {role}", role, (b or {}).get("rate") or {}) for role, b in (result.get("by_role") or {}).items()]
+    out = []
+    for key, role, block in scopes:
+        ppi = block.get("ppi") or {}
+        if ppi.get("estimate") is None:
+            continue
+        attrs: dict[str, Any] = {
+            "gen_ai.evaluation.name": RELEASE_NAME,
+            "gen_ai.evaluation.score.value": ppi["estimate"],
+            "gen_ai.evaluation.explanation": (
+                f"Release {name}{f', role {role}' if role else ''}: adherence rate {ppi['estimate']:.3f} "
+                f"[{ppi['low']:.3f}, {ppi['high']:.3f}] ({level:.0%} prediction-powered interval) from "
+                f"{block.get('n_labelled_conversations')} labelled of {block.get('n_conversations')} conversations."
+            ),
+            "role_rubric.release": name,
+            "role_rubric.interval.low": ppi["low"],
+            "role_rubric.interval.high": ppi["high"],
+            "role_rubric.interval.level": level,
+            "role_rubric.interval.method": "ppi",
+            "role_rubric.n_labelled_conversations": int(block.get("n_labelled_conversations") or 0),
+            "role_rubric.n_conversations": int(block.get("n_conversations") or 0),
+        }
+        if role is not None:
+            attrs["role_rubric.role"] = role
+        elif gate.get("fail_under") is not None or gate.get("fail_if_worse"):
+            attrs["gen_ai.evaluation.score.label"] = "gate passed" if gate.get("passed") else "gate failed"
+        out.append((f"release {name} {key}", None, None, attrs))
+    return out
+
+
 def _common(scored: Scored) -> dict[str, Any]:
     attrs: dict[str, Any] = {
         "role_rubric.model.sha256": scored.model.checksum,
@@ -95,10 +134,12 @@ def log_records(items: Sequence[tuple[str, str, str, dict[str, Any]]], *, time_u
     scope = InstrumentationScope("role_rubric", _version())
     records = []
     for _, trace_id, span_id, attrs in items:
-        parent = trace.SpanContext(
-            trace_id=int(trace_id, 16), span_id=int(span_id, 16), is_remote=True, trace_flags=trace.TraceFlags(1)
-        )
-        context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
+        context = None  # a release's event belongs to no trace
+        if trace_id is not None and span_id is not None:
+            parent = trace.SpanContext(
+                trace_id=int(trace_id, 16), span_id=int(span_id, 16), is_remote=True, trace_flags=trace.TraceFlags(1)
+            )
+            context = trace.set_span_in_context(trace.NonRecordingSpan(parent))
         record = LogRecord(
             timestamp=time_unix_nano,
             observed_timestamp=time_unix_nano,
@@ -141,11 +182,10 @@ def _batches(items: Sequence[Any]) -> Iterator[Sequence[Any]]:
         yield items[start : start + BATCH]
 
 
-def write_file(scored: Scored, out: Path, *, time_unix_nano: int) -> int:
-    """Write every event to out (replaced whole, atomically: a second publish writes the same file)."""
+def write_file(items: Sequence[Any], out: Path, *, time_unix_nano: int) -> int:
+    """Write the events to out (replaced whole, atomically: a second publish writes the same file)."""
     from rubric.files import atomic_write_text
 
-    items = events(scored)
     lines = [json.dumps(otlp_json(log_records(batch, time_unix_nano=time_unix_nano))) for batch in _batches(items)]
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, "".join(line + "\n" for line in lines))
@@ -153,7 +193,7 @@ def write_file(scored: Scored, out: Path, *, time_unix_nano: int) -> int:
 
 
 def post(
-    scored: Scored,
+    items: Sequence[Any],
     endpoint: str,
     *,
     time_unix_nano: int,
@@ -164,7 +204,6 @@ def post(
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs.export import LogRecordExportResult
 
-    items = events(scored)
     todo = [item for item in items if not state.done(item[0])]
     exporter = OTLPLogExporter(endpoint=endpoint, timeout=timeout)
     sent = 0

@@ -27,7 +27,12 @@ class Publish(Command):
         needs("target", "tracking_uri", value="mlflow", fix="pass tracking_uri=http://HOST:5000 (the MLflow server)."),
         needs("target", "url", value="phoenix", fix="pass url=http://HOST:6006 (the Phoenix server)."),
         needs("target", "scores", value="phoenix", fix="pass scores= the out= file of `role-rubric score`."),
-        needs("target", "scores", value="otel", fix="pass scores= the out= file of `role-rubric score`."),
+        KeyRule(
+            lambda v: v.get("target") == "otel" and not (given(v, "scores") or given(v, "estimate")),
+            "target=otel needs scores= or estimate=.",
+            "pass scores= the out= file of `role-rubric score` (estimate=: the out= folder of `estimate`).",
+            "target=otel needs scores= or estimate=",
+        ),
         excludes(
             "out", "endpoint", fix="target=otel writes a file (out=) or posts to an endpoint (endpoint=): pass one."
         ),
@@ -44,10 +49,16 @@ class Publish(Command):
             "target=mlflow needs scores=, estimate= or cv=",
         ),
         KeyRule(
-            lambda v: v.get("target") != "mlflow" and (given(v, "estimate") or given(v, "cv")),
-            "estimate= and cv= are published as MLflow runs only.",
-            "pass target=mlflow tracking_uri=URL with them.",
-            "estimate= and cv= need target=mlflow",
+            lambda v: v.get("target") != "mlflow" and given(v, "cv"),
+            "cv= is published as an MLflow run.",
+            "pass target=mlflow tracking_uri=URL with it.",
+            "cv= needs target=mlflow",
+        ),
+        KeyRule(
+            lambda v: v.get("target") == "phoenix" and given(v, "estimate"),
+            "estimate= is published to MLflow (a run) or OpenTelemetry (events), not to Phoenix.",
+            "pass target=mlflow or target=otel with it.",
+            "estimate= needs target=mlflow or target=otel",
         ),
     )
     target: str = required("otel | mlflow | phoenix", choice("otel", "mlflow", "phoenix"))
@@ -61,7 +72,10 @@ class Publish(Command):
         None, "the calibrator that `score` used; default: the one the scores record (checked)", path(optional=True)
     )
     estimate: str | None = setting(
-        None, "target=mlflow: the out= folder of `role-rubric estimate` -> one run", path(optional=True)
+        None,
+        "the out= folder of `role-rubric estimate`: target=mlflow -> one run; target=otel -> the release's rate "
+        "and interval as events",
+        path(optional=True),
     )
     cv: str | None = setting(None, "target=mlflow: the out= folder of `role-rubric cv` -> one run", path(optional=True))
     out: str | None = setting(None, "target=otel: the OTLP JSON file to write", path(optional=True))

@@ -22,6 +22,20 @@ def scored_run(tmp_path_factory) -> dict[str, Path]:
         return make_scored(tmp_path_factory.mktemp("scored"), server.base_url)
 
 
+@pytest.fixture(scope="session")
+def release_estimate(scored_run, tmp_path_factory) -> Path:
+    """`estimate`'s out= folder for a release of 10 conversations, 6 labelled, with the scored run's model."""
+    from calibration.cli import main
+    from rubric.servers.fake import FakeOpenAI
+
+    root = tmp_path_factory.mktemp("release")
+    with FakeOpenAI() as server:
+        release = make_release(root, server.base_url, prefix="rel")
+    args = ["estimate", f"data={release}", f"model={scored_run['model']}", f"out={root / 'est'}", "fail_under=0.05"]
+    assert main(args) == 0
+    return root / "est"
+
+
 @pytest.fixture()
 def scored_copy(scored_run, tmp_path) -> dict[str, Path]:
     """The scores folder copied, so that a test's publish state starts empty (the model and conversations shared)."""

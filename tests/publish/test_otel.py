@@ -246,3 +246,22 @@ def test_conversations_not_imported_from_traces_are_one_line(scored_copy, tmp_pa
     assert main(args) == 2
     err = capsys.readouterr().err.strip().splitlines()[-1]
     assert "no trace_id/span_id" in err and "import" in err
+
+
+def test_an_estimate_is_the_release_rate_with_its_interval_in_no_trace(release_estimate, tmp_path):
+    out = tmp_path / "release.jsonl"
+    assert main(["publish", "target=otel", f"estimate={release_estimate}", f"out={out}"]) == 0
+    result = json.loads((release_estimate / "estimate.json").read_text())
+    records = records_of_file(out)
+    assert len(records) == 1 + len(result["by_role"])
+    assert all("traceId" not in r and "spanId" not in r for r in records)
+    (overall,) = [attrs_of(r) for r in records if "role_rubric.role" not in attrs_of(r)]
+    ppi = result["rate"]["ppi"]
+    assert overall["gen_ai.evaluation.name"] == "role_rubric/release_adherence_rate"
+    assert overall["gen_ai.evaluation.score.value"] == pytest.approx(ppi["estimate"])
+    assert ppi["low"] < ppi["high"]  # a sample, not every conversation, is labelled: a real interval
+    assert overall["role_rubric.interval.low"] == pytest.approx(ppi["low"])
+    assert overall["role_rubric.interval.high"] == pytest.approx(ppi["high"])
+    assert overall["role_rubric.interval.level"] == pytest.approx(1 - result["alpha"])
+    assert overall["gen_ai.evaluation.score.label"] == "gate passed"
+    assert overall["role_rubric.n_labelled_conversations"] == 6
