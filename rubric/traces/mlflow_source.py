@@ -109,7 +109,7 @@ class MlflowSource(TraceSource):
 
     @classmethod
     def from_config(cls, cfg: Any) -> MlflowSource:
-        """From an `import source=mlflow` config (attributes read one by one: typed or DictConfig). token_env=
+        """From an `import source=mlflow` command's typed object (attributes read one by one). token_env=
         left at the Label Studio default it shares with other commands means MLflow's own variables."""
         token_env = getattr(cfg, "token_env", None)
         if token_env == "LABEL_STUDIO_API_KEY":  # the shared key's default (calibration/schema/keys.py)
