@@ -150,7 +150,7 @@ def _run_report(cfg: Report, stack: contextlib.ExitStack) -> dict[str, Any]:
     from calibration.evaluation.crossval import cross_validate
 
     start = time.perf_counter()
-    shipped = shipped_model(cfg.model) if cfg.model else None
+    shipped = shipped_model(cfg.model, cfg.data, allow_judge_mismatch=cfg.allow_judge_mismatch) if cfg.model else None
     if shipped is not None and shipped["kind"] != "network":  # the variants retrain the network only
         opts = cfg.report
         curve = dataclasses.replace(opts.learning_curve, repeats=0)

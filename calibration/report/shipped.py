@@ -22,12 +22,25 @@ NETWORK = "network"  # the network's rows when another kind is the model shipped
 METHOD_LABELS.setdefault(NETWORK, "calibration network")
 
 
-def shipped_model(path: str | Path) -> dict[str, Any]:
+def shipped_model(path: str | Path, data: Any = None, *, allow_judge_mismatch: bool = False) -> dict[str, Any]:
     """What the report needs of a model directory: its kind ("network", "linear", "ordinal"), its settings
-    (a network's, for the cross-validation) and where it is. Bad directories are refused by load_model."""
+    (a network's, for the cross-validation) and where it is. Bad directories are refused by load_model; a
+    model of another rubric or judge than the report's data= directories is refused as `predict` refuses it
+    (a page presenting it as the model shipped would describe a model that does not apply to this data)."""
+    from calibration.data.union import data_paths
     from calibration.model.files import load_model
+    from rubric.identity import check_same_judge, dataset_judge_identity
 
     loaded = load_model(path)
+    for folder in data_paths(data) if data is not None else []:
+        loaded.check_rubric(folder / "rubric.yaml")
+        check_same_judge(
+            loaded.judge_identity,
+            dataset_judge_identity(folder),
+            allow=allow_judge_mismatch,
+            command="report",
+            where=folder,
+        )
     kind = loaded.record.kind
     return {
         "dir": str(path),

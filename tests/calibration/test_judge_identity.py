@@ -9,6 +9,7 @@ import shutil
 
 import pandas as pd
 import pytest
+import yaml
 
 from calibration.api import RoleAdherence
 from calibration.commands.predict import run as run_predict
@@ -87,6 +88,31 @@ def test_train_records_the_judge_and_predict_refuses_another(trained):
     assert not (root / "p.csv").exists()
     run_predict(command_config("predict", [*args, "allow_judge_mismatch=true"]))
     assert (root / "p.csv").stat().st_size > 0
+
+
+def test_report_refuses_a_model_of_another_judge_or_rubric_as_predict_does(trained, tmp_path):
+    """`report model=` presents the model as the one shipped: a model that does not apply to data= is refused
+    before any cross-validation, with predict's line."""
+    from calibration.commands.report import run as run_report
+    from tests.calibration.test_report import FAST as REPORT_FAST
+
+    root, data, identity = trained
+    other_judge = tmp_path / "other_judge"
+    shutil.copytree(data, other_judge)
+    (other_judge / "gather_summary.json").write_text(
+        json.dumps({"judge_identity": {**identity, "model": "gpt-4o-mini"}})
+    )
+    args = [f"model={root / 'model'}", f"out={tmp_path / 'rep'}", *REPORT_FAST]
+    with pytest.raises(InputError, match="model: trained on 'all-MiniLM-L6-v2', given 'gpt-4o-mini'"):
+        run_report(command_config("report", [f"data={other_judge}", *args]))
+    other_rubric = tmp_path / "other_rubric"
+    shutil.copytree(data, other_rubric)
+    rubric = yaml.safe_load((other_rubric / "rubric.yaml").read_text())
+    rubric["questions"][0]["options"][0]["value"] = 9
+    (other_rubric / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    with pytest.raises(InputError, match="differs from the one the model was trained on"):
+        run_report(command_config("report", [f"data={other_rubric}", *args]))
+    assert not (tmp_path / "rep" / "report.html").exists()
 
 
 def test_score_refuses_a_calibrator_of_another_judge(trained):
