@@ -16,7 +16,22 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_importing_the_package_imports_no_framework():
     code = "import sys, calibration, calibration.integrations as i; print(sorted(i.__all__), 'deepeval' in sys.modules)"
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
-    assert out.stdout.split() == ["['RoleRubricMetric']", "False"]
+    assert out.stdout.split() == [
+        "['RoleAdherenceScorer',",
+        "'RoleRubricMetric',",
+        "'SessionAdherenceScorer']",
+        "False",
+    ]
+    assert (
+        "mlflow"
+        not in subprocess.run(
+            [sys.executable, "-c", "import sys, calibration.integrations; print(sorted(sys.modules))"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+    )
 
 
 def test_missing_deepeval_names_the_extra(monkeypatch):

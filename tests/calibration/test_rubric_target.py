@@ -6,7 +6,6 @@ from __future__ import annotations
 import pandas as pd
 import pytest
 import yaml
-from omegaconf import OmegaConf
 
 from calibration.cli import main
 from calibration.data.dataset import load_dataset
@@ -86,10 +85,10 @@ def test_gather_announces_the_target_of_its_rubric(tmp_path, capsys):
     path = tmp_path / "mine.yaml"
     path.write_text(yaml.safe_dump(rubric, sort_keys=False))
     with cli_notices():  # the note on stderr, as the command line prints it
-        assert rubric_from_config(OmegaConf.create({"rubric_file": str(path), "target": None})).target == "tone"
+        assert rubric_from_config(None, rubric_file=path, target=None).target == "tone"
     err = capsys.readouterr().err
     assert err.startswith(f"gather: {path}: no 'target:' and no 'overall' question") and "'tone'" in err
-    assert rubric_from_config(OmegaConf.create({"rubric_file": str(path), "target": "scope"})).target == "scope"
+    assert rubric_from_config(None, rubric_file=path, target="scope").target == "scope"
     assert capsys.readouterr().err == ""
 
 
