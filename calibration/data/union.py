@@ -151,7 +151,7 @@ def load_training_data(
     rubric = _common_rubric(paths)
     judge = _common_judge(paths, allow=allow_judge_mismatch)
     datasets = [load_dataset(p, rubric=rubric, target=target, unmatched_labels=unmatched_labels) for p in paths]
-    sources = [Source(p, w, _checksums(p), d) for p, w, d in zip(paths, values, datasets, strict=True)]
+    sources = [Source(p, w, file_checksums(p), d) for p, w, d in zip(paths, values, datasets, strict=True)]
     _refuse_copies(sources)
     _refuse_shared_conversations(sources)
     ds = datasets[0] if len(datasets) == 1 else stack(datasets, dataset_labels(paths), values)
@@ -264,7 +264,8 @@ def _refuse_shared_conversations(sources: list[Source]) -> None:
         )
 
 
-def _checksums(path: Path) -> dict[str, str]:
+def file_checksums(path: Path) -> dict[str, str]:
+    """SHA-256 of the directory's rubric, distributions and labels (model.json `trained_on` `files`)."""
     files = [path / "rubric.yaml"] + [
         path / f"{stem}{suffix}" for stem in ("llm", "labels") for suffix in (".csv", ".parquet")
     ]

@@ -135,20 +135,36 @@ def _labels_subset(root: Path, tables: dict[str, pd.DataFrame], dst: Path, conve
     return dst
 
 
-def _train(model, sources, weights, extra: Path, out: Path, seed: int):
+def _load(sources, weights, extra: Path, root: Path):
+    """The model's training directories plus one labelled subset of the release, read and checked as `train
+    data=[...]` reads them. A refusal names the release folder the user gave, not the temporary subset."""
     from calibration.data.union import load_training_data
+
+    try:
+        return load_training_data([*sources, extra], weights=[*weights, 1.0])
+    except InputError as exc:
+        here = str(extra)
+
+        def mine(text: str | None) -> str | None:
+            return None if text is None else text.replace(here, str(root))
+
+        raise InputError(mine(exc.problem), path=mine(exc.path), row=exc.row, fix=exc.fix) from None
+
+
+def _train(model, data, out: Path, seed: int, *, root: Path | None = None):
+    """One calibrator trained on `data` (from `_load`) with the model's settings. root: the release folder,
+    recorded in model.json `trained_on` in place of the temporary subset (which is deleted after the run),
+    with its labelled conversations by content, so that the adapted model can be cross-fitted again."""
+    from calibration.data.union import file_checksums
     from calibration.model.ensemble import train_ensemble
     from calibration.model.files import load_model, save_model
-    from calibration.model.linear_calibrator import LinearCalibrator
-    from calibration.model.provenance import training_records
+    from calibration.model.provenance import training_record, training_records
 
-    if isinstance(model.net, LinearCalibrator):
-        raise InputError(
-            "crossfit= retrains a network calibrator; this model is linear.",
-            fix="train the model with model=network, or estimate without crossfit=.",
-        )
-    data = load_training_data([*sources, extra], weights=[*weights, 1.0])
     net, spec, plan = train_ensemble(data.ds, model.settings, seed=seed)
+    records = training_records(data)
+    if root is not None:
+        subset = data.sources[-1]
+        records[-1] = training_record(subset.dataset, root) | {"weight": subset.weight, "files": file_checksums(root)}
     save_model(
         out,
         net,
@@ -158,7 +174,7 @@ def _train(model, sources, weights, extra: Path, out: Path, seed: int):
         history=plan.history,
         recalibration=plan.recalibration,
         judge=data.judge,
-        trained_on=training_records(data),
+        trained_on=records,
     )
     return load_model(out)
 
@@ -168,18 +184,26 @@ def train_folds(
 ) -> FoldModels:
     """Train the K fold calibrators in `work` and the adapted one in `adapted` (None: not trained; the
     benchmark's draws need only the K) (see the module docstring)."""
+    from calibration.model.linear_calibrator import LinearCalibrator
+
+    if isinstance(model.net, LinearCalibrator):
+        raise InputError(
+            "crossfit= retrains a network calibrator; this model is linear.",
+            fix="train the model with model=network, or estimate without crossfit=.",
+        )
     sources, weights = _sources(model, model_path)
     order = np.random.default_rng(seed).permutation(sorted(labelled))
     folds = np.array_split(order, k)
     fold_of = {str(c): i for i, part in enumerate(folds) for c in part}
     tables = _release_tables(root)
+    # Every label at once first: a release the model was trained on is refused before any calibrator trains.
+    everything = _load(sources, weights, _labels_subset(root, tables, work / "all-labels", set(labelled)), root)
     models = []
     for i, part in enumerate(folds):
         rest = set(labelled) - {str(c) for c in part}
         extra = _labels_subset(root, tables, work / f"fold{i}-labels", rest)
-        models.append(_train(model, sources, weights, extra, work / f"fold{i}-model", seed))
+        models.append(_train(model, _load(sources, weights, extra, root), work / f"fold{i}-model", seed))
     if adapted is not None:
-        everything = _labels_subset(root, tables, work / "all-labels", set(labelled))
-        _train(model, sources, weights, everything, adapted, seed)
+        _train(model, everything, adapted, seed, root=root)
     (work / "folds.json").write_text(json.dumps(fold_of, indent=1))
     return FoldModels(models, fold_of, adapted, unadapted=model)

@@ -107,7 +107,7 @@ def estimate_release(
 
 def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None, crossfit=None) -> dict:
     root = Path(data)
-    ds, rubric, checked = _checked_release(root, model, allow_mismatch, what=what, crossfit=crossfit)
+    ds, rubric, checked = _checked_release(root, model, allow_mismatch, what=what)
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])  # >= 2: checked with the target
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
@@ -115,6 +115,11 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
     strata = read_strata(plan_path)
     t = ds.target_index
     cut = _cuts(rubric, adheres_at)
+    shift = None
+    if trust is not None:  # before any work, crossfit's trainings included: on_shift=refuse leaves nothing behind
+        from calibration.model.shift import handle_shift, roles_of
+
+        shift = handle_shift(model.record.shift_summary(), ds, roles_of([root]), trust["on_shift"], "estimate")
     predict, folds = _predictor(model, ds, root, labelled, cut, crossfit)
     turns = {kind: predict(t, kind) for kind in KINDS}
     overall = {kind: _block(turns[kind], options | {"bounds": _bounds(ds, t, kind)}, pi_of) for kind in KINDS}
@@ -152,13 +157,10 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
         "training_overlap_checked": bool(checked),
     }
     if trust is not None:  # the release (not the baseline): calibration/release/audit.py, calibration/model/shift.py
-        from calibration.model.shift import handle_shift, roles_of
         from calibration.release.audit import transport_audit
 
         result["transport_audit"] = transport_audit(turns["rate"], trust["bias_margin"], options["alpha"], roles)
-        result["shift"] = handle_shift(
-            model.record.shift_summary(), ds, roles_of([root]), trust["on_shift"], "estimate"
-        )
+        result["shift"] = shift
     if folds is not None:
         result["crossfit"] = {
             "k": len(folds.models),
@@ -174,7 +176,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
     return result
 
 
-def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, crossfit):
+def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str):
     """The release's dataset, read against the model's rubric once its judge, target and overlap with the
     model's training data are checked; returns (dataset, rubric, how many conversations were checked)."""
     from calibration import load_dataset
@@ -187,8 +189,10 @@ def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, cros
     )
     ds = load_dataset(root, rubric=rubric)
     check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations
-    # crossfit: the calibrators train on these labels by design, each predicting only the fold it never saw
-    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root) if crossfit is None else 0
+    # crossfit too: its calibrators train on the model's training directories as well as the other folds, so a
+    # labelled conversation the model trained on would be predicted by calibrators that all saw it (and the
+    # check names the user's labels.csv before any training)
+    checked = refuse_overlap(model, ds, what=what, path=root / "labels.csv", folder=root)
     return ds, rubric, checked
 
 
