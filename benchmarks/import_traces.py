@@ -229,7 +229,7 @@ def run_import(export: Path, out: Path) -> dict:
     code = (
         "import resource, sys, time, types\n"
         "from calibration.commands.import_traces import run\n"
-        "import rubric.traces.assemble, rubric.traces.labels, rubric.traces.otlp, rubric.conversations, rubric.files\n"
+        "import rubric.traces.assemble, rubric.traces.otlp, rubric.conversations, rubric.files\n"
         "t, cpu = time.perf_counter(), time.process_time()\n"
         "keys = ('conversation_key role role_from since until service sample rubric_file label_map '\n"
         "        'tracking_uri experiment url project').split()\n"

@@ -5,7 +5,7 @@
     role-rubric import source=phoenix url=URL project=NAME out=DIR
 
 Reads the spans (rubric/traces: otlp.py, mlflow_source.py, phoenix_source.py), rebuilds the conversations
-(rubric/traces/assemble.py), maps the reviewers' annotations to labels (rubric/traces/labels.py), and only
+(rubric/traces/assemble.py), maps the reviewers' annotations to labels (calibration/labelling/annotations.py), and only
 then writes out=: conversations.jsonl, rubric.yaml (rubric_file=, or the packaged role-adherence rubric),
 labels.csv when reviewers labelled, and import_summary.json (the counts, the source, what was left out and
 why). Bad input stops the import before anything is written. Called from calibration/commands/import_.py.
@@ -25,10 +25,10 @@ SUMMARY_NAME = "import_summary.json"
 
 def run(cfg: Any) -> dict[str, int]:
     """Import the traces cfg.source names into cfg.out; the counts."""
+    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map
     from rubric.conversations import conversations_from_records
     from rubric.files import atomic_write_text, ensure_out_dir
     from rubric.traces.assemble import TraceSelection, assemble
-    from rubric.traces.labels import COLUMNS, annotation_labels, read_label_map
 
     kind = cfg.source
     selection = TraceSelection.from_config(cfg)

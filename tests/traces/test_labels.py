@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from calibration.labelling.annotations import annotation_labels, read_label_map
 from rubric.errors import InputError
 from rubric.schema import rubric_from_dict
 from rubric.traces.assemble import TraceSelection, assemble
-from rubric.traces.labels import annotation_labels, read_label_map
 from rubric.traces.otlp import OtlpFiles
 from rubric.traces.spans import Annotation
 from tests.traces.otlp_json import conversation_spans, jsonl, request
