@@ -158,11 +158,7 @@ def _write_sample(cfg: Schema, ds: Any, plan: Any, conversations: dict, seconds:
     atomic_write_text(out, frame.to_csv(index=False))
     plan_path = out.parent / PLAN_FILE
     atomic_write_text(plan_path, plan.to_csv(index=False))
-    log.info(
-        f"suggest: {len(chosen)} of {plan.shape[0]} conversations drawn uniformly at random (seed {cfg.seed}; "
-        f"budget counts conversations; each has inclusion probability {len(chosen) / plan.shape[0]:.4g}) "
-        f"in {seconds:.1f}s"
-    )
+    log.info(f"suggest: {len(chosen)} of {plan.shape[0]} conversations {_how_drawn(cfg, plan)} in {seconds:.1f}s")
     log.info(
         f"suggest: wrote {out} ({len(frame)} rows: every assistant turn of those conversations x question; "
         f"fill in judge_id and answer) and {plan_path}"
@@ -172,3 +168,17 @@ def _write_sample(cfg: Schema, ds: Any, plan: Any, conversations: dict, seconds:
         "`role-rubric estimate` reads it (from Label Studio: import ... plan=PATH)"
     )
     return out
+
+
+def _how_drawn(cfg: Schema, plan: Any) -> str:
+    """How the sample was drawn, as the plan says: one inclusion probability, or one per stratum."""
+    common = f"seed {cfg.seed}; budget counts conversations"
+    if "stratum" not in plan.columns:
+        pi = float(plan["inclusion_probability"].iloc[0])
+        return f"drawn uniformly at random ({common}; each has inclusion probability {pi:.4g})"
+    per = plan.groupby("stratum")["inclusion_probability"].first()
+    shown = ", ".join(f"{name} {p:.4g}" for name, p in per.items())
+    return (
+        f"drawn at random within each {cfg.strata} stratum ({common}; inclusion probability by stratum: {shown}; "
+        "estimate weighs each stratum by its share of the release's turns)"
+    )

@@ -224,6 +224,16 @@ def check_suggest_out(out: Path, *, plan: Path | None, overwrite: bool) -> None:
             path=out,
             fix="pass out=FOLDER/to_label.csv.",
         )
+    labels = [] if plan is None else [plan.parent / f"labels{s}" for s in (".csv", ".parquet")]
+    if plan is not None and not plan.exists() and any(p.exists() for p in labels):
+        # estimate reads DATA/sample_plan.csv for DATA's labels: a new draw's plan there would be taken for
+        # theirs, and estimate would then refuse the labels the plan did not sample
+        raise InputError(
+            f"this folder holds labels without a sampling plan, and purpose=estimate writes {plan.name} beside "
+            "out=: estimate would read it as the plan of those labels.",
+            path=plan.parent,
+            fix="pass out= in a folder of its own (e.g. out=round2/to_label.csv).",
+        )
     for path, what in (
         (out, "a sheet (reviewers may have filled it in)"),
         (plan, "the sampling plan of an earlier draw"),

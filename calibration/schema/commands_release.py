@@ -106,6 +106,22 @@ class Suggest(Command):
             "pass purpose=estimate with width=W or decide_at=X (and model=), or drop cv=.",
             "cv= needs purpose=estimate and width= or decide_at=",
         ),
+        KeyRule(
+            lambda v: v.get("purpose") == "learn" and any(given(v, k) for k in ("width", "decide_at", "strata")),
+            "width=, decide_at= and strata= plan a random sample for an estimate, and purpose=learn ranks pairs.",
+            "pass purpose=estimate, or drop width=, decide_at= and strata=.",
+            "width=, decide_at=, strata= need purpose=estimate",
+        ),
+        KeyRule(
+            lambda v: (
+                v.get("purpose") == "estimate"
+                and (given(v, "judges") or v.get("strategy") != "random" or v.get("diversity") not in (0, None))
+            ),
+            "judges=, strategy= and diversity= rank pairs for purpose=learn; purpose=estimate draws conversations "
+            "at random.",
+            "drop judges=, strategy= and diversity=, or pass purpose=learn.",
+            "judges=, strategy=, diversity= apply to purpose=learn only",
+        ),
     )
     purpose: str = setting(
         "learn",

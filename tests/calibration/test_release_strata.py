@@ -40,7 +40,9 @@ def test_stratified_sample_round_trip(release, tmp_path, capsys):  # noqa: F811
         main(["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", "strata=role", f"out={sheet}"])
         == 0
     )
-    assert "stratified by role" in capsys.readouterr().out
+    printed = capsys.readouterr().out
+    assert "stratified by role" in printed and "drawn at random within each role stratum" in printed
+    assert "uniformly" not in printed and "inclusion probability by stratum: support agent 0." in printed
     plan = pd.read_csv(sheet.parent / "sample_plan.csv", dtype={"conversation_id": str})
     assert set(plan["stratum"]) == {"support agent", "tutor"} and plan["sampled"].sum() == 12
     chosen = list(plan.loc[plan.sampled == 1, "conversation_id"])

@@ -136,3 +136,37 @@ def test_bad_values_stop_before_any_work(command, override, key, tmp_path, capsy
     args = [a for a in args if not a.startswith(key + "=")]
     assert main([command, *args, override, f"out={tmp_path / 'o'}"]) == 2
     assert key in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "args,start",
+    [
+        (["purpose=learn", "width=0.1"], "width=, decide_at= and strata= plan a random sample"),
+        (["purpose=learn", "strata=role"], "width=, decide_at= and strata= plan a random sample"),
+        (["purpose=estimate", "strategy=bald"], "judges=, strategy= and diversity= rank pairs"),
+        (["purpose=estimate", "judges=[j0]"], "judges=, strategy= and diversity= rank pairs"),
+        (["purpose=estimate", "diversity=0.5"], "judges=, strategy= and diversity= rank pairs"),
+    ],
+)
+def test_keys_of_the_other_purpose_are_refused_before_any_work(args, start, tmp_path, capsys):
+    """A key the purpose does not use would be ignored silently: the sample would not be what was asked."""
+    argv = ["suggest", f"data={tmp_path / 'd'}", f"model={tmp_path / 'm'}", "budget=3", f"out={tmp_path / 'o.csv'}"]
+    assert main([*argv, *args]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"role-rubric suggest: error: {start}") and err.count("\n") == 1, err
+    assert not list(tmp_path.iterdir())
+
+
+def test_no_plan_is_written_into_a_labelled_folder_without_one(synthetic_dir, tmp_path, capsys):
+    """estimate reads DATA/sample_plan.csv as the plan of DATA's labels: a new draw's plan there would be
+    taken for theirs."""
+    import shutil
+
+    data = tmp_path / "labelled"
+    shutil.copytree(synthetic_dir, data)
+    assert (data / "labels.csv").exists() and not (data / "sample_plan.csv").exists()
+    sheet = data / "round2.csv"
+    assert main(["suggest", "purpose=estimate", f"data={data}", "budget=3", f"out={sheet}"]) == 2
+    err = capsys.readouterr().err
+    assert "holds labels without a sampling plan" in err and "out=round2/to_label.csv" in err, err
+    assert not sheet.exists() and not (data / "sample_plan.csv").exists()
