@@ -28,6 +28,19 @@ def model_sha256(meta: dict) -> str:
     return hashlib.sha256(json.dumps(covered, sort_keys=True).encode()).hexdigest()
 
 
+def refuse_a_deleted_checksum(meta: dict, path: Path) -> None:
+    """A model.json without checksums is one from before them, unless it has fields written only since
+    (`model`, `shift_reference`): then its integrity block was deleted, and an edit it hid (a reversed judge
+    map) would give each reviewer another's predictions."""
+    if {"model", "shift_reference"} & set(meta):
+        raise InputError(
+            "model.json has no integrity block, yet fields written only since checksums exist (model, "
+            "shift_reference): it was edited after training.",
+            path=path,
+            fix="restore the model.json written by `role-rubric train`, or retrain the model.",
+        )
+
+
 def check_weights(weights_path: Path, weights_sha256: str | None, expected: dict[str, tuple[int, ...]]) -> None:
     """The weights file against model.json: its header's shapes first (cheap, before reading the tensors),
     then its checksum where model.json records one (`weights_sha256`, None in models from before it)."""

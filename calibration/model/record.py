@@ -34,7 +34,7 @@ from pydantic import (
     model_validator,
 )
 
-from calibration.model.integrity import model_sha256
+from calibration.model.integrity import model_sha256, refuse_a_deleted_checksum
 from calibration.model.linear_calibrator import MODELS
 from calibration.model.recalibrate import Recalibration
 from calibration.model.settings import REMOVED_SETTINGS, Settings
@@ -178,15 +178,8 @@ class ModelRecord(_Record):
                 f"model.json is not valid JSON ({exc.msg}).", path=meta_path, row=exc.lineno, fix="retrain the model."
             ) from None
         record = cls.parse(meta, meta_path)
-        if record.integrity is None and {"model", "shift_reference"} & set(meta):
-            # Checksums came before both fields: a model.json with either but no checksum had its integrity
-            # block deleted, and an edit it hid (a reversed judge map) would give each reviewer another's predictions.
-            raise InputError(
-                "model.json has no integrity block, yet fields written only since checksums exist (model, "
-                "shift_reference): it was edited after training.",
-                path=meta_path,
-                fix="restore the model.json written by `role-rubric train`, or retrain the model.",
-            )
+        if record.integrity is None:
+            refuse_a_deleted_checksum(meta, meta_path)
         return record
 
     @classmethod
