@@ -229,8 +229,8 @@ class Estimate(Command):
         0.05,
         "transport audit: PASS when the calibrator's bias on the rate (with its "
         "1 - alpha interval) lies within +-bias_margin, FAIL when outside, else "
-        "INCONCLUSIVE",
-        number(above=0),
+        "INCONCLUSIVE (0 < bias_margin < 1: a rate's bias lies in [-1, 1])",
+        number(above=0, below=1),
     )
     on_shift: str = ON_SHIFT("the release's")
     width: float | None = WIDTH(

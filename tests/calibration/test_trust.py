@@ -173,6 +173,8 @@ def test_commands_refuse_bad_trust_settings(tmp_path, capsys):
         ["cv", "data=x", "out=y", "epsilon=1.5"],
         ["cv", "data=x", "out=y", "epsilon=0"],
         ["estimate", "data=x", "model=m", "out=y", "bias_margin=0"],
+        ["estimate", "data=x", "model=m", "out=y", "bias_margin=1"],
+        ["estimate", "data=x", "model=m", "out=y", "bias_margin=2"],
         ["score", "conversations=c.jsonl", "out=s.csv", "on_shift=wran"],
         ["predict", "model=m", "data=x", "out=p.csv", "on_shift=refuze"],
     ]
@@ -181,6 +183,16 @@ def test_commands_refuse_bad_trust_settings(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and args[-1].split("=")[0] in err[0]
     assert not list(tmp_path.iterdir())
+
+
+@pytest.mark.parametrize("margin", [0, 1, 2, -0.1])
+def test_a_bias_margin_outside_0_1_is_refused_from_python_too(margin):
+    """A rate's bias lies in [-1, 1]: a margin of 1 or more makes FAIL impossible (the audit could only pass)."""
+    from calibration.release.estimate import estimate_release
+    from rubric.errors import InputError
+
+    with pytest.raises(InputError, match=rf"bias_margin={margin} .*set bias_margin to a number > 0 and < 1"):
+        estimate_release("no-such-release", "no-such-model", bias_margin=margin)
 
 
 def test_training_summary_keeps_a_bounded_sample(synth, monkeypatch):
