@@ -8,8 +8,9 @@ import json
 import pytest
 
 from rubric.errors import InputError
-from rubric.traces.assemble import TraceSelection, assemble, parse_time
+from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.otlp import OtlpFiles
+from rubric.traces.selection import parse_time
 from tests.traces.otlp_json import SYSTEM, conversation_spans, jsonl, request, span
 
 

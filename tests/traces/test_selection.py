@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from rubric.traces.assemble import TraceSelection, assemble, parse_time
+from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.otlp import OtlpFiles
+from rubric.traces.selection import parse_time
 from tests.traces.otlp_json import SYSTEM, conversation_spans, jsonl, request
 
 
