@@ -28,7 +28,8 @@ from typing import Any
 from rubric.errors import InputError
 from rubric.ids import clean_id
 from rubric.traces.conversation import KeptCall, conversation_record, index_turns
-from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, LlmCall, read_call, surely_a_call
+from rubric.traces.llm_call import LlmCall
+from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, read_call, surely_a_call
 from rubric.traces.selection import iso_time, parse_time, select_conversations
 from rubric.traces.spans import EVENTS_ONLY, Span
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.traces.messages import LlmCall, Message
+from rubric.traces.llm_call import LlmCall, Message
 
 
 @dataclass(slots=True)

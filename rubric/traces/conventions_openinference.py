@@ -1,0 +1,54 @@
+"""The readers of OpenInference's messages (`llm.input_messages.N.message.*`, `llm.output_messages.N...`, else
+an OpenAI request and completion in `input.value` / `output.value`) and MLflow's (`mlflow.spanInputs`, an
+OpenAI request, and `mlflow.spanOutputs`, a chat completion or plain text). messages.py says which is tried
+when.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from rubric.traces.llm_call import LlmCall, flat_message, flattened, openai_exchange, parse_json, with_system
+from rubric.traces.spans import Span
+
+_OPENINFERENCE_KEY = re.compile(r"llm\.(input|output)_messages\.(\d+)\.message\.(.+)")
+
+
+# OpenInference: llm.input_messages.N.message.* -------------------------------------------------------------
+
+
+def read_openinference(span: Span) -> LlmCall | None:
+    attrs = span.attributes
+    tree = flattened(attrs, _OPENINFERENCE_KEY, "llm.input_messages.", "llm.output_messages.")
+    if tree is not None:
+        inputs = [flat_message(m, "user") for _, m in sorted(tree.get("input", {}).items())]
+        outputs = [flat_message(m, "assistant") for _, m in sorted(tree.get("output", {}).items())]
+        return with_system(None, inputs, outputs, "openinference")
+    if attrs.get("openinference.span.kind") != "LLM":
+        return None
+    request = _json_value(attrs, "input.value", "input.mime_type")
+    response = _json_value(attrs, "output.value", "output.mime_type")
+    if request is None and response is None:
+        return None
+    return openai_exchange(request, response, "openinference")
+
+
+def _json_value(attrs: Mapping[str, Any], key: str, mime_key: str) -> Any:
+    value = attrs.get(key)
+    if value is None or "json" not in str(attrs.get(mime_key, "application/json")):
+        return None
+    return parse_json(value)
+
+
+# MLflow --------------------------------------------------------------------------------------------------
+
+
+def read_mlflow(span: Span) -> LlmCall | None:
+    attrs = span.attributes
+    if "mlflow.spanInputs" not in attrs and "mlflow.spanOutputs" not in attrs:
+        return None
+    return openai_exchange(
+        parse_json(attrs.get("mlflow.spanInputs")), parse_json(attrs.get("mlflow.spanOutputs")), "mlflow"
+    )
