@@ -4,10 +4,11 @@ Library code does not print its notices. A status line ("report: reusing cv/pred
 at INFO to its module's logger (under "rubric" or "calibration"); a notice about the data (fewer labels than
 the folds need, a panel with few turns) is a `DataQualityWarning` (`warn_data`), as scikit-learn warns. An
 API user silences, captures or reroutes either as with any library: `logging.getLogger("calibration")`,
-`warnings.filterwarnings(...)`. The command line prints both as the library used to (`cli_notices`): a status
-line as it is, a data warning as "COMMAND: warning: TEXT", both on standard output. A warning about the run
-that is not about the data (a judge that answers badly, a turn too long to send cheaply) is logged at
-WARNING and goes to standard error, as Python's logging does for a library with no handler configured.
+`warnings.filterwarnings(...)`. The command line prints both (`cli_notices`): a status line as it is, on
+standard output with the results; a data warning as "COMMAND: warning: TEXT" on standard error, so that
+`role-rubric score ... > table.txt` still shows it. A warning about the run that is not about the data (a
+judge that answers badly, a turn too long to send cheaply) is logged at WARNING and goes to standard error
+too, as Python's logging does for a library with no handler configured.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ class _ConsoleHandler(logging.Handler):
 def _show(message, category, filename, lineno, file=None, line=None, *, previous=None) -> None:
     if isinstance(message, DataQualityWarning):
         prefix = f"{message.command}: " if message.command else ""
-        sys.stdout.write(f"{prefix}warning: {message}\n")
-        sys.stdout.flush()
+        sys.stderr.write(f"{prefix}warning: {message}\n")  # never mixed into results redirected to a file
+        sys.stderr.flush()
     else:
         previous(message, category, filename, lineno, file, line)
 

@@ -140,6 +140,16 @@ def test_on_shift_refuse_is_a_refusal_exit_2_not_a_failed_gate(shifted, capsys, 
     assert not out.exists()
 
 
+def test_the_shift_warning_is_on_stderr_and_the_results_on_stdout(shifted, capsys, tmp_path):
+    """`role-rubric predict ... > log.txt` (or score's table into a file) must still show the warning."""
+    _, model, release = shifted
+    out = tmp_path / "p.csv"
+    assert main(["predict", f"model={model}", f"data={release}", f"out={out}"]) == 0
+    stdout, err = capsys.readouterr()
+    assert err.startswith("predict: warning: these conversations differ from the training data"), err
+    assert "warning:" not in stdout and f"wrote {out}" in stdout
+
+
 def test_a_failed_gate_is_exit_1_and_a_passed_one_0(shifted, capsys, tmp_path):
     _, model, release = shifted
     args = ["estimate", f"data={release}", f"model={model}", "on_shift=ignore"]

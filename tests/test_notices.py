@@ -20,19 +20,18 @@ PRINTS = ("calibration/cli.py", "calibration/cli_help.py", "rubric/servers/")
 ASKED = {("calibration/integrations/deepeval.py", "verbose_mode")}
 
 
-def test_the_command_line_prints_status_lines_and_data_warnings_as_before(capsys) -> None:
+def test_the_command_line_prints_status_lines_on_stdout_and_data_warnings_on_stderr(capsys) -> None:
+    """Results and status lines on standard output, warnings on standard error: `score ... > table.txt`
+    keeps the table clean and still shows the warning."""
     log = logging.getLogger("calibration.report.build")
     with cli_notices():
         log.info("report: reusing cv/predictions.csv (5 folds, seed 0)")
         warn_data("report", ["only 3 labelled turns per fold"])
         warn_data("report", ["only 3 labelled turns per fold"])  # each one, not once per place
         logging.getLogger("rubric.gather").info("gather: wrote out/llm.csv")
-    assert capsys.readouterr().out == (
-        "report: reusing cv/predictions.csv (5 folds, seed 0)\n"
-        "report: warning: only 3 labelled turns per fold\n"
-        "report: warning: only 3 labelled turns per fold\n"
-        "gather: wrote out/llm.csv\n"
-    )
+    out, err = capsys.readouterr()
+    assert out == "report: reusing cv/predictions.csv (5 folds, seed 0)\ngather: wrote out/llm.csv\n"
+    assert err == "report: warning: only 3 labelled turns per fold\n" * 2
 
 
 def test_the_library_alone_prints_nothing_and_warns_catchably(capsys) -> None:
@@ -97,7 +96,7 @@ def test_size_warnings_are_data_warnings_the_command_line_prints(capsys) -> None
         print_warnings("cv", ["3 labelled turns per fold"])
     with cli_notices():
         print_warnings("cv", ["3 labelled turns per fold"])
-    assert capsys.readouterr().out == "cv: warning: 3 labelled turns per fold\n"
+    assert capsys.readouterr().err == "cv: warning: 3 labelled turns per fold\n"
 
 
 def test_a_warning_about_the_run_goes_to_standard_error(capsys) -> None:

@@ -131,7 +131,7 @@ def test_cv_records_its_judge_and_suggest_names_the_source(release, cv_dir, unla
     assert json.loads((cv_dir / "metrics.json").read_text())["judge"]["model"] == "judge-a"
     sheet = tmp_path / "cv" / "sheet.csv"
     assert _suggest(unlabelled, release["model"], sheet, "width=0.15", f"cv={cv_dir}") == 0
-    printed = capsys.readouterr().out
+    printed = "".join(capsys.readouterr())
     assert f"out-of-fold agreement of cv={cv_dir}, 30 conversations" in printed
     assert "what a calibrated calibrator would leave" in printed and "ppi: label" in printed
     assert 2 <= _sampled(sheet) <= 30
@@ -151,8 +151,10 @@ def test_a_cv_plan_for_a_release_unlike_the_training_data_says_to_plan_from_a_pi
     llm["prob"] = (llm["option"] == top).astype(float)  # the judge now always answers the top option
     llm.to_csv(shifted / "llm.csv", index=False)
     assert _suggest(shifted, release["model"], tmp_path / "s" / "sheet.csv", "width=0.15", f"cv={cv_dir}") == 0
-    printed = capsys.readouterr().out
-    assert "suggest: warning: these conversations differ from the training data (role " in printed
+    out, err = capsys.readouterr()
+    printed = out + err
+    assert "suggest: warning: these conversations differ from the training data (role " in err
+    assert "warning:" not in out  # warnings on standard error, apart from the results
     assert "the plan is optimistic: it assumes the calibrator is as far off here as out of fold (cv=)" in printed
     assert "label a pilot of 10 conversations and plan from it" in printed
     assert _sampled(tmp_path / "s" / "sheet.csv") >= 2  # a warning: the plan is still written

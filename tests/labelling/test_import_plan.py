@@ -152,7 +152,7 @@ def test_earlier_labels_outside_the_plan_are_kept_and_said(release, tmp_path, ca
     ).to_csv(release / "labels.csv", index=False)
     out = tmp_path / "labelled"
     assert _import(release, out, f"sheet={answered}") == 0
-    printed = capsys.readouterr().out
+    printed = capsys.readouterr().err  # a warning: on standard error, apart from the results
     assert (
         f"import: warning: 1 conversations labelled in {release} before (e.g. {other!r}) are not ones the plan"
         in printed
@@ -161,4 +161,4 @@ def test_earlier_labels_outside_the_plan_are_kept_and_said(release, tmp_path, ca
         pd.read_csv(out / "labels.csv", dtype=str)["conversation_id"]
     )
     assert _import(release, tmp_path / "quiet", f"sheet={answered}", "plan=none") == 0
-    assert "are not ones the plan" not in capsys.readouterr().out
+    assert "are not ones the plan" not in capsys.readouterr().err
