@@ -24,7 +24,6 @@ Needs the `[mlflow]` extra (mlflow-skinny, whose `mlflow.genai.evaluate` runs th
 
 from __future__ import annotations
 
-from types import SimpleNamespace
 from typing import Any
 
 try:
@@ -80,11 +79,9 @@ class _RoleRubricScorer(Scorer):
         """The traces (of one session) rebuilt into one role-rubric conversation, as an import does."""
         from rubric.conversations import conversations_from_records
         from rubric.traces.assemble import TraceSelection, assemble
-        from rubric.traces.mlflow_source import MlflowSource
+        from rubric.traces.mlflow_trace import spans_of_trace
 
-        # the importer's own reading of a trace (its method needs only a list to put HUMAN feedback in)
-        reader = SimpleNamespace(_annotations=[])
-        spans = [span for trace in traces for span in MlflowSource._read_trace(reader, trace)]
+        spans = [span for trace in traces for span in spans_of_trace(trace)]  # the importer's own reading
         found = assemble(spans, TraceSelection(), source={"kind": "mlflow"}, description="the scored traces")
         (conversation,) = conversations_from_records(found.records[:1], source="the scored traces")
         return conversation

@@ -6,20 +6,8 @@ on as it arrives, so memory does not grow with the experiment. Both kinds of tra
 out the same way: those logged by MLflow Tracing (`mlflow.openai.autolog()`, `@mlflow.trace`: the call's
 request and response in `mlflow.spanInputs` / `mlflow.spanOutputs`) and those sent to its OTLP endpoint (the
 instrumentation's own attributes, kept as sent). A span's trace id is OTLP's (32 hex); MLflow's id of the
-trace ("tr-...") goes in `source_ids["mlflow_trace_id"]`, so that results can be written back to it.
-
-Conversations are MLflow sessions: the trace metadata `mlflow.trace.session` (set by
-`mlflow.update_current_trace(session_id=...)`, or taken by the server from an OTLP span's `session.id` /
-`gen_ai.conversation.id`) is put on each span of the trace as the attribute `mlflow.trace.session`, one of
-the conversation keys assemble.py tries. The trace's other tags and metadata (those not under `mlflow.`, and
-`service.name` of spans that came over OTLP) are the spans' `resource`, for `conversation_key=`,
-`role_from=` and `service=`.
-
-Reviewers' labels are the traces' feedback whose source type is HUMAN (LLM_JUDGE and CODE feedback, and
-expectations, are not labels); a feedback overridden by a later one is left out (MLflow marks it invalid).
-The reviewer is the source's `source_id`. A feedback whose metadata names a session (`mlflow.trace.session`,
-where MLflow puts session-level assessments, on the session's first trace) is an annotation of the whole
-conversation.
+trace ("tr-...") goes in `source_ids["mlflow_trace_id"]`, so that results can be written back to it. How one
+trace becomes spans, its session a conversation and its HUMAN feedback annotations: mlflow_trace.py.
 
 Credentials are MLflow's: MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD
 (or token_env= naming another variable holding the token); never shown: every message is masked, the
@@ -28,14 +16,11 @@ tracking URI's password too.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import contextlib
 import difflib
 import logging
 import math
 import os
-import re
 import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
@@ -43,15 +28,13 @@ from typing import Any
 
 from rubric.errors import InputError
 from rubric.responses import looks_like_secret, mask_secrets
-from rubric.traces.spans import Annotation, Span, SpanEvent, TraceSource
+from rubric.traces.mlflow_trace import spans_of_trace
+from rubric.traces.spans import Annotation, Span, TraceSource
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
 
 TOKEN_ENV = "MLFLOW_TRACKING_TOKEN"
 """Where MLflow's clients read a bearer token; token_env= may name another variable."""
-
-SESSION_KEY = "mlflow.trace.session"
-"""MLflow's trace metadata naming the session (the conversation), and the span attribute it becomes."""
 
 PAGE = 100
 """Traces per request (each trace's spans come in batches of 10 within it, as MLflow's client fetches them)."""
@@ -65,10 +48,6 @@ import for minutes on a server that went away)."""
 
 PROGRESS_EVERY_S = 10.0
 """Seconds between two progress lines of a long read (a server gives a few hundred traces a second)."""
-
-HUMAN = "HUMAN"
-
-_TR_ID = re.compile(r"tr-([0-9a-f]{32})")
 
 
 class MlflowSource(TraceSource):
@@ -150,7 +129,7 @@ class MlflowSource(TraceSource):
                 )
             first = False
             for trace in page:
-                yield from self._read_trace(trace)
+                yield from spans_of_trace(trace, self._annotations)
             traces += len(page)
             if self.progress and time.monotonic() - said_at >= PROGRESS_EVERY_S:
                 log.info(f"import: {traces:,} traces read from {self.description}")
@@ -186,41 +165,6 @@ class MlflowSource(TraceSource):
                 fix="check that the server is up and the credentials are allowed to read the experiment "
                 "(MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD).",
             ) from None
-
-    def _read_trace(self, trace: Any) -> list[Span]:
-        info = trace.info
-        mlflow_id = str(info.trace_id)
-        where = f"MLflow trace {mlflow_id}"
-        metadata = dict(info.trace_metadata or {})
-        session = metadata.get(SESSION_KEY)
-        resource = {k: v for k, v in {**dict(info.tags or {}), **metadata}.items() if not str(k).startswith("mlflow.")}
-        otlp_id = _otlp_trace_id(mlflow_id, trace.data.spans, where)
-        source_ids = {"mlflow_trace_id": mlflow_id}
-        spans = []
-        for span in trace.data.spans:
-            attributes = dict(span.attributes or {})
-            if session:
-                attributes[SESSION_KEY] = session
-            start = int(span.start_time_ns or 0)
-            spans.append(
-                Span(
-                    trace_id=otlp_id,
-                    span_id=str(span.span_id),
-                    parent_span_id=str(span.parent_id) if span.parent_id else None,
-                    name=str(span.name or ""),
-                    start_ns=start,
-                    end_ns=int(span.end_time_ns or start),
-                    attributes=attributes,
-                    resource=resource,
-                    events=tuple(
-                        SpanEvent(str(e.name), int(e.timestamp or 0), dict(e.attributes or {})) for e in span.events
-                    ),
-                    where=where,
-                    source_ids=source_ids,
-                )
-            )
-        self._annotations.extend(_human_feedback(info, otlp_id, where))
-        return spans
 
     # -- the server and the experiment ---------------------------------------------------------------------------
     def _experiment_id(self) -> str:
@@ -340,44 +284,6 @@ class MlflowSource(TraceSource):
         return mask_secrets(
             text, self._token, self._password, os.environ.get(TOKEN_ENV), os.environ.get("MLFLOW_TRACKING_PASSWORD")
         )
-
-
-def _human_feedback(info: Any, otlp_id: str, where: str) -> list[Annotation]:
-    """The trace's feedback given by people, as annotations of the trace, of one of its spans, or of its session."""
-    from mlflow.entities import Feedback
-
-    found = []
-    for assessment in info.assessments or []:
-        if not isinstance(assessment, Feedback):
-            continue  # an expectation (a ground truth), not a reviewer's answer
-        source = assessment.source
-        if source is None or str(source.source_type).upper() != HUMAN:
-            continue
-        if assessment.valid is False or assessment.error is not None or assessment.value is None:
-            continue  # overridden by a later value, or no value at all
-        here = f"{where} feedback {assessment.assessment_id}"
-        session = (assessment.metadata or {}).get(SESSION_KEY)
-        reviewer = str(source.source_id or "")
-        if session:
-            found.append(Annotation(assessment.name, assessment.value, reviewer, None, None, str(session), here))
-        else:
-            span_id = str(assessment.span_id) if assessment.span_id else None
-            found.append(Annotation(assessment.name, assessment.value, reviewer, otlp_id, span_id, where=here))
-    return found
-
-
-def _otlp_trace_id(mlflow_id: str, spans: list[Any], where: str) -> str:
-    """OTLP's trace id (32 hex) of an MLflow trace: its "tr-" id spells it, else its spans carry it."""
-    match = _TR_ID.fullmatch(mlflow_id)
-    if match:
-        return match.group(1)
-    for span in spans[:1]:
-        raw = span.to_dict().get("trace_id")
-        with contextlib.suppress(binascii.Error, ValueError, TypeError):
-            decoded = base64.b64decode(str(raw), validate=True)
-            if len(decoded) == 16:
-                return decoded.hex()
-    raise InputError(f"{where} has no OpenTelemetry trace id.", fix="check tracking_uri= (an MLflow server).")
 
 
 def _error_code(reply: Any) -> str:
