@@ -7,6 +7,7 @@ already flattened to dotted keys, as OTLP carried them, except for what it chang
 is moved out of the attributes (put back as `openinference.span.kind`) and a few attributes OpenInference sends
 as JSON text (`metadata`, `llm.prompt_template.variables`, `tool.parameters`, `document.metadata`) are stored
 parsed (put back as JSON text). Phoenix keeps no resource attributes: a span's `resource` names its project.
+(Phoenix's JSON of one span or annotation -> `Span` / `Annotation`: phoenix_spans.py.)
 
 Reviewers' labels are Phoenix annotations whose annotator kind is HUMAN, on a span, a trace or a session
 (LLM and CODE annotations, and notes, are not labels). They are fetched with the spans: for each page, the
@@ -27,13 +28,13 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Iterator, Mapping
-from datetime import UTC, datetime
 from typing import Any
 
 from rubric.errors import InputError
 from rubric.notices import warn_data
 from rubric.responses import looks_like_secret, mask_secrets
-from rubric.traces.spans import Annotation, Span, SpanEvent, TraceSource
+from rubric.traces.phoenix_spans import annotation_of, span_of
+from rubric.traces.spans import Annotation, Span, TraceSource
 
 TOKEN_ENV = "PHOENIX_API_KEY"
 """Where the API key is read from by default (the variable Phoenix's own clients read)."""
@@ -43,10 +44,6 @@ PAGE = 1000
 
 FIRST_CONTACT_S = 10.0
 """The first request waits at most this long, so that a server that is not there is one line within seconds."""
-
-JSON_TEXT_ATTRIBUTES = ("metadata", "llm.prompt_template.variables", "tool.parameters", "document.metadata")
-"""Attributes OpenInference sends as JSON text and Phoenix stores parsed (its JSON_STRING_ATTRIBUTES): a key
-ending in one of these, at a dot, holds JSON text in OTLP."""
 
 HUMAN = "HUMAN"
 
@@ -105,7 +102,7 @@ class PhoenixSource(TraceSource):
                     "openinference.project.name, or PHOENIX_PROJECT_NAME) and that its traces were exported.",
                 )
             first = False
-            spans = [self._span(s) for s in raw_spans]
+            spans = [span_of(s, self.project) for s in raw_spans]
             self._collect_annotations(spans)
             sessions.update(str(s.attributes["session.id"]) for s in spans if s.attributes.get("session.id"))
             yield from spans
@@ -129,34 +126,6 @@ class PhoenixSource(TraceSource):
     @property
     def _quoted_id(self) -> str:
         return urllib.parse.quote(self.project_id, safe="")
-
-    def _span(self, raw: Mapping[str, Any]) -> Span:
-        context = raw.get("context") if isinstance(raw.get("context"), dict) else {}
-        trace_id, span_id = str(context.get("trace_id") or ""), str(context.get("span_id") or "")
-        where = f"Phoenix span {span_id or raw.get('id')} (project {self.project!r})"
-        if not trace_id or not span_id:
-            raise InputError(f"{where} has no trace or span id.", fix="check url= (is it a Phoenix server?).")
-        attributes = otlp_attributes(raw.get("attributes") or {})
-        kind = raw.get("span_kind")
-        if kind and kind != "UNKNOWN":  # Phoenix moved it out of the attributes; UNKNOWN is its "not given"
-            attributes["openinference.span.kind"] = kind
-        events = tuple(
-            SpanEvent(str(e.get("name") or ""), _ns(e.get("timestamp"), where), dict(e.get("attributes") or {}))
-            for e in raw.get("events") or ()
-            if isinstance(e, dict)
-        )
-        return Span(
-            trace_id=trace_id,
-            span_id=span_id,
-            parent_span_id=raw.get("parent_id") or None,
-            name=str(raw.get("name") or ""),
-            start_ns=_ns(raw.get("start_time"), where),
-            end_ns=_ns(raw.get("end_time"), where),
-            attributes=attributes,
-            resource={"openinference.project.name": self.project},
-            events=events,
-            where=where,
-        )
 
     # -- annotations ---------------------------------------------------------------------------------------------
     def _collect_annotations(self, spans: list[Span]) -> None:
@@ -187,24 +156,11 @@ class PhoenixSource(TraceSource):
                 ident = f"{level} {raw.get('id')}" if raw.get("id") else None
                 if ident is None or ident not in self._seen:
                     self._seen.add(ident or "")
-                    self._annotations.append(self._annotation(level, raw, trace_of))
+                    annotation = annotation_of(level, raw, trace_of, reviewer=self._reviewer(raw), project=self.project)
+                    self._annotations.append(annotation)
             cursor = page.get("next_cursor")
             if not cursor:
                 return
-
-    def _annotation(self, level: str, raw: Mapping[str, Any], trace_of: Mapping[str, str]) -> Annotation:
-        result = raw.get("result") if isinstance(raw.get("result"), dict) else {}
-        value = result.get("score") if result.get("score") is not None else result.get("label")
-        target = str(raw.get(f"{level}_id") or "")
-        return Annotation(
-            name=str(raw.get("name") or ""),
-            value=value,
-            reviewer=self._reviewer(raw),
-            trace_id=trace_of.get(target) if level == "span" else target if level == "trace" else None,
-            span_id=target if level == "span" else None,
-            session_id=target if level == "session" else None,
-            where=f"Phoenix {level} annotation {raw.get('id')} on {level} {target} (project {self.project!r})",
-        )
 
     def _reviewer(self, raw: Mapping[str, Any]) -> str:
         """Who gave it: the identifier (how API writers name a reviewer), else the user, else the source."""
@@ -336,54 +292,6 @@ class PhoenixSource(TraceSource):
         return mask_secrets(text, self._token)
 
 
-def otlp_attributes(attributes: Mapping[str, Any]) -> dict[str, Any]:
-    """Phoenix's flattened attributes as OTLP carried them: keys under a JSON-text attribute (`metadata.user`)
-    joined back into that attribute's JSON text (`metadata` = '{"user": ...}'), the rest as they are.
-
-    >>> otlp_attributes({"session.id": "c1", "metadata.user": "u7", "metadata.tags.0.x": 1})
-    {'session.id': 'c1', 'metadata': '{"user": "u7", "tags": [{"x": 1}]}'}
-    """
-    out: dict[str, Any] = {}
-    nested: dict[str, dict[str, Any]] = {}
-    for key, value in attributes.items():
-        head, rest = _json_text_split(key)
-        if head is None:
-            out[key] = value
-        else:
-            tree = nested.setdefault(head, {})
-            parts = rest.split(".") if rest else []
-            for part in parts[:-1]:
-                tree = tree.setdefault(part, {})
-            if parts:
-                tree[parts[-1]] = value
-            out.setdefault(head, None)  # keeps the attribute's place among the keys
-    for head, tree in nested.items():
-        out[head] = json.dumps(_lists(tree), ensure_ascii=False)
-    return out
-
-
-def _json_text_split(key: str) -> tuple[str | None, str]:
-    """('metadata', 'user') for 'metadata.user'; (None, '') for a key under no JSON-text attribute."""
-    for name in JSON_TEXT_ATTRIBUTES:
-        at = key.find(name)
-        while at >= 0:
-            end = at + len(name)
-            if (at == 0 or key[at - 1] == ".") and (end == len(key) or key[end] == "."):
-                return key[:end], key[end + 1 :]
-            at = key.find(name, at + 1)
-    return None, ""
-
-
-def _lists(tree: Any) -> Any:
-    """Mappings whose keys are 0..n-1 back into lists (Phoenix flattened lists of objects by index)."""
-    if not isinstance(tree, dict):
-        return tree
-    items = {k: _lists(v) for k, v in tree.items()}
-    if items and all(k.isdigit() for k in items) and sorted(map(int, items)) == list(range(len(items))):
-        return [items[str(i)] for i in range(len(items))]
-    return items
-
-
 def _node_number(global_id: str) -> str:
     """Phoenix's ids are base64 of "Type:N": N ('VXNlcjoz' -> '3'); the id itself where it is not one."""
     try:
@@ -391,17 +299,6 @@ def _node_number(global_id: str) -> str:
     except (ValueError, UnicodeDecodeError):
         return global_id
     return number if kind and number.isdigit() else global_id
-
-
-def _ns(value: Any, where: str) -> int:
-    """An ISO 8601 time as Phoenix writes it -> nanoseconds since the epoch (Phoenix keeps microseconds)."""
-    try:
-        moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
-    except ValueError:
-        raise InputError(f"{where} has no readable time ({value!r}).", fix="check url= (a Phoenix server).") from None
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
-    return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000
 
 
 def _list(value: Any, source: PhoenixSource, what: str) -> list:
