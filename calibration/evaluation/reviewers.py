@@ -15,6 +15,11 @@
     Benjamini-Yekutieli at q = 0.05, and the judge's winning rate is the share of reviewers whose H0 is
     rejected. It can replace a reviewer on this question when the winning rate is >= 0.5 over at least
     MIN_REVIEWERS tested reviewers (the paper's recommendations); with fewer, the test is undecided.
+    The judge is compared by the answer it would give: f rounded to the nearest option value (as kappa rounds
+    it in (a) and (b)). A reviewer answers on the option scale, so one who agrees with the others is exactly
+    0 away from them, which a continuous prediction never is: compared unrounded, a judge predicting 4 +- 3e-7
+    on turns where every reviewer answered 4 would lose every one of them, and a panel that agrees would fail
+    any judge. Rounded, agreeing within the scale's resolution is a tie, which both sides win.
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ from sklearn.metrics import cohen_kappa_score
 
 from rubric.errors import InputError
 
-__all__ = ["MIN_REVIEWERS", "MIN_SHARED_TURNS", "alt_test", "reviewer_agreement", "verdict_text"]
+__all__ = ["MIN_REVIEWERS", "MIN_SHARED_TURNS", "alt_test", "nearest_option", "reviewer_agreement", "verdict_text"]
 
 MIN_SHARED_TURNS = 30
 MIN_REVIEWERS = 3
@@ -50,6 +55,19 @@ def _stats(pred: np.ndarray, answer: np.ndarray, values: np.ndarray) -> dict:
     }
 
 
+def nearest_option(pred: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each prediction as the nearest option value (NaN stays NaN).
+
+    >>> nearest_option(np.array([3.9999997, 1.4, np.nan]), np.array([1.0, 2.0, 3.0, 4.0])).tolist()
+    [4.0, 1.0, nan]
+    """
+    pred = np.asarray(pred, float)
+    ok = np.isfinite(pred)
+    out = np.full(pred.shape, np.nan)
+    out[ok] = values[np.abs(pred[ok, None] - values[None]).argmin(1)]
+    return out
+
+
 def _shared(item: np.ndarray, judge: np.ndarray, value: np.ndarray):
     """Per label row: the mean answer of the *other* reviewers of its turn and how many there are."""
     n_items = int(item.max()) + 1 if len(item) else 0
@@ -61,11 +79,14 @@ def _shared(item: np.ndarray, judge: np.ndarray, value: np.ndarray):
     return mean_others, others
 
 
-def alt_test(item, judge, value, f, epsilon: float, judges: list[str]) -> dict:
+def alt_test(item, judge, value, f, epsilon: float, judges: list[str], *, options=None) -> dict:
     """The alternative annotator test (module docstring). item/judge/value: (R,) label rows of one question;
-    f: (n_items,) the judge's prediction per turn (NaN: none)."""
+    f: (n_items,) the judge's prediction per turn (NaN: none); options: the question's option values, f then
+    compared as the answer the judge would give (the nearest option; None: f as given)."""
     if not 0 < epsilon < 1:
         raise InputError(f"epsilon={epsilon} is not in (0, 1).", fix="pass epsilon=0.1 (the paper's default).")
+    if options is not None:
+        f = nearest_option(f, np.asarray(options, float))
     per_reviewer, skipped = [], []
     for j in np.unique(judge):
         mine = np.flatnonzero(judge == j)
@@ -144,7 +165,7 @@ def reviewer_agreement(ds, predicted: dict[int, np.ndarray] | None = None, *, ep
             sums = np.bincount(item[have], weights=pred[have], minlength=len(ds.items))
             counts = np.bincount(item[have], minlength=len(ds.items))
             f[counts > 0] = sums[counts > 0] / counts[counts > 0]
-            block["alt_test"] = alt_test(item, judge, value, f, epsilon, ds.judges)
+            block["alt_test"] = alt_test(item, judge, value, f, epsilon, ds.judges, options=values)
         block["verdict"] = verdict_text(question.id, block)
         out[question.id] = block
     return {

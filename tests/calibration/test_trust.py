@@ -148,6 +148,27 @@ def test_alt_test_a_planted_reviewer_close_to_the_others_mean_is_not_beaten():
         alt_test(item, judge, value, f, 1.5, [])
 
 
+def test_alt_test_a_unanimous_panel_and_a_judge_that_agrees_within_the_scale_can_stand_in():
+    """Every reviewer answers 4 and the judge predicts 4 (to 3e-7): compared as the answer it would give (the
+    nearest option), the judge ties every turn, which both sides win; compared unrounded it lost them all."""
+    from calibration.evaluation.reviewers import verdict_text
+
+    n_turns, n_reviewers = MIN_SHARED_TURNS + 10, 5
+    item = np.repeat(np.arange(n_turns), n_reviewers)
+    judge = np.tile(np.arange(n_reviewers), n_turns)
+    value = np.full(len(item), 4.0)
+    f = np.full(n_turns, 4 - 3e-7)
+    names = [f"r{j}" for j in range(n_reviewers)]
+    result = alt_test(item, judge, value, f, 0.1, names, options=[1, 2, 3, 4])
+    assert result["tested"] == n_reviewers and result["outcome"] == "passes" and result["winning_rate"] == 1.0
+    assert all(r["rho_judge"] == r["rho_reviewer"] == 1.0 for r in result["reviewers"])
+    text = verdict_text("overall", {"alt_test": result})
+    assert "can stand in for a reviewer" in text and "cannot" not in text and "matches only" not in text
+    assert alt_test(item, judge, value, f, 0.1, names)["outcome"] == "fails"  # the continuous comparison
+    # a judge an option away from the unanimous panel still loses: rounding does not hide a wrong answer
+    assert alt_test(item, judge, value, f - 1, 0.1, names, options=[1, 2, 3, 4])["outcome"] == "fails"
+
+
 def test_alt_test_is_undecided_with_too_few_shared_turns():
     _, item, judge, value, _ = _panel(n_turns=MIN_SHARED_TURNS - 1)
     f = np.bincount(item, weights=value) / np.bincount(item)
