@@ -8,7 +8,8 @@ It answers /v1/chat/completions and /v1/completions the way an LLM judge would: 
 logprobs spread over the option codes it finds in the prompt ("... option code (1, 2, 3 or 4) ..."), with
 a distribution fixed by a hash of the prompt, so every run sees the same answers. A chat request that is
 no judge request (no option codes, no conversation under review) is answered as a chatbot would be, with a
-reply fixed by a hash of the conversation (`chatbot_reply`): the tests' instrumented chatbot talks to it. It reads nothing of the
+reply fixed by a hash of the conversation (rubric/servers/fake_chatbot.py): the tests' instrumented chatbot
+talks to it. It reads nothing of the
 conversation's meaning: its answers are deterministic noise, so a calibrator trained on them learns
 nothing true about your chatbot. Use it to check plumbing, never to measure adherence. It also serves the
 OpenAI Batch API (files and batches, rubric/servers/fake_batch.py) for `gather mode=batch`.
@@ -38,15 +39,10 @@ import threading
 from collections import Counter, deque
 from typing import Any
 
+from rubric.servers.fake_chatbot import chatbot_completion, text_of, usage
+
 _CODES_RE = re.compile(r"option code \(([^)]*)\)")
 _JUDGE_CONTEXT = "</role>\n<conversation>"  # every judge request carries it (rubric/prompts.py render_context)
-_OPENINGS = ("Thanks for asking about", "Happy to help with", "Let me look into", "Good question on")
-_NEXT_STEPS = (
-    "Could you share your order number so I can check?",
-    "Is there anything else I can do for you today?",
-    "I can walk you through the next step if you like.",
-    "Shall I open a ticket with the team for you?",
-)
 
 
 def codes_in(prompt: str) -> list[str]:
@@ -55,44 +51,6 @@ def codes_in(prompt: str) -> list[str]:
     if not m:
         return []
     return [c.strip() for c in re.split(r",| or ", m[-1]) if c.strip()]
-
-
-def _text_of(content: Any) -> str:
-    """A message's text: a string, or the text parts of a list of parts (None for a tool-calling turn)."""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "".join(p.get("text", "") for p in content if isinstance(p, dict))
-    return ""
-
-
-def chatbot_reply(messages: list[dict[str, Any]]) -> str:
-    """The fake chatbot's answer to a conversation: fixed by a hash of every message so far, quoting the
-    user's last message (or the tool result it was given), so different conversations get different replies.
-
-    >>> chatbot_reply([{"role": "user", "content": "Where is my parcel?"}])
-    'Good question on "Where is my parcel". Shall I open a ticket with the team for you?'
-    """
-    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).digest()
-    last = messages[-1] if messages else {}
-    if last.get("role") == "tool":
-        return f"The lookup says: {_text_of(last.get('content'))}. {_NEXT_STEPS[digest[1] % len(_NEXT_STEPS)]}"
-    user = next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-    topic = " ".join(user.split())[:60].rstrip(" ?!.,")
-    return f'{_OPENINGS[digest[0] % len(_OPENINGS)]} "{topic}". {_NEXT_STEPS[digest[1] % len(_NEXT_STEPS)]}'
-
-
-def chatbot_tool_call(messages: list[dict[str, Any]], tool: dict[str, Any]) -> dict[str, Any]:
-    """An agent's first step: a call to `tool` (an OpenAI tools entry) with the user's last message as its
-    query, its id fixed by a hash of the conversation."""
-    digest = hashlib.sha256(json.dumps(messages, sort_keys=True).encode()).hexdigest()
-    user = next((_text_of(m.get("content")) for m in reversed(messages) if m.get("role") == "user"), "")
-    name = tool.get("function", {}).get("name", "tool")
-    return {
-        "id": f"call_{digest[:12]}",
-        "type": "function",
-        "function": {"name": name, "arguments": json.dumps({"query": user})},
-    }
 
 
 def judge_distribution(prompt: str, codes: list[str]) -> list[float]:
@@ -252,9 +210,9 @@ class FakeOpenAI:
         if body.get("logprobs") and "reject_logprobs" in self.modes:
             return 400, _error("logprobs are not supported by this model", "invalid_request_error")
         if path.endswith("/chat/completions"):
-            prompt = "\n".join(_text_of(m.get("content", "")) for m in body.get("messages", []))
+            prompt = "\n".join(text_of(m.get("content", "")) for m in body.get("messages", []))
             if not codes_in(prompt) and _JUDGE_CONTEXT not in prompt:
-                return 200, self._chatbot(body, prompt)
+                return 200, chatbot_completion(body, prompt, tools="tools" in self.modes)
             return 200, self._chat(body, prompt, fault)
         if path.endswith("/completions"):
             return 200, self._completion(body, body.get("prompt", ""), fault)
@@ -296,10 +254,6 @@ class FakeOpenAI:
             return "The reply stays within the role and offers a next step.", top
         return top[0][0], top
 
-    def _usage(self, prompt: str, completion: int) -> dict[str, int]:
-        p = len(prompt) // 4
-        return {"prompt_tokens": p, "completion_tokens": completion, "total_tokens": p + completion}
-
     def _chat(self, body: dict[str, Any], prompt: str, fault: str | None) -> dict[str, Any]:
         n = 1 if "ignore_n" in self.modes else int(body.get("n") or 1)
         k = int(body.get("top_logprobs") or 0)
@@ -327,25 +281,7 @@ class FakeOpenAI:
             "created": 0,
             "model": body.get("model", "fake"),
             "choices": choices,
-            "usage": self._usage(prompt, n),
-        }
-
-    def _chatbot(self, body: dict[str, Any], prompt: str) -> dict[str, Any]:
-        """A chatbot's reply (no judge asked): text fixed by the conversation, or a tool call in mode "tools"."""
-        messages = body.get("messages", [])
-        tools = body.get("tools") or []
-        message: dict[str, Any] = {"role": "assistant", "content": chatbot_reply(messages)}
-        finish = "stop"
-        if "tools" in self.modes and tools and messages and messages[-1].get("role") == "user":
-            message = {"role": "assistant", "content": None, "tool_calls": [chatbot_tool_call(messages, tools[0])]}
-            finish = "tool_calls"
-        return {
-            "id": "chatcmpl-fake-" + hashlib.sha256(prompt.encode()).hexdigest()[:12],
-            "object": "chat.completion",
-            "created": 0,
-            "model": body.get("model", "fake"),
-            "choices": [{"index": 0, "finish_reason": finish, "message": message, "logprobs": None}],
-            "usage": self._usage(prompt, len(_text_of(message["content"])) // 4 + 1),
+            "usage": usage(prompt, n),
         }
 
     def _completion(self, body: dict[str, Any], prompt: str, fault: str | None) -> dict[str, Any]:
@@ -365,7 +301,7 @@ class FakeOpenAI:
             "created": 0,
             "model": body.get("model", "fake"),
             "choices": [{"index": 0, "text": text, "logprobs": logprobs, "finish_reason": "length"}],
-            "usage": self._usage(prompt, 1),
+            "usage": usage(prompt, 1),
         }
 
 

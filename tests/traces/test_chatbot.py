@@ -12,7 +12,8 @@ import openai
 from rubric.conversations import Conversation, Item, Turn
 from rubric.prompts import render_prompt, render_reason_prompt
 from rubric.schema import load_rubric
-from rubric.servers.fake import FakeOpenAI, chatbot_reply
+from rubric.servers.fake import FakeOpenAI
+from rubric.servers.fake_chatbot import chatbot_reply
 from tests.traces.chatbot import SCRIPTS, chat, track_parcel
 
 ROOT = Path(__file__).resolve().parents[2]
