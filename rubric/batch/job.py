@@ -218,15 +218,15 @@ class BatchJob:
         for f in self.state["files"]:
             f["done"] = True
 
-    def result_lines(self) -> Iterable[tuple[Path, dict[str, Any]]]:
+    def result_lines(self) -> Iterable[tuple[Path, int, dict[str, Any]]]:
         sources = [self.folder / f[k] for f in self.state["files"] for k in ("output", "errors") if f[k]]
         if self.state.get("results"):
             given = Path(self.state["results"])
             found = sorted(p for p in given.glob("*.jsonl") if not OWN_FILE.match(p.name))
             sources += found if given.is_dir() else [given]
         for path in sources:
-            for line in read_results(path):
-                yield path, line
+            for n, line in read_results(path):
+                yield path, n, line
 
     def ingest(self, answers: dict[str, Answer], failures: dict[str, Answer], record: Callable) -> list[str]:
         """Read the round's results: answers through `record(rows)` (the cache, one transaction), failed
@@ -241,27 +241,28 @@ class BatchJob:
         failed: dict[str, str] = {}
         reask: dict[str, None] = {}  # ordered, and a fast `in`
         unmatched: list[tuple[Path, str]] = []
-        first_seen: dict[str, tuple[Path, Answer]] = {}
-        conflicts: list[tuple[str, Path, Path]] = []
+        earlier = 0  # lines of this gather's earlier jobs or rounds
+        first_seen: dict[str, tuple[Path, int, Answer]] = {}
+        conflicts: list[tuple[str, Path, int, Path, int]] = []
         sources: dict[str, None] = {}
-        for path, line in self.result_lines():
+        for path, row, line in self.result_lines():
             sources[str(path)] = None
             cid = line["custom_id"]
             key = requested.get(cid)
             if key is None:
-                if (
-                    ID_SUFFIX.sub("", cid) not in self.first_ids
-                ):  # this gather's, from an earlier job or round: no mistake
+                if ID_SUFFIX.sub("", cid) not in self.first_ids:
                     unmatched.append((path, cid))
+                else:  # this gather's, from an earlier job or round: no mistake
+                    earlier += 1
                 continue
             if key in answers:
                 continue
             got_ans, why = self._answer(line, key, round_, spent.get(key, [0, 0, 0]))
             if key in first_seen:
-                if _said(first_seen[key][1]) != _said(got_ans):
-                    conflicts.append((cid, first_seen[key][0], path))
+                if _said(first_seen[key][2]) != _said(got_ans):
+                    conflicts.append((cid, *first_seen[key][:2], path, row))
                 continue
-            first_seen[key] = (path, got_ans)
+            first_seen[key] = (path, row, got_ans)
             if why is not None:
                 failed[key] = why
                 failures[key] = got_ans
@@ -281,14 +282,25 @@ class BatchJob:
                 "judge settings (nothing was read from these results).",
             )
         if conflicts:
-            cid, one, other = conflicts[0]
-            where = f"in {one}" + ("" if one == other else f" and {other}")
+            cid, one, one_row, other, row = conflicts[0]
+            earlier_line = f"line {one_row}" + ("" if one == other else f" of {one}")
             raise InputError(
-                f"{len(conflicts)} requests have two results that disagree (first: custom_id {cid!r}, {where}): "
-                "which one is right cannot be told.",
-                path=self.state.get("results") or self.folder,
+                f"{len(conflicts)} requests have two results that disagree (first: custom_id {cid!r}, here and "
+                f"at {earlier_line}): which one is right cannot be told.",
+                path=other,
+                row=row,
                 fix="keep one results file per batch file (an older run's output beside the new one?) and rerun "
                 "(nothing was read from these results).",
+            )
+        if requested and not first_seen and earlier:
+            # results= names the output of this gather's earlier job: read as this job's, every request of
+            # it would be a failure and the job would end without asking them
+            raise InputError(
+                f"these results answer an earlier batch job of this gather ({earlier} lines), none of this job's "
+                f"{len(requested)} requests (the files {', '.join(f['name'] for f in self.state['files'])}).",
+                path=self.state.get("results") or self.folder,
+                fix="run this job's files and pass their results, or rerun without results= (submit=true sends "
+                "them; nothing was read from these results).",
             )
         for cid, key in requested.items():
             if key not in got and key not in failed and key not in reask and key not in answers:

@@ -149,9 +149,9 @@ def split_lines(lines: Iterable[bytes], max_requests: int, max_bytes: int) -> It
 
 
 # results --------------------------------------------------------------------------------------------------
-def read_results(path: Path) -> Iterator[dict[str, Any]]:
-    """The lines of a results file (Batch API output or error file, or vLLM's run_batch output), one at a
-    time (a 50,000-line file of full responses is hundreds of megabytes)."""
+def read_results(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The lines of a results file (Batch API output or error file, or vLLM's run_batch output) with their
+    1-based line numbers, one at a time (a 50,000-line file of full responses is hundreds of megabytes)."""
     with open(path, "rb") as fh:
         for n, raw in enumerate(fh, 1):
             if not raw.strip():
@@ -180,7 +180,7 @@ def read_results(path: Path) -> Iterator[dict[str, Any]]:
                     row=n,
                     fix="pass the file the batch wrote (run_batch's -o, or the Batch API's output file).",
                 )
-            yield line
+            yield n, line
 
 
 def line_body(line: dict[str, Any], backend: str) -> dict[str, Any]:

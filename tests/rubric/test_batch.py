@@ -218,7 +218,7 @@ def test_bad_results_exit_2_with_one_line_and_nothing_lost(server, tmp_path, con
         assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 0
 
 
-def test_missing_result_lines_are_failures(server, tmp_path, convs):
+def test_missing_result_lines_are_failures(server, tmp_path, convs, capsys):
     out = tmp_path / "out"
     assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
     results = tmp_path / "res.jsonl"
@@ -227,6 +227,20 @@ def test_missing_result_lines_are_failures(server, tmp_path, convs):
     assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 3
     failures = pd.read_csv(out / "failures.csv")
     assert len(failures) == 11 and failures["error"].str.contains("no result for this request").sum() == 10
+    # the same results again, now that a second job asks the failed pairs: refused, nothing read, job 2 kept
+    assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 2
+    err = capsys.readouterr().err
+    assert "these results answer an earlier batch job of this gather (50 lines), none of this job's 11" in err
+    assert not state(out)["finished"] and state(out)["job"] == 2
+    # the rerun that writes files for elsewhere asks exactly the 11 failed pairs again, in the folder's second job
+    assert main(["gather", *args(server, out, "mode=batch", "submit=false")]) == 0
+    again = lines(out / "batch/job2-input-000.jsonl")
+    failed_ids = set(failures["custom_id"])
+    assert len(again) == 11 and {r["custom_id"].removesuffix("|j2") for r in again} == failed_ids
+    results2 = tmp_path / "res2.jsonl"
+    run_like_vllm(server, [out / "batch/job2-input-000.jsonl"], results2)
+    assert main(["gather", *args(server, out, "mode=batch", f"results={results2}")]) == 0
+    assert not (out / "failures.csv").exists() and len(pd.read_csv(out / "llm.csv")) == 60 * 4
 
 
 def test_a_batch_created_just_before_a_kill_is_adopted_not_paid_twice(server, tmp_path, convs):
@@ -380,6 +394,15 @@ def test_results_files_that_cannot_be_read_as_given_are_one_line(server, tmp_pat
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "1 requests have two results that disagree" in err
     assert other["custom_id"] in err and not (out / "llm.csv").exists() and not state(out)["finished"]
+    # two runs' outputs concatenated: the same request with other log-probabilities, refused naming both lines
+    moved = json.loads(rows[2])
+    top = moved["response"]["body"]["choices"][0]["logprobs"]["content"][0]["top_logprobs"]
+    top[0]["logprob"], top[3]["logprob"] = top[3]["logprob"], top[0]["logprob"]
+    results.write_text("\n".join([*rows, json.dumps(moved)]) + "\n")
+    assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 2
+    err = capsys.readouterr().err
+    assert f"{results}, row {len(rows) + 1}: 1 requests have two results that disagree" in err, err
+    assert f"custom_id {moved['custom_id']!r}, here and at line 3)" in err and not state(out)["finished"]
     results.write_text("\n".join([*rows, rows[1]]) + "\n")
     assert main(["gather", *args(server, out, "mode=batch", f"results={results}")]) == 0
 
