@@ -38,7 +38,8 @@ QUANTITY_NOTE = (
     "with the calibrator's prediction for that same reviewer; unlabelled turns use the panel mixture, the "
     "reviewers' predictions weighted by their share of the labels. Conversations are the sampling unit: every "
     "interval treats the labels of one conversation as one draw (a ratio estimator with conversation-level "
-    "variance, a Wilson score interval inside the quantity's range at Student's t on n - 1 degrees of freedom, "
+    "variance, a Wilson score interval inside the quantity's range at Student's t on n - 1 degrees of freedom "
+    "(n - 2 for ppi, whose lambda is estimated from the same labels), "
     "ppi's lambda cross-fitted over conversations), and is valid only if the labelled "
     "conversations are a random sample the calibrator never trained on."
 )

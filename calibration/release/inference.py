@@ -17,7 +17,8 @@ conversation's correction uses the lam that minimises the variance on the other 
 tuning cross-fitted leave-one-out, clipped to [0, 1]), and ppi falls back to humans-only where that lam
 averages under 0.5 or where its interval would be wider than the humans-only one (`uses_calibrator`). The
 variance is the larger of the linearised one and the delete-one-conversation
-jackknife; intervals use Student's t with n - 1 degrees of freedom, and for a bounded quantity (`bounds`:
+jackknife; intervals use Student's t with n - 1 degrees of freedom (ppi's cross-fitted lam spends one more
+per predictor, its residual variance over n - 2: intervals.py `lam_degrees_of_freedom`), and for a bounded quantity (`bounds`:
 a rate, or an answer scale) a Wilson score interval at the effective sample size p(1-p)/var, which stays
 inside the bounds and holds its level at 10-20 conversations (benchmarks/estimate.py; the arithmetic,
 vectorised over samples, is calibration/release/intervals.py). With a fixed lam, singleton conversations,

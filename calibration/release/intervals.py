@@ -15,6 +15,11 @@ answered here and chosen by benchmarks/estimate.py:
   whichever of ppi and humans is narrower, which undercovered with the same-sample lam, then costs little
   (calibration/release/inference.py `uses_calibrator`);
 - the linearised variance of a ratio is too small at small n: the larger of it and the jackknife;
+- lam estimated from the sample is a fitted slope: the cross-fitted lam spends one degree of freedom per
+  predictor (the residual variance over n - 1 - p, Student's t on n - 1 - p; `lam_degrees_of_freedom`);
+  without it ppi undercovered humans-only by up to 2.5 points on far-shifted releases where the calibrator
+  helps little, and keeping the narrower of the two then keeps the calibrator only where its gain exceeds
+  the degree of freedom it costs;
 - a rate near 0 or 1 has a skewed estimate, and a Wald interval runs past [0, 1]: rates use a Wilson score
   interval with the effective sample size p(1-p)/var (the design effect of clustering and of the
   calibrator's help both in it; Kott & Carr 1997, Korn & Graubard 1998), with Student's t quantile.
@@ -25,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import stats
 
-__all__ = ["ratio_interval"]
+__all__ = ["lam_degrees_of_freedom", "ratio_interval"]
 
 
 def _contributions(Y, G, m, d, fpc) -> dict[str, np.ndarray]:
@@ -128,6 +133,7 @@ def ratio_interval(
     variance="jackknife",
     bounds=None,
     n_turns=None,
+    lam_df=True,
 ) -> dict[str, np.ndarray]:
     """The PPI++ estimate of the per-turn mean and its (1 - alpha) interval for each row.
 
@@ -140,8 +146,9 @@ def ratio_interval(
     for p predictors); offset: the calibrator's per-turn mean the control variate is centred on (0 when G
     is already centred); bounds: (low, high) the values' range (0, 1 for a rate): a Wilson score interval
     inside it, on the rescaled value (n_turns: labelled turns per row, the effective sample size where the
-    variance is 0); None: estimate +- t * se. Returns arrays estimate, low, high, se, lam, lam_parts (each
-    predictor's, (..., p)), df."""
+    variance is 0); None: estimate +- t * se. lam_df: the cross-fitted lam spends a degree of freedom per
+    predictor (`lam_degrees_of_freedom`; False: as if lam were known, for comparison). Returns arrays
+    estimate, low, high, se, lam, lam_parts (each predictor's, (..., p)), df."""
     Y, m, d, fpc = np.broadcast_arrays(*(np.asarray(a, float) for a in (Y, m, d, fpc)))
     G = np.asarray(G, float)
     one = G.shape == Y.shape
@@ -162,15 +169,19 @@ def ratio_interval(
     jY, jG, _, j_ab, j_bb = _parts(drop, n - 1, ddof_1)
     estimate, lin, lam_used, lam_jack = _corrected(lam, (Y, Gc, m, d, fpc), tot, (j_ab, j_bb), ddof, V_A)
     lam_VA = np.einsum("...i,ij,...j->...", lam_used, V_A, lam_used)
-    var = lam_VA + lin
+    # two predictors spend two degrees of freedom unless the sample cannot tell them apart
+    rank = 1 if p == 1 or lam is not None else np.linalg.matrix_rank(Gc)
+    lost = lam_degrees_of_freedom(lam, rank, n, ddof) if lam_df else 0
+    spent = (n - ddof) / (n - ddof - lost)  # the residual variance over the n - ddof - lost left
+    var = lam_VA + lin * spent
     if variance == "jackknife" and n >= 3:
         thetas = jY - (lam_jack * jG).sum(-1)
         fpc_bar = fpc.mean(-1)
         jack = fpc_bar * (n - 1) / n * ((thetas - thetas.mean(-1, keepdims=True)) ** 2).sum(-1)
-        var = np.maximum(var, lam_VA + jack)
+        var = np.maximum(var, lam_VA + jack * spent)
     elif variance not in ("jackknife", "linearised"):
         raise ValueError(f"variance={variance!r}: use 'jackknife' or 'linearised'.")
-    low, high, se, df = _interval_from(estimate, var, alpha, quantile, bounds, n_turns, fpc.mean(-1), n)
+    low, high, se, df = _interval_from(estimate, var, alpha, quantile, bounds, n_turns, fpc.mean(-1), n - lost)
     return {
         "estimate": estimate,
         "low": low,
@@ -180,6 +191,20 @@ def ratio_interval(
         "lam_parts": lam_used,
         "df": df,
     }
+
+
+def lam_degrees_of_freedom(lam, p, n: int, ddof: int):
+    """The degrees of freedom the cross-fitted lam spends: one per predictor (p: their number, or the rank
+    of their columns in each sample, an array), as a regression estimator's fitted slope does (the residual
+    variance over n - 1 - p, Student's t on n - 1 - p). Without it the interval treats the correction as if
+    lam were known; on a release where the calibrator helps little (its apparent gain at 10-20
+    conversations is mostly the noise of estimating lam) the ppi interval then undercovered the humans-only
+    one by 1-2.5 points (benchmarks/estimate.py, the far-shift cells and single roles). A fixed lam and the
+    same-sample "tuned" lam (ppi-python's, for comparison) spend none; never more than leaves one degree of
+    freedom."""
+    if lam is not None:
+        return 0
+    return np.maximum(np.minimum(p, n - ddof - 1), 0)
 
 
 def _corrected(lam, sample, tot, jack_parts, ddof, V_A):
@@ -211,12 +236,14 @@ def _corrected(lam, sample, tot, jack_parts, ddof, V_A):
 
 
 def _interval_from(estimate, var, alpha, quantile, bounds, n_turns, fpc_bar, n):
-    """(low, high, se, df) at Student's t on n - 1 degrees of freedom (or the normal quantile): the Wilson
-    score interval inside `bounds`, else estimate +- q * se."""
+    """(low, high, se, df) at Student's t on n - 1 degrees of freedom (or the normal quantile; n: the
+    conversations less the degrees of freedom the cross-fitted lam spent, an array where samples differ): the
+    Wilson score interval inside `bounds`, else estimate +- q * se."""
     se = np.sqrt(np.maximum(var, 0.0))
     if quantile == "t":
-        df = float(n - 1)
-        q = float(stats.t.ppf(1 - alpha / 2, df))
+        df = np.asarray(n - 1, float)  # an array where samples spend different degrees of freedom
+        q = stats.t.ppf(1 - alpha / 2, df)
+        df, q = (float(df), float(q)) if df.ndim == 0 else (df, q)
     elif quantile == "normal":
         df, q = None, float(stats.norm.ppf(1 - alpha / 2))
     else:
