@@ -39,6 +39,7 @@ import numpy as np
 import pandas as pd
 import torch
 from _results import add_results_argument, emit  # benchmarks/_results.py: the JSON and its provenance
+from far_shift import TEMPERATURE, TILT, new_release_conversations, restyled
 from scipy import stats
 from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shift.py
 
@@ -60,6 +61,13 @@ from calibration.release.turns import judge_probabilities, reviewer_predictions
 ROOT = Path(__file__).resolve().parents[1]
 DIFFERENCE_DRAWS = 500  # the same-truth difference re-reads the labels per draw: fewer draws
 BENCHMARKS = ("llm_rubric_in_distribution", "llm_rubric_shift_down", "llm_rubric_shift_up", "new_chatbot")
+FAR_SHIFT = {  # name -> (temperature, tilt, mirror) of the new release's judge (benchmarks/far_shift.py `restyled`)
+    "far_shift": (TEMPERATURE, TILT, 0.0),
+    "far_shift_harder": (0.6, 0.9, 0.35),
+}
+"""far_shift_harder: sharper (T < 1, so the distributions' shape changes the other way), tilted further
+towards the higher options, and on a share `mirror` of the probability mass answering the scale reversed
+(bimodal where the judge was sure: a shape the calibrator never saw)."""
 
 
 def write_subset(src: Path, dst: Path, conversations: set[str]) -> Path:
@@ -119,6 +127,13 @@ def splits(name: str, src: Path) -> list[tuple[str, set[str], set[str]]]:
         order = list(per_conv.index)
         test = set(order[:n_test] if name.endswith("down") else order[-n_test:])
         return [("30%", set(convs) - test, test)]
+    if name in FAR_SHIFT:  # the old half trained on; the new half, each role's and all, is the release
+        first_item = np.unique(ds.groups, return_index=True)[1]
+        ids = ds.items["conversation_id"].to_numpy()[first_item]
+        new = new_release_conversations(ds)
+        trained, release = set(ids[~new]), set(ids[new])
+        role = np.array([c.rsplit("-", 1)[0] for c in ids])
+        return [("all", trained, release)] + [(r, trained, set(ids[new & (role == r)])) for r in sorted(set(role))]
     if name == "new_chatbot":
         role = pd.Series(convs).str.rsplit("-", n=1).str[0].to_numpy()
         return [(r, set(convs[role != r]), set(convs[role == r])) for r in sorted(set(role))]
@@ -134,12 +149,15 @@ def draws_of(
     seed: int,
     cv_dir: Path | None = None,
     coverage_draws: int | None = None,
+    restyle: tuple[float, float, float] | None = None,
 ) -> dict:
     """Coverage, width and effective labels over `draws` samples of n conversations, per quantity, all draws
     of one n at once (calibration/release/intervals.py is vectorised over samples); the intervals before
     issue 36 (lam tuned on the same sample, the narrower of ppi and humans kept, Student-t) beside them."""
     model = load_model(model_dir)
     ds = load_dataset(release_dir, rubric=model.rubric)
+    if restyle is not None:
+        ds = far_release(ds, *restyle)
     X = torch.from_numpy(ds.features(model.spec))
     proba = judge_probabilities(model, X)
     out: dict = {}
@@ -182,6 +200,17 @@ def draws_of(
             "by_n": per_n,
         }
     return out
+
+
+def far_release(ds, temperature: float, tilt: float, mirror: float):
+    """The release as the restyled judge reads it (every item: the release is the far half)."""
+    probs = restyled(ds.probs, ds.present, ds.n_options, temperature, tilt)
+    if mirror:
+        k = np.arange(probs.shape[-1])
+        rev = np.clip(ds.n_options[:, None] - 1 - k[None, :], 0, probs.shape[-1] - 1)  # (Q, K) reversed option
+        flipped = np.take_along_axis(probs, np.broadcast_to(rev, probs.shape), axis=-1)
+        probs = ((1 - mirror) * probs + mirror * flipped).astype(probs.dtype)
+    return dataclasses.replace(ds, probs=probs)
 
 
 def _arrays(full, idx):
@@ -383,6 +412,10 @@ def _coverage(full, idx, truth, alpha, bounds) -> dict:
     ppi = {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high")} | {
         "lam": np.where(gated, 0.0, ppi["lam"])
     }
+    # issue 51: the same, the cross-fitted lam taken as known (no degree of freedom spent on it)
+    known = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns, lam_df=False)
+    kept = uses_calibrator(known["lam"], known["high"] - known["low"], humans["high"] - humans["low"])
+    known = {k: np.where(kept, known[k], humans[k]) for k in ("low", "high")}
     old_h = ratio_interval(*arrays, alpha=alpha, lam=0.0)
     old_p = ratio_interval(*arrays, alpha=alpha, lam="tuned")
     narrower = old_h["se"] < old_p["se"]
@@ -393,6 +426,10 @@ def _coverage(full, idx, truth, alpha, bounds) -> dict:
 
     def width(x):
         return float((x["high"] - x["low"]).mean())
+
+    def paired_se(a, b):  # Monte-Carlo standard error of the paired coverage difference
+        hit = [((x["low"] <= truth) & (truth <= x["high"])).astype(float) for x in (a, b)]
+        return float((hit[0] - hit[1]).std() / np.sqrt(len(idx)))
 
     hw, pw = humans["high"] - humans["low"], ppi["high"] - ppi["low"]
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -413,6 +450,15 @@ def _coverage(full, idx, truth, alpha, bounds) -> dict:
             "ppi_mean_width": width(old_p),
         },
         "width_vs_before": {"humans": width(humans) / width(old_h), "ppi": width(ppi) / width(old_p)},
+        "lam_known_before_issue_51": {
+            "ppi_coverage": cover(known),
+            "ppi_minus_humans_coverage": cover(known) - cover(humans),
+            "ppi_width_ratio": width(known) / width(humans),
+        },
+        "ppi_minus_humans_coverage": cover(ppi) - cover(humans),
+        "ppi_minus_humans_mc_se": paired_se(ppi, humans),
+        "humans_coverage_mc_se": float(np.sqrt(cover(humans) * (1 - cover(humans)) / len(idx))),
+        "ppi_coverage_mc_se": float(np.sqrt(cover(ppi) * (1 - cover(ppi)) / len(idx))),
     }
 
 
@@ -474,8 +520,10 @@ def run(
     parts = {}
     for label, trained, release in splits(name, src):
         tag = f"{name}-{label}".replace("%", "pct").replace(" ", "_")
-        train_dir = write_subset(src, work / f"{tag}-train", trained)
-        model = train(train_dir, work / f"{tag}-model")
+        # far shift: every part's model is the one trained on the old half (the judge's old style)
+        model_tag = "far_shift" if name in FAR_SHIFT else tag
+        train_dir = write_subset(src, work / f"{model_tag}-train", trained)
+        model = train(train_dir, work / f"{model_tag}-model")
         cv_dir = cross_validated(train_dir, work / f"{tag}-cv") if name.startswith("llm_rubric") else None
         parts[label] = draws_of(
             write_subset(src, work / f"{tag}-release", release),
@@ -486,7 +534,10 @@ def run(
             seed=0,
             cv_dir=cv_dir,
             coverage_draws=coverage_draws,
+            restyle=FAR_SHIFT.get(name),
         )
+    if name in FAR_SHIFT:  # the whole new half, and each role's quarter of it
+        return parts.pop("all") | {"roles": parts}
     if len(parts) == 1:
         return next(iter(parts.values()))
     result = pooled(list(parts.values()))

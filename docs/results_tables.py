@@ -405,6 +405,9 @@ ESTIMATE_NAMES = {
     "llm_rubric_shift_down": "LLM-Rubric, covariate shift down (release: bottom 30% of judge-expected Q0)",
     "llm_rubric_shift_up": "LLM-Rubric, covariate shift up (release: top 30%)",
     "new_chatbot": "bundled benchmark, new chatbot (leave one role out, 4 roles pooled)",
+    "far_shift": "far shift (bundled benchmark, the release's judge hotter and lenient: T 2.5, tilt 0.5)",
+    "far_shift_harder": "far shift, harder (the release's judge sharper, T 0.6, tilt 0.9, 35% of its mass "
+    "on the reversed scale)",
 }
 
 
@@ -620,6 +623,62 @@ def estimate_recheck(r: dict) -> str:
                 "humans, pooled",
                 "ppi, pooled",
                 "draws",
+            ],
+            rows,
+        )
+    )
+
+
+def estimate_far_shift(r: dict) -> str:
+    """Paired coverage of ppi and humans-only per cell (benchmarks/estimate.py --results-name
+    estimate_far_shift), with the calibrator's bias beside each release and the ppi interval as it was with
+    lam taken as known (before the degree of freedom it spends)."""
+    res = r["result"]
+    rows = []
+
+    def add(name: str, b: dict) -> None:
+        for kind in ("rate", "mean"):
+            for n, c in b[kind]["by_n"].items():
+                if not c:
+                    continue
+                known = c["lam_known_before_issue_51"]
+                rows.append(
+                    [
+                        name,
+                        kind,
+                        f"{b[kind]['calibrator_bias']:+.3f}",
+                        n,
+                        _f(c["humans_coverage"], 3),
+                        _f(c["ppi_coverage"], 3),
+                        f"{c['ppi_minus_humans_coverage']:+.3f} ± {c['ppi_minus_humans_mc_se']:.3f}",
+                        _f(c["ppi_width_ratio"], 3),
+                        _f(known["ppi_coverage"], 3),
+                        f"{known['ppi_minus_humans_coverage']:+.3f}",
+                        _f(known["ppi_width_ratio"], 3),
+                    ]
+                )
+
+    for name, b in res["benchmarks"].items():
+        add(ESTIMATE_NAMES.get(name, name), b)
+        for role, rb in (b.get("roles") or {}).items():
+            if "calibrator_bias" in rb.get("rate", {}):
+                add(f"{ESTIMATE_NAMES.get(name, name)}, {role}", rb)
+    return (
+        f"{res['coverage_draws']:,} draws per cell (paired: both intervals on the same labels; ± the "
+        "difference's Monte-Carlo sd). `before`: lambda taken as known (no degree of freedom spent on it).\n\n"
+        + _table(
+            [
+                "release",
+                "quantity",
+                "calibrator bias",
+                "n",
+                "humans",
+                "ppi",
+                "ppi − humans",
+                "width ppi/humans",
+                "ppi before",
+                "ppi − humans before",
+                "width before",
             ],
             rows,
         )
@@ -920,6 +979,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "estimate_strata": estimate_strata,
     "estimate_crossfit": estimate_crossfit,
     "estimate_recheck": estimate_recheck,
+    "estimate_far_shift": estimate_far_shift,
     "estimate_cvplan_4000": estimate_cvplan,  # benchmarks/estimate.py --results-name estimate_cvplan_4000
     "batch_gather": batch_gather,
 }
