@@ -213,9 +213,22 @@ def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **over
     ({"name": "fake", "base_url": URL} is the fake judge at URL); a mapping without one is a whole set of
     judge settings over JudgeConfig's defaults (an OpenAI-protocol chat judge, gpt-4o-mini)."""
     if isinstance(judge, JudgeConfig):
-        return replace(judge, **overrides) if overrides else judge
+        if not overrides:
+            return judge
+        unknown = sorted(set(overrides) - {f.name for f in fields(JudgeConfig)})
+        if unknown:  # as from_mapping says it, not replace()'s TypeError
+            return JudgeConfig.from_mapping(overrides)
+        changed = replace(judge, **overrides)
+        changed.validate()  # the overrides are checked as they are on a name or a mapping, before any request
+        return changed
     if isinstance(judge, str):
         return JudgeConfig.from_mapping({**_named_judge(judge), **overrides})
+    if not isinstance(judge, Mapping):
+        raise InputError(
+            f'judge={judge!r} is not a judge: pass the name of one in conf/judge/ ("openai", "vllm", ...), '
+            "a mapping of judge settings, or a judge_config(...) result.",
+            fix='pass e.g. judge="openai" or judge=judge_config("vllm", model="my-model").',
+        )
     settings = dict(judge)
     name = settings.pop("name", None)
     base = {} if name is None else _named_judge(name, where='judge "name"')

@@ -61,3 +61,32 @@ def test_a_wrong_name_or_key_is_refused_by_name():
     assert "fake" in bad.value.fix
     with pytest.raises(InputError, match="unknown judge setting"):
         RoleAdherence(judge={"name": "fake", "base_ulr": "http://127.0.0.1:9/v1"})
+
+
+@pytest.mark.parametrize(
+    ("call", "match"),
+    [
+        (lambda: RoleAdherence("no-such-model", judge=42), r"^judge=42 is not a judge"),
+        (lambda: RoleAdherence(judge=["openai"]), r"^judge=\['openai'\] is not a judge"),
+        # a judge_config(...) result with overrides is checked at once, as a name with them is
+        (
+            lambda: judge_config(judge_config("openai"), base_url="localhost:8000/v1"),
+            r"^judge\.base_url='localhost:8000/v1' is not an http\(s\) URL",
+        ),
+        (lambda: judge_config(judge_config("vllm"), timeout=-1), r"^judge\.timeout=-1 is out of range"),
+        (lambda: judge_config(judge_config("openai"), base_ulr="http://x/v1"), r"unknown judge setting\(s\): base_ulr"),
+    ],
+)
+def test_bad_python_arguments_name_the_argument_before_any_request(call, match):
+    """A ValueError (InputError) a caller can catch, naming the argument: never a TypeError from inside, nor
+    91 s of retries against an address that could never work."""
+    with pytest.raises(InputError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("threshold", [None, "high", float("nan"), 1.5])
+def test_a_deepeval_metric_names_a_bad_threshold(threshold):
+    from calibration.integrations.deepeval import RoleRubricMetric
+
+    with pytest.raises(InputError, match=r"^threshold=.* Fix: set threshold to a number >= 0 and <= 1"):
+        RoleRubricMetric(threshold=threshold)
