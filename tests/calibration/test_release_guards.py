@@ -93,12 +93,13 @@ def world(tmp_path_factory):
 
 
 def _refused(argv: list[str], capsys, *words: str) -> str:
-    """The command exits 2 with one line holding every word, and writes no out= that was not there."""
+    """The command exits 2 with one error line holding every word (after any warning it printed on the way,
+    also on stderr), and writes no out= that was not there."""
     out = next((Path(a.split("=", 1)[1]) for a in argv if a.startswith("out=")), None)
     existed = out is not None and out.exists()
     capsys.readouterr()
     assert main(argv) == 2
-    err = capsys.readouterr().err.strip().splitlines()
+    err = [line for line in capsys.readouterr().err.strip().splitlines() if ": warning: " not in line]
     assert len(err) == 1 and all(w in err[0] for w in words), err
     assert out is None or existed or not out.exists(), f"{out} was written"
     return err[0]
