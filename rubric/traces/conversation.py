@@ -155,7 +155,7 @@ def _turns(cid: str, transcript: list[tuple[Message, KeptCall]], skipped: Counte
             f"conversation {cid!r} has no assistant text (its {len({c.span_id for _, c in transcript})} LLM calls "
             f"hold no reply with text; first at {transcript[0][1].where if transcript else '?'}).",
             fix="export the calls' outputs (content capture on for outputs too), or leave this conversation out "
-            "with since=/until= or service=.",
+            "with since= and until=, or service=.",
         )
     return turns
 

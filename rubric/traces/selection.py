@@ -62,7 +62,7 @@ def select_conversations(
         chosen = random.Random(seed).sample(chosen, sample)
     if not chosen:
         raise InputError(
-            f"no conversation of {description} is left after since=/until= "
+            f"no conversation of {description} is left after since= and until= "
             f"({len(starts):,} conversations, the first started {iso_time(min(starts.values()))}).",
             fix="widen since= / until=.",
         )
