@@ -222,6 +222,18 @@ def test_estimate_prints_coverage_width_and_bias(tmp_path):
     assert bench["rate"]["planner"]["planned"]["n_median"] >= 10
 
 
+def test_estimate_far_shift_releases_have_their_bias_roles_and_paired_cells(tmp_path):
+    out = _run("estimate.py", "--draws", "20", "--n", "10", "40", "--only", "far_shift_harder", "--work", str(tmp_path))
+    bench = out["benchmarks"]["far_shift_harder"]
+    assert bench["rate"]["calibrator_bias"] >= 0.05  # the harder far shift: the calibrator off by 5 points or more
+    assert set(bench["roles"]) == {"airline", "fintech", "telehealth", "tutor"}
+    for block in (bench, *bench["roles"].values()):
+        cell = block["rate"]["by_n"]["10"]
+        assert cell["ppi_minus_humans_coverage"] == cell["ppi_coverage"] - cell["humans_coverage"]
+        assert cell["ppi_minus_humans_mc_se"] >= 0 and "lam_known_before_issue_51" in cell
+    assert all(r["rate"]["by_n"]["40"] is None for r in bench["roles"].values())  # a role's quarter: 14 conversations
+
+
 def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():
     pytest.importorskip("deepeval", reason="deepeval is not installed: pip install 'role-rubric[deepeval]'")
     out = _run("deepeval_overhead.py", "--limit", "6", "--repeats", "1")
