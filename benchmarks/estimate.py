@@ -12,7 +12,12 @@ the truth. n is skipped where the release has fewer than n + 1 conversations.
 - llm_rubric_shift_down / _up: the covariate-shift splits of benchmarks/shift.py (train on the dialogues
   whose judge-expected Q0 is in the top 70% / bottom 70%, the release is the other 30%);
 - new_chatbot: the bundled role-adherence benchmark (offline embedding judge), leave one role out: the
-  release is a role (chatbot) the calibrator never saw, for each of the 4 roles, pooled.
+  release is a role (chatbot) the calibrator never saw, for each of the 4 roles, pooled;
+- far_shift / far_shift_harder: the bundled benchmark split in two halves within each role
+  (benchmarks/far_shift.py); the calibrator trains on the old half, and on the new half (the release, whole
+  and per role) the judge answers in another style (`FAR_SHIFT`): far from the training data.
+Every cell holds the paired difference of the ppi and the humans-only coverage on the same draws with its
+Monte-Carlo sd, and `lam_known_before_issue_51`: the ppi interval with lambda taken as known.
 `same_truth_difference_covers_0`: the release split at random into two halves, two releases of the same
 chatbot, n conversations labelled in each and compared as `baseline=` does; the share of draws whose
 difference interval covers 0 (n is skipped where a half has n conversations or fewer).
