@@ -227,7 +227,7 @@ def judge_config(judge: str | Mapping[str, Any] | JudgeConfig = "openai", **over
         raise InputError(
             f'judge={judge!r} is not a judge: pass the name of one in conf/judge/ ("openai", "vllm", ...), '
             "a mapping of judge settings, or a judge_config(...) result.",
-            fix='pass e.g. judge="openai" or judge=judge_config("vllm", model="my-model").',
+            fix='pass e.g. judge="openai", or the result of judge_config("vllm", model="my-model").',
         )
     settings = dict(judge)
     name = settings.pop("name", None)
