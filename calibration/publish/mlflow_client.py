@@ -12,6 +12,7 @@ from typing import Any
 
 from calibration.publish.state import mask_url
 from rubric.errors import InputError
+from rubric.traces.mlflow_source import environment
 
 
 @contextlib.contextmanager
@@ -33,16 +34,8 @@ def connected(uri: str, timeout: float) -> Iterator[None]:
             f"{mask_url(uri)} is not an MLflow server (its /health did not answer OK).", fix="check tracking_uri=."
         )
     wanted = {"MLFLOW_HTTP_REQUEST_MAX_RETRIES": "2", "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, round(timeout)))}
-    saved = {k: os.environ.get(k) for k in wanted}
-    os.environ.update(wanted)
-    try:
+    with environment(wanted):
         yield
-    finally:
-        for key, value in saved.items():
-            if value is None:
-                os.environ.pop(key, None)
-            else:
-                os.environ[key] = value
 
 
 def masked(text: Any) -> str:

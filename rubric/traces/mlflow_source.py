@@ -261,17 +261,8 @@ class MlflowSource(TraceSource):
         }
         if self._token:
             wanted[TOKEN_ENV] = self._token
-        saved = {k: os.environ.get(k) for k in wanted}
-        os.environ.update(wanted)
-        try:
-            with _use_tracking_uri(self.tracking_uri):
-                yield
-        finally:
-            for key, value in saved.items():
-                if value is None:
-                    os.environ.pop(key, None)
-                else:
-                    os.environ[key] = value
+        with environment(wanted), _use_tracking_uri(self.tracking_uri):
+            yield
 
     @property
     def _first_wait(self) -> float:
@@ -356,3 +347,19 @@ def _require_mlflow() -> None:
             "source=mlflow needs MLflow's client (mlflow-skinny), which is not installed.",
             fix='pip install "role-rubric[mlflow]".',
         ) from None
+
+
+@contextlib.contextmanager
+def environment(wanted: Mapping[str, str]) -> Iterator[None]:
+    """These environment variables set for the block, and put back as they were after it (MLflow's client reads
+    its timeout, retries and credentials from the environment at each request)."""
+    saved = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
+    try:
+        yield
+    finally:
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
