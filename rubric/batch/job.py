@@ -272,6 +272,34 @@ class BatchJob:
                 spent[key] = [got_ans.requests, got_ans.prompt_tokens, got_ans.completion_tokens]
             else:
                 got[key] = got_ans
+        self._refuse_unusable(unmatched, conflicts, earlier=earlier, requested=len(requested), read=len(first_seen))
+        for cid, key in requested.items():
+            if key not in got and key not in failed and key not in reask and key not in answers:
+                failures[key] = Answer(None, error=self._missing(cid))
+                failed[key] = failures[key].error
+                self.state["failed_ids"][key] = cid
+        record([(k, a) for k, a in got.items()])
+        answers.update(got)
+        for key in [*got, *failed]:
+            spent.pop(key, None)
+        self.state["failed"].update({k: failures[k].error for k in failed})
+        self.state["history"].append(
+            {"round": round_, "inputs": [f["name"] for f in self.state["files"]], "results": list(sources)}
+        )
+        return list(reask)
+
+    def _refuse_unusable(
+        self,
+        unmatched: list[tuple[Path, str]],
+        conflicts: list[tuple[str, Path, int, Path, int]],
+        *,
+        earlier: int,
+        requested: int,
+        read: int,
+    ) -> None:
+        """Results that cannot be used, before anything of them is recorded: lines of another gather, two
+        results of one request that disagree, or only an earlier job's results (`requested`: this job's
+        requests, `read`: how many of them the results answer)."""
         if unmatched:
             path, cid = unmatched[0]
             raise InputError(
@@ -292,30 +320,16 @@ class BatchJob:
                 fix="keep one results file per batch file (an older run's output beside the new one?) and rerun "
                 "(nothing was read from these results).",
             )
-        if requested and not first_seen and earlier:
+        if requested and not read and earlier:
             # results= names the output of this gather's earlier job: read as this job's, every request of
             # it would be a failure and the job would end without asking them
             raise InputError(
                 f"these results answer an earlier batch job of this gather ({earlier} lines), none of this job's "
-                f"{len(requested)} requests (the files {', '.join(f['name'] for f in self.state['files'])}).",
+                f"{requested} requests (the files {', '.join(f['name'] for f in self.state['files'])}).",
                 path=self.state.get("results") or self.folder,
                 fix="run this job's files and pass their results, or rerun without results= (submit=true sends "
                 "them; nothing was read from these results).",
             )
-        for cid, key in requested.items():
-            if key not in got and key not in failed and key not in reask and key not in answers:
-                failures[key] = Answer(None, error=self._missing(cid))
-                failed[key] = failures[key].error
-                self.state["failed_ids"][key] = cid
-        record([(k, a) for k, a in got.items()])
-        answers.update(got)
-        for key in [*got, *failed]:
-            spent.pop(key, None)
-        self.state["failed"].update({k: failures[k].error for k in failed})
-        self.state["history"].append(
-            {"round": round_, "inputs": [f["name"] for f in self.state["files"]], "results": list(sources)}
-        )
-        return list(reask)
 
     def _missing(self, cid: str) -> str:
         entry = self.file_of[cid]
