@@ -36,6 +36,11 @@ class RequestCache:
 
     def __init__(self, path: str | Path | None):
         self.path = None if path is None else Path(path)
+        # What this open creates (the file, its missing folders), so a run that stops on an input error
+        # before any answer can leave nothing behind (discard_if_new); what existed before is never touched.
+        self._created: list[Path] = (
+            [] if self.path is None or self.path.exists() else [self.path, *_missing(self.path.parent)]
+        )
         try:
             self._db = self._open()
         except (OSError, sqlite3.Error) as exc:
@@ -88,3 +93,27 @@ class RequestCache:
 
     def close(self) -> None:
         self._db.close()
+
+    def discard_if_new(self) -> None:
+        """Close; if this object created the cache file and it holds no answer, remove the file (with its
+        WAL side files) and the folders created for it that are still empty. An earlier cache is kept."""
+        empty = len(self) == 0
+        self.close()
+        if not self._created or not empty:
+            return
+        for side in ("", "-wal", "-shm", "-journal"):
+            Path(f"{self._created[0]}{side}").unlink(missing_ok=True)
+        for folder in self._created[1:]:
+            try:
+                folder.rmdir()  # only an empty folder: another file stops it here
+            except OSError:
+                return
+
+
+def _missing(folder: Path) -> list[Path]:
+    """`folder` and its ancestors that do not exist yet, deepest first."""
+    missing = []
+    while not folder.exists() and folder != folder.parent:
+        missing.append(folder)
+        folder = folder.parent
+    return missing

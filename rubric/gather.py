@@ -145,7 +145,11 @@ async def a_gather(
     chunks = _prompt_chunks(items, rubric, include_reason)
     try:
         asks, keys, pending, processes = await run(cfg, backend, chunks, identity, store, answers, failures, progress)
-    finally:
+    except BaseException:
+        if not isinstance(cache, RequestCache):
+            store.discard_if_new()  # stopped before any answer (a refused judge setting): no empty cache left
+        raise
+    else:
         if not isinstance(cache, RequestCache):
             store.close()
     summary = GatherSummary(

@@ -282,6 +282,65 @@ CASES += [
 ]
 
 
+# -- gather stopping on an input error leaves nothing behind; an earlier out and cache are kept as they were --
+def _gone(name: str) -> Callable[[Path, str], None]:
+    def check(tmp: Path, err: str) -> None:
+        assert not (tmp / name).exists(), sorted(p.name for p in (tmp / name).rglob("*"))
+
+    return check
+
+
+def _earlier_cache(tmp: Path, good: Path) -> None:
+    from rubric.cache import RequestCache
+
+    (tmp / "bad.jsonl").write_text('{"conversation_id": "c0", "turns": [\n')
+    store = RequestCache(tmp / "g" / "cache.sqlite")
+    store.put("earlier", '{"answer": 1}')
+    store.close()
+    (tmp / "cache.before").write_bytes((tmp / "g" / "cache.sqlite").read_bytes())
+
+
+def _cache_kept(tmp: Path, err: str) -> None:
+    assert sorted(p.name for p in (tmp / "g").iterdir()) == ["cache.sqlite"]
+    assert (tmp / "g" / "cache.sqlite").read_bytes() == (tmp / "cache.before").read_bytes()
+
+
+_NO_KEY = ["judge=openai", "judge.api_key_env=ROLE_RUBRIC_TEST_UNSET_KEY", "judge.api_key=null"]
+CASES += [
+    Case(
+        "gather with a malformed conversations file leaves no out folder",
+        ["gather", "conversations={tmp}/bad.jsonl", "judge=embedding", "out={tmp}/fresh"],
+        2,
+        r"bad\.jsonl, row 1: malformed JSON",
+        setup=_write("bad.jsonl", '{"conversation_id": "c0", "turns": [\n'),
+        after=_gone("fresh"),
+    ),
+    Case(
+        "gather refused a judge without a key leaves no out folder nor an empty cache",
+        ["gather", "conversations={conv}", *_NO_KEY, "out={tmp}/fresh", "cache={tmp}/new/c.sqlite"],
+        2,
+        r"no API key: the environment variable ROLE_RUBRIC_TEST_UNSET_KEY is not set",
+        after=lambda tmp, err: (_gone("fresh")(tmp, err), _gone("new")(tmp, err)),
+    ),
+    Case(
+        "gather with a malformed conversations file keeps an earlier cache byte for byte",
+        ["gather", "conversations={tmp}/bad.jsonl", "judge=embedding", "out={tmp}/g"],
+        2,
+        r"bad\.jsonl, row 1: malformed JSON",
+        setup=_earlier_cache,
+        after=_cache_kept,
+    ),
+    Case(
+        "gather refused a judge without a key keeps an earlier cache byte for byte",
+        ["gather", "conversations={conv}", *_NO_KEY, "out={tmp}/g"],
+        2,
+        r"no API key: the environment variable ROLE_RUBRIC_TEST_UNSET_KEY is not set",
+        setup=_earlier_cache,
+        after=_cache_kept,
+    ),
+]
+
+
 # -- gather's out holding its own inputs: refused, inputs untouched -----------------------------------------
 def _unchanged(name: str, content: bytes) -> Callable[[Path, str], None]:
     def check(tmp: Path, err: str) -> None:
