@@ -70,7 +70,7 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     fail here, where the fix is easy. plan= names it; by default it is the sample_plan.csv that `suggest`
     wrote beside the sheet, else data='s own; plan=none carries none."""
     from calibration.labelling.items import dataset_conversations, llm_items
-    from calibration.release.plan import PLAN_FILE, read_plan
+    from calibration.release.plan import PLAN_FILE, read_plan, release_fingerprint
     from rubric.errors import InputError
     from rubric.files import file_sha256
 
@@ -84,7 +84,7 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     items = llm_items(data, required=False)
     release = {str(c) for c, _ in items} if items is not None else set(dataset_conversations(data))
     try:
-        read_plan(path, release, set(labels["conversation_id"].astype(str)))
+        read_plan(path, release, set(labels["conversation_id"].astype(str)), fingerprint=release_fingerprint(data))
     except InputError as exc:
         if given:
             raise

@@ -112,7 +112,7 @@ def _sample_for_estimate(cfg: Schema) -> Path:
     sample_plan.csv beside it."""
     from calibration import load_dataset
     from calibration.labelling.items import dataset_conversations
-    from calibration.release.plan import stratified_plan, uniform_plan
+    from calibration.release.plan import stamp_plan, stratified_plan, uniform_plan
     from calibration.release.sampling import planned_budget, strata_of
 
     start = time.perf_counter()
@@ -142,6 +142,7 @@ def _sample_for_estimate(cfg: Schema) -> Path:
         )
     else:
         plan = uniform_plan(ds.items["conversation_id"], budget, seed=cfg.seed)
+    plan = stamp_plan(plan, seed=cfg.seed, data=cfg.data)  # estimate/import refuse it for another release
     return _write_sample(cfg, ds, plan, conversations, time.perf_counter() - start)
 
 

@@ -20,7 +20,7 @@ import torch
 from calibration.release.checks import check_adheres_at, check_baseline, check_target_answered
 from calibration.release.gate import GateFailed
 from calibration.release.inference import classical_mean, difference, effective_labels, ppi_mean
-from calibration.release.plan import PLAN_FILE, read_plan, read_strata
+from calibration.release.plan import PLAN_FILE, read_plan, read_strata, release_fingerprint
 from calibration.release.planning import width_plan
 from calibration.release.roles import roles_of_release
 from calibration.release.turns import ReviewerPredictions, judge_probabilities, reviewer_predictions
@@ -112,7 +112,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])  # >= 2: checked with the target
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
-    pi_of = read_plan(plan_path, release, labelled) if plan_path else None
+    pi_of = read_plan(plan_path, release, labelled, fingerprint=release_fingerprint(root)) if plan_path else None
     strata = read_strata(plan_path)
     t = ds.target_index
     cut = _cuts(rubric, adheres_at)

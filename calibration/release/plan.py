@@ -5,7 +5,10 @@ The plan is a simple random sample of conversations without replacement (seeded)
 inclusion probability n / N. An uncertainty-weighted plan (Zrnic & Candes 2024) is not offered: nothing
 has shown it narrower than the uniform plan on our data (docs, release estimates).
 `sample_plan.csv` lists every conversation of the release: conversation_id, inclusion_probability,
-sampled (1 for the ones to label).
+sampled (1 for the ones to label), then (plans written since they were recorded) seed and release_sha256,
+the same on every row: the seed of the draw and the SHA-256 of the release's llm file, so that `estimate` and
+`import` refuse a plan drawn for another release even when its conversation ids match. Extra columns keep
+the file readable by every reader that picks its columns by name; a plan without them is read as before.
 """
 
 from __future__ import annotations
@@ -21,7 +24,32 @@ from rubric.errors import InputError
 PLAN_FILE = "sample_plan.csv"
 PLAN_COLUMNS = ("conversation_id", "inclusion_probability", "sampled")
 
-__all__ = ["PLAN_FILE", "read_plan", "read_strata", "stratified_plan", "uniform_plan"]
+RELEASE_COLUMN = "release_sha256"
+LLM_FILES = ("llm.csv", "llm.parquet")
+
+__all__ = [
+    "PLAN_FILE",
+    "read_plan",
+    "read_strata",
+    "release_fingerprint",
+    "stamp_plan",
+    "stratified_plan",
+    "uniform_plan",
+]
+
+
+def release_fingerprint(data: str | Path) -> str | None:
+    """The SHA-256 of the release folder's llm file (import copies it byte for byte into the labelled
+    folder, so both give the same), or None where the folder holds none."""
+    from rubric.files import file_sha256
+
+    path = next((Path(data) / n for n in LLM_FILES if (Path(data) / n).is_file()), None)
+    return None if path is None else file_sha256(path)
+
+
+def stamp_plan(plan: pd.DataFrame, *, seed: int, data: str | Path) -> pd.DataFrame:
+    """The plan with its seed and its release's fingerprint on every row (last columns)."""
+    return plan.assign(seed=seed, **{RELEASE_COLUMN: release_fingerprint(data) or ""})
 
 
 def uniform_plan(conversations, budget: int, *, seed: int = 0) -> pd.DataFrame:
@@ -42,9 +70,12 @@ def uniform_plan(conversations, budget: int, *, seed: int = 0) -> pd.DataFrame:
     return pd.DataFrame({"conversation_id": ids, "inclusion_probability": budget / len(ids), "sampled": sampled})
 
 
-def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, float] | None:
+def read_plan(
+    path: Path, release: set[str], labelled: set[str], *, fingerprint: str | None = None
+) -> dict[str, float] | None:
     """Inclusion probabilities of the labelled conversations from a plan file, checked against the release
-    and its labels; None when the plan is uniform (every probability equal), which needs no weights."""
+    (its ids, and `fingerprint` (release_fingerprint) where both it and the plan have one) and its labels;
+    None when the plan is uniform (every probability equal), which needs no weights."""
     from calibration.release.checks import check_plan_rows, read_plan_table
 
     frame = read_plan_table(path)
@@ -82,10 +113,28 @@ def read_plan(path: Path, release: set[str], labelled: set[str]) -> dict[str, fl
             fix="label only the conversations the plan sampled, or remove plan= to treat the sample as uniform.",
         )
     check_plan_rows(frame, path, release, labelled)
+    _check_release(frame, path, fingerprint)  # after the ids: a plan of other conversations is named as such
     values = np.array([of[c] for c in labelled], float)
     if len(values) and np.allclose(values, values[0]) and math.isclose(float(pi.min()), float(pi.max())):
         return None
     return {c: float(of[c]) for c in labelled}
+
+
+def _check_release(frame: pd.DataFrame, path: Path, fingerprint: str | None) -> None:
+    """A plan that records its release (release_sha256) must name this one; a plan written before the
+    column existed (or a release without an llm file) is not checked."""
+    if RELEASE_COLUMN not in frame.columns or fingerprint is None:
+        return
+    recorded = set(frame[RELEASE_COLUMN].astype(str).str.strip()) - {""}
+    if recorded and recorded != {fingerprint}:
+        seed = ", ".join(sorted(set(frame["seed"].astype(str)))) if "seed" in frame.columns else "?"
+        raise InputError(
+            f"this sampling plan (seed {seed}) was drawn for another release: its {RELEASE_COLUMN} "
+            f"{sorted(recorded)[0][:12]}... is not the SHA-256 of this release's llm file ({fingerprint[:12]}...).",
+            path=path,
+            fix="draw a plan for this release with `role-rubric suggest purpose=estimate data=RELEASE`, "
+            "or pass plan= the plan written for it.",
+        )
 
 
 def stratified_plan(conversations, stratum_of: dict[str, str], budget: int, *, seed: int = 0) -> pd.DataFrame:

@@ -456,3 +456,37 @@ def test_non_finite_weights_are_never_saved_nor_loaded(world, tmp_path, capsys):
         capsys,
         "non-finite weights (W1)",
     )
+
+
+# Sampling plans record their seed and the release they were drawn for --------------------------------------
+def _stamped_plan(world, path: Path, **stamp: object) -> Path:
+    """The uniform plan of the release's labelled conversations, with `stamp`'s extra columns."""
+    _uniform(world).assign(**stamp).to_csv(path, index=False)
+    return path
+
+
+def test_a_plan_of_another_release_with_the_same_ids_is_refused(world, tmp_path, capsys):
+    from calibration.release.plan import release_fingerprint
+
+    own = release_fingerprint(world["release"])
+    assert own is not None and len(own) == 64
+    foreign = _stamped_plan(world, tmp_path / "foreign.csv", seed=3, release_sha256="ab" * 32)
+    line = _refused(
+        _estimate(world, world["release"], tmp_path / "e", f"plan={foreign}"),
+        capsys,
+        str(foreign),
+        "(seed 3) was drawn for another release",
+        "suggest purpose=estimate",
+    )
+    assert line.startswith(f"role-rubric estimate: error: {foreign}: ")
+    mine = _stamped_plan(world, tmp_path / "mine.csv", seed=3, release_sha256=own)
+    assert main(_estimate(world, world["release"], tmp_path / "e1", f"plan={mine}")) == 0
+    old_style = _stamped_plan(
+        world, tmp_path / "old.csv"
+    )  # written before plans recorded seed and release: read as before
+    assert main(_estimate(world, world["release"], tmp_path / "e2", f"plan={old_style}")) == 0
+    capsys.readouterr()
+    assert (
+        json.loads((tmp_path / "e1" / "estimate.json").read_text())["rate"]
+        == json.loads((tmp_path / "e2" / "estimate.json").read_text())["rate"]
+    )

@@ -12,7 +12,8 @@ import pytest
 from calibration.cli import main
 from calibration.labelling.items import dataset_conversations
 from calibration.labelling.label_studio import make_tasks
-from calibration.release.plan import read_plan
+from calibration.release.plan import read_plan, release_fingerprint
+from rubric.files import file_sha256
 from tests.labelling.conftest import make_labelling_dataset
 
 
@@ -162,3 +163,32 @@ def test_earlier_labels_outside_the_plan_are_kept_and_said(release, tmp_path, ca
     )
     assert _import(release, tmp_path / "quiet", f"sheet={answered}", "plan=none") == 0
     assert "are not ones the plan" not in capsys.readouterr().err
+
+
+def test_the_plan_records_its_seed_and_release_and_import_refuses_it_for_another(release, tmp_path, capsys):
+    answered, plan = _suggested(release, tmp_path / "labelling", seed=7)
+    frame = pd.read_csv(plan, dtype=str)
+    assert set(frame["seed"]) == {"7"} and set(frame["release_sha256"]) == {file_sha256(release / "llm.csv")}
+    assert list(frame.columns[:3]) == ["conversation_id", "inclusion_probability", "sampled"]  # readers unchanged
+    # the same conversations gathered again with other answers: the same ids, another release
+    other = make_labelling_dataset(tmp_path / "regathered", n_conversations=8, seed=1)
+    assert set(dataset_conversations(other)) == set(dataset_conversations(release))
+    assert release_fingerprint(other) != release_fingerprint(release)
+    out = tmp_path / "labelled"
+    assert _import(other, out, f"sheet={answered}", f"plan={plan}") == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"role-rubric import: error: {plan}: ")
+    assert "(seed 7) was drawn for another release" in err and "suggest purpose=estimate" in err
+    assert not out.exists()
+    # the labelled folder's copy of llm.csv gives the release's fingerprint: estimate accepts the plan there
+    assert _import(release, out, f"sheet={answered}") == 0
+    assert release_fingerprint(out) == release_fingerprint(release)
+
+
+def test_an_old_style_plan_without_seed_or_release_is_read_as_before(release, tmp_path):
+    answered, plan = _suggested(release, tmp_path / "labelling")
+    pd.read_csv(plan, dtype=str).drop(columns=["seed", "release_sha256"]).to_csv(plan, index=False)
+    other = make_labelling_dataset(tmp_path / "regathered", n_conversations=8, seed=1)
+    assert _import(other, tmp_path / "labelled", f"sheet={answered}", f"plan={plan}") == 0  # nothing to check it by
+    labelled = set(pd.read_csv(tmp_path / "labelled" / "labels.csv", dtype=str)["conversation_id"])
+    assert read_plan(plan, set(dataset_conversations(release)), labelled, fingerprint="0" * 64) is None
