@@ -80,7 +80,8 @@ def phoenix_scored(phoenix_server, tmp_path_factory) -> dict:
     from rubric.servers.fake import FakeOpenAI
 
     root = tmp_path_factory.mktemp("phoenix_scored")
-    phoenix_traces(phoenix_server.otlp_endpoint, PROJECT, n=8)
+    sent = phoenix_traces(phoenix_server.otlp_endpoint, PROJECT, n=8)
+    _wait_for_spans(phoenix_server.url, PROJECT, len(sent))
     imported = root / "import"
     args = ["import", "source=phoenix", f"url={phoenix_server.url}", f"project={PROJECT}", f"out={imported}"]
     assert main(args) == 0
@@ -121,3 +122,20 @@ def mlflow_scored(mlflow_server, tmp_path_factory) -> dict:
                  "train.finetune_steps=20", "folds=3"]) == 0  # fmt: skip
     return {**paths, "url": mlflow_server.url, "experiment_id": experiment_id, "root": root,
             "estimate": root / "est", "estimate_base": root / "est_base", "cv": root / "cv"}  # fmt: skip
+
+
+def _wait_for_spans(url: str, project: str, count: int) -> None:
+    """Phoenix stores the spans it receives in batches, a moment after the OTLP post returns: wait until all
+    of them are there (the project itself only exists from its first stored span)."""
+    import time
+
+    client = pytest.importorskip("phoenix.client", reason="the publish tests read Phoenix with arize-phoenix-client")
+    phoenix, deadline = client.Client(base_url=url), time.monotonic() + 120
+    while True:
+        try:
+            if len(phoenix.spans.get_spans(project_identifier=project, limit=1000)) >= count:
+                return
+        except Exception:  # the project does not exist until its first span is stored
+            pass
+        assert time.monotonic() < deadline, f"Phoenix has not stored the {count} spans sent to project {project}"
+        time.sleep(0.3)
