@@ -259,3 +259,194 @@ def test_a_storage_password_is_never_printed_or_written():
         == "postgresql://bob:***@db.example:5432/studies"
     )
     assert shown_storage("postgresql://bob@db.example/studies") == "postgresql://bob@db.example/studies"
+
+
+# Started from one Python that has already imported everything, then all released together: the searches
+# reach the storage within milliseconds of each other, as workers a scheduler starts at once do.
+_AT_ONCE = """
+import os, sys, time
+from calibration.cli import main
+go = sys.argv[1]
+while not os.path.exists(go):
+    time.sleep(0.005)
+sys.exit(main(sys.argv[2:]))
+"""
+
+
+def _searches_at_once(data: Path, tmp: Path, storage: str, n: int, trials: int) -> list[tuple[int, str]]:
+    go = tmp / "go"
+    procs = []
+    for i in range(n):
+        args = [
+            f"data={data}",
+            f"out={tmp / f'w{i}'}",
+            f"search.storage={storage}",
+            "search.study=together",
+            f"search.trials={trials}",
+            "search.workers=1",
+            "search.inner_folds=2",
+            "search.heartbeat=2",
+            "train.ensemble=1",
+            "train.pretrain_steps=20",
+            "train.finetune_steps=20",
+        ]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", _AT_ONCE, str(go), "search", *args],
+                cwd=ROOT,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env={**os.environ, "PYTHONPATH": str(ROOT), "OMP_NUM_THREADS": "1"},
+            )
+        )
+    try:
+        time.sleep(8)  # every process has imported torch and optuna and waits for the signal
+        go.touch()
+        return [(p.wait(timeout=120), p.stdout.read()) for p in procs]
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+
+
+@pytest.mark.slow  # a server and three searches (about 30 s)
+def test_searches_started_together_on_a_new_postgresql_database_all_join_the_study(data, tmp_path):
+    """Three searches released at the same moment on an empty database: all create Optuna's tables at once
+    (the losers of that race used to exit 2, "cannot open the search storage ... UniqueViolation"); all
+    must exit 0, sharing one study that holds every trial asked for, the defaults queued once."""
+    import tempfile
+
+    import optuna
+
+    server_dir = Path(tempfile.mkdtemp(prefix="role-rubric-pg-"))
+    try:
+        with postgres_server(server_dir) as url:
+            results = _searches_at_once(data, tmp_path, url, n=3, trials=4)
+            for code, output in results:
+                assert code == 0, output
+                assert "cannot open the search storage" not in output
+            optuna.logging.set_verbosity(optuna.logging.WARNING)
+            assert optuna.get_all_study_names(storage=url) == ["together"]
+            trials = optuna.load_study(study_name="together", storage=url).trials
+            states = optuna.trial.TrialState
+            assert sum(t.state in (states.COMPLETE, states.PRUNED) for t in trials) >= 4
+            assert not [t for t in trials if t.state in (states.RUNNING, states.WAITING, states.FAIL)]
+            assert sum("fixed_params" in t.system_attrs for t in trials) == 1
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+    finally:
+        shutil.rmtree(server_dir, ignore_errors=True)
+
+
+_OPEN_AT_ONCE = """
+import os, sys, time
+from calibration.evaluation.study import open_study
+go = sys.argv[1]
+while not os.path.exists(go):
+    time.sleep(0.002)
+study = open_study(sys.argv[2], "together", 0, heartbeat=2, on_create=lambda s: s.set_user_attr("creator", os.getpid()))
+print(study.user_attrs["creator"])
+"""
+
+
+@pytest.mark.slow  # a server and four processes (about 15 s)
+def test_storages_opened_at_the_same_moment_on_a_new_database_all_open_the_one_study(tmp_path):
+    """The race itself, without a search's data loading to spread the processes apart: four processes open
+    the storage within milliseconds on an empty database (before the retry, all but one failed with a
+    duplicate key in pg_type, every time). All open it, and all find the study the one creator made."""
+    import tempfile
+
+    server_dir = Path(tempfile.mkdtemp(prefix="role-rubric-pg-"))
+    try:
+        with postgres_server(server_dir) as url:
+            procs = [
+                subprocess.Popen(
+                    [sys.executable, "-c", _OPEN_AT_ONCE, str(tmp_path / "go"), url],
+                    cwd=ROOT,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                    text=True,
+                    env={**os.environ, "PYTHONPATH": str(ROOT)},
+                )
+                for _ in range(4)
+            ]
+            time.sleep(6)  # every process has imported optuna and waits
+            (tmp_path / "go").touch()
+            results = [p.communicate(timeout=60) for p in procs]
+            for proc, (_out, err) in zip(procs, results, strict=True):
+                assert proc.returncode == 0, err[-2000:]
+            creators = {out.strip() for out, _ in results}
+            assert len(creators) == 1 and creators <= {str(p.pid) for p in procs}, results
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
+    finally:
+        shutil.rmtree(server_dir, ignore_errors=True)
+
+
+def _db_error(kind: str, message: str):
+    import sqlalchemy.exc
+
+    return getattr(sqlalchemy.exc, kind)("CREATE TABLE studies (...)", {}, Exception(message))
+
+
+@pytest.mark.parametrize(
+    ("kind", "message", "race"),
+    [
+        ("IntegrityError", 'duplicate key value violates unique constraint "pg_type_typname_nsp_index"', True),
+        ("ProgrammingError", 'relation "studies" already exists', True),
+        ("OperationalError", "deadlock detected", True),
+        ("OperationalError", 'connection to server at "127.0.0.1", port 1 failed: Connection refused', False),
+        ("OperationalError", 'password authentication failed for user "rr"', False),
+        ("ProgrammingError", "permission denied for schema public", False),
+    ],
+)
+def test_only_a_schema_race_is_retried(kind, message, race, monkeypatch):
+    """A race with another process creating the tables is retried until the tables exist; a connection,
+    login or permission error is raised at the first try (reported as an unreachable storage)."""
+    from calibration.evaluation import study
+
+    calls = []
+
+    def fails_twice(url, heartbeat):
+        calls.append(url)
+        if len(calls) <= 2:
+            raise _db_error(kind, message)
+        return "storage"
+
+    monkeypatch.setattr(study, "_rdb_storage", fails_twice)
+    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+    if race:
+        assert study.storage_of("postgresql://rr@db/x") == "storage" and len(calls) == 3
+    else:
+        with pytest.raises(Exception, match=message.split()[0]):
+            study.storage_of("postgresql://rr@db/x")
+        assert len(calls) == 1
+
+
+def test_a_schema_race_that_never_settles_is_raised_after_a_few_tries(monkeypatch):
+    from calibration.evaluation import study
+
+    calls = []
+
+    def always(url, heartbeat):
+        calls.append(url)
+        raise _db_error("IntegrityError", "duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(study, "_rdb_storage", always)
+    monkeypatch.setattr(study.time, "sleep", lambda s: None)
+    with pytest.raises(Exception, match="duplicate key"):
+        study.storage_of("postgresql://rr@db/x")
+    assert len(calls) == study.SCHEMA_ATTEMPTS
+
+
+def test_a_closed_postgresql_port_is_one_unreachable_storage_error_at_once():
+    pytest.importorskip("psycopg")
+    from calibration.evaluation.study import open_study
+    from rubric.errors import InputError
+
+    started = time.monotonic()
+    with pytest.raises(InputError, match=r"cannot open the search storage postgresql://\*\*\*@127\.0\.0\.1:1/x"):
+        open_study("postgresql://rr:secret@127.0.0.1:1/x", "s", 0, heartbeat=2)
+    assert time.monotonic() - started < 5  # not retried as a schema race

@@ -13,7 +13,9 @@ import importlib
 import json
 import logging
 import os
+import random
 import re
+import time
 from collections.abc import Callable
 
 import numpy as np
@@ -202,18 +204,21 @@ def bind_study(
     """The study for fingerprint `print_`: the stored one if it was made for the same data and settings;
     for other data or settings an error, or (resume=False) a new study in its place (on_create run on it,
     as open_study does)."""
+    # trials before the fingerprint: the search that creates a study stamps it before queueing a trial, so
+    # one starting beside it never sees that trial without the stamp (and takes it for another search's)
+    trials = study.trials
     found = study.user_attrs.get("fingerprint")
-    if found != print_ and (found is not None or study.trials):
+    if found != print_ and (found is not None or trials):
         if resume:
             where = storage.removeprefix("sqlite:///") if storage and storage.startswith("sqlite:///") else storage
             raise InputError(
-                f"study {name!r} ({len(study.trials)} trials) was run on another dataset or other settings "
+                f"study {name!r} ({len(trials)} trials) was run on another dataset or other settings "
                 "(target, network/train settings, search space, inner folds or seed).",
                 path=where,
                 fix="pass search.resume=false to start a new study in its place (its trials are deleted), "
                 "or choose another out= or search.study=.",
             )
-        n_trials = len(study.trials)
+        n_trials = len(trials)
         optuna.delete_study(study_name=name, storage=storage_of(storage))
         log.info(
             f"search: search.resume=false: deleted the earlier study {name!r} ({n_trials} trials) and started a new one"
@@ -223,11 +228,45 @@ def bind_study(
     return study
 
 
+SCHEMA_ATTEMPTS = 6  # tries at making the storage's tables while other processes make them too
+
+
 def storage_of(url: str | None, heartbeat: int | None = None):
     """An RDB storage (SQLite waits for a lock instead of failing when several processes share it), with
-    trial heartbeats for a shared study (see open_study)."""
+    trial heartbeats for a shared study (see open_study).
+
+    Searches started together on a new database all create Optuna's tables at once; PostgreSQL lets one
+    win and refuses the others (a duplicate key in pg_type, a table that already exists). Such a refusal
+    is retried after a short random pause, by when the tables exist and are only read; any other error
+    (a server that cannot be reached, a refused login) is raised at once."""
     if url is None:
         return None
+    jitter = random.Random(os.getpid())  # the pause only spreads the processes apart; it changes no result
+    for attempt in range(1, SCHEMA_ATTEMPTS):
+        try:
+            return _rdb_storage(url, heartbeat)
+        except Exception as exc:
+            if not schema_race(exc):
+                raise
+            time.sleep(jitter.uniform(0.05, 0.25) * attempt)
+    return _rdb_storage(url, heartbeat)
+
+
+def schema_race(exc: BaseException) -> bool:
+    """Whether `exc` is another process having created (or creating) the storage's tables first: an
+    integrity error, an "already exists" or a deadlock between the two from the database, never a
+    connection or login failure."""
+    import sqlalchemy.exc
+
+    if not isinstance(exc, sqlalchemy.exc.DBAPIError):
+        return False
+    text = str(exc.orig if exc.orig is not None else exc).lower()
+    if isinstance(exc, sqlalchemy.exc.OperationalError):  # a refused connection or login, save a DDL deadlock
+        return "deadlock detected" in text
+    return isinstance(exc, sqlalchemy.exc.IntegrityError) or "already exists" in text or "duplicate key" in text
+
+
+def _rdb_storage(url: str, heartbeat: int | None):
     engine = {"connect_args": {"timeout": 60}} if url.startswith("sqlite") else {"pool_pre_ping": True}
     if heartbeat is None:
         return optuna.storages.RDBStorage(url, engine_kwargs=engine)
