@@ -228,6 +228,7 @@ class RoleAdherence:
                 judge_identity(self.judge, self.rubric),
                 allow=allow_judge_mismatch,
                 command="score",
+                model=calibrator,
             )
 
     def _judge_rubric(self) -> Rubric:

@@ -208,13 +208,14 @@ def model_and_data(data: str | Path, model: str | Path, *, allow_judge_mismatch:
     from calibration import load_dataset, load_model
     from rubric.identity import check_same_judge, dataset_judge_identity
 
-    model = load_model(model)
+    model_dir, model = model, load_model(model)
     # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
     check_same_judge(
         model.judge_identity,
         dataset_judge_identity(data),
         command="suggest",
         where=data,
+        model=model_dir,
         allow=allow_judge_mismatch,
     )
     ds = load_dataset(data, rubric=model.check_rubric(Path(data) / "rubric.yaml"), require_labels=False)

@@ -4,6 +4,10 @@ A calibrator learns the habits of one judge (model, prompt, rubric wording, way 
 sampling); on distributions from another it is silently wrong. `gather` records `judge_identity(...)` in
 gather_summary.json, `train` copies it into model.json, and `predict`/`score`/`estimate` compare it with
 the judge they are given (`check_same_judge`), refusing a mismatch unless allow_judge_mismatch=true.
+A folder or a model that records no judge beside one that does is refused the same way (neither can be
+shown to be the other's judge). A model without a record used with a live judge (score, the Python API)
+is only named: models trained on data written by hand score that way, and the live judge is the one the
+user chose.
 Only what determines the answers is compared: the endpoint (a local server restarted on another port,
 the same model behind another host name) is recorded and shown, never a reason to refuse.
 """
@@ -168,19 +172,37 @@ def check_same_judge(
     allow: bool,
     command: str,
     where: str | Path | None = None,
+    model: str | Path | None = None,
 ) -> list[str]:
     """Refuse distributions from another judge than the calibrator was trained on (InputError naming
     what differs and `where` they come from), or with allow=True print a warning; returns the differences.
     Data without a judge record beside a model that records one is refused the same way (its judge cannot
-    be shown to be the model's); a model without a record (trained before judges were recorded) is named
-    in one line and not compared. The same judge at another endpoint is accepted with one information line."""
+    be shown to be the model's), and so is a model without a record (trained before judges were recorded,
+    or on data without one; `model` its folder, named in the error) beside a folder that has one. A model
+    without a record beside a live judge (`where` None) is named in one line and not compared; neither
+    side recorded is not compared. The same judge at another endpoint is accepted with one information
+    line."""
     if not trained:
-        if current:
+        if not current:
+            return []
+        if where is None:  # a live judge (score, the Python API): named, not refused (see the module's notes)
             log.info(
                 f"{command}: note: the model records no judge (trained before judges were recorded, or on data "
                 "without a judge record), so the judge cannot be checked."
             )
-        return []
+            return []
+        given = f"{where}'s distributions"
+        if not allow:
+            raise InputError(
+                f"the model records no judge (trained before judges were recorded, or on data without a judge "
+                f"record), so it cannot be shown to be the judge of {given} ({describe(current)}).",
+                path=None if model is None else Path(model) / "model.json",
+                fix="retrain the calibrator on distributions of this judge (train records it), or pass "
+                "allow_judge_mismatch=true if it was trained on this judge (an older model without a judge "
+                "record is used that way).",
+            )
+        warn_data(command, [f"the model records no judge; used with {given} anyway (allow_judge_mismatch=true)."])
+        return ["judge: unknown"]
     if not current:
         if where is None:  # a live judge always has an identity: only directories lack one
             return []

@@ -54,22 +54,34 @@ def _check_judges(cfg: Schema, model: Any) -> None:
     calibrated on another judge's distributions promises nothing about this model's turns."""
     from rubric.errors import InputError
     from rubric.identity import check_same_judge, dataset_judge_identity, identity_differences
+    from rubric.notices import warn_data
 
     allow = cfg.allow_judge_mismatch
     for folder in (cfg.calibration, cfg.data) if cfg.data else (cfg.calibration,):
         check_same_judge(
-            model.judge_identity, dataset_judge_identity(folder), allow=allow, command="decide", where=folder
+            model.judge_identity,
+            dataset_judge_identity(folder),
+            allow=allow,
+            command="decide",
+            where=folder,
+            model=cfg.model,
         )
-    if cfg.data and not model.judge_identity and not allow:  # then the calibration set's judge is the reference
+    # a model without a judge record (used with allow_judge_mismatch=true, or beside two folders without
+    # one): the calibration set's judge is the reference, and the turns to decide must come from it too
+    if cfg.data and not model.judge_identity:
         cal_judge, data_judge = (dataset_judge_identity(folder) for folder in (cfg.calibration, cfg.data))
         diffs = identity_differences(cal_judge, data_judge) if cal_judge and data_judge else []
-        if diffs or bool(cal_judge) != bool(data_judge):
-            raise InputError(
-                f"the turns to decide come from another judge than the calibration set's "
-                f"({'; '.join(diffs) or 'one of them has no judge record'}): the risk bound would not hold.",
-                path=cfg.data,
-                fix="decide turns gathered by the calibration set's judge, or pass allow_judge_mismatch=true.",
-            )
+        if not (diffs or bool(cal_judge) != bool(data_judge)):
+            return
+        what = f"another judge than the calibration set's ({'; '.join(diffs) or 'one of them has no judge record'})"
+        if allow:
+            warn_data("decide", [f"the turns to decide come from {what}; used anyway (allow_judge_mismatch=true)."])
+            return
+        raise InputError(
+            f"the turns to decide come from {what}: the risk bound would not hold.",
+            path=cfg.data,
+            fix="decide turns gathered by the calibration set's judge, or pass allow_judge_mismatch=true.",
+        )
 
 
 def _calibration_set(cfg: Schema, model: Any, rubric: Any) -> Any:

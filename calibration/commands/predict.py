@@ -36,6 +36,7 @@ def run(cfg: Schema) -> Path:
         allow=cfg.allow_judge_mismatch,
         command="predict",
         where=cfg.data,
+        model=cfg.model,
     )
     ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
     shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), cfg.on_shift, "predict")

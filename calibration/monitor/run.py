@@ -86,7 +86,11 @@ def monitor(
         for d in w.members:
             if d not in scored:
                 scored[d] = ms.score_directory(
-                    directories[d], model_obj, adheres_at=adheres_at, allow_mismatch=allow_judge_mismatch
+                    directories[d],
+                    model_obj,
+                    adheres_at=adheres_at,
+                    allow_mismatch=allow_judge_mismatch,
+                    model_dir=model_dir,
                 )
                 _check_listed(scored[d], found[d], directories[d])
         record = _window(w, scored, role_of, state, model_obj, settings, directories)

@@ -113,9 +113,12 @@ class Scored:
     """conversation id -> its chatbot role's text (the shift check keys roles by it)."""
 
 
-def score_directory(root: Path, model, *, adheres_at: float | None, allow_mismatch: bool) -> Scored:
+def score_directory(
+    root: Path, model, *, adheres_at: float | None, allow_mismatch: bool, model_dir: Path | None = None
+) -> Scored:
     """The calibrator's predictions for every turn of ROOT, checked as `estimate` checks a release (the judge
-    is the model's; labelled conversations are none the model trained on)."""
+    is the model's; labelled conversations are none the model trained on). model_dir: the model's folder,
+    named in an error."""
     from calibration import load_dataset
     from calibration.decide import default_adheres_at
     from calibration.model.provenance import refuse_overlap
@@ -125,7 +128,12 @@ def score_directory(root: Path, model, *, adheres_at: float | None, allow_mismat
 
     rubric = model.check_rubric(root / "rubric.yaml")
     check_same_judge(
-        model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="monitor", where=root
+        model.judge_identity,
+        dataset_judge_identity(root),
+        allow=allow_mismatch,
+        command="monitor",
+        where=root,
+        model=model_dir,
     )
     ds = load_dataset(root, rubric=rubric, require_labels=False)
     if len(ds.label_item):

@@ -40,7 +40,8 @@ QUANTITY_NOTE = (
     "interval treats the labels of one conversation as one draw (a ratio estimator with conversation-level "
     "variance, a Wilson score interval inside the quantity's range at Student's t on n - 1 degrees of freedom "
     "(n - 2 for ppi, whose lambda is estimated from the same labels), "
-    "ppi's lambda cross-fitted over conversations), and is valid only if the labelled "
+    "ppi's lambda cross-fitted over conversations and its noise in the variance; ppi is this interval whatever "
+    "lambda is, never swapped for the humans-only one), and is valid only if the labelled "
     "conversations are a random sample the calibrator never trained on."
 )
 POPULATION_NOTE = {
@@ -94,21 +95,35 @@ def estimate_release(
     options = {"alpha": alpha, "population": population}
     trust = {"bias_margin": float(bias_margin), "on_shift": on_shift}
     fit = None if crossfit is None else {"k": crossfit, "model_path": model_path, "adapted": adapted_out}
+    named = model_path if isinstance(model_path, str | Path) else None  # the folder an error names
     result = _release(
-        data, model, options, adheres_at, plan, allow_judge_mismatch, what="the release", trust=trust, crossfit=fit
+        data,
+        model,
+        options,
+        adheres_at,
+        plan,
+        allow_judge_mismatch,
+        what="the release",
+        trust=trust,
+        crossfit=fit,
+        model_dir=named,
     )
     if width is not None:
         result["width_plan"] = width_plan(result["rate"], width, alpha)
     if baseline is not None:
-        base = _release(baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline")
+        base = _release(
+            baseline, model, options, adheres_at, None, allow_judge_mismatch, what="the baseline", model_dir=named
+        )
         result["baseline"] = {k: base[k] for k in ("data", "rate", "mean")}
         result["difference"] = {k: _difference(result[k], base[k], alpha) for k in KINDS}
     return result
 
 
-def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None, crossfit=None) -> dict:
+def _release(
+    data, model, options, adheres_at, plan, allow_mismatch, *, what, trust=None, crossfit=None, model_dir=None
+) -> dict:
     root = Path(data)
-    ds, rubric, checked = _checked_release(root, model, allow_mismatch, what=what)
+    ds, rubric, checked = _checked_release(root, model, allow_mismatch, what=what, model_dir=model_dir)
     release = set(ds.items["conversation_id"])
     labelled = set(ds.items["conversation_id"].to_numpy()[ds.label_item])  # >= 2: checked with the target
     plan_path = Path(plan) if plan else (root / PLAN_FILE if (root / PLAN_FILE).exists() else None)
@@ -177,7 +192,7 @@ def _release(data, model, options, adheres_at, plan, allow_mismatch, *, what, tr
     return result
 
 
-def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str):
+def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, model_dir=None):
     """The release's dataset, read against the model's rubric once its judge, target and overlap with the
     model's training data are checked; returns (dataset, rubric, how many conversations were checked)."""
     from calibration import load_dataset
@@ -186,7 +201,12 @@ def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str):
 
     rubric = model.check_rubric(root / "rubric.yaml")
     check_same_judge(
-        model.judge_identity, dataset_judge_identity(root), allow=allow_mismatch, command="estimate", where=root
+        model.judge_identity,
+        dataset_judge_identity(root),
+        allow=allow_mismatch,
+        command="estimate",
+        where=root,
+        model=model_dir,
     )
     ds = load_dataset(root, rubric=rubric)
     check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations

@@ -40,6 +40,7 @@ def shipped_model(path: str | Path, data: Any = None, *, allow_judge_mismatch: b
             allow=allow_judge_mismatch,
             command="report",
             where=folder,
+            model=path,
         )
     kind = loaded.record.kind
     return {

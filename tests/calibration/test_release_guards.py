@@ -167,25 +167,46 @@ def test_decide_refuses_a_calibration_set_of_another_judge(world, tmp_path, caps
     )
 
 
-def test_a_model_without_a_judge_record_is_named_and_decide_compares_its_two_folders(world, tmp_path, capsys):
+def _without_judge_record(world, dst: Path) -> Path:
+    """The world's model as one trained before judges were recorded (its checksum made again)."""
     from calibration.model.integrity import model_sha256
 
-    old = tmp_path / "old_model"
-    shutil.copytree(world["model"], old)
-    meta = json.loads((old / "model.json").read_text())
-    meta["judge"] = None  # trained before judges were recorded
+    shutil.copytree(world["model"], dst)
+    meta = json.loads((dst / "model.json").read_text())
+    meta["judge"] = None
     meta["integrity"]["model_sha256"] = model_sha256(meta)
-    (old / "model.json").write_text(json.dumps(meta))
+    (dst / "model.json").write_text(json.dumps(meta))
+    return dst
+
+
+@pytest.mark.parametrize("command", ["estimate", "predict", "report", "suggest"])
+def test_a_model_without_a_judge_record_beside_data_with_one_is_refused_unless_allowed(
+    world, tmp_path, capsys, command
+):
+    """Decided as data without a record beside a model with one: refused, naming the model's model.json,
+    the data folder and both fixes; allow_judge_mismatch=true uses it with a warning on stderr."""
+    old = _without_judge_record(world, tmp_path / "old_model")
+    out = tmp_path / ("p.csv" if command == "predict" else "o")
+    argv = [command, f"data={world['release']}", f"model={old}", f"out={out}"]
+    if command == "suggest":
+        argv += ["purpose=learn", "budget=3"]
+    line = _refused(argv, capsys, f"{old / 'model.json'}: the model records no judge", str(world["release"]))
+    assert "allow_judge_mismatch=true" in line and "retrain" in line and "judge-a" in line
     capsys.readouterr()
-    assert main(["estimate", f"data={world['release']}", f"model={old}", f"out={tmp_path / 'e'}"]) == 0
-    assert "the model records no judge" in capsys.readouterr().out
+    assert main([*argv, "allow_judge_mismatch=true"]) == 0
+    err = capsys.readouterr().err
+    assert "the model records no judge; used with" in err and "allow_judge_mismatch=true" in err
+
+
+def test_decide_with_a_model_without_a_judge_record_compares_its_two_folders(world, tmp_path, capsys):
+    old = _without_judge_record(world, tmp_path / "old_model")
     other = _split(world["data"], tmp_path / "b", IDS[40:60], judge={**JUDGE, "model": "judge-b"})
-    _refused(
-        ["decide", f"model={old}", f"calibration={world['release']}", f"data={other}", f"out={tmp_path / 'd'}"],
-        capsys,
-        "another judge than the calibration set's",
-        "judge-b",
-    )
+    argv = ["decide", f"model={old}", f"calibration={world['release']}", f"data={other}", f"out={tmp_path / 'd'}"]
+    _refused(argv, capsys, "the model records no judge", str(world["release"]))
+    capsys.readouterr()
+    main([*argv, "allow_judge_mismatch=true"])  # allowed for the model: the two folders still differ, said aloud
+    err = capsys.readouterr().err
+    assert "another judge than the calibration set's" in err and "judge-b" in err, err
 
 
 # 2. Training overlap recognised by content ----------------------------------------------------------------
