@@ -17,7 +17,9 @@ the truth. n is skipped where the release has fewer than n + 1 conversations.
   (benchmarks/far_shift.py); the calibrator trains on the old half, and on the new half (the release, whole
   and per role) the judge answers in another style (`FAR_SHIFT`): far from the training data.
 Every cell holds the paired difference of the ppi and the humans-only coverage on the same draws with its
-Monte-Carlo sd, and `lam_known_before_issue_51`: the ppi interval with lambda taken as known.
+Monte-Carlo sd, and `before_issue_51`: the ppi interval as `estimate` reported it before (the narrower of
+it and humans-only kept where the cross-fitted lambda averaged >= 0.5, the jackknife's delete-one estimates
+with one lambda tuned on each), on the same draws.
 `same_truth_difference_covers_0`: the release split at random into two halves, two releases of the same
 chatbot, n conversations labelled in each and compared as `baseline=` does; the share of draws whose
 difference interval covers 0 (n is skipped where a half has n conversations or fewer).
@@ -51,9 +53,10 @@ from shift import bundled_dir, llm_rubric_dir  # the same data as benchmarks/shi
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
 from calibration.release.cv_spread import read_cv_agreement, spread_from_cv
-from calibration.release.inference import difference, ppi_mean, uses_calibrator
+from calibration.release.inference import difference, ppi_mean
 from calibration.release.intervals import confidence_sequence, ratio_interval
 from calibration.release.planning import (
+    PPI_LAM_DF,
     half_width,
     labels_needed,
     predicted_rate,
@@ -237,26 +240,24 @@ def target_bounds(ds, kind: str) -> tuple[float, float]:
     return (float(np.min(values)), float(np.max(values)))
 
 
-def humans_and_ppi(full, idx, alpha, bounds, process=False) -> tuple[dict, dict, np.ndarray]:
-    """The humans-only and the raw ppi interval for every row of idx, and where `estimate` keeps the
-    calibrator (`uses_calibrator`); process: without the finite-population factor (population=process)."""
+def humans_and_ppi(full, idx, alpha, bounds) -> tuple[dict, dict]:
+    """The humans-only and `estimate`'s ppi interval for every row of idx."""
     arrays = _arrays(full, idx)
-    if process:
-        arrays = (*arrays[:4], np.ones(idx.shape))
     n_turns = arrays[2].sum(-1)
     humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
-    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
-    return humans, ppi, uses_calibrator(ppi["lam"], ppi["high"] - ppi["low"], humans["high"] - humans["low"])
+    return humans, ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
 
 
 def _ppi(full, idx, alpha, bounds, process=False) -> dict:
-    """`estimate`'s ppi interval for every row of idx (ppi_mean: cross-fitted lam, humans-only where
-    `uses_calibrator` says no)."""
-    humans, ppi, keep = humans_and_ppi(full, idx, alpha, bounds, process)
-    gated = ~keep
+    """`estimate`'s ppi interval for every row of idx (ppi_mean: cross-fitted lam, whatever it is); process:
+    without the finite-population factor (population=process)."""
+    arrays = _arrays(full, idx)
+    if process:
+        arrays = (*arrays[:4], np.ones(idx.shape))
+    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=arrays[2].sum(-1))
     fpc = np.full(len(idx), 1.0 if process else 1 - idx.shape[1] / len(full.Y))  # as _arrays sets it
-    return {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high", "se")} | {
-        "se_process": np.where(gated, humans["se"], ppi["se"]) / np.sqrt(np.where(fpc > 0, fpc, 1))
+    return {k: ppi[k] for k in ("estimate", "low", "high", "se")} | {
+        "se_process": ppi["se"] / np.sqrt(np.where(fpc > 0, fpc, 1))
     }
 
 
@@ -342,15 +343,15 @@ def _planner(full, alpha, bounds, draws, seed, sources=None) -> dict:
     N = len(full.Y)
     G = full.F - full.V
     whole = spread_from_sample(full.Y, G, full.m_lab, full.m_lab, "the release")
-    width = half_width(whole.ppi, whole.m_bar, N, 30, alpha)
+    width = half_width(whole.ppi, whole.m_bar, N, 30, alpha, PPI_LAM_DF)
     prior = predicted_rate(full)  # the calibrator's rate of the release, as `suggest` and `estimate` pass it
     perm = np.argsort(np.random.default_rng(seed + 11).uniform(size=(draws, N)), axis=1)
     planned, chi2_plan = np.empty(draws, int), np.empty(draws, int)
     for i in range(draws):
         pilot = perm[i, :10]
         sp = spread_from_sample(full.Y[pilot], G[pilot], full.m_lab[pilot], full.m_lab, "pilot", prior)
-        planned[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df) or N, 10)
-        chi2_plan[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha) or N, 10)
+        planned[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df, lam_df=PPI_LAM_DF) or N, 10)
+        chi2_plan[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, lam_df=PPI_LAM_DF) or N, 10)
     half = np.full((draws, N + 1), np.inf)
     for n in range(10, N + 1):
         r = _ppi(full, perm[:, :n], alpha, bounds)
@@ -364,7 +365,9 @@ def _planner(full, alpha, bounds, draws, seed, sources=None) -> dict:
     for i in np.flatnonzero(~reached[rows, planned]):
         first = perm[i, : planned[i]]
         sp = spread_from_sample(full.Y[first], G[first], full.m_lab[first], full.m_lab, "first stage", prior)
-        final[i] = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df) or N, planned[i] + 1)
+        final[i] = max(
+            labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df, lam_df=PPI_LAM_DF) or N, planned[i] + 1
+        )
     final = np.minimum(final, N)
 
     def summary(n):
@@ -381,7 +384,7 @@ def _planner(full, alpha, bounds, draws, seed, sources=None) -> dict:
 
     without_labels = {}
     for name, (sp, found) in (sources or {}).items():
-        n = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df) or N, 10)
+        n = max(labels_needed(sp.ppi, sp.m_bar, N, width, alpha, df=sp.df, lam_df=PPI_LAM_DF) or N, 10)
         without_labels[name] = {
             "n": int(n),
             "n_over_oracle": n / oracle,
@@ -412,15 +415,12 @@ def _coverage(full, idx, truth, alpha, bounds) -> dict:
     )
     n_turns = arrays[2].sum(-1)
     humans = ratio_interval(*arrays, alpha=alpha, lam=0.0, bounds=bounds, n_turns=n_turns)
-    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)
-    gated = ~uses_calibrator(ppi["lam"], ppi["high"] - ppi["low"], humans["high"] - humans["low"])  # ppi_mean's
-    ppi = {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high")} | {
-        "lam": np.where(gated, 0.0, ppi["lam"])
-    }
-    # issue 51: the same, the cross-fitted lam taken as known (no degree of freedom spent on it)
-    known = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns, lam_df=False)
-    kept = uses_calibrator(known["lam"], known["high"] - known["low"], humans["high"] - humans["low"])
-    known = {k: np.where(kept, known[k], humans[k]) for k in ("low", "high")}
+    ppi = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns)  # ppi_mean's
+    # before issue 51: the jackknife not refitted, and the narrower of ppi and humans-only kept where the
+    # cross-fitted lam averaged >= 0.5
+    was = ratio_interval(*arrays, alpha=alpha, lam=None, bounds=bounds, n_turns=n_turns, refit=False)
+    kept = (was["lam"] >= 0.5) & (was["high"] - was["low"] <= humans["high"] - humans["low"])
+    was = {k: np.where(kept, was[k], humans[k]) for k in ("low", "high")}
     old_h = ratio_interval(*arrays, alpha=alpha, lam=0.0)
     old_p = ratio_interval(*arrays, alpha=alpha, lam="tuned")
     narrower = old_h["se"] < old_p["se"]
@@ -455,11 +455,12 @@ def _coverage(full, idx, truth, alpha, bounds) -> dict:
             "ppi_mean_width": width(old_p),
         },
         "width_vs_before": {"humans": width(humans) / width(old_h), "ppi": width(ppi) / width(old_p)},
-        "lam_known_before_issue_51": {
-            "ppi_coverage": cover(known),
-            "ppi_minus_humans_coverage": cover(known) - cover(humans),
-            "ppi_width_ratio": width(known) / width(humans),
+        "before_issue_51": {
+            "ppi_coverage": cover(was),
+            "ppi_minus_humans_coverage": cover(was) - cover(humans),
+            "ppi_width_ratio": width(was) / width(humans),
         },
+        "ppi_wider_share": float((pw > hw + 1e-12).mean()),
         "ppi_minus_humans_coverage": cover(ppi) - cover(humans),
         "ppi_minus_humans_mc_se": paired_se(ppi, humans),
         "humans_coverage_mc_se": float(np.sqrt(cover(humans) * (1 - cover(humans)) / len(idx))),

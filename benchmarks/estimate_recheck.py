@@ -54,8 +54,8 @@ def covered(release: Path, model_dir: Path, kind: str, n: int, draws: int, seed:
     if n + 1 > len(convs):
         return 0, 0, 0
     idx = np.argsort(np.random.default_rng(seed).uniform(size=(draws, len(convs))), axis=1)[:, :n]
-    humans, ppi, keep = humans_and_ppi(full, idx, 0.1, target_bounds(ds, kind))
-    low, high = np.where(keep, ppi["low"], humans["low"]), np.where(keep, ppi["high"], humans["high"])
+    humans, ppi = humans_and_ppi(full, idx, 0.1, target_bounds(ds, kind))
+    low, high = ppi["low"], ppi["high"]
 
     def hits(lo, hi):
         return int(((lo <= truth) & (truth <= hi)).sum())

@@ -29,7 +29,6 @@ from shift import bundled_dir
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
-from calibration.release.inference import uses_calibrator
 from calibration.release.intervals import _wilson, ratio_interval
 from calibration.release.turns import judge_probabilities, reviewer_predictions
 
@@ -53,9 +52,7 @@ def _interval(Y, G, m, N, lam, alpha):
 
 def _ppi(Y, G, m, N, alpha):
     humans = _interval(Y, G, m, N, 0.0, alpha)
-    ppi = _interval(Y, G, m, N, None, alpha)
-    gated = ~uses_calibrator(ppi["lam"], ppi["high"] - ppi["low"], humans["high"] - humans["low"])
-    return humans, {k: np.where(gated, humans[k], ppi[k]) for k in ("estimate", "low", "high", "se")}
+    return humans, _interval(Y, G, m, N, None, alpha)
 
 
 def _summary(low, high, truth) -> dict:

@@ -631,8 +631,8 @@ def estimate_recheck(r: dict) -> str:
 
 def estimate_far_shift(r: dict) -> str:
     """Paired coverage of ppi and humans-only per cell (benchmarks/estimate.py --results-name
-    estimate_far_shift), with the calibrator's bias beside each release and the ppi interval as it was with
-    lam taken as known (before the degree of freedom it spends)."""
+    estimate_far_shift), with the calibrator's bias beside each release and the ppi interval as `estimate`
+    reported it before issue 51 (the narrower of it and humans-only kept, its jackknife not refitted)."""
     res = r["result"]
     rows = []
 
@@ -641,7 +641,7 @@ def estimate_far_shift(r: dict) -> str:
             for n, c in b[kind]["by_n"].items():
                 if not c:
                     continue
-                known = c["lam_known_before_issue_51"]
+                known = c["before_issue_51"]
                 rows.append(
                     [
                         name,
@@ -665,7 +665,8 @@ def estimate_far_shift(r: dict) -> str:
                 add(f"{ESTIMATE_NAMES.get(name, name)}, {role}", rb)
     return (
         f"{res['coverage_draws']:,} draws per cell (paired: both intervals on the same labels; ± the "
-        "difference's Monte-Carlo sd). `before`: lambda taken as known (no degree of freedom spent on it).\n\n"
+        "difference's Monte-Carlo sd). `before`: the interval `estimate` reported before issue 51 (the narrower "
+        "of ppi and humans-only kept where lambda averaged >= 0.5; the jackknife's lambda not refitted).\n\n"
         + _table(
             [
                 "release",

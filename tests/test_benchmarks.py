@@ -209,7 +209,8 @@ def test_estimate_prints_coverage_width_and_bias(tmp_path):
         assert block["by_n"]["200"] is None  # more than the release has
         for n in ("10", "20"):
             row = block["by_n"][n]
-            assert row["ppi_mean_width"] <= row["humans_mean_width"] + 1e-12
+            # ppi is never swapped for humans-only (issue 51): lambda's noise may cost it some width, not much
+            assert row["ppi_mean_width"] <= 1.2 * row["humans_mean_width"]
             assert 0.6 <= row["ppi_coverage"] <= 1 and row["effective_labels_median"] >= int(n) - 1e-6
         assert block["by_n"]["10"]["ppi_mean_width"] > block["by_n"]["20"]["ppi_mean_width"]
         assert all(block["by_n"][n]["inside_bounds"] for n in ("10", "20"))
@@ -230,7 +231,7 @@ def test_estimate_far_shift_releases_have_their_bias_roles_and_paired_cells(tmp_
     for block in (bench, *bench["roles"].values()):
         cell = block["rate"]["by_n"]["10"]
         assert cell["ppi_minus_humans_coverage"] == cell["ppi_coverage"] - cell["humans_coverage"]
-        assert cell["ppi_minus_humans_mc_se"] >= 0 and "lam_known_before_issue_51" in cell
+        assert cell["ppi_minus_humans_mc_se"] >= 0 and "before_issue_51" in cell
     assert all(r["rate"]["by_n"]["40"] is None for r in bench["roles"].values())  # a role's quarter: 14 conversations
 
 

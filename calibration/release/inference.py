@@ -14,10 +14,13 @@ conversations of different lengths count by their turns). Its variance is taken 
 conversation as the unit, so labels of one conversation (several turns, several reviewers) are never
 treated as independent. lam = 0 is the humans-only estimate, lam = 1 plain PPI; by default each
 conversation's correction uses the lam that minimises the variance on the other conversations (power
-tuning cross-fitted leave-one-out, clipped to [0, 1]), and ppi falls back to humans-only where that lam
-averages under 0.5 or where its interval would be wider than the humans-only one (`uses_calibrator`). The
-variance is the larger of the linearised one and the delete-one-conversation
-jackknife; intervals use Student's t with n - 1 degrees of freedom (ppi's cross-fitted lam spends one more
+tuning cross-fitted leave-one-out, clipped to [0, 1]), and ppi always reports that estimator's interval:
+no choice between it and the humans-only interval after seeing the labels (issue 51: keeping whichever was
+narrower covered up to 1.5 points less than humans-only where the calibrator barely helps, because the
+samples on which ppi looks narrower are the ones its estimate is off on). Where the calibrator does not
+help, lam is near 0 and ppi is about the humans-only interval, a little wider for lam's noise. The
+variance is the larger of the linearised one and the delete-one-conversation jackknife of the whole
+estimator (lam cross-fitted again in each delete-one sample); intervals use Student's t with n - 1 degrees of freedom (ppi's cross-fitted lam spends one more
 per predictor, its residual variance over n - 2: intervals.py `lam_degrees_of_freedom`), and for a bounded quantity (`bounds`:
 a rate, or an answer scale) a Wilson score interval at the effective sample size p(1-p)/var, which stays
 inside the bounds and holds its level at 10-20 conversations (benchmarks/estimate.py; the arithmetic,
@@ -63,21 +66,6 @@ from scipy import stats
 
 from calibration.release.intervals import ratio_interval
 
-USE_CALIBRATOR_FROM = 0.5
-"""ppi uses the calibrator where the cross-fitted lam averages at least this (it carries half the weight);
-below, the calibrator's tuning noise costs more width than its help saves (benchmarks/estimate.py), and ppi
-is the humans-only interval."""
-
-
-def uses_calibrator(lam, ppi_width, humans_width):
-    """Where ppi keeps the calibrator (arrays or numbers): its cross-fitted lam is at least
-    USE_CALIBRATOR_FROM and its interval is no wider than the humans-only one. Choosing the narrower of the
-    two undercovers when lam is tuned on the same sample (the noise that makes ppi look narrow is the noise
-    that moves it); with the cross-fitted lam it costs at most ~0.5 points of coverage at 10-40 conversations
-    and keeps ppi never wider than humans-only (benchmarks/estimate.py measures both)."""
-    return (np.asarray(lam) >= USE_CALIBRATOR_FROM) & (np.asarray(ppi_width) <= np.asarray(humans_width))
-
-
 __all__ = [
     "ClusterSample",
     "Interval",
@@ -85,7 +73,6 @@ __all__ = [
     "difference",
     "effective_labels",
     "ppi_mean",
-    "uses_calibrator",
 ]
 
 
@@ -154,18 +141,10 @@ def ppi_mean(
     bounds: tuple[float, float] | None = None,
 ) -> Interval:
     """The PPI++ estimate and (1 - alpha) interval of the per-turn mean. lam: a number (fixed), None (cross-
-    fitted: each conversation's correction uses the lam tuned without it; the humans-only interval where
-    `uses_calibrator` says no) or "tuned" (on the same sample, as ppi-python does;
-    for comparison). variance: "linearised", or "jackknife" (default: the larger of the two). bounds: the
+    fitted: each conversation's correction uses the lam tuned without it) or "tuned" (on the same sample, as
+    ppi-python does; for comparison). variance: "linearised", or "jackknife" (default: the larger of the two). bounds: the
     values' range ((0, 1) for a rate): a Wilson score interval inside it (calibration/release/intervals.py)."""
-    r = _ratio(s, alpha, lam, ddof, quantile, population, variance, bounds)
-    if lam is None:
-        humans = classical_mean(
-            s, alpha=alpha, ddof=ddof, quantile=quantile, population=population, variance=variance, bounds=bounds
-        )
-        if not uses_calibrator(float(r["lam"]), float(r["high"] - r["low"]), humans.width):
-            return dataclasses.replace(humans, lam=0.0)
-    return _as_interval(r)
+    return _as_interval(_ratio(s, alpha, lam, ddof, quantile, population, variance, bounds))
 
 
 def classical_mean(

@@ -11,15 +11,18 @@ population factor, 1 - pi, or 1 for the process).
 Small samples (issue 36). Three things make the textbook interval fall short at 10-20 conversations, each
 answered here and chosen by benchmarks/estimate.py:
 - lam tuned on the same sample makes the correction's noise look smaller than it is: lam is cross-fitted
-  (each conversation's correction uses the lam tuned without it, a leave-one-out cross-fit); keeping
-  whichever of ppi and humans is narrower, which undercovered with the same-sample lam, then costs little
-  (calibration/release/inference.py `uses_calibrator`);
+  (each conversation's correction uses the lam tuned without it, a leave-one-out cross-fit);
 - the linearised variance of a ratio is too small at small n: the larger of it and the jackknife;
+- the linearised variance takes the cross-fitted lams as given, but they move with the sample: the
+  jackknife is of the whole estimator, lam refitted as the estimator fits it (issue 51: each delete-one
+  estimate cross-fits again, conversation j's lam tuned without i and j; `_refit_jackknife`), so lam's own
+  noise enters the variance. Without it (the delete-one estimates using one lam tuned on each delete-one
+  sample) the ppi interval covered 0.5-1.5 points less than humans-only on releases where the calibrator
+  barely helps (population variance ratio 0.89-0.97: the new chatbot's roles, shift up);
 - lam estimated from the sample is a fitted slope: the cross-fitted lam spends one degree of freedom per
   predictor (the residual variance over n - 1 - p, Student's t on n - 1 - p; `lam_degrees_of_freedom`);
   without it ppi undercovered humans-only by up to 2.5 points on far-shifted releases where the calibrator
-  helps little, and keeping the narrower of the two then keeps the calibrator only where its gain exceeds
-  the degree of freedom it costs;
+  helps little;
 - a rate near 0 or 1 has a skewed estimate, and a Wald interval runs past [0, 1]: rates use a Wilson score
   interval with the effective sample size p(1-p)/var (the design effect of clustering and of the
   calibrator's help both in it; Kott & Carr 1997, Korn & Graubard 1998), with Student's t quantile.
@@ -134,6 +137,7 @@ def ratio_interval(
     bounds=None,
     n_turns=None,
     lam_df=True,
+    refit=True,
 ) -> dict[str, np.ndarray]:
     """The PPI++ estimate of the per-turn mean and its (1 - alpha) interval for each row.
 
@@ -147,8 +151,10 @@ def ratio_interval(
     is already centred); bounds: (low, high) the values' range (0, 1 for a rate): a Wilson score interval
     inside it, on the rescaled value (n_turns: labelled turns per row, the effective sample size where the
     variance is 0); None: estimate +- t * se. lam_df: the cross-fitted lam spends a degree of freedom per
-    predictor (`lam_degrees_of_freedom`; False: as if lam were known, for comparison). Returns arrays
-    estimate, low, high, se, lam, lam_parts (each predictor's, (..., p)), df."""
+    predictor (`lam_degrees_of_freedom`; False: as if lam were known, for comparison). refit (lam=None): the
+    jackknife's delete-one estimates cross-fit lam again (`_refit_jackknife`; False: each uses the one lam
+    tuned on its delete-one sample, before issue 51, for comparison). Returns arrays estimate, low, high, se,
+    lam, lam_parts (each predictor's, (..., p)), df."""
     Y, m, d, fpc = np.broadcast_arrays(*(np.asarray(a, float) for a in (Y, m, d, fpc)))
     G = np.asarray(G, float)
     one = G.shape == Y.shape
@@ -175,7 +181,10 @@ def ratio_interval(
     spent = (n - ddof) / (n - ddof - lost)  # the residual variance over the n - ddof - lost left
     var = lam_VA + lin * spent
     if variance == "jackknife" and n >= 3:
-        thetas = jY - (lam_jack * jG).sum(-1)
+        if lam is None and refit:
+            thetas = _refit_jackknife(parts, tot, (Y, Gc, m, d), ddof, V_A)
+        else:
+            thetas = jY - (lam_jack * jG).sum(-1)
         fpc_bar = fpc.mean(-1)
         jack = fpc_bar * (n - 1) / n * ((thetas - thetas.mean(-1, keepdims=True)) ** 2).sum(-1)
         var = np.maximum(var, lam_VA + jack * spent)
@@ -205,6 +214,38 @@ def lam_degrees_of_freedom(lam, p, n: int, ddof: int):
     if lam is not None:
         return 0
     return np.maximum(np.minimum(p, n - ddof - 1), 0)
+
+
+REFIT_CHUNK = 2_000_000  # _refit_jackknife: delete-two cells (samples x n x n x p x p) computed at once
+
+
+def _refit_jackknife(parts, tot, sample, ddof, V_A):
+    """The delete-one estimates (..., n) of the cross-fitted estimator, refitted as it is fitted: with
+    conversation i left out, each other conversation j's correction uses the lam tuned without i and j (the
+    delete-two totals), so the spread of the delete-one estimates carries lam's own noise. O(n^2) per sample,
+    computed in chunks of samples."""
+    Y, Gc, m, d = sample
+    lead, n, p = Y.shape[:-1], Y.shape[-1], Gc.shape[-1]
+    flat = {k: v.reshape((-1,) + v.shape[len(lead) :]) for k, v in parts.items()}  # (B, n, ...)
+    flat_tot = {k: v.reshape((-1,) + v.shape[len(lead) :]) for k, v in tot.items()}  # (B, ...)
+    Yf, mf, df_ = (np.reshape(x, (-1, n)) for x in (Y, m, d))
+    dG = df_[..., None] * Gc.reshape(-1, n, p)  # (B, n, p)
+    ddof_2 = min(ddof, n - 3) if n > 3 else 0
+    out = np.empty(Yf.shape)
+    step = max(1, REFIT_CHUNK // (n * n * p * p))
+    for a in range(0, len(Yf), step):
+        b = slice(a, a + step)
+        pair = {}
+        for k, v in flat.items():  # (B, i, j, ...): conversations i and j left out
+            t = flat_tot[k][b][:, None, None]
+            pair[k] = t - v[b][:, :, None] - v[b][:, None, :]
+        _, _, _, ab, bb = _parts(pair, n - 2, ddof_2)
+        lam = _tuned(ab, bb, V_A)  # (B, i, j, p)
+        share = (lam * dG[b][:, None, :, :]).sum(-1)  # (B, i, j): j's correction without i
+        share[:, np.arange(n), np.arange(n)] = 0.0
+        num = flat_tot["SY"][b][:, None] - df_[b] * Yf[b] - share.sum(-1)
+        out[b] = num / (flat_tot["D"][b][:, None] - df_[b] * mf[b])
+    return out.reshape(Y.shape)
 
 
 def _corrected(lam, sample, tot, jack_parts, ddof, V_A):

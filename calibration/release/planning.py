@@ -2,9 +2,12 @@
 and `estimate width=W` on a sample that falls short).
 
 The rate's interval half-width at n labelled conversations of a release of N (a uniform sample) is about
-    t(n - 1) * sqrt((1 - n / N) * s2 / n) / m_bar,
+    t(n - 1 - k) * sqrt((1 - n / N) * s2 * (n - 1) / (n - 1 - k) / n) / m_bar,
 where s2 is the variance of a conversation's residual total (Y_c - rate * m_c for humans-only; the same
-minus lam times the calibrator's residual for ppi) and m_bar the mean conversation length. s2 comes from
+minus lam times the calibrator's residual for ppi), m_bar the mean conversation length and k the degrees of
+freedom lam spends (0 for humans-only, 1 for ppi: its cross-fitted lam is estimated from the same labels,
+calibration/release/intervals.py `lam_degrees_of_freedom`), as the interval planned for counts them. s2
+comes from
   - labelled conversations of the release (a pilot sample, or the sample estimate ran on): measured, the
     ppi one with the power-tuned lam (s2 * (1 - r^2), r the residuals' correlation);
   - else the calibrator alone, taken as calibrated: every turn a Bernoulli of its predicted rate f, so
@@ -33,8 +36,6 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
-from calibration.release.inference import USE_CALIBRATOR_FROM
-
 __all__ = [
     "Spread",
     "half_width",
@@ -49,6 +50,8 @@ __all__ = [
 ASSURANCE = 0.8  # width: the chance that the planned sample's interval is as narrow as asked
 RATE_PRIOR_CONVERSATIONS = 5  # rate_inflation: the calibrator's predicted rate counts as this many conversations
 POWER = 0.8  # decide_at: the chance that the interval excludes the threshold when the rate is as expected
+PPI_LAM_DF = 1  # ppi's cross-fitted lam spends one degree of freedom (one predictor; intervals.py)
+LAM_DF = {"ppi": PPI_LAM_DF, "humans": 0}  # the degrees of freedom each interval spends on lam
 
 
 @dataclass(frozen=True)
@@ -66,11 +69,14 @@ class Spread:
     calibrator alone."""
 
 
-def half_width(s2: float, m_bar: float, N: int, n: int, alpha: float = 0.1) -> float:
-    if n < 2:
+def half_width(s2: float, m_bar: float, N: int, n: int, alpha: float = 0.1, lam_df: int = 0) -> float:
+    """The expected half-width at n conversations; lam_df: the degrees of freedom lam spends (ppi: 1), the
+    residual variance over n - 1 - lam_df and Student's t on as many, as the interval computes them."""
+    left = n - 1 - lam_df
+    if left < 1:
         return math.inf
-    q = float(stats.t.ppf(1 - alpha / 2, n - 1))
-    return q * math.sqrt(max(1 - n / N, 0.0) * s2 / n) / m_bar
+    q = float(stats.t.ppf(1 - alpha / 2, left))
+    return q * math.sqrt(max(1 - n / N, 0.0) * s2 * (n - 1) / left / n) / m_bar
 
 
 def labels_needed(
@@ -82,19 +88,22 @@ def labels_needed(
     power: float | None = None,
     assurance: float | None = ASSURANCE,
     df: int | None = None,
+    lam_df: int = 0,
 ) -> int | None:
     """The fewest conversations whose half-width is <= width with probability `assurance` (the sample's
     variance at that quantile: chi-square on n - 1 degrees of freedom for a known s2, F on (n - 1, df) for an
     s2 measured with df degrees of freedom; None: the expected half-width); power: instead, the chance that
-    the interval stays clear of a threshold `width` away. None when even the whole release falls short."""
+    the interval stays clear of a threshold `width` away; lam_df: the degrees of freedom the interval spends
+    on lam (ppi: 1, `half_width`). None when even the whole release falls short."""
     extra = 0.0 if power is None else float(stats.norm.ppf(power))
-    for n in range(2, N + 1):
-        q = float(stats.t.ppf(1 - alpha / 2, n - 1))
+    for n in range(2 + lam_df, N + 1):
+        left = n - 1 - lam_df  # the final sample's residual variance: on this many degrees of freedom
+        q = float(stats.t.ppf(1 - alpha / 2, left))
         spread = 1.0
         if power is None and assurance is not None:
-            ratio = stats.f.ppf(assurance, n - 1, df) if df else stats.chi2.ppf(assurance, n - 1) / (n - 1)
+            ratio = stats.f.ppf(assurance, left, df) if df else stats.chi2.ppf(assurance, left) / left
             spread = math.sqrt(float(ratio))
-        if half_width(s2, m_bar, N, n, alpha) * spread * (q + extra) / q <= width:
+        if half_width(s2, m_bar, N, n, alpha, lam_df) * spread * (q + extra) / q <= width:
             return n
     return None
 
@@ -135,15 +144,15 @@ def spread_from_sample(
     ab, bb = (a * b).sum() - a * b, (b * b).sum() - b * b
     with np.errstate(divide="ignore", invalid="ignore"):
         lam = np.clip(np.where(bb > 0, ab / np.where(bb > 0, bb, 1), 0.0), 0.0, 1.0)
-    # where that lam averages under USE_CALIBRATOR_FROM, estimate's ppi is the humans-only interval: plan it so
-    ppi = float(np.var(a - lam * b, ddof=1)) if lam.mean() >= USE_CALIBRATOR_FROM else s_aa
+    # estimate's ppi is this estimator whatever its lam (no fallback to humans-only): it may be the wider
+    ppi = float(np.var(a - lam * b, ddof=1))
     k = rate_inflation(rate, prior_rate, len(Y))
     if s_aa <= 0:  # every labelled conversation gave the same answer: no spread seen; independent turns at the
         # shrunk rate instead (without a prior_rate that is 0 too: nothing to plan from)
         shrunk = _shrunk(rate, prior_rate, len(Y))
         s_aa = ppi = shrunk * (1 - shrunk) * float(np.mean(m_lab))
         k = 1.0
-    return Spread(rate, k * s_aa, k * min(ppi, s_aa), float(np.mean(m_all)), len(m_all), source, len(Y) - 1)
+    return Spread(rate, k * s_aa, k * ppi, float(np.mean(m_all)), len(m_all), source, len(Y) - 1)
 
 
 def _shrunk(rate: float, prior_rate: float | None, n: int) -> float:
@@ -191,7 +200,7 @@ def plan_lines(
     else:
         goal, power, what = width, None, f"to reach a rate half-width of {width:g}"
     need = {
-        k: labels_needed(getattr(spread, k), spread.m_bar, spread.N, goal, alpha, power, df=spread.df)
+        k: labels_needed(getattr(spread, k), spread.m_bar, spread.N, goal, alpha, power, df=spread.df, lam_df=LAM_DF[k])
         for k in ("ppi", "humans")
     }
     lines = []
@@ -200,7 +209,7 @@ def plan_lines(
         if n is None:
             lines.append(f"{label}: even all {spread.N} conversations fall short {what}.")
         else:
-            at = half_width(getattr(spread, k), spread.m_bar, spread.N, n, alpha)
+            at = half_width(getattr(spread, k), spread.m_bar, spread.N, n, alpha, LAM_DF[k])
             more = f" ({max(n - labelled, 0)} more than the {labelled} labelled)" if labelled else ""
             lines.append(
                 f"{label}: label {n} of {spread.N} conversations{more} {what}; expected half-width there {at:.3f}"
@@ -210,7 +219,7 @@ def plan_lines(
         lines.append(
             f"at n={n_ppi}: expected half-width humans-only "
             f"{half_width(spread.humans, spread.m_bar, spread.N, n_ppi, alpha):.3f}, ppi "
-            f"{half_width(spread.ppi, spread.m_bar, spread.N, n_ppi, alpha):.3f} (spread from "
+            f"{half_width(spread.ppi, spread.m_bar, spread.N, n_ppi, alpha, PPI_LAM_DF):.3f} (spread from "
             f"{spread.source})."
         )
     return n_ppi, lines
@@ -228,9 +237,7 @@ def width_plan(rate: dict, width: float, alpha: float) -> dict:
         spread = spread_from_sample(
             s.Y, s.F - (0 if s.V is None else s.V), s.m_lab, s.m_all, "this sample", predicted_rate(s)
         )
-        need = labels_needed(
-            spread.ppi if ppi["lambda"] else spread.humans, spread.m_bar, spread.N, width, alpha, df=spread.df
-        )
+        need = labels_needed(spread.ppi, spread.m_bar, spread.N, width, alpha, df=spread.df, lam_df=PPI_LAM_DF)
         plan["n_needed"] = need
         if need is None:
             plan["line"] = (

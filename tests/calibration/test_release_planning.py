@@ -10,7 +10,9 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
+from calibration.release.intervals import ratio_interval
 from calibration.release.planning import (
+    LAM_DF,
     half_width,
     labels_needed,
     rate_inflation,
@@ -47,19 +49,30 @@ def test_the_pilot_spread_uses_a_cross_fitted_lambda_that_does_not_flatter_the_p
     assert s.df == 9 and s.humans > s.ppi >= same
 
 
-def test_a_pilot_whose_lambda_ppi_would_not_use_is_planned_as_humans_only():
-    """estimate's ppi falls back to humans-only where the cross-fitted lam averages under 0.5; a plan
-    that counted on the calibrator's small help there would come up short."""
-    rng = np.random.default_rng(3)
-    m = np.full(12, 3.0)
-    G = rng.normal(size=12)
-    weak = 2.0 + 0.25 * G + rng.normal(scale=1.0, size=12)  # the calibrator barely predicts the reviewers
-    s = spread_from_sample(weak, G, m, m, "pilot")
-    a, b = weak - weak.sum() / m.sum() * m, G - G.sum() / m.sum() * m
-    lam = np.clip(((a * b).sum() - a * b) / ((b * b).sum() - b * b), 0, 1)
-    assert 0 < lam.mean() < 0.5  # a little help, under the threshold: the case the rule is about
-    assert np.var(a - lam * b, ddof=1) < s.humans  # counting that help would plan fewer labels
-    assert s.ppi == s.humans
+@pytest.mark.parametrize("seed", range(3))
+def test_the_plan_counts_what_the_interval_it_plans_for_counts(seed):
+    """The planned half-width is the interval it plans for (one turn per conversation, the linearised
+    variance, no bounds): for ppi, the cross-fitted lam whatever it is (estimate never swaps ppi for
+    humans-only), its residual variance over n - 2 and Student's t on n - 2; the pilot's spread (lam
+    cross-fitted on residuals centred once) within a few percent of it."""
+    rng = np.random.default_rng(seed)
+    n, N = 12, 40
+    m, d, fpc = np.ones(n), np.full(n, N / n), np.full(n, 1 - n / N)
+    G = rng.normal(size=n)
+    Y = 2.0 + 0.25 * G + rng.normal(scale=1.0, size=n)  # a calibrator that barely helps
+    r = ratio_interval(Y, G - G.mean(), m, d, fpc, lam=None, variance="linearised")
+    assert r["df"] == n - 2
+    s2 = r["se"] ** 2 * (n - 2) / (n - 1) * n / (1 - n / N)  # the residual variance the interval used
+    assert half_width(s2, 1.0, N, n, 0.1, LAM_DF["ppi"]) == pytest.approx((r["high"] - r["low"]) / 2, rel=1e-10)
+    s = spread_from_sample(Y, G, m, np.ones(N), "pilot")
+    assert half_width(s.ppi, s.m_bar, N, n, 0.1, LAM_DF["ppi"]) == pytest.approx((r["high"] - r["low"]) / 2, rel=0.03)
+    h = ratio_interval(Y, G, m, d, fpc, lam=0.0, variance="linearised")
+    assert half_width(s.humans, s.m_bar, N, n, 0.1) == pytest.approx((h["high"] - h["low"]) / 2, rel=1e-10)
+    # counting lam's degree of freedom never plans fewer labels
+    for width in (0.3, 0.5, 0.8):
+        counted = labels_needed(s.ppi, s.m_bar, N, width, df=s.df, lam_df=1)
+        ignored = labels_needed(s.ppi, s.m_bar, N, width, df=s.df)
+        assert counted is None or (ignored is not None and counted >= ignored)
 
 
 def test_a_pilot_that_saw_an_extreme_rate_plans_for_the_spread_of_the_calibrators_rate():
