@@ -5,8 +5,9 @@ conversations (and reviewers' labels) from a chatbot's traces -> a new one (cali
     role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
     role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
 
-out=DIR gets the sampling plan too (sample_plan.csv from `suggest purpose=estimate`, beside the sheet or
-in data=, or plan=), checked against the labels, so that `estimate data=OUT` weights them as they were drawn.
+out=DIR gets the sampling plan too (sample_plan.csv from `suggest purpose=estimate`, beside the sheet or the
+export (`label-studio select=` records it there), or in data=, or plan=), checked against the labels, so that
+`estimate data=OUT` weights them as they were drawn.
 
 Its keys: calibration.schema.commands_data `Import` (`role-rubric import --help`); the library it calls:
 calibration.labelling (the export and the sheet read into labels, the labelled dataset written) and
@@ -68,7 +69,8 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     """The sampling plan to copy into out= (None: none), checked before anything is written: `estimate
     data=OUT` weights each labelled conversation by it, so a plan the imported labels were not drawn with must
     fail here, where the fix is easy. plan= names it; by default it is the sample_plan.csv that `suggest`
-    wrote beside the sheet, else data='s own; plan=none carries none."""
+    wrote beside the sheet (or `label-studio select=` beside its tasks, where the export is saved), else
+    data='s own; plan=none carries none."""
     from calibration.labelling.items import dataset_conversations, llm_items
     from calibration.release.plan import PLAN_FILE, read_plan, release_fingerprint
     from rubric.errors import InputError
@@ -77,8 +79,9 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     given = cfg.plan
     if given is not None and given.strip().lower() == "none":
         return None
-    beside_sheet = [Path(cfg.sheet).parent / PLAN_FILE] if cfg.sheet else []
-    path = Path(given) if given else next((p for p in (*beside_sheet, data / PLAN_FILE) if p.is_file()), None)
+    beside = {key: Path(value).parent / PLAN_FILE for key in ("sheet", "export") if (value := getattr(cfg, key))}
+    found = [*beside.values(), data / PLAN_FILE]
+    path = Path(given) if given else next((p for p in found if p.is_file()), None)
     if path is None:
         return None
     items = llm_items(data, required=False)
@@ -88,8 +91,9 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     except InputError as exc:
         if given:
             raise
+        key = next((k for k, p in beside.items() if p == path), None)
         raise InputError(
-            f"{exc.problem} (This plan was found {'beside sheet=' if path in beside_sheet else 'in data='}.)",
+            f"{exc.problem} (This plan was found {f'beside {key}=' if key else 'in data='}.)",
             path=exc.path,
             row=exc.row,
             fix=f"{exc.fix} Or pass plan=none to import without it (estimate then takes the sample as uniform).",

@@ -3,6 +3,11 @@
     role-rubric label-studio data=DIR out=DIR [select=SHEET.csv] [predictions=predictions.csv]
     role-rubric label-studio data=DIR url=http://localhost:8080 [project=ID]      (token: $LABEL_STUDIO_API_KEY)
 
+A selection drawn by a sampling plan (select= a sample_plan.csv, or a `suggest purpose=estimate` sheet with its
+sample_plan.csv beside it) is checked against the release and copied into out=, where `role-rubric import
+source=label-studio` finds it beside the export saved there (or is given it with plan=), so that `estimate`
+weights the labels as they were drawn.
+
 Its keys: calibration.schema.commands_data `LabelStudio` (`role-rubric label-studio --help`); the library it
 calls: calibration.labelling (items, label_studio: the tasks and config; label_studio_api: the server).
 """
@@ -23,7 +28,7 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 def run(cfg: Schema) -> dict[str, int]:
     """CLI: `role-rubric label-studio data=DIR (out=DIR | url=URL [project=ID]) [select=FILE] [predictions=FILE]`:
     the counts. Imports inside, so that `role-rubric --help` loads no stage."""
-    from calibration.labelling.items import dataset_conversations, every_turn, read_selection
+    from calibration.labelling.items import dataset_conversations, every_turn, llm_items, read_selection
     from calibration.labelling.label_studio import label_config, make_tasks, read_predictions
     from calibration.labelling.label_studio_api import api_token
     from rubric.schema import load_rubric
@@ -32,7 +37,14 @@ def run(cfg: Schema) -> dict[str, int]:
     data = Path(cfg.data)
     rubric = load_rubric(data / "rubric.yaml")
     conversations = dataset_conversations(data)
-    items = read_selection(cfg.select, conversations) if cfg.select else every_turn(conversations)
+    known = llm_items(data, required=False)
+    whole = known is not None and any(turn == "" for _, turn in known)  # the dataset judges whole conversations
+    items = (
+        read_selection(cfg.select, conversations, whole_conversations=whole)
+        if cfg.select
+        else every_turn(conversations)
+    )
+    plan = _selection_plan(cfg, data, known or set(), conversations, items)  # checked before anything is written
     predictions = read_predictions(cfg.predictions, rubric) if cfg.predictions else None
     tasks = make_tasks(items, conversations, predictions)
     config = label_config(rubric)
@@ -43,24 +55,75 @@ def run(cfg: Schema) -> dict[str, int]:
         f"as a pre-annotation), {len(rubric.ids)} questions each"
     )
     if cfg.out:
-        _write_files(cfg.out, tasks, config)
+        _write_files(cfg.out, tasks, config, plan)
+    elif plan is not None:
+        log.info(f"label-studio: these turns were drawn by the sampling plan {plan}: pass plan={plan} to `import`")
     if cfg.url:
         counts.update(_push(cfg, token, tasks, config))
     return counts
 
 
-def _write_files(out: Any, tasks: list[dict], config: str) -> None:
-    """OUT/tasks.json and OUT/label_config.xml, to import into Label Studio by hand."""
+def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, items: list) -> Path | None:
+    """The sampling plan the selection was drawn by (None: none): select= itself when it is a plan, else the
+    sample_plan.csv `suggest purpose=estimate` wrote beside its sheet; checked against the release and the
+    selected conversations, and against a plan out= holds already, before anything is written."""
+    import pandas as pd
+
+    from calibration.release.plan import PLAN_COLUMNS, PLAN_FILE, read_plan, release_fingerprint
+    from rubric.errors import InputError
+    from rubric.files import file_sha256
+
+    if not cfg.select:
+        return None
+    select = Path(cfg.select)
+    columns = set(pd.read_csv(select, nrows=0, dtype=str).columns)  # read whole by read_selection already
+    path = select if set(PLAN_COLUMNS) <= columns else select.parent / PLAN_FILE
+    if not path.is_file():
+        return None
+    release = {str(c) for c, _ in known} if known else set(conversations)
+    try:
+        read_plan(path, release, {cid for cid, _ in items}, fingerprint=release_fingerprint(data))
+    except InputError as exc:
+        if path == select:
+            raise
+        raise InputError(
+            f"{exc.problem} (This plan was found beside select=.)",
+            path=exc.path,
+            row=exc.row,
+            fix=f"{exc.fix} Or move that sample_plan.csv away if these turns were not drawn by it.",
+        ) from None
+    there = Path(cfg.out) / PLAN_FILE if cfg.out else None
+    if there is not None and there.is_file() and file_sha256(there) != file_sha256(path):
+        raise InputError(
+            f"out= holds another sampling plan than {path}; it is kept.",
+            path=there,
+            fix="write the tasks into a new out= folder.",
+        )
+    return path
+
+
+def _write_files(out: Any, tasks: list[dict], config: str, plan: Path | None) -> None:
+    """OUT/tasks.json and OUT/label_config.xml, to import into Label Studio by hand, and the sampling plan the
+    turns were drawn by as OUT/sample_plan.csv, for `import`."""
     import json
 
-    from rubric.files import atomic_write_text, ensure_out_dir
+    from calibration.release.plan import PLAN_FILE
+    from rubric.files import atomic_write_bytes, atomic_write_text, ensure_out_dir
 
     out = ensure_out_dir(out)
     atomic_write_text(out / "tasks.json", json.dumps(tasks, ensure_ascii=False, indent=1))
     atomic_write_text(out / "label_config.xml", config)
+    if plan is not None and plan.resolve() != (out / PLAN_FILE).resolve():
+        atomic_write_bytes(out / PLAN_FILE, plan.read_bytes())
     log.info(
         f"label-studio: wrote {out / 'label_config.xml'} (Settings -> Labeling Interface -> Code) "
         f"and {out / 'tasks.json'} (Import)"
+        + (
+            f", and the sampling plan {plan} as {out / PLAN_FILE}: save Label Studio's export in {out} and "
+            "`import` weights the labels by it"
+            if plan is not None
+            else ""
+        )
     )
 
 

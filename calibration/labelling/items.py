@@ -94,12 +94,15 @@ def check_item(item: Item, conversations: dict[str, Conversation], *, where: str
         )
 
 
-def read_selection(path: str | Path, conversations: dict[str, Conversation]) -> list[Item]:
+def read_selection(
+    path: str | Path, conversations: dict[str, Conversation], *, whole_conversations: bool = False
+) -> list[Item]:
     """The turns a CSV names, deduplicated in file order.
 
     Accepts a `suggest` sheet (either kind: judge_id may be empty) or any CSV with conversation_id and turn,
     and a sample plan (conversation_id with no turn column: every turn of each conversation; a `sampled`
-    column keeps only the rows marked 1/true).
+    column keeps only the rows marked 1/true). A blank turn is a whole conversation where the dataset judges
+    whole conversations (`whole_conversations`), and refused where it is labelled per turn.
     """
     path = Path(path)
     frame = read_csv(path)
@@ -118,6 +121,12 @@ def read_selection(path: str | Path, conversations: dict[str, Conversation]) -> 
             raise InputError(f"{where}: conversation_id is empty.", path=path, fix="fill it in or delete the row.")
         if "turn" in frame.columns:
             found = [(cid, turn_text(frame.at[i, "turn"]))]
+            if found[0][1] == "" and not whole_conversations:
+                raise InputError(
+                    f"{where}: the turn of conversation {cid!r} is blank, and this dataset is labelled per turn.",
+                    path=path,
+                    fix="write the turn to label (0 is the first assistant reply) or delete the row.",
+                )
         else:
             check_item((cid, ""), conversations, where=where, path=path)
             found = every_turn({cid: conversations[cid]})

@@ -220,8 +220,8 @@ class Import(Command):
     plan: str | None = setting(
         None,
         "source=sheet|label-studio: the sampling plan carried into out= for `estimate` (sample_plan.csv of "
-        "`suggest purpose=estimate`), checked against the labels; null: sample_plan.csv beside sheet= or in "
-        "data=, where there is one; none: carry no plan",
+        "`suggest purpose=estimate`), checked against the labels; null: sample_plan.csv beside sheet= or export= "
+        "(label-studio select= writes it there) or in data=, where there is one; none: carry no plan",
         path(optional=True),
     )
     evaluations: str | None = setting(

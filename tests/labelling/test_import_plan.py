@@ -192,3 +192,77 @@ def test_an_old_style_plan_without_seed_or_release_is_read_as_before(release, tm
     assert _import(other, tmp_path / "labelled", f"sheet={answered}", f"plan={plan}") == 0  # nothing to check it by
     labelled = set(pd.read_csv(tmp_path / "labelled" / "labels.csv", dtype=str)["conversation_id"])
     assert read_plan(plan, set(dataset_conversations(release)), labelled, fingerprint="0" * 64) is None
+
+
+def _annotated_export(tasks_json, export):
+    """Label Studio's export of the tasks label-studio wrote: every task answered once."""
+    tasks = json.loads(tasks_json.read_text())
+    result = [{"from_name": "scope", "to_name": "dialogue", "type": "choices", "value": {"choices": ["4"]}}]
+    for i, task in enumerate(tasks):
+        who = {"id": 1, "email": "a@x.org"}
+        task.update(
+            id=i + 1,
+            drafts=[],
+            annotations=[{"id": i + 1, "completed_by": who, "was_cancelled": False, "result": result}],
+        )
+    export.write_text(json.dumps(tasks))
+    return export
+
+
+@pytest.mark.parametrize("select", ["sheet", "plan"])
+def test_label_studio_select_records_the_plan_and_the_exports_import_carries_it(release, tmp_path, capsys, select):
+    """label-studio select= a suggest purpose=estimate sheet (its plan beside it) or the plan itself: the plan is
+    copied into out= beside the tasks, and importing the export saved there carries it into the labelled folder,
+    as importing the filled sheet would."""
+    _suggested(release, tmp_path / "labelling")
+    plan = tmp_path / "labelling" / "sample_plan.csv"
+    chosen = tmp_path / "labelling" / ("to_label.csv" if select == "sheet" else "sample_plan.csv")
+    ls = tmp_path / "ls"
+    capsys.readouterr()
+    assert main(["label-studio", f"data={release}", f"select={chosen}", f"out={ls}"]) == 0
+    assert (ls / "sample_plan.csv").read_bytes() == plan.read_bytes()
+    assert f"and the sampling plan {plan} as {ls / 'sample_plan.csv'}" in capsys.readouterr().out
+    export = _annotated_export(ls / "tasks.json", ls / "export.json")
+    out = tmp_path / "labelled"
+    assert main(["import", "source=label-studio", f"data={release}", f"export={export}", f"out={out}"]) == 0
+    assert (out / "sample_plan.csv").read_bytes() == plan.read_bytes()
+    drawn = set(pd.read_csv(plan, dtype=str).query("sampled == '1'")["conversation_id"])
+    assert set(pd.read_csv(out / "labels.csv", dtype=str)["conversation_id"]) == drawn
+    # a selection drawn without a plan records none, and its export imports without one
+    learn = tmp_path / "learn.csv"
+    pd.read_csv(tmp_path / "labelling" / "to_label.csv", dtype=str).to_csv(learn, index=False)
+    assert main(["label-studio", f"data={release}", f"select={learn}", f"out={tmp_path / 'ls2'}"]) == 0
+    assert not (tmp_path / "ls2" / "sample_plan.csv").exists()
+
+
+def test_label_studio_refuses_a_plan_beside_the_sheet_that_did_not_draw_its_turns(release, tmp_path, capsys):
+    _suggested(release, tmp_path / "labelling")
+    plan = tmp_path / "labelling" / "sample_plan.csv"
+    frame = pd.read_csv(plan, dtype={"conversation_id": str})
+    frame["sampled"] = 1 - frame["sampled"]  # another draw
+    frame.to_csv(plan, index=False)
+    capsys.readouterr()
+    out = tmp_path / "ls"
+    assert (
+        main(["label-studio", f"data={release}", f"select={tmp_path / 'labelling' / 'to_label.csv'}", f"out={out}"])
+        == 2
+    )
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"role-rubric label-studio: error: {plan}: ")
+    assert "(This plan was found beside select=.)" in err and "move that sample_plan.csv away" in err
+    assert not out.exists()
+
+
+def test_label_studio_keeps_another_plan_that_out_holds(release, tmp_path, capsys):
+    _suggested(release, tmp_path / "labelling")
+    out = tmp_path / "ls"
+    out.mkdir()
+    (out / "sample_plan.csv").write_text("conversation_id,inclusion_probability,sampled\n")
+    capsys.readouterr()
+    assert (
+        main(["label-studio", f"data={release}", f"select={tmp_path / 'labelling' / 'to_label.csv'}", f"out={out}"])
+        == 2
+    )
+    assert "out= holds another sampling plan" in capsys.readouterr().err
+    assert (out / "sample_plan.csv").read_text() == "conversation_id,inclusion_probability,sampled\n"
+    assert not (out / "tasks.json").exists()

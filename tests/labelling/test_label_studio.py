@@ -324,3 +324,28 @@ def test_bad_settings_stop_before_any_work(tmp_path, monkeypatch, capsys, argv, 
 def test_no_place_for_the_tasks(labelling_dir, capsys):
     assert main(["label-studio", f"data={labelling_dir}"]) == 2
     assert "nowhere to put the tasks. Fix: pass out=FOLDER" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    ("turn", "message"),
+    [
+        (
+            "",
+            r"sheet row 3: the turn of conversation '[^']+' is blank, and this dataset is labelled per turn\. "
+            r"Fix: write the turn to label \(0 is the first assistant reply\) or delete the row\.",
+        ),
+        ("9", r"sheet row 3: conversation '[^']+' has no turn '9' \(it has turns 0-\d+\)"),
+        ("two", r"sheet row 3: conversation '[^']+' has no turn 'two'"),
+    ],
+)
+def test_a_blank_or_unknown_turn_in_the_selection_is_one_line(labelling_dir, tmp_path, capsys, turn, message):
+    """A blank turn in a per-turn dataset used to become a task for the whole conversation."""
+    cid = next(iter(dataset_conversations(labelling_dir)))
+    sheet = tmp_path / "select.csv"
+    pd.DataFrame({"conversation_id": [cid, cid], "turn": ["0", turn]}).to_csv(sheet, index=False)
+    out = tmp_path / "ls"
+    assert main(["label-studio", f"data={labelling_dir}", f"select={sheet}", f"out={out}"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith(f"role-rubric label-studio: error: {sheet}: "), err
+    assert re.search(message, err), err
+    assert not out.exists()
