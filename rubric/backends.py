@@ -53,6 +53,31 @@ judge started a moment before the gather gets that long to listen; a wrong addre
 minutes of backoff ending in a failure per pair."""
 
 
+def nothing_listens(url: str | None, waited: float) -> InputError:
+    """The one line for a judge address where nothing listened for `waited` seconds."""
+    return InputError(
+        f"connection refused at {url}: nothing listens there (tried for {waited:.0f} s).",
+        fix="start the judge's server (role-rubric serve-fake-judge for judge=fake) or correct judge.base_url.",
+    )
+
+
+async def wait_for_listener(cfg: JudgeConfig) -> None:
+    """The wait a backend makes on its first refused connection, made once for every worker process of a
+    gather before they start (each would otherwise wait out its own): until something listens at the
+    judge's address, every half second up to REFUSED_WAIT_S (no wait with judge.max_retries=0), else
+    `nothing_listens`. An address behind a proxy, or one that cannot be told in a few seconds, is left to
+    the workers (rubric/transport/http.py `refused_at`)."""
+    from rubric.transport.http import refused_at
+
+    url = cfg.resolved_base_url()
+    started = time.monotonic()
+    while await asyncio.to_thread(refused_at, url):
+        waited = time.monotonic() - started
+        if waited >= REFUSED_WAIT_S or cfg.max_retries == 0:
+            raise nothing_listens(url, waited)
+        await asyncio.sleep(0.5)
+
+
 @dataclass
 class Answer:
     """What one judged (item, question) — or one reason request — produced."""
@@ -265,10 +290,7 @@ class OpenAIBackend:
         self._refused_since = self._refused_since or now
         if now - self._refused_since >= REFUSED_WAIT_S or self.cfg.max_retries == 0:
             url = getattr(self.channel, "base_url", None) or self.cfg.resolved_base_url()
-            raise InputError(
-                f"connection refused at {url}: nothing listens there (tried for {now - self._refused_since:.0f} s).",
-                fix="start the judge's server (role-rubric serve-fake-judge for judge=fake) or correct judge.base_url.",
-            )
+            raise nothing_listens(url, now - self._refused_since)
         await asyncio.sleep(0.5)
 
     def _wait(self, attempt: int, server_wait: float | None) -> float:

@@ -18,6 +18,8 @@ so a killed gather loses at most the requests in flight.
 - Log lines from children (the one loud "switching to sampling" warning) are printed once per gather.
 - An InputError in a child (bad key, unknown model, logprobs required but refused) stops the gather and is
   raised here as the same InputError; RequestFailed stays a counted failure.
+- A judge address where nothing listens yet (a server still starting, a wrong port) is waited for once, here,
+  before the children start: one wait of at most REFUSED_WAIT_S and one error line, not one per child.
 """
 
 from __future__ import annotations
@@ -113,8 +115,12 @@ async def run_sharded(
     processes: int,
     progress: bool,
 ) -> int:
-    """Make the pending requests in up to `processes` child processes; returns how many were used."""
+    """Make the pending requests in up to `processes` child processes; returns how many were used. A judge
+    address where nothing listens is waited for here, once, before any child starts."""
+    from rubric.backends import wait_for_listener
     from rubric.transport.workers import progress_bar
+
+    await wait_for_listener(cfg)
 
     ctx = _context()
     if ctx.get_start_method() == "fork":

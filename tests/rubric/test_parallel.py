@@ -159,3 +159,59 @@ def test_inside_a_running_event_loop(server, judge, convs, rubric, children_befo
     res = asyncio.run(notebook_cell())
     assert res.summary.processes == 2 and len(res.llm) == N_PAIRS * 4
     assert no_children_left(children_before)
+
+
+def _closed_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def test_a_refused_port_is_waited_for_once_before_any_worker_starts(
+    judge, convs, rubric, monkeypatch, capsys, tmp_path
+):
+    """Several worker processes against an address where nothing listens: one shared wait of REFUSED_WAIT_S
+    in the parent, then the one line (exit 2 on the command line), and no worker is ever started to wait
+    out its own."""
+    import time
+    from pathlib import Path
+
+    from calibration.cli import main
+    from rubric import backends
+
+    def no_workers(*args):
+        raise AssertionError("worker processes started against a closed port")
+
+    monkeypatch.setattr(backends, "REFUSED_WAIT_S", 1.0)
+    monkeypatch.setattr(parallel, "_start_children", no_workers)
+    url = f"http://127.0.0.1:{_closed_port()}/v1"
+    with pytest.raises(InputError, match=rf"connection refused at {url}: nothing listens there \(tried for 1 s\)"):
+        gather(convs, rubric, {**judge, "base_url": url, "processes": 4, "concurrency": 8})
+    tiny = Path(__file__).resolve().parents[2] / "data" / "examples" / "tiny" / "conversations.jsonl"
+    argv = ["gather", f"conversations={tiny}", "judge=fake", f"judge.base_url={url}", "judge.processes=4"]
+    started = time.monotonic()
+    code = main([*argv, "judge.concurrency=8", f"out={tmp_path / 'g'}"])
+    took = time.monotonic() - started
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1 and f"connection refused at {url}" in err, err
+    assert 1.0 <= took < 3.0  # one wait, not one per worker
+    assert not (tmp_path / "g").exists()
+
+
+def test_a_judge_that_starts_during_the_wait_is_used_by_every_worker(judge, convs, rubric, monkeypatch):
+    import threading
+
+    from rubric.servers.fake import FakeOpenAI
+
+    server = FakeOpenAI()
+    server.port = _closed_port()
+    timer = threading.Timer(1.0, server.__enter__)
+    timer.start()
+    try:
+        res = gather(convs, rubric, {**judge, "base_url": server.base_url, "processes": 2})
+    finally:
+        timer.join()
+        server.__exit__(None, None, None)
+    assert res.summary.failures == 0 and res.summary.processes == 2 and len(res.llm) > 0
