@@ -49,7 +49,9 @@ def run(cfg: Schema) -> Any:
             groups=groups,
         )
         chosen = _add_nested(cfg, ds, settings, groups, result) if cfg.nested else None
-        by_dataset = metrics_by_dataset(result.predictions, dataset_labels(data_paths(cfg.data)))
+        by_dataset = metrics_by_dataset(
+            result.predictions, dataset_labels(data_paths(cfg.data)), previous=result.previous
+        )
         reviewers = _write(cfg, out, ds, settings, result, chosen, by_dataset, data.judge)
     _log_summary(cfg, ds, result, reviewers, by_dataset)
     log.info(f"cv: wrote {out / 'predictions.csv'}, {out / 'metrics.json'} and {out / 'reviewers.json'}")

@@ -20,12 +20,13 @@ import pandas as pd
 from calibration.data.dataset import Dataset
 from calibration.data.union import data_paths, dataset_labels
 from calibration.evaluation.baselines import BASELINES, FITTED_BASELINES, NEEDS_TARGET_DISTRIBUTION
-from calibration.evaluation.cv_predictions import TRAINABLE, best_trainable
+from calibration.evaluation.cv_predictions import PREVIOUS_FILE, TRAINABLE
 from calibration.evaluation.metrics import agreement, mean_nll
 from calibration.evaluation.out_of_fold import Members, oof_members, oof_network, pool_members
 from calibration.evaluation.releases import (
+    PREVIOUS,
     deploy_basis,
-    deploy_candidates,
+    deploy_choice,
     deploy_rmse,
     item_folds,
 )
@@ -58,6 +59,9 @@ class CVResult:
     """Baselines that could not run on this data, with the reason."""
     members: Members | None = None
     """With keep_models=True: the calibrated model's trained (fold, member) models (`oof_members`)."""
+    previous: pd.DataFrame | None = None
+    """Several directories: the last directory's rows predicted by the network trained without it
+    (`previous_predictions`), beside the out-of-fold predictions, not among them."""
 
 
 def cross_validate(
@@ -98,7 +102,25 @@ def cross_validate(
             )
         probs.update(_baselines(ds, [name for name in BASELINES if name not in skipped], fold_of_row, folds, seed))
     frame, metrics = tabulate_predictions(ds, rows, fold_of_row, probs)
-    return CVResult(frame, metrics, time.perf_counter() - start, skipped, members)
+    previous = previous_predictions(ds, settings, seed) if baselines else None
+    return CVResult(frame, metrics, time.perf_counter() - start, skipped, members, previous)
+
+
+def previous_predictions(ds: Dataset, settings: Settings, seed: int = 0) -> pd.DataFrame | None:
+    """Several directories: the network trained on every directory but the last (the model a team had
+    before labelling the new release: no adaptation), predicting the last directory's labelled rows, as a
+    predictions frame of method PREVIOUS. It never saw those rows, so no folds are needed for an honest score;
+    the deploy choice weighs every adapted model against it (calibration/evaluation/releases.py). None for one
+    directory, or when a side has no labelled rows."""
+    from calibration.model.ensemble import last_directory_rows
+
+    new = last_directory_rows(ds)
+    t = ds.target_index
+    if new is None or new.all() or not (rows := np.flatnonzero(new & (ds.answers[:, t] >= 0))).size:
+        return None
+    fold_of_row = np.where(new, 0, -1)  # fold 0 tested, the other directories always trained on
+    probs = oof_network(ds, settings, fold_of_row, 1, seed)
+    return tabulate_predictions(ds, rows, fold_of_row, {PREVIOUS: probs})[0]
 
 
 def _baselines(ds: Dataset, names: list[str], fold_of_row: np.ndarray, folds: int, seed: int) -> dict[str, np.ndarray]:
@@ -238,22 +260,24 @@ def format_table(metrics: dict[str, dict[str, float]], skipped: dict[str, str] |
 def winner_line(
     metrics: dict[str, dict[str, float]], data, target: str | None = None, weights=None, by_dataset: dict | None = None
 ) -> str:
-    """Which of the models `train` ships has the lowest out-of-fold RMSE here, and the command that trains it.
-    by_dataset: the metrics per directory (`metrics_by_dataset`) of several: then the RMSE on the last
-    directory decides (`deploy_basis`: the network unless another model is significantly better there,
-    `deploy_candidates`), and the line says which rows chose."""
-    basis = deploy_basis(by_dataset or {})
-    rmse = deploy_rmse(metrics, by_dataset or {}, basis)
-    best = best_trainable(deploy_candidates(rmse, by_dataset or {}, basis), data, target, weights)
+    """Which model to deploy (`releases.deploy_choice`: the lowest out-of-fold RMSE of the models `train`
+    ships; with several directories, chosen on the last one's rows and weighed against the model trained
+    without it) and the command that trains it."""
+    by_dataset = by_dataset or {}
+    best = deploy_choice(metrics, by_dataset, data, target, weights)
     if best is None:
         return "cv: no model that `role-rubric train` ships was cross-validated"
+    basis = deploy_basis(by_dataset)
+    rmse = deploy_rmse(metrics, by_dataset, basis)
     others = ", ".join(f"{TRAINABLE[m]} {rmse[m]:.4f}" for m in TRAINABLE if m in rmse and m != best["method"])
     where = "" if basis is None else f" ({basis['note']})"
     # on the last directory the network stays unless another model is significantly better: not always the lowest
     head = "model to deploy" if basis is not None and basis["by_last"] else "lowest RMSE of the models train ships"
+    shown = "the network trained without the last directory" if best["method"] == PREVIOUS else best["model"]
+    why = f"; {best['why']}" if best.get("why") else ""
     return (
-        f"cv: {head}{where}: {best['model']} {best['rmse']:.4f} ({others}; "
-        f"`role-rubric report` tests the difference); train it: {best['command']}; "
+        f"cv: {head}{where}: {shown} {best['rmse']:.4f} ({others}; "
+        f"`role-rubric report` tests the difference{why}); train it: {best['command']}; "
         f"then report it: {report_command(best['command'])}"
     )
 
@@ -312,8 +336,11 @@ def write_cv_folder(
 ) -> None:
     """predictions.csv and metrics.json of a cross-validation, as `role-rubric cv` and the demo write them
     (atomically, strict JSON): the one writer of a cv folder, which the report reads. extra: more keys of
-    metrics.json (several directories: metrics_by_dataset and deploy_basis)."""
+    metrics.json (several directories: metrics_by_dataset and deploy_basis). Several directories: also
+    PREVIOUS_FILE, the last directory's rows predicted by the network trained without it."""
     atomic_to_csv(result.predictions, out / "predictions.csv")
+    if result.previous is not None:
+        atomic_to_csv(result.previous, out / PREVIOUS_FILE)
     summary = {
         "target": ds.rubric.target,
         "folds": folds,

@@ -121,6 +121,25 @@ def read_cv_folder(
             path=folder,
             fix="pass cv=DIR written by `role-rubric cv`.",
         )
+    predictions = _read_predictions(path, target, reader, target_fix)
+    if REFERENCE not in set(predictions["method"]):
+        raise InputError("no rows of method 'calibrated'.", path=path, fix="rerun `role-rubric cv` on this dataset.")
+    return predictions, _cv_info(folder / "metrics.json")
+
+
+PREVIOUS_FILE = "previous_predictions.csv"
+"""Where `cv` on several directories writes the last directory's rows predicted by the network trained
+without it (calibration/evaluation/crossval.py `previous_predictions`), beside predictions.csv."""
+
+
+def read_previous(folder: str | Path, target: str) -> pd.DataFrame | None:
+    """A cv folder's PREVIOUS_FILE (None where it has none: one directory, or a cv of an earlier version)."""
+    path = Path(folder) / PREVIOUS_FILE
+    return _read_predictions(path, target, "the report's", None) if path.exists() else None
+
+
+def _read_predictions(path: Path, target: str, reader: str, target_fix: str | None) -> pd.DataFrame:
+    """A predictions file of cv, its ids as text and its numbers checked; refused for another question."""
     ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id", "method")}
     try:
         predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
@@ -138,8 +157,6 @@ def read_cv_folder(
             path=path,
             fix="pass a predictions.csv written by `role-rubric cv`.",
         )
-    if REFERENCE not in set(predictions["method"]):
-        raise InputError("no rows of method 'calibrated'.", path=path, fix="rerun `role-rubric cv` on this dataset.")
     found = sorted(set(predictions["question_id"]))
     if found != [target]:
         raise InputError(
@@ -158,7 +175,7 @@ def read_cv_folder(
                 fix="pass a predictions.csv written by `role-rubric cv`.",
             )
         predictions[column] = values
-    return predictions, _cv_info(folder / "metrics.json")
+    return predictions
 
 
 def _cv_info(path: Path) -> dict[str, Any]:

@@ -20,9 +20,13 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.splits import group_folds
-from calibration.evaluation.cv_predictions import REFERENCE
+from calibration.evaluation.cv_predictions import REFERENCE, TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement
 from calibration.evaluation.significance import bootstrap_counts
+
+PREVIOUS = "previous"
+"""cv's method (several directories) for the network trained without the last directory, scored on that
+directory's rows: the model a team has before it adapts, which every adapted model must beat there."""
 
 MIN_DEPLOY_CONVERSATIONS = 10
 """Labelled conversations of the last directory needed to choose the model by it: two per fold at 5 folds, so
@@ -66,13 +70,18 @@ def _dataset_of_rows(frame: pd.DataFrame, labels: list[str]) -> pd.Series:
     return out
 
 
-def metrics_by_dataset(frame: pd.DataFrame, labels: list[str]) -> dict[str, dict[str, dict[str, float]]]:
+def metrics_by_dataset(
+    frame: pd.DataFrame, labels: list[str], previous: pd.DataFrame | None = None
+) -> dict[str, dict[str, dict[str, float]]]:
     """{directory: {method: agreement metrics and the labelled conversations}} of cv's predictions frame, for
     the directories `labels` in data= order (empty for one directory); a directory without labels is {}. The
-    last directory's methods also get `rmse_vs_network_95`: the 95% paired bootstrap interval of their RMSE
-    minus the network's there (`_versus_network`)."""
+    last directory's methods also get `rmse_vs_network_95` and `rmse_vs_previous_95`: the 95% paired bootstrap
+    intervals of their RMSE minus the network's and minus PREVIOUS's there (`_versus`). previous: the last directory's rows predicted by the
+    network trained without it (`crossval.previous_predictions`), scored there as method PREVIOUS."""
     if len(labels) < 2:
         return {}
+    if previous is not None and not previous.empty:
+        frame = pd.concat([frame, previous], ignore_index=True)
     dataset = _dataset_of_rows(frame, labels)
     out: dict[str, dict[str, dict[str, float]]] = {}
     for label in labels:
@@ -83,17 +92,18 @@ def metrics_by_dataset(frame: pd.DataFrame, labels: list[str]) -> dict[str, dict
             for m, r in rows.groupby("method", sort=False)
         }
     last = frame[dataset == labels[-1]]
-    for method, interval in _versus_network(last).items():
-        out[labels[-1]][method]["rmse_vs_network_95"] = interval
+    for reference, key in ((REFERENCE, "rmse_vs_network_95"), (PREVIOUS, "rmse_vs_previous_95")):
+        for method, interval in _versus(last, reference).items():
+            out[labels[-1]][method][key] = interval
     return out
 
 
-def _versus_network(rows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> dict[str, list[float]]:
+def _versus(rows: pd.DataFrame, method_of_reference: str, n_boot: int = 2000, seed: int = 0) -> dict[str, list[float]]:
     """method -> [low, high] of the 95% paired bootstrap interval (n_boot resamples of whole conversations, the
-    same for every method) of its RMSE minus the network's (`calibrated`) on `rows`. cv writes every method's
-    rows in the same order; a method whose rows do not line up with the network's (count or answers) is left
-    out, as is everything without the network's rows."""
-    reference = rows[rows["method"] == REFERENCE]
+    same for every method) of its RMSE minus the reference method's (the network, `calibrated`, or PREVIOUS)
+    on `rows`. cv writes every method's rows in the same order; a method whose rows do not line up with the
+    reference's (count or answers) is left out, as is everything without the reference's rows."""
+    reference = rows[rows["method"] == method_of_reference]
     if reference.empty:
         return {}
     answers = reference["answer"].to_numpy(float)
@@ -110,7 +120,11 @@ def _versus_network(rows: pd.DataFrame, n_boot: int = 2000, seed: int = 0) -> di
     base = boot_rmse(reference["expected"].to_numpy(float))
     out = {}
     for method, r in rows.groupby("method", sort=False):
-        if method == REFERENCE or len(r) != len(reference) or not np.array_equal(r["answer"].to_numpy(float), answers):
+        if (
+            method == method_of_reference
+            or len(r) != len(reference)
+            or not np.array_equal(r["answer"].to_numpy(float), answers)
+        ):
             continue
         low, high = np.percentile(boot_rmse(r["expected"].to_numpy(float)) - base, [2.5, 97.5])
         out[method] = [round(float(low), 6), round(float(high), 6)]
@@ -171,8 +185,96 @@ def format_by_dataset(
         scores = ", ".join(
             f"{m} {per_method[m]['rmse']:.4f} / {per_method[m]['pearson']:.4f}" for m in methods if m in per_method
         )
+        if PREVIOUS in per_method:
+            before = per_method[PREVIOUS]
+            scores += f"; the network trained without it {before['rmse']:.4f} / {before['pearson']:.4f}"
         lines.append(
             f"cv: directory {label!r} ({some['conversations']} conversations, {some['n']} rows): "
             f"RMSE / Pearson {scores}"
         )
     return "\n".join(lines)
+
+
+def deploy_choice(
+    metrics: dict[str, dict[str, float]], by_dataset: dict, data: Any, target: str | None = None, weights: Any = None
+) -> dict[str, Any] | None:
+    """The model to deploy and the command that trains it (`best_trainable`'s dict, with "basis": which rows
+    chose, and "why": the reason in words where adapting was weighed against not adapting), or None.
+
+    One directory, or a last directory with fewer than MIN_DEPLOY_CONVERSATIONS labelled conversations: the
+    lowest out-of-fold RMSE (over every row). Otherwise, on the last directory's rows: the network unless
+    another model is significantly better there (`deploy_candidates`), and then, where cv scored the model
+    trained without the last directory (PREVIOUS), a guard against adapting for the worse (`_guarded`)."""
+    basis = deploy_basis(by_dataset)
+    rmse = deploy_rmse(metrics, by_dataset, basis)
+    best = best_trainable(deploy_candidates(rmse, by_dataset, basis), data, target, weights)
+    if best is None:
+        return None
+    best |= {"basis": basis["note"] if basis else None, "why": None}
+    if basis is not None and basis["by_last"]:
+        best = _guarded(best, basis["dataset"], by_dataset[basis["dataset"]], data, target, weights)
+    return best
+
+
+def _guarded(best: dict, name: str, last: dict, data: Any, target: str | None, weights: Any) -> dict:
+    """`best` where it beats, on the last directory's rows, the model trained without them; else the linear
+    model where it does (the least flexible model adapted to them); else the model trained without them.
+
+    Why: where the new release is unlike the old one, the network trained on both can fit the few new
+    conversations' noise and predict them worse than the model that never saw them, and twenty conversations
+    rarely make that loss significant (issue 52's real release: 0.792 against 0.784 RMSE, the linear model on
+    both 0.774). An adapted model that does not even beat the old one out of fold on the new rows shows no
+    evidence that its extra freedom helps there. Measured against the other rules on every shift benchmark:
+    benchmarks/deploy_choice.py (benchmarks/results/deploy_choice.json)."""
+    if PREVIOUS not in last or best["method"] not in last:
+        return best
+    before, mine = last[PREVIOUS]["rmse"], last[best["method"]]["rmse"]
+    shown = TRAINABLE[best["method"]]
+    if mine < before:
+        best["why"] = (
+            f"{shown} {mine:.4f} beats the model trained without {name!r} ({before:.4f}) on its rows"
+            f"{_interval(last, best['method'])}"
+        )
+        return best
+    if best["method"] != "linear" and "linear" in last and last["linear"]["rmse"] < before:
+        pick = best_trainable({"linear": last["linear"]["rmse"]}, data, target, weights)
+        pick |= {"basis": best["basis"]}
+        pick["why"] = (
+            f"{shown} {mine:.4f} does not beat the model trained without {name!r} ({before:.4f}) on its rows; "
+            f"the linear model, the least flexible, does ({last['linear']['rmse']:.4f}): shipping it, the safer "
+            f"under shift{_interval(last, 'linear')}"
+        )
+        return pick
+    pick = previous_model(before, data, target, weights) | {"basis": best["basis"]}
+    pick["why"] = (
+        f"no model trained with {name!r} beats the model trained without it on its rows ({shown} {mine:.4f} "
+        f"against {before:.4f}): keeping the model without it until more labels show a gain"
+        f"{_interval(last, best['method'])}"
+    )
+    return pick
+
+
+def _interval(last: dict, method: str) -> str:
+    """ "; METHOD minus the model without it: [low, high] (95%, paired)" from the last directory's metrics."""
+    if "rmse_vs_previous_95" not in last.get(method, {}):
+        return ""
+    low, high = last[method]["rmse_vs_previous_95"]
+    return f"; {TRAINABLE.get(method, method)} minus the model without it: [{low:+.4f}, {high:+.4f}] (95%, paired)"
+
+
+def previous_model(rmse: float, data: Any, target: str | None, weights: Any) -> dict[str, Any]:
+    """The deploy choice's dict for the network trained without the last directory of `data` (a list of
+    several), with the `role-rubric train` command that trains it."""
+    from rubric.command_line import override
+
+    kept = list(data)[:-1]
+    where = override("data", kept[0] if len(kept) == 1 else kept)
+    if weights is not None:
+        where += f" weights=[{','.join(f'{float(w):g}' for w in list(weights)[:-1])}]"
+    option = f" {override('target', target)}" if target else ""
+    return {
+        "method": PREVIOUS,
+        "model": "network",
+        "rmse": float(rmse),
+        "command": f"role-rubric train {where}{option} out=MODEL_DIR",
+    }

@@ -19,7 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from calibration.data.union import dataset_labels
-from calibration.evaluation.cv_predictions import REFERENCE, method_rows, read_cv_folder
+from calibration.evaluation.cv_predictions import REFERENCE, method_rows, read_cv_folder, read_previous
 from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.reviewers import agreement_from_predictions
 from calibration.evaluation.sizes import check_folds, reliability_warnings, size_warnings
@@ -79,6 +79,9 @@ class _Run:
     folds: int
     seed: int
     fold_seed: int
+    previous: pd.DataFrame | None = None
+    """Several directories: the last one's rows predicted by the network trained without it (the deploy
+    choice weighs adapting against it; calibration/evaluation/releases.py)."""
 
     @property
     def target(self) -> str:
@@ -103,10 +106,12 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
         allow_judge_mismatch=cfg.allow_judge_mismatch,
     )
     ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
-    predictions = None
+    predictions = previous = None
     if cfg.cv:
         predictions, info = read_cv_folder(cfg.cv, ds.rubric.target)
         predictions = qualified_predictions(predictions)
+        previous = read_previous(cfg.cv, ds.rubric.target)
+        previous = None if previous is None else qualified_predictions(previous)
         # The ablations and the learning curve are compared with these predictions: use the cv run's setup.
         if "settings" in info:
             saved = dict(info["settings"])
@@ -119,7 +124,7 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
     ensemble = cfg.report.ensemble
     light = settings if ensemble is None else dataclasses.replace(settings, ensemble=ensemble)
-    return _Run(cfg, out, data, ds, settings, light, folds, seed, fold_seed), predictions
+    return _Run(cfg, out, data, ds, settings, light, folds, seed, fold_seed, previous), predictions
 
 
 def _variant_jobs(run: _Run) -> list[tuple]:
@@ -166,9 +171,10 @@ def _run_report(cfg: Report, stack: contextlib.ExitStack) -> dict[str, Any]:
     if predictions is None:
         check_folds(run.ds, run.folds)
         log.info(f"report: cross-validating the calibrated model and baselines ({run.folds} folds, seed {run.seed})")
-        predictions = cross_validate(
+        result = cross_validate(
             run.ds, run.settings, folds=run.folds, seed=run.seed, fold_seed=run.fold_seed, progress=True
-        ).predictions
+        )
+        predictions, run.previous = result.predictions, result.previous
     if shipped is not None:
         predictions = as_shipped(predictions, shipped["kind"])
     timings = {"main cv": time.perf_counter() - start}
@@ -303,7 +309,9 @@ def _main_sections(
         data=run.cfg.data,
         target=run.cfg.target,
         weights=run.cfg.weights,
-        by_dataset=metrics_by_dataset(predictions, dataset_labels([s.path for s in run.data.sources])),
+        by_dataset=metrics_by_dataset(
+            predictions, dataset_labels([s.path for s in run.data.sources]), previous=run.previous
+        ),
     )
     # beside the verdict: can the calibrated judge replace a reviewer? (calibration/evaluation/reviewers.py)
     results["reviewers"] = agreement_from_predictions(run.ds, main_calibrated, run.cfg.epsilon)

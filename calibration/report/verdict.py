@@ -15,7 +15,7 @@ from typing import Any
 import pandas as pd
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, TRAINABLE, best_trainable
-from calibration.evaluation.releases import deploy_basis, deploy_candidates, deploy_rmse
+from calibration.evaluation.releases import PREVIOUS, deploy_basis, deploy_choice, deploy_rmse
 from rubric.identity import stand_in_note
 
 SMECE_GOOD = 0.05
@@ -103,13 +103,15 @@ def _deploy(table: pd.DataFrame, data: Any, target: str | None, weights: Any, by
     table = table.assign(method=table["method"].map(lambda m: own.get(m, m)))
     by_dataset = {d: {own.get(m, m): v for m, v in per.items()} for d, per in by_dataset.items()}
     basis = deploy_basis(by_dataset)
-    union_rmse = {m: _metric(table, m, "rmse")["value"] for m in TRAINABLE}
+    union = {m: {"rmse": _metric(table, m, "rmse")["value"]} for m in TRAINABLE}
     by_last = basis is not None and basis["by_last"]
-    rmse = deploy_rmse({m: {"rmse": v} for m, v in union_rmse.items()}, by_dataset, basis)
-    deploy = best_trainable(rmse if own else deploy_candidates(rmse, by_dataset, basis), data, target, weights)
-    if deploy is not None and basis is not None:
-        deploy["basis"] = basis["note"]
-    if deploy is not None and deploy["method"] != REFERENCE and not by_last and not own:
+    if own:
+        deploy = best_trainable(deploy_rmse(union, by_dataset, basis), data, target, weights)
+        if deploy is not None and basis is not None:
+            deploy["basis"] = basis["note"]
+    else:  # the same choice as cv's deploy line
+        deploy = deploy_choice(union, by_dataset, data, target, weights)
+    if deploy is not None and deploy["method"] not in (REFERENCE, PREVIOUS) and not by_last and not own:
         deploy["p_value"] = _metric(table, deploy["method"], "rmse")["p_value"]
     return deploy
 
@@ -138,11 +140,17 @@ def _p(p: float) -> str:
 
 def _deploy_html(d: Mapping[str, Any], shipped: Mapping[str, Any] | None = None) -> str:
     """Which model to ship, and the command that trains it; on a `report model=` page, whether it is that one."""
+    why = f"; {html.escape(d['why'])}" if d.get("why") else ""
+    if d["method"] == PREVIOUS:  # adapting did not beat the model trained without the new release
+        return (
+            f"<b>Deploy</b>: the calibration network trained without the last directory ({d['rmse']:.3f})"
+            f"{_basis(d)}{why}; train it: <code>{html.escape(d['command'])}</code>"
+        )
     if shipped is not None:
         return _shipped_deploy_html(d, shipped)
     if d["method"] == REFERENCE:
         which = "the calibration network has the lowest RMSE of the models you can train"
-    elif "basis" in d and "p_value" not in d:
+    elif d.get("basis") and "p_value" not in d:
         which = f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train ({d['rmse']:.3f})"
     else:
         p = d.get("p_value", math.nan)
@@ -151,12 +159,15 @@ def _deploy_html(d: Mapping[str, Any], shipped: Mapping[str, Any] | None = None)
             f"the {html.escape(d['model'])} model has the lowest RMSE of the models you can train "
             f"({d['rmse']:.3f}; {clear} lower than the network's, p&nbsp;{_p(p)})"
         )
-    basis = f" ({html.escape(d['basis'])})" if d.get("basis") else ""
-    return f"<b>Deploy</b>: {which}{basis}; train it on all labels: <code>{html.escape(d['command'])}</code>"
+    return f"<b>Deploy</b>: {which}{_basis(d)}{why}; train it on all labels: <code>{html.escape(d['command'])}</code>"
+
+
+def _basis(d: Mapping[str, Any]) -> str:
+    return f" ({html.escape(d['basis'])})" if d.get("basis") else ""
 
 
 def _shipped_deploy_html(d: Mapping[str, Any], shipped: Mapping[str, Any]) -> str:
-    basis = f" ({html.escape(d['basis'])})" if d.get("basis") else ""
+    basis = _basis(d) + (f"; {html.escape(d['why'])}" if d.get("why") else "")
     which = "calibration network" if d["model"] == "network" else f"{html.escape(d['model'])} model"
     if d["model"] == shipped["kind"]:
         return (

@@ -10,6 +10,7 @@ from calibration.data.splits import group_folds
 from calibration.evaluation.crossval import winner_line
 from calibration.evaluation.releases import (
     MIN_DEPLOY_CONVERSATIONS,
+    PREVIOUS,
     deploy_basis,
     item_folds,
     metrics_by_dataset,
@@ -131,3 +132,44 @@ def test_the_network_stays_unless_another_model_is_significantly_better_on_the_n
     clear = metrics_by_dataset(_frame(20, np.random.default_rng(2)), ["old", "new"])
     assert clear["new"]["linear"]["rmse_vs_network_95"][1] < 0
     assert "model=linear" in winner_line(union, ["old", "new"], by_dataset=clear)
+
+
+def _previous(frame: pd.DataFrame, scale: float) -> pd.DataFrame:
+    """The new directory's rows as the network trained without it predicts them: the network's errors there
+    times `scale` (so its RMSE is exactly `scale` times the network's)."""
+    rows = frame[(frame["dataset"] == "new") & (frame["method"] == "calibrated")]
+    return rows.assign(method=PREVIOUS, expected=rows["answer"] + scale * (rows["expected"] - rows["answer"]))
+
+
+def _deploy(frame: pd.DataFrame, previous: pd.DataFrame, weights=None) -> tuple[str, dict]:
+    """cv's deploy line and the report's deploy choice on the same predictions."""
+    by = metrics_by_dataset(frame, ["old", "new"], previous=previous)
+    union = {m: {"rmse": 0.5} for m in ("calibrated", "linear")}
+    table = pd.DataFrame(
+        [{"method": m, "metric": "rmse", "value": 0.5, "low": 0, "high": 1, "p_value": 0.5} for m in union]
+    )
+    verdict = prepare_verdict(table, [], judge=None, size={}, data=["old", "new"], weights=weights, by_dataset=by)
+    return winner_line(union, ["old", "new"], weights=weights, by_dataset=by), verdict["deploy"]
+
+
+def test_an_adapted_model_ships_only_where_it_beats_the_model_trained_without_the_new_rows():
+    frame = _frame(20, np.random.default_rng(5), new_errors=(0.50, 0.47))  # within the noise on the new rows
+    by = metrics_by_dataset(frame, ["old", "new"])
+    network, linear = by["new"]["calibrated"]["rmse"], by["new"]["linear"]["rmse"]
+    assert linear < network and by["new"]["linear"]["rmse_vs_network_95"][1] > 0  # the network would stay
+    # the old model is far worse there: adapting helps, the network stays, and the line says by how much
+    line, deploy = _deploy(frame, _previous(frame, 1.8))
+    assert deploy["method"] == "calibrated" and "beats the model trained without 'new'" in deploy["why"]
+    assert "train data=[old,new] out=MODEL_DIR;" in line and "network minus the model without it: [-" in line
+    # the network does not beat the old model on the new rows, the linear model does: ship the linear model
+    line, deploy = _deploy(frame, _previous(frame, (linear + network) / 2 / network))
+    assert deploy["method"] == "linear" and "the linear model, the least flexible, does" in deploy["why"], deploy
+    assert "train data=[old,new] model=linear out=MODEL_DIR;" in line
+    # no adapted model beats it: keep the model trained without the new directory (its weights too)
+    line, deploy = _deploy(frame, _previous(frame, 0.5), weights=[1, 3])
+    assert deploy["method"] == PREVIOUS and deploy["command"] == "role-rubric train data=old weights=[1] out=MODEL_DIR"
+    assert "keeping the model without it" in deploy["why"] and "the network trained without the last" in line
+    assert "train it: role-rubric train data=old weights=[1] out=MODEL_DIR;" in line
+    by = metrics_by_dataset(frame, ["old", "new"], previous=_previous(frame, 0.5))
+    assert PREVIOUS not in by["old"] and by["new"][PREVIOUS]["conversations"] == 20
+    assert by["new"]["calibrated"]["rmse_vs_previous_95"][0] > 0  # the network significantly worse than it

@@ -111,6 +111,15 @@ def test_cv_on_two_directories_names_each_rows_directory(two_dirs, tmp_path):
     assert summary["metrics_by_dataset"]["new"]["linear"]["conversations"] == 8
     assert summary["metrics_by_dataset"]["new"]["linear"]["n"] == len(new_rows)
     assert summary["deploy_basis"]["by_last"] is False and "fewer than the 10" in summary["deploy_basis"]["note"]
+    # beside them, the new rows as the network trained on the old directory alone predicts them (no adaptation)
+    previous = pd.read_csv(out / "previous_predictions.csv", dtype={"conversation_id": str})
+    assert set(previous["method"]) == {"previous"} and set(previous["dataset"]) == {"new"}
+    assert previous[["conversation_id", "turn", "judge_id"]].astype(str).values.tolist() == (
+        new_rows[["conversation_id", "turn", "judge_id"]].astype(str).values.tolist()
+    )
+    before = summary["metrics_by_dataset"]["new"]["previous"]
+    assert before["n"] == len(new_rows) and "previous" not in summary["metrics_by_dataset"]["old"]
+    assert "previous" not in summary["metrics"]  # scored on the new rows only, never in the union's table
 
 
 def _with_rubric_change(src, dst):
