@@ -44,7 +44,15 @@ from calibration.model.recalibrate import pool
 from calibration.model.settings import Settings
 from calibration.model.train import train_models
 
-BENCHMARKS = ("covariate_shift_down", "covariate_shift_up", "new_judges", "new_chatbot", "far_shift")
+BENCHMARKS = (
+    "covariate_shift_down",
+    "covariate_shift_up",
+    "new_judges",
+    "new_chatbot",
+    "far_shift",
+    "new_system",
+    "new_system_reviewers",
+)
 METHODS = ("none", "network", "network_one_directory", "network_weighted", "linear", "ordinal")
 DEFAULT = "network"  # what `role-rubric train data=[OLD,NEW]` trains
 

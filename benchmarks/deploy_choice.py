@@ -103,6 +103,9 @@ def run_benchmark(ds, name: str, ks: list[int], n_draws: int, max_units: int, se
             test["groups"] = ds.groups[ds.label_item[draw.test]]
             union = np.sort(np.concatenate([np.flatnonzero(fold_of_row != f), draw.adapt]))
             cv = cv_rmse(ds, union, draw.adapt, settings, seed)
+            # no adaptation on the k new conversations: the old side's model never saw them, an honest test
+            at_adapt = np.searchsorted(everything_new[f].test, np.sort(draw.adapt))
+            cv["arrays"]["none"] = stale[f][at_adapt][:, : len(values)] @ values
             rows.append({"draw": d, "fold": f, "test": test, "cv_new": cv["arrays"], "cv_union_rmse": cv["union"]})
             print(
                 f"deploy_choice: {name} k={k} unit {d},{f} ({time.perf_counter() - start:.0f} s)",

@@ -38,7 +38,7 @@ from pathlib import Path
 
 import numpy as np
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
-from far_shift import far_shift_dataset, new_release_conversations, separability  # noqa: E402
+from far_shift import far_shift_dataset, new_release_conversations, restyled, separability  # noqa: E402
 
 from calibration.data.dataset import load_dataset
 from calibration.data.importers import import_llm_rubric
@@ -75,6 +75,9 @@ def folds_of(ds, name: str) -> tuple[np.ndarray, int]:
     if name == "far_shift":  # the restyled half (benchmarks/far_shift.py)
         new_item = new_release_conversations(ds)[ds.groups]
         return np.where(new_item[ds.label_item], 0, -1), 1
+    if name.startswith("new_system"):  # the weaker dialogue systems' conversations (new_system_release)
+        tested = new_system_release(ds)[ds.label_item]
+        return np.where(tested, 0, -1), 1
     if name == "new_chatbot":
         role = ds.items["conversation_id"].str.rsplit("-", n=1).str[0].to_numpy()
         codes = np.unique(role, return_inverse=True)[1]
@@ -209,6 +212,27 @@ def bundled_dataset(work: Path):
 
 
 BUNDLED = ("new_chatbot", "far_shift")
+NEW_SYSTEMS = ("V4", "V5")
+"""LLM-Rubric's dialogues come from five dialogue systems (the id's prefix V1..V5; the reviewers' mean
+satisfaction falls from 3.41 on V1 to 2.77 on V5): the new_system benchmarks' new release is the two weakest
+systems' conversations, the training data the other three's: other conversations, the same judge."""
+UNSEEN_REVIEWER_SHARE = 0.5
+"""new_system_reviewers: the share of reviewers (seeded) whose labels of the old systems are dropped, so the
+new release is judged by reviewers half of whom the calibrator never saw."""
+
+
+def new_system_release(ds) -> np.ndarray:
+    """(N,) whether each item is a conversation of NEW_SYSTEMS."""
+    system = ds.items["conversation_id"].astype(str).str.split("_").str[0].to_numpy()
+    return np.isin(system, NEW_SYSTEMS)
+
+
+def without_unseen_reviewers(ds, seed: int = 0):
+    """`ds` without the old systems' labels of UNSEEN_REVIEWER_SHARE of the reviewers (drawn with `seed`)."""
+    order = np.random.default_rng(seed).permutation(len(ds.judges))
+    unseen = np.isin(ds.label_judge, order[: int(round(UNSEEN_REVIEWER_SHARE * len(order)))])
+    new_row = new_system_release(ds)[ds.label_item]
+    return ds.with_label_rows(np.flatnonzero(new_row | ~unseen))
 
 
 def dataset_for(name: str, anchors: Path, work: Path):
@@ -216,6 +240,14 @@ def dataset_for(name: str, anchors: Path, work: Path):
     LLM-Rubric's synthetic data."""
     if name == "far_shift":
         return far_shift_dataset(bundled_dataset(work))[0]
+    if name.startswith("new_system"):
+        ds = llm_rubric_dataset(anchors, work)
+        if "_far" in name:  # the new systems' conversations read by the restyled judge too
+            new_item = new_system_release(ds)
+            probs = ds.probs.copy()
+            probs[new_item] = restyled(ds.probs[new_item], ds.present[new_item], ds.n_options)
+            ds = dataclasses.replace(ds, probs=probs)
+        return without_unseen_reviewers(ds) if name.endswith("reviewers") else ds
     return bundled_dataset(work) if name in BUNDLED else llm_rubric_dataset(anchors, work)
 
 
