@@ -31,6 +31,7 @@ import time
 from pathlib import Path
 
 import numpy as np
+import pandas as pd
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 from adapt import BENCHMARKS, as_releases, draws_for, network_predictions, simple_predictions  # noqa: E402
 from shift import ROOT, dataset_for, folds_of, metrics  # noqa: E402
@@ -38,11 +39,20 @@ from shift import ROOT, dataset_for, folds_of, metrics  # noqa: E402
 from calibration.data.splits import group_folds
 from calibration.evaluation.baselines import linear_oof
 from calibration.evaluation.out_of_fold import oof_network
-from calibration.evaluation.releases import MIN_DEPLOY_CONVERSATIONS, item_folds
+from calibration.evaluation.releases import (
+    MIN_DEPLOY_CONVERSATIONS,
+    PREVIOUS,
+    deploy_choice,
+    item_folds,
+    metrics_by_dataset,
+)
 from calibration.evaluation.significance import bootstrap_counts
 from calibration.model.settings import Settings
 
 MODELS = ("network", "linear", "ordinal")
+CANDIDATES = (*MODELS, "none")
+"""The shipped models and no adaptation (the network trained on the old side alone, which cv data=[OLD,NEW]
+scores on the new rows as `previous`)."""
 
 
 def cv_rmse(ds, union: np.ndarray, new: np.ndarray, settings: Settings, seed: int, folds: int = 5) -> dict:
@@ -129,6 +139,22 @@ def significantly_lower(arrays: dict, model: str, reference: str, n_boot: int, s
     return bool(np.nanpercentile(diff, 97.5) < 0)
 
 
+def deployed(unit: dict) -> str:
+    """What `cv data=[OLD,NEW]`'s deploy line ships for one unit (calibration/evaluation/releases.py
+    `deploy_choice`, run on the unit's out-of-fold rows of the new side and the old side's model's predictions
+    there), as a model name of this benchmark (the network trained without the new rows: "none")."""
+    arrays = unit["cv_new"]
+    rows = {"conversation_id": arrays["groups"].astype(str), "answer": arrays["y"], "dataset": "new"}
+    frame = pd.concat(
+        [pd.DataFrame(rows | {"method": METHOD_OF[m], "expected": arrays[m]}) for m in MODELS], ignore_index=True
+    )
+    previous = pd.DataFrame(rows | {"method": PREVIOUS, "expected": arrays["none"]})
+    by = metrics_by_dataset(frame, ["old", "new"], previous=previous)
+    union = {METHOD_OF[m]: {"rmse": v} for m, v in unit["cv_union_rmse"].items()}
+    pick = deploy_choice(union, by, ["old", "new"])
+    return {v: k for k, v in METHOD_OF.items()}[pick["method"]]
+
+
 def choices(unit: dict, k: int, n_boot: int = 2000, seed: int = 0) -> dict[str, str]:
     """rule -> the model it deploys for one unit. Below MIN_DEPLOY_CONVERSATIONS new conversations every rule
     that reads the new rows reads the union's instead (as cv does).
@@ -138,7 +164,10 @@ def choices(unit: dict, k: int, n_boot: int = 2000, seed: int = 0) -> dict[str, 
     - lowest_union_cv: the lowest out-of-fold RMSE over every row (the old deploy line);
     - always_network: the default, whatever cv says;
     - blend: not a choice but the mean of the network's and the linear model's expected answers, which
-      `train` does not ship (scored as a what-if, against the best of the three shipped models)."""
+      `train` does not ship (scored as a what-if, against the best of the three shipped models);
+    - deployed: what cv's deploy line ships now (`deployed`): network_unless_significant's pick where it beats
+      the old side's model on the new rows out of fold, else the linear model unless it is significantly worse
+      than the old side's model there, else no adaptation."""
     arrays = unit["cv_new"]
     new_rmse = {m: _rmse(arrays[m], arrays["y"]) for m in MODELS}
     union = min(MODELS, key=unit["cv_union_rmse"].get)
@@ -149,6 +178,7 @@ def choices(unit: dict, k: int, n_boot: int = 2000, seed: int = 0) -> dict[str, 
             "lowest_union_cv": union,
             "always_network": "network",
             "blend": "blend",
+            "deployed": union,
         }
     better = [m for m in MODELS[1:] if significantly_lower(arrays, m, "network", n_boot, seed)]
     return {
@@ -157,10 +187,12 @@ def choices(unit: dict, k: int, n_boot: int = 2000, seed: int = 0) -> dict[str, 
         "lowest_union_cv": union,
         "always_network": "network",
         "blend": "blend",
+        "deployed": deployed(unit) if "none" in arrays else "network",
     }
 
 
-RULES = ("lowest_new_cv", "network_unless_significant", "lowest_union_cv", "always_network", "blend")
+RULES = ("deployed", "lowest_new_cv", "network_unless_significant", "lowest_union_cv", "always_network", "blend")
+METHOD_OF = {"network": "calibrated", "linear": "linear", "ordinal": "ordinal", "none": PREVIOUS}
 TOLERANCES = (0.005, 0.01)
 """A pick counts as right within tolerance when its test RMSE is at most the best shipped model's plus this:
 0.005 is the issue's own yardstick for "as good as the linear model"; 0.01 about the models' typical gap."""
@@ -175,7 +207,7 @@ def summarise(rows: list[dict], k: int) -> dict:
         test = {m: _rmse(r["test"][m], r["test"]["y"]) for m in (*MODELS, "none")}
         test["blend"] = _rmse((r["test"]["network"] + r["test"]["linear"]) / 2, r["test"]["y"])
         picked = choices(r, k)
-        cv_new = {m: round(_rmse(r["cv_new"][m], r["cv_new"]["y"]), 4) for m in MODELS}
+        cv_new = {m: round(_rmse(r["cv_new"][m], r["cv_new"]["y"]), 4) for m in CANDIDATES if m in r["cv_new"]}
         units.append(
             {
                 "draw": r["draw"],
@@ -192,11 +224,20 @@ def summarise(rows: list[dict], k: int) -> dict:
     out = {"n_units": len(units), "rules": {}}
     for rule in RULES:
         regret = np.array([t[p[rule]] - min(t[m] for m in MODELS) for t, p in picks])
+        with_none = np.array([t[p[rule]] - min(t[m] for m in CANDIDATES) for t, p in picks])
         out["rules"][rule] = {
             "strict_rate": round(float(np.mean(regret <= 0)), 3),
             **{f"rate_within_{tol}": round(float(np.mean(regret <= tol + 1e-12)), 3) for tol in TOLERANCES},
             "regret": round(float(regret.mean()), 4),
+            "regret_with_none": round(float(with_none.mean()), 4),
+            "worst_regret_with_none": round(float(with_none.max()), 4),
             "test_rmse": round(float(np.mean([t[p[rule]] for t, p in picks])), 4),
+            "vs_none": _versus_none(rows, [p[rule] for _, p in picks]),
+            "picks": {
+                m: sum(p[rule] == m for _, p in picks)
+                for m in (*CANDIDATES, "blend")
+                if any(p[rule] == m for _, p in picks)
+            },
         }
     out["test_rmse"] = {m: round(float(np.mean([t[m] for t, _ in picks])), 4) for m in (*MODELS, "none", "blend")}
     pair = [
@@ -252,16 +293,45 @@ def main() -> None:
     emit(args.results_name, out, indent=1)
 
 
+def _versus_none(rows: list[dict], picks: list[str], n_boot: int = 1000) -> dict:
+    """The picked models' test RMSE minus no adaptation's, the mean over units, with its 95% paired bootstrap
+    interval (each unit's test conversations resampled, the same resamples for both, averaged over units)."""
+    diffs = []
+    for u, (r, pick) in enumerate(zip(rows, picks, strict=True)):
+        test = r["test"]
+        e = (test["network"] + test["linear"]) / 2 if pick == "blend" else test[pick]
+        w = bootstrap_counts(test["groups"], len(test["y"]), rng=np.random.default_rng(u), n_boot=n_boot)
+        diffs.append(metrics(e, test["y"], w)[0] - metrics(test["none"], test["y"], w)[0])
+    point = float(
+        np.mean(
+            [
+                _rmse(
+                    (r["test"]["network"] + r["test"]["linear"]) / 2 if p == "blend" else r["test"][p], r["test"]["y"]
+                )
+                - _rmse(r["test"]["none"], r["test"]["y"])
+                for r, p in zip(rows, picks, strict=True)
+            ]
+        )
+    )
+    low, high = np.percentile(np.mean(diffs, 0), [2.5, 97.5])
+    return {"rmse_diff": round(point, 4), "rmse_diff_95": [round(float(low), 4), round(float(high), 4)]}
+
+
 def _pooled(out: dict, k: str) -> dict:
     """Every benchmark's units at k together: each rule's rates over all of them."""
     units = [u for n in BENCHMARKS if n in out and k in out[n]["by_k"] for u in out[n]["by_k"][k]["units"]]
     result = {"n_units": len(units)}
     for rule in RULES:
         regret = np.array([u["test_rmse"][u["chosen"][rule]] - min(u["test_rmse"][m] for m in MODELS) for u in units])
+        with_none = np.array(
+            [u["test_rmse"][u["chosen"][rule]] - min(u["test_rmse"][m] for m in CANDIDATES) for u in units]
+        )
         result[rule] = {
             "strict_rate": round(float(np.mean(regret <= 0)), 3),
             **{f"rate_within_{tol}": round(float(np.mean(regret <= tol + 1e-12)), 3) for tol in TOLERANCES},
             "regret": round(float(regret.mean()), 4),
+            "regret_with_none": round(float(with_none.mean()), 4),
+            "worst_regret_with_none": round(float(with_none.max()), 4),
         }
     return result
 
