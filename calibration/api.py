@@ -228,7 +228,6 @@ class RoleAdherence:
                 judge_identity(self.judge, self.rubric),
                 allow=allow_judge_mismatch,
                 command="score",
-                model=calibrator,
             )
 
     def _judge_rubric(self) -> Rubric:
