@@ -341,6 +341,77 @@ CASES += [
 ]
 
 
+_CLOSED = ["judge=fake", "judge.base_url=http://127.0.0.1:1/v1"]  # nothing listens on port 1
+CASES += [
+    Case(
+        "gather mode=batch without a key writes no batch file, no out folder nor an empty cache",
+        ["gather", "conversations={conv}", *_NO_KEY, "mode=batch", "out={tmp}/fresh", "cache={tmp}/new/c.sqlite"],
+        2,
+        r"no API key: the environment variable ROLE_RUBRIC_TEST_UNSET_KEY is not set",
+        after=lambda tmp, err: (_gone("fresh")(tmp, err), _gone("new")(tmp, err)),
+    ),
+    Case(
+        "gather mode=batch where nothing listens writes no batch file nor an out folder",
+        ["gather", "conversations={conv}", *_CLOSED, "mode=batch", "out={tmp}/fresh"],
+        2,
+        r"connection refused at http://127\.0\.0\.1:1/v1: nothing listens there",
+        after=_gone("fresh"),
+    ),
+    Case(
+        "gather mode=batch without a key keeps an earlier cache byte for byte and writes no batch file",
+        ["gather", "conversations={conv}", *_NO_KEY, "mode=batch", "out={tmp}/g"],
+        2,
+        r"no API key: the environment variable ROLE_RUBRIC_TEST_UNSET_KEY is not set",
+        setup=_earlier_cache,
+        after=_cache_kept,
+    ),
+    Case(
+        "gather mode=batch with a malformed conversations file leaves no out folder",
+        ["gather", "conversations={tmp}/bad.jsonl", *_CLOSED, "mode=batch", "out={tmp}/fresh"],
+        2,
+        r"bad\.jsonl, row 1: malformed JSON",
+        setup=_write("bad.jsonl", '{"conversation_id": "c0", "turns": [\n'),
+        after=_gone("fresh"),
+    ),
+    Case(
+        "gather scorer= with a bad parameter leaves no out folder nor an empty cache",
+        [
+            "gather",
+            "conversations={conv}",
+            "scorer=knn",
+            "+scorer.params.bogus=1",
+            "out={tmp}/fresh",
+            "cache={tmp}/new/c.sqlite",
+        ],
+        2,
+        r"bad parameter for scorer 'knn'",
+        after=lambda tmp, err: (_gone("fresh")(tmp, err), _gone("new")(tmp, err)),
+    ),
+    Case(
+        "gather scorer.beside= without llm.csv leaves no out folder nor a cache (checked before scoring)",
+        [
+            "gather",
+            "conversations={conv}",
+            "scorer=cosine",
+            "scorer.beside={tmp}",
+            "out={tmp}/fresh",
+            "cache={tmp}/new/c.sqlite",
+        ],
+        2,
+        r"no llm\.csv in the dataset dir to add the scores to",
+        after=lambda tmp, err: (_gone("fresh")(tmp, err), _gone("new")(tmp, err)),
+    ),
+    Case(
+        "gather scorer= with a malformed conversations file leaves no out folder",
+        ["gather", "conversations={tmp}/bad.jsonl", "scorer=cosine", "out={tmp}/fresh", "cache={tmp}/new/c.sqlite"],
+        2,
+        r"bad\.jsonl, row 1: malformed JSON",
+        setup=_write("bad.jsonl", '{"conversation_id": "c0", "turns": [\n'),
+        after=lambda tmp, err: (_gone("fresh")(tmp, err), _gone("new")(tmp, err)),
+    ),
+]
+
+
 # -- gather's out holding its own inputs: refused, inputs untouched -----------------------------------------
 def _unchanged(name: str, content: bytes) -> Callable[[Path, str], None]:
     def check(tmp: Path, err: str) -> None:

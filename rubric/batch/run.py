@@ -68,11 +68,15 @@ def gather_batch(
             store.put_many([(k, a.to_json()) for k, a in rows])  # one transaction per round
             fresh.update(rows)
 
-        if not _run_job(job, keys, answers, failures, record, progress, api):
-            return None
-    finally:
+        finished = _run_job(job, keys, answers, failures, record, progress, api)
+    except BaseException:
         if not isinstance(cache, RequestCache):
-            store.close()
+            store.discard_if_new()  # stopped before any answer (no key, nothing listening): no empty cache left
+        raise
+    if not isinstance(cache, RequestCache):
+        store.close()
+    if not finished:
+        return None
     summary = GatherSummary(
         items=len(items),
         questions=len(rubric.questions),
@@ -111,8 +115,11 @@ def _run_job(
     progress: bool,
     api: Any,
 ) -> bool:
-    """Plan or resume the job and drive it round by round; False while it waits on files run elsewhere."""
+    """Plan or resume the job and drive it round by round; False while it waits on files run elsewhere. A new
+    job to submit opens the Batch API before it writes its files, so that what the API refuses at once (no
+    key, a local judge, nothing listening at the address) stops the gather with nothing written."""
     settings = job.settings
+    opened = None
     if job.load():
         job.requested()  # the job is for these requests: checked now, not after a day of waiting
         ids = ", ".join(job.remote) or "not submitted"
@@ -123,8 +130,24 @@ def _run_job(
             if settings.results:
                 log.info(f"gather: every request is in the cache already; {settings.results} was not read")
             return True
+        if api is None and settings.submit and not settings.results:
+            from rubric.batch.api import BatchAPI
+
+            api = opened = BatchAPI(job.cfg)
         job.plan(pending, 0)
         _print_files(job)
+    try:
+        return _drive(job, answers, failures, record, progress, api)
+    finally:
+        if opened is not None:
+            opened.close()
+
+
+def _drive(
+    job: BatchJob, answers: dict[str, Answer], failures: dict[str, Answer], record: Any, progress: bool, api: Any
+) -> bool:
+    """The job's rounds until every request is answered or failed (True), or it waits on files (False)."""
+    settings = job.settings
     while True:
         if job.waiting:
             if settings.results:

@@ -20,6 +20,7 @@ from typing import Any
 
 import pandas as pd
 
+from rubric.cache import RequestCache
 from rubric.conversations import Conversation, load_conversations, save_conversations
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
@@ -79,12 +80,11 @@ def gather_scores(
     store: EmbeddingStore | None = None,
 ) -> tuple[pd.DataFrame, Rubric]:
     """(llm frame, rubric with the feature question appended): the scorer's feature rows, after the rows
-    of the dataset dir `beside` (whose rubric.yaml is then the base rubric) if given."""
-    store = store or EmbeddingStore(cache=cache)
+    of the dataset dir `beside` (whose rubric.yaml is then the base rubric) if given. `beside` is checked
+    before any scoring, and a cache file this call creates is removed again when it stops on an error
+    before storing anything (a scorer's bad parameter): no empty cache is left behind."""
     question = feature_question(scorer)
-    rows = feature_rows(score_turns(conversations, make_scorer(scorer, store=store, **dict(params or {}))), question)
-    frames = [rows]
-    if beside is not None:
+    if beside is not None:  # before the scoring: a wrong folder costs no embedding
         beside = Path(beside)
         llm = beside / "llm.csv"
         if not llm.is_file():
@@ -94,7 +94,17 @@ def gather_scores(
                 fix="pass scorer.beside=DIR of a `role-rubric gather` run.",
             )
         rubric = load_rubric(beside / "rubric.yaml")
-        judge = pd.read_csv(llm, dtype={"conversation_id": str, "option": str})
+    own = store is None and not isinstance(cache, RequestCache)  # the cache file is this call's to clean up
+    store = store or EmbeddingStore(cache=cache)
+    try:
+        scored = score_turns(conversations, make_scorer(scorer, store=store, **dict(params or {})))
+    except BaseException:
+        if own:
+            store.cache.discard_if_new()
+        raise
+    frames = [feature_rows(scored, question)]
+    if beside is not None:
+        judge = pd.read_csv(beside / "llm.csv", dtype={"conversation_id": str, "option": str})
         frames.insert(0, judge[judge["question_id"] != question.id])
     if question.id in rubric.ids:
         rubric = Rubric(
