@@ -1,6 +1,7 @@
 """Two `role-rubric search` processes share one study on a real PostgreSQL server (and on a SQLite file
 beside it): the trials split between them, the requested total is reached, one of them is killed mid-trial
-and started again, every trial is recorded once and none is lost, and both report the same best.
+and started again, every trial is recorded once and none is lost, and both report the same best. Processes
+started at the same moment on a new database all open the storage (the schema race retried) and join the study.
 
 The server is PostgreSQL's own: initdb into a temporary folder, pg_ctl on a free loopback port (as the
 `postgres` user when the tests run as root), stopped afterwards. Skipped, with the reason, where that
