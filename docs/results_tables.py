@@ -182,6 +182,9 @@ ADAPT_BENCHMARKS = {
     "new_judges": "LLM-Rubric, new judges",
     "new_chatbot": "bundled benchmark, new chatbot",
     "far_shift": "bundled benchmark, far shift",
+    "new_system": "LLM-Rubric, new dialogue systems",
+    "new_system_reviewers": "LLM-Rubric, new systems, half the reviewers unseen",
+    "new_system_far_reviewers": "LLM-Rubric, new systems read by a restyled judge, half the reviewers unseen",
 }
 ADAPT_NAMES = {
     "none": "no adaptation",
@@ -889,9 +892,11 @@ def separability(r: dict) -> str:
 
 
 DEPLOY_RULES = {
-    "lowest_new_cv": "lowest cv RMSE on the new rows (the deploy line before)",
-    "network_unless_significant": "**the deploy line**: the network unless another model is "
-    "significantly better on the new rows",
+    "deployed": "**the deploy line**: as below where it beats no adaptation on the new rows, else linear "
+    "(no adaptation if linear is significantly worse)",
+    "network_unless_significant": "the network unless another model is significantly better on the new rows "
+    "(the deploy line before)",
+    "lowest_new_cv": "lowest cv RMSE on the new rows",
     "lowest_union_cv": "lowest cv RMSE on every row (the first deploy line)",
     "always_network": "always the network",
     "blend": "mean of network and linear (not shipped: what-if)",
@@ -906,8 +911,11 @@ def deploy_choice(r: dict) -> str:
     rows = []
     for b in [*ADAPT_BENCHMARKS, "all_benchmarks"]:
         for k, at in res.get(b, {}).get("by_k", {}).items() if b != "all_benchmarks" else res.get(b, {}).items():
-            rules = at["rules"] if b != "all_benchmarks" else {m: at[m] for m in DEPLOY_RULES}
+            rules = at["rules"] if b != "all_benchmarks" else {m: at[m] for m in DEPLOY_RULES if m in at}
             for rule, v in rules.items():
+                if rule not in DEPLOY_RULES:
+                    continue
+                vs = v.get("vs_none")
                 rows.append(
                     [
                         ADAPT_BENCHMARKS.get(b, "**all**"),
@@ -917,16 +925,31 @@ def deploy_choice(r: dict) -> str:
                         f"{v['strict_rate']:.0%}",
                         *(f"{v[f'rate_within_{t}']:.0%}" for t in tols),
                         f"{v['regret']:+.4f}",
+                        f"{v['worst_regret_with_none']:+.4f}" if "worst_regret_with_none" in v else "–",
+                        f"{vs['rmse_diff']:+.4f} {_interval(vs['rmse_diff_95'])}" if vs else "–",
                     ]
                 )
     head = (
         f"Network ensembles of {res['ensemble']}; the rules that read the new rows read every row below "
         f"{res['min_deploy_conversations']} new conversations. Right: the pick has the lowest test RMSE of the "
         "network, linear and ordinal models on the union (strict), or is within the tolerance of it. Regret: "
-        "the pick's test RMSE minus the best one's, mean over draws.\n\n"
+        "the pick's test RMSE minus the best one's, mean over draws; worst: the largest, no adaptation counted "
+        "among the candidates. Pick − none: the pick's test RMSE minus no adaptation's, with a 95% paired "
+        "bootstrap interval (test conversations resampled).\n\n"
     )
     return head + _table(
-        ["benchmark", "k", "draws", "rule", "right (strict)", *(f"right within {t}" for t in tols), "regret"], rows
+        [
+            "benchmark",
+            "k",
+            "draws",
+            "rule",
+            "right (strict)",
+            *(f"right within {t}" for t in tols),
+            "regret",
+            "worst",
+            "pick − none: RMSE [95%]",
+        ],
+        rows,
     )
 
 

@@ -320,7 +320,8 @@ def test_deploy_choice_scores_each_rule_on_the_new_releases_test_rows(tmp_path):
     unit = at["units"][0]
     assert at["n_units"] == 1 and {"network", "linear", "ordinal", "none", "blend"} <= set(unit["test_rmse"])
     chosen = unit["chosen"]
-    assert chosen["lowest_new_cv"] == min(unit["cv_new_rmse"], key=unit["cv_new_rmse"].get)  # 20 conversations
+    shipped = {m: unit["cv_new_rmse"][m] for m in ("network", "linear", "ordinal")}
+    assert chosen["lowest_new_cv"] == min(shipped, key=shipped.get)  # 20 conversations
     assert chosen["lowest_union_cv"] == min(unit["cv_union_rmse"], key=unit["cv_union_rmse"].get)
     assert chosen["always_network"] == "network"
     best = min(unit["test_rmse"][m] for m in ("network", "linear", "ordinal"))
@@ -330,3 +331,15 @@ def test_deploy_choice_scores_each_rule_on_the_new_releases_test_rows(tmp_path):
         assert rates["rate_within_0.01"] == float(regret <= 0.01 + 1e-12) >= rates["strict_rate"]
     assert out["all_benchmarks"]["20"]["n_units"] == 1
     assert 0.3 < unit["test_rmse"]["none"] < 1.5
+    # what cv ships: the usual pick where it beats no adaptation out of fold on the new rows, else linear/none
+    assert chosen["deployed"] in ("network", "linear", "ordinal", "none")
+    if unit["cv_new_rmse"][chosen["network_unless_significant"]] < unit["cv_new_rmse"]["none"]:
+        assert chosen["deployed"] == chosen["network_unless_significant"]
+    else:
+        assert chosen["deployed"] in ("linear", "none")
+    deployed = at["rules"]["deployed"]
+    assert deployed["vs_none"]["rmse_diff"] == pytest.approx(
+        unit["test_rmse"][chosen["deployed"]] - unit["test_rmse"]["none"], abs=2e-4
+    )
+    low, high = deployed["vs_none"]["rmse_diff_95"]
+    assert low <= deployed["vs_none"]["rmse_diff"] + 1e-3 and deployed["vs_none"]["rmse_diff"] - 1e-3 <= high
