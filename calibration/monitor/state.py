@@ -9,6 +9,10 @@
 A window is computed once: a rerun skips the windows already in state.json (their data unchanged), and
 refuses a model or settings other than the state's, a clock that went backwards, and new conversations in
 (or before) a window already monitored.
+
+state.json is written last (atomically), so it is what a run commits: a run that stopped after appending to
+windows.jsonl or alarms.jsonl but before state.json leaves records of windows the state does not hold. The
+next run removes those first (`reconcile`) and computes the windows again, so a window is never there twice.
 """
 
 from __future__ import annotations
@@ -21,7 +25,17 @@ from pathlib import Path
 
 from rubric.errors import InputError
 
-__all__ = ["ALARMS", "STATE", "TABLE", "WINDOWS", "append_jsonl", "model_checksum", "open_state", "write_table"]
+__all__ = [
+    "ALARMS",
+    "STATE",
+    "TABLE",
+    "WINDOWS",
+    "append_jsonl",
+    "model_checksum",
+    "open_state",
+    "reconcile",
+    "write_table",
+]
 
 STATE, WINDOWS, TABLE, ALARMS = "state.json", "windows.jsonl", "windows.csv", "alarms.jsonl"
 FORMAT = 1
@@ -76,6 +90,61 @@ def open_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dict
             fix="pass the settings it was started with, or a new out= for these.",
         )
     return state
+
+
+def reconcile(out: Path, state: dict) -> int:
+    """windows.jsonl and alarms.jsonl back to what state.json committed: records of windows it does not hold (a
+    run that stopped before saving it), a cut-short last line and a window's repeated records (the last kept)
+    are removed; the number of windows removed. A window the state holds and windows.jsonl lacks is refused."""
+    from rubric.files import atomic_write_text
+
+    committed = {w["id"] for w in state["windows"]}
+    removed = 0
+    for name, key in (
+        (WINDOWS, lambda r: r.get("window")),
+        (ALARMS, lambda r: (r.get("window"), r.get("role"), r.get("check"))),
+    ):
+        path = out / name
+        if not path.exists():
+            continue
+        lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+        kept: dict = {}
+        for number, line in enumerate(lines, 1):
+            try:
+                record = json.loads(line)
+            except ValueError:
+                if number == len(lines):
+                    continue  # cut short by a run that stopped mid-write: not committed
+                raise InputError(
+                    "a line that is not JSON (edited by hand?).",
+                    path=path,
+                    row=number,
+                    fix=f"restore the file, or delete the line and {STATE} to compute every window again.",
+                ) from None
+            if isinstance(record, dict) and record.get("window") in committed:
+                kept.pop(key(record), None)
+                kept[key(record)] = line
+        if name == WINDOWS:
+            removed = len({w for w in (_window_of(line) for line in lines) if w is not None} - committed)
+            missing = committed - set(kept)
+            if missing:
+                raise InputError(
+                    f"{len(missing)} windows that {STATE} records as monitored are not in it "
+                    f"(first: {sorted(missing)[0]}): it was cut or replaced.",
+                    path=path,
+                    fix=f"restore it from a backup, or delete {STATE} (and the .jsonl files) to monitor every window again.",
+                )
+        if len(kept) != len(lines):
+            atomic_write_text(path, "".join(line + "\n" for line in kept.values()))
+    return removed
+
+
+def _window_of(line: str) -> str | None:
+    try:
+        record = json.loads(line)
+    except ValueError:
+        return None
+    return record.get("window") if isinstance(record, dict) else None
 
 
 def check_clock(state: dict, until: dt.datetime, out: Path) -> None:
