@@ -16,7 +16,10 @@ the truth. n is skipped where the release has fewer than n + 1 conversations.
 - far_shift / far_shift_harder: the bundled benchmark split in two halves within each role
   (benchmarks/far_shift.py); the calibrator trains on the old half, and on the new half (the release, whole
   and per role) the judge answers in another style (`FAR_SHIFT`): far from the training data.
-Every cell holds the paired difference of the ppi and the humans-only coverage on the same draws with its
+Where a release has no more possible samples of n conversations than --coverage-draws (a far-shift role:
+14 conversations, 1,001 samples of 10), the coverage cells take every sample once, an exact coverage
+(`exact_every_sample`; the Monte-Carlo sds then describe the spread over samples, not an error). Every cell
+holds the paired difference of the ppi and the humans-only coverage on the same draws with its
 Monte-Carlo sd, and `before_issue_51`: the ppi interval as `estimate` reported it before (the narrower of
 it and humans-only kept where the cross-fitted lambda averaged >= 0.5, the jackknife's delete-one estimates
 with one lambda tuned on each), on the same draws.
@@ -36,6 +39,8 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import itertools
+import math
 import subprocess
 import sys
 import tempfile
@@ -184,7 +189,10 @@ def draws_of(
                 per_n[str(n)] = None
                 continue
             idx = np.argsort(rng.uniform(size=(coverage_draws or draws, len(convs))), axis=1)[:, :n]
-            per_n[str(n)] = _coverage(full, idx, truth, alpha, bounds)
+            exact = math.comb(len(convs), n) <= len(idx)  # few possible samples: each once, no Monte-Carlo noise
+            if exact:
+                idx = np.array(list(itertools.combinations(range(len(convs)), n)))
+            per_n[str(n)] = _coverage(full, idx, truth, alpha, bounds) | {"exact_every_sample": exact}
             diff = [
                 _same_truth_difference(preds, convs, row_conv, n, alpha, rng)
                 for _ in range(min(draws, DIFFERENCE_DRAWS))

@@ -1136,6 +1136,15 @@ def readme_table(results: Path = RESULTS) -> str:
             if cell.endswith("/n=20")
         ]
         redrawn = f" (the closest, drawn again {min(again):.1%} to {max(again):.1%})" if again else ""
+        roles = [
+            rb[kind]["by_n"]["20"]["ppi_coverage"]
+            for b in es["result"]["benchmarks"].values()
+            for rb in (b.get("roles") or {}).values()
+            for kind in ("rate", "mean")
+            if rb.get(kind, {}).get("by_n", {}).get("20")
+        ]
+        if roles:
+            redrawn += f", single roles {min(roles):.1%} to {max(roles):.1%}"
         if at20 and shift_rate:
             rows.append(
                 [

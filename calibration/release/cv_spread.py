@@ -21,8 +21,8 @@ the same position the release's turns are in. From those rows (Y_t: the turn's r
 The release's spread is then the calibrator-alone formulas corrected: with k = 1 + beta, its predicted f
 and its own conversation lengths,
     humans s2 = mean(k^2 F~_c^2 + U_c),  ppi s2 = mean((k - lam)^2 F~_c^2 + U_c),  U_c = phi (B_c + rho S_c),
-lam = clip(k, 0, 1) (the power-tuned lam that ppi will find), ppi kept at most the humans-only s2 (estimate
-falls back to humans-only). A calibrated calibrator (beta 0, phi 1, rho 0) gives back the calibrator-alone
+lam = clip(k, 0, 1) (the power-tuned lam that ppi will find; with it ppi's s2 is at most the humans-only
+one). A calibrated calibrator (beta 0, phi 1, rho 0) gives back the calibrator-alone
 spread exactly. The inflation printed is the conversation-level one, sum_c u_c^2 / sum_c B_c on cv.
 
 Why it is principled: the quantities are moments of out-of-fold residuals, which estimate how the calibrator
