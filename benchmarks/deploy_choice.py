@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
+from _results import add_results_argument, command, emit  # noqa: E402  (benchmarks/_results.py)
 from adapt import BENCHMARKS, as_releases, draws_for, network_predictions, simple_predictions  # noqa: E402
 from shift import ROOT, dataset_for, folds_of, metrics  # noqa: E402
 
@@ -202,6 +202,10 @@ def summarise(rows: list[dict], k: int) -> dict:
     """Per unit its test RMSEs and each rule's pick; per rule the strict rate (the pick has the lowest test
     RMSE of the three shipped models), the rate within each tolerance and the mean regret (test RMSE of the
     pick minus the best's)."""
+    empty = [r for r in rows if not len(r["test"]["y"])]  # k took every new conversation: nothing to test
+    rows = [r for r in rows if len(r["test"]["y"])]
+    if not rows:
+        return {"n_units": 0, "units_without_test_rows": len(empty)}
     units, picks = [], []
     for r in rows:
         test = {m: _rmse(r["test"][m], r["test"]["y"]) for m in (*MODELS, "none")}
@@ -221,7 +225,7 @@ def summarise(rows: list[dict], k: int) -> dict:
             }
         )
         picks.append((test, picked))
-    out = {"n_units": len(units), "rules": {}}
+    out = {"n_units": len(units), "units_without_test_rows": len(empty), "rules": {}}
     for rule in RULES:
         regret = np.array([t[p[rule]] - min(t[m] for m in MODELS) for t, p in picks])
         with_none = np.array([t[p[rule]] - min(t[m] for m in CANDIDATES) for t, p in picks])
@@ -275,7 +279,7 @@ def main() -> None:
     if args.from_arrays:
         raw = pickle.loads(args.arrays.read_bytes())
     else:
-        raw = {"k": args.k, "draws": args.draws, "units": args.units, "ensemble": args.ensemble}
+        raw = {"k": args.k, "draws": args.draws, "units": args.units, "ensemble": args.ensemble, "command": command()}
         for name in args.only.split(","):
             raw[name] = run_benchmark(
                 dataset_for(name, args.anchors, work), name, args.k, args.draws, args.units, settings, args.seed
@@ -283,6 +287,7 @@ def main() -> None:
             if args.arrays:
                 args.arrays.write_bytes(pickle.dumps(raw))
     out = {key: raw[key] for key in ("k", "draws", "units", "ensemble")}
+    out["trained_by"] = raw.get("command")  # with --from-arrays: the run that trained the models
     out |= {"min_deploy_conversations": MIN_DEPLOY_CONVERSATIONS, "tolerances": list(TOLERANCES)}
     for name in (n for n in BENCHMARKS if n in raw):
         out[name] = {
@@ -319,7 +324,7 @@ def _versus_none(rows: list[dict], picks: list[str], n_boot: int = 1000) -> dict
 
 def _pooled(out: dict, k: str) -> dict:
     """Every benchmark's units at k together: each rule's rates over all of them."""
-    units = [u for n in BENCHMARKS if n in out and k in out[n]["by_k"] for u in out[n]["by_k"][k]["units"]]
+    units = [u for n in BENCHMARKS if n in out and k in out[n]["by_k"] for u in out[n]["by_k"][k].get("units", [])]
     result = {"n_units": len(units)}
     for rule in RULES:
         regret = np.array([u["test_rmse"][u["chosen"][rule]] - min(u["test_rmse"][m] for m in MODELS) for u in units])
