@@ -74,11 +74,6 @@ def monitor(
         "adheres_at": adheres_at,
     }
     state = st.open_state(out, checksum=st.model_checksum(model_dir), model=model_dir, settings=settings)
-    if removed := st.reconcile(out, state):
-        log.warning(
-            f"monitor: {removed} windows in {out / st.WINDOWS} were written by a run that stopped before it saved "
-            f"{st.STATE}: removed, and computed again"
-        )
     found = [read_conversations(d, i, need_time=length is not None) for i, d in enumerate(directories)]
     role_of = {(c.directory, c.conversation_id): c.role for convs in found for c in convs}
     windows, new, waiting = _windows(directories, found, length, state, out, origin=origin, until=until, now=now)

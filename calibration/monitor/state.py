@@ -21,6 +21,7 @@ import csv
 import datetime as dt
 import hashlib
 import json
+import logging
 from pathlib import Path
 
 from rubric.errors import InputError
@@ -37,6 +38,8 @@ __all__ = [
     "write_table",
 ]
 
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
 STATE, WINDOWS, TABLE, ALARMS = "state.json", "windows.jsonl", "windows.csv", "alarms.jsonl"
 FORMAT = 1
 
@@ -51,7 +54,17 @@ def model_checksum(model_dir: Path) -> str:
 
 def open_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dict:
     """The state in OUT (a fresh one where there is none), refused when it was made with another model or
-    other settings."""
+    other settings; windows.jsonl and alarms.jsonl brought back to it (`reconcile`)."""
+    state = _read_state(out, checksum=checksum, model=model, settings=settings)
+    if removed := reconcile(out, state):
+        log.warning(
+            f"monitor: {removed} windows in {out / WINDOWS} were written by a run that stopped before it saved "
+            f"{STATE}: removed, and computed again"
+        )
+    return state
+
+
+def _read_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dict:
     path = out / STATE
     if not path.exists():
         return {
