@@ -30,6 +30,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from rubric.traces.otlp_values import encode_attributes
+
 HERE = Path(__file__).resolve().parent
 BENCHMARK = HERE.parent / "role_adherence" / "conversations.jsonl"
 
@@ -89,22 +91,6 @@ def calls(conv: dict[str, Any], index: int) -> list[dict[str, Any]]:
 
 
 # OTLP JSON, as the collector writes it ---------------------------------------------------------------------
-def _value(value: Any) -> dict[str, Any]:
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, list):
-        return {"arrayValue": {"values": [_value(v) for v in value]}}
-    return {"stringValue": value}
-
-
-def _attributes(attributes: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": _value(v)} for k, v in attributes.items()]
-
-
 def _span(
     call: dict[str, Any], name: str, kind: int, attributes: dict[str, Any], *, parent: bool, status: dict[str, Any]
 ) -> dict[str, Any]:
@@ -116,7 +102,7 @@ def _span(
         kind=kind,
         startTimeUnixNano=str(call["start"]),
         endTimeUnixNano=str(call["end"]),
-        attributes=_attributes(attributes),
+        attributes=encode_attributes(attributes),
         status=status,
         flags=256,
     )
@@ -124,7 +110,7 @@ def _span(
 
 
 def _request(service: str, scopes: list[tuple[dict[str, str], list[dict[str, Any]]]]) -> dict[str, Any]:
-    resource = {"attributes": _attributes({**SDK, "service.name": service})}
+    resource = {"attributes": encode_attributes({**SDK, "service.name": service})}
     return {
         "resourceSpans": [
             {"resource": resource, "scopeSpans": [{"scope": s, "spans": spans} for s, spans in scopes if spans]}

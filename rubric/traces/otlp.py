@@ -6,8 +6,10 @@ text, attributes as [{key, value: {stringValue|intValue|doubleValue|boolValue|ar
 bytesValue}}], ids in hex (the collector's) or base64 (protobuf's own MessageToJson; decoded to hex).
 
 A file of lines is read one line at a time and each span is handed on as it is read, so memory does not grow
-with the export (a single pretty-printed document is read whole: such files are small). A line that is not
-JSON (cut short, not UTF-8) is one error naming the file and line.
+with the export (a single pretty-printed document is read whole: such files are small). gzip files and the
+file exporter's length-prefixed messages (`format: proto`) are read too (otlp_framing.py). A line that is not
+JSON (cut short, not UTF-8), or a span that is not OTLP JSON (a time that is not a number, a zero id), is one
+error naming the file and line.
 """
 
 from __future__ import annotations
@@ -24,16 +26,26 @@ from types import MappingProxyType
 from typing import Any
 
 from rubric.errors import InputError
+from rubric.traces.otlp_framing import (
+    SUFFIXES,
+    gzip_errors,
+    is_export_name,
+    is_length_prefixed,
+    open_export,
+    prefixed_messages,
+)
+from rubric.traces.otlp_values import any_value
 from rubric.traces.spans import EVENTS_ONLY, Span, SpanEvent, TraceSource
 
-SUFFIXES = (".json", ".jsonl")
+ZERO_IDS = frozenset({"0" * 32, "0" * 16, "A" * 22 + "==", "A" * 11 + "="})
+"""OTLP's invalid ids, in hex and in base64 (checked before decoding: a set lookup per span)."""
 READ_BUFFER = 1 << 22  # a collector's lines are hundreds of kilobytes: read them in few calls
 _key = itemgetter("key")
 
 
 class OtlpFiles(TraceSource):
-    """Spans of OTLP JSON files: `files` is a file, a folder (every *.json and *.jsonl in it, sorted) or a
-    glob pattern (its matches, sorted)."""
+    """Spans of OTLP files: `files` is a file, a folder (every *.json, *.jsonl and *.pb in it, gzipped or not,
+    sorted) or a glob pattern (its matches, sorted)."""
 
     def __init__(self, files: str | Path, *, only: frozenset[str] | None = None):
         """only: attribute keys the caller reads; a span with none of them (and no events) comes without its
@@ -44,6 +56,14 @@ class OtlpFiles(TraceSource):
         self.paths = otlp_paths(self.files)
         self.description = f"OTLP files {self.files}"
         self.bytes = sum(p.stat().st_size for p in self.paths)
+        if not self.bytes:
+            raise InputError(
+                f"{'the file is' if len(self.paths) == 1 else f'all {len(self.paths)} files are'} empty: no spans "
+                "exported yet.",
+                path=self.files,
+                fix="pass files= an export that holds spans (a collector writes its file as spans arrive: check "
+                "its pipeline's exporters lists the file exporter).",
+            )
 
     def spans(self) -> Iterator[Span]:
         """Every file's spans, in order. Python's cycle collector is paused meanwhile (and while the caller
@@ -66,12 +86,14 @@ def otlp_paths(files: str) -> list[Path]:
     if path.is_file():
         return [path]
     if path.is_dir():
-        found = sorted(p for p in path.iterdir() if p.is_file() and p.suffix in SUFFIXES)
+        found = sorted(p for p in path.iterdir() if p.is_file() and is_export_name(p.name))
         if not found:
+            others = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
             raise InputError(
-                "no *.json or *.jsonl file in this folder.",
+                f"no {', '.join('*' + s for s in SUFFIXES)} file in this folder"
+                + (f" (it has {', '.join(others)}{', ...' if len(others) == 3 else ''})." if others else "."),
                 path=path,
-                fix="pass files= the OTLP JSON export (the collector's file exporter output), or a glob.",
+                fix="pass files= the OTLP export (the collector's file exporter output) itself, or a glob.",
             )
         return found
     found = sorted(Path(p) for p in glob.glob(files, recursive=True) if Path(p).is_file())
@@ -85,23 +107,40 @@ def otlp_paths(files: str) -> list[Path]:
 
 
 def read_otlp_file(path: Path, *, only: frozenset[str] | None = None) -> Iterator[Span]:
-    """The spans of one file, in file order, streamed line by line (or one document, read whole)."""
-    with open(path, "rb", buffering=READ_BUFFER) as fh:
-        first = fh.readline()
-        if not first:
-            return  # an empty file: a collector that exported nothing yet
-        one_document = _starts_a_document(first)
-        if one_document:
-            text = first + fh.read()
-            yield from _request_spans(_parse(text, path, 1, whole=True), path, 1, only)
-            return
-        line_no = 1
-        line = first
-        while line:
-            if line.strip():
-                yield from _request_spans(_parse(line, path, line_no), path, line_no, only)
-            line = fh.readline()
-            line_no += 1
+    """The spans of one file, in file order, streamed line by line or message by message (or one document,
+    read whole); gzip is decompressed as it is read."""
+    try:
+        with open_export(path, READ_BUFFER) as fh:
+            yield from _read(fh, path, only)
+    except gzip_errors() as exc:
+        raise InputError(
+            f"not a whole gzip file ({exc or type(exc).__name__}): cut short, or damaged.",
+            path=path,
+            fix="copy the export again (gzip -t FILE checks it), or pass the uncompressed file.",
+        ) from None
+
+
+def _read(fh: Any, path: Path, only: frozenset[str] | None) -> Iterator[Span]:
+    first = fh.read(1)
+    if is_length_prefixed(first):
+        for number, request in prefixed_messages(fh, path, first):
+            yield from _request_spans(request, path, number, only)
+        return
+    first += fh.readline() if first not in (b"\n", b"") else b""
+    if not first:
+        return  # an empty file: a collector that exported nothing yet
+    one_document = _starts_a_document(first)
+    if one_document:
+        text = first + fh.read()
+        yield from _request_spans(_parse(text, path, 1, whole=True), path, 1, only)
+        return
+    line_no = 1
+    line = first
+    while line:
+        if line.strip():
+            yield from _request_spans(_parse(line, path, line_no), path, line_no, only)
+        line = fh.readline()
+        line_no += 1
 
 
 def _starts_a_document(first: bytes) -> bool:
@@ -122,7 +161,8 @@ def _parse(data: bytes, path: Path, line_no: int, *, whole: bool = False) -> Any
             f"not UTF-8 text (byte 0x{data[exc.start]:02x}).",
             path=path,
             row=row,
-            fix="export the traces as UTF-8 JSON (the collector's file exporter writes UTF-8).",
+            fix="export the traces as OTLP JSON, UTF-8 (a binary file: the file exporter's format: proto output is "
+            "read as it is written, each message after its 4-byte length; a bare protobuf message is not).",
         ) from None
     except json.JSONDecodeError as exc:
         row = line_no + exc.lineno - 1
@@ -154,18 +194,47 @@ def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] 
         )
     where = f"{path} line {line_no}"
     spans = []
-    for resource_spans in request.get("resourceSpans", ()):
-        resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
-        scopes = resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ()
-        for scope in scopes:
-            spans += [_span(raw, resource, where, path, line_no, only) for raw in scope.get("spans") or ()]
+    try:
+        for resource_spans in request.get("resourceSpans", ()):
+            resource = _attributes((resource_spans.get("resource") or {}).get("attributes"))
+            scopes = resource_spans.get("scopeSpans") or resource_spans.get("instrumentationLibrarySpans") or ()
+            for scope in scopes:
+                spans += [_span(raw, resource, where, path, line_no, only) for raw in scope.get("spans") or ()]
+    except InputError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise _not_otlp(exc, path, line_no) from None
     return spans
+
+
+def _not_otlp(exc: Exception, path: Path, line_no: int) -> InputError:
+    """A request whose parts are not where or what OTLP JSON puts them (a list where an object goes, a time
+    written as a date): one error naming the line, with what Python found."""
+    detail = str(exc).splitlines()[0][:160] if str(exc) else type(exc).__name__
+    if isinstance(exc, KeyError):
+        detail = f"no {detail} key"
+    return InputError(
+        f"a span or resource is not OTLP JSON ({detail}).",
+        path=path,
+        row=line_no,
+        fix="export with an OpenTelemetry SDK or Collector: times are nanoseconds since the epoch (a number, or "
+        "one as text), attributes a list of {key, value}, ids hex.",
+    )
 
 
 def _log_events(request: Mapping[str, Any], path: Path, line_no: int) -> Iterator[Span]:
     """An ExportLogsServiceRequest (a collector writing its logs pipeline to the same file): the log records
     tied to a span, as EVENTS_ONLY records of that span (one per span), each record an event named by its
     eventName (or event.name attribute) with its body as the `body` attribute."""
+    try:
+        yield from _log_records(request, path, line_no)
+    except InputError:
+        raise
+    except (AttributeError, KeyError, TypeError, ValueError) as exc:
+        raise _not_otlp(exc, path, line_no) from None
+
+
+def _log_records(request: Mapping[str, Any], path: Path, line_no: int) -> Iterator[Span]:
     where = f"{path} line {line_no}"
     for resource_logs in request.get("resourceLogs") or ():
         resource = _attributes((resource_logs.get("resource") or {}).get("attributes"))
@@ -202,6 +271,15 @@ def _span(
             path=path,
             row=line_no,
             fix="export complete spans (OTLP JSON gives every span its traceId and spanId).",
+        )
+    if trace_id in ZERO_IDS or span_id in ZERO_IDS:
+        raise InputError(
+            f"a span ({raw.get('name')!r}) with an all-zero {'traceId' if trace_id in ZERO_IDS else 'spanId'}, "
+            "which OTLP calls invalid.",
+            path=path,
+            row=line_no,
+            fix="export the spans as the SDK made them (a zero id is a span that was never sampled or was "
+            "rewritten on its way).",
         )
     parent = raw.get("parentSpanId")
     events = raw.get("events")
@@ -283,22 +361,3 @@ def _attributes(raw: Any) -> dict[str, Any]:
         else:
             out[kv["key"]] = None
     return out
-
-
-def any_value(value: Mapping[str, Any]) -> Any:
-    """One OTLP AnyValue in protobuf's JSON mapping -> str, int, float, bool, list, dict or bytes."""
-    if "stringValue" in value:
-        return value["stringValue"]
-    if "intValue" in value:
-        return int(value["intValue"])  # 64-bit integers are JSON text
-    if "doubleValue" in value:
-        return float(value["doubleValue"])  # "NaN", "Infinity" come as text
-    if "boolValue" in value:
-        return bool(value["boolValue"])
-    if "arrayValue" in value:
-        return [any_value(v) for v in (value["arrayValue"] or {}).get("values", ())]
-    if "kvlistValue" in value:
-        return _attributes((value["kvlistValue"] or {}).get("values"))
-    if "bytesValue" in value:
-        return base64.b64decode(value["bytesValue"])
-    return None

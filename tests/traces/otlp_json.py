@@ -6,29 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from rubric.traces.otlp_values import encode_any_value, encode_attributes
+
 SYSTEM = "You are the help desk of Acme Bank: accounts and cards only."
 T0 = 1_795_000_000_000_000_000  # 2026-11-18T...Z in nanoseconds
-
-
-def any_value(value: Any) -> dict[str, Any]:
-    """A Python value as an OTLP AnyValue."""
-    if isinstance(value, bool):
-        return {"boolValue": value}
-    if isinstance(value, int):
-        return {"intValue": str(value)}
-    if isinstance(value, float):
-        return {"doubleValue": value}
-    if isinstance(value, str):
-        return {"stringValue": value}
-    if isinstance(value, list):
-        return {"arrayValue": {"values": [any_value(v) for v in value]}}
-    if isinstance(value, dict):
-        return {"kvlistValue": {"values": attributes(value)}}
-    raise TypeError(value)
-
-
-def attributes(values: dict[str, Any]) -> list[dict[str, Any]]:
-    return [{"key": k, "value": any_value(v)} for k, v in values.items()]
 
 
 def span(
@@ -49,14 +30,15 @@ def span(
         "kind": 3,
         "startTimeUnixNano": str(T0 + start * 1_000_000_000),
         "endTimeUnixNano": str(T0 + start * 1_000_000_000 + 500_000_000),
-        "attributes": attributes(attrs),
+        "attributes": encode_attributes(attrs),
         "status": {},
     }
     if parent is not None:
         out["parentSpanId"] = f"{parent:016x}"
     if events:
         out["events"] = [
-            {"timeUnixNano": str(T0 + start * 1_000_000_000), "name": n, "attributes": attributes(a)} for n, a in events
+            {"timeUnixNano": str(T0 + start * 1_000_000_000), "name": n, "attributes": encode_attributes(a)}
+            for n, a in events
         ]
     return out
 
@@ -66,7 +48,7 @@ def request(spans: list[dict[str, Any]], service: str = "chatbot", resource: dic
     return {
         "resourceSpans": [
             {
-                "resource": {"attributes": attributes({"service.name": service, **(resource or {})})},
+                "resource": {"attributes": encode_attributes({"service.name": service, **(resource or {})})},
                 "scopeSpans": [{"scope": {"name": "tests"}, "spans": spans}],
             }
         ]
@@ -246,16 +228,16 @@ def as_log_records(spans: list[dict[str, Any]], service: str = "chatbot") -> tup
                 "eventName": e["name"],
                 "traceId": s["traceId"],
                 "spanId": s["spanId"],
-                "attributes": attributes({"gen_ai.system": "openai"}),
+                "attributes": encode_attributes({"gen_ai.system": "openai"}),
             }
             if body is not None:
-                record["body"] = body if "kvlistValue" in body else any_value(json.loads(body["stringValue"]))
+                record["body"] = body if "kvlistValue" in body else encode_any_value(json.loads(body["stringValue"]))
             records.append(record)
         bare.append({k: v for k, v in s.items() if k != "events"})
     logs = {
         "resourceLogs": [
             {
-                "resource": {"attributes": attributes({"service.name": service})},
+                "resource": {"attributes": encode_attributes({"service.name": service})},
                 "scopeLogs": [{"scope": {"name": "tests"}, "logRecords": records}],
             }
         ]

@@ -4,6 +4,7 @@ before anything is written (the command writes only after `assemble` returns).""
 from __future__ import annotations
 
 import json
+from types import SimpleNamespace
 
 import pytest
 
@@ -122,11 +123,51 @@ CASES = {
         ),
         r"conversation 'c1' has two different system roles: 'You are the help desk.*' \(span .*\) and 'You are a pirate.*'",
     ),
+    "an all-zero trace id": (
+        lambda: jsonl([request(_with(conversation_spans("genai", 1, "c1"), 0, traceId="0" * 32))]),
+        r"export\.jsonl, row 1: a span \('chat gpt-4o-mini'\) with an all-zero traceId",
+    ),
+    "an all-zero span id, in base64": (
+        lambda: jsonl([request(_with(conversation_spans("genai", 1, "c1"), 1, spanId="AAAAAAAAAAA="))]),
+        r"export\.jsonl, row 1: a span .* with an all-zero spanId",
+    ),
+    "a time written as a date": (
+        lambda: (
+            good_lines(1)
+            + jsonl(
+                [request(_with(conversation_spans("genai", 11, "c2"), 0, startTimeUnixNano="2026-11-02T09:00:00Z"))]
+            )
+        ),
+        r"export\.jsonl, row 2: a span or resource is not OTLP JSON \(invalid literal .*'2026-11-02T09:00:00Z'\)"
+        r".*Fix: .*times are nanoseconds since the epoch",
+    ),
+    "spans an object, not a list": (
+        lambda: jsonl([{"resourceSpans": [{"scopeSpans": [{"spans": {"traceId": "a" * 32}}]}]}]),
+        r"row 1: a span or resource is not OTLP JSON",
+    ),
+    "resourceSpans of strings": (
+        lambda: jsonl([{"resourceSpans": ["chatbot"]}]),
+        r"row 1: a span or resource is not OTLP JSON",
+    ),
+    "attributes an object": (
+        lambda: jsonl([request([span(1, 1, 0, {}) | {"attributes": {"gen_ai.system": "openai"}}])]),
+        r"row 1: a span or resource is not OTLP JSON",
+    ),
+    "log records of strings": (
+        lambda: jsonl([{"resourceLogs": [{"scopeLogs": [{"logRecords": ["hello"]}]}]}]),
+        r"row 1: a span or resource is not OTLP JSON",
+    ),
     "no LLM call": (
         lambda: jsonl([request([span(1, 1, 0, {"http.route": "/"}, name="GET /")])]),
         r"no LLM call in OTLP files .* \(1 spans read\)",
     ),
 }
+
+
+def _with(spans, index, **fields):
+    """The spans, span `index` with `fields` replaced."""
+    spans[index] = spans[index] | fields
+    return spans
 
 
 def _other_role(spans):
@@ -159,10 +200,29 @@ def test_no_conversation_id_names_attributes_that_look_like_one(tmp_path):
 def test_missing_files_and_empty_folders_and_bad_times_are_refused(tmp_path):
     with pytest.raises(InputError, match=r"no such file, folder or matching files"):
         OtlpFiles(tmp_path / "nothing*.jsonl")
-    with pytest.raises(InputError, match=r"no \*\.json or \*\.jsonl file in this folder"):
+    with pytest.raises(InputError, match=r"no \*\.json, \*\.jsonl, \*\.pb, .* file in this folder\. Fix"):
         OtlpFiles(tmp_path)
     with pytest.raises(InputError, match=r"since='last week' is not an ISO 8601 time"):
         parse_time("last week", "since")
+
+
+def test_an_empty_export_and_a_reversed_window_are_one_line(tmp_path):
+    write(tmp_path, "", "a.jsonl")
+    with pytest.raises(InputError, match=r"a\.jsonl: the file is empty: no spans exported yet\. Fix: "):
+        OtlpFiles(tmp_path / "a.jsonl")
+    write(tmp_path, "", "b.jsonl")
+    with pytest.raises(InputError, match=r"all 2 files are empty"):
+        OtlpFiles(tmp_path)
+    write(tmp_path, good_lines(1), "c.jsonl")  # an empty file beside others: a collector that exported nothing yet
+    assert len(run(tmp_path).records) == 1
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "notes.txt").write_text("x")
+    with pytest.raises(InputError, match=r"no \*\.json, \*\.jsonl, .* file in this folder \(it has notes\.txt\)"):
+        OtlpFiles(tmp_path / "sub")
+    with pytest.raises(InputError, match=r"since=2026-11-03 is not before until=2026-11-01.*Fix: swap them"):
+        TraceSelection.from_config(SimpleNamespace(since="2026-11-03", until="2026-11-01"))
+    with pytest.raises(InputError, match=r"since=2026-11-01T10:00 is not before until=2026-11-01T10:00"):
+        TraceSelection.from_config(SimpleNamespace(since="2026-11-01T10:00", until="2026-11-01T10:00"))
 
 
 def test_a_truncated_pretty_printed_document_names_its_line(tmp_path):
