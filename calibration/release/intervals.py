@@ -8,7 +8,7 @@ O(n^2). Per conversation: Y (reviewers' total), G (the control variate: the pred
 on the sample's panel when personalised), m (turns), d (1 / inclusion probability) and fpc (the finite-
 population factor, 1 - pi, or 1 for the process).
 
-Small samples (issue 36). Three things make the textbook interval fall short at 10-20 conversations, each
+Small samples (issues 36 and 51). These make the textbook interval fall short at 10-20 conversations, each
 answered here and chosen by benchmarks/estimate.py:
 - lam tuned on the same sample makes the correction's noise look smaller than it is: lam is cross-fitted
   (each conversation's correction uses the lam tuned without it, a leave-one-out cross-fit);
@@ -17,8 +17,9 @@ answered here and chosen by benchmarks/estimate.py:
   jackknife is of the whole estimator, lam refitted as the estimator fits it (issue 51: each delete-one
   estimate cross-fits again, conversation j's lam tuned without i and j; `_refit_jackknife`), so lam's own
   noise enters the variance. Without it (the delete-one estimates using one lam tuned on each delete-one
-  sample) the ppi interval covered 0.5-1.5 points less than humans-only on releases where the calibrator
-  barely helps (population variance ratio 0.89-0.97: the new chatbot's roles, shift up);
+  sample) ppi, even never swapped for humans-only, covered up to a point less than humans-only where the
+  calibrator barely helps (its population variance ratio 0.94-0.97: the new chatbot's tutor role at 20
+  conversations, 0.884 for the mean; shift up's rate at 40);
 - lam estimated from the sample is a fitted slope: the cross-fitted lam spends one degree of freedom per
   predictor (the residual variance over n - 1 - p, Student's t on n - 1 - p; `lam_degrees_of_freedom`);
   without it ppi undercovered humans-only by up to 2.5 points on far-shifted releases where the calibrator
