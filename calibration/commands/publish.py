@@ -6,7 +6,6 @@ calibration/publish/ (results.py reads what `score` wrote; otel.py, mlflow.py an
 
 from __future__ import annotations
 
-import json
 import logging
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ def _scored(cfg: Any) -> Any:
 def _otel(cfg: Any) -> dict[str, Any]:
     """The scores' events (each turn's and conversation's) and an estimate's (the release's rate and interval)."""
     from calibration.publish import otel
+    from calibration.publish.results import read_output
     from calibration.publish.state import PublishState, mask_url, state_path
 
     items, what = [], []
@@ -46,8 +46,8 @@ def _otel(cfg: Any) -> dict[str, Any]:
         stamp_of, state_file, model = Path(scored.scores), state_path(scored.scores), scored.model.checksum
         what.append(f"{len(scored.turns)} turns, {len(scored.sessions)} conversations")
     if cfg.estimate is not None:
-        file = _estimate_file(Path(cfg.estimate))
-        found = otel.estimate_events(json.loads(file.read_text()), name=file.parent.name)
+        file, result = read_output(cfg.estimate, "estimate.json", command="estimate", key="estimate", needs="rate")
+        found = otel.estimate_events(result, name=file.parent.name)
         items += found
         what.append(f"the release's rate, {len(found)} scopes")
         if cfg.scores is None:
@@ -58,22 +58,20 @@ def _otel(cfg: Any) -> dict[str, Any]:
         log.info(f"publish: wrote {n} gen_ai.evaluation.result events ({'; '.join(what)}) to {cfg.out}")
         return {"events": n, "out": str(cfg.out)}
     state = PublishState(state_file, f"otel {mask_url(cfg.endpoint)}", model)
-    sent, before = otel.post(items, str(cfg.endpoint), time_unix_nano=stamp, timeout=float(cfg.timeout), state=state)
+    sent, before = otel.post(
+        items,
+        str(cfg.endpoint),
+        time_unix_nano=stamp,
+        timeout=float(cfg.timeout),
+        state=state,
+        progress=bool(cfg.progress),
+    )
     log.info(
         f"publish: posted {sent} gen_ai.evaluation.result events to {mask_url(cfg.endpoint)}"
         + (f" ({before} already there)" if before else "")
         + f"; progress kept in {state.path}"
     )
     return {"events": sent, "already": before, "endpoint": mask_url(cfg.endpoint)}
-
-
-def _estimate_file(folder: Path) -> Path:
-    from rubric.errors import InputError
-
-    file = folder / "estimate.json" if folder.is_dir() else folder
-    if not file.is_file():
-        raise InputError("no estimate.json here.", path=folder, fix="pass estimate= the out= folder of `estimate`.")
-    return file
 
 
 def _mlflow(cfg: Any) -> dict[str, Any]:
@@ -89,10 +87,13 @@ def _mlflow(cfg: Any) -> dict[str, Any]:
         model=cfg.model,
         timeout=cfg.timeout,
         say=log.info,
+        progress=bool(cfg.progress),
     )
 
 
 def _phoenix(cfg: Any) -> dict[str, Any]:
     from calibration.publish import phoenix
 
-    return phoenix.publish(cfg.url, _scored(cfg), token_env=cfg.token_env, timeout=cfg.timeout, say=log.info)
+    return phoenix.publish(
+        cfg.url, _scored(cfg), token_env=cfg.token_env, timeout=cfg.timeout, say=log.info, progress=bool(cfg.progress)
+    )

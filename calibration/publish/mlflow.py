@@ -42,16 +42,18 @@ def publish(
     model: str | Path | None = None,
     timeout: float = 10.0,
     say: Callable[[str], None] = print,
+    progress: bool = False,
 ) -> dict[str, Any]:
     """The scores as feedback, an estimate= and a cv= folder as runs (experiment: the runs'; default the one
-    the conversations were imported from; model: the calibrator an estimate used, its checksum a param)."""
+    the conversations were imported from; model: the calibrator an estimate used, its checksum a param;
+    progress: a bar or status lines over the traces looked up and the feedbacks written)."""
     from calibration.publish.mlflow_runs import publish_cv, publish_estimate
 
     uri = str(tracking_uri).rstrip("/")
     out: dict[str, Any] = {}
     with connected(uri, float(timeout)):
         if scored is not None:
-            out["feedback"] = publish_scores(uri, scored, say=say)
+            out["feedback"] = publish_scores(uri, scored, say=say, progress=progress)
         if estimate is not None:
             out["estimate_run"] = publish_estimate(
                 uri, Path(estimate), experiment=experiment, run_name=run_name, model=model, scored=scored, say=say
@@ -69,15 +71,17 @@ def trace_id_of(t: TurnScore) -> str:
     return t.mlflow_trace_id or f"tr-{t.trace_id}"
 
 
-def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None]) -> dict[str, int]:
+def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], progress: bool = False) -> dict[str, int]:
     """Log or update one feedback per turn and per conversation: counts of created, updated, unchanged."""
     from mlflow.entities import AssessmentSource, Feedback
 
+    from rubric.progress import progress_iter
+
     client = tracing(uri)
-    infos = _trace_infos(client, uri, scored)
+    infos = _trace_infos(client, uri, scored, progress=progress)
     source = AssessmentSource(source_type="LLM_JUDGE", source_id=scored.model.source_id)
     counts = {"created": 0, "updated": 0, "unchanged": 0}
-    for t in scored.turns:
+    for t in progress_iter(scored.turns, progress, desc="publish: turn feedback", unit="turn"):
         tid = trace_id_of(t)
         wanted = Feedback(
             name=EVALUATION_NAME,
@@ -89,7 +93,7 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None]) -> d
         )
         found = _existing(infos[tid], EVALUATION_NAME, source.source_id, lambda a, t=t: a.span_id == t.span_id)
         counts[_put(client, uri, tid, wanted, found)] += 1
-    for s in scored.sessions:
+    for s in progress_iter(scored.sessions, progress, desc="publish: conversation feedback", unit="conversation"):
         if not s.turns:
             continue
         tid = _first_trace(s, infos)
@@ -116,12 +120,15 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None]) -> d
     return counts
 
 
-def _trace_infos(client: Any, uri: str, scored: Scored) -> dict[str, Any]:
+def _trace_infos(client: Any, uri: str, scored: Scored, *, progress: bool = False) -> dict[str, Any]:
     """Every trace of the scores, looked up before anything is written (a deleted one stops the publish)."""
     from mlflow.exceptions import MlflowException
 
+    from rubric.progress import progress_iter
+
     infos, missing = {}, []
-    for tid in dict.fromkeys(trace_id_of(t) for t in scored.turns):
+    ids = dict.fromkeys(trace_id_of(t) for t in scored.turns)
+    for tid in progress_iter(ids, progress, desc="publish: looking up traces", unit="trace"):
         try:
             infos[tid] = client.get_trace_info(tid)
         except MlflowException as exc:

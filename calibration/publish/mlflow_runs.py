@@ -179,14 +179,9 @@ def publish_estimate(
     say: Callable[[str], None],
 ) -> str:
     """An `estimate` output folder as a run (see the module docstring): its id."""
-    from calibration.publish.results import model_info
+    from calibration.publish.results import model_info, read_output
 
-    file = folder / "estimate.json" if folder.is_dir() else folder
-    if not file.is_file():
-        raise InputError(
-            "no estimate.json here.", path=folder, fix="pass estimate= the out= folder of `role-rubric estimate`."
-        )
-    result = json.loads(file.read_text())
+    file, result = read_output(folder, "estimate.json", command="estimate", key="estimate", needs="rate")
     data = Path(str(result.get("data", "")))
     experiment_id, experiment = _experiment(uri, experiment, data, scored)
     if model is None and scored is None:
@@ -330,12 +325,11 @@ def publish_cv(
     uri: str, folder: Path, *, experiment: str | None, run_name: str | None, say: Callable[[str], None]
 ) -> str:
     """A `cv` output folder as a run: the reviewers' agreement (see the module docstring); its id."""
-    file = folder / "reviewers.json"
-    if not file.is_file():
-        raise InputError("no reviewers.json here.", path=folder, fix="pass cv= the out= folder of `role-rubric cv`.")
-    reviewers = json.loads(file.read_text())
+    from calibration.publish.results import read_output
+
+    file, reviewers = read_output(folder, "reviewers.json", command="cv", key="cv")
     metrics_file = folder / "metrics.json"
-    cv_meta = json.loads(metrics_file.read_text()) if metrics_file.is_file() else {}
+    cv_meta = read_output(metrics_file, "metrics.json", command="cv", key="cv")[1] if metrics_file.is_file() else {}
     experiment_id, experiment = _experiment(uri, experiment, None, None)
     tags = {f"{TAG}.verdict.{q}": b.get("verdict", "")[:5000] for q, b in (reviewers.get("questions") or {}).items()}
     params = {"target": cv_meta.get("target"), "folds": cv_meta.get("folds"), "seed": cv_meta.get("seed"),

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -199,26 +200,66 @@ def post(
     time_unix_nano: int,
     timeout: float,
     state: PublishState,
+    progress: bool = False,
 ) -> tuple[int, int]:
-    """POST the events not yet accepted to an OTLP/HTTP logs endpoint: (sent now, already there)."""
+    """POST the events not yet accepted to an OTLP/HTTP logs endpoint: (sent now, already there); progress: a
+    bar or status lines over the events posted."""
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs.export import LogRecordExportResult
+
+    from rubric.progress import progress_bar
 
     todo = [item for item in items if not state.done(item[0])]
     exporter = OTLPLogExporter(endpoint=endpoint, timeout=timeout)
     sent = 0
+    said = _ExporterLines()  # the exporter's own log lines, kept for the one error line instead of printed
+    bar = progress_bar(len(todo), progress, desc="publish", unit="event")
     try:
         for batch in _batches(todo):
-            result = exporter.export(log_records(batch, time_unix_nano=time_unix_nano))
+            with said:
+                result = exporter.export(log_records(batch, time_unix_nano=time_unix_nano))
             if result is not LogRecordExportResult.SUCCESS:
                 raise InputError(
                     f"the OTLP endpoint {mask_url(endpoint)} did not accept the evaluations (unreachable, or it "
-                    f"refused them); {sent + len(items) - len(todo)} of {len(items)} are there.",
+                    f"refused them{said.last()}); {sent + len(items) - len(todo)} of {len(items)} are there.",
                     fix="check endpoint= (the logs path, e.g. http://HOST:4318/v1/logs) and the headers in "
                     "OTEL_EXPORTER_OTLP_HEADERS, then run the same publish again: it resumes.",
                 )
             state.mark([item[0] for item in batch])
             sent += len(batch)
+            bar.update(len(batch))
     finally:
+        bar.close()
         exporter.shutdown()
     return sent, len(items) - len(todo)
+
+
+class _ExporterLines(logging.Handler):
+    """While in a `with`: the OTLP exporter's log lines are kept here, not printed (a refused post is one
+    error line, which quotes the last of them, secrets masked)."""
+
+    LOGGER = "opentelemetry.exporter.otlp"
+
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage().splitlines()[0] if record.getMessage() else "")
+
+    def __enter__(self) -> _ExporterLines:
+        logger = logging.getLogger(self.LOGGER)
+        self._propagate = logger.propagate
+        logger.addHandler(self)
+        logger.propagate = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        logger = logging.getLogger(self.LOGGER)
+        logger.removeHandler(self)
+        logger.propagate = self._propagate
+
+    def last(self) -> str:
+        from rubric.responses import mask_secrets
+
+        return f": {mask_secrets(self.lines[-1])[:200].rstrip('.')}" if self.lines and self.lines[-1] else ""

@@ -16,7 +16,6 @@ printed.
 
 from __future__ import annotations
 
-import os
 import re
 import urllib.request
 from collections.abc import Callable
@@ -74,26 +73,33 @@ def publish(
     token_env: str = "PHOENIX_API_KEY",
     timeout: float = 10.0,
     say: Callable[[str], None] = print,
+    progress: bool = False,
 ) -> dict[str, Any]:
-    """Every span annotation, then every session annotation (the API key read from $token_env)."""
+    """Every span annotation, then every session annotation (the API key read from $token_env; progress: a bar
+    or status lines over the annotations sent)."""
+    from rubric.progress import progress_bar
+    from rubric.traces.phoenix_source import TOKEN_ENV, api_key
+
     url = str(url).rstrip("/")
-    key = os.environ.get(token_env) or None
+    key = api_key(None if token_env in (None, TOKEN_ENV) else token_env)  # one named on purpose must be set
     _probe(url, float(timeout))
     client = _client(url, key, float(timeout))
     spans, sessions = annotations(scored)
     _check_sessions(client, url, key, [a["session_id"] for a in sessions], scored)
-    for start in range(0, len(spans), BATCH):
-        _send(
-            url,
-            key,
-            lambda b=spans[start : start + BATCH]: client.spans.log_span_annotations(span_annotations=b, sync=True),
-            scored,
-        )
-    for start in range(0, len(sessions), BATCH):
-        batch = sessions[start : start + BATCH]
-        _send(
-            url, key, lambda b=batch: client.sessions.log_session_annotations(session_annotations=b, sync=True), scored
-        )
+    with progress_bar(len(spans) + len(sessions), progress, desc="publish", unit="annotation") as bar:
+        for start in range(0, len(spans), BATCH):
+            batch = spans[start : start + BATCH]
+            _send(url, key, lambda b=batch: client.spans.log_span_annotations(span_annotations=b, sync=True), scored)
+            bar.update(len(batch))
+        for start in range(0, len(sessions), BATCH):
+            batch = sessions[start : start + BATCH]
+            _send(
+                url,
+                key,
+                lambda b=batch: client.sessions.log_session_annotations(session_annotations=b, sync=True),
+                scored,
+            )
+            bar.update(len(batch))
     say(
         f"publish: {len(spans)} span and {len(sessions)} session annotations on {mask_url(url)} "
         f"(identifier {scored.model.source_id}: a second publish replaces them)"

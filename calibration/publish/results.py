@@ -334,3 +334,26 @@ def _truth(value: Any) -> bool:
 
 def _missing(value: Any) -> bool:
     return value is None or (isinstance(value, float) and math.isnan(value)) or str(value).strip() == ""
+
+
+def read_output(
+    folder: str | Path, name: str, *, command: str, key: str, needs: str | None = None
+) -> tuple[Path, dict]:
+    """(the file, its JSON) of what `role-rubric COMMAND` wrote: `name` in `folder` (or `folder` itself, a
+    file), as one line naming it when it is missing, not JSON or not that command's (no `needs` key)."""
+    folder = Path(folder)
+    file = folder / name if folder.is_dir() else folder
+    fix = f"pass {key}= the out= folder of `role-rubric {command}`."
+    if not file.is_file():
+        raise InputError(f"no {name} here.", path=folder, fix=fix)
+    try:
+        value = json.loads(file.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as exc:
+        row = getattr(exc, "lineno", None)
+        raise InputError(f"not JSON ({str(exc).splitlines()[0]}): cut short, or not {command}'s.", path=file, row=row,
+                         fix=f"{fix[:-1]}, or run `role-rubric {command}` again.") from None  # fmt: skip
+    if not isinstance(value, dict) or (needs is not None and not isinstance(value.get(needs), dict)):
+        raise InputError(
+            f"not the {name} that `role-rubric {command}` writes (no {needs!r} in it).", path=file, fix=fix
+        )
+    return file, value

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibration.schema.base import Command, KeyRule, excludes, given, needs
-from calibration.schema.keys import required
+from calibration.schema.keys import PROGRESS, required
 from rubric.config_types import choice, env_name, http_url, number, path, setting, text
 
 
@@ -100,3 +100,4 @@ class Publish(Command):
         env_name(),
     )
     timeout: float = setting(10, "seconds to wait for each request", number(above=0))
+    progress: bool = PROGRESS()

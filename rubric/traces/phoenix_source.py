@@ -62,7 +62,7 @@ class PhoenixSource(TraceSource):
         self.timeout = float(timeout)
         self.description = f"Phoenix project {self.project!r} at {self.url}"
         self.token_env = token_env or TOKEN_ENV
-        self._token = _api_key(token_env)
+        self._token = api_key(token_env)
         self._opener = _opener(self.url)
         self._users: dict[str, str] | None = None
         self._annotations: list[Annotation] = []
@@ -316,7 +316,7 @@ def _base_url(url: str) -> str:
     return url[: -len("/v1")] if url.endswith("/v1") else url
 
 
-def _api_key(token_env: str | None) -> str | None:
+def api_key(token_env: str | None) -> str | None:
     """The API key from `token_env` (None: PHOENIX_API_KEY, optional: a Phoenix without authentication needs
     none); a variable named on purpose must be set, and a name that looks like the key itself is refused."""
     name = token_env or TOKEN_ENV
