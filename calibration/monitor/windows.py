@@ -102,12 +102,13 @@ def read_conversations(root: Path, index: int, *, need_time: bool) -> list[Conve
         return []
     from calibration.release.roles import role_key
 
+    conversations = load_conversations(path)  # first: a line that is not a conversation is its one-line error
     lines = {}
     for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
         if line.strip():
             lines.setdefault(str(json.loads(line).get("conversation_id")), number)
     out = []
-    for conv in load_conversations(path):
+    for conv in conversations:
         record = conv.record if isinstance(getattr(conv, "record", None), dict) else {}
         line = lines.get(conv.conversation_id, 0)
         started = record.get("started_at")
