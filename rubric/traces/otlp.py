@@ -185,6 +185,13 @@ def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] 
         return list(_log_events(request, path, line_no))
     if isinstance(request, dict) and "resourceMetrics" in request:
         return []  # a collector writing its metrics pipeline to the same file
+    if isinstance(request, dict) and "conversation_id" in request and ("turns" in request or "messages" in request):
+        raise InputError(
+            "a conversation (conversation_id, turns), not OTLP traces: this file is a conversations.jsonl already.",
+            path=path,
+            row=line_no,
+            fix="pass it to gather (conversations=) or score as it is; import source=otel reads a collector's export.",
+        )
     if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
         raise InputError(
             "not an OTLP ExportTraceServiceRequest (no resourceSpans list).",

@@ -49,6 +49,10 @@ CASES = {
         r"export\.jsonl, row 2: not UTF-8 text \(byte 0xff\)",
     ),
     "not OTLP": (lambda: '{"hello": 1}\n', r"row 1: not an OTLP ExportTraceServiceRequest"),
+    "a conversations.jsonl": (
+        lambda: '{"conversation_id": "c1", "chatbot_role": "r", "turns": [{"user": "hi", "assistant": "hello"}]}\n',
+        r"row 1: a conversation \(conversation_id, turns\), not OTLP traces.*Fix: pass it to gather",
+    ),
     "duplicate span ids": (
         lambda: good_lines(1) + good_lines(1),
         r"span id 0000000000000065 appears twice \(.*export\.jsonl line 1 and .*export\.jsonl line 2\)",
