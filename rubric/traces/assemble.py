@@ -153,6 +153,7 @@ class _Reader:
         self.empty: dict[str, Span] = {}  # calls without content so far: their messages may come as log records
         self.log_events: dict[str, list[Any]] = {}
         self.key_like: Counter[str] = Counter()  # attribute names that look like a conversation id, for the error
+        self.other_services: Counter[Any] = Counter()  # the service.name of spans service= left out, for the error
         self._interned: dict[Any, Any] = {}
 
     def add(self, span: Span) -> None:
@@ -162,6 +163,7 @@ class _Reader:
         selection = self.selection
         if selection.service is not None and span.resource.get("service.name") != selection.service:
             self.skipped["spans of other services"] += 1
+            self.other_services[span.resource.get("service.name")] += 1
             return
         if span.name == EVENTS_ONLY:
             self.log_events.setdefault(span.span_id, []).extend(span.events)
@@ -228,7 +230,12 @@ class _Reader:
             raise InputError(
                 f"no LLM call in {description} ({self.spans:,} spans read"
                 + (f", none of service {self.selection.service!r}" if self.selection.service else "")
-                + ").",
+                + ")"
+                + (
+                    f"; the export's services: {', '.join(sorted(map(str, self.other_services))[:8])}."
+                    if self.other_services
+                    else "."
+                ),
                 fix="export the spans of the chatbot's model calls (OTel GenAI, OpenInference or OpenLLMetry "
                 "instrumentation), or check service=.",
             )

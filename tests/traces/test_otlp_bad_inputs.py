@@ -229,6 +229,12 @@ def test_an_empty_export_and_a_reversed_window_are_one_line(tmp_path):
         TraceSelection.from_config(SimpleNamespace(since="2026-11-01T10:00", until="2026-11-01T10:00"))
 
 
+def test_a_service_that_is_not_in_the_export_lists_those_that_are(tmp_path):
+    path = write(tmp_path, jsonl([request(conversation_spans("genai", 1, "c1"), service="maths_tutor")]))
+    with pytest.raises(InputError, match=r"none of service 'maths-tutor'\); the export's services: maths_tutor\. Fix"):
+        run(path, service="maths-tutor")
+
+
 def test_a_truncated_pretty_printed_document_names_its_line(tmp_path):
     text = json.dumps(request(conversation_spans("genai", 1, "c1")), indent=1)
     path = write(tmp_path, text[: len(text) // 2], "export.json")
