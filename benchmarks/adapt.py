@@ -52,6 +52,9 @@ BENCHMARKS = (
     "far_shift",
     "new_system",
     "new_system_reviewers",
+    "new_system_far_reviewers",
+    "new_system_middle",
+    "new_system_middle_reviewers",
 )
 METHODS = ("none", "network", "network_one_directory", "network_weighted", "linear", "ordinal")
 DEFAULT = "network"  # what `role-rubric train data=[OLD,NEW]` trains

@@ -165,9 +165,9 @@ def choices(unit: dict, k: int, n_boot: int = 2000, seed: int = 0) -> dict[str, 
     - always_network: the default, whatever cv says;
     - blend: not a choice but the mean of the network's and the linear model's expected answers, which
       `train` does not ship (scored as a what-if, against the best of the three shipped models);
-    - deployed: what cv's deploy line ships now (`deployed`): network_unless_significant's pick where it beats
-      the old side's model on the new rows out of fold, else the linear model unless it is significantly worse
-      than the old side's model there, else no adaptation."""
+    - deployed: what cv's deploy line ships now (`deployed`): the network, unless it loses to the old side's
+      model on the new rows out of fold in two paired resamples of three; then the linear model, unless that
+      is significantly worse than the old side's model there; then no adaptation."""
     arrays = unit["cv_new"]
     new_rmse = {m: _rmse(arrays[m], arrays["y"]) for m in MODELS}
     union = min(MODELS, key=unit["cv_union_rmse"].get)
@@ -267,9 +267,11 @@ def main() -> None:
     parser.add_argument(
         "--arrays",
         type=Path,
+        nargs="+",
         default=None,
         help="also pickle every unit's arrays here after each benchmark (with --from-arrays: read "
-        "them from here instead of training, to summarise again)",
+        "them from these files instead of training, to summarise again; runs of other benchmarks with the "
+        "same --k, --draws, --units and --ensemble merge)",
     )
     parser.add_argument("--from-arrays", action="store_true")
     add_results_argument(parser, "deploy_choice")
@@ -277,8 +279,11 @@ def main() -> None:
     work = args.work or Path(tempfile.mkdtemp(prefix="role-rubric-deploy-"))
     settings = dataclasses.replace(Settings(), ensemble=args.ensemble)
     if args.from_arrays:
-        raw = pickle.loads(args.arrays.read_bytes())
+        raw = _merged([pickle.loads(path.read_bytes()) for path in args.arrays or parser.error("--arrays FILE")])
+    elif args.arrays and len(args.arrays) > 1:
+        parser.error("--arrays takes one file when training (several only with --from-arrays)")
     else:
+        args.arrays = args.arrays[0] if args.arrays else None
         raw = {"k": args.k, "draws": args.draws, "units": args.units, "ensemble": args.ensemble, "command": command()}
         for name in args.only.split(","):
             raw[name] = run_benchmark(
@@ -296,6 +301,19 @@ def main() -> None:
         }
     out["all_benchmarks"] = {k: _pooled(out, k) for k in map(str, raw["k"])}
     emit(args.results_name, out, indent=1)
+
+
+def _merged(runs: list[dict]) -> dict:
+    """The benchmarks of several --arrays runs as one (the later run's where two hold the same benchmark);
+    "command": every run's command, the run that trained each benchmark's models."""
+    keys = ("k", "draws", "units", "ensemble")
+    if any(tuple(r[k] for k in keys) != tuple(runs[0][k] for k in keys) for r in runs):
+        raise SystemExit(f"deploy_choice: the --arrays runs differ in {keys}: summarise them apart")
+    raw = {k: runs[0][k] for k in keys}
+    for run in runs:
+        raw |= {name: value for name, value in run.items() if name in BENCHMARKS}
+    raw["command"] = [r.get("command") for r in runs] if len(runs) > 1 else runs[0].get("command")
+    return raw
 
 
 def _versus_none(rows: list[dict], picks: list[str], n_boot: int = 1000) -> dict:

@@ -75,8 +75,8 @@ def folds_of(ds, name: str) -> tuple[np.ndarray, int]:
     if name == "far_shift":  # the restyled half (benchmarks/far_shift.py)
         new_item = new_release_conversations(ds)[ds.groups]
         return np.where(new_item[ds.label_item], 0, -1), 1
-    if name.startswith("new_system"):  # the weaker dialogue systems' conversations (new_system_release)
-        tested = new_system_release(ds)[ds.label_item]
+    if name.startswith("new_system"):  # two dialogue systems' conversations (new_system_release)
+        tested = new_system_release(ds, name)[ds.label_item]
         return np.where(tested, 0, -1), 1
     if name == "new_chatbot":
         role = ds.items["conversation_id"].str.rsplit("-", n=1).str[0].to_numpy()
@@ -212,26 +212,28 @@ def bundled_dataset(work: Path):
 
 
 BUNDLED = ("new_chatbot", "far_shift")
-NEW_SYSTEMS = ("V4", "V5")
+NEW_SYSTEMS = {"new_system": ("V4", "V5"), "new_system_middle": ("V2", "V3")}
 """LLM-Rubric's dialogues come from five dialogue systems (the id's prefix V1..V5; the reviewers' mean
-satisfaction falls from 3.41 on V1 to 2.77 on V5): the new_system benchmarks' new release is the two weakest
-systems' conversations, the training data the other three's: other conversations, the same judge."""
+satisfaction falls from 3.41 on V1 to 2.77 on V5): a new_system benchmark's new release is two systems'
+conversations (new_system: the two weakest; new_system_middle: the two in the middle), its training data
+the other three's: other conversations, the same judge. Suffixes: `_reviewers` (UNSEEN_REVIEWER_SHARE of the
+reviewers unseen in training), `_far` (the new systems read by far_shift's restyled judge)."""
 UNSEEN_REVIEWER_SHARE = 0.5
-"""new_system_reviewers: the share of reviewers (seeded) whose labels of the old systems are dropped, so the
+"""new_system..._reviewers: the share of reviewers (seeded) whose labels of the old systems are dropped, so the
 new release is judged by reviewers half of whom the calibrator never saw."""
 
 
-def new_system_release(ds) -> np.ndarray:
-    """(N,) whether each item is a conversation of NEW_SYSTEMS."""
-    system = ds.items["conversation_id"].astype(str).str.split("_").str[0].to_numpy()
-    return np.isin(system, NEW_SYSTEMS)
+def new_system_release(ds, name: str) -> np.ndarray:
+    """(N,) whether each item is a conversation of the new release of benchmark `name` (NEW_SYSTEMS)."""
+    systems = NEW_SYSTEMS["new_system_middle" if name.startswith("new_system_middle") else "new_system"]
+    return np.isin(ds.items["conversation_id"].astype(str).str.split("_").str[0].to_numpy(), systems)
 
 
-def without_unseen_reviewers(ds, seed: int = 0):
+def without_unseen_reviewers(ds, name: str, seed: int = 0):
     """`ds` without the old systems' labels of UNSEEN_REVIEWER_SHARE of the reviewers (drawn with `seed`)."""
     order = np.random.default_rng(seed).permutation(len(ds.judges))
     unseen = np.isin(ds.label_judge, order[: int(round(UNSEEN_REVIEWER_SHARE * len(order)))])
-    new_row = new_system_release(ds)[ds.label_item]
+    new_row = new_system_release(ds, name)[ds.label_item]
     return ds.with_label_rows(np.flatnonzero(new_row | ~unseen))
 
 
@@ -243,11 +245,11 @@ def dataset_for(name: str, anchors: Path, work: Path):
     if name.startswith("new_system"):
         ds = llm_rubric_dataset(anchors, work)
         if "_far" in name:  # the new systems' conversations read by the restyled judge too
-            new_item = new_system_release(ds)
+            new_item = new_system_release(ds, name)
             probs = ds.probs.copy()
             probs[new_item] = restyled(ds.probs[new_item], ds.present[new_item], ds.n_options)
             ds = dataclasses.replace(ds, probs=probs)
-        return without_unseen_reviewers(ds) if name.endswith("reviewers") else ds
+        return without_unseen_reviewers(ds, name) if name.endswith("reviewers") else ds
     return bundled_dataset(work) if name in BUNDLED else llm_rubric_dataset(anchors, work)
 
 

@@ -185,6 +185,8 @@ ADAPT_BENCHMARKS = {
     "new_system": "LLM-Rubric, new dialogue systems",
     "new_system_reviewers": "LLM-Rubric, new systems, half the reviewers unseen",
     "new_system_far_reviewers": "LLM-Rubric, new systems read by a restyled judge, half the reviewers unseen",
+    "new_system_middle": "LLM-Rubric, new dialogue systems (middle two)",
+    "new_system_middle_reviewers": "LLM-Rubric, new systems (middle two), half the reviewers unseen",
 }
 ADAPT_NAMES = {
     "none": "no adaptation",
@@ -892,8 +894,8 @@ def separability(r: dict) -> str:
 
 
 DEPLOY_RULES = {
-    "deployed": "**the deploy line**: as below where it beats no adaptation on the new rows, else linear "
-    "(no adaptation if linear is significantly worse)",
+    "deployed": "**the deploy line**: the network unless it loses to no adaptation on the new rows in 2 "
+    "resamples of 3, then linear (no adaptation if linear is significantly worse)",
     "network_unless_significant": "the network unless another model is significantly better on the new rows "
     "(the deploy line before)",
     "lowest_new_cv": "lowest cv RMSE on the new rows",
