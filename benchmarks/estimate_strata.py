@@ -6,7 +6,9 @@ train the calibrator (the defaults), the other half is a release of 4 roles whos
 Each draw labels n conversations: uniformly at random (estimate's default), or stratified by role with
 proportional allocation (what suggest ships) or Neyman allocation (n_h proportional to N_h S_h, S_h the
 ppi residual spread of the role measured on the whole release: an oracle, the best Neyman could do).
-Coverage at nominal 90% and mean width of the ppi rate interval, and of humans-only.
+Coverage at nominal 90% and mean width of the ppi rate interval, and of humans-only. A stratum's ppi weighs
+the calibrator from STRATUM_LAMBDA_FROM labelled conversations on (calibration/release/estimate.py), and the
+strata combine with each stratum's own degrees of freedom, as `estimate` does.
 
     python benchmarks/estimate_strata.py [--draws 2000] [--n 12 20 40] [--work DIR]
 """
@@ -29,6 +31,7 @@ from shift import bundled_dir
 
 from calibration.data.dataset import load_dataset
 from calibration.model.files import load_model
+from calibration.release.estimate import STRATUM_LAMBDA_FROM
 from calibration.release.intervals import _wilson, ratio_interval
 from calibration.release.turns import judge_probabilities, reviewer_predictions
 
@@ -50,9 +53,10 @@ def _interval(Y, G, m, N, lam, alpha):
     return r
 
 
-def _ppi(Y, G, m, N, alpha):
+def _ppi(Y, G, m, N, alpha, lam_from=0):
+    """humans-only and ppi; ppi is humans-only below lam_from conversations (a stratum, as estimate does)."""
     humans = _interval(Y, G, m, N, 0.0, alpha)
-    return humans, _interval(Y, G, m, N, None, alpha)
+    return humans, (_interval(Y, G, m, N, None, alpha) if Y.shape[1] >= lam_from else humans)
 
 
 def _summary(low, high, truth) -> dict:
@@ -85,12 +89,12 @@ def draws_of(Y, G, m, role, truth, n, draws, alpha, rng) -> dict:
         for r, n_h, w in zip(names, alloc, share, strict=True):
             members = np.flatnonzero(role == r)
             pick = members[np.argsort(rng.uniform(size=(draws, len(members))), axis=1)[:, :n_h]]
-            h, p = _ppi(Y[pick], G[pick], m[pick], len(members), alpha)
+            h, p = _ppi(Y[pick], G[pick], m[pick], len(members), alpha, STRATUM_LAMBDA_FROM)
             for key, iv in (("humans", h), ("ppi", p)):
                 est_h[key] = est_h[key] + w * iv["estimate"]
                 term = (w * iv["se"]) ** 2
                 var_h[key] = var_h[key] + term
-                dens_h[key] = dens_h[key] + term**2 / max(n_h - 1, 1)
+                dens_h[key] = dens_h[key] + term**2 / np.maximum(iv["df"], 1)  # the stratum's own
             turns = turns + m[pick].sum(-1)
         out[plan] = {"allocation": {str(r): int(a) for r, a in zip(names, alloc, strict=True)}}
         for key in ("ppi", "humans"):

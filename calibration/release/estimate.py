@@ -32,6 +32,10 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 __all__ = ["GateFailed", "estimate_release", "strip_private"]
 
 KINDS = ("rate", "mean")
+STRATUM_LAMBDA_FROM = 8
+"""A stratum's ppi weighs the calibrator (a cross-fitted lambda) from this many labelled conversations on;
+below, lambda is 0 there (benchmarks/estimate_strata.py: with 3-5 per stratum the strata's ppi was 1.3-2x
+the uniform sample's width, covering 0.96-0.99)."""
 QUANTITY_NOTE = (
     "The quantity is what a reviewer of the panel, drawn as the labels' reviewers were, would answer on a turn "
     "of the release (rate: share of answers >= adheres_at; mean: the answer's value). Labelled pairs are compared "
@@ -267,7 +271,9 @@ def _by_question(ds, rubric, predict, cut, options, pi_of) -> dict:
 
 def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str]) -> dict:
     """The overall humans and ppi intervals combined over the plan's strata (stratified PPI; each stratum a
-    uniform sample of its conversations); {} with a note where a stratum has fewer than 2 labels."""
+    uniform sample of its conversations); {} with a note where a stratum has fewer than 2 labels. A stratum
+    with fewer than STRATUM_LAMBDA_FROM labelled conversations weighs the calibrator 0 in ppi (its
+    humans-only interval): decided by the plan's allocation, not by the labels, so it selects nothing."""
     from calibration.release.inference import stratified
 
     groups: dict[str, set[str]] = {}
@@ -290,7 +296,7 @@ def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str
         sample = preds.sample(conversations=convs)
         turns = float(sample.m_lab.sum())
         parts["humans"].append((share, classical_mean(sample, **options), n_h, turns))
-        ppi = ppi_mean(sample, **options)
+        ppi = ppi_mean(sample, **options) if n_h >= STRATUM_LAMBDA_FROM else ppi_mean(sample, **options, lam=0.0)
         lams.append(share * ppi.lam)
         parts["ppi"].append((share, ppi, n_h, turns))
     alpha, bounds = options["alpha"], options["bounds"]
@@ -304,6 +310,10 @@ def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str
             "labelled": counts,
             "note": "strata of the sampling plan combined (stratified PPI, Fisch "
             "et al. 2024): each stratum's interval, weighted by its share of the turns.",
+            "humans_only_strata": sorted(k for k, v in counts.items() if v < STRATUM_LAMBDA_FROM),
+            "humans_only_why": f"under {STRATUM_LAMBDA_FROM} labelled conversations each, so their ppi is "
+            "their humans-only interval (lambda 0): estimating lambda from so few costs more width than the "
+            "calibrator saves (benchmarks/estimate_strata.py); decided by the plan's allocation, not the labels.",
         },
     }
 

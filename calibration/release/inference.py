@@ -248,7 +248,10 @@ def stratified(
     estimate = sum(w * iv.estimate for w, iv, _, _ in parts)
     terms = [(w * iv.se) ** 2 for w, iv, _, _ in parts]
     var = sum(terms)
-    dens = sum(t**2 / max(n - 1, 1) for t, (_, _, n, _) in zip(terms, parts, strict=True))
+    # each stratum's own degrees of freedom (n_h - 2 where its lambda is cross-fitted, n_h - 1 else)
+    dens = sum(
+        t**2 / max(iv.df if iv.df is not None else n - 1, 1) for t, (_, iv, n, _) in zip(terms, parts, strict=True)
+    )
     df = var**2 / dens if dens > 0 else float(sum(n for _, _, n, _ in parts) - 1)
     low, high = wilson_or_t(
         estimate, var, alpha=alpha, df=df, bounds=bounds, n_turns=sum(t for *_, t in parts), fpc_bar=1.0

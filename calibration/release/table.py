@@ -82,6 +82,11 @@ def terminal_lines(result: dict, *, verbose: bool = False) -> list[str]:
     from calibration.release.gate import gate_line
 
     lines = [format_table(result, verbose=verbose), f"estimate: {audit_line(result['transport_audit'])}"]
+    strata = result.get("rate", {}).get("stratified", {})
+    if strata.get("humans_only_strata"):  # which interval the stratified ppi reports, and why
+        lines.append(
+            f"estimate: stratified ppi: {', '.join(strata['humans_only_strata'])}: {strata['humans_only_why']}"
+        )
     if "line" in result.get("width_plan", {}):
         lines.append("estimate: " + result["width_plan"]["line"])
     if "gate" in result and not result["gate"]["failed"]:

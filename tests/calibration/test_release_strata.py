@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
+from calibration.release.estimate import STRATUM_LAMBDA_FROM
 from calibration.release.inference import Interval, stratified
 from calibration.release.plan import stratified_plan
 from tests.calibration.test_estimate import _split, release  # noqa: F401  (the module's trained release)
@@ -32,6 +33,9 @@ def test_strata_combine_by_turn_share():
     assert iv.estimate == pytest.approx(0.8)
     assert iv.se == pytest.approx(np.sqrt((0.75 * 0.05) ** 2 + (0.25 * 0.1) ** 2))
     assert 0 <= iv.low < 0.8 < iv.high <= 1 and 9 <= iv.df <= 18
+    # each stratum's own degrees of freedom (a cross-fitted lambda spends one): fewer, a wider interval
+    spent = stratified([(0.75, a, 10, 10), (0.25, Interval(0.5, 0.3, 0.7, 0.1, df=8), 10, 10)], bounds=(0, 1))
+    assert spent.df < iv.df and spent.high - spent.low > iv.high - iv.low
 
 
 def test_stratified_sample_round_trip(release, tmp_path, capsys):  # noqa: F811
@@ -49,11 +53,19 @@ def test_stratified_sample_round_trip(release, tmp_path, capsys):  # noqa: F811
     rel = _split(release["data"], tmp_path / "planned", release["ids"][30:60], labelled=chosen)
     shutil.copy(sheet.parent / "sample_plan.csv", rel / "sample_plan.csv")
     assert main(["estimate", f"data={rel}", f"model={release['model']}", f"out={tmp_path / 'e'}"]) == 0
+    printed = capsys.readouterr().out
     result = json.loads((tmp_path / "e" / "estimate.json").read_text())
     for kind in ("rate", "mean"):
         block = result[kind]
-        assert sum(block["stratified"]["labelled"].values()) == 12
+        counts = block["stratified"]["labelled"]
+        assert sum(counts.values()) == 12
         assert block["ppi"]["low"] <= block["ppi"]["estimate"] <= block["ppi"]["high"]
+        # 12 over two strata: both under STRATUM_LAMBDA_FROM, so the stratified ppi is the humans-only one, and
+        # estimate says so (estimate.json and one line)
+        few = block["stratified"]["humans_only_strata"]
+        assert few == sorted(k for k, v in counts.items() if v < STRATUM_LAMBDA_FROM) == sorted(counts)
+        assert block["ppi"]["lambda"] == 0 and block["ppi"]["low"] == pytest.approx(block["humans"]["low"])
+    assert "estimate: stratified ppi: support agent, tutor: under 8 labelled conversations each" in printed
     assert result["rate"]["ppi"]["low"] >= 0 and result["rate"]["ppi"]["high"] <= 1
     assert set(result["by_role"]) == {"support agent", "tutor"}  # per-role rows stay
 
