@@ -905,6 +905,9 @@ DEPLOY_RULES = {
 }
 
 
+PER_BENCHMARK_RULES = ("deployed", "network_unless_significant", "always_network")
+
+
 def deploy_choice(r: dict) -> str:
     """Per shift benchmark and k: how often each decision rule deployed the model with the lowest RMSE on
     the new release's test rows (strict), or one within each tolerance of it, and its mean regret."""
@@ -913,9 +916,11 @@ def deploy_choice(r: dict) -> str:
     rows = []
     for b in [*ADAPT_BENCHMARKS, "all_benchmarks"]:
         for k, at in res.get(b, {}).get("by_k", {}).items() if b != "all_benchmarks" else res.get(b, {}).items():
+            if b != "all_benchmarks" and "rules" not in at:
+                continue  # k took every new conversation of the benchmark: nothing left to test
             rules = at["rules"] if b != "all_benchmarks" else {m: at[m] for m in DEPLOY_RULES if m in at}
             for rule, v in rules.items():
-                if rule not in DEPLOY_RULES:
+                if rule not in DEPLOY_RULES or (b != "all_benchmarks" and rule not in PER_BENCHMARK_RULES):
                     continue
                 vs = v.get("vs_none")
                 rows.append(
@@ -926,18 +931,23 @@ def deploy_choice(r: dict) -> str:
                         DEPLOY_RULES[rule],
                         f"{v['strict_rate']:.0%}",
                         *(f"{v[f'rate_within_{t}']:.0%}" for t in tols),
-                        f"{v['regret']:+.4f}",
+                        f"{v.get('regret_with_none', v['regret']):+.4f}",
                         f"{v['worst_regret_with_none']:+.4f}" if "worst_regret_with_none" in v else "–",
                         f"{vs['rmse_diff']:+.4f} {_interval(vs['rmse_diff_95'])}" if vs else "–",
                     ]
                 )
+    trained = res.get("trained_by")
+    trained = [trained] if isinstance(trained, str) else trained or []
     head = (
         f"Network ensembles of {res['ensemble']}; the rules that read the new rows read every row below "
         f"{res['min_deploy_conversations']} new conversations. Right: the pick has the lowest test RMSE of the "
         "network, linear and ordinal models on the union (strict), or is within the tolerance of it. Regret: "
-        "the pick's test RMSE minus the best one's, mean over draws; worst: the largest, no adaptation counted "
-        "among the candidates. Pick − none: the pick's test RMSE minus no adaptation's, with a 95% paired "
-        "bootstrap interval (test conversations resampled).\n\n"
+        "the pick's test RMSE minus the best one's, no adaptation counted among the candidates, mean over "
+        "draws; worst: the largest. Pick − none: the pick's test RMSE minus no adaptation's, with a 95% paired "
+        "bootstrap interval (test conversations resampled). Per benchmark, the deploy line, the rule before it "
+        "and always the network; every rule over all benchmarks at the end."
+        + (f" The models were trained by {' and '.join(f'`{c}`' for c in trained)}." if trained else "")
+        + "\n\n"
     )
     return head + _table(
         [
