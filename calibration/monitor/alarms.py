@@ -119,10 +119,11 @@ def label_advice(conversation, f, width: float, window: str, role: str) -> dict:
     rate has about this half-width (planned from the calibrator's predictions, taken as calibrated: optimistic
     where it is off, which an alarm suggests; `estimate width=` then says if more are needed). conversation:
     each turn's conversation id; f: its calibrated adherence."""
-    from calibration.release.planning import labels_needed, spread_from_calibrator
+    from calibration.release.planning import PPI_LAM_DF, labels_needed, spread_from_calibrator
 
     spread = spread_from_calibrator(conversation, f)
-    n = labels_needed(spread.ppi, spread.m_bar, spread.N, width, alpha=0.1)
+    # planned as estimate computes ppi: lambda's degree of freedom counted (calibration/release/planning.py)
+    n = labels_needed(spread.ppi, spread.m_bar, spread.N, width, alpha=0.1, lam_df=PPI_LAM_DF)
     k = spread.N if n is None else n
     who = "" if role == "all" else f" of role {role!r}"
     return {
