@@ -209,6 +209,7 @@ def model_and_data(data: str | Path, model: str | Path, *, allow_judge_mismatch:
     from rubric.identity import check_same_judge, dataset_judge_identity
 
     model_dir, model = model, load_model(model)
+    rubric = model.check_rubric(Path(data) / "rubric.yaml")  # another rubric first: the more basic mismatch
     # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
     check_same_judge(
         model.judge_identity,
@@ -218,7 +219,7 @@ def model_and_data(data: str | Path, model: str | Path, *, allow_judge_mismatch:
         model=model_dir,
         allow=allow_judge_mismatch,
     )
-    ds = load_dataset(data, rubric=model.check_rubric(Path(data) / "rubric.yaml"), require_labels=False)
+    ds = load_dataset(data, rubric=rubric, require_labels=False)
     return model, ds
 
 

@@ -30,6 +30,7 @@ def run(cfg: Schema) -> Path:
     from rubric.identity import check_same_judge, dataset_judge_identity
 
     model = load_model(cfg.model)
+    rubric = model.check_rubric(Path(cfg.data) / "rubric.yaml")  # another rubric first: the more basic mismatch
     check_same_judge(
         model.judge_identity,
         dataset_judge_identity(cfg.data),
@@ -38,7 +39,7 @@ def run(cfg: Schema) -> Path:
         where=cfg.data,
         model=cfg.model,
     )
-    ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
+    ds = load_dataset(cfg.data, rubric=rubric, require_labels=False)
     shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), cfg.on_shift, "predict")
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = prediction_pairs(ds, cfg.judges, cfg.data)

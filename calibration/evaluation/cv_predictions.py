@@ -121,9 +121,7 @@ def read_cv_folder(
             path=folder,
             fix="pass cv=DIR written by `role-rubric cv`.",
         )
-    predictions = _read_predictions(path, target, reader, target_fix)
-    if REFERENCE not in set(predictions["method"]):
-        raise InputError("no rows of method 'calibrated'.", path=path, fix="rerun `role-rubric cv` on this dataset.")
+    predictions = _read_predictions(path, target, reader, target_fix, method=REFERENCE)
     return predictions, _cv_info(folder / "metrics.json")
 
 
@@ -138,8 +136,11 @@ def read_previous(folder: str | Path, target: str) -> pd.DataFrame | None:
     return _read_predictions(path, target, "the report's", None) if path.exists() else None
 
 
-def _read_predictions(path: Path, target: str, reader: str, target_fix: str | None) -> pd.DataFrame:
-    """A predictions file of cv, its ids as text and its numbers checked; refused for another question."""
+def _read_predictions(
+    path: Path, target: str, reader: str, target_fix: str | None, method: str | None = None
+) -> pd.DataFrame:
+    """A predictions file of cv, its ids as text and its numbers checked; refused for another question, or
+    without rows of `method` where one is named."""
     ids = {c: str for c in ("conversation_id", "turn", "judge_id", "question_id", "method")}
     try:
         predictions = pd.read_csv(path, dtype=ids, keep_default_na=False)
@@ -157,6 +158,8 @@ def _read_predictions(path: Path, target: str, reader: str, target_fix: str | No
             path=path,
             fix="pass a predictions.csv written by `role-rubric cv`.",
         )
+    if method is not None and method not in set(predictions["method"]):
+        raise InputError(f"no rows of method {method!r}.", path=path, fix="rerun `role-rubric cv` on this dataset.")
     found = sorted(set(predictions["question_id"]))
     if found != [target]:
         raise InputError(
