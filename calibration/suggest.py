@@ -206,19 +206,10 @@ def model_and_data(data: str | Path, model: str | Path, *, allow_judge_mismatch:
     """suggest purpose=learn's calibrator (the model folder `model`) and the dataset folder `data` read against
     its rubric, its judge checked against the model's: (model, dataset)."""
     from calibration import load_dataset, load_model
-    from rubric.identity import check_same_judge, dataset_judge_identity
 
     model_dir, model = model, load_model(model)
-    rubric = model.check_rubric(Path(data) / "rubric.yaml")  # another rubric first: the more basic mismatch
     # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
-    check_same_judge(
-        model.judge_identity,
-        dataset_judge_identity(data),
-        command="suggest",
-        where=data,
-        model=model_dir,
-        allow=allow_judge_mismatch,
-    )
+    rubric = model.check_data(data, command="suggest", model_dir=model_dir, allow_judge_mismatch=allow_judge_mismatch)
     ds = load_dataset(data, rubric=rubric, require_labels=False)
     return model, ds
 

@@ -27,17 +27,10 @@ def run(cfg: Schema) -> Path:
     from calibration.model.files import load_model
     from calibration.model.predict import prediction_pairs, predictions_frame
     from calibration.model.shift import handle_shift, roles_of
-    from rubric.identity import check_same_judge, dataset_judge_identity
 
     model = load_model(cfg.model)
-    rubric = model.check_rubric(Path(cfg.data) / "rubric.yaml")  # another rubric first: the more basic mismatch
-    check_same_judge(
-        model.judge_identity,
-        dataset_judge_identity(cfg.data),
-        allow=cfg.allow_judge_mismatch,
-        command="predict",
-        where=cfg.data,
-        model=cfg.model,
+    rubric = model.check_data(
+        cfg.data, command="predict", model_dir=cfg.model, allow_judge_mismatch=cfg.allow_judge_mismatch
     )
     ds = load_dataset(cfg.data, rubric=rubric, require_labels=False)
     shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), cfg.on_shift, "predict")

@@ -83,6 +83,25 @@ class LoadedModel:
                 )
         return self.rubric
 
+    def check_data(
+        self, folder: str | Path, *, command: str, model_dir: str | Path, allow_judge_mismatch: bool
+    ) -> Rubric:
+        """The model's rubric, after checking a dataset folder against the model: the same rubric first (the
+        more basic mismatch), then the same judge (`rubric.identity.check_same_judge`: refused unless
+        allow_judge_mismatch, naming the folder and model_dir's model.json)."""
+        from rubric.identity import check_same_judge, dataset_judge_identity
+
+        rubric = self.check_rubric(Path(folder) / "rubric.yaml")
+        check_same_judge(
+            self.judge_identity,
+            dataset_judge_identity(folder),
+            allow=allow_judge_mismatch,
+            command=command,
+            where=folder,
+            model=model_dir,
+        )
+        return rubric
+
 
 def save_model(
     out: Path,

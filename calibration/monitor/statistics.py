@@ -124,17 +124,8 @@ def score_directory(
     from calibration.model.provenance import refuse_overlap
     from calibration.model.shift import roles_of
     from calibration.release.turns import reviewer_predictions
-    from rubric.identity import check_same_judge, dataset_judge_identity
 
-    rubric = model.check_rubric(root / "rubric.yaml")
-    check_same_judge(
-        model.judge_identity,
-        dataset_judge_identity(root),
-        allow=allow_mismatch,
-        command="monitor",
-        where=root,
-        model=model_dir,
-    )
+    rubric = model.check_data(root, command="monitor", model_dir=model_dir, allow_judge_mismatch=allow_mismatch)
     ds = load_dataset(root, rubric=rubric, require_labels=False)
     if len(ds.label_item):
         refuse_overlap(model, ds, what="the window's labels", path=root / "labels.csv", folder=root)

@@ -201,17 +201,8 @@ def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, mode
     model's training data are checked; returns (dataset, rubric, how many conversations were checked)."""
     from calibration import load_dataset
     from calibration.model.provenance import refuse_overlap
-    from rubric.identity import check_same_judge, dataset_judge_identity
 
-    rubric = model.check_rubric(root / "rubric.yaml")
-    check_same_judge(
-        model.judge_identity,
-        dataset_judge_identity(root),
-        allow=allow_mismatch,
-        command="estimate",
-        where=root,
-        model=model_dir,
-    )
+    rubric = model.check_data(root, command="estimate", model_dir=model_dir, allow_judge_mismatch=allow_mismatch)
     ds = load_dataset(root, rubric=rubric)
     check_target_answered(ds, root / "labels.csv", minimum=2)  # an interval needs 2 conversations
     # crossfit too: its calibrators train on the model's training directories as well as the other folds, so a

@@ -29,19 +29,10 @@ def shipped_model(path: str | Path, data: Any = None, *, allow_judge_mismatch: b
     (a page presenting it as the model shipped would describe a model that does not apply to this data)."""
     from calibration.data.union import data_paths
     from calibration.model.files import load_model
-    from rubric.identity import check_same_judge, dataset_judge_identity
 
     loaded = load_model(path)
     for folder in data_paths(data) if data is not None else []:
-        loaded.check_rubric(folder / "rubric.yaml")
-        check_same_judge(
-            loaded.judge_identity,
-            dataset_judge_identity(folder),
-            allow=allow_judge_mismatch,
-            command="report",
-            where=folder,
-            model=path,
-        )
+        loaded.check_data(folder, command="report", model_dir=path, allow_judge_mismatch=allow_judge_mismatch)
     kind = loaded.record.kind
     return {
         "dir": str(path),
