@@ -72,9 +72,7 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
     wrote beside the sheet (or `label-studio select=` beside its tasks, where the export is saved), else
     data='s own; plan=none carries none."""
     from calibration.labelling.items import dataset_conversations, llm_items
-    from calibration.release.plan import PLAN_FILE, read_plan, release_fingerprint
-    from rubric.errors import InputError
-    from rubric.files import file_sha256
+    from calibration.release.plan import PLAN_FILE, check_plan_for, refuse_another_plan
 
     given = cfg.plan
     if given is not None and given.strip().lower() == "none":
@@ -86,25 +84,18 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
         return None
     items = llm_items(data, required=False)
     release = {str(c) for c, _ in items} if items is not None else set(dataset_conversations(data))
-    try:
-        read_plan(path, release, set(labels["conversation_id"].astype(str)), fingerprint=release_fingerprint(data))
-    except InputError as exc:
-        if given:
-            raise
-        key = next((k for k, p in beside.items() if p == path), None)
-        raise InputError(
-            f"{exc.problem} (This plan was found {f'beside {key}=' if key else 'in data='}.)",
-            path=exc.path,
-            row=exc.row,
-            fix=f"{exc.fix} Or pass plan=none to import without it (estimate then takes the sample as uniform).",
-        ) from None
-    there = Path(cfg.out) / PLAN_FILE
-    if there.is_file() and there.resolve() != path.resolve() and file_sha256(there) != file_sha256(path):
-        raise InputError(
-            f"out= holds another sampling plan than {path}; it is kept.",
-            path=there,
-            fix="import into a new out= folder, or pass plan= the plan out= holds (or plan=none).",
-        )
+    key = next((k for k, p in beside.items() if p == path), None)
+    check_plan_for(
+        path,
+        data,
+        release,
+        set(labels["conversation_id"].astype(str)),
+        found=None if given else (f"beside {key}=" if key else "in data="),
+        otherwise="Or pass plan=none to import without it (estimate then takes the sample as uniform).",
+    )
+    refuse_another_plan(
+        cfg.out, path, fix="import into a new out= folder, or pass plan= the plan out= holds (or plan=none)."
+    )
     _warn_earlier_labels_outside(data, path)
     return path
 

@@ -69,9 +69,7 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
     selected conversations, and against a plan out= holds already, before anything is written."""
     import pandas as pd
 
-    from calibration.release.plan import PLAN_COLUMNS, PLAN_FILE, read_plan, release_fingerprint
-    from rubric.errors import InputError
-    from rubric.files import file_sha256
+    from calibration.release.plan import PLAN_COLUMNS, PLAN_FILE, check_plan_for, refuse_another_plan
 
     if not cfg.select:
         return None
@@ -81,24 +79,15 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
     if not path.is_file():
         return None
     release = {str(c) for c, _ in known} if known else set(conversations)
-    try:
-        read_plan(path, release, {cid for cid, _ in items}, fingerprint=release_fingerprint(data))
-    except InputError as exc:
-        if path == select:
-            raise
-        raise InputError(
-            f"{exc.problem} (This plan was found beside select=.)",
-            path=exc.path,
-            row=exc.row,
-            fix=f"{exc.fix} Or move that sample_plan.csv away if these turns were not drawn by it.",
-        ) from None
-    there = Path(cfg.out) / PLAN_FILE if cfg.out else None
-    if there is not None and there.is_file() and file_sha256(there) != file_sha256(path):
-        raise InputError(
-            f"out= holds another sampling plan than {path}; it is kept.",
-            path=there,
-            fix="write the tasks into a new out= folder.",
-        )
+    check_plan_for(
+        path,
+        data,
+        release,
+        {cid for cid, _ in items},
+        found=None if path == select else "beside select=",
+        otherwise="Or move that sample_plan.csv away if these turns were not drawn by it.",
+    )
+    refuse_another_plan(cfg.out, path, fix="write the tasks into a new out= folder.")
     return path
 
 

@@ -120,6 +120,33 @@ def read_plan(
     return {c: float(of[c]) for c in labelled}
 
 
+def check_plan_for(
+    path: Path, data: str | Path, release: set[str], sampled: set[str], *, found: str | None, otherwise: str
+) -> None:
+    """`read_plan`'s checks of the plan at `path` for the labels of `sampled` from the dataset folder `data`
+    (its conversations `release`). found: where a plan that was found rather than named was found ("beside
+    select="): its refusal then says so and adds `otherwise`, the way out when the plan is not the labels'."""
+    try:
+        read_plan(path, release, sampled, fingerprint=release_fingerprint(data))
+    except InputError as exc:
+        if found is None:
+            raise
+        raise InputError(
+            f"{exc.problem} (This plan was found {found}.)", path=exc.path, row=exc.row, fix=f"{exc.fix} {otherwise}"
+        ) from None
+
+
+def refuse_another_plan(out: Path | None, plan: Path, fix: str) -> None:
+    """Refuse an out= folder that already holds another sampling plan than `plan` (it is kept)."""
+    from rubric.files import file_sha256
+
+    there = None if out is None else Path(out) / PLAN_FILE
+    if there is None or not there.is_file() or there.resolve() == plan.resolve():
+        return
+    if file_sha256(there) != file_sha256(plan):
+        raise InputError(f"out= holds another sampling plan than {plan}; it is kept.", path=there, fix=fix)
+
+
 def _check_release(frame: pd.DataFrame, path: Path, fingerprint: str | None) -> None:
     """A plan that records its release (release_sha256) must name this one; a plan written before the
     column existed (or a release without an llm file) is not checked."""
