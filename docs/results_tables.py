@@ -1102,6 +1102,21 @@ def readme_table(results: Path = RESULTS) -> str:
                 f"{min(diffs):+.4f} to {max(diffs):+.4f}",
             ]
         )
+    dc = load("deploy_choice", results)
+    pooled = (dc or {"result": {}})["result"].get("all_benchmarks", {}).get("20", {}).get("deployed")
+    if pooled and "regret_with_none" in pooled:
+        benches = [b for b, v in dc["result"].items() if isinstance(v, dict) and "by_k" in v]
+        at20 = [dc["result"][b]["by_k"].get("20") or {} for b in benches]
+        worse = [at["rules"]["deployed"]["vs_none"]["rmse_diff_95"][0] > 0 for at in at20 if "rules" in at]
+        rows.append(
+            [
+                f"[The model cv names for a new release](docs/how-to/adapt.md#deploy-the-model-cv-names-for-the-new-release)"
+                f" from 20 new conversations, over {len(benches)} shift benchmarks: mean RMSE above the best "
+                "model's (no adaptation among them), and benchmarks where it is significantly worse than not adapting",
+                f"+{pooled['regret_with_none']:.4f} (worst draw +{pooled['worst_regret_with_none']:.3f}); "
+                f"{sum(worse)} of {len(worse)}",
+            ]
+        )
     ts = load("train_speed", results)
     if ts:
         w = ts["result"]["config"]["workers"]
