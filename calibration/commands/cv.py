@@ -20,20 +20,14 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 def run(cfg: Schema) -> Any:
     """CLI: `role-rubric cv data=DIR folds=5 out=DIR [seed=0] [target=Q] [network.*=..] [train.*=..]`: the
     `CVResult`. Imports inside, so that `role-rubric --help` loads no stage."""
-    from calibration.data.union import data_paths, dataset_labels, load_training_data
+    from calibration.data.union import data_paths, dataset_labels, training_data_of
     from calibration.evaluation.crossval import cross_validate, item_groups
     from calibration.evaluation.releases import metrics_by_dataset
     from calibration.evaluation.sizes import check_folds, print_warnings, size_warnings
     from rubric.files import out_lock
 
     settings = cfg.settings
-    data = load_training_data(
-        cfg.data,
-        weights=cfg.weights,
-        target=cfg.target,
-        unmatched_labels=cfg.unmatched_labels,
-        allow_judge_mismatch=cfg.allow_judge_mismatch,
-    )
+    data = training_data_of(cfg)
     ds = data.ds
     check_folds(ds, cfg.folds)
     print_warnings("cv", size_warnings(ds, cfg.folds))

@@ -22,17 +22,11 @@ def run(cfg: Schema) -> Any:
     study. Imports inside, so that `role-rubric --help` loads no stage."""
     import time
 
-    from calibration.data.union import load_training_data
+    from calibration.data.union import training_data_of
     from calibration.evaluation.search import search
     from rubric.files import out_lock
 
-    ds = load_training_data(
-        cfg.data,
-        weights=cfg.weights,
-        target=cfg.target,
-        unmatched_labels=cfg.unmatched_labels,
-        allow_judge_mismatch=cfg.allow_judge_mismatch,
-    ).ds
+    ds = training_data_of(cfg).ds
     out = Path(cfg.out)
     with out_lock(out):
         storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"

@@ -21,7 +21,7 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 def run(cfg: Schema) -> Path:
     """CLI: `role-rubric train data=DIR|[DIR1,DIR2] [weights=[1,3]] out=MODEL_DIR [model=network|linear|ordinal]
     [target=Q] [network.*=..] [train.*=..]`. Imports inside, so that `role-rubric --help` loads no stage."""
-    from calibration.data.union import load_training_data
+    from calibration.data.union import training_data_of
     from calibration.model.ensemble import train_ensemble
     from calibration.model.files import save_linear_model, save_model
     from calibration.model.linear_calibrator import train_linear
@@ -31,13 +31,7 @@ def run(cfg: Schema) -> Path:
     from rubric.identity import describe
 
     settings, model = cfg.settings, cfg.model
-    data = load_training_data(
-        cfg.data,
-        weights=cfg.weights,
-        target=cfg.target,
-        unmatched_labels=cfg.unmatched_labels,
-        allow_judge_mismatch=cfg.allow_judge_mismatch,
-    )
+    data = training_data_of(cfg)
     ds, judge = data.ds, data.judge
     roles = roles_of([s.path for s in data.sources])
     start = time.perf_counter()

@@ -20,6 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -123,6 +124,18 @@ def data_weights(weights, n: int) -> list[float] | None:
             fix="give at least one directory a positive weight.",
         )
     return values
+
+
+def training_data_of(cfg: Any) -> TrainingData:
+    """`load_training_data` with the keys every command that trains reads the same way (train, cv, search,
+    report: data, weights, target, unmatched_labels, allow_judge_mismatch), from its checked config."""
+    return load_training_data(
+        cfg.data,
+        weights=cfg.weights,
+        target=cfg.target,
+        unmatched_labels=cfg.unmatched_labels,
+        allow_judge_mismatch=cfg.allow_judge_mismatch,
+    )
 
 
 def load_training_data(

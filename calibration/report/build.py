@@ -91,20 +91,14 @@ class _Run:
 def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, pd.DataFrame | None]:
     """The data, the settings and, with cv=DIR, that folder's predictions (whose settings, folds and seeds
     the report then uses); shipped: the model= directory's kind and settings (calibration/report/shipped.py)."""
-    from calibration.data.union import load_training_data, qualified, qualified_predictions
+    from calibration.data.union import qualified, qualified_predictions, training_data_of
 
     out = Path(cfg.out)
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed, fold_seed = cfg.settings, cfg.folds, cfg.seed, cfg.fold_seed
     if shipped is not None and shipped["settings"] is not None:
         settings = shipped["settings"]  # the network as it was trained
-    data = load_training_data(
-        cfg.data,
-        weights=cfg.weights,
-        target=cfg.target,
-        unmatched_labels=cfg.unmatched_labels,
-        allow_judge_mismatch=cfg.allow_judge_mismatch,
-    )
+    data = training_data_of(cfg)
     ds = qualified(data.ds)  # several directories: conversation ids prefixed by their directory, "new/c001"
     predictions = previous = None
     if cfg.cv:
