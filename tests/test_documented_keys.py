@@ -95,7 +95,7 @@ def _from_messages() -> list[tuple[str, str, str]]:
             if not (
                 isinstance(node, ast.Call)
                 and getattr(node.func, "id", getattr(node.func, "attr", ""))
-                in ("InputError", "IncompleteRun", "fail", "LowCoverage")
+                in ("InputError", "IncompleteRun", "fail", "LowCoverage", "check_plan_for", "refuse_another_plan")
             ):
                 continue
             for part in [*node.args, *(k.value for k in node.keywords if k.arg in ("fix", "problem"))]:

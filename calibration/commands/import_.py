@@ -91,7 +91,7 @@ def _plan_to_carry(cfg: Schema, data: Path, labels: Any) -> Path | None:
         release,
         set(labels["conversation_id"].astype(str)),
         found=None if given else (f"beside {key}=" if key else "in data="),
-        otherwise="Or pass plan=none to import without it (estimate then takes the sample as uniform).",
+        fix="Or pass plan=none to import without it (estimate then takes the sample as uniform).",
     )
     refuse_another_plan(
         cfg.out, path, fix="import into a new out= folder, or pass plan= the plan out= holds (or plan=none)."

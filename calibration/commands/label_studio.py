@@ -85,7 +85,7 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
         release,
         {cid for cid, _ in items},
         found=None if path == select else "beside select=",
-        otherwise="Or move that sample_plan.csv away if these turns were not drawn by it.",
+        fix="Or move that sample_plan.csv away if these turns were not drawn by it.",
     )
     refuse_another_plan(cfg.out, path, fix="write the tasks into a new out= folder.")
     return path

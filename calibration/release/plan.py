@@ -121,18 +121,18 @@ def read_plan(
 
 
 def check_plan_for(
-    path: Path, data: str | Path, release: set[str], sampled: set[str], *, found: str | None, otherwise: str
+    path: Path, data: str | Path, release: set[str], sampled: set[str], *, found: str | None, fix: str
 ) -> None:
     """`read_plan`'s checks of the plan at `path` for the labels of `sampled` from the dataset folder `data`
     (its conversations `release`). found: where a plan that was found rather than named was found ("beside
-    select="): its refusal then says so and adds `otherwise`, the way out when the plan is not the labels'."""
+    select="): its refusal then says so and adds `fix`, the way out when the plan is not the labels'."""
     try:
         read_plan(path, release, sampled, fingerprint=release_fingerprint(data))
     except InputError as exc:
         if found is None:
             raise
         raise InputError(
-            f"{exc.problem} (This plan was found {found}.)", path=exc.path, row=exc.row, fix=f"{exc.fix} {otherwise}"
+            f"{exc.problem} (This plan was found {found}.)", path=exc.path, row=exc.row, fix=f"{exc.fix} {fix}"
         ) from None
 
 
