@@ -319,23 +319,14 @@ def _merged(runs: list[dict]) -> dict:
 def _versus_none(rows: list[dict], picks: list[str], n_boot: int = 1000) -> dict:
     """The picked models' test RMSE minus no adaptation's, the mean over units, with its 95% paired bootstrap
     interval (each unit's test conversations resampled, the same resamples for both, averaged over units)."""
-    diffs = []
+    diffs, points = [], []
     for u, (r, pick) in enumerate(zip(rows, picks, strict=True)):
         test = r["test"]
         e = (test["network"] + test["linear"]) / 2 if pick == "blend" else test[pick]
         w = bootstrap_counts(test["groups"], len(test["y"]), rng=np.random.default_rng(u), n_boot=n_boot)
         diffs.append(metrics(e, test["y"], w)[0] - metrics(test["none"], test["y"], w)[0])
-    point = float(
-        np.mean(
-            [
-                _rmse(
-                    (r["test"]["network"] + r["test"]["linear"]) / 2 if p == "blend" else r["test"][p], r["test"]["y"]
-                )
-                - _rmse(r["test"]["none"], r["test"]["y"])
-                for r, p in zip(rows, picks, strict=True)
-            ]
-        )
-    )
+        points.append(_rmse(e, test["y"]) - _rmse(test["none"], test["y"]))
+    point = float(np.mean(points))
     low, high = np.percentile(np.mean(diffs, 0), [2.5, 97.5])
     return {"rmse_diff": round(point, 4), "rmse_diff_95": [round(float(low), 4), round(float(high), 4)]}
 
