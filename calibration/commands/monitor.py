@@ -38,6 +38,7 @@ def run(cfg: Schema) -> Path:
             fail_under=cfg.fail_under,
             drop=cfg.drop,
             shift=cfg.shift,
+            questions=cfg.questions,
             width=cfg.width,
             adheres_at=cfg.adheres_at,
             allow_judge_mismatch=cfg.allow_judge_mismatch,
@@ -48,7 +49,7 @@ def run(cfg: Schema) -> Path:
         first = result["alarms"][0]
         raise MonitorAlarm(
             f"{len(result['alarms'])} new alarm(s), appended to {result['paths']['alarms']}; the first: window "
-            f"{first['window']}, {first['role']}: {first['what']}; next: {first['next']}.",
+            f"{first['window']}, {first['role']}: {first['what']} ({_strength(first)}); next: {first['next']}.",
             fix="",
         )
     return result["paths"]["windows"]
@@ -77,9 +78,15 @@ def _lines(result: dict) -> list[str]:
     paths = result["paths"]
     lines.append(f"monitor: wrote {paths['windows']}, {paths['table']}, {paths['page']}, {paths['state']}")
     for a in result["alarms"]:
-        lines.append(
-            f"monitor: ALARM window {a['window']}, {a['role']}: {a['what']} (p={a['p_value']:.2g} < {a['level']:.2g})"
-        )
+        lines.append(f"monitor: ALARM window {a['window']}, {a['role']}: {a['what']} ({_strength(a)})")
     if not result["alarms"]:
         lines.append("monitor: no new alarm")
     return lines
+
+
+def _strength(alarm: dict) -> str:
+    """How strong the evidence is, against the level it alarms at: an e-value against 1/level (the sequential
+    checks) or a p-value against the level (the shift check)."""
+    if alarm.get("e_value") is not None:
+        return f"e-value {alarm['e_value']:.3g} >= {1 / alarm['level']:.3g}"
+    return f"p={alarm['p_value']:.2g} < {alarm['level']:.2g}"

@@ -1,34 +1,40 @@
-"""`monitor`'s alarms, and the false-alarm guarantee over the whole horizon.
+"""`monitor`'s alarms, and the false-alarm guarantee over any number of windows.
 
-The guarantee: while the chatbot, its users and the judge stay as they were (every window's conversations a
-draw of the same behaviour, the training data's for the shift check), the chance that ANY alarm is raised in
-the first `horizon` windows, for any role and any check, is at most `alpha`.
+The guarantee: while the chatbot, its users within each role and the judge stay as they were (every role's
+conversations a draw of the same behaviour; the mix of roles may move freely), the chance that ANY alarm is
+raised, for any role, rubric question or check, ever, is at most `alpha` (the shift check: within `horizon`).
 
-How (alpha spending by a union bound, Bonferroni): alpha is split equally between the checks switched on
-(fail_under=, drop=, the shift check), each check's share equally over the `horizon` windows, and a window's
-share equally over the rows that check tests in it (its roles, and "all" for the two rate checks). Each test
-runs at its row's level; the levels of all the tests that can ever run sum to at most alpha, so the chance that
-any of them fires falsely is at most alpha whatever the dependence between them (the windows share a reference
-period, the roles share the window). Why this and not a confidence sequence or a CUSUM: it needs nothing
-about how windows depend on each other, a new window is tested from its own totals and the reference alone
-(the state stays a few numbers per window), and the level each test ran at is written beside it, so an
-alarm can be checked by hand. Its price: past the horizon no alarm can be raised (start a new out=), and a
-small drop needs a few windows' worth of evidence in one window to show (benchmarks/monitor.py measures the
-delay).
+How: alpha is split (a union bound) between the families switched on: the target's rate checks (half), the other
+rubric questions' drop checks (a quarter), the shift check (the rest; see FAMILY_WEIGHTS), renormalised over
+those on. Inside a family, equally between checks (fail_under=, drop=) and questions; inside a drop check half goes
+to the reference period's lower bounds (one per role) and half to the betting e-processes (calibration/monitor/
+evidence.py): a quarter to "all" (the product of the roles' wealths) and a quarter to the roles, the k-th role in
+order of first appearance getting 6/(pi^2 k^2) of it, so a role that appears late still has a fixed share. Each
+e-process alarms when its wealth reaches 1 / its share: by Ville's inequality that happens with chance at most its
+share, over every window to come, whatever the shape of the rates. The shift check keeps its per-window
+permutation test, its share split over `horizon` windows and the window's roles.
 
-The tests: fail_under=X, p-value of "the window's rate >= X"; drop=D, of "the window's rate >= the reference
-rate - D" (the reference: the first `reference` windows pooled, its own sampling error counted); the shift
-check, its permutation p-value (calibration/monitor/statistics.py). Each alarm says what to do next: label
-about K conversations of the window (the planner of calibration/release/planning.py, for a half-width of
-`width`), then run `estimate` on them.
+The checks, per rubric question q (the target, and with questions=true every other):
+- drop=D: "every conversation of the role is expected at >= L_r - D", L_r the reference period's lower bound on
+  the role's mean rate of q; it alarms once evidence that the role fell by more than D has accumulated.
+- fail_under=X (the target only): "every conversation of the role is expected at >= X".
+An e-process that alarmed stays alarmed (its row says so every window) and raises no second alarm.
 """
 
 from __future__ import annotations
 
-from calibration.monitor.statistics import Totals, below_p, drop_p
+import math
+
+import numpy as np
+
+from calibration.monitor.evidence import Bettor, lower_bound, role_shares
 from calibration.release.gate import GateFailed
 
-__all__ = ["MonitorAlarm", "checks_on", "label_advice", "level", "rate_alarms", "rate_checks"]
+__all__ = ["ALL", "FAMILY_WEIGHTS", "MonitorAlarm", "budget", "evidence_checks", "freeze_reference", "label_advice"]
+
+ALL = "all"
+FAMILY_WEIGHTS = {"rate": 0.5, "questions": 0.25, "shift": 0.15, "canary": 0.1}
+"""Shares of alpha per family of checks, renormalised over the families switched on."""
 
 
 class MonitorAlarm(GateFailed):
@@ -38,80 +44,116 @@ class MonitorAlarm(GateFailed):
     label = "alarm"
 
 
-def checks_on(*, fail_under: float | None, drop: float | None, shift: bool) -> list[str]:
-    """The checks that share alpha."""
-    return [
-        name
-        for name, on in (("fail_under", fail_under is not None), ("drop", drop is not None), ("shift", shift))
-        if on
-    ]
-
-
-def level(alpha: float, checks: list[str], horizon: int, rows: int) -> float:
-    """One test's level: alpha / checks / horizon / rows tested by that check in the window."""
-    return alpha / max(len(checks), 1) / horizon / max(rows, 1)
-
-
-def rate_checks(rows: dict[str, Totals], *, reference: dict[str, Totals], position: int, settings: dict) -> dict:
-    """The rate checks of one window: row ("all" or a role) -> its checks, each with its p-value, level and
-    whether it fired. position: the window's place from the first monitored (0-based); reference: the
-    reference period's totals per row (used from position `settings["reference"]` on); settings: the
-    command's alpha, horizon, reference, fail_under, drop and shift. The command and benchmarks/monitor.py
-    both decide by this."""
-    checks = checks_on(fail_under=settings["fail_under"], drop=settings["drop"], shift=settings["shift"])
-    tested = [g for g, t in rows.items() if t.n >= 2]
-    if position >= settings["horizon"] or not tested:
-        return {g: [] for g in rows}
-    at = level(settings["alpha"], checks, settings["horizon"], len(tested))
-    after = position >= settings["reference"]
+def budget(alpha: float, *, fail_under: float | None, drop: float | None, questions: int, shift: bool) -> dict:
+    """Alpha per family and check: {"fail_under", "drop" (the target's), "question_drop" (each other question's),
+    "shift" (per window, before its split over roles), "lower_bound" and "evidence" fractions of a drop check}.
+    questions: how many rubric questions other than the target are monitored."""
+    on = {
+        "rate": fail_under is not None or drop is not None,
+        "questions": drop is not None and questions > 0,
+        "shift": shift,
+    }
+    total = sum(FAMILY_WEIGHTS[f] for f, yes in on.items() if yes) or 1.0
+    share = {f: alpha * FAMILY_WEIGHTS[f] / total if yes else 0.0 for f, yes in on.items()}
+    rate_checks = (fail_under is not None) + (drop is not None)
     return {
-        g: rate_alarms(
-            rows[g],
-            reference=reference.get(g) if after else None,
-            fail_under=settings["fail_under"],
-            drop=settings["drop"],
-            at=at,
-        )
-        if g in tested
-        else []
-        for g in rows
+        "fail_under": share["rate"] / rate_checks if fail_under is not None else 0.0,
+        "drop": share["rate"] / rate_checks if drop is not None else 0.0,
+        "question_drop": share["questions"] / questions if on["questions"] else 0.0,
+        "shift": share["shift"],
     }
 
 
-def rate_alarms(
-    totals: Totals,
-    *,
-    reference: Totals | None,
-    fail_under: float | None,
-    drop: float | None,
-    at: float,
-) -> list[dict]:
-    """The rate checks of one row at level `at`: each with its p-value and whether it fired."""
-    out = []
-    if fail_under is not None:
-        p = below_p(totals, fail_under)
-        out.append(
-            {
-                "check": "fail_under",
-                "p_value": p,
-                "level": at,
-                "fired": p < at,
-                "what": f"the calibrated rate {totals.rate:.3f} is below fail_under={fail_under:g}",
-            }
-        )
-    if drop is not None and reference is not None:
-        p = drop_p(totals, reference, drop)
-        out.append(
-            {
-                "check": "drop",
-                "p_value": p,
-                "level": at,
-                "fired": p < at,
-                "what": f"the calibrated rate {totals.rate:.3f} fell by more than drop={drop:g} from the "
-                f"reference's {reference.rate:.3f}",
-            }
-        )
+def _role_level(share: float, role: str, order: list[str]) -> float:
+    return share * role_shares(order.index(role) + 1)
+
+
+def freeze_reference(rates: dict, *, drop: float, drop_share: dict) -> dict:
+    """The drop checks' thresholds at the end of the reference period: per question, per role, the reference's
+    lower bound on the role's mean rate (each at half the question's drop share, split over the roles) minus
+    drop. rates: question -> role -> the reference's per-conversation rates in arrival order."""
+    out = {}
+    for q, by_role in rates.items():
+        roles = sorted(r for r, x in by_role.items() if len(x) >= 2)
+        delta = drop_share[q] / 2 / max(len(roles), 1)
+        out[q] = {}
+        for role in roles:
+            x = np.asarray(by_role[role], float)
+            bound = lower_bound(x, delta)
+            out[q][role] = {"theta": bound - drop, "lower_bound": bound, "mean": float(x.mean()), "n": len(x)}
+            out[q][role]["delta"] = delta
     return out
+
+
+def evidence_checks(
+    rates: dict[str, np.ndarray],
+    *,
+    question: str,
+    state: dict,
+    settings: dict,
+    shares: dict,
+    target: bool,
+) -> dict[str, list[dict]]:
+    """One window's sequential checks for one question: row (each role, and "all") -> its checks, each with its
+    e-value, the level it alarms at, whether it fired in this window, and whether it has alarmed before.
+    rates: role -> the window's per-conversation rates of this question in arrival order. state: the monitor's
+    (its "bettors", "thresholds", "alarmed" and "roles" are read and moved on)."""
+    out: dict[str, list[dict]] = {row: [] for row in [*rates, ALL]}
+    order = state["roles"]
+    checks = []
+    if target and settings["fail_under"] is not None:
+        checks.append(("fail_under", {r: settings["fail_under"] for r in rates}, shares["fail_under"]))
+    thresholds = (state.get("thresholds") or {}).get(question)
+    if settings["drop"] is not None and thresholds is not None:
+        share = shares["drop"] if target else shares["question_drop"]
+        checks.append(("drop", {r: thresholds[r]["theta"] for r in rates if r in thresholds}, share / 2))
+    for check, theta, share in checks:
+        combined = 0.0
+        for role, x in rates.items():
+            if role not in theta or len(x) == 0:
+                continue
+            key = f"{question}|{check}|{role}"
+            bettor = _bettor(state, key, theta[role], thresholds, question, role)
+            bettor = bettor.update(np.asarray(x, float)[None, :], theta=np.array([theta[role]]))
+            state["bettors"][key] = bettor.to_json()
+            level = _role_level(share / 2 if check == "drop" else share, role, order)
+            out[role].append(_decide(state, key, check, question, float(bettor.log_wealth[0]), level, theta[role]))
+        if check == "drop" and ALL not in rates:  # one stratum only: its row is the "all" row already
+            combined = sum(
+                float(Bettor.from_json(state["bettors"][f"{question}|drop|{r}"]).log_wealth[0])
+                for r in theta
+                if f"{question}|drop|{r}" in state["bettors"]
+            )
+            out[ALL].append(_decide(state, f"{question}|drop|{ALL}", check, question, combined, share / 2, None))
+    return out
+
+
+def _bettor(state: dict, key: str, theta: float, thresholds, question: str, role: str) -> Bettor:
+    if key in state["bettors"]:
+        return Bettor.from_json(state["bettors"][key])
+    prior = (thresholds or {}).get(role, {}).get("mean", theta + 0.1) if thresholds else theta + 0.1
+    return Bettor.start(1, prior_mean=np.array([max(prior, theta)]))
+
+
+def _decide(state, key, check, question, log_wealth, level, theta) -> dict:
+    before = key in state["alarmed"]
+    fired = not before and log_wealth >= math.log(1.0 / level)
+    if fired:
+        state["alarmed"][key] = True
+    what = {
+        "fail_under": f"evidence that {question}'s calibrated rate is below fail_under",
+        "drop": f"evidence that {question}'s calibrated rate fell by more than drop= from the reference",
+    }[check]
+    return {
+        "check": check,
+        "question": question,
+        "e_value": math.exp(min(log_wealth, 700.0)),
+        "level": level,
+        "threshold": theta,
+        "fired": fired,
+        "alarmed_before": before,
+        "what": what,
+    }
 
 
 def label_advice(conversation, f, width: float, window: str, role: str) -> dict:
@@ -125,7 +167,7 @@ def label_advice(conversation, f, width: float, window: str, role: str) -> dict:
     # planned as estimate computes ppi: lambda's degree of freedom counted (calibration/release/planning.py)
     n = labels_needed(spread.ppi, spread.m_bar, spread.N, width, alpha=0.1, lam_df=PPI_LAM_DF)
     k = spread.N if n is None else n
-    who = "" if role == "all" else f" of role {role!r}"
+    who = "" if role == ALL else f" of role {role!r}"
     return {
         "label": k,
         "of": spread.N,

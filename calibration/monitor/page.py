@@ -118,7 +118,10 @@ def write_page(out: Path, windows: list[dict], alarms: list[dict], reference: di
         "rate (PPI interval) in windows with labels; orange: the shift check fired; red: an alarm."
     )
     table = pd.DataFrame(
-        [{k: a[k] for k in ("window", "role", "check", "p_value", "level", "label", "of")} for a in alarms]
+        [
+            {k: a.get(k) for k in ("window", "role", "check", "question", "e_value", "p_value", "level", "label", "of")}
+            for a in alarms
+        ]
     )
     parts = [section("compare_section", "Adherence over time", note, image, Markup(""))]
     if len(table):

@@ -46,6 +46,7 @@ def monitor(
     fail_under: float | None = None,
     drop: float | None = None,
     shift: bool = True,
+    questions: bool = True,
     width: float = 0.05,
     adheres_at: float | None = None,
     allow_judge_mismatch: bool = False,
@@ -70,6 +71,7 @@ def monitor(
         "fail_under": fail_under,
         "drop": drop,
         "shift": shift,
+        "questions": questions,
         "width": width,
         "adheres_at": adheres_at,
     }
@@ -223,18 +225,38 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
         "rows": {},
     }
     rel = w.index - state["first_index"]
-    if rel >= settings["reference"] and state["reference"] is None:  # the reference period is over: frozen
-        state["reference"] = dict(state["reference_sum"])
+    if rel >= settings["reference"] and state["thresholds"] is None:  # the reference period is over: frozen
+        _freeze(state, settings, model)
     if w.n_conversations == 0:
         record["note"] = "no conversation in this window: nothing measured, no alarm (is the import running?)"
         log.warning(f"monitor: window {w.id}: no conversation")
         return record
     groups = _groups(w, scored, role_of)
-    checks = al.checks_on(fail_under=settings["fail_under"], drop=settings["drop"], shift=settings["shift"])
-    in_horizon = rel < settings["horizon"]
+    state["roles"] += sorted(g for g in groups if g != ALL and g not in state["roles"])
+    rows, totals = _measure(groups, scored, model, settings, state, rel)
+    _sequential(rows, groups, scored, state, settings, rel)
+    for g, row in rows.items():
+        if not row["in_horizon"]:
+            row["note"] = f"past horizon={settings['horizon']} windows: no shift alarm (the rate checks go on)"
+        del row["in_horizon"]
+        row["alarms"] = [_alarm(w, g, c, groups[g], scored, settings, directories) for c in row["checks"] if c["fired"]]
+        record["rows"][g] = row
+    if state.get("mix"):
+        record["standardised_rate"] = _standardised(rows, state["mix"])
+    if rel < settings["reference"]:
+        sums = state["reference_sum"]
+        for g, t in totals.items():
+            sums[g] = asdict(ms.Totals(**sums[g]) + t) if g in sums else asdict(t)
+    return record
+
+
+def _measure(groups, scored, model, settings, state, rel) -> tuple[dict, dict]:
+    """Each row's rate, band, reviewers' block and shift check (its p-value tested at its per-window level)."""
+    budget = _budget(settings, scored)
     shift_rows = [g for g in groups if (g != ALL or len(groups) == 1)]
     eligible = [g for g in shift_rows if sum(len(c) for _, c in groups[g]) >= ms.MIN_SHIFT_CONVERSATIONS]
-    shift_level = al.level(settings["alpha"], checks, settings["horizon"], len(eligible))
+    shift_level = budget["shift"] / settings["horizon"] / max(len(eligible), 1)
+    in_horizon = rel < settings["horizon"]
     totals, rows = {}, {}
     for g, parts in groups.items():
         A = np.array([scored[d].A[c] for d, convs in parts for c in convs])
@@ -243,36 +265,92 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
         row = {"conversations": totals[g].n, "turns": int(totals[g].m), "rate": totals[g].rate, "se": totals[g].se}
         row["band"] = ms.band(A, m)
         row["totals"] = asdict(totals[g])
+        row["checks"], row["in_horizon"] = [], in_horizon
         if len(parts) == 1 and len(scored[parts[0][0]].preds.row_item):
             row["reviewers"] = ms.ppi_block(scored[parts[0][0]], parts[0][1])
         if settings["shift"] and g in shift_rows:
             row["shift"] = ms.shift_p(model.record.shift_summary(), [(scored[d], c) for d, c in parts], shift_level)
+            p = row["shift"].get("p_value")
+            if in_horizon and p is not None:
+                row["checks"].append(
+                    {
+                        "check": "shift",
+                        "p_value": p,
+                        "level": shift_level,
+                        "fired": p < shift_level,
+                        "what": "these conversations differ from the calibrator's training data (the chatbot, its "
+                        "users or the judge changed): the calibrated rate may be biased",
+                    }
+                )
         rows[g] = row
-    reference = {k: ms.Totals(**v) for k, v in (state["reference"] or {}).items()}
-    decided = al.rate_checks(totals, reference=reference, position=rel, settings=settings)
-    for g, row in rows.items():
-        row["checks"] = decided[g]
-        p = (row.get("shift") or {}).get("p_value")
-        if in_horizon and p is not None:
-            row["checks"].append(
-                {
-                    "check": "shift",
-                    "p_value": p,
-                    "level": shift_level,
-                    "fired": p < shift_level,
-                    "what": "these conversations differ from the calibrator's training data (the chatbot, its users "
-                    "or the judge changed): the calibrated rate may be biased",
-                }
-            )
-        if not in_horizon:
-            row["note"] = f"past horizon={settings['horizon']} windows: no alarm (start a new out= to monitor on)"
-        row["alarms"] = [_alarm(w, g, c, groups[g], scored, settings, directories) for c in row["checks"] if c["fired"]]
-        record["rows"][g] = row
-    if rel < settings["reference"]:
-        sums = state["reference_sum"]
-        for g, t in totals.items():
-            sums[g] = asdict(ms.Totals(**sums[g]) + t) if g in sums else asdict(t)
-    return record
+    return rows, totals
+
+
+def _questions(scored, settings) -> list[str]:
+    """The questions the sequential checks run on: the target first, then (questions=true) every other."""
+    first = next(iter(scored.values()))
+    others = [q for q in first.rates if q != first.target] if settings["questions"] else []
+    return [first.target, *others]
+
+
+def _budget(settings, scored) -> dict:
+    return al.budget(
+        settings["alpha"],
+        fail_under=settings["fail_under"],
+        drop=settings["drop"],
+        questions=len(_questions(scored, settings)) - 1,
+        shift=settings["shift"],
+    )
+
+
+def _sequential(rows, groups, scored, state, settings, rel) -> None:
+    """The e-processes of every monitored question moved on by this window's conversations (in their order);
+    during the reference period its per-role sums are kept instead for the drop checks' thresholds."""
+    budget = _budget(settings, scored)
+    target = next(iter(scored.values())).target
+    strata = [g for g in groups if g != ALL] or [ALL]
+    for q in _questions(scored, settings):
+        rates = {g: np.array([scored[d].rates[q][c] for d, convs in groups[g] for c in convs]) for g in strata}
+        if rel < settings["reference"]:
+            kept = state["reference_rates"].setdefault(q, {})
+            for g, x in rates.items():
+                kept.setdefault(g, []).extend(float(v) for v in x)
+        checks = al.evidence_checks(
+            rates, question=q, state=state, settings=settings, shares=budget, target=q == target
+        )
+        for g, found in checks.items():
+            if g in rows:
+                rows[g]["checks"] += found
+
+
+def _freeze(state, settings, model) -> None:
+    """The end of the reference period: the drop checks' thresholds per question and role, and the roles' mix."""
+    sums = state["reference_rates"]
+    if settings["drop"] is not None and sums:
+        target = next(iter(sums))
+        questions = len(sums) - 1
+        shares = al.budget(
+            settings["alpha"],
+            fail_under=settings["fail_under"],
+            drop=settings["drop"],
+            questions=questions,
+            shift=settings["shift"],
+        )
+        per_q = {q: shares["drop"] if q == target else shares["question_drop"] for q in sums}
+        state["thresholds"] = al.freeze_reference(sums, drop=settings["drop"], drop_share=per_q)
+    else:
+        state["thresholds"] = {}
+    target_sums = next(iter(sums.values()), {})
+    total = sum(len(x) for x in target_sums.values())
+    state["mix"] = {g: len(x) / total for g, x in target_sums.items()} if total else {}
+
+
+def _standardised(rows: dict, mix: dict) -> float | None:
+    """The rate at the reference period's mix of roles (over the roles this window has): what the pooled rate
+    would be had the mix not moved; shown beside the pooled rate, never tested (the roles' evidence is)."""
+    have = {g: w for g, w in mix.items() if g in rows and g != ALL and rows[g]["conversations"]}
+    total = sum(have.values())
+    return sum(w * rows[g]["rate"] for g, w in have.items()) / total if total else None
 
 
 def _check_listed(scored: ms.Scored, found, root: Path) -> None:
@@ -326,8 +404,10 @@ def _alarm(w: Window, role: str, check: dict, parts, scored, settings, directori
         "window": w.id,
         "role": role,
         "check": check["check"],
+        "question": check.get("question"),
         "what": check["what"],
-        "p_value": check["p_value"],
+        "p_value": check.get("p_value"),
+        "e_value": check.get("e_value"),
         "level": check["level"],
         **advice,
     }

@@ -41,7 +41,8 @@ __all__ = [
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 STATE, WINDOWS, TABLE, ALARMS = "state.json", "windows.jsonl", "windows.csv", "alarms.jsonl"
-FORMAT = 1
+FORMAT = 2
+"""2: the sequential evidence (e-processes) and the drop checks' thresholds per question and role."""
 
 
 def model_checksum(model_dir: Path) -> str:
@@ -77,6 +78,12 @@ def _read_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dic
             "windows": [],
             "reference": None,
             "reference_sum": {},
+            "roles": [],
+            "reference_rates": {},
+            "thresholds": None,
+            "mix": None,
+            "bettors": {},
+            "alarmed": {},
         }
     try:
         state = json.loads(path.read_text(encoding="utf-8"))
@@ -87,6 +94,13 @@ def _read_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dic
             path=path,
             fix="pass out= the folder of an earlier monitor run, or a new one.",
         ) from None
+    if state.get("format") != FORMAT:
+        raise InputError(
+            f"this folder was monitored by an earlier role-rubric (state format {state.get('format')}; this one "
+            f"keeps format {FORMAT}: evidence that accumulates over windows).",
+            path=path,
+            fix="pass a new out= (the old folder stays readable as it is).",
+        )
     if recorded_sum != checksum:
         raise InputError(
             f"this folder monitors another model ({state['model']['path']}, checksum {recorded_sum[:12]}); "

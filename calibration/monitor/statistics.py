@@ -17,7 +17,6 @@ from pathlib import Path
 
 import numpy as np
 import torch
-from scipy import stats
 
 from calibration.release.audit import transport_audit
 from calibration.release.inference import ClusterSample, classical_mean, ppi_mean
@@ -68,24 +67,6 @@ class Totals:
         return math.sqrt(self.n / (self.n - 1) * ss) / self.m
 
 
-def below_p(totals: Totals, threshold: float) -> float:
-    """One-sided p-value of "the rate is at or above threshold" (small: the rate is below it); Student's t on
-    n - 1 degrees of freedom."""
-    if totals.n < 2:
-        return 1.0
-    se = max(totals.se, 1e-9)
-    return float(stats.t.cdf((totals.rate - threshold) / se, totals.n - 1))
-
-
-def drop_p(totals: Totals, reference: Totals, drop: float) -> float:
-    """One-sided p-value of "the rate is at most `drop` below the reference's" (small: it fell by more); the
-    reference's own sampling error counts; t on the smaller sample's n - 1 degrees of freedom."""
-    if totals.n < 2 or reference.n < 2:
-        return 1.0
-    se = max(math.hypot(totals.se, reference.se), 1e-9)
-    return float(stats.t.cdf((totals.rate - reference.rate + drop) / se, min(totals.n, reference.n) - 1))
-
-
 def band(A: np.ndarray, m: np.ndarray) -> tuple[float, float] | None:
     """The rate's 1 - BAND_ALPHA sampling interval (a Wilson interval at the effective sample size, inside
     [0, 1]); None under 2 conversations."""
@@ -111,6 +92,11 @@ class Scored:
     """conversation id -> its turns."""
     roles: dict[str, str]
     """conversation id -> its chatbot role's text (the shift check keys roles by it)."""
+    rates: dict[str, dict[str, float]]
+    """question id -> conversation id -> the mean over its turns of the calibrated P(answer >= that question's
+    adheres_at): what the sequential checks bet on, per question (the target's is A / m)."""
+    target: str
+    """The target question's id."""
 
 
 def score_directory(
@@ -131,10 +117,23 @@ def score_directory(
         refuse_overlap(model, ds, what="the window's labels", path=root / "labels.csv", folder=root)
     t = ds.target_index
     at = default_adheres_at(rubric.questions[t]) if adheres_at is None else float(adheres_at)
-    preds = reviewer_predictions(model, ds, torch.from_numpy(ds.features(model.spec)), t, kind="rate", adheres_at=at)
+    from calibration.release.turns import judge_probabilities
+
+    X = torch.from_numpy(ds.features(model.spec))
+    proba = judge_probabilities(model, X)
+    preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=at, proba=proba)
     ids, inverse = np.unique(preds.conversation.astype(str), return_inverse=True)
     A = np.bincount(inverse, weights=preds.calibrator)
     m = np.bincount(inverse)
+    rates = {}
+    for q, question in enumerate(rubric.questions):
+        q_at = at if q == t else default_adheres_at(question)
+        f = (
+            preds.calibrator
+            if q == t
+            else reviewer_predictions(model, ds, X, q, kind="rate", adheres_at=q_at, proba=proba).calibrator
+        )
+        rates[question.id] = dict(zip(ids.tolist(), (np.bincount(inverse, weights=f) / m).tolist(), strict=True))
     return Scored(
         root,
         ds,
@@ -142,6 +141,8 @@ def score_directory(
         dict(zip(ids.tolist(), A.tolist(), strict=True)),
         dict(zip(ids.tolist(), m.tolist(), strict=True)),
         dict(roles_of([root])),
+        rates,
+        rubric.questions[t].id,
     )
 
 

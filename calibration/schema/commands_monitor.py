@@ -55,7 +55,9 @@ class Monitor(Command):
         "the chance of any false alarm over the whole horizon, all windows, roles and checks together",
         number(above=0, below=1),
     )
-    horizon: int = setting(52, "windows the alarms' alpha is spread over; none are raised after it", integer(1))
+    horizon: int = setting(
+        52, "windows the shift check's alpha is spread over (none after it); the rate checks hold for ever", integer(1)
+    )
     reference: int = setting(4, "the first N windows: the reference period that drop= compares with", integer(1))
     fail_under: float | None = setting(
         None, "alarm when a window's calibrated rate is significantly below this", number(0, 1, optional=True)
@@ -67,6 +69,12 @@ class Monitor(Command):
         number(0, 1, optional=True),
     )
     shift: bool = setting(True, "alarm when the shift check fires for a role of a window", boolean())
+    questions: bool = setting(
+        True,
+        "with drop=: run the drop check on every rubric question (scope, tone, prohibited content, next step), "
+        "not only the target",
+        boolean(),
+    )
     width: float = setting(
         0.05,
         "an alarm's advice: label as many conversations of the window as a rate half-width of this needs",

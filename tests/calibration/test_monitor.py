@@ -119,16 +119,19 @@ def test_windows_by_directory_and_labels(tiny_model, tmp_path):
 
 
 def test_a_drop_raises_an_alarm_with_what_to_do(tiny_model, tmp_path, capsys):
-    bad = {4: (0.0, 0.3)}
-    data = write_stream(tmp_path / "stream", [0, 1, 2, 3, 4], per_week=40, quality=bad)
+    bad = {4: (0.0, 0.3), 5: (0.0, 0.3)}  # two bad weeks: the evidence of the first is carried into the second
+    data = write_stream(tmp_path / "stream", [0, 1, 2, 3, 4, 5], per_week=40, quality=bad)
     out = tmp_path / "mon"
-    assert monitor(data, tiny_model, out, "drop=0.05", "reference=2", "shift=false", "horizon=10") == 1
+    assert monitor(data, tiny_model, out, "drop=0.05", "reference=2", "shift=false", "questions=false") == 1
     err = capsys.readouterr().err
-    assert "alarm" in err and "label about" in err
+    assert "alarm" in err and "label about" in err and "e-value" in err
     alarms = records(out, "alarms.jsonl")
-    assert alarms and {a["window"] for a in alarms} == {"2026-02-02T00:00Z"}
-    assert all(a["check"] == "drop" and a["p_value"] < a["level"] and 2 <= a["label"] <= a["of"] for a in alarms)
-    assert monitor(data, tiny_model, out, "drop=0.05", "reference=2", "shift=false", "horizon=10") == 0  # not new
+    assert alarms and {a["window"] for a in alarms} <= {"2026-02-02T00:00Z", "2026-02-09T00:00Z"}
+    assert all(a["check"] == "drop" and a["e_value"] >= 1 / a["level"] and 2 <= a["label"] <= a["of"] for a in alarms)
+    weeks = records(out)
+    before = [c for w in weeks[:4] for r in w["rows"].values() for c in r["checks"]]
+    assert before and all(c["e_value"] < 1 / c["level"] for c in before)  # the good weeks gave no evidence
+    assert monitor(data, tiny_model, out, "drop=0.05", "reference=2", "shift=false", "questions=false") == 0
 
 
 def test_in_distribution_raises_no_alarm(tiny_model, tmp_path):
@@ -136,8 +139,12 @@ def test_in_distribution_raises_no_alarm(tiny_model, tmp_path):
     out = tmp_path / "mon"
     assert monitor(data, tiny_model, out, "drop=0.0", "fail_under=0.2", "reference=2") == 0
     assert records(out, "alarms.jsonl") == []
-    levels = [c["level"] for w in records(out) for r in w["rows"].values() for c in r["checks"]]
-    assert levels and max(levels) <= 0.05 / 3 / 52
+    checks = [c for w in records(out) for r in w["rows"].values() for c in r["checks"]]
+    questions = {c["question"] for c in checks if c["check"] == "drop"}
+    assert questions == {"overall", "scope", "tone"}  # every rubric question is watched, not only the target
+    # one e-process per (question, check, row): its level is fixed, and all of them share less than alpha
+    levels = {(c["question"], c["check"], c.get("threshold") is None): c["level"] for c in checks if "e_value" in c}
+    assert levels and sum(levels.values()) < 0.05
 
 
 def _line(path: Path, number: int, **change) -> None:

@@ -1,0 +1,142 @@
+"""Evidence that accumulates over windows: betting e-processes for a bounded mean, and the reference's bound.
+
+Each monitored row (a role, for one rubric question and one check) runs a test of "every conversation's expected
+rate is at least theta" by betting (Waudby-Smith & Ramdas 2023; Shafer & Vovk): a conversation's rate x in
+[0, 1] turns wealth W into W * (1 + lam * (theta - x)), with lam >= 0 chosen from the windows before (never from
+the one being scored). While the null holds, W is a non-negative supermartingale started at 1, so by Ville's
+inequality the chance that it EVER reaches 1/a is at most a: the alarm "W >= 1/a" keeps its false-alarm rate
+over any number of windows, and a small persistent drop keeps adding evidence until it shows. Nothing here
+assumes a shape for the rates (skewed, mostly failing, 5 or 250 a window): only that they lie in [0, 1].
+
+Why these choices:
+- lam: the Kelly-style plug-in (aGRAPA) from an exponentially weighted mean and variance of the recent windows,
+  clipped to [0, MAX_BET / (1 - theta)]; while the recent rate sits above theta it is 0 and the wealth stays
+  where it is, so a long quiet stretch costs nothing and a drop starts adding evidence a window after it begins.
+- theta for drop=D: the reference period's lower confidence bound on the role's mean (empirical Bernstein,
+  Maurer & Pontil 2009, valid for any [0, 1] variable) minus D; its own error rate is a share of alpha.
+- "all": the product of the roles' wealths (each bet against its own role's theta), a test supermartingale
+  for "no role fell", so a change in the roles' mix alone never raises it.
+
+Arrays have a leading stream axis S so that benchmarks/monitor.py runs many streams at once; the command runs
+one (S = 1). Doctest:
+
+>>> import numpy as np
+>>> b = Bettor.start(1, prior_mean=np.array([0.8]))
+>>> for _ in range(30):
+...     b = b.update(np.full((1, 40), 0.6), theta=np.array([0.75]))
+>>> bool(b.log_wealth[0] > np.log(1 / 0.001))
+True
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["HALF_LIFES", "MAX_BET", "Bettor", "lower_bound", "role_shares"]
+
+HALF_LIFES = (0.25, 1.0, 4.0)
+"""The plug-ins' memories, in windows (a window's weight halves after this many): the wealth is the average of
+one betting process per memory (an average of test supermartingales is one), so a sharp drop is bet on within
+its window and a slow drift by the long memory, at the price of log(3) in evidence."""
+MAX_BET = 0.75
+"""lam is at most this share of 1 / (1 - theta): one conversation takes at most 3/4 of a process's wealth."""
+PRIOR = 4.0
+"""Pseudo-conversations at the prior mean (the reference's) in the plug-in: a tiny first window cannot bet big."""
+
+
+@dataclass(frozen=True)
+class Bettor:
+    """The state of S mixtures of betting e-processes (one per stream), a few numbers each: what monitor keeps
+    between runs. Arrays (S, K), K = len(HALF_LIFES): log wealth and the exponentially weighted count, sum and
+    sum of squares of the rates seen, per memory; prior_mean (S,): where the plug-ins start."""
+
+    log_wealths: np.ndarray
+    ew_n: np.ndarray
+    ew_sum: np.ndarray
+    ew_sq: np.ndarray
+    prior_mean: np.ndarray
+
+    @staticmethod
+    def start(streams: int, *, prior_mean: np.ndarray) -> Bettor:
+        zero = np.zeros((streams, len(HALF_LIFES)))
+        return Bettor(zero.copy(), zero.copy(), zero.copy(), zero.copy(), np.asarray(prior_mean, float).copy())
+
+    @property
+    def log_wealth(self) -> np.ndarray:
+        """(S,) log of the mixture's wealth: the average of the K processes' wealths."""
+        top = self.log_wealths.max(axis=1)
+        return top + np.log(np.exp(self.log_wealths - top[:, None]).mean(axis=1))
+
+    def bet(self, theta: np.ndarray) -> np.ndarray:
+        """lam (S, K) for the next conversation, from the conversations before it only (what makes each
+        process a supermartingale)."""
+        prior = self.prior_mean[:, None]
+        n = self.ew_n + PRIOR
+        mean = (self.ew_sum + PRIOR * prior) / n
+        second = (self.ew_sq + PRIOR * (prior**2 + 0.01)) / n  # the prior carries a little variance
+        var = np.maximum(second - mean**2, 1e-4)
+        gap = theta[:, None] - mean
+        lam = gap / (var + gap**2)
+        return np.clip(lam, 0.0, MAX_BET / np.maximum(1.0 - theta[:, None], 1e-9))
+
+    def update(self, x: np.ndarray, *, theta: np.ndarray, mask: np.ndarray | None = None) -> Bettor:
+        """The state after one window: x (S, n) its conversations' rates in arrival order (padded where mask
+        (S, n) is False). Each conversation's bet uses every conversation before it, this window's included."""
+        x = np.asarray(x, float)
+        mask = np.ones(x.shape, bool) if mask is None else np.asarray(mask, bool)
+        theta = np.asarray(theta, float)
+        decay = 0.5 ** (1.0 / np.asarray(HALF_LIFES))
+        b = Bettor(self.log_wealths, decay * self.ew_n, decay * self.ew_sum, decay * self.ew_sq, self.prior_mean)
+        for j in range(x.shape[1]):
+            seen = mask[:, j][:, None]
+            xj = np.where(mask[:, j], x[:, j], 0.0)[:, None]
+            lam = b.bet(theta)
+            gained = np.where(seen, np.log1p(lam * (theta[:, None] - xj)), 0.0)
+            b = Bettor(b.log_wealths + gained, b.ew_n + seen, b.ew_sum + xj, b.ew_sq + xj**2, self.prior_mean)
+        return b
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k).tolist() for k in ("log_wealths", "ew_n", "ew_sum", "ew_sq", "prior_mean")}
+
+    @staticmethod
+    def from_json(d: dict) -> Bettor:
+        return Bettor(*(np.asarray(d[k], float) for k in ("log_wealths", "ew_n", "ew_sum", "ew_sq", "prior_mean")))
+
+
+def lower_bound(x: np.ndarray, delta: float, *, grid: int = 1001) -> float:
+    """Lower confidence bound on the mean of [0, 1] variables x (in their arrival order), below the mean with
+    chance at most delta: the betting bound of Waudby-Smith & Ramdas (2023, hedged capital, predictable plug-in
+    bets), valid for any distribution on [0, 1] and far tighter than Hoeffding's or empirical Bernstein's at a
+    few dozen conversations. -inf for fewer than 2.
+
+    >>> x = np.random.default_rng(0).binomial(1, 0.8, 400).astype(float)
+    >>> 0.03 < float(x.mean()) - lower_bound(x, 0.01) < 0.1
+    True
+    """
+    x = np.asarray(x, float)
+    n = len(x)
+    if n < 2:
+        return -np.inf
+    i = np.arange(1, n + 1)
+    mean_after = (0.5 + np.cumsum(x)) / (i + 1)  # mu_i, from a prior of 1/2
+    var_after = (0.25 + np.cumsum((x - mean_after) ** 2)) / (i + 1)  # sigma^2_i
+    var_before = np.concatenate([[0.25], var_after[:-1]])  # what x_i's bet may use: sigma^2_(i-1)
+    lam = np.sqrt(2.0 * math.log(1.0 / delta) / (n * var_before))  # (n,) each bet's size, before its cap
+    m = np.linspace(0.0, 1.0, grid)[1:, None]  # (G, 1) candidate means
+    capped = np.minimum(lam[None, :], 0.5 / m)  # 1 + lam (x - m) stays >= 1/2
+    log_k = np.cumsum(np.log1p(capped * (x[None, :] - m)), axis=1).max(axis=1)  # sup over time of the wealth
+    rejected = log_k >= math.log(1.0 / delta)  # means the data are too high for
+    return float(m[~rejected, 0].min()) if (~rejected).any() else 1.0
+
+
+def role_shares(k: int) -> float:
+    """The k-th role's (1-based, in order of first appearance) share of a check's alpha for the roles:
+    6 / (pi^2 k^2), which sums to 1 over every k, so roles that appear later still get a fixed share.
+
+    >>> round(sum(role_shares(k) for k in range(1, 100_000)), 4)
+    1.0
+    """
+    return 6.0 / (math.pi**2 * k * k)
