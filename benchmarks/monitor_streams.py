@@ -18,8 +18,8 @@ conversation's turns.
 A judge change with no chatbot change (`changed`): the SAME fold models (never retrained) read another judge's
 distributions of the same turns. anchors: `shifted_down` (a seeded share, uniform in SHIFT_SHARE per turn, of
 every option's mass moved one option down on every question, then tempered by SHIFT_TEMPERATURE: a harsher,
-flatter judge); bundled: far_shift's `restyled` at RESTYLE_TEMPERATURE / RESTYLE_TILT (flatter and more
-lenient, as another prompt style). The canary (`Canary`): CANARY conversations per pool (seeded) held out of
+flatter judge); bundled: far_shift's `restyled` at RESTYLE_TEMPERATURE / RESTYLE_TILT (flatter and
+harsher, as another prompt style). Both move the calibrated rate down, as a chatbot drop would. The canary (`Canary`): CANARY conversations per pool (seeded) held out of
 every stream, with their rates under both judges, paired, for a paired test.
 
 Scenarios (`SCENARIOS`, `draw_stream`): 52 windows, each a dict role -> rates in arrival order. A drop is made
@@ -54,14 +54,14 @@ CANARY = 40
 SHIFT_SHARE = (0.15, 0.45)
 SHIFT_TEMPERATURE = 1.3
 RESTYLE_TEMPERATURE = 1.5
-RESTYLE_TILT = 0.3
+RESTYLE_TILT = -0.3
 FAIL_RATE = 0.3
 """null_failing_role: the worst role fails if its oracle rate is under this; else the failing role is made of
 the pool's conversations with oracle under FAIL_BELOW."""
 FAIL_BELOW = 0.5
 FAIL_SHARE = 0.2
 """The failing role's share of a window."""
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 
 
 @dataclass
@@ -85,8 +85,10 @@ class Pool:
     changed: dict[str, np.ndarray]
     canary: np.ndarray
     """(N,) bool: the conversation is in the canary set (never drawn into a stream)."""
+    turns: np.ndarray | None = None
+    """(N,) the conversation's judged turns (its rates are means over them; a monitor's totals are rate x turns)."""
     seconds: float = 0.0
-    """How long building the pool took (cv and gathering; 0 when read from the cache)."""
+    """How long building the pool took (cv, and gathering the bundled judge when it was not gathered yet)."""
 
     @property
     def canary_turns(self) -> Canary:
@@ -124,6 +126,8 @@ class Scenario:
     """The oracle rate's drop (drop: from the start on; drift: reached at the last window)."""
     start: tuple[int, int] = (13, 40)
     """The window the change starts at: uniform in [start[0], start[1])."""
+    drop_role: str | None = None
+    """The role whose rate drops (None: every role, so the pooled rate drops by `size` under any mix)."""
 
 
 DRIFT_START = 13
@@ -132,6 +136,8 @@ SCENARIOS = {
     for s in (
         Scenario("null_fixed_mix"),
         Scenario("null_mix_moving", mix="moving", concentration=0.5),
+        # the bundled roles all adhere at ~0.73: with a failing role in the moving mix, roles differ on both pools
+        Scenario("null_mix_moving_failing", mix="moving", concentration=0.5, failing_role=True),
         Scenario("null_failing_role", failing_role=True),
         Scenario("null_small_roles", sizes=(5, 20), per_role=True),
         Scenario("null_large_windows", sizes=(250, 250)),
@@ -275,6 +281,8 @@ def build_pool(source: str, ds, roles: dict[str, str], judge: str, changed_probs
     keep = np.isin(ids, oracle_ids)  # conversations without a label have no truth: left out of the pool
     ids, original, changed = ids[keep], original[keep], changed[keep]
     assert (oracle_ids == ids).all()
+    keys = ds.conversation_keys()
+    turns = np.array([np.sum(keys == c) for c in ids])
     n_canary = min(CANARY, len(ids) // 5)
     canary = np.zeros(len(ids), bool)
     canary[np.random.default_rng(0).choice(len(ids), n_canary, replace=False)] = True
@@ -286,6 +294,7 @@ def build_pool(source: str, ds, roles: dict[str, str], judge: str, changed_probs
         {judge: original},
         {judge: changed},
         canary,
+        turns,
         seconds=round(seconds0 + time.perf_counter() - start, 1),
     )
 
@@ -328,6 +337,8 @@ def _save(pool: Pool, path: Path) -> None:
         role=pool.role,
         oracle=pool.oracle,
         canary=pool.canary,
+        turns=pool.turns,
+        seconds=pool.seconds,
         version=CACHE_VERSION,
         **arrays,
     )
@@ -342,7 +353,17 @@ def _load(source: str, path: Path) -> Pool | None:
             return None
         judges = {k.split("__", 1)[1]: z[k] for k in z.files if k.startswith("judge__")}
         changed = {k.split("__", 1)[1]: z[k] for k in z.files if k.startswith("changed__")}
-        return Pool(source, z["conversation"], z["role"], z["oracle"], judges, changed, z["canary"])
+        return Pool(
+            source,
+            z["conversation"],
+            z["role"],
+            z["oracle"],
+            judges,
+            changed,
+            z["canary"],
+            z["turns"],
+            float(z["seconds"]),
+        )
 
 
 def load_pools(cache: Path = CACHE, anchors: Path = ANCHORS, sources=("anchors", "bundled")) -> list[Pool]:
@@ -422,10 +443,13 @@ def drop_schedule(scenario: Scenario, rng) -> tuple[int | None, np.ndarray]:
     return None, drops
 
 
-def _weights(pool: Pool, members: dict[str, np.ndarray], drop: float, memo: dict) -> dict[str, np.ndarray]:
-    key = round(drop, 12)
+def _weights(pool: Pool, members: dict[str, np.ndarray], drop: float, memo: dict, role: str | None):
+    """role -> sampling weights of its conversations, tilted for `drop` (only `role`'s, if named)."""
+    if role is not None and role not in members:
+        raise KeyError(f"drop_role {role!r} is not a role of pool {pool.source}: {sorted(members)}")
+    key = (round(drop, 12), role)
     if key not in memo:
-        memo[key] = {r: tilt(pool.oracle[i], drop) for r, i in members.items()}
+        memo[key] = {r: tilt(pool.oracle[i], drop if role in (None, r) else 0.0) for r, i in members.items()}
     return memo[key]
 
 
@@ -445,7 +469,7 @@ def draw_stream(pool: Pool, scenario: Scenario, rng, judge: str) -> Stream:
             n = int(rng.integers(scenario.sizes[0], scenario.sizes[1] + 1))
             mix = rng.dirichlet(np.full(len(roles), scenario.concentration)) if scenario.mix == "moving" else shares
             counts = rng.multinomial(n, mix)
-        weights = _weights(pool, members, drops[w], memo)
+        weights = _weights(pool, members, drops[w], memo, scenario.drop_role)
         changed = judge_from is not None and w >= judge_from
         rates = pool.rates(judge, changed)
         idx = {r: rng.choice(members[r], size=int(c), p=weights[r]) for r, c in zip(roles, counts, strict=True)}
@@ -536,7 +560,7 @@ def main() -> None:
         out[pool.source]["oracle_drops"] = {
             name: achieved_drops(pool, s, args.streams)
             for name, s in SCENARIOS.items()
-            if s.change in ("drop", "drift") or name == "null_mix_moving"
+            if s.change in ("drop", "drift") or s.mix == "moving"
         }
     emit(args.results_name, out, indent=1)
 

@@ -116,3 +116,23 @@ def test_load_pools_builds_out_of_fold_rates_once_and_reads_the_cache(tmp_path, 
     (cached,) = ms.load_pools(tmp_path, sources=("anchors",))
     assert time.perf_counter() - start < 5
     assert np.array_equal(cached.judges["gpt35"], built.judges["gpt35"]) and np.array_equal(cached.role, built.role)
+
+
+@needs_anchors
+def test_a_one_role_drop_lowers_that_role_alone(pool):
+    import dataclasses
+
+    scenario = dataclasses.replace(ms.SCENARIOS["drop_10"], drop_role="V1")
+    rng = np.random.default_rng(5)
+    change = {"V1": [], "V2": []}
+    for _ in range(200):
+        s = ms.draw_stream(pool, scenario, rng, "oracle")
+        for r in change:
+            before = np.concatenate([w[r] for w in s.windows[: s.change_start]]).mean()
+            after = np.concatenate([w[r] for w in s.windows[s.change_start :]]).mean()
+            change[r].append(after - before)
+    v1, v2 = np.array(change["V1"]), np.array(change["V2"])
+    assert abs(v1.mean() + 0.10) < 4 * v1.std() / np.sqrt(len(v1)) + 0.003
+    assert abs(v2.mean()) < 4 * v2.std() / np.sqrt(len(v2)) + 0.003
+    with pytest.raises(KeyError, match="not a role"):
+        ms.draw_stream(pool, dataclasses.replace(scenario, drop_role="V9"), rng, "oracle")
