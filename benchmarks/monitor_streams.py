@@ -490,21 +490,26 @@ def draw_stream(pool: Pool, scenario: Scenario, rng, judge: str) -> Stream:
 def achieved_drops(pool: Pool, scenario: Scenario, streams: int, seed: int = 0) -> dict:
     """The oracle rate (pooled over roles, per window) after the change minus before it, over `streams`
     streams: mean and Monte Carlo standard error, against the target (for drift: the last window's drop,
-    measured on the last window alone)."""
+    measured on the last window alone); and the same for every judge's calibrated rate of the very
+    conversations drawn (`judges`: how much of the reviewers' drop each judge sees)."""
     rng = np.random.default_rng(seed)
-    diffs = []
+    rates = {"oracle": pool.oracle, **pool.judges}
+    diffs = {j: [] for j in rates}
     for _ in range(streams):
         s = draw_stream(pool, scenario, rng, "oracle")
-        rate = np.array([np.concatenate(list(w.values())).mean() for w in s.windows])
+        picked = [np.concatenate(list(w.values())) for w in s.picked]
         start = s.change_start if s.change_start is not None else WINDOWS // 2
-        after = rate[-1:] if scenario.change == "drift" else rate[start:]
-        diffs.append(after.mean() - rate[:start].mean())
-    d = np.array(diffs)
+        for j, r in rates.items():
+            rate = np.array([r[i].mean() for i in picked])
+            after = rate[-1:] if scenario.change == "drift" else rate[start:]
+            diffs[j].append(after.mean() - rate[:start].mean())
+    d = np.array(diffs.pop("oracle"))
     return {
         "target": -float(scenario.size),
         "achieved": round(float(d.mean()), 4),
         "monte_carlo_se": round(float(d.std(ddof=1) / np.sqrt(len(d))), 4),
         "streams": streams,
+        "judges": {j: round(float(np.mean(v)), 4) for j, v in diffs.items()},
     }
 
 
