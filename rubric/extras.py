@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import sys
 from dataclasses import dataclass
 from types import ModuleType
 
@@ -34,7 +35,7 @@ class Extra:
 
     @property
     def install(self) -> str:
-        return f"pip install -c requirements/constraints.txt 'role-rubric[{self.name}]'"
+        return f"pip install 'role-rubric[{self.name}]'"
 
 
 EXTRAS: dict[str, Extra] = {
@@ -55,9 +56,12 @@ EXTRAS: dict[str, Extra] = {
 
 def available(module: str) -> bool:
     """Whether `module` can be imported, without importing it (a missing parent package counts as missing)."""
+    top = module.split(".")[0]
+    if top in sys.modules and sys.modules[top] is None:  # blocked (as tests do to stand for an absent package)
+        return False
     try:
         return importlib.util.find_spec(module) is not None
-    except (ImportError, ValueError):
+    except (ImportError, ValueError, AttributeError):
         return False
 
 
@@ -71,6 +75,7 @@ def require(extra: str, *, by: str) -> ModuleType:
         note = f" ({spec.note})" if spec.note else ""
         raise InputError(
             f"{by} needs the optional extra [{extra}] ({spec.module}), which is not installed.",
-            fix=f"{spec.install}{note}, then run the command again.",
+            fix=f"{spec.install}{note} (from a checkout, add -c requirements/constraints.txt: the tested versions), "
+            "then run the command again.",
         )
     return importlib.import_module(spec.module)

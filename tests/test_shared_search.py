@@ -249,7 +249,7 @@ def test_a_missing_driver_is_one_line_naming_the_extra(data, tmp_path, monkeypat
     code = main(["search", f"data={data}", f"out={tmp_path / 's'}", "search.storage=postgresql://u@127.0.0.1:1/db"])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
-    assert "needs the database driver 'psycopg'" in err and "pip install 'role-rubric[postgres]'" in err
+    assert "needs the optional extra [postgres] (psycopg)" in err and "pip install 'role-rubric[postgres]'" in err
 
 
 def test_a_storage_password_is_never_printed_or_written():

@@ -39,6 +39,7 @@ def run(cfg: Schema) -> Path:
             drop=cfg.drop,
             shift=cfg.shift,
             questions=cfg.questions,
+            canary=cfg.canary,
             width=cfg.width,
             adheres_at=cfg.adheres_at,
             allow_judge_mismatch=cfg.allow_judge_mismatch,
@@ -71,12 +72,13 @@ def _lines(result: dict) -> list[str]:
         lines.append(
             f"monitor: window {record['window']} ({record['conversations']} conversations): " + "; ".join(parts)
         )
+    lines += _open_lines(result)
     lines.append(
         f"monitor: {len(result['windows'])} new window(s), {result['skipped']} already monitored"
         + (f", {result['waiting']} conversations in windows still open" if result["waiting"] else "")
     )
     paths = result["paths"]
-    lines.append(f"monitor: wrote {paths['windows']}, {paths['table']}, {paths['page']}, {paths['state']}")
+    lines.append("monitor: wrote " + ", ".join(str(p) for p in paths.values()))
     for a in result["alarms"]:
         lines.append(f"monitor: ALARM window {a['window']}, {a['role']}: {a['what']} ({_strength(a)})")
     if not result["alarms"]:
@@ -89,4 +91,33 @@ def _strength(alarm: dict) -> str:
     checks) or a p-value against the level (the shift check)."""
     if alarm.get("e_value") is not None:
         return f"e-value {alarm['e_value']:.3g} >= {1 / alarm['level']:.3g}"
-    return f"p={alarm['p_value']:.2g} < {alarm['level']:.2g}"
+    if alarm.get("p_value") is not None:
+        return f"p={alarm['p_value']:.2g} < {alarm['level']:.2g}"
+    return "a change of judge"
+
+
+def _open_lines(result: dict) -> list[str]:
+    """The window still open (provisional, never tested), the first window's closing time where none has
+    closed yet, and the canary's test."""
+    lines = []
+    first, open_ = result.get("first_window"), result.get("provisional")
+    if first is not None:
+        lines.append(
+            f"monitor: no window is complete yet: the first, from {first['start']}, closes at {first['end']}; "
+            "run again after it (the state is saved)"
+        )
+    if open_ is not None:
+        shown = "; ".join(f"{g} {r['rate']:.3f}" for g, r in open_["rows"].items())
+        lines.append(
+            f"monitor: window {open_['window']} is open until {open_['closes']} ({open_['conversations']} "
+            f"conversations so far, provisional, never tested): {shown}"
+        )
+    checked = result.get("canary")
+    if checked is not None:
+        test = checked["test"]
+        lines.append(
+            f"monitor: canary: {test['n']} fixed conversations read again by {checked['identity']}: mean change "
+            f"{test['mean_difference']:+.3f}, p={test['p_value']:.2g} (level {test['level']:.2g})"
+            + ("; the rate checks resume under this judge" if checked["released"] else "")
+        )
+    return lines

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["HALF_LIFES", "MAX_BET", "Bettor", "lower_bound", "role_shares"]
+__all__ = ["HALF_LIFES", "MAX_BET", "Bettor", "Standardised", "lower_bound", "role_shares", "weighted_lower_bound"]
 
 HALF_LIFES = (0.25, 1.0, 4.0)
 """The plug-ins' memories, in windows (a window's weight halves after this many): the wealth is the average of
@@ -140,3 +140,125 @@ def role_shares(k: int) -> float:
     1.0
     """
     return 6.0 / (math.pi**2 * k * k)
+
+
+def psi_e(lam: np.ndarray) -> np.ndarray:
+    """The empirical-Bernstein cumulant bound -log(1 - lam) - lam, for lam in [0, 1) (Howard et al. 2021)."""
+    lam = np.asarray(lam, float)
+    return -np.log1p(-lam) - lam
+
+
+LAMBDA_GRID = np.geomspace(1.0, 8.0, 8)
+"""The fixed bets the reference's weighted lower bound is the best of (a union bound over them), as multiples
+of the bet that would be best were every rate's variance its largest, 1/4 (known before the data)."""
+
+
+def weighted_lower_bound(samples: list[np.ndarray], weights: np.ndarray, delta: float) -> float:
+    """Lower confidence bound on sum_g weights[g] * mean_g from independent [0, 1] samples of each group (in arrival
+    order), below it with chance at most delta: the empirical-Bernstein bound for a weighted sum, each sample
+    centred by its group's running mean before it (predictable), at the best of LAMBDA_GRID (delta split over
+    it). Its precision is that of the pooled sample when the weights are the groups' shares.
+
+    >>> rng = np.random.default_rng(0)
+    >>> a, b = rng.binomial(1, 0.9, 200).astype(float), rng.binomial(1, 0.5, 200).astype(float)
+    >>> 0.05 < float((a.mean() + b.mean()) / 2) - weighted_lower_bound([a, b], np.array([0.5, 0.5]), 0.01) < 0.15
+    True
+    """
+    weights = np.asarray(weights, float)
+    estimate, v, dev = 0.0, [], []
+    for x, w in zip(samples, weights, strict=True):
+        x = np.asarray(x, float)
+        if len(x) == 0:
+            return -np.inf
+        estimate += w * x.mean()
+        i = np.arange(1, len(x) + 1)
+        before = np.concatenate([[0.5], (0.5 + np.cumsum(x)[:-1]) / i[1:]])
+        v.append(np.full(len(x), w / len(x)))
+        dev.append((x - before) ** 2)
+    v, dev = np.concatenate(v), np.concatenate(dev)
+    base = math.sqrt(2.0 * math.log(len(LAMBDA_GRID) / delta) / (0.25 * float(v @ v)))
+    lam = base * LAMBDA_GRID
+    lam = np.minimum(lam, 0.9 / v.max())[:, None]  # lam * v < 1, where psi_e is finite
+    slack = (math.log(len(LAMBDA_GRID) / delta) + (psi_e(lam * v[None, :]) * dev[None, :]).sum(1)) / lam[:, 0]
+    return float(estimate - slack.min())
+
+
+STANDARDISED_MEMORIES = (0.0, 3.0)
+"""The standardised e-process's plug-in memories in windows: the last window only, and a half-life of 3."""
+
+
+@dataclass(frozen=True)
+class Standardised:
+    """S streams of the "all" row's e-process: per window one e-value for "the rate at the reference's mix of
+    roles is at least theta", E = exp(lam (theta - S_t) - sum_i psi_e(lam w_i) (x_i - m_g(i))^2), S_t the window's
+    rates averaged per role and weighted by the reference mix (w_i = share_g / n_g), m_g a role's mean before the
+    window. E is an e-value whatever the mix of the window (its counts are given, its rates are not) and whatever
+    the rates' shape in [0, 1]; the product over windows is an e-process. lam: the plug-in (theta - S_hat) / V
+    from earlier windows only, one process per memory, averaged. Arrays: (S, K) per memory, (S, G) per role."""
+
+    log_wealths: np.ndarray
+    s_n: np.ndarray
+    s_sum: np.ndarray
+    role_n: np.ndarray
+    role_sum: np.ndarray
+    role_sq: np.ndarray
+    prior: np.ndarray
+    """(S, G) the roles' reference means (where the plug-ins start)."""
+
+    @staticmethod
+    def start(prior: np.ndarray) -> Standardised:
+        S, G = prior.shape
+        k = len(STANDARDISED_MEMORIES)
+        z, zg = np.zeros((S, k)), np.zeros((S, G))
+        return Standardised(z.copy(), z.copy(), z.copy(), zg.copy(), zg.copy(), zg.copy(), np.asarray(prior, float))
+
+    @property
+    def log_wealth(self) -> np.ndarray:
+        top = self.log_wealths.max(axis=1)
+        return top + np.log(np.exp(self.log_wealths - top[:, None]).mean(axis=1))
+
+    def update(self, x: np.ndarray, mask: np.ndarray, shares: np.ndarray, theta: np.ndarray) -> Standardised:
+        """One window: x, mask (S, G, n) each role's rates (padded); shares (S, G) the reference mix over the
+        roles it has (zero elsewhere; renormalised here over the roles present in the window); theta (S,)."""
+        n = mask.sum(axis=2)  # (S, G)
+        present = (n > 0) & (shares > 0)
+        # theta is the bound at the reference's whole mix: a window without one of its roles is not bet on
+        complete = np.all((n > 0) | (shares <= 0), axis=1, keepdims=True)
+        w_role = np.where(present, shares, 0.0)
+        total = w_role.sum(axis=1, keepdims=True)
+        w_role = np.divide(w_role, total, out=np.zeros_like(w_role), where=total > 0)
+        means = np.divide(np.where(mask, x, 0.0).sum(axis=2), n, out=np.zeros_like(w_role), where=n > 0)
+        s_t = (w_role * means).sum(axis=1)  # (S,)
+        prior_n = 4.0
+        m = (self.role_sum + prior_n * self.prior) / (self.role_n + prior_n)  # (S, G) roles' means before
+        var_g = np.maximum((self.role_sq + prior_n * (self.prior**2 + 0.01)) / (self.role_n + prior_n) - m**2, 1e-4)
+        v_t = (w_role**2 * var_g / np.maximum(n, 1)).sum(axis=1)  # (S,) the window's variance, planned
+        prior_s = (w_role * self.prior).sum(axis=1)
+        s_hat = (self.s_sum + 0.25 * prior_s[:, None]) / (self.s_n + 0.25)  # (S, K): a light prior, one window moves it
+        w_i = np.divide(w_role, np.maximum(n, 1))  # (S, G) each conversation's weight
+        cap = np.where(present, 0.5 / np.maximum(w_i, 1e-12), np.inf).min(axis=1)  # lam * w_i <= 1/2
+        lam = np.clip((theta[:, None] - s_hat) / np.maximum(v_t[:, None], 1e-8), 0.0, cap[:, None])  # (S, K)
+        dev = np.where(mask, (x - m[:, :, None]) ** 2, 0.0).sum(axis=2)  # (S, G)
+        penalty = (psi_e(np.minimum(lam[:, :, None] * w_i[:, None, :], 0.999)) * dev[:, None, :]).sum(axis=2)
+        gained = np.where((total > 0) & complete, lam * (theta[:, None] - s_t[:, None]) - penalty, 0.0)
+        seen = (total[:, 0] > 0)[:, None] & complete
+        decay = np.where(
+            np.asarray(STANDARDISED_MEMORIES) > 0, 0.5 ** (1.0 / np.maximum(STANDARDISED_MEMORIES, 1e-9)), 0.0
+        )
+        xm = np.where(mask, x, 0.0)
+        return Standardised(
+            self.log_wealths + gained,
+            np.where(seen, decay * self.s_n + 1.0, self.s_n),
+            np.where(seen, decay * self.s_sum + s_t[:, None], self.s_sum),
+            self.role_n + n,
+            self.role_sum + xm.sum(axis=2),
+            self.role_sq + (xm**2).sum(axis=2),
+            self.prior,
+        )
+
+    def to_json(self) -> dict:
+        return {k: getattr(self, k).tolist() for k in self.__dataclass_fields__}
+
+    @staticmethod
+    def from_json(d: dict) -> Standardised:
+        return Standardised(*(np.asarray(d[k], float) for k in Standardised.__dataclass_fields__))

@@ -12,24 +12,17 @@ from pathlib import Path
 import numpy as np
 
 from calibration.monitor import alarms as al
+from calibration.monitor import sequential as sq
 from calibration.monitor import state as st
 from calibration.monitor import statistics as ms
-from calibration.monitor.windows import (
-    Window,
-    default_origin,
-    parse_time,
-    parse_window,
-    read_conversations,
-    windows_by_directory,
-    windows_by_time,
-)
+from calibration.monitor.alarms import ALL
+from calibration.monitor.judge import canary_run, window_judge
+from calibration.monitor.windows import Window, open_window, parse_window, plan_windows, read_conversations
 from rubric.errors import InputError
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 __all__ = ["monitor"]
-
-ALL = "all"
 
 
 def monitor(
@@ -42,7 +35,7 @@ def monitor(
     until: str | None = None,
     alpha: float = 0.05,
     horizon: int = 52,
-    reference: int = 4,
+    reference: int = 8,
     fail_under: float | None = None,
     drop: float | None = None,
     shift: bool = True,
@@ -50,19 +43,22 @@ def monitor(
     width: float = 0.05,
     adheres_at: float | None = None,
     allow_judge_mismatch: bool = False,
+    canary: str | Path | None = None,
     now: dt.datetime | None = None,
 ) -> dict:
     """Compute the new windows of `data` (a directory or a list of them) into OUT; returns {"windows": the new
     windows' records, "alarms": the new alarms, "skipped": windows already monitored, "waiting": conversations
-    in windows still open, "paths": what was written}. now: the clock (default: the machine's)."""
+    in windows still open, "provisional": the open window's record (or None), "first_window": when the first
+    window closes where none has yet, "canary": the canary's test where one ran, "paths": what was written}.
+    now: the clock (default: the machine's)."""
     from calibration import load_model
 
     directories = [Path(d) for d in ([data] if isinstance(data, str | Path) else list(data))]
     out, model_dir = Path(out), Path(model)
     length = parse_window(window)
-    for d in directories:
+    for d in [*directories, *([Path(canary)] if canary is not None else [])]:
         if not d.is_dir():
-            raise InputError("dataset directory not found.", path=d, fix="pass data= the folder gather wrote.")
+            raise InputError("dataset directory not found.", path=d, fix="pass the folder gather wrote.")
     settings = {
         "window": window,
         "alpha": alpha,
@@ -74,28 +70,23 @@ def monitor(
         "questions": questions,
         "width": width,
         "adheres_at": adheres_at,
+        "canary": None if canary is None else str(canary),
     }
     state = st.open_state(out, checksum=st.model_checksum(model_dir), model=model_dir, settings=settings)
     found = [read_conversations(d, i, need_time=length is not None) for i, d in enumerate(directories)]
     role_of = {(c.directory, c.conversation_id): c.role for convs in found for c in convs}
-    windows, new, waiting = _windows(directories, found, length, state, out, origin=origin, until=until, now=now)
+    windows, new, waiting, clock = plan_windows(
+        directories, found, length, state, out, origin=origin, until=until, now=now
+    )
     if state["first_index"] is None and new:
         state["first_index"] = new[0].index
-    model_obj = load_model(model_dir) if new else None
-    scored: dict[int, ms.Scored] = {}
+    current = open_window([c for f in found for c in f], length, _origin(state), clock) if clock else None
+    model_obj = load_model(model_dir) if (new or canary is not None or current) else None
+    scorer = _Scorer(directories, found, model_obj, adheres_at, allow_judge_mismatch, model_dir)
     records, new_alarms = [], []
+    checked = _canary(canary, model_obj, state, settings, adheres_at, new_alarms)
     for w in new:
-        for d in w.members:
-            if d not in scored:
-                scored[d] = ms.score_directory(
-                    directories[d],
-                    model_obj,
-                    adheres_at=adheres_at,
-                    allow_mismatch=allow_judge_mismatch,
-                    model_dir=model_dir,
-                )
-                _check_listed(scored[d], found[d], directories[d])
-        record = _window(w, scored, role_of, state, model_obj, settings, directories)
+        record = _window(w, scorer.of(w), role_of, state, model_obj, settings, directories)
         records.append(record)
         new_alarms += [a for row in record["rows"].values() for a in row.get("alarms", [])]
         state["windows"].append(
@@ -105,15 +96,105 @@ def monitor(
     st.append_jsonl(out / st.WINDOWS, records)
     st.append_jsonl(out / st.ALARMS, new_alarms)
     paths = {"windows": out / st.WINDOWS, "table": st.write_table(out), "alarms": out / st.ALARMS}
-    paths["page"] = _page(out, state)
+    if state["windows"]:
+        paths["page"] = _page(out, state)
+    provisional = _provisional(current, scorer, role_of, out) if current else None
+    if provisional is not None:
+        paths["provisional"] = out / st.PROVISIONAL
     paths["state"] = st.save(out, state)
     return {
         "windows": records,
         "alarms": new_alarms,
         "skipped": len(windows) - len(new),
         "waiting": waiting,
+        "provisional": provisional,
+        "first_window": None if state["windows"] or clock is None else _first_window(state, length, clock),
+        "canary": checked,
         "paths": paths,
     }
+
+
+def _origin(state: dict):
+    return dt.datetime.fromisoformat(state["origin"]) if state.get("origin") else None
+
+
+def _first_window(state: dict, length, clock) -> dict | None:
+    """Where no window is complete yet: the first one's bounds (from the origin), so the run can say when it
+    closes."""
+    origin = _origin(state)
+    if origin is None:
+        return None
+    return {"start": origin.isoformat(), "end": (origin + length).isoformat()}
+
+
+class _Scorer:
+    """Each data directory scored once, when a window first needs it."""
+
+    def __init__(self, directories, found, model, adheres_at, allow_mismatch, model_dir):
+        self.directories, self.found, self.model = directories, found, model
+        self.options = {"adheres_at": adheres_at, "allow_mismatch": allow_mismatch, "model_dir": model_dir}
+        self.scored: dict[int, ms.Scored] = {}
+
+    def of(self, w: Window) -> dict[int, ms.Scored]:
+        for d in w.members:
+            if d not in self.scored:
+                self.scored[d] = ms.score_directory(self.directories[d], self.model, **self.options)
+                _check_listed(self.scored[d], self.found[d], self.directories[d])
+        return self.scored
+
+
+def _canary(canary, model, state: dict, settings: dict, adheres_at, alarms: list) -> dict | None:
+    """The canary's step (calibration/monitor/judge.py): a new alarm where the judge's answers moved."""
+    if canary is None:
+        return None
+
+    def score(folder: Path) -> dict[str, float]:
+        got = ms.score_directory(folder, model, adheres_at=adheres_at, allow_mismatch=True, model_dir=None)
+        return {c: got.A[c] / got.m[c] for c in got.A}
+
+    level = al.budget(
+        settings["alpha"],
+        fail_under=settings["fail_under"],
+        drop=settings["drop"],
+        questions=0,
+        shift=settings["shift"],
+        canary=True,
+    )["canary"]
+    checked = canary_run(Path(canary), model, state, level=level, score=score)
+    if checked and checked["alarm"]:
+        test = checked["test"]
+        alarms.append(
+            {
+                "window": "canary",
+                "role": ALL,
+                "check": "judge_answers_changed",
+                "what": f"the judge's answers on the canary's {test['n']} fixed conversations moved by "
+                f"{test['mean_difference']:+.3f} (the judge changed, not the chatbot); rate checks held",
+                "p_value": test["p_value"],
+                "level": test["level"],
+                "next": "decide whether the new judge is wanted: if so, train the calibrator on its distributions "
+                "and start a new out=; if not, restore the judge",
+            }
+        )
+    return checked
+
+
+def _provisional(w: Window, scorer: _Scorer, role_of, out: Path) -> dict:
+    """The open window's rates so far, written to OUT/provisional.json: shown, never tested, never kept."""
+    from rubric.jsonfile import write_json
+
+    scored = scorer.of(w)
+    groups = _groups(w, scored, role_of)
+    rows = {}
+    for g, parts in groups.items():
+        A = np.array([scored[d].A[c] for d, convs in parts for c in convs])
+        m = np.array([scored[d].m[c] for d, convs in parts for c in convs], float)
+        totals = ms.Totals.of(A, m)
+        rows[g] = {"conversations": totals.n, "rate": totals.rate, "band": ms.band(A, m)}
+    record = {"window": w.id, "closes": w.end.isoformat(), "conversations": w.n_conversations, "rows": rows}
+    record["note"] = "provisional: this window is still open; it is tested once it closes, never before"
+    write_json(out / st.PROVISIONAL, record)
+    return record
 
 
 def _page(out: Path, state: dict) -> Path:
@@ -121,97 +202,6 @@ def _page(out: Path, state: dict) -> Path:
     from calibration.monitor.page import write_page
 
     return write_page(out, st.read_jsonl(out / st.WINDOWS), st.read_jsonl(out / st.ALARMS), state["reference"])
-
-
-def _windows(directories, found, length, state, out: Path, *, origin, until, now) -> tuple[list, list, int]:
-    """(every complete window of the data, the new ones among them, conversations waiting in open windows);
-    the state's origin and clock moved on."""
-    recorded = {w["id"]: w for w in state["windows"]}
-    if length is None:
-        ids = [_conversation_ids(d, f) for d, f in zip(directories, found, strict=True)]
-        windows = windows_by_directory(directories, ids)
-        return windows, _new_by_directory(windows, recorded, directories, len(state["windows"])), 0
-    clock = parse_time(until, what="until=") if until else (now or dt.datetime.now(dt.UTC))
-    st.check_clock(state, clock, out)
-    conversations = [c for convs in found for c in convs]
-    given = None if origin is None else parse_time(origin, what="origin=").isoformat()
-    state["origin"] = state["origin"] or given or default_origin(conversations).isoformat()
-    if given and given != state["origin"]:
-        raise InputError(
-            f"origin={origin} differs from this folder's {state['origin']}.",
-            path=out / st.STATE,
-            fix="drop origin= (the folder keeps its own), or pass a new out=.",
-        )
-    last = max((w["index"] for w in state["windows"]), default=None)
-    origin_at = dt.datetime.fromisoformat(state["origin"])
-    windows, waiting = windows_by_time(conversations, length, origin_at, clock, last)
-    new = _new_by_time(windows, recorded, directories, last, out)
-    state["until"] = clock.isoformat()
-    return windows, new, waiting
-
-
-def _conversation_ids(root: Path, found) -> list[str]:
-    """A directory's conversations: its conversations.jsonl's, else llm.csv's."""
-    if found:
-        return [c.conversation_id for c in found]
-    import pandas as pd
-
-    from calibration.data.reading import find_table
-
-    table = find_table(root, "llm", required=True)
-    read = pd.read_parquet if table.suffix == ".parquet" else pd.read_csv
-    column = (
-        read(table, columns=["conversation_id"])
-        if table.suffix == ".parquet"
-        else read(table, usecols=["conversation_id"], dtype=str, keep_default_na=False)
-    )
-    return sorted(set(column["conversation_id"].astype(str)))
-
-
-def _unchanged(w: Window, recorded: dict, directories: list[Path], out: Path) -> None:
-    before = recorded[w.id]
-    if before["fingerprint"] != w.fingerprint():
-        raise InputError(
-            f"window {w.id} was monitored from {before['conversations']} conversations; the data now gives it "
-            f"{w.n_conversations} (or other ones): a window is computed once, from all of its conversations.",
-            path=out / st.STATE,
-            fix="pass the data of windows not yet monitored (late conversations of a monitored window are not "
-            "counted), or a new out= to monitor everything again.",
-        )
-
-
-def _new_by_time(windows: list[Window], recorded: dict, directories, last: int | None, out: Path) -> list[Window]:
-    new = []
-    for w in windows:
-        if w.id in recorded:
-            _unchanged(w, recorded, directories, out)
-        elif last is not None and w.index < last:
-            raise InputError(
-                f"window {w.id} has {w.n_conversations} conversations, before the last window monitored "
-                f"({max(recorded, key=lambda k: recorded[k]['index'])}): the clock went backwards, or they came late.",
-                path=out / st.STATE,
-                fix="pass only conversations started after the last monitored window, or a new out=.",
-            )
-        else:
-            new.append(w)
-    return new
-
-
-def _new_by_directory(windows: list[Window], recorded: dict, directories, done: int) -> list[Window]:
-    new = []
-    for w in windows:
-        if w.id in recorded:
-            if new:
-                raise InputError(
-                    f"data= lists {w.id}, already monitored, after {new[-1].id}, which is not: windows go in time order.",
-                    path=directories[w.index],
-                    fix="list the directories oldest first.",
-                )
-            _unchanged(w, recorded, directories, directories[w.index])
-            continue
-        w.index = done + len(new)
-        new.append(w)
-    return new
 
 
 def _window(w: Window, scored, role_of, state, model, settings, directories) -> dict:
@@ -226,7 +216,7 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
     }
     rel = w.index - state["first_index"]
     if rel >= settings["reference"] and state["thresholds"] is None:  # the reference period is over: frozen
-        _freeze(state, settings, model)
+        sq.freeze(state, settings)
     if w.n_conversations == 0:
         record["note"] = "no conversation in this window: nothing measured, no alarm (is the import running?)"
         log.warning(f"monitor: window {w.id}: no conversation")
@@ -234,7 +224,23 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
     groups = _groups(w, scored, role_of)
     state["roles"] += sorted(g for g in groups if g != ALL and g not in state["roles"])
     rows, totals = _measure(groups, scored, model, settings, state, rel)
-    _sequential(rows, groups, scored, state, settings, rel)
+    judge = window_judge(directories, sorted(w.members), state)
+    record["judge"] = {"described": judge["described"], "held": judge["held"]}
+    if judge["changed"]:
+        rows[ALL]["checks"].append(
+            {
+                "check": "judge_changed",
+                "level": None,
+                "fired": True,
+                "what": "this window was gathered by another judge (" + "; ".join(judge["differences"]) + "): its "
+                "rates may move because the judge did, not the chatbot; the rate checks are held until the "
+                "canary (canary=) shows the new judge answers as the old one did, or a new out=",
+            }
+        )
+    if judge["held"]:
+        record["note"] = "rate checks held: the judge changed (see alarms.jsonl); rates measured, not tested"
+    else:
+        sq.update(rows, groups, scored, state, settings, rel)
     for g, row in rows.items():
         if not row["in_horizon"]:
             row["note"] = f"past horizon={settings['horizon']} windows: no shift alarm (the rate checks go on)"
@@ -242,7 +248,7 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
         row["alarms"] = [_alarm(w, g, c, groups[g], scored, settings, directories) for c in row["checks"] if c["fired"]]
         record["rows"][g] = row
     if state.get("mix"):
-        record["standardised_rate"] = _standardised(rows, state["mix"])
+        record["standardised_rate"] = sq.standardised_rate(rows, state["mix"])
     if rel < settings["reference"]:
         sums = state["reference_sum"]
         for g, t in totals.items():
@@ -252,7 +258,7 @@ def _window(w: Window, scored, role_of, state, model, settings, directories) -> 
 
 def _measure(groups, scored, model, settings, state, rel) -> tuple[dict, dict]:
     """Each row's rate, band, reviewers' block and shift check (its p-value tested at its per-window level)."""
-    budget = _budget(settings, scored)
+    budget = sq.budget_of(settings, scored)
     shift_rows = [g for g in groups if (g != ALL or len(groups) == 1)]
     eligible = [g for g in shift_rows if sum(len(c) for _, c in groups[g]) >= ms.MIN_SHIFT_CONVERSATIONS]
     shift_level = budget["shift"] / settings["horizon"] / max(len(eligible), 1)
@@ -284,73 +290,6 @@ def _measure(groups, scored, model, settings, state, rel) -> tuple[dict, dict]:
                 )
         rows[g] = row
     return rows, totals
-
-
-def _questions(scored, settings) -> list[str]:
-    """The questions the sequential checks run on: the target first, then (questions=true) every other."""
-    first = next(iter(scored.values()))
-    others = [q for q in first.rates if q != first.target] if settings["questions"] else []
-    return [first.target, *others]
-
-
-def _budget(settings, scored) -> dict:
-    return al.budget(
-        settings["alpha"],
-        fail_under=settings["fail_under"],
-        drop=settings["drop"],
-        questions=len(_questions(scored, settings)) - 1,
-        shift=settings["shift"],
-    )
-
-
-def _sequential(rows, groups, scored, state, settings, rel) -> None:
-    """The e-processes of every monitored question moved on by this window's conversations (in their order);
-    during the reference period its per-role sums are kept instead for the drop checks' thresholds."""
-    budget = _budget(settings, scored)
-    target = next(iter(scored.values())).target
-    strata = [g for g in groups if g != ALL] or [ALL]
-    for q in _questions(scored, settings):
-        rates = {g: np.array([scored[d].rates[q][c] for d, convs in groups[g] for c in convs]) for g in strata}
-        if rel < settings["reference"]:
-            kept = state["reference_rates"].setdefault(q, {})
-            for g, x in rates.items():
-                kept.setdefault(g, []).extend(float(v) for v in x)
-        checks = al.evidence_checks(
-            rates, question=q, state=state, settings=settings, shares=budget, target=q == target
-        )
-        for g, found in checks.items():
-            if g in rows:
-                rows[g]["checks"] += found
-
-
-def _freeze(state, settings, model) -> None:
-    """The end of the reference period: the drop checks' thresholds per question and role, and the roles' mix."""
-    sums = state["reference_rates"]
-    if settings["drop"] is not None and sums:
-        target = next(iter(sums))
-        questions = len(sums) - 1
-        shares = al.budget(
-            settings["alpha"],
-            fail_under=settings["fail_under"],
-            drop=settings["drop"],
-            questions=questions,
-            shift=settings["shift"],
-        )
-        per_q = {q: shares["drop"] if q == target else shares["question_drop"] for q in sums}
-        state["thresholds"] = al.freeze_reference(sums, drop=settings["drop"], drop_share=per_q)
-    else:
-        state["thresholds"] = {}
-    target_sums = next(iter(sums.values()), {})
-    total = sum(len(x) for x in target_sums.values())
-    state["mix"] = {g: len(x) / total for g, x in target_sums.items()} if total else {}
-
-
-def _standardised(rows: dict, mix: dict) -> float | None:
-    """The rate at the reference period's mix of roles (over the roles this window has): what the pooled rate
-    would be had the mix not moved; shown beside the pooled rate, never tested (the roles' evidence is)."""
-    have = {g: w for g, w in mix.items() if g in rows and g != ALL and rows[g]["conversations"]}
-    total = sum(have.values())
-    return sum(w * rows[g]["rate"] for g, w in have.items()) / total if total else None
 
 
 def _check_listed(scored: ms.Scored, found, root: Path) -> None:

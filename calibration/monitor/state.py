@@ -41,6 +41,8 @@ __all__ = [
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 STATE, WINDOWS, TABLE, ALARMS = "state.json", "windows.jsonl", "windows.csv", "alarms.jsonl"
+PROVISIONAL = "provisional.json"
+"""The window still open: its rates so far, rewritten on every run (never tested, never kept in the state)."""
 FORMAT = 2
 """2: the sequential evidence (e-processes) and the drop checks' thresholds per question and role."""
 
@@ -84,6 +86,9 @@ def _read_state(out: Path, *, checksum: str, model: Path, settings: dict) -> dic
             "mix": None,
             "bettors": {},
             "alarmed": {},
+            "judge": None,
+            "judge_hold": None,
+            "canary": None,
         }
     try:
         state = json.loads(path.read_text(encoding="utf-8"))

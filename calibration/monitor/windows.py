@@ -14,9 +14,19 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from calibration.monitor.state import STATE, check_clock
 from rubric.errors import InputError
 
-__all__ = ["Conversation", "Window", "parse_time", "parse_window", "read_conversations", "windows_by_directory"]
+__all__ = [
+    "Conversation",
+    "Window",
+    "open_window",
+    "parse_time",
+    "parse_window",
+    "plan_windows",
+    "read_conversations",
+    "windows_by_directory",
+]
 
 UNITS = {"h": dt.timedelta(hours=1), "d": dt.timedelta(days=1), "w": dt.timedelta(weeks=1)}
 DIRECTORY = "directory"
@@ -184,3 +194,106 @@ def default_origin(conversations: list[Conversation]) -> dt.datetime:
 
 def _time_id(start: dt.datetime) -> str:
     return start.strftime("%Y-%m-%dT%H:%MZ")
+
+
+def open_window(conversations: list[Conversation], length: dt.timedelta, origin: dt.datetime, clock: dt.datetime):
+    """The window still open at `clock` (the one it falls in) with the conversations it has so far, or None
+    where it has none: shown as provisional, never tested."""
+    k = (clock - origin) // length
+    start = origin + k * length
+    members: dict[int, list[str]] = {}
+    for conv in conversations:
+        if conv.started_at is not None and start <= conv.started_at < clock:
+            members.setdefault(conv.directory, []).append(conv.conversation_id)
+    return Window(_time_id(start), k, start, start + length, members) if members else None
+
+
+def plan_windows(directories, found, length, state, out: Path, *, origin, until, now) -> tuple[list, list, int, object]:
+    """(every complete window of the data, the new ones among them, conversations waiting in open windows, the
+    clock: None with window=directory); the state's origin and clock moved on."""
+    recorded = {w["id"]: w for w in state["windows"]}
+    if length is None:
+        ids = [_conversation_ids(d, f) for d, f in zip(directories, found, strict=True)]
+        windows = windows_by_directory(directories, ids)
+        return windows, _new_by_directory(windows, recorded, directories, len(state["windows"])), 0, None
+    clock = parse_time(until, what="until=") if until else (now or dt.datetime.now(dt.UTC))
+    check_clock(state, clock, out)
+    conversations = [c for convs in found for c in convs]
+    given = None if origin is None else parse_time(origin, what="origin=").isoformat()
+    state["origin"] = state["origin"] or given or default_origin(conversations).isoformat()
+    if given and given != state["origin"]:
+        raise InputError(
+            f"origin={origin} differs from this folder's {state['origin']}.",
+            path=out / STATE,
+            fix="drop origin= (the folder keeps its own), or pass a new out=.",
+        )
+    last = max((w["index"] for w in state["windows"]), default=None)
+    origin_at = dt.datetime.fromisoformat(state["origin"])
+    windows, waiting = windows_by_time(conversations, length, origin_at, clock, last)
+    new = _new_by_time(windows, recorded, directories, last, out)
+    state["until"] = clock.isoformat()
+    return windows, new, waiting, clock
+
+
+def _conversation_ids(root: Path, found) -> list[str]:
+    """A directory's conversations: its conversations.jsonl's, else llm.csv's."""
+    if found:
+        return [c.conversation_id for c in found]
+    import pandas as pd
+
+    from calibration.data.reading import find_table
+
+    table = find_table(root, "llm", required=True)
+    read = pd.read_parquet if table.suffix == ".parquet" else pd.read_csv
+    column = (
+        read(table, columns=["conversation_id"])
+        if table.suffix == ".parquet"
+        else read(table, usecols=["conversation_id"], dtype=str, keep_default_na=False)
+    )
+    return sorted(set(column["conversation_id"].astype(str)))
+
+
+def _unchanged(w: Window, recorded: dict, directories: list[Path], out: Path) -> None:
+    before = recorded[w.id]
+    if before["fingerprint"] != w.fingerprint():
+        raise InputError(
+            f"window {w.id} was monitored from {before['conversations']} conversations; the data now gives it "
+            f"{w.n_conversations} (or other ones): a window is computed once, from all of its conversations.",
+            path=out / STATE,
+            fix="pass the data of windows not yet monitored (late conversations of a monitored window are not "
+            "counted), or a new out= to monitor everything again.",
+        )
+
+
+def _new_by_time(windows: list[Window], recorded: dict, directories, last: int | None, out: Path) -> list[Window]:
+    new = []
+    for w in windows:
+        if w.id in recorded:
+            _unchanged(w, recorded, directories, out)
+        elif last is not None and w.index < last:
+            raise InputError(
+                f"window {w.id} has {w.n_conversations} conversations, before the last window monitored "
+                f"({max(recorded, key=lambda k: recorded[k]['index'])}): the clock went backwards, or they came late.",
+                path=out / STATE,
+                fix="pass only conversations started after the last monitored window, or a new out=.",
+            )
+        else:
+            new.append(w)
+    return new
+
+
+def _new_by_directory(windows: list[Window], recorded: dict, directories, done: int) -> list[Window]:
+    new = []
+    for w in windows:
+        if w.id in recorded:
+            if new:
+                raise InputError(
+                    f"data= lists {w.id}, already monitored, after {new[-1].id}, which is not: windows go in time order.",
+                    path=directories[w.index],
+                    fix="list the directories oldest first.",
+                )
+            _unchanged(w, recorded, directories, directories[w.index])
+            continue
+        w.index = done + len(new)
+        new.append(w)
+    return new

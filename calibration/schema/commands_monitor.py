@@ -58,7 +58,12 @@ class Monitor(Command):
     horizon: int = setting(
         52, "windows the shift check's alpha is spread over (none after it); the rate checks hold for ever", integer(1)
     )
-    reference: int = setting(4, "the first N windows: the reference period that drop= compares with", integer(1))
+    reference: int = setting(
+        8,
+        "the first N windows: the reference period that drop= compares with (its precision bounds the smallest "
+        "drop that can be caught: docs/how-to/monitor.md)",
+        integer(1),
+    )
     fail_under: float | None = setting(
         None, "alarm when a window's calibrated rate is significantly below this", number(0, 1, optional=True)
     )
@@ -79,6 +84,13 @@ class Monitor(Command):
         0.05,
         "an alarm's advice: label as many conversations of the window as a rate half-width of this needs",
         number(above=0, below=0.5),
+    )
+    canary: str | None = setting(
+        None,
+        "a gathered folder of fixed conversations (e.g. labelled training ones): kept on the first run; gather "
+        "the same conversations into it again (after a judge change, or on a schedule) and the monitor tests "
+        "whether the judge's answers moved (docs/how-to/monitor.md)",
+        text(optional=True),
     )
     adheres_at: float | None = ADHERES_AT()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH("true: use a calibrator on another judge's distributions")

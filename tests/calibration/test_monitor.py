@@ -119,14 +119,14 @@ def test_windows_by_directory_and_labels(tiny_model, tmp_path):
 
 
 def test_a_drop_raises_an_alarm_with_what_to_do(tiny_model, tmp_path, capsys):
-    bad = {4: (0.0, 0.3), 5: (0.0, 0.3)}  # two bad weeks: the evidence of the first is carried into the second
-    data = write_stream(tmp_path / "stream", [0, 1, 2, 3, 4, 5], per_week=40, quality=bad)
+    bad = {4: (0.0, 0.3), 5: (0.0, 0.3), 6: (0.0, 0.3)}  # the evidence of each bad week carries into the next
+    data = write_stream(tmp_path / "stream", list(range(7)), per_week=40, quality=bad)
     out = tmp_path / "mon"
     assert monitor(data, tiny_model, out, "drop=0.05", "reference=2", "shift=false", "questions=false") == 1
     err = capsys.readouterr().err
     assert "alarm" in err and "label about" in err and "e-value" in err
     alarms = records(out, "alarms.jsonl")
-    assert alarms and {a["window"] for a in alarms} <= {"2026-02-02T00:00Z", "2026-02-09T00:00Z"}
+    assert alarms and {a["window"] for a in alarms} <= {"2026-02-02T00:00Z", "2026-02-09T00:00Z", "2026-02-16T00:00Z"}
     assert all(a["check"] == "drop" and a["e_value"] >= 1 / a["level"] and 2 <= a["label"] <= a["of"] for a in alarms)
     weeks = records(out)
     before = [c for w in weeks[:4] for r in w["rows"].values() for c in r["checks"]]
