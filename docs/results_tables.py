@@ -15,6 +15,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import results_monitor  # docs/results_monitor.py
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "benchmarks" / "results"
 MARKER = re.compile(r"<!-- results: (?P<name>[\w-]+) -->")
@@ -1018,6 +1020,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "estimate_far_shift": estimate_far_shift,
     "estimate_cvplan_4000": estimate_cvplan,  # benchmarks/estimate.py --results-name estimate_cvplan_4000
     "batch_gather": batch_gather,
+    "monitor": results_monitor.monitor,
 }
 
 

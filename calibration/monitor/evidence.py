@@ -106,7 +106,7 @@ class Bettor:
         return Bettor(*(np.asarray(d[k], float) for k in ("log_wealths", "ew_n", "ew_sum", "ew_sq", "prior_mean")))
 
 
-def lower_bound(x: np.ndarray, delta: float, *, grid: int = 1001) -> float:
+def lower_bound(x: np.ndarray, delta: float, *, grid: int = 401) -> float:
     """Lower confidence bound on the mean of [0, 1] variables x (in their arrival order), below the mean with
     chance at most delta: the betting bound of Waudby-Smith & Ramdas (2023, hedged capital, predictable plug-in
     bets), valid for any distribution on [0, 1] and far tighter than Hoeffding's or empirical Bernstein's at a
