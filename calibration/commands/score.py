@@ -95,15 +95,21 @@ def _write(cfg: Schema, out: Path, metric: Any, conv_frame: Any, turn_frame: Any
 def _scored_with(cfg: Schema, metric: Any) -> dict[str, Any]:
     """What the scores were made with, so that `publish` names their source and refuses another model's."""
     from calibration.publish.results import model_info
+    from rubric.files import file_sha256
 
     return {
         "model": str(Path(cfg.calibrator).resolve()),
         "model_sha256": model_info(cfg.calibrator).checksum,
         "conversations": str(Path(cfg.conversations).resolve()),
+        "conversations_sha256": file_sha256(_conversations_file(Path(cfg.conversations))),
         "threshold": metric.threshold,
         "adheres_at": metric.adheres_at,
         "target": metric.rubric.target,
     }
+
+
+def _conversations_file(path: Path) -> Path:
+    return path / "conversations.jsonl" if path.is_dir() else path
 
 
 def _log_summary(cfg: Schema, metric: Any, conv_frame: Any) -> None:

@@ -224,6 +224,7 @@ def read_scored(
             path=scores,
             fix="pass conversations= the conversations.jsonl that `score` read (written by `import source=...`).",
         )
+    _check_unchanged(conv_path, made_with.get("conversations_sha256"), scores)
     convs = {c.conversation_id: c for c in load_conversations(conv_path)}
     turns_file = turns_path(scores)
     if not turns_file.is_file():
@@ -231,6 +232,7 @@ def read_scored(
     turn_frame = pd.read_csv(turns_file, dtype={"conversation_id": str})
     conv_frame = pd.read_csv(scores, dtype={"conversation_id": str, "violating_turn_indices": str})
     _check_questions(turn_frame, info, turns_file)
+    _check_tables_agree(conv_frame, turn_frame, scores, turns_file)
     turns = tuple(_turn(row, convs, turns_file, n) for n, row in enumerate(turn_frame.to_dict("records"), start=1))
     by_conv: dict[str, list[TurnScore]] = {}
     for t in turns:
@@ -272,6 +274,59 @@ def _made_with(scores: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError("not JSON.", path=path, fix="run `role-rubric score` again.") from None
     return {"shift": data.get("shift") or {}, **(data.get("scored_with") or {})}
+
+
+def _check_unchanged(conversations: str | Path, recorded: str | None, scores: Path) -> None:
+    """The conversations file must be the one `score` read (its checksum, recorded from this version on):
+    turns edited or re-ordered since would put the values on other replies' spans."""
+    from rubric.files import file_sha256
+
+    path = Path(conversations)
+    path = path / "conversations.jsonl" if path.is_dir() else path
+    if recorded and path.is_file() and file_sha256(path) != recorded:
+        raise InputError(
+            "this conversations file changed since `score` read it (its checksum differs from the one the scores "
+            "record); the values would go on other turns' spans.",
+            path=path,
+            fix=f"score it again (nothing was published), or pass conversations= the file {scores.name} was made from.",
+        )
+
+
+def _check_tables_agree(conv_frame: Any, turn_frame: Any, scores: Path, turns_file: Path) -> None:
+    """The per-conversation and per-turn tables of one `score` run, joined by conversation: each conversation
+    once, each (conversation, turn) once, and as many turn rows as the conversation's `turns` says; else the
+    first row that disagrees is named (a table edited, or the two of different runs)."""
+    fix = "run `role-rubric score` again (nothing was published)."
+    ids = conv_frame["conversation_id"].astype(str)
+    twice = ids.duplicated()
+    if twice.any():
+        n = int(twice.to_numpy().argmax())
+        raise InputError(f"conversation {ids.iloc[n]!r} has two rows.", path=scores, row=n + 1, fix=fix)
+    keys = turn_frame["conversation_id"].astype(str) + "/" + turn_frame["turn"].astype(str)
+    twice = keys.duplicated()
+    if twice.any():
+        n = int(twice.to_numpy().argmax())
+        raise InputError(f"turn {keys.iloc[n]!r} has two rows.", path=turns_file, row=n + 1, fix=fix)
+    counts = turn_frame["conversation_id"].astype(str).value_counts()
+    stray = ~turn_frame["conversation_id"].astype(str).isin(set(ids))
+    if stray.any():
+        n = int(stray.to_numpy().argmax())
+        raise InputError(
+            f"conversation {turn_frame['conversation_id'].iloc[n]!r} is not in {scores.name}.",
+            path=turns_file,
+            row=n + 1,
+            fix=fix,
+        )
+    for n, (cid, want) in enumerate(zip(ids, conv_frame.get("turns", [None] * len(ids)), strict=True), start=1):
+        have = int(counts.get(cid, 0))
+        if (want is not None and not _missing(want) and have != int(want)) or have == 0:
+            said = "no" if have == 0 else str(have)
+            raise InputError(
+                f"conversation {cid!r} has {said} turn rows in {turns_file.name}, and {want} turns in "
+                f"{scores.name} (row {n}): the tables do not line up.",
+                path=turns_file,
+                fix=fix,
+            )
 
 
 def _check_questions(frame: Any, info: ModelInfo, path: Path) -> None:
