@@ -83,3 +83,66 @@ def test_conversations_changed_since_score_are_refused(scored_copy, tmp_path, ca
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
     assert "this conversations file changed since `score` read it" in err and str(edited) in err
+
+
+class TextServer:
+    """A real HTTP server that answers every request 200 with text (a proxy's page, another service)."""
+
+    def __init__(self) -> None:
+        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+        class Handler(BaseHTTPRequestHandler):
+            def _answer(self):  # the body read, then "OK" as text, whatever was asked
+                self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                self.send_response(200)
+                self.send_header("Content-Type", "text/plain")
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"OK")
+
+            do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer  # noqa: N815 (http.server's names)
+
+            def log_message(self, *args):
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_port}"
+
+    def __enter__(self):
+        import threading
+
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+def test_a_server_answering_text_is_one_line_naming_it(scored_copy, capsys):
+    """The issue's case: 200 with text where JSON goes was exit 70 (JSONDecodeError)."""
+    import pytest
+
+    with TextServer() as server:
+        for target, key, said in (
+            ("mlflow", "tracking_uri", "answered with something that is not JSON"),
+            ("phoenix", "url", "does not answer as a Phoenix server does"),
+        ):
+            pytest.importorskip(target)
+            args = ["publish", f"target={target}", f"scores={scored_copy['scores']}", f"{key}={server.url}"]
+            assert main([*args, "timeout=5"]) == 2, target
+            err = capsys.readouterr().err.strip().splitlines()
+            assert len(err) == 1, err
+            assert f"the server at {server.url} {said}" in err[0], err
+            assert f"Fix: check {key}=" in err[0]
+
+
+def test_credentials_in_the_mlflow_address_are_refused_with_the_variables_to_use(scored_copy, capsys):
+    args = ["publish", "target=mlflow", f"scores={scored_copy['scores']}", "tracking_uri=http://me:s3cret@127.0.0.1:9"]
+    assert main(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "carries a user name or password" in err and "s3cret" not in err
+    assert (
+        "export MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" in err
+        and "tracking_uri=http://127.0.0.1:9" in err
+    )
