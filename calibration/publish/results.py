@@ -224,7 +224,6 @@ def read_scored(
             path=scores,
             fix="pass conversations= the conversations.jsonl that `score` read (written by `import source=...`).",
         )
-    _check_unchanged(conv_path, made_with.get("conversations_sha256"), scores)
     convs = {c.conversation_id: c for c in load_conversations(conv_path)}
     turns_file = turns_path(scores)
     if not turns_file.is_file():
@@ -248,6 +247,7 @@ def read_scored(
         )
         for r in conv_frame.to_dict("records")
     )
+    _check_unchanged(conv_path, made_with.get("conversations_sha256"), scores)  # after what names a turn or row
     judges = str(conv_frame["judges"].iloc[0]) if "judges" in conv_frame and len(conv_frame) else "calibrated"
     first = next(iter(convs.values()), None)
     return Scored(
@@ -277,8 +277,8 @@ def _made_with(scores: Path) -> dict[str, Any]:
 
 
 def _check_unchanged(conversations: str | Path, recorded: str | None, scores: Path) -> None:
-    """The conversations file must be the one `score` read (its checksum, recorded from this version on):
-    turns edited or re-ordered since would put the values on other replies' spans."""
+    """The conversations file must be the one `score` read (its checksum, recorded from this version on): a
+    reply edited since was not the one scored, and turns moved would put the values on other replies' spans."""
     from rubric.files import file_sha256
 
     path = Path(conversations)
@@ -286,7 +286,7 @@ def _check_unchanged(conversations: str | Path, recorded: str | None, scores: Pa
     if recorded and path.is_file() and file_sha256(path) != recorded:
         raise InputError(
             "this conversations file changed since `score` read it (its checksum differs from the one the scores "
-            "record); the values would go on other turns' spans.",
+            "record): the values published would not be those of its replies.",
             path=path,
             fix=f"score it again (nothing was published), or pass conversations= the file {scores.name} was made from.",
         )

@@ -76,9 +76,9 @@ def test_conversations_changed_since_score_are_refused(scored_copy, tmp_path, ca
     scores = scored_copy["scores"]
     made = json.loads(scores.with_name("scores_shift.json").read_text())["scored_with"]
     edited = tmp_path / "conversations.jsonl"
-    record = json.loads(Path(made["conversations"]).read_text().splitlines()[0])
-    record["turns"] = record["turns"][1:]  # a turn dropped: the later turns' values would go on other spans
-    edited.write_text(json.dumps(record) + "\n")
+    records = [json.loads(line) for line in Path(made["conversations"]).read_text().splitlines()]
+    records[0]["turns"][0]["assistant"] += " (edited)"  # the reply scored is no longer this one
+    edited.write_text("".join(json.dumps(r) + "\n" for r in records))
     args = ["publish", "target=otel", f"scores={scores}", f"conversations={edited}", f"out={tmp_path / 'e.jsonl'}"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
