@@ -35,6 +35,7 @@ def check_paths(command: str, cfg: Mapping[str, Any], *, not_paths: Collection[s
     _check_one_directory(command, cfg)
     _check_out(command, cfg)
     _check_not_an_input(command, cfg, not_paths)
+    _check_not_a_folder_read_whole(command, cfg)
     _check_not_foreign(cfg, written_files(command, cfg))
 
 
@@ -178,6 +179,22 @@ def _check_not_an_input(command: str, cfg: Mapping[str, Any], not_paths: Collect
             f"out= would overwrite {out_path.name}, a file other commands read.",
             path=out_path,
             fix=f"choose another out= file name (e.g. {command}.csv); inputs are never overwritten.",
+        )
+
+
+def _check_not_a_folder_read_whole(command: str, cfg: Mapping[str, Any]) -> None:
+    """files= (import source=otel) reads every file of a folder or a glob: an out= folder there would hold the
+    import's own conversations.jsonl the next time, read as one of the exports."""
+    found, out = lookup(cfg, "out")
+    present, files = lookup(cfg, "files")
+    if not (found and present) or command not in OUT_FOLDER or not isinstance(files, str) or out in (None, "???"):
+        return
+    read = Path(files).parent if any(c in files for c in "*?[") else Path(files)
+    if read.is_dir() and Path(str(out)).resolve() == read.resolve():
+        raise InputError(
+            "out= is the folder files= reads: what the import writes there would be read as an export next time.",
+            path=Path(str(out)),
+            fix="pass out= a folder of its own (e.g. beside the exports).",
         )
 
 
