@@ -258,3 +258,20 @@ def test_identical_repeated_spans_are_taken_once_and_counted(tmp_path):
     twice = run(write(tmp_path, good_lines(2) + good_lines(1), "twice.jsonl"))
     assert twice.records == once.records
     assert twice.skipped["repeated identical spans (a collector's retry), taken once"] == 4
+
+
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_a_link_that_cannot_be_followed_is_named_not_skipped(tmp_path, link):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    write(folder, good_lines(1), "part-0.jsonl")
+    bad = folder / "part-1.jsonl"
+    if link == "loop":
+        (folder / "part-2.jsonl").symlink_to(bad)
+        bad.symlink_to(folder / "part-2.jsonl")
+    else:
+        bad.symlink_to(tmp_path / "gone.jsonl")
+    said = "loops back on itself" if link == "loop" else "leads to nothing"
+    for files in (folder, f"{folder}/*.jsonl", bad):
+        with pytest.raises(InputError, match=rf"part-[12]\.jsonl: this is a symbolic link that {said}"):
+            run(files)
