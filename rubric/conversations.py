@@ -109,6 +109,19 @@ def iter_items(conversations: Iterable[Conversation], granularity: str = "turn")
                 yield Item(conv, i)
 
 
+def content_sha256(conversations: Iterable[Conversation]) -> str:
+    """SHA-256 of what a judge reads of `conversations` (ids, roles, every turn's text, references and tool
+    steps), in conversation-id order: the same for a file re-ordered or whose trace ids changed, different for
+    an edited reply or a turn moved. `score` records it; `publish` checks the conversations against it."""
+    import hashlib
+
+    content = [
+        [c.conversation_id, c.chatbot_role, [[t.user, t.assistant, t.reference, list(t.tools)] for t in c.turns]]
+        for c in sorted(conversations, key=lambda c: c.conversation_id)
+    ]
+    return hashlib.sha256(json.dumps(content, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def load_conversations(path: str | Path) -> list[Conversation]:
     """Read a conversations.jsonl file (or a dataset directory holding one); errors name the line."""
     path = Path(path)

@@ -224,7 +224,8 @@ def read_scored(
             path=scores,
             fix="pass conversations= the conversations.jsonl that `score` read (written by `import source=...`).",
         )
-    convs = {c.conversation_id: c for c in load_conversations(conv_path)}
+    loaded = load_conversations(conv_path)
+    convs = {c.conversation_id: c for c in loaded}
     turns_file = turns_path(scores)
     if not turns_file.is_file():
         raise InputError("the per-turn table is missing.", path=turns_file, fix="run `role-rubric score` again.")
@@ -247,7 +248,7 @@ def read_scored(
         )
         for r in conv_frame.to_dict("records")
     )
-    _check_unchanged(conv_path, made_with.get("conversations_sha256"), scores)  # after what names a turn or row
+    _check_unchanged(loaded, conv_path, made_with.get("conversations_sha256"), scores)  # after what names a row
     judges = str(conv_frame["judges"].iloc[0]) if "judges" in conv_frame and len(conv_frame) else "calibrated"
     first = next(iter(convs.values()), None)
     return Scored(
@@ -276,19 +277,19 @@ def _made_with(scores: Path) -> dict[str, Any]:
     return {"shift": data.get("shift") or {}, **(data.get("scored_with") or {})}
 
 
-def _check_unchanged(conversations: str | Path, recorded: str | None, scores: Path) -> None:
-    """The conversations file must be the one `score` read (its checksum, recorded from this version on): a
-    reply edited since was not the one scored, and turns moved would put the values on other replies' spans."""
-    from rubric.files import file_sha256
+def _check_unchanged(loaded: list[Any], path: str | Path, recorded: str | None, scores: Path) -> None:
+    """The conversations must read as those `score` scored (the checksum of their text it records, from this
+    version on): a reply edited since was not the one scored, and a turn moved would put its value on another
+    reply's span. Their trace ids and order may differ (the same conversations imported again)."""
+    from rubric.conversations import content_sha256
 
-    path = Path(conversations)
-    path = path / "conversations.jsonl" if path.is_dir() else path
-    if recorded and path.is_file() and file_sha256(path) != recorded:
+    if recorded and content_sha256(loaded) != recorded:
         raise InputError(
-            "this conversations file changed since `score` read it (its checksum differs from the one the scores "
-            "record): the values published would not be those of its replies.",
-            path=path,
-            fix=f"score it again (nothing was published), or pass conversations= the file {scores.name} was made from.",
+            "these conversations changed since `score` read them (the checksum of their text differs from the one "
+            "the scores record): the values published would not be those of their replies.",
+            path=Path(path),
+            fix=f"score them again (nothing was published), or pass conversations= the file {scores.name} was made "
+            "from.",
         )
 
 

@@ -72,17 +72,20 @@ def test_score_tables_that_do_not_line_up_are_refused_naming_the_row(scored_copy
 
 
 def test_conversations_changed_since_score_are_refused(scored_copy, tmp_path, capsys):
-    """score records the checksum of the conversations it read; publish puts values on their turns' spans."""
+    """score records the checksum of the conversations' text; publish puts values on their turns' spans: the same
+    conversations in another order are fine, an edited reply is refused."""
     scores = scored_copy["scores"]
     made = json.loads(scores.with_name("scores_shift.json").read_text())["scored_with"]
     edited = tmp_path / "conversations.jsonl"
     records = [json.loads(line) for line in Path(made["conversations"]).read_text().splitlines()]
+    edited.write_text("".join(json.dumps(r) + "\n" for r in reversed(records)))  # another order: the same text
+    args = ["publish", "target=otel", f"scores={scores}", f"conversations={edited}", f"out={tmp_path / 'e.jsonl'}"]
+    assert main(args) == 0
     records[0]["turns"][0]["assistant"] += " (edited)"  # the reply scored is no longer this one
     edited.write_text("".join(json.dumps(r) + "\n" for r in records))
-    args = ["publish", "target=otel", f"scores={scores}", f"conversations={edited}", f"out={tmp_path / 'e.jsonl'}"]
     assert main(args) == 2
     err = capsys.readouterr().err.strip()
-    assert "this conversations file changed since `score` read it" in err and str(edited) in err
+    assert "these conversations changed since `score` read them" in err and str(edited) in err
 
 
 class TextServer:
