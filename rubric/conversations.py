@@ -219,6 +219,19 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _not_text(value: Any) -> str | None:
+    """What a message given as something other than text is, in a few words (None: text, or nothing)."""
+    if value is None or isinstance(value, str):
+        return None
+    if isinstance(value, list):
+        return "a list (content parts such as an image?)"
+    kind = {dict: "an object", bool: "true/false", int: "a number", float: "a number"}.get(type(value), "a value")
+    return f"{kind} ({json.dumps(value, ensure_ascii=False, default=str)[:40]})"
+
+
+NOT_TEXT_FIX = "write it as a string: only text is judged (an image or other content part is not read)."
+
+
 def _from_turns(raw: list[Any], fail: Any, cid: Any) -> list[Turn]:
     turns = []
     for i, t in enumerate(raw):
@@ -227,6 +240,10 @@ def _from_turns(raw: list[Any], fail: Any, cid: Any) -> list[Turn]:
                 f"conversation {cid!r}, turn {i} is not an object.",
                 'write turns as {"user": ..., "assistant": ...}.',
             )
+        for key in ("user", "assistant"):
+            kind = _not_text(t.get(key))
+            if kind is not None:
+                raise fail(f'conversation {cid!r}, turn {i}: "{key}" is {kind}, not text.', NOT_TEXT_FIX)
         user, reply = _text(t.get("user")), _text(t.get("assistant"))
         if reply is None:
             raise fail(
@@ -265,6 +282,9 @@ def _from_messages(raw: list[dict[str, Any]], fail: Any, cid: Any) -> tuple[str 
     pending: list[str] = []  # user messages since the last reply; consecutive ones are joined
     for i, msg in enumerate(raw):
         role, content = msg.get("role"), _text(msg.get("content"))
+        kind = _not_text(msg.get("content"))
+        if kind is not None:
+            raise fail(f"conversation {cid!r}, message {i} ({role}): its content is {kind}, not text.", NOT_TEXT_FIX)
         if role == "system" and not turns and not pending:
             system = content
         elif role == "user" and content is not None:
