@@ -132,6 +132,13 @@ DATASET_FILES = (
     "model.json",
     "weights.safetensors",
 )
+READ_IN_FOLDER = {
+    "cv": ("predictions.csv", "metrics.json", "previous_predictions.csv"),
+    "estimate": ("estimate.json",),
+    "baseline": ("estimate.json",),
+}
+"""Beside a dataset's files, what a command reads in the folder one of these keys names (a cv output, an
+estimate's): `report cv=DIR out=DIR` would replace the cv's metrics.json it reads."""
 WRITES = {
     "train": ("model.json", "weights.safetensors"),
     "cv": ("predictions.csv", "metrics.json"),
@@ -160,7 +167,8 @@ def _check_not_an_input(command: str, cfg: Mapping[str, Any], not_paths: Collect
             if path.is_file():
                 inputs.add(path.resolve())
             elif path.is_dir():
-                inputs |= {(path / name).resolve() for name in DATASET_FILES if (path / name).is_file()}
+                names = (*DATASET_FILES, *READ_IN_FOLDER.get(key, ()))
+                inputs |= {(path / name).resolve() for name in names if (path / name).is_file()}
     out_path = Path(str(out))
     if command in OUT_FILE:  # the file and what the command writes beside it (predict's OUT_shift.json)
         targets = [path for _, path, _ in written_files(command, cfg)] or [out_path]

@@ -73,3 +73,14 @@ def test_each_file_output_is_told_from_files_it_did_not_write(tmp_path):
         "turns_out",
     ]
     assert dataclasses.is_dataclass(SCHEMAS["publish"])
+
+
+def test_a_folder_output_never_replaces_what_it_reads_in_an_input_folder(tmp_path, capsys):
+    """report cv=DIR out=DIR would replace the cv's metrics.json, which it reads for the cv's settings."""
+    cv = tmp_path / "cv"
+    cv.mkdir()
+    (cv / "predictions.csv").write_text("conversation_id\n")
+    (cv / "metrics.json").write_text('{"settings": {}}')
+    assert main(["report", "data=nowhere", f"cv={cv}", f"out={cv}"]) == 2
+    line = _refused(capsys, cv / "metrics.json", b'{"settings": {}}')
+    assert "out= would overwrite metrics.json, one of this command's own inputs" in line
