@@ -149,3 +149,21 @@ def test_credentials_in_the_mlflow_address_are_refused_with_the_variables_to_use
         "export MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD" in err
         and "tracking_uri=http://127.0.0.1:9" in err
     )
+
+
+def test_each_command_replaces_its_own_earlier_output(scored_copy, tmp_path):
+    """The other side of the rule: a rerun into the same out= (score's three files, predict's two, evaluate's
+    metrics.json) is its own output, replaced without overwrite=true."""
+    from rubric.servers.fake import FakeOpenAI
+
+    run = scored_copy
+    with FakeOpenAI() as server:
+        score = ["score", f"conversations={run['conversations']}", f"calibrator={run['model']}", f"out={run['scores']}",
+                 "judge=fake", f"judge.base_url={server.base_url}", "progress=false"]  # fmt: skip
+        assert main(score) == 0
+    predictions, metrics = tmp_path / "p.csv", tmp_path / "m.json"
+    predict = ["predict", f"model={run['model']}", f"data={run['data']}", f"out={predictions}"]
+    evaluate = ["evaluate", f"predictions={predictions}", f"data={run['data']}", f"out={metrics}"]
+    for command in (predict, predict, evaluate, evaluate):
+        assert main(command) == 0
+    assert predictions.with_name("p_shift.json").exists() and "rmse" in json.loads(metrics.read_text())
