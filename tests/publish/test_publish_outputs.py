@@ -127,16 +127,17 @@ def test_a_server_answering_text_is_one_line_naming_it(scored_copy, capsys):
     import pytest
 
     with TextServer() as server:
-        for target, key, said in (
-            ("mlflow", "tracking_uri", "answered with something that is not JSON"),
-            ("phoenix", "url", "does not answer as a Phoenix server does"),
+        for target, key, said, path in (
+            ("mlflow", "tracking_uri", "answered with something that is not JSON", ""),
+            ("phoenix", "url", "does not answer as a Phoenix server does", ""),
+            ("otel", "endpoint", "answered with text (text/plain), not as an OTLP collector does", "/v1/logs"),
         ):
-            pytest.importorskip(target)
-            args = ["publish", f"target={target}", f"scores={scored_copy['scores']}", f"{key}={server.url}"]
+            pytest.importorskip({"otel": "opentelemetry"}.get(target, target))
+            args = ["publish", f"target={target}", f"scores={scored_copy['scores']}", f"{key}={server.url}{path}"]
             assert main([*args, "timeout=5"]) == 2, target
             err = capsys.readouterr().err.strip().splitlines()
             assert len(err) == 1, err
-            assert f"the server at {server.url} {said}" in err[0], err
+            assert f"the server at {server.url}{path} {said}" in err[0], err
             assert f"Fix: check {key}=" in err[0]
 
 
