@@ -204,12 +204,11 @@ def post(
 ) -> tuple[int, int]:
     """POST the events not yet accepted to an OTLP/HTTP logs endpoint: (sent now, already there); progress: a
     bar or status lines over the events posted."""
+    import requests
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs.export import LogRecordExportResult
 
     from rubric.progress import progress_bar
-
-    import requests
 
     todo = [item for item in items if not state.done(item[0])]
     session, answered = requests.Session(), []  # each answer's Content-Type: the exporter takes any 2xx
