@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calibration.publish.consistency import check_tables_agree, check_unchanged
 from rubric.errors import InputError
 
 EVALUATION_NAME = "role_rubric/adherence"
@@ -232,7 +233,7 @@ def read_scored(
     turn_frame = pd.read_csv(turns_file, dtype={"conversation_id": str})
     conv_frame = pd.read_csv(scores, dtype={"conversation_id": str, "violating_turn_indices": str})
     _check_questions(turn_frame, info, turns_file)
-    _check_tables_agree(conv_frame, turn_frame, scores, turns_file)
+    check_tables_agree(conv_frame, turn_frame, scores, turns_file)
     turns = tuple(_turn(row, convs, turns_file, n) for n, row in enumerate(turn_frame.to_dict("records"), start=1))
     by_conv: dict[str, list[TurnScore]] = {}
     for t in turns:
@@ -248,7 +249,7 @@ def read_scored(
         )
         for r in conv_frame.to_dict("records")
     )
-    _check_unchanged(loaded, conv_path, made_with.get("conversations_sha256"), scores)  # after what names a row
+    check_unchanged(loaded, conv_path, made_with.get("conversations_sha256"), scores)  # after what names a row
     judges = str(conv_frame["judges"].iloc[0]) if "judges" in conv_frame and len(conv_frame) else "calibrated"
     first = next(iter(convs.values()), None)
     return Scored(
@@ -275,59 +276,6 @@ def _made_with(scores: Path) -> dict[str, Any]:
     except (json.JSONDecodeError, UnicodeDecodeError):
         raise InputError("not JSON.", path=path, fix="run `role-rubric score` again.") from None
     return {"shift": data.get("shift") or {}, **(data.get("scored_with") or {})}
-
-
-def _check_unchanged(loaded: list[Any], path: str | Path, recorded: str | None, scores: Path) -> None:
-    """The conversations must read as those `score` scored (the checksum of their text it records, from this
-    version on): a reply edited since was not the one scored, and a turn moved would put its value on another
-    reply's span. Their trace ids and order may differ (the same conversations imported again)."""
-    from rubric.conversations import content_sha256
-
-    if recorded and content_sha256(loaded) != recorded:
-        raise InputError(
-            "these conversations changed since `score` read them (the checksum of their text differs from the one "
-            "the scores record): the values published would not be those of their replies.",
-            path=Path(path),
-            fix=f"score them again (nothing was published), or pass conversations= the file {scores.name} was made "
-            "from.",
-        )
-
-
-def _check_tables_agree(conv_frame: Any, turn_frame: Any, scores: Path, turns_file: Path) -> None:
-    """The per-conversation and per-turn tables of one `score` run, joined by conversation: each conversation
-    once, each (conversation, turn) once, and as many turn rows as the conversation's `turns` says; else the
-    first row that disagrees is named (a table edited, or the two of different runs)."""
-    fix = "run `role-rubric score` again (nothing was published)."
-    ids = conv_frame["conversation_id"].astype(str)
-    twice = ids.duplicated()
-    if twice.any():
-        n = int(twice.to_numpy().argmax())
-        raise InputError(f"conversation {ids.iloc[n]!r} has two rows.", path=scores, row=n + 1, fix=fix)
-    keys = turn_frame["conversation_id"].astype(str) + "/" + turn_frame["turn"].astype(str)
-    twice = keys.duplicated()
-    if twice.any():
-        n = int(twice.to_numpy().argmax())
-        raise InputError(f"turn {keys.iloc[n]!r} has two rows.", path=turns_file, row=n + 1, fix=fix)
-    counts = turn_frame["conversation_id"].astype(str).value_counts()
-    stray = ~turn_frame["conversation_id"].astype(str).isin(set(ids))
-    if stray.any():
-        n = int(stray.to_numpy().argmax())
-        raise InputError(
-            f"conversation {turn_frame['conversation_id'].iloc[n]!r} is not in {scores.name}.",
-            path=turns_file,
-            row=n + 1,
-            fix=fix,
-        )
-    for n, (cid, want) in enumerate(zip(ids, conv_frame.get("turns", [None] * len(ids)), strict=True), start=1):
-        have = int(counts.get(cid, 0))
-        if (want is not None and not _missing(want) and have != int(want)) or have == 0:
-            said = "no" if have == 0 else str(have)
-            raise InputError(
-                f"conversation {cid!r} has {said} turn rows in {turns_file.name}, and {want} turns in "
-                f"{scores.name} (row {n}): the tables do not line up.",
-                path=turns_file,
-                fix=fix,
-            )
 
 
 def _check_questions(frame: Any, info: ModelInfo, path: Path) -> None:
