@@ -179,7 +179,7 @@ def either(*rules: Rule) -> Rule:
         problems = [r.check(v) for r in rules]
         if any(p is None for p in problems):
             return None
-        of_its_type = [p for p in problems if p is not None and not p.startswith(("is not a ", "is not an "))]
+        of_its_type = [p for p in problems if p is not None and not p.startswith("is not ")]
         return of_its_type[0] if of_its_type else problems[-1]
 
     return Rule(check, " or ".join(r.want for r in rules), " | ".join(r.type for r in rules))
