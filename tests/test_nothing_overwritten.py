@@ -5,6 +5,7 @@ anything is read or sent, one line, exit 2, the file left as it was."""
 from __future__ import annotations
 
 import dataclasses
+import json
 
 import pytest
 
@@ -67,6 +68,9 @@ def test_each_file_output_is_told_from_files_it_did_not_write(tmp_path):
     foreign.write_text(UNRELATED)
     for command, own in OWN_FILES.items():
         assert not own(foreign), command
+    events = tmp_path / "events.jsonl"  # publish's lines are batches of events: megabytes each
+    events.write_text(json.dumps({"resourceLogs": [{"x": "y" * 200_000}]}) + "\n")
+    assert OWN_FILES["publish"](events)
     assert [key for key, _, _ in written_files("score", {"out": "s.csv", "calibrator": "m"})] == [
         "out",
         "out",
