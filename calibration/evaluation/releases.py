@@ -112,10 +112,8 @@ def _versus(
     if reference.empty:
         return {}
     keys = pd.MultiIndex.from_frame(reference[KEYS].astype(str))
-    order = keys.argsort()  # the resamples follow the keys, so they do not change with the rows' order
-    reference, keys = reference.iloc[order], keys[order]
     answers = reference["answer"].to_numpy(float)
-    weights = bootstrap_counts(
+    weights = bootstrap_counts(  # each row's weight follows its conversation alone: any row order draws alike
         reference["conversation_id"].astype(str).to_numpy(),
         len(reference),
         rng=np.random.default_rng(seed),
