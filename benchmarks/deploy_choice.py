@@ -144,7 +144,13 @@ def deployed(unit: dict) -> str:
     `deploy_choice`, run on the unit's out-of-fold rows of the new side and the old side's model's predictions
     there), as a model name of this benchmark (the network trained without the new rows: "none")."""
     arrays = unit["cv_new"]
-    rows = {"conversation_id": arrays["groups"].astype(str), "answer": arrays["y"], "dataset": "new"}
+    rows = {
+        "conversation_id": arrays["groups"].astype(str),
+        "turn": np.arange(len(arrays["y"])).astype(str),  # the rows' key (pairing is by key, calibration/evaluation)
+        "judge_id": "",
+        "answer": arrays["y"],
+        "dataset": "new",
+    }
     frame = pd.concat(
         [pd.DataFrame(rows | {"method": METHOD_OF[m], "expected": arrays[m]}) for m in MODELS], ignore_index=True
     )

@@ -168,9 +168,19 @@ def fractions() -> Rule:
 
 
 def either(*rules: Rule) -> Rule:
+    """A value one of `rules` accepts. Refused, the problem said is that of a rule of the value's type (-3 for
+    "a whole number >= 1 or a text" is out of range, not "not a text"), else the last rule's.
+
+    >>> either(integer(1), text()).check(-3), either(integer(1), text()).check(""), either(integer(1), text()).check(2)
+    ('is out of range', 'is not a non-empty text', None)
+    """
+
     def check(v: Any) -> str | None:
         problems = [r.check(v) for r in rules]
-        return None if any(p is None for p in problems) else problems[-1]
+        if any(p is None for p in problems):
+            return None
+        of_its_type = [p for p in problems if p is not None and not p.startswith("is not ")]
+        return of_its_type[0] if of_its_type else problems[-1]
 
     return Rule(check, " or ".join(r.want for r in rules), " | ".join(r.type for r in rules))
 

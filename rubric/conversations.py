@@ -109,6 +109,19 @@ def iter_items(conversations: Iterable[Conversation], granularity: str = "turn")
                 yield Item(conv, i)
 
 
+def content_sha256(conversations: Iterable[Conversation]) -> str:
+    """SHA-256 of what a judge reads of `conversations` (ids, roles, every turn's text, references and tool
+    steps), in conversation-id order: the same for a file re-ordered or whose trace ids changed, different for
+    an edited reply or a turn moved. `score` records it; `publish` checks the conversations against it."""
+    import hashlib
+
+    content = [
+        [c.conversation_id, c.chatbot_role, [[t.user, t.assistant, t.reference, list(t.tools)] for t in c.turns]]
+        for c in sorted(conversations, key=lambda c: c.conversation_id)
+    ]
+    return hashlib.sha256(json.dumps(content, ensure_ascii=False, sort_keys=True).encode("utf-8")).hexdigest()
+
+
 def load_conversations(path: str | Path) -> list[Conversation]:
     """Read a conversations.jsonl file (or a dataset directory holding one); errors name the line."""
     path = Path(path)
@@ -206,6 +219,19 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) and value.strip() else None
 
 
+def _not_text(value: Any) -> str | None:
+    """What a message given as something other than text is, in a few words (None: text, or nothing)."""
+    if value is None or isinstance(value, str):
+        return None
+    if isinstance(value, list):
+        return "a list (content parts such as an image?)"
+    kind = {dict: "an object", bool: "true/false", int: "a number", float: "a number"}.get(type(value), "a value")
+    return f"{kind} ({json.dumps(value, ensure_ascii=False, default=str)[:40]})"
+
+
+NOT_TEXT_FIX = "write it as a string: only text is judged (an image or other content part is not read)."
+
+
 def _from_turns(raw: list[Any], fail: Any, cid: Any) -> list[Turn]:
     turns = []
     for i, t in enumerate(raw):
@@ -214,6 +240,10 @@ def _from_turns(raw: list[Any], fail: Any, cid: Any) -> list[Turn]:
                 f"conversation {cid!r}, turn {i} is not an object.",
                 'write turns as {"user": ..., "assistant": ...}.',
             )
+        for key in ("user", "assistant"):
+            kind = _not_text(t.get(key))
+            if kind is not None:
+                raise fail(f'conversation {cid!r}, turn {i}: "{key}" is {kind}, not text.', NOT_TEXT_FIX)
         user, reply = _text(t.get("user")), _text(t.get("assistant"))
         if reply is None:
             raise fail(
@@ -252,6 +282,9 @@ def _from_messages(raw: list[dict[str, Any]], fail: Any, cid: Any) -> tuple[str 
     pending: list[str] = []  # user messages since the last reply; consecutive ones are joined
     for i, msg in enumerate(raw):
         role, content = msg.get("role"), _text(msg.get("content"))
+        kind = _not_text(msg.get("content"))
+        if kind is not None:
+            raise fail(f"conversation {cid!r}, message {i} ({role}): its content is {kind}, not text.", NOT_TEXT_FIX)
         if role == "system" and not turns and not pending:
             system = content
         elif role == "user" and content is not None:

@@ -534,7 +534,11 @@ CONV_FILES = [
         _jsonl(_conv(turns=[{"assistant": "a"}])),
         r"turn 0: assistant reply without a preceding user",
     ),
-    ("reply is a number", _jsonl(_conv(turns=[{"user": "u", "assistant": 3}])), r"turn 0 has no assistant reply"),
+    (
+        "reply is a number",
+        _jsonl(_conv(turns=[{"user": "u", "assistant": 3}])),
+        r"turn 0: \"assistant\" is a number \(3\), not text",
+    ),
     ("missing role", _jsonl(_conv(chatbot_role=None)), r"row 1: conversation 'c0' has no chatbot_role"),
     ("role is a list", _jsonl(_conv(chatbot_role=["x"])), r"has no chatbot_role"),
     ("duplicate id", _jsonl(GOOD, GOOD), r"row 2: duplicate conversation_id 'c0' \(first on line 1\)"),

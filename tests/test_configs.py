@@ -124,3 +124,13 @@ def test_no_judge_preset_repeats_a_judge_default():
         assert preset.pop("defaults") == ["base", "_self_"], path.name
         same = [k for k, v in preset.items() if k in base and v == base[k] and type(v) is type(base[k])]
         assert not same, f"{path.name} repeats JudgeConfig's default of {same}"
+
+
+def test_a_number_out_of_range_says_so_where_a_key_also_takes_text(tmp_path, capsys):
+    """import's project= takes a Label Studio id (a whole number >= 1) or a Phoenix project's name: -3 is a
+    number out of range, not "not a text"."""
+    from calibration.cli import main
+
+    assert main(["import", "source=phoenix", "url=http://127.0.0.1:9", "project=-3", f"out={tmp_path}"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "project=-3 is out of range. Fix: set project to a whole number >= 1 or a text" in err

@@ -58,6 +58,7 @@ def run(cfg: Any) -> dict[str, int]:
             path=out / "labels.csv",
             fix="import into a new out= folder (or remove that labels.csv).",
         )
+    _refuse_stale_judgments(out, imported.records)
     counts = {**imported.counts, "labels": len(labels)}
     written = [
         _write_jsonl(out / "conversations.jsonl", imported.records),
@@ -83,6 +84,31 @@ def run(cfg: Any) -> dict[str, int]:
     )
     log.info(f"import: wrote {', '.join(str(p) for p in written)}")
     return counts
+
+
+def _refuse_stale_judgments(out: Path, records: list[dict[str, Any]]) -> None:
+    """A gathered folder's llm.csv answers about its conversations.jsonl: an import that replaces those with
+    other conversations would leave answers that match nothing (or the wrong turns) beside them."""
+    import hashlib
+
+    from rubric.errors import InputError
+    from rubric.files import file_sha256
+
+    gathered = [out / name for name in ("llm.csv", "llm.parquet") if (out / name).exists()]
+    if not gathered:
+        return
+    same = hashlib.sha256()
+    for record in records:  # the bytes _write_jsonl writes, hashed as they go
+        same.update((json.dumps(record, ensure_ascii=False) + "\n").encode("utf-8"))
+    existing = out / "conversations.jsonl"
+    if existing.is_file() and file_sha256(existing) == same.hexdigest():
+        return  # the same conversations: the judge's answers still match them
+    raise InputError(
+        f"out= holds {gathered[0].name}, the judge's answers about the conversations there; this import replaces "
+        "conversations.jsonl with others, and those answers would no longer match.",
+        path=gathered[0],
+        fix="import into a new out= folder and gather there (or remove that folder's gathered files).",
+    )
 
 
 def _write_jsonl(path: Path, records: list[dict[str, Any]]) -> Path:

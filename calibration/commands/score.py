@@ -30,7 +30,7 @@ def run(cfg: Schema) -> Any:
     metric, cache = _metric(cfg, out)
     results = metric.measure_many(conversations, progress=cfg.progress)
     conv_frame, turn_frame = results_frames(results, conversations)
-    turns_out, shift_out = _write(cfg, out, metric, conv_frame, turn_frame)
+    turns_out, shift_out = _write(cfg, out, metric, conv_frame, turn_frame, conversations)
     _log_summary(cfg, metric, conv_frame)
     log.info(
         f"score: wrote {out} (per conversation) and {turns_out} (per turn)"
@@ -75,7 +75,9 @@ def _metric(cfg: Schema, out: Path) -> tuple[Any, Any]:
     return metric, cache
 
 
-def _write(cfg: Schema, out: Path, metric: Any, conv_frame: Any, turn_frame: Any) -> tuple[Path, Path | None]:
+def _write(
+    cfg: Schema, out: Path, metric: Any, conv_frame: Any, turn_frame: Any, conversations: Any
+) -> tuple[Path, Path | None]:
     """Write the per-conversation CSV (out=), the per-turn CSV (turns_out=, else OUT_turns.csv) and, when
     calibrated, the shift check (OUT_shift.json): (the per-turn path, the shift path or None)."""
     from rubric.files import atomic_to_csv
@@ -88,18 +90,21 @@ def _write(cfg: Schema, out: Path, metric: Any, conv_frame: Any, turn_frame: Any
     shift_out = None
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
         shift_out = out.with_name(out.stem + "_shift.json")
-        write_json(shift_out, {"shift": metric.shift, "scored_with": _scored_with(cfg, metric)})
+        write_json(shift_out, {"shift": metric.shift, "scored_with": _scored_with(cfg, metric, conversations)})
     return turns_out, shift_out
 
 
-def _scored_with(cfg: Schema, metric: Any) -> dict[str, Any]:
-    """What the scores were made with, so that `publish` names their source and refuses another model's."""
+def _scored_with(cfg: Schema, metric: Any, conversations: Any) -> dict[str, Any]:
+    """What the scores were made with, so that `publish` names their source and refuses another model's (and
+    conversations whose text changed since)."""
     from calibration.publish.results import model_info
+    from rubric.conversations import content_sha256
 
     return {
         "model": str(Path(cfg.calibrator).resolve()),
         "model_sha256": model_info(cfg.calibrator).checksum,
         "conversations": str(Path(cfg.conversations).resolve()),
+        "conversations_sha256": content_sha256(conversations),
         "threshold": metric.threshold,
         "adheres_at": metric.adheres_at,
         "target": metric.rubric.target,

@@ -130,10 +130,61 @@ PREVIOUS_FILE = "previous_predictions.csv"
 without it (calibration/evaluation/crossval.py `previous_predictions`), beside predictions.csv."""
 
 
-def read_previous(folder: str | Path, target: str) -> pd.DataFrame | None:
-    """A cv folder's PREVIOUS_FILE (None where it has none: one directory, or a cv of an earlier version)."""
+def read_previous(folder: str | Path, target: str, info: dict[str, Any]) -> pd.DataFrame | None:
+    """A cv folder's PREVIOUS_FILE (None where cv wrote none: one directory, baselines off, or a cv of an
+    earlier version). info: the folder's metrics.json (`_cv_info`); where it scores method PREVIOUS on the last
+    directory, the file was written and is missing now: refused, since the deploy line cannot then decide as
+    cv's did."""
     path = Path(folder) / PREVIOUS_FILE
-    return _read_predictions(path, target, "the report's", None) if path.exists() else None
+    if path.exists():
+        return _read_predictions(path, target, "the report's", None)
+    by_dataset = info.get("metrics_by_dataset") or {}
+    last = list(by_dataset.values())[-1] if isinstance(by_dataset, dict) and by_dataset else {}
+    if isinstance(last, dict) and "previous" in last:
+        raise InputError(
+            "is missing, though metrics.json scores the model trained without the last directory from it: the "
+            "deploy line cannot be chosen as cv's was.",
+            path=path,
+            fix="put the file back, or run `role-rubric cv` on these directories again.",
+        )
+    return None
+
+
+def check_previous(previous: pd.DataFrame, predictions: pd.DataFrame, last: str, folder: str | Path) -> None:
+    """PREVIOUS_FILE must predict exactly the network's rows of the last directory (`last`; both frames keyed
+    as `union.qualified_predictions` keys them, "new/c001"), each once: rows removed, added or repeated would
+    change the deploy line silently. Paired by (conversation, turn, judge), so their order is free."""
+    path = Path(folder) / PREVIOUS_FILE
+    fix = "put back the file cv wrote, or run `role-rubric cv` on these directories again."
+    ours = predictions[(predictions["method"] == REFERENCE) & predictions["conversation_id"].str.startswith(f"{last}/")]
+    theirs = pd.MultiIndex.from_frame(previous[KEYS].astype(str))
+    if theirs.has_duplicates:
+        n = int(theirs.duplicated().argmax())
+        raise InputError(f"{_row_key(previous, n)} has two rows.", path=path, row=n + 1, fix=fix)
+    wanted = pd.MultiIndex.from_frame(ours[KEYS].astype(str))
+    extra = ~theirs.isin(wanted)
+    if extra.any():
+        n = int(extra.argmax())
+        raise InputError(
+            f"{_row_key(previous, n)} is not a row the network predicts in the last directory {last!r}.",
+            path=path,
+            row=n + 1,
+            fix=fix,
+        )
+    lacking = ~wanted.isin(theirs)
+    if lacking.any():
+        n = int(lacking.argmax())
+        raise InputError(
+            f"{_row_key(ours, n)} has no row here ({int(lacking.sum())} of the last directory's {len(ours)} rows "
+            "are missing).",
+            path=path,
+            fix=fix,
+        )
+
+
+def _row_key(frame: pd.DataFrame, n: int) -> str:
+    row = frame.iloc[n]
+    return f"conversation {row['conversation_id']!r}, turn {row['turn']!r}, judge {row['judge_id']!r}"
 
 
 def _read_predictions(

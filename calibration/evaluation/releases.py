@@ -20,7 +20,7 @@ import numpy as np
 import pandas as pd
 
 from calibration.data.splits import group_folds
-from calibration.evaluation.cv_predictions import REFERENCE, TRAINABLE, best_trainable
+from calibration.evaluation.cv_predictions import KEYS, REFERENCE, TRAINABLE, best_trainable
 from calibration.evaluation.metrics import agreement
 from calibration.evaluation.significance import bootstrap_counts
 
@@ -105,14 +105,15 @@ def _versus(
 ) -> dict[str, tuple[list[float], float]]:
     """method -> ([low, high] of the 95% paired bootstrap interval (n_boot resamples of whole conversations,
     the same for every method) of its RMSE minus the reference method's (the network, `calibrated`, or
-    PREVIOUS) on `rows`, the share of resamples where it is above 0). cv writes every method's rows in the same
-    order; a method whose rows do not line up with the reference's (count or answers) is left out, as is
-    everything without the reference's rows."""
+    PREVIOUS) on `rows`, the share of resamples where it is above 0). Rows are paired by (conversation, turn,
+    judge), not by position (a file sorted in a spreadsheet pairs the same); a method without exactly the
+    reference's rows and answers is left out, as is everything without the reference's rows."""
     reference = rows[rows["method"] == method_of_reference]
     if reference.empty:
         return {}
+    keys = pd.MultiIndex.from_frame(reference[KEYS].astype(str))
     answers = reference["answer"].to_numpy(float)
-    weights = bootstrap_counts(
+    weights = bootstrap_counts(  # each row's weight follows its conversation alone: any row order draws alike
         reference["conversation_id"].astype(str).to_numpy(),
         len(reference),
         rng=np.random.default_rng(seed),
@@ -125,12 +126,13 @@ def _versus(
     base = boot_rmse(reference["expected"].to_numpy(float))
     out = {}
     for method, r in rows.groupby("method", sort=False):
-        if (
-            method == method_of_reference
-            or len(r) != len(reference)
-            or not np.array_equal(r["answer"].to_numpy(float), answers)
-        ):
+        own = pd.MultiIndex.from_frame(r[KEYS].astype(str))
+        if method == method_of_reference or len(r) != len(reference) or own.has_duplicates:
             continue
+        at = own.get_indexer(keys)  # each reference row's position in this method's rows
+        if (at < 0).any() or not np.array_equal(r["answer"].to_numpy(float)[at], answers):
+            continue
+        r = r.iloc[at]
         diff = boot_rmse(r["expected"].to_numpy(float)) - base
         low, high = np.percentile(diff, [2.5, 97.5])
         out[method] = ([round(float(low), 6), round(float(high), 6)], round(float(np.mean(diff > 0)), 4))

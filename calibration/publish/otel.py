@@ -204,13 +204,16 @@ def post(
 ) -> tuple[int, int]:
     """POST the events not yet accepted to an OTLP/HTTP logs endpoint: (sent now, already there); progress: a
     bar or status lines over the events posted."""
+    import requests
     from opentelemetry.exporter.otlp.proto.http._log_exporter import OTLPLogExporter
     from opentelemetry.sdk._logs.export import LogRecordExportResult
 
     from rubric.progress import progress_bar
 
     todo = [item for item in items if not state.done(item[0])]
-    exporter = OTLPLogExporter(endpoint=endpoint, timeout=timeout)
+    session, answered = requests.Session(), []  # each answer's Content-Type: the exporter takes any 2xx
+    session.hooks["response"].append(lambda reply, *args, **kwargs: answered.append(reply.headers.get("Content-Type")))
+    exporter = OTLPLogExporter(endpoint=endpoint, timeout=timeout, session=session)
     sent = 0
     said = _ExporterLines()  # the exporter's own log lines, kept for the one error line instead of printed
     bar = progress_bar(len(todo), progress, desc="publish", unit="event")
@@ -224,6 +227,12 @@ def post(
                     f"refused them{said.last()}); {sent + len(items) - len(todo)} of {len(items)} are there.",
                     fix="check endpoint= (the logs path, e.g. http://HOST:4318/v1/logs) and the headers in "
                     "OTEL_EXPORTER_OTLP_HEADERS, then run the same publish again: it resumes.",
+                )
+            if answered and str(answered[-1] or "").lower().startswith("text/"):  # an OTLP answer is protobuf/JSON
+                raise InputError(
+                    f"the server at {mask_url(endpoint)} answered with text ({answered[-1]}), not as an OTLP "
+                    f"collector does; {sent + len(items) - len(todo)} of {len(items)} events are known to be there.",
+                    fix="check endpoint= (the collector's OTLP/HTTP logs path, e.g. http://HOST:4318/v1/logs).",
                 )
             state.mark([item[0] for item in batch])
             sent += len(batch)

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from calibration.publish.consistency import check_tables_agree, check_unchanged
 from rubric.errors import InputError
 
 EVALUATION_NAME = "role_rubric/adherence"
@@ -224,13 +225,15 @@ def read_scored(
             path=scores,
             fix="pass conversations= the conversations.jsonl that `score` read (written by `import source=...`).",
         )
-    convs = {c.conversation_id: c for c in load_conversations(conv_path)}
+    loaded = load_conversations(conv_path)
+    convs = {c.conversation_id: c for c in loaded}
     turns_file = turns_path(scores)
     if not turns_file.is_file():
         raise InputError("the per-turn table is missing.", path=turns_file, fix="run `role-rubric score` again.")
     turn_frame = pd.read_csv(turns_file, dtype={"conversation_id": str})
     conv_frame = pd.read_csv(scores, dtype={"conversation_id": str, "violating_turn_indices": str})
     _check_questions(turn_frame, info, turns_file)
+    check_tables_agree(conv_frame, turn_frame, scores, turns_file)
     turns = tuple(_turn(row, convs, turns_file, n) for n, row in enumerate(turn_frame.to_dict("records"), start=1))
     by_conv: dict[str, list[TurnScore]] = {}
     for t in turns:
@@ -246,6 +249,7 @@ def read_scored(
         )
         for r in conv_frame.to_dict("records")
     )
+    check_unchanged(loaded, conv_path, made_with.get("conversations_sha256"), scores)  # after what names a row
     judges = str(conv_frame["judges"].iloc[0]) if "judges" in conv_frame and len(conv_frame) else "calibrated"
     first = next(iter(convs.values()), None)
     return Scored(

@@ -83,6 +83,8 @@ def terminal_lines(result: dict, *, verbose: bool = False) -> list[str]:
 
     lines = [format_table(result, verbose=verbose), f"estimate: {audit_line(result['transport_audit'])}"]
     strata = result.get("rate", {}).get("stratified", {})
+    if strata and not strata.get("humans_only_why") and strata.get("note"):  # a stratum too small: not combined
+        lines.append(f"estimate: note: {strata['note']}")
     if strata.get("humans_only_strata"):  # which interval the stratified ppi reports, and why
         lines.append(
             f"estimate: stratified ppi: {', '.join(strata['humans_only_strata'])}: {strata['humans_only_why']}"

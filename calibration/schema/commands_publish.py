@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from calibration.schema.base import Command, KeyRule, excludes, given, needs
-from calibration.schema.keys import PROGRESS, required
+from calibration.schema.keys import OVERWRITE, PROGRESS, required
 from rubric.config_types import choice, env_name, http_url, number, path, setting, text
 
 
@@ -79,6 +79,7 @@ class Publish(Command):
     )
     cv: str | None = setting(None, "target=mlflow: the out= folder of `role-rubric cv` -> one run", path(optional=True))
     out: str | None = setting(None, "target=otel: the OTLP JSON file to write", path(optional=True))
+    overwrite: bool = OVERWRITE()
     endpoint: str | None = setting(
         None, "target=otel: an OTLP/HTTP logs endpoint to post to, e.g. http://localhost:4318/v1/logs", http_url()
     )

@@ -16,6 +16,7 @@ from calibration.schema.keys import (
     JUDGES,
     MODEL_DIR,
     ON_SHIFT,
+    OVERWRITE,
     PROGRESS,
     TARGET,
     USE_OTHER_JUDGE,
@@ -54,6 +55,7 @@ class Score(Command):
     )
     out: str = setting("scores.csv", "the per-conversation table to write", path())
     turns_out: str | None = setting(None, "default: <out stem>_turns.csv next to out", path(optional=True))
+    overwrite: bool = OVERWRITE()
     cache: str | None = setting(
         None, "SQLite request cache; default <out stem>.cache.sqlite next to out", path(optional=True)
     )
@@ -156,10 +158,8 @@ class Suggest(Command):
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH(
         "purpose=learn: true ranks data= with a calibrator of another (or an unknown) judge"
     )
-    overwrite: bool = setting(
-        False,
-        "true: replace an existing out= sheet and sample_plan.csv (reviewers may have filled them: kept by default)",
-        boolean(),
+    overwrite: bool = OVERWRITE(
+        "true: replace an existing out= sheet and sample_plan.csv (reviewers may have filled them: kept by default)"
     )
     width: float | None = WIDTH(
         "purpose=estimate with model=: label as many conversations as a rate half-width of W "

@@ -18,6 +18,7 @@ from calibration.schema.keys import (
     LIMIT,
     MODEL_DIR,
     ON_SHIFT,
+    OVERWRITE,
     PROGRESS,
     SEED,
     TARGET,
@@ -268,6 +269,7 @@ class Predict(Command):
     model: str = MODEL_DIR()
     data: str = required("dataset dir with llm.csv (from `gather`, same judge as the model)")
     out: str = required("predictions.csv to write")
+    overwrite: bool = OVERWRITE()
     judges: Any = setting("labelled", "labelled | population | [id, id, ...]", JUDGES)
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH(USE_OTHER_JUDGE)
     on_shift: str = ON_SHIFT()
@@ -283,6 +285,7 @@ class Evaluate(Command):
     predictions: str = required("predictions.csv from `role-rubric predict`")
     data: str = required("dataset dir holding the human labels.csv")
     out: str = required("metrics.json to write")
+    overwrite: bool = OVERWRITE()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
 

@@ -108,6 +108,14 @@ def PROGRESS() -> Any:  # noqa: N802
     return shared(True, "show progress bars", boolean())
 
 
+def OVERWRITE(
+    doc: str = "true: replace an existing out= file that this command did not write (its own earlier output is "
+    "replaced anyway; the command's inputs never are)",
+) -> Any:  # noqa: N802
+    """calibration/path_checks.py's one rule for files a command writes over (suggest: its own sheets)."""
+    return shared(False, doc, boolean())
+
+
 def LIMIT() -> Any:  # noqa: N802
     return shared(None, "only the first N conversations (a quick try)", integer(1, optional=True))
 

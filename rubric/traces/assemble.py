@@ -193,11 +193,14 @@ class _Reader:
             span.trace_id, span.span_id, span.start_ns, span.where, key, role, self._intern(call), span.source_ids
         )
         earlier = self.calls.get(span.span_id)
+        if earlier is not None and dataclasses.replace(kept, where=earlier.where) == earlier:
+            self.skipped["repeated identical spans (a collector's retry), taken once"] += 1
+            return
         if earlier is not None:
             raise InputError(
                 f"span id {span.span_id} appears twice ({earlier.where or 'first'} and "
-                f"{span.where or 'again'}): the same spans exported twice?",
-                fix="import each span once: drop the repeated file or lines (files= matching a file twice?).",
+                f"{span.where or 'again'}), with different content: which one is the call cannot be told.",
+                fix="import each span once: drop the repeated file or lines (an edited copy of an export?).",
             )
         self.calls[span.span_id] = kept
         if key is None:

@@ -83,9 +83,13 @@ class OtlpFiles(TraceSource):
 def otlp_paths(files: str) -> list[Path]:
     """The files `files=` names, sorted; none is one error saying what was looked for."""
     path = Path(files)
+    _refuse_dead_link(path)
     if path.is_file():
         return [path]
     if path.is_dir():
+        for p in path.iterdir():
+            if is_export_name(p.name):
+                _refuse_dead_link(p)
         found = sorted(p for p in path.iterdir() if p.is_file() and is_export_name(p.name))
         if not found:
             others = sorted(p.name for p in path.iterdir() if p.is_file())[:3]
@@ -96,7 +100,10 @@ def otlp_paths(files: str) -> list[Path]:
                 fix="pass files= the OTLP export (the collector's file exporter output) itself, or a glob.",
             )
         return found
-    found = sorted(Path(p) for p in glob.glob(files, recursive=True) if Path(p).is_file())
+    matches = [Path(p) for p in glob.glob(files, recursive=True)]
+    for p in matches:
+        _refuse_dead_link(p)
+    found = sorted(p for p in matches if p.is_file())
     if not found:
         raise InputError(
             "no such file, folder or matching files.",
@@ -104,6 +111,25 @@ def otlp_paths(files: str) -> list[Path]:
             fix="pass files= an OTLP JSON file, a folder of them, or a glob such as 'traces/*.jsonl'.",
         )
     return found
+
+
+def _refuse_dead_link(path: Path) -> None:
+    """A symbolic link that loops or leads nowhere is named, not skipped as if it were not there (an export
+    left out without a word)."""
+    if not path.is_symlink() or path.exists():
+        return
+    try:
+        path.resolve(strict=True)
+        why = "cannot be followed"
+    except RuntimeError:  # Python's word for a loop
+        why = "loops back on itself"
+    except OSError:
+        why = "leads to nothing (its target is gone)"
+    raise InputError(
+        f"this is a symbolic link that {why}: the export it stands for cannot be read.",
+        path=path,
+        fix="point the link at the export file, or remove it from the folder.",
+    )
 
 
 def read_otlp_file(path: Path, *, only: frozenset[str] | None = None) -> Iterator[Span]:

@@ -81,3 +81,25 @@ def test_strata_naming_a_missing_field_is_refused(release, tmp_path, capsys):  #
     err = capsys.readouterr().err
     assert "strata=region" in err and "'region'" in err and err.count("\n") == 1
     assert not sheet.exists() and not (tmp_path / "sample_plan.csv").exists()
+
+
+def test_a_stratum_with_one_label_is_said_on_screen(release, tmp_path, capsys):  # noqa: F811
+    """Strata are combined only with 2 labels in each; otherwise the intervals treat the sample as one, and the
+    terminal says so (it was a note in estimate.json only)."""
+    sheet = tmp_path / "plan" / "to_label.csv"
+    args = ["suggest", "purpose=estimate", f"data={release['release']}", "budget=12", "strata=role", f"out={sheet}"]
+    assert main(args) == 0
+    plan = pd.read_csv(sheet.parent / "sample_plan.csv", dtype={"conversation_id": str})
+    chosen = list(plan.loc[plan.sampled == 1, "conversation_id"])
+    lonely = plan["stratum"] == plan.loc[plan["conversation_id"] == chosen[0], "stratum"].iloc[0]
+    plan.loc[lonely & (plan["conversation_id"] != chosen[0]), "sampled"] = 0  # one labelled conversation there
+    labelled = list(plan.loc[plan.sampled == 1, "conversation_id"])
+    rel = _split(release["data"], tmp_path / "planned", release["ids"][30:60], labelled=labelled)
+    plan.to_csv(rel / "sample_plan.csv", index=False)
+    capsys.readouterr()
+    code = main(["estimate", f"data={rel}", f"model={release['model']}", f"out={tmp_path / 'e'}"])
+    printed = capsys.readouterr()
+    assert code == 0, printed.err
+    note = json.loads((tmp_path / "e" / "estimate.json").read_text())["rate"]["stratified"]["note"]
+    assert "labelled conversation(s): the strata are not combined" in note
+    assert f"estimate: note: {note}" in printed.out

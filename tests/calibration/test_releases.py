@@ -69,6 +69,8 @@ def _frame(n_new: int, rng, new_errors=(0.9, 0.4)) -> pd.DataFrame:
                     {
                         "dataset": dataset,
                         "conversation_id": np.repeat(np.arange(n_conv), 4).astype(str),
+                        "turn": np.tile(np.arange(4), n_conv).astype(str),
+                        "judge_id": "J1",
                         "method": method,
                         "answer": answer,
                         "expected": answer + rng.normal(0, e, len(answer)),
@@ -198,3 +200,50 @@ def test_the_guard_waits_for_two_resamples_in_three():
         assert (deploy["method"] == "calibrated") == (shares[-1] < LOSES_TO_PREVIOUS), (shares[-1], deploy)
     assert min(shares) < 0.5 and max(shares) > LOSES_TO_PREVIOUS
     assert any(0.5 < x < LOSES_TO_PREVIOUS for x in shares)  # worse more often than not, and still kept
+
+
+def test_the_model_without_the_new_rows_is_paired_by_key_not_by_position():
+    """The issue's case: previous_predictions.csv sorted in a spreadsheet gave "worse in 0% of resamples" and no
+    paired interval; paired by (conversation, turn, judge), any order gives the same comparison."""
+    frame = _frame(20, np.random.default_rng(5), new_errors=(0.50, 0.47))
+    previous = _previous(frame, 0.97)
+    import pytest
+
+    def compared(by):  # the paired comparisons exactly; the metrics up to the order of a float sum
+        return {(m, k): v if "_95" in k or "share" in k else pytest.approx(v) for m, r in by["new"].items()
+                for k, v in r.items()}  # fmt: skip
+
+    by = compared(metrics_by_dataset(frame, ["old", "new"], previous=previous))
+    for shuffled in (previous.iloc[::-1], previous.sample(frac=1, random_state=3), previous.sort_values("expected")):
+        assert compared(metrics_by_dataset(frame, ["old", "new"], previous=shuffled)) == by
+    assert ("calibrated", "share_worse_than_previous") in by and ("linear", "rmse_vs_previous_95") in by
+    shuffled_frame = frame.sample(frac=1, random_state=4)  # cv's own rows in another order: the same too
+    assert compared(metrics_by_dataset(shuffled_frame, ["old", "new"], previous=previous)) == by
+
+
+def test_a_previous_predictions_file_short_of_rows_or_missing_is_refused(tmp_path):
+    """The report reads cv's previous_predictions.csv: rows removed (or added, or repeated) are named; a file cv
+    wrote (metrics.json scores it) and that is gone is refused, not silently replaced by the older rule."""
+    import json
+
+    import pytest
+
+    from calibration.data.union import qualified_predictions
+    from calibration.evaluation.cv_predictions import check_previous, read_previous
+    from rubric.errors import InputError
+
+    frame = _frame(12, np.random.default_rng(5))
+    predictions = qualified_predictions(frame)
+    previous = qualified_predictions(_previous(frame, 0.9))
+    check_previous(previous.sample(frac=1, random_state=1), predictions, "new", tmp_path)  # any order: fine
+    with pytest.raises(InputError, match=r"previous_predictions\.csv: conversation 'new/0', turn '0', judge 'J1' "
+                                         r"has no row here \(1 of the last directory's 48 rows are missing\)"):  # fmt: skip
+        check_previous(previous.iloc[1:], predictions, "new", tmp_path)
+    with pytest.raises(InputError, match=r"row 49: conversation 'new/0', turn '0', judge 'J1' has two rows"):
+        check_previous(pd.concat([previous, previous.iloc[:1]]), predictions, "new", tmp_path)
+    with pytest.raises(InputError, match=r"row 1: conversation 'old/0'.* is not a row the network predicts"):
+        check_previous(qualified_predictions(frame[frame["method"] == "calibrated"]), predictions, "new", tmp_path)
+    info = {"metrics_by_dataset": {"old": {"calibrated": {}}, "new": {"calibrated": {}, PREVIOUS: {}}}}
+    with pytest.raises(InputError, match=r"previous_predictions\.csv: is missing, though metrics\.json scores"):
+        read_previous(tmp_path, "overall", info)
+    assert read_previous(tmp_path, "overall", {"metrics_by_dataset": json.loads('{"old": {}, "new": {}}')}) is None

@@ -93,7 +93,7 @@ def test_train_on_two_directories_records_both(two_dirs, tmp_path, capsys):
     assert len(pd.read_csv(pred)) > 0
 
 
-def test_cv_on_two_directories_names_each_rows_directory(two_dirs, tmp_path):
+def test_cv_on_two_directories_names_each_rows_directory(two_dirs, tmp_path, capsys):
     old, new = two_dirs
     out = tmp_path / "cv"
     assert main(["cv", f"data=[{old},{new}]", "folds=3", f"out={out}", *FAST]) == 0
@@ -120,6 +120,16 @@ def test_cv_on_two_directories_names_each_rows_directory(two_dirs, tmp_path):
     before = summary["metrics_by_dataset"]["new"]["previous"]
     assert before["n"] == len(new_rows) and "previous" not in summary["metrics_by_dataset"]["old"]
     assert "previous" not in summary["metrics"]  # scored on the new rows only, never in the union's table
+    # the report reads them with cv=: a row removed is named, the file gone is refused (metrics.json scores it)
+    report = ["report", f"data=[{old},{new}]", f"cv={out}", f"out={tmp_path / 'report'}"]
+    previous.iloc[1:].to_csv(out / "previous_predictions.csv", index=False)
+    capsys.readouterr()
+    assert main(report) == 2
+    first = new_rows.iloc[0]
+    assert f"conversation 'new/{first['conversation_id']}', turn '{first['turn']}'" in capsys.readouterr().err
+    (out / "previous_predictions.csv").unlink()
+    assert main(report) == 2
+    assert "previous_predictions.csv: is missing, though metrics.json scores" in capsys.readouterr().err
 
 
 def _with_rubric_change(src, dst):

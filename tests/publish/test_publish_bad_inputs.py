@@ -67,11 +67,11 @@ def test_an_estimate_that_is_not_an_estimates_output_is_one_line(tmp_path, capsy
     folder.mkdir()
     (folder / "estimate.json").write_text(text)
     before = tmp_path / "events.jsonl"
-    before.write_text("earlier\n")
+    before.write_text('{"resourceLogs": []}\n')  # an earlier publish's output
     assert main(["publish", "target=otel", f"estimate={folder}", f"out={before}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and re.search(expected, err[0]) and "Fix: pass estimate= the out= folder" in err[0]
-    assert before.read_text() == "earlier\n"
+    assert before.read_text() == '{"resourceLogs": []}\n'
 
 
 def test_an_unwritable_out_leaves_nothing_and_is_one_line(scored_copy, tmp_path, capsys):

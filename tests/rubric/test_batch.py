@@ -17,7 +17,7 @@ import pytest
 from conftest import ROOT, make_conversations
 
 from calibration.cli import main
-from rubric.batch.lines import split_lines
+from rubric.batch.lines import ID_SUFFIX, split_lines
 from rubric.conversations import save_conversations
 
 BENCH = ROOT / "data" / "role_adherence"
@@ -424,3 +424,34 @@ def test_an_echoed_api_key_is_masked_in_failures_and_the_job_record(server, tmp_
     assert list(failures["custom_id"]) == [rows[3]["custom_id"], rows[4]["custom_id"]]
     for path in [out / "failures.csv", out / "batch" / "state.json", out / "gather_summary.json"]:
         assert key not in path.read_text(), path
+
+
+@pytest.mark.parametrize(
+    "failing",
+    ["lines", "expired", "validation", "reask_round", "reasons"],
+)
+def test_a_rerun_after_failed_requests_asks_exactly_the_failed_pairs(server, tmp_path, convs, failing):
+    """However requests fail on the batch server (lines answered 500, a batch that expires, one refused at
+    validation, the lines of a re-ask round, the reasons), the rerun's batch holds exactly the failed pairs'
+    requests, once each, and then every pair is answered (issue 61: the third report of a rerun asking none)."""
+    out, extra = tmp_path / "out", []
+    if failing == "lines":
+        server.faults.extend([None] * 7 + ["500"] * 4)
+    elif failing == "expired":
+        server.batch_api.lines_per_poll, server.batch_api.expire_after_polls = 20, 2
+    elif failing == "validation":
+        server.batch_api.reject_line = 5
+    elif failing == "reask_round":
+        server.faults.extend(["no_option"] * 3 + [None] * 57 + ["500", None, "500"])
+    else:
+        extra = ["include_reason=true"]
+        server.faults.extend([None] * 60 + ["500", "500"])
+    assert main(["gather", *args(server, out, "mode=batch", *extra)]) == 3
+    failed = set(pd.read_csv(out / "failures.csv", keep_default_na=False)["custom_id"])
+    server.faults.clear()
+    server.batch_api.expire_after_polls = server.batch_api.reject_line = None
+    assert main(["gather", *args(server, out, "mode=batch", *extra)]) == 0
+    asked = [r["custom_id"].removesuffix("|j2") for r in lines(out / "batch/job2-input-000.jsonl")]
+    assert failed and len(asked) == len(set(asked)) and set(asked) == {ID_SUFFIX.sub("", f) for f in failed}
+    summary = json.loads((out / "gather_summary.json").read_text())
+    assert summary["batch_requests"] == len(failed) and summary["failures"] == 0 and not (out / "failures.csv").exists()

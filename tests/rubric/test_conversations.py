@@ -89,6 +89,28 @@ GOOD = {"conversation_id": "ok", "chatbot_role": ROLE, "turns": [{"user": "u", "
             2,
             "no assistant",
         ),
+        (  # not text: said so, not "without a preceding user message"
+            {"conversation_id": "c", "chatbot_role": ROLE, "turns": [{"user": 5, "assistant": "a"}]},
+            2,
+            r"turn 0: \"user\" is a number \(5\), not text\. Fix: write it as a string",
+        ),
+        (
+            {"conversation_id": "c", "chatbot_role": ROLE, "turns": [{"user": "u", "assistant": {"text": "a"}}]},
+            2,
+            r"turn 0: \"assistant\" is an object \(\{\"text\": \"a\"\}\), not text",
+        ),
+        (
+            {
+                "conversation_id": "c",
+                "chatbot_role": ROLE,
+                "messages": [
+                    {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "x"}}]},
+                    {"role": "assistant", "content": "a"},
+                ],
+            },
+            2,
+            r"message 0 \(user\): its content is a list \(content parts such as an image\?\), not text",
+        ),
     ],
 )
 def test_bad_lines_name_file_and_line(tmp_path, line, row, match):

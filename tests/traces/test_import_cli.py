@@ -111,3 +111,24 @@ def test_progress_lines_on_a_long_import(tmp_path, capsys, monkeypatch):
     assert main(["import", "source=otel", f"files={files}", f"out={tmp_path / 'out'}", "progress=true"]) == 0
     printed = capsys.readouterr().out
     assert "import: 20 spans read, " in printed and f"import: reading OTLP files {files}" in printed
+
+
+def test_an_import_never_leaves_a_folder_that_cannot_be_read_again(tmp_path, capsys):
+    """out= the export folder itself (read as an export next time) and out= a gathered folder whose llm.csv
+    would no longer match the conversations replacing its own are refused, nothing written; importing the
+    same conversations into that gathered folder again is fine."""
+    folder = export(tmp_path)
+    for files in (folder, f"{folder}/*.jsonl"):
+        assert main(["import", "source=otel", f"files={files}", f"out={folder}"]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "out= is the folder files= reads" in err[0], err
+        assert sorted(p.name for p in folder.iterdir()) == ["part-0.jsonl", "part-1.jsonl", "part-2.jsonl"]
+    imported = tmp_path / "imported"
+    assert main(["import", "source=otel", f"files={folder / 'part-0.jsonl'}", f"out={imported}"]) == 0
+    (imported / "llm.csv").write_text("conversation_id,turn,question_id,option,prob\nc0,0,overall,1,1\n")  # gathered
+    before = (imported / "conversations.jsonl").read_bytes()
+    assert main(["import", "source=otel", f"files={folder}", f"out={imported}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "out= holds llm.csv, the judge's answers about the conversations there" in err[0]
+    assert (imported / "conversations.jsonl").read_bytes() == before
+    assert main(["import", "source=otel", f"files={folder / 'part-0.jsonl'}", f"out={imported}"]) == 0  # the same

@@ -53,9 +53,10 @@ CASES = {
         lambda: '{"conversation_id": "c1", "chatbot_role": "r", "turns": [{"user": "hi", "assistant": "hello"}]}\n',
         r"row 1: a conversation \(conversation_id, turns\), not OTLP traces.*Fix: pass it to gather",
     ),
-    "duplicate span ids": (
-        lambda: good_lines(1) + good_lines(1),
-        r"span id 0000000000000065 appears twice \(.*export\.jsonl line 1 and .*export\.jsonl line 2\)",
+    "duplicate span ids, different content": (
+        lambda: good_lines(1) + jsonl([request(conversation_spans("genai", 1, "another"))]),
+        r"span id 0000000000000065 appears twice \(.*export\.jsonl line 1 and .*export\.jsonl line 2\), with "
+        r"different content",
     ),
     "no content": (
         lambda: jsonl(
@@ -249,3 +250,28 @@ def test_system_role_differs_only_where_it_really_does(tmp_path):
         jsonl([request(conversation_spans("genai", 1, "c1")), request(conversation_spans("openinference", 5, "c2"))]),
     )
     assert [r["chatbot_role"] for r in run(path).records] == [SYSTEM, SYSTEM]
+
+
+def test_identical_repeated_spans_are_taken_once_and_counted(tmp_path):
+    """A collector that retries an export writes the same spans twice: the same calls, read once."""
+    once = run(write(tmp_path, good_lines(2), "once.jsonl"))
+    twice = run(write(tmp_path, good_lines(2) + good_lines(1), "twice.jsonl"))
+    assert twice.records == once.records
+    assert twice.skipped["repeated identical spans (a collector's retry), taken once"] == 4
+
+
+@pytest.mark.parametrize("link", ["loop", "dangling"])
+def test_a_link_that_cannot_be_followed_is_named_not_skipped(tmp_path, link):
+    folder = tmp_path / "exports"
+    folder.mkdir()
+    write(folder, good_lines(1), "part-0.jsonl")
+    bad = folder / "part-1.jsonl"
+    if link == "loop":
+        (folder / "part-2.jsonl").symlink_to(bad)
+        bad.symlink_to(folder / "part-2.jsonl")
+    else:
+        bad.symlink_to(tmp_path / "gone.jsonl")
+    said = "loops back on itself" if link == "loop" else "leads to nothing"
+    for files in (folder, f"{folder}/*.jsonl", bad):
+        with pytest.raises(InputError, match=rf"part-[12]\.jsonl: this is a symbolic link that {said}"):
+            run(files)
