@@ -106,7 +106,7 @@ class Bettor:
         return Bettor(*(np.asarray(d[k], float) for k in ("log_wealths", "ew_n", "ew_sum", "ew_sq", "prior_mean")))
 
 
-def lower_bound(x: np.ndarray, delta: float, *, grid: int = 401) -> float:
+def lower_bound(x: np.ndarray, delta: float, *, grid: int = 201) -> float:
     """Lower confidence bound on the mean of [0, 1] variables x (in their arrival order), below the mean with
     chance at most delta: the betting bound of Waudby-Smith & Ramdas (2023, hedged capital, predictable plug-in
     bets), valid for any distribution on [0, 1] and far tighter than Hoeffding's or empirical Bernstein's at a
@@ -129,7 +129,10 @@ def lower_bound(x: np.ndarray, delta: float, *, grid: int = 401) -> float:
     capped = np.minimum(lam[None, :], 0.5 / m)  # 1 + lam (x - m) stays >= 1/2
     log_k = np.cumsum(np.log1p(capped * (x[None, :] - m)), axis=1).max(axis=1)  # sup over time of the wealth
     rejected = log_k >= math.log(1.0 / delta)  # means the data are too high for
-    return float(m[~rejected, 0].min()) if (~rejected).any() else 1.0
+    if not (~rejected).any():
+        return 1.0
+    first = int(np.argmax(~rejected))  # the smallest candidate not rejected; the one below it, to be safe between
+    return float(m[first - 1, 0]) if first > 0 else 0.0  # grid points (a bound at most one step low)
 
 
 def role_shares(k: int) -> float:
