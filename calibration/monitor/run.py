@@ -92,16 +92,7 @@ def monitor(
         state["windows"].append(
             {"id": w.id, "index": w.index, "fingerprint": w.fingerprint(), "conversations": w.n_conversations}
         )
-    out.mkdir(parents=True, exist_ok=True)
-    st.append_jsonl(out / st.WINDOWS, records)
-    st.append_jsonl(out / st.ALARMS, new_alarms)
-    paths = {"windows": out / st.WINDOWS, "table": st.write_table(out), "alarms": out / st.ALARMS}
-    if state["windows"]:
-        paths["page"] = _page(out, state)
-    provisional = _provisional(current, scorer, role_of, out) if current else None
-    if provisional is not None:
-        paths["provisional"] = out / st.PROVISIONAL
-    paths["state"] = st.save(out, state)
+    paths, provisional = _write(out, state, records, new_alarms, current, scorer, role_of)
     return {
         "windows": records,
         "alarms": new_alarms,
@@ -112,6 +103,23 @@ def monitor(
         "canary": checked,
         "paths": paths,
     }
+
+
+def _write(
+    out: Path, state: dict, records: list, new_alarms: list, current, scorer, role_of
+) -> tuple[dict, dict | None]:
+    """Everything a run writes, state.json last (what commits the run); the paths and the open window's record."""
+    out.mkdir(parents=True, exist_ok=True)
+    st.append_jsonl(out / st.WINDOWS, records)
+    st.append_jsonl(out / st.ALARMS, new_alarms)
+    paths = {"windows": out / st.WINDOWS, "table": st.write_table(out), "alarms": out / st.ALARMS}
+    if state["windows"]:
+        paths["page"] = _page(out, state)
+    provisional = _provisional(current, scorer, role_of, out) if current else None
+    if provisional is not None:
+        paths["provisional"] = out / st.PROVISIONAL
+    paths["state"] = st.save(out, state)
+    return paths, provisional
 
 
 def _origin(state: dict):
