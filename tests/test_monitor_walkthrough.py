@@ -24,7 +24,8 @@ def test_the_monitor_page_runs_verbatim(tmp_path):
     run_verbatim([PAGE], tmp_path)
     watch = tmp_path / "runs" / "monitor" / "watch"
     windows = [json.loads(x) for x in (watch / "windows.jsonl").read_text().splitlines()]
-    assert len(windows) == 12 and all(w["conversations"] == 80 for w in windows)
+    assert len(windows) == 12 and all(w["conversations"] == 200 for w in windows)
     alarms = [json.loads(x) for x in (watch / "alarms.jsonl").read_text().splitlines()]
     assert all(a["window"] >= "2026-03-09" and 2 <= a["label"] <= a["of"] for a in alarms)
     assert {a["check"] for a in alarms} >= {"drop", "shift"}
+    assert {(a["role"], a["question"]) for a in alarms if a["check"] == "drop"} >= {("all", "overall")}

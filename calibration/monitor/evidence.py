@@ -239,16 +239,20 @@ class Standardised:
         prior_s = (w_role * self.prior).sum(axis=1)
         s_hat = (self.s_sum + 0.25 * prior_s[:, None]) / (self.s_n + 0.25)  # (S, K): a light prior, one window moves it
         w_i = np.divide(w_role, np.maximum(n, 1))  # (S, G) each conversation's weight
-        cap = np.where(present, 0.5 / np.maximum(w_i, 1e-12), np.inf).min(axis=1)  # lam * w_i <= 1/2
+        cap = np.where(present, 0.9 / np.maximum(w_i, 1e-12), np.inf).min(axis=1)  # lam * w_i < 1, psi_e finite
         lam = np.clip((theta[:, None] - s_hat) / np.maximum(v_t[:, None], 1e-8), 0.0, cap[:, None])  # (S, K)
-        dev = np.where(mask, (x - m[:, :, None]) ** 2, 0.0).sum(axis=2)  # (S, G)
-        penalty = (psi_e(np.minimum(lam[:, :, None] * w_i[:, None, :], 0.999)) * dev[:, None, :]).sum(axis=2)
+        # each rate centred at its role's reference mean moved by the process's own estimate of the shift
+        # (predictable: from earlier windows), so a drop the bet has seen is not also charged as variance
+        centre = self.prior[:, None, :] + (s_hat - prior_s[:, None])[:, :, None]  # (S, K, G)
+        xm = np.where(mask, x, 0.0)
+        sx, sxx = xm.sum(axis=2)[:, None, :], (xm**2).sum(axis=2)[:, None, :]
+        dev = np.maximum(sxx - 2 * centre * sx + n[:, None, :] * centre**2, 0.0)  # (S, K, G)
+        penalty = (psi_e(np.minimum(lam[:, :, None] * w_i[:, None, :], 0.999)) * dev).sum(axis=2)
         gained = np.where((total > 0) & complete, lam * (theta[:, None] - s_t[:, None]) - penalty, 0.0)
         seen = (total[:, 0] > 0)[:, None] & complete
         decay = np.where(
             np.asarray(STANDARDISED_MEMORIES) > 0, 0.5 ** (1.0 / np.maximum(STANDARDISED_MEMORIES, 1e-9)), 0.0
         )
-        xm = np.where(mask, x, 0.0)
         return Standardised(
             self.log_wealths + gained,
             np.where(seen, decay * self.s_n + 1.0, self.s_n),
