@@ -41,7 +41,7 @@ def run(cfg: Schema) -> Path:
     out = Path(cfg.out)
     chosen = _write_threshold(cfg, table, adheres_at, out)
     if cfg.data:
-        _decide_turns(cfg, model, adheres_at, chosen.threshold, out)
+        _decide_turns(cfg.data, model, adheres_at, chosen.threshold, out)
     log.info(
         f"decide: wrote {out / 'threshold.json'}{' and decisions.csv' if cfg.data else ''}; "
         f"calibration turns stored in {Path(cfg.model) / CALIBRATION_FILE}"
@@ -133,14 +133,14 @@ def _write_threshold(cfg: Schema, table: Any, adheres_at: float, out: Path) -> A
     return chosen
 
 
-def _decide_turns(cfg: Schema, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
+def _decide_turns(data: str, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
     """Decide every turn of data=DIR at the threshold: OUT/decisions.csv, one row per turn."""
     from calibration import load_dataset
     from calibration.decide import adherence_probability
     from calibration.evaluation.risk_control import decide
     from rubric.files import atomic_to_csv
 
-    ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
+    ds = load_dataset(data, rubric=model.check_rubric(Path(data) / "rubric.yaml"), require_labels=False)
     p = adherence_probability(model, ds, adheres_at)
     frame = ds.items.assign(p_adheres=p, decision=decide(p, threshold))
     atomic_to_csv(frame, out / "decisions.csv")

@@ -87,7 +87,7 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
         found=None if path == select else "beside select=",
         fix="Or move that sample_plan.csv away if these turns were not drawn by it.",
     )
-    refuse_another_plan(cfg.out, path, fix="write the tasks into a new out= folder.")
+    refuse_another_plan(None if cfg.out is None else Path(cfg.out), path, fix="write the tasks into a new out= folder.")
     return path
 
 
@@ -122,6 +122,7 @@ def _push(cfg: Schema, token: str, tasks: list[dict], config: str) -> dict[str, 
     from calibration.labelling.label_studio import check_same_questions
     from calibration.labelling.label_studio_api import LabelStudio
 
+    assert cfg.url is not None  # run pushes only with url=
     client = LabelStudio(cfg.url, token, timeout=cfg.timeout)
     if cfg.project is None:
         project = client.create_project(cfg.title, config, annotations_per_task=cfg.annotations_per_task)

@@ -96,6 +96,7 @@ def _scored_with(cfg: Schema, metric: Any) -> dict[str, Any]:
     """What the scores were made with, so that `publish` names their source and refuses another model's."""
     from calibration.publish.results import model_info
 
+    assert cfg.calibrator is not None  # the shift check, which this record is written with, needs a calibrator
     return {
         "model": str(Path(cfg.calibrator).resolve()),
         "model_sha256": model_info(cfg.calibrator).checksum,

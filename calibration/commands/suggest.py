@@ -119,6 +119,7 @@ def _sample_for_estimate(cfg: Schema) -> Path:
     ds = load_dataset(cfg.data, require_labels=False)
     budget = cfg.budget
     if cfg.width is not None or cfg.decide_at is not None:
+        assert cfg.model is not None  # width= and decide_at= need model= (Suggest's rules, checked before run)
         budget = planned_budget(
             ds,
             budget,

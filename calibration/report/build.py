@@ -341,7 +341,7 @@ def _variant_sections(
     opts, light = run.cfg.report, run.light
     reference = main_calibrated
     runner = {"executor": pool, "threads": opts.torch_threads, "progress": True, "fold_seed": run.fold_seed}
-    common = {"folds": run.folds, "seed": run.seed, "runner": runner, "out": run.out}
+    common: dict[str, Any] = {"folds": run.folds, "seed": run.seed, "runner": runner, "out": run.out}
     html_sections = []
     if light != run.settings and (opts.ablations or opts.targets or opts.learning_curve.repeats):
         tick = time.perf_counter()

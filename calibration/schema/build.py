@@ -14,7 +14,7 @@ import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from calibration.schema.store import SCHEMAS, check_config
+from calibration.schema.store import SCHEMAS, check_config, plain_config
 from rubric.config_types import MISSING, default_of
 from rubric.errors import InputError
 
@@ -37,7 +37,7 @@ def build_config(command: str, cfg: Mapping[str, Any]) -> Any:
     """The checked object of `command`'s schema from its composed config (a DictConfig or a plain mapping).
     Raises InputError, one line, on the first problem: a required key not given, a bad value, a broken rule
     between keys, a bad path."""
-    plain = _plain(cfg)
+    plain = plain_config(cfg)
     cls = SCHEMAS[command]
     missing = next(missing_keys(cls, plain), None)
     if missing is not None:
@@ -47,14 +47,6 @@ def build_config(command: str, cfg: Mapping[str, Any]) -> Any:
         )
     check_config(command, plain)
     return _build(cls, plain)
-
-
-def _plain(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(cfg, dict):
-        return cfg
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(cfg, resolve=True)
 
 
 def missing_keys(cls: type, values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
