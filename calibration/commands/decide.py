@@ -31,20 +31,20 @@ def run(cfg: Schema) -> Path:
     from rubric.files import atomic_to_csv
 
     model = load_model(cfg.model)
-    rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
+    rubric = model.check_rubric(cfg.calibration / "rubric.yaml")
     _check_judges(cfg, model)
     cal = _calibration_set(cfg, model, rubric)
     check_adheres_at(rubric.question(rubric.target), cfg.adheres_at)
     adheres_at = default_adheres_at(rubric.question(rubric.target)) if cfg.adheres_at is None else cfg.adheres_at
     table = calibration_table(model, cal, adheres_at)
-    atomic_to_csv(table, Path(cfg.model) / CALIBRATION_FILE)
-    out = Path(cfg.out)
+    atomic_to_csv(table, cfg.model / CALIBRATION_FILE)
+    out = cfg.out
     chosen = _write_threshold(cfg, table, adheres_at, out)
     if cfg.data:
         _decide_turns(cfg.data, model, adheres_at, chosen.threshold, out)
     log.info(
         f"decide: wrote {out / 'threshold.json'}{' and decisions.csv' if cfg.data else ''}; "
-        f"calibration turns stored in {Path(cfg.model) / CALIBRATION_FILE}"
+        f"calibration turns stored in {cfg.model / CALIBRATION_FILE}"
     )
     return out
 
@@ -92,7 +92,7 @@ def _calibration_set(cfg: Schema, model: Any, rubric: Any) -> Any:
     from rubric.notices import warn_data
 
     cal = load_dataset(cfg.calibration, rubric=rubric)
-    check_target_answered(cal, Path(cfg.calibration) / "labels.csv")  # else no calibration turn, every turn escalated
+    check_target_answered(cal, cfg.calibration / "labels.csv")  # else no calibration turn, every turn escalated
     # The risk bound holds only on turns the model never trained on (calibration/model/provenance.py).
     if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration, folder=cfg.calibration):
         warn_data(

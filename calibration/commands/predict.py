@@ -51,7 +51,7 @@ def _write(cfg: Schema, frame: Any, shift: dict, pairs: int, questions: int) -> 
     from rubric.files import atomic_to_csv
     from rubric.jsonfile import write_json
 
-    out = Path(cfg.out)
+    out = cfg.out
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
     shift_out = out.with_name(out.stem + "_shift.json")

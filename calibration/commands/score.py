@@ -26,7 +26,7 @@ def run(cfg: Schema) -> Any:
     from rubric.errors import InputError
 
     conversations = load_conversations(cfg.conversations)
-    out = Path(cfg.out)
+    out = cfg.out
     metric, cache = _metric(cfg, out)
     results = metric.measure_many(conversations, progress=cfg.progress)
     conv_frame, turn_frame = results_frames(results, conversations)
@@ -83,7 +83,7 @@ def _write(cfg: Schema, out: Path, metric: Any, conv_frame: Any, turn_frame: Any
 
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(conv_frame, out)
-    turns_out = Path(cfg.turns_out or out.with_name(out.stem + "_turns.csv"))
+    turns_out = cfg.turns_out or out.with_name(out.stem + "_turns.csv")
     atomic_to_csv(turn_frame, turns_out)
     shift_out = None
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
@@ -100,7 +100,7 @@ def _scored_with(cfg: Schema, metric: Any) -> dict[str, Any]:
     return {
         "model": str(Path(cfg.calibrator).resolve()),
         "model_sha256": model_info(cfg.calibrator).checksum,
-        "conversations": str(Path(cfg.conversations).resolve()),
+        "conversations": str(cfg.conversations.resolve()),
         "threshold": metric.threshold,
         "adheres_at": metric.adheres_at,
         "target": metric.rubric.target,

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.store import SCHEMAS, check_config, plain_config
@@ -85,8 +86,15 @@ def _build(cls: type, values: Mapping[str, Any]) -> Any:
             kwargs[f.name] = _build(f.metadata["block"], values.get(f.name) or {})
         elif f.name in values:
             value = values[f.name]
-            kwargs[f.name] = _typed(f.metadata["rule"].type, value) if "rule" in f.metadata else value
+            value = _typed(f.metadata["rule"].type, value) if "rule" in f.metadata else value
+            kwargs[f.name] = Path(value) if value is not None and _declared_path(f) else value
     return cls(**kwargs)
+
+
+def _declared_path(f: dataclasses.Field) -> bool:
+    """Whether the schema declares the key a `Path` (`out: Path`, `turns_out: Path | None`): the command then
+    gets a Path. The schemas' annotations are strings (`from __future__ import annotations`)."""
+    return str(f.type).split(" | ")[0] == "Path"
 
 
 def _typed(kind: str, value: Any) -> Any:
