@@ -348,22 +348,32 @@ def _variant_sections(
         jobs = [(f"full model with an ensemble of {light.ensemble}", run.ds, light, run.seed)]
         reference = run_cvs(jobs, folds=run.folds, **runner)[0]
         timings["variant reference cv"] = time.perf_counter() - tick
-    if opts.ablations:
-        tick = time.perf_counter()
-        ablations, html = ablations_section(run.ds, light, reference, n_boot=opts.n_boot, n_perm=opts.n_perm, **common)
-        results["ablations"] = records(ablations)
-        html_sections.append(html)
-        timings["ablations"] = time.perf_counter() - tick
-    if opts.targets:
-        tick = time.perf_counter()
-        targets, html = targets_section(run.ds, light, reference, target=run.target, n_boot=opts.n_boot, **common)
-        results["targets"] = records(targets)
-        html_sections.append(html)
-        timings["targets"] = time.perf_counter() - tick
-    if opts.learning_curve.repeats:
-        tick = time.perf_counter()
-        curve, html = learning_curve_section(run.ds, light, reference, table, opts, **common)
-        results["learning_curve"] = records(curve)
-        html_sections.append(html)
-        timings["learning curve"] = time.perf_counter() - tick
+    # (metrics.json key, timings key, asked for, the section: its frame and its html), in the page's order
+    sections = (
+        (
+            "ablations",
+            "ablations",
+            opts.ablations,
+            lambda: ablations_section(run.ds, light, reference, n_boot=opts.n_boot, n_perm=opts.n_perm, **common),
+        ),
+        (
+            "targets",
+            "targets",
+            opts.targets,
+            lambda: targets_section(run.ds, light, reference, target=run.target, n_boot=opts.n_boot, **common),
+        ),
+        (
+            "learning_curve",
+            "learning curve",
+            opts.learning_curve.repeats,
+            lambda: learning_curve_section(run.ds, light, reference, table, opts, **common),
+        ),
+    )
+    for key, timed, asked, section in sections:
+        if asked:
+            tick = time.perf_counter()
+            frame, html = section()
+            results[key] = records(frame)
+            html_sections.append(html)
+            timings[timed] = time.perf_counter() - tick
     return html_sections
