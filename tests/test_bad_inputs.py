@@ -835,7 +835,7 @@ CASES += [
         2,
         # without the [postgres] extra the driver is missing, which is said first (one line either way)
         r"cannot open the search storage postgresql://\*\*\*@127\.0\.0\.1:1/db"
-        r"|search\.storage postgresql:// needs the database driver 'psycopg'.*role-rubric\[postgres\]",
+        r"|search\.storage postgresql:// needs the optional extra \[postgres\] \(psycopg\).*role-rubric\[postgres\]",
         after=lambda tmp, err: "hunter2" not in err or pytest.fail("password shown"),
     ),
     Case(
