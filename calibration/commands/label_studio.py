@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from calibration.schema.commands_data import LabelStudio as Schema
 
@@ -34,7 +33,7 @@ def run(cfg: Schema) -> dict[str, int]:
     from rubric.schema import load_rubric
 
     token = api_token(cfg.token_env) if cfg.url else ""  # before any work: the likeliest mistake
-    data = Path(cfg.data)
+    data = cfg.data
     rubric = load_rubric(data / "rubric.yaml")
     conversations = dataset_conversations(data)
     known = llm_items(data, required=False)
@@ -73,7 +72,7 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
 
     if not cfg.select:
         return None
-    select = Path(cfg.select)
+    select = cfg.select
     columns = set(pd.read_csv(select, nrows=0, dtype=str).columns)  # read whole by read_selection already
     path = select if set(PLAN_COLUMNS) <= columns else select.parent / PLAN_FILE
     if not path.is_file():
@@ -87,11 +86,11 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
         found=None if path == select else "beside select=",
         fix="Or move that sample_plan.csv away if these turns were not drawn by it.",
     )
-    refuse_another_plan(None if cfg.out is None else Path(cfg.out), path, fix="write the tasks into a new out= folder.")
+    refuse_another_plan(cfg.out, path, fix="write the tasks into a new out= folder.")
     return path
 
 
-def _write_files(out: Any, tasks: list[dict], config: str, plan: Path | None) -> None:
+def _write_files(out: Path, tasks: list[dict], config: str, plan: Path | None) -> None:
     """OUT/tasks.json and OUT/label_config.xml, to import into Label Studio by hand, and the sampling plan the
     turns were drawn by as OUT/sample_plan.csv, for `import`."""
     import json
