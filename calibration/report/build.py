@@ -93,7 +93,7 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
     the report then uses); shipped: the model= directory's kind and settings (calibration/report/shipped.py)."""
     from calibration.data.union import qualified, qualified_predictions, training_data_of
 
-    out = Path(cfg.out)
+    out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed, fold_seed = cfg.settings, cfg.folds, cfg.seed, cfg.fold_seed
     if shipped is not None and shipped["settings"] is not None:
@@ -113,7 +113,7 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
             settings = dataclasses.replace(settings, **saved)
         folds, seed = int(info.get("folds", folds)), int(info.get("seed", seed))
         fold_seed = int(info.get("fold_seed", fold_seed))
-        log.info(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
+        log.info(f"report: reusing {cfg.cv / 'predictions.csv'} ({folds} folds, seed {seed})")
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
     ensemble = cfg.report.ensemble

@@ -233,8 +233,8 @@ class Report(Command):
     data: str | list[str] = TRAINING_DATA()
     weights: list[float] | None = WEIGHTS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
-    out: str = required("folder for report.html, its figures and metrics.json")
-    cv: str | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
+    out: Path = required("folder for report.html, its figures and metrics.json")
+    cv: Path | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
     model: str | None = setting(
         None,
         "the model dir you will ship (train's out=, any model=network|linear|ordinal): "
@@ -321,7 +321,7 @@ class Demo(Command):
     data: str | None = setting(
         None, "benchmark dir; null = the bundled data/role_adherence of this checkout", path(optional=True)
     )
-    out: str = setting("runs/demo", "folder for everything the demo writes", path())
+    out: Path = setting("runs/demo", "folder for everything the demo writes", path())
     folds: int = FOLDS()
     seed: int = SEED()
     target: str | None = TARGET()
