@@ -267,7 +267,7 @@ class Predict(Command):
     name = "predict"
     summary = "predict per-judge / population answers -> predictions.csv"
     model: str = MODEL_DIR()
-    data: str = required("dataset dir with llm.csv (from `gather`, same judge as the model)")
+    data: Path = required("dataset dir with llm.csv (from `gather`, same judge as the model)")
     out: Path = required("predictions.csv to write")
     judges: Any = setting("labelled", "labelled | population | [id, id, ...]", JUDGES)
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH(USE_OTHER_JUDGE)
