@@ -15,14 +15,14 @@ from __future__ import annotations
 import argparse
 import math
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
+from _anchors import load_llm_rubric  # noqa: E402  (benchmarks/_anchors.py)
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration import Settings, import_llm_rubric, load_dataset, train_ensemble
+from calibration import Settings, load_dataset, train_ensemble
 from calibration.decide import adherence_probability, default_adheres_at, jsonable, turn_votes
 from calibration.evaluation.risk_control import RISK_LEVELS, validate
 
@@ -75,12 +75,7 @@ def main() -> None:
     add_results_argument(parser, "decide_risk")
     args = parser.parse_args()
     start = time.perf_counter()
-    with tempfile.TemporaryDirectory() as tmp:
-        if args.dataset == "llm-rubric":
-            import_llm_rubric(args.anchors / "llm_evaluations.tsv", args.anchors / "human_judgments.tsv", tmp)
-            ds = load_dataset(tmp)
-        else:
-            ds = load_dataset(args.role_data)
+    ds = load_llm_rubric(args.anchors) if args.dataset == "llm-rubric" else load_dataset(args.role_data)
     adheres_at = default_adheres_at(ds.rubric.question(ds.rubric.target))
     p = out_of_fold(ds, Settings(ensemble=args.members), 5, args.seed, adheres_at)
     votes = turn_votes(ds, adheres_at)

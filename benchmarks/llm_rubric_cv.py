@@ -13,14 +13,11 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
-from pathlib import Path
 
 import relplot
+from _anchors import add_anchors_argument, load_llm_rubric  # noqa: E402  (benchmarks/_anchors.py)
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.data.dataset import load_dataset
-from calibration.data.importers import import_llm_rubric
 from calibration.evaluation.crossval import cross_validate
 from calibration.schema.build import command_config
 
@@ -45,17 +42,12 @@ def smece_per_value(predictions, values: list[float]) -> dict[str, float]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
-    )
+    add_anchors_argument(parser)
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2, 3, 4])
     parser.add_argument("--override", nargs="*", default=[], help="Hydra overrides, e.g. train.ensemble=8")
     add_results_argument(parser, "llm_rubric_cv")
     args = parser.parse_args()
-    anchors = Path(args.anchors)
-    with tempfile.TemporaryDirectory() as tmp:
-        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", tmp)
-        ds = load_dataset(tmp)
+    ds = load_llm_rubric(args.anchors)
     settings = command_config("cv", ["data=unused", "out=unused", *args.override]).settings
     values = ds.rubric.question("Q0").values
     per_seed, baselines, smece = [], None, {}

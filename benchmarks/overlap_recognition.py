@@ -16,15 +16,12 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import tempfile
-from pathlib import Path
 from types import SimpleNamespace
 
 import numpy as np
+from _anchors import add_anchors_argument, load_llm_rubric  # noqa: E402  (benchmarks/_anchors.py)
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.data.dataset import load_dataset
-from calibration.data.importers import import_llm_rubric
 from calibration.model.provenance import TOLERANCE, conversation_fingerprints, overlapping, training_record
 from calibration.model.record import TrainingRecord
 
@@ -59,15 +56,10 @@ def closest_pair(ds) -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
-    )
+    add_anchors_argument(parser)
     add_results_argument(parser, "overlap_recognition")
     args = parser.parse_args()
-    anchors = Path(args.anchors)
-    with tempfile.TemporaryDirectory() as tmp:
-        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", tmp)
-        ds = load_dataset(tmp)
+    ds = load_llm_rubric(args.anchors)
     labelled = np.unique(ds.items["conversation_id"].to_numpy()[ds.label_item])
     record = training_record(ds, "")
     old_record = {"fingerprints": sorted(conversation_fingerprints(ds, labelled).values())}

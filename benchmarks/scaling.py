@@ -36,17 +36,16 @@ import resource
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 import torch
+from _anchors import add_anchors_argument, load_llm_rubric  # noqa: E402  (benchmarks/_anchors.py)
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.data.dataset import Dataset, load_dataset
-from calibration.data.importers import import_llm_rubric
+from calibration.data.dataset import Dataset
 from calibration.evaluation.crossval import cross_validate
 from calibration.model import train as train_module
 from calibration.model.ensemble import train_ensemble
@@ -63,14 +62,6 @@ from calibration.model.train import (
     train_step,
 )
 from calibration.schema.build import command_config
-
-ANCHORS = Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth"
-
-
-def load_anchor(anchors: Path) -> Dataset:
-    with tempfile.TemporaryDirectory() as tmp:
-        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", tmp)
-        return load_dataset(tmp)
 
 
 def grown(ds: Dataset, rows: int, judges: int, *, seed: int = 0, jitter: float = 0.3) -> Dataset:
@@ -158,7 +149,7 @@ def peak_mib() -> float:
 
 def measure_point(anchors: Path, rows: int, judges: int, settings: Settings, cv: bool) -> dict:
     """One point, in this process: train, base, step times, cv; peak memory after train (and after cv)."""
-    ds = grown(load_anchor(anchors), rows, judges)
+    ds = grown(load_llm_rubric(anchors), rows, judges)
     out: dict = {"rows": rows, "judges": judges, "items": len(ds.items), "mib_before": round(peak_mib())}
     base_seconds = []
     fit_base = train_module.fit_base
@@ -274,7 +265,7 @@ def _run_point(args, rows: int, judges: int) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--anchors", default=str(ANCHORS))
+    add_anchors_argument(parser)
     parser.add_argument("--rows", type=int, nargs="+", default=[1000, 10000, 100000])
     parser.add_argument("--judges", type=int, nargs="+", default=[24, 200, 1000])
     parser.add_argument("--judge-rows", type=int, default=10000, help="label rows of the judges sweep")
@@ -315,7 +306,7 @@ def main() -> None:
         out["train_s_without_base"] = slope(xs, [p["train_s"] - p["train_base_s"] for p in points])
         return out
 
-    anchor = load_anchor(Path(args.anchors))
+    anchor = load_llm_rubric(args.anchors)
     result = {
         "data": "LLM-Rubric synthetic grown: resampled items, jittered distributions, cloned judges",
         "settings": settings.to_dict(),

@@ -19,16 +19,13 @@ from __future__ import annotations
 import argparse
 import os
 import statistics
-import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 import torch
+from _anchors import add_anchors_argument, load_llm_rubric  # noqa: E402  (benchmarks/_anchors.py)
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
-from calibration.data.dataset import load_dataset
-from calibration.data.importers import import_llm_rubric
 from calibration.data.splits import group_folds
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
@@ -95,18 +92,13 @@ def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
-    )
+    add_anchors_argument(parser)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--single-models", type=int, default=4, help="models timed one at a time per repeat")
     parser.add_argument("--workers", type=int, default=os.cpu_count(), help="slices for the sliced batched run")
     add_results_argument(parser, "train_speed")
     args = parser.parse_args()
-    anchors = Path(args.anchors)
-    with tempfile.TemporaryDirectory() as tmp:
-        import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", tmp)
-        ds = load_dataset(tmp)
+    ds = load_llm_rubric(args.anchors)
     X = torch.from_numpy(ds.features(ds.feature_spec()))
     rows = Rows.of(ds)
     folds = group_folds(ds.groups, 5, 0)[ds.label_item]

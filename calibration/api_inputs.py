@@ -36,7 +36,7 @@ def check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> Non
 def scorer_spec(scorer: str | Mapping[str, Any] | None) -> dict[str, Any] | None:
     if scorer is None:
         return None
-    spec = {"name": scorer, "params": {}} if isinstance(scorer, str) else {"params": {}, **dict(scorer)}
+    spec: dict[str, Any] = {"name": scorer, "params": {}} if isinstance(scorer, str) else {"params": {}, **dict(scorer)}
     from rubric.scorers import SCORERS
 
     if spec.get("name") not in SCORERS:
@@ -54,7 +54,7 @@ def as_rubric(rubric: str | Path | Rubric | None) -> Rubric:
 
     import yaml
 
-    path = resources.files("conf").joinpath("rubric", f"{name}.yaml")
+    path = resources.files("conf") / "rubric" / f"{name}.yaml"
     if not path.is_file():
         raise InputError(f"unknown rubric {name!r}.", fix="pass a rubric.yaml path or a name in conf/rubric.")
     return rubric_from_dict(yaml.safe_load(path.read_text()), source=f"conf/rubric/{name}.yaml")
@@ -64,8 +64,9 @@ def as_conversations(conversations: Iterable[Conversation | Mapping[str, Any]]) 
     items = list(conversations)
     if not items:
         raise InputError("no conversations to measure.", fix="pass at least one conversation.")
-    if all(isinstance(c, Conversation) for c in items):
-        return items
+    ready = [c for c in items if isinstance(c, Conversation)]
+    if len(ready) == len(items):
+        return ready
     return conversations_from_records(
         [c.to_record() if isinstance(c, Conversation) else dict(c) for c in items], source="<measure>"
     )

@@ -100,8 +100,8 @@ def write_report(cfg: Demo, dataset: Path, cv_dir: Path, out: Path) -> tuple[dic
     trimmed = {f.name: getattr(cfg.report, f.name) for f in dataclasses.fields(DemoReport)}
     report_cfg = Report(
         data=str(dataset),
-        out=str(out),
-        cv=str(cv_dir),
+        out=out,
+        cv=cv_dir,
         folds=cfg.folds,
         seed=cfg.seed,
         target=cfg.target,
@@ -163,7 +163,7 @@ def _run_demo(cfg: Demo) -> dict[str, Any]:
     from rubric.identity import stand_in_note
 
     start = time.perf_counter()
-    out = Path(cfg.out)
+    out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
     settings = cfg.settings
     folds, seed, progress = cfg.folds, cfg.seed, cfg.progress

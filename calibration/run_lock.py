@@ -26,7 +26,7 @@ WRITES_INTO: dict[str, tuple[str, ...]] = {"decide": ("model",)}
 
 def outputs_of(command: str, cfg: Any) -> list[tuple[str, Path, bool]]:
     """(key, path, is_file) of every output `command` writes with `cfg`, its object (calibration/schema/build.py)."""
-    found = []
+    found: list[tuple[str, Path, bool]] = []
     file_keys = FILE_OUTPUTS.get(command, ())
     for key in ("out", *file_keys):
         value = getattr(cfg, key, None)

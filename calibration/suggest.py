@@ -62,7 +62,7 @@ def entropy(p: np.ndarray) -> np.ndarray:
 
 def acquisition(
     strategy: str,
-    members: np.ndarray,
+    members: np.ndarray | None,
     pooled: np.ndarray,
     values: np.ndarray,
     *,
@@ -78,16 +78,18 @@ def acquisition(
     >>> (acquisition("bald", members, members.mean(0), np.array([1.0, 2.0])) > 0.3).tolist()
     [True, False]
     """
+    if strategy not in STRATEGIES:
+        raise InputError(f"unknown strategy {strategy!r}.", fix=f"use one of {list(STRATEGIES)}.")
     if strategy == "random":
-        return (rng or np.random.default_rng(0)).random(pooled.shape[0])
+        return (rng or np.random.default_rng(0)).random(len(pooled))
     if strategy == "entropy":
         return entropy(pooled)
+    if members is None:  # bald and variance rank by the members' disagreement
+        raise ValueError(f"strategy {strategy!r} needs the members' distributions")
     if strategy == "bald":
         return entropy(members.mean(0)) - entropy(members).mean(0)
-    if strategy == "variance":
-        spread = (members * values).sum(-1).var(0)
-        return spread * (1.0 if density is None else density)
-    raise InputError(f"unknown strategy {strategy!r}.", fix=f"use one of {list(STRATEGIES)}.")
+    spread = (members * values).sum(-1).var(0)  # variance
+    return spread * (1.0 if density is None else density)
 
 
 def density(features: np.ndarray) -> np.ndarray:
@@ -207,11 +209,11 @@ def model_and_data(data: str | Path, model: str | Path, *, allow_judge_mismatch:
     its rubric, its judge checked against the model's: (model, dataset)."""
     from calibration import load_dataset, load_model
 
-    model_dir, model = model, load_model(model)
+    loaded = load_model(model)
     # ranking by a calibrator of another judge ranks that judge's doubts, not what a label would teach
-    rubric = model.check_data(data, command="suggest", model_dir=model_dir, allow_judge_mismatch=allow_judge_mismatch)
+    rubric = loaded.check_data(data, command="suggest", model_dir=model, allow_judge_mismatch=allow_judge_mismatch)
     ds = load_dataset(data, rubric=rubric, require_labels=False)
-    return model, ds
+    return loaded, ds
 
 
 def judges_to_ask(judges, model) -> list[str]:

@@ -54,7 +54,11 @@ def monitor(record: dict[str, Any]) -> str:
     canary = []
     for c in columns:
         got = result["results"][c]["canary"].get("judge_changed")
-        canary.append("n/a" if got is None else f"p={got['p_value']:.2g} (level {got['level']:.2g}), {got['mean_difference']:+.3f}")
+        canary.append(
+            "n/a"
+            if got is None
+            else f"p={got['p_value']:.2g} (level {got['level']:.2g}), {got['mean_difference']:+.3f}"
+        )
     out += "| the canary's paired test on the changed judge | " + " | ".join(canary) + " |\n"
     same = []
     for c in columns:

@@ -247,6 +247,6 @@ def _named_judge(name: Any, *, where: str = "judge") -> dict[str, Any]:
             f"unknown {where} {name!r}.",
             fix=f"use one of {', '.join(names)}, or a mapping of judge settings without a name.",
         )
-    preset = yaml.safe_load(resources.files("conf").joinpath("judge", f"{name}.yaml").read_text())
+    preset = yaml.safe_load((resources.files("conf") / "judge" / f"{name}.yaml").read_text())
     preset.pop("defaults", None)  # [base, _self_]: the rest are JudgeConfig's defaults, which it fills in
     return preset

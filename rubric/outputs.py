@@ -120,7 +120,7 @@ def tally(
     summary.retries = sum(a.retries for a in spent)
     summary.prompt_tokens = sum(a.prompt_tokens for a in spent)
     summary.completion_tokens = sum(a.completion_tokens for a in spent)
-    dists = [answers[k].dist for k in keys if k in answers and answers[k].dist is not None]
+    dists = [d for k in keys if k in answers and (d := answers[k].dist) is not None]
     sources = [d.source for d in dists]
     summary.sources = {s: sources.count(s) for s in sorted(set(sources))}
     summary.fallbacks = summary.sources.get("fallback", 0)
@@ -130,11 +130,9 @@ def tally(
         health.coverage if health.pairs else {},
         health.warning(),
     )
-    priced = cfg.price_input_per_mtok is not None and cfg.price_output_per_mtok is not None
-    if priced and not is_loopback(cfg.resolved_base_url()):
-        summary.cost_usd = (
-            summary.prompt_tokens * cfg.price_input_per_mtok + summary.completion_tokens * cfg.price_output_per_mtok
-        ) / 1e6
+    price_in, price_out = cfg.price_input_per_mtok, cfg.price_output_per_mtok
+    if price_in is not None and price_out is not None and not is_loopback(cfg.resolved_base_url()):
+        summary.cost_usd = (summary.prompt_tokens * price_in + summary.completion_tokens * price_out) / 1e6
 
 
 def is_loopback(base_url: str | None) -> bool:

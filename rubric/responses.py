@@ -16,7 +16,13 @@ from __future__ import annotations
 
 import math
 import re
-from typing import Any, NotRequired, TypedDict
+import sys
+from typing import Any, TypedDict
+
+if sys.version_info >= (3, 11):
+    from typing import NotRequired
+else:  # Python 3.10 (which pyproject.toml supports): typing_extensions comes with pydantic, a dependency
+    from typing_extensions import NotRequired
 
 
 class BadResponse(Exception):
@@ -100,7 +106,7 @@ def check_completion(data: Any, backend: str) -> Completion:
             value = usage.get(name)
             ok = value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0)
             _need(ok, f"response usage.{name}", value, "a whole number")
-    return data  # type: ignore[return-value]
+    return data
 
 
 def _choice(choice: Any, where: str, backend: str) -> None:

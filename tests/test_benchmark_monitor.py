@@ -54,7 +54,9 @@ def _command_first_alarm(stream: _Stream) -> int:
         present = {r: x for r, x in window.items() if len(x)}
         state["roles"] += sorted(r for r in present if r not in state["roles"])
         if w == reference:
-            state["thresholds"] = al.freeze_reference({"q": kept}, drop=settings["drop"], drop_share={"q": shares["drop"]})
+            state["thresholds"] = al.freeze_reference(
+                {"q": kept}, drop=settings["drop"], drop_share={"q": shares["drop"]}
+            )
         if w < reference:
             for r, x in present.items():
                 kept.setdefault(r, []).extend(x.tolist())

@@ -134,3 +134,29 @@ def test_a_number_out_of_range_says_so_where_a_key_also_takes_text(tmp_path, cap
     assert main(["import", "source=phoenix", "url=http://127.0.0.1:9", "project=-3", f"out={tmp_path}"]) == 2
     err = capsys.readouterr().err.strip()
     assert "project=-3 is out of range. Fix: set project to a whole number >= 1 or a text" in err
+
+
+def test_path_keys_declared_path_arrive_as_paths(tmp_path, monkeypatch):
+    """A key its schema declares `Path` reaches the command as a Path (a number given too), a path key declared
+    `str` stays a str, and an optional one not given stays None (calibration/schema/build.py)."""
+    from calibration.schema.build import command_config
+
+    monkeypatch.chdir(tmp_path)
+    Path("conv.jsonl").write_text("{}\n")
+    cfg = command_config("score", ["conversations=conv.jsonl", "out=2024", "turns_out=t.csv", "cache=c.db"])
+    assert (cfg.out, cfg.turns_out, cfg.conversations) == (Path("2024"), Path("t.csv"), Path("conv.jsonl"))
+    assert all(isinstance(p, Path) for p in (cfg.out, cfg.turns_out, cfg.conversations))
+    assert cfg.cache == "c.db" and isinstance(cfg.cache, str)
+    assert cfg.calibrator is None and cfg.rubric_file is None
+
+
+def test_keys_declared_path_are_path_keys():
+    """Only a key with a path rule may be declared `Path`: anything else would arrive as a Path too."""
+    declared = [
+        (command, key, f.metadata["rule"].type)
+        for command, cls in SCHEMAS.items()
+        for key, f in flat_settings(cls)
+        if str(f.type).split(" | ")[0] == "Path"
+    ]
+    assert ("score", "out", "path") in {(c, k, t.split(" ")[0]) for c, k, t in declared}
+    assert all(kind.startswith("path") for _, _, kind in declared), declared

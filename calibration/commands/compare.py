@@ -22,7 +22,7 @@ def run(cfg: Schema) -> dict[str, Any]:
     Imports inside, so that `role-rubric --help` loads no stage."""
     from calibration.compare.stage import compare
 
-    out = Path(cfg.out)
+    out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
     result = compare(
         cfg.conversations,

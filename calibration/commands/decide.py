@@ -31,20 +31,20 @@ def run(cfg: Schema) -> Path:
     from rubric.files import atomic_to_csv
 
     model = load_model(cfg.model)
-    rubric = model.check_rubric(Path(cfg.calibration) / "rubric.yaml")
+    rubric = model.check_rubric(cfg.calibration / "rubric.yaml")
     _check_judges(cfg, model)
     cal = _calibration_set(cfg, model, rubric)
     check_adheres_at(rubric.question(rubric.target), cfg.adheres_at)
     adheres_at = default_adheres_at(rubric.question(rubric.target)) if cfg.adheres_at is None else cfg.adheres_at
     table = calibration_table(model, cal, adheres_at)
-    atomic_to_csv(table, Path(cfg.model) / CALIBRATION_FILE)
-    out = Path(cfg.out)
+    atomic_to_csv(table, cfg.model / CALIBRATION_FILE)
+    out = cfg.out
     chosen = _write_threshold(cfg, table, adheres_at, out)
     if cfg.data:
-        _decide_turns(cfg, model, adheres_at, chosen.threshold, out)
+        _decide_turns(cfg.data, model, adheres_at, chosen.threshold, out)
     log.info(
         f"decide: wrote {out / 'threshold.json'}{' and decisions.csv' if cfg.data else ''}; "
-        f"calibration turns stored in {Path(cfg.model) / CALIBRATION_FILE}"
+        f"calibration turns stored in {cfg.model / CALIBRATION_FILE}"
     )
     return out
 
@@ -92,7 +92,7 @@ def _calibration_set(cfg: Schema, model: Any, rubric: Any) -> Any:
     from rubric.notices import warn_data
 
     cal = load_dataset(cfg.calibration, rubric=rubric)
-    check_target_answered(cal, Path(cfg.calibration) / "labels.csv")  # else no calibration turn, every turn escalated
+    check_target_answered(cal, cfg.calibration / "labels.csv")  # else no calibration turn, every turn escalated
     # The risk bound holds only on turns the model never trained on (calibration/model/provenance.py).
     if not refuse_overlap(model, cal, what="the calibration set", path=cfg.calibration, folder=cfg.calibration):
         warn_data(
@@ -133,14 +133,14 @@ def _write_threshold(cfg: Schema, table: Any, adheres_at: float, out: Path) -> A
     return chosen
 
 
-def _decide_turns(cfg: Schema, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
+def _decide_turns(data: str, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
     """Decide every turn of data=DIR at the threshold: OUT/decisions.csv, one row per turn."""
     from calibration import load_dataset
     from calibration.decide import adherence_probability
     from calibration.evaluation.risk_control import decide
     from rubric.files import atomic_to_csv
 
-    ds = load_dataset(cfg.data, rubric=model.check_rubric(Path(cfg.data) / "rubric.yaml"), require_labels=False)
+    ds = load_dataset(data, rubric=model.check_rubric(Path(data) / "rubric.yaml"), require_labels=False)
     p = adherence_probability(model, ds, adheres_at)
     frame = ds.items.assign(p_adheres=p, decision=decide(p, threshold))
     atomic_to_csv(frame, out / "decisions.csv")

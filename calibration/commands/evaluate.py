@@ -7,7 +7,6 @@ calibration.evaluation.metrics (read_predictions, target_labels, evaluate_predic
 from __future__ import annotations
 
 import logging
-from pathlib import Path
 
 from calibration.schema.commands_train import Evaluate as Schema
 
@@ -24,9 +23,9 @@ def run(cfg: Schema) -> dict:
     from rubric.jsonfile import write_json
 
     ds = load_dataset(cfg.data, target=cfg.target, unmatched_labels=cfg.unmatched_labels)
-    predictions = read_predictions(Path(cfg.predictions), ds.rubric)
+    predictions = read_predictions(cfg.predictions, ds.rubric)
     metrics = evaluate_predictions(predictions, target_labels(ds), ds.rubric.target)
-    out = Path(cfg.out)
+    out = cfg.out
     out.parent.mkdir(parents=True, exist_ok=True)
     write_json(out, metrics)
     log.info(

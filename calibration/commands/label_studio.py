@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
 
 from calibration.schema.commands_data import LabelStudio as Schema
 
@@ -34,7 +33,7 @@ def run(cfg: Schema) -> dict[str, int]:
     from rubric.schema import load_rubric
 
     token = api_token(cfg.token_env) if cfg.url else ""  # before any work: the likeliest mistake
-    data = Path(cfg.data)
+    data = cfg.data
     rubric = load_rubric(data / "rubric.yaml")
     conversations = dataset_conversations(data)
     known = llm_items(data, required=False)
@@ -73,7 +72,7 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
 
     if not cfg.select:
         return None
-    select = Path(cfg.select)
+    select = cfg.select
     columns = set(pd.read_csv(select, nrows=0, dtype=str).columns)  # read whole by read_selection already
     path = select if set(PLAN_COLUMNS) <= columns else select.parent / PLAN_FILE
     if not path.is_file():
@@ -91,7 +90,7 @@ def _selection_plan(cfg: Schema, data: Path, known: set, conversations: dict, it
     return path
 
 
-def _write_files(out: Any, tasks: list[dict], config: str, plan: Path | None) -> None:
+def _write_files(out: Path, tasks: list[dict], config: str, plan: Path | None) -> None:
     """OUT/tasks.json and OUT/label_config.xml, to import into Label Studio by hand, and the sampling plan the
     turns were drawn by as OUT/sample_plan.csv, for `import`."""
     import json
@@ -122,6 +121,7 @@ def _push(cfg: Schema, token: str, tasks: list[dict], config: str) -> dict[str, 
     from calibration.labelling.label_studio import check_same_questions
     from calibration.labelling.label_studio_api import LabelStudio
 
+    assert cfg.url is not None  # run pushes only with url=
     client = LabelStudio(cfg.url, token, timeout=cfg.timeout)
     if cfg.project is None:
         project = client.create_project(cfg.title, config, annotations_per_task=cfg.annotations_per_task)

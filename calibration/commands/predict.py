@@ -33,7 +33,7 @@ def run(cfg: Schema) -> Path:
         cfg.data, command="predict", model_dir=cfg.model, allow_judge_mismatch=cfg.allow_judge_mismatch
     )
     ds = load_dataset(cfg.data, rubric=rubric, require_labels=False)
-    shift = handle_shift(model.record.shift_summary(), ds, roles_of([Path(cfg.data)]), cfg.on_shift, "predict")
+    shift = handle_shift(model.record.shift_summary(), ds, roles_of([cfg.data]), cfg.on_shift, "predict")
     X = torch.from_numpy(ds.features(model.spec))
     item, judge_names = prediction_pairs(ds, cfg.judges, cfg.data)
     judge = np.array([model.judge_index(j) for j in judge_names], dtype=np.int64)
@@ -51,7 +51,7 @@ def _write(cfg: Schema, frame: Any, shift: dict, pairs: int, questions: int) -> 
     from rubric.files import atomic_to_csv
     from rubric.jsonfile import write_json
 
-    out = Path(cfg.out)
+    out = cfg.out
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
     shift_out = out.with_name(out.stem + "_shift.json")

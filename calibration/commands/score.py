@@ -26,7 +26,7 @@ def run(cfg: Schema) -> Any:
     from rubric.errors import InputError
 
     conversations = load_conversations(cfg.conversations)
-    out = Path(cfg.out)
+    out = cfg.out
     metric, cache = _metric(cfg, out)
     results = metric.measure_many(conversations, progress=cfg.progress)
     conv_frame, turn_frame = results_frames(results, conversations)
@@ -85,7 +85,7 @@ def _write(
 
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(conv_frame, out)
-    turns_out = Path(cfg.turns_out or out.with_name(out.stem + "_turns.csv"))
+    turns_out = cfg.turns_out or out.with_name(out.stem + "_turns.csv")
     atomic_to_csv(turn_frame, turns_out)
     shift_out = None
     if metric.shift is not None:  # calibrated: the shift check's block (calibration/model/shift.py)
@@ -100,10 +100,11 @@ def _scored_with(cfg: Schema, metric: Any, conversations: Any) -> dict[str, Any]
     from calibration.publish.results import model_info
     from rubric.conversations import content_sha256
 
+    assert cfg.calibrator is not None  # the shift check, which this record is written with, needs a calibrator
     return {
         "model": str(Path(cfg.calibrator).resolve()),
         "model_sha256": model_info(cfg.calibrator).checksum,
-        "conversations": str(Path(cfg.conversations).resolve()),
+        "conversations": str(cfg.conversations.resolve()),
         "conversations_sha256": content_sha256(conversations),
         "threshold": metric.threshold,
         "adheres_at": metric.adheres_at,

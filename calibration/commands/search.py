@@ -27,7 +27,7 @@ def run(cfg: Schema) -> Any:
     from rubric.files import out_lock
 
     ds = training_data_of(cfg).ds
-    out = Path(cfg.out)
+    out = cfg.out
     with out_lock(out):
         storage = cfg.search.storage or f"sqlite:///{(out / 'search.db').resolve()}"
         # a storage of the user's may be shared with other searches: heartbeats tell killed trials apart

@@ -29,13 +29,11 @@ def run(cfg: Schema) -> Path:
     from calibration.release.plan import PLAN_FILE
 
     estimate = cfg.purpose == "estimate"
-    check_suggest_out(
-        Path(cfg.out), plan=Path(cfg.out).parent / PLAN_FILE if estimate else None, overwrite=cfg.overwrite
-    )
+    check_suggest_out(cfg.out, plan=cfg.out.parent / PLAN_FILE if estimate else None, overwrite=cfg.overwrite)
     return _sample_for_estimate(cfg) if estimate else _rank_for_learning(cfg)
 
 
-def _rank_for_learning(cfg: Any) -> Path:
+def _rank_for_learning(cfg: Schema) -> Path:
     """purpose=learn: the sheet of the `budget` pairs a label would teach most, best first."""
     import numpy as np
     import torch
@@ -51,6 +49,7 @@ def _rank_for_learning(cfg: Any) -> Path:
     from rubric.errors import InputError
 
     start = time.perf_counter()
+    assert cfg.model is not None  # purpose=learn needs model= (Suggest's rules, checked before run)
     model, ds = model_and_data(cfg.data, cfg.model, allow_judge_mismatch=cfg.allow_judge_mismatch)
     budget = cfg.budget
     item, judge_names = unlabelled_pairs(ds, judges_to_ask(cfg.judges, model))
@@ -91,7 +90,7 @@ def _write_ranked(cfg: Schema, frame: Any, picked: int, candidates: int, budget:
     from rubric.command_line import override
     from rubric.files import atomic_to_csv
 
-    out = Path(cfg.out)
+    out = cfg.out
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_to_csv(frame, out)
     log.info(
@@ -119,6 +118,7 @@ def _sample_for_estimate(cfg: Schema) -> Path:
     ds = load_dataset(cfg.data, require_labels=False)
     budget = cfg.budget
     if cfg.width is not None or cfg.decide_at is not None:
+        assert cfg.model is not None  # width= and decide_at= need model= (Suggest's rules, checked before run)
         budget = planned_budget(
             ds,
             budget,
@@ -154,7 +154,7 @@ def _write_sample(cfg: Schema, ds: Any, plan: Any, conversations: dict, seconds:
     chosen = set(plan.loc[plan["sampled"] == 1, "conversation_id"])
     keys = [(str(c), str(t)) for c, t in ds.items.itertuples(index=False) if c in chosen]
     frame = sheet_frame(keys, [""] * len(keys), ds.rubric, conversations, questions=cfg.questions, scores=None)
-    out = Path(cfg.out)
+    out = cfg.out
     out.parent.mkdir(parents=True, exist_ok=True)
     atomic_write_text(out, frame.to_csv(index=False))
     plan_path = out.parent / PLAN_FILE

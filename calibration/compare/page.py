@@ -83,7 +83,7 @@ def plot_auc_by_type(table: pd.DataFrame, ax=None):
 
 def write_page(result: dict[str, Any], out: Path) -> Path:
     table = pd.DataFrame(result["results"])
-    sections = []
+    sections: list[tuple[str, str, Any, str]] = []  # (title, note, figure (png, alt) or None, html)
     sections.append(
         (
             "Unified table (all violations)",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
+from typing import Literal, overload
 
 import numpy as np
 import pandas as pd
@@ -39,7 +40,12 @@ def as_text_ids(df: pd.DataFrame) -> pd.DataFrame:
     return clean_id_columns(df.reset_index(drop=True))
 
 
+@overload
+def find_table(root: Path, stem: str, *, required: Literal[True]) -> Path: ...
+@overload
+def find_table(root: Path, stem: str, *, required: bool) -> Path | None: ...
 def find_table(root: Path, stem: str, *, required: bool) -> Path | None:
+    """ROOT/STEM.csv or ROOT/STEM.parquet; where neither is there, None, or with `required` one InputError."""
     for suffix in (".csv", ".parquet"):
         if (root / f"{stem}{suffix}").exists():
             return root / f"{stem}{suffix}"

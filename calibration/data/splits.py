@@ -39,7 +39,8 @@ def validation_split(rows: np.ndarray, row_groups: np.ndarray, fraction: float, 
         return rows, rows[:0]
     groups = np.unique(row_groups[rows])
     rng = np.random.default_rng(seed)
-    chosen, taken, goal = [], 0, fraction * len(rows)
+    chosen: list = []
+    taken, goal = 0, fraction * len(rows)
     counts = {g: int(np.sum(row_groups[rows] == g)) for g in groups}
     for g in rng.permutation(groups):
         if taken >= goal or len(chosen) == len(groups) - 1:

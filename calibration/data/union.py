@@ -20,7 +20,7 @@ import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Protocol
 
 import numpy as np
 import pandas as pd
@@ -126,7 +126,22 @@ def data_weights(weights, n: int) -> list[float] | None:
     return values
 
 
-def training_data_of(cfg: Any) -> TrainingData:
+class TrainingKeys(Protocol):
+    """The keys that the schemas of the commands that train share (train, cv, search, report)."""
+
+    @property
+    def data(self) -> str | list[str]: ...
+    @property
+    def weights(self) -> list[float] | None: ...
+    @property
+    def target(self) -> str | None: ...
+    @property
+    def unmatched_labels(self) -> str: ...
+    @property
+    def allow_judge_mismatch(self) -> bool: ...
+
+
+def training_data_of(cfg: TrainingKeys) -> TrainingData:
     """`load_training_data` with the keys every command that trains reads the same way (train, cv, search,
     report: data, weights, target, unmatched_labels, allow_judge_mismatch), from its checked config."""
     return load_training_data(

@@ -79,8 +79,8 @@ def oof_item_adherence(
             [who if m in mine else who[:0] for m in range(len(members))],
         )
         p = pool(np.stack([per_member[m][:, t] for m in mine]), settings.pool)  # (len(panel) * len(held), K)
-        if recal[f] is not None:
-            p = recal[f].apply_target(p)
+        if (fold_recal := recal[f]) is not None:
+            p = fold_recal.apply_target(p)
         score[held] = p[:, above].sum(axis=1).reshape(len(panel), len(held)).mean(axis=0)
     raw = ds.probs[:, t][:, above].sum(axis=1)
     return ds.items.assign(adherence=score, raw=raw)

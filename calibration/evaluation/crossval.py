@@ -88,10 +88,10 @@ def cross_validate(
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)  # rows with a human answer to the target
     fold_of_row = item_folds(ds, groups, folds, fold_seed)[ds.label_item]
-    members = oof_members(ds, settings, fold_of_row, folds, seed, progress=progress)
-    probs = {"calibrated": pool_members(ds, settings, fold_of_row, [members])}
-    if not keep_models:
-        members = None
+    trained = oof_members(ds, settings, fold_of_row, folds, seed, progress=progress)
+    probs = {"calibrated": pool_members(ds, settings, fold_of_row, [trained])}
+    members = trained if keep_models else None
+    del trained  # without keep_models the trained models are freed here, before the baselines train
     skipped = {}
     if baselines:
         skipped = target_distribution_gaps(ds, rows)

@@ -66,7 +66,7 @@ def best_trainable(
     found = {m: float(rmse[m]) for m in TRAINABLE if m in rmse and np.isfinite(rmse[m])}
     if not found:
         return None
-    best = min(found, key=found.get)
+    best = min(found, key=found.__getitem__)
     model = TRAINABLE[best]
     where = override("data", data if isinstance(data, str | Path) else list(data))
     if weights is not None:

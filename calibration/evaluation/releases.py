@@ -72,7 +72,7 @@ def _dataset_of_rows(frame: pd.DataFrame, labels: list[str]) -> pd.Series:
 
 def metrics_by_dataset(
     frame: pd.DataFrame, labels: list[str], previous: pd.DataFrame | None = None
-) -> dict[str, dict[str, dict[str, float]]]:
+) -> dict[str, dict[str, dict[str, Any]]]:
     """{directory: {method: agreement metrics and the labelled conversations}} of cv's predictions frame, for
     the directories `labels` in data= order (empty for one directory); a directory without labels is {}. The
     last directory's methods also get `rmse_vs_network_95` and `rmse_vs_previous_95`: the 95% paired bootstrap
@@ -83,7 +83,7 @@ def metrics_by_dataset(
     if previous is not None and not previous.empty:
         frame = pd.concat([frame, previous], ignore_index=True)
     dataset = _dataset_of_rows(frame, labels)
-    out: dict[str, dict[str, dict[str, float]]] = {}
+    out: dict[str, dict[str, dict[str, Any]]] = {}
     for label in labels:
         rows = frame[dataset == label]
         conversations = int(rows["conversation_id"].nunique())
@@ -229,7 +229,9 @@ def deploy_choice(
     if best is None:
         return None
     best |= {"basis": basis["note"] if basis else None, "why": None}
-    return _guarded(best, basis["dataset"], last, data, target, weights) if guarded else best
+    if guarded and basis is not None:  # guarded: the basis chose the last directory
+        return _guarded(best, basis["dataset"], last, data, target, weights)
+    return best
 
 
 LOSES_TO_PREVIOUS = 2 / 3
@@ -276,12 +278,14 @@ def _guarded(best: dict, name: str, last: dict, data: Any, target: str | None, w
     )
     linear = last.get("linear")
     if linear is not None and not linear.get("rmse_vs_previous_95", [0.0, 0.0])[0] > 0:
-        pick = best_trainable({"linear": linear["rmse"]}, data, target, weights) | {"basis": best["basis"]}
-        pick["why"] = (
-            f"{lost}: shipping the linear model ({linear['rmse']:.4f}), the least flexible adapted model, the "
-            f"safer under shift{_interval(last, 'linear')}"
-        )
-        return pick
+        shipped = best_trainable({"linear": linear["rmse"]}, data, target, weights)  # None: its RMSE not finite
+        if shipped is not None:
+            shipped["basis"] = best["basis"]
+            shipped["why"] = (
+                f"{lost}: shipping the linear model ({linear['rmse']:.4f}), the least flexible adapted model, the "
+                f"safer under shift{_interval(last, 'linear')}"
+            )
+            return shipped
     pick = previous_model(before, data, target, weights) | {"basis": best["basis"]}
     pick["why"] = (
         f"{lost}, and the linear model is significantly worse than it there{_interval(last, 'linear')}: "

@@ -25,6 +25,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 from scipy import stats
@@ -117,11 +118,11 @@ def alt_test(item, judge, value, f, epsilon: float, judges: list[str], *, option
         )
     if per_reviewer:
         adjusted = stats.false_discovery_control([r["p"] for r in per_reviewer], method="by")
-        for r, p in zip(per_reviewer, adjusted, strict=True):
-            r["p_adjusted"], r["judge_wins"] = float(p), bool(p < FDR_Q)
+        for record, p in zip(per_reviewer, adjusted, strict=True):
+            record["p_adjusted"], record["judge_wins"] = float(p), bool(p < FDR_Q)
     tested = len(per_reviewer)
     winning = float(np.mean([r["judge_wins"] for r in per_reviewer])) if tested else None
-    outcome = "undecided" if tested < MIN_REVIEWERS else ("passes" if winning >= 0.5 else "fails")
+    outcome = "undecided" if winning is None or tested < MIN_REVIEWERS else ("passes" if winning >= 0.5 else "fails")
     return {
         "epsilon": epsilon,
         "fdr_q": FDR_Q,
@@ -150,7 +151,7 @@ def reviewer_agreement(ds, predicted: dict[int, np.ndarray] | None = None, *, ep
         item, judge, value = ds.label_item[rows], ds.label_judge[rows], values[ds.answers[rows, q]]
         mean_others, n_others = _shared(item, judge, value)
         shared = n_others > 0
-        block = {
+        block: dict[str, Any] = {
             "reviewers": _stats(mean_others[shared], value[shared], values)
             | {"n_reviewers": int(len(np.unique(judge[shared])))},
             "calibrated": None,

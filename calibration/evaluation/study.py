@@ -93,6 +93,11 @@ def stamp_dead_local_trials(study: optuna.Study) -> None:
     any other. A live worker's trial is never touched."""
     import socket
 
+    from optuna.storages._heartbeat import BaseHeartbeat  # the storages that keep heartbeats (RDB)
+
+    storage = study._storage
+    if not isinstance(storage, BaseHeartbeat):  # no heartbeats kept: nothing goes stale, nothing to stamp
+        return
     host = socket.gethostname()
     for trial in study.get_trials(deepcopy=False, states=(optuna.trial.TrialState.RUNNING,)):
         name, _, pid = str(trial.user_attrs.get("worker", "")).rpartition(":")
@@ -100,7 +105,7 @@ def stamp_dead_local_trials(study: optuna.Study) -> None:
         if key in STAMPED or name != host or not pid.isdigit() or alive(int(pid)):
             continue
         with quiet_experimental():
-            study._storage.record_heartbeat(trial._trial_id)
+            storage.record_heartbeat(trial._trial_id)
         STAMPED.add(key)
 
 

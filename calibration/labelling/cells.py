@@ -52,7 +52,7 @@ def restore_frame(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.apply(lambda column: column.map(restore)) if len(frame.columns) else frame
 
 
-def check_reviewer_id(judge: str, where: str, path: str | Path) -> None:
+def check_reviewer_id(judge: str, where: str, path: str | Path | None) -> None:
     """A reviewer id that a spreadsheet would run as a formula is refused (it goes into labels.csv)."""
     if judge.startswith(FORMULA_START):
         raise InputError(

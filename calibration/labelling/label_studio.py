@@ -109,7 +109,7 @@ def config_questions(config: str) -> dict[str, list[str]]:
     except ET.ParseError:
         return {}
     return {
-        c.get("name", ""): [o.get("alias") or o.get("value", "") for o in c.iter("Choice")]
+        c.get("name", ""): [o.get("alias") or o.get("value") or "" for o in c.iter("Choice")]
         for c in root.iter("Choices")
     }
 

@@ -210,6 +210,7 @@ def load_model(path: str | Path) -> LoadedModel:
     if record.kind in MODELS:
         return _load_linear(record, weights_path)
     settings, rubric = record.settings, record.parsed_rubric
+    assert settings is not None  # every kind but the linear ones has them (ModelRecord's validation)
     check_weights(weights_path, _weights_sha256(record), _expected_shapes(record))
     net = CalibrationNet(
         record.n_models,
@@ -246,6 +247,7 @@ def _weights_sha256(record: ModelRecord) -> str | None:
 def _load_linear(record: ModelRecord, weights_path: Path) -> LoadedModel:
     """A `train model=linear|ordinal` calibrator, with the network's checks: model.json's fields and checksum
     (ModelRecord), the weights' shapes against them before anything is allocated, then the weights' checksum."""
+    assert record.linear is not None  # the linear kinds have their block (ModelRecord's validation)
     kind, rubric = record.linear.kind, record.parsed_rubric
     n_options = [len(q.options) for q in rubric.questions]
     shapes = linear_shapes(kind, len(n_options), record.n_inputs, len(record.judges), max(n_options))
@@ -276,6 +278,7 @@ def _load_linear(record: ModelRecord, weights_path: Path) -> LoadedModel:
 def _expected_shapes(record: ModelRecord) -> dict[str, tuple[int, ...]]:
     """The tensor shapes CalibrationNet(...) would allocate for this model.json (calibration/model/network.py)."""
     settings, rubric = record.settings, record.parsed_rubric
+    assert settings is not None  # every kind but the linear ones has them (ModelRecord's validation)
     m, d, h1, h2 = record.n_models, record.n_inputs, settings.hidden1, settings.hidden2
     n_q, n_k = len(rubric.questions), max(len(q.options) for q in rubric.questions)
     j = max(len(record.judges), 1) if settings.personalised else 0

@@ -12,6 +12,8 @@ late takes a first step of up to ~3 lr instead of ~lr (measured in README, "Scal
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import torch
 from torch.optim.adam import adam
 
@@ -24,7 +26,7 @@ class LazyAdam:
 
     def __init__(
         self,
-        params: list[torch.Tensor],
+        params: Sequence[torch.Tensor],
         *,
         lr: float,
         weight_decay: float = 0.0,
@@ -89,7 +91,7 @@ class LazyAdam:
             maximize=False,
         )
 
-    def subset(self, params: list[torch.Tensor], keep: torch.Tensor) -> LazyAdam:
+    def subset(self, params: Sequence[torch.Tensor], keep: torch.Tensor) -> LazyAdam:
         """The optimiser of the models `keep` (a boolean mask on the model axis), over their `params`."""
         smaller = LazyAdam(params, lr=self.lr, weight_decay=self.weight_decay, betas=self.betas, eps=self.eps)
         smaller.exp_avg = [m[keep].clone() for m in self.exp_avg]

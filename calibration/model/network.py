@@ -78,6 +78,8 @@ class CalibrationNet(nn.Module):
             the paper's network would start.
     """
 
+    option_pad: torch.Tensor  # (Q, K) a buffer (register_buffer): True where a question has no such option
+
     def __init__(
         self,
         n_models: int,
@@ -150,7 +152,7 @@ class CalibrationNet(nn.Module):
         smaller = copy.copy(self)  # the same settings and buffers; new parameters below
         smaller._parameters = {
             name: nn.Parameter(p.detach()[models].clone(), requires_grad=p.requires_grad)
-            for name, p in self._parameters.items()
+            for name, p in _own_parameters(self).items()
         }
         return smaller
 
@@ -161,8 +163,10 @@ class CalibrationNet(nn.Module):
             return nets[0]
         joined = copy.copy(nets[0])
         joined._parameters = {
-            name: nn.Parameter(torch.cat([n._parameters[name].detach() for n in nets]), requires_grad=p.requires_grad)
-            for name, p in nets[0]._parameters.items()
+            name: nn.Parameter(
+                torch.cat([_own_parameters(n)[name].detach() for n in nets]), requires_grad=p.requires_grad
+            )
+            for name, p in _own_parameters(nets[0]).items()
         }
         return joined
 
@@ -306,6 +310,11 @@ def _log_softmax(logits: torch.Tensor) -> torch.Tensor:
     options these few elementwise operations are several times faster."""
     shifted = logits - logits.detach().amax(dim=-1, keepdim=True)
     return shifted - shifted.exp().sum(dim=-1, keepdim=True).log()
+
+
+def _own_parameters(net: nn.Module) -> dict[str, nn.Parameter]:
+    """`net`'s own parameters by name, in their order (`_parameters` as a typed mapping: none is None here)."""
+    return dict(net.named_parameters(recurse=False))
 
 
 def _init(shape: tuple[int, ...], seeds: list[int], salt: int) -> torch.Tensor:

@@ -236,14 +236,14 @@ class ModelRecord(_Record):
     def _consistent(self, info: ValidationInfo) -> ModelRecord:
         """What ties the fields together: the rubric, the kind's own block, the recalibration's sizes."""
         path = _path(info)
-        self._rubric = rubric_from_dict(self.rubric, source=path)
+        rubric = self._rubric = rubric_from_dict(self.rubric, source=path)
         if self.kind in MODELS:
-            self._check_linear(path)
+            self._check_linear(path, rubric)
         elif self.settings is None:
             raise bad_meta(path, "has no valid 'settings' (dict expected)")
         elif self.linear is not None:
             raise bad_meta(path, f"has a 'linear' block but says model {self.kind!r}")
-        recal, questions = self.recalibration, self._rubric.questions
+        recal, questions = self.recalibration, rubric.questions
         if recal is not None and (
             not 0 <= recal.question < len(questions)
             or len(recal.scale) != len(recal.bias)
@@ -257,9 +257,9 @@ class ModelRecord(_Record):
             )
         return self
 
-    def _check_linear(self, path: Path) -> None:
+    def _check_linear(self, path: Path, rubric: Rubric) -> None:
         name, spec = self.kind, self.spec
-        kind = self.linear.kind
+        kind = None if self.linear is None else self.linear.kind  # a missing block: "but kind None"
         if kind != MODELS[name]:
             raise bad_meta(path, f"says model {name!r} but kind {kind!r} (expected {MODELS[name]!r})")
         if self.settings is not None or self.recalibration is not None:
@@ -275,7 +275,7 @@ class ModelRecord(_Record):
                 "has a feature spec that is not a linear model's (one model on "
                 f"n_inputs={self.n_inputs} expected answers)",
             )
-        unknown = sorted(set(spec.expected.questions) - set(self._rubric.ids))
+        unknown = sorted(set(spec.expected.questions) - set(rubric.ids))
         if unknown:
             raise bad_meta(path, f"reads questions {unknown} that its rubric does not ask")
 

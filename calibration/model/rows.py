@@ -27,7 +27,8 @@ class Rows:
     @classmethod
     def of(cls, ds: Dataset) -> Rows:
         weight = None if ds.label_weight is None else torch.tensor(ds.label_weight, dtype=torch.float32)
-        return cls(*(torch.tensor(a, dtype=torch.long) for a in (ds.label_item, ds.label_judge, ds.answers)), weight)
+        item, judge, answers = (torch.tensor(a, dtype=torch.long) for a in (ds.label_item, ds.label_judge, ds.answers))
+        return cls(item, judge, answers, weight)
 
     def weight_at(self, idx: torch.Tensor) -> torch.Tensor | None:
         """The weights of the rows idx (any shape), or None where rows are unweighted."""

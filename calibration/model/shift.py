@@ -27,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import warnings
+from typing import Any
 
 import numpy as np
 
@@ -176,9 +177,8 @@ def check_shift(
     ids, new_means, inverse = _by_conversation(ds.items["conversation_id"].to_numpy(), z)
     raw, _ = expected_answers(ds)
     cols = [ds.rubric.ids.index(q) for q in questions]
-    outside_turn = (
-        (raw[:, cols] < np.asarray(summary["low"]) - 1e-9) | (raw[:, cols] > np.asarray(summary["high"]) + 1e-9)
-    ).any(1)
+    outside = (raw[:, cols] < np.asarray(summary["low"]) - 1e-9) | (raw[:, cols] > np.asarray(summary["high"]) + 1e-9)
+    outside_turn = np.asarray(outside.any(axis=1))  # (turns,)
     train = np.asarray(summary["conversations"], float)
     train_roles = np.asarray(summary.get("roles") or [None] * len(train), dtype=object)
     keys = np.array([role_key((roles or {}).get(str(c))) for c in ids], dtype=object)
@@ -186,7 +186,7 @@ def check_shift(
     groups = sorted({k for k in keys if k is not None}) if by_role else [None]
     rng = np.random.default_rng(seed)
     texts = {role_key(t): t for t in (roles or {}).values()}
-    out_groups = []
+    out_groups: list[dict[str, Any]] = []
     for key in groups:
         conv = np.ones(len(ids), bool) if key is None else keys == key
         seen = key is not None and bool((train_roles == key).any())

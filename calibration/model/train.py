@@ -212,7 +212,7 @@ def _run_phase(net, X, rows, plan, settings, steps, lr, weights, *, salt, bar) -
         b = batches[alive, step]
         train_step(work, X, rows, b, weights, optimiser, lazy, base=_at(base_rows, alive, b))
         bar.update(1)
-        if early and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):
+        if best_loss is not None and ((step + 1) % settings.eval_every == 0 or step + 1 == steps):  # early
             current = _val_loss(
                 work, X, rows, val_idx[alive], val_mask[alive], weights, _at(base_rows, alive, val_idx[alive])
             )
@@ -258,7 +258,7 @@ def train_step(
     optimiser.zero_grad(set_to_none=True)
     loss.backward()
     optimiser.step()
-    if lazy is not None:
+    if lazy is not None and offsets is not None:  # offsets are taken exactly when lazy is given
         lazy.step(offsets)
 
 

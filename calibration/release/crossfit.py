@@ -34,9 +34,10 @@ _READ = {"dtype": {"conversation_id": str, "turn": str, "judge_id": str}, "keep_
 class FoldModels:
     """The K calibrators, which fold each labelled conversation is in, and the adapted model's folder."""
 
-    def __init__(self, models: list, fold_of: dict[str, int], adapted: Path, unadapted=None):
+    def __init__(self, models: list, fold_of: dict[str, int], adapted: Path | None, unadapted=None):
         self.models, self.fold_of, self.adapted, self.unadapted = models, fold_of, adapted, unadapted
-        self._inputs_for, self._inputs = None, []
+        self._inputs_for: object = None  # the dataset that _inputs were computed over
+        self._inputs: list = []
 
     def _probabilities(self, ds) -> list:
         """Each model's `judge_probabilities` over ds (the K, then the unadapted one), computed once per
@@ -145,10 +146,11 @@ def _load(sources, weights, extra: Path, root: Path):
     except InputError as exc:
         here = str(extra)
 
-        def mine(text: str | None) -> str | None:
-            return None if text is None else text.replace(here, str(root))
+        def mine(text: str) -> str:
+            return text.replace(here, str(root))
 
-        raise InputError(mine(exc.problem), path=mine(exc.path), row=exc.row, fix=exc.fix) from None
+        path = None if exc.path is None else mine(exc.path)
+        raise InputError(mine(exc.problem), path=path, row=exc.row, fix=exc.fix) from None
 
 
 def _train(model, data, out: Path, seed: int, *, root: Path | None = None):

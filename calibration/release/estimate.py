@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import math
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import torch
@@ -82,7 +83,7 @@ def estimate_release(
     width: the rate's half-width wanted (how many more conversations would reach it: result["width_plan"]);
     crossfit: K folds to adapt the calibrator on the labels and estimate from the same ones
     (calibration/release/crossfit.py; model must be a folder), the adapted model written to adapted_out."""
-    from calibration import load_model
+    from calibration.model.files import load_model
     from calibration.schema.commands_release import Estimate
     from rubric.config_types import check_values
 
@@ -199,7 +200,7 @@ def _release(
 def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, model_dir=None):
     """The release's dataset, read against the model's rubric once its judge, target and overlap with the
     model's training data are checked; returns (dataset, rubric, how many conversations were checked)."""
-    from calibration import load_dataset
+    from calibration.data.dataset import load_dataset
     from calibration.model.provenance import refuse_overlap
 
     rubric = model.check_data(root, command="estimate", model_dir=model_dir, allow_judge_mismatch=allow_mismatch)
@@ -288,6 +289,7 @@ def _stratified(preds: ReviewerPredictions, options: dict, strata: dict[str, str
         turns = float(sample.m_lab.sum())
         parts["humans"].append((share, classical_mean(sample, **options), n_h, turns))
         ppi = ppi_mean(sample, **options) if n_h >= STRATUM_LAMBDA_FROM else ppi_mean(sample, **options, lam=0.0)
+        assert ppi.lam is not None  # ppi_mean always has one (classical_mean's is None)
         lams.append(share * ppi.lam)
         parts["ppi"].append((share, ppi, n_h, turns))
     alpha, bounds = options["alpha"], options["bounds"]
@@ -322,7 +324,7 @@ def _block(preds: ReviewerPredictions, options: dict, pi_of, conversations=None)
     """calibrator / humans / ppi for one quantity over all turns (or the conversations named)."""
     keep = preds.scope(conversations)
     labelled = preds.labelled_conversations(conversations=conversations)
-    block = {
+    block: dict[str, Any] = {
         "calibrator": float(preds.calibrator[keep].mean()),
         "calibrator_note": "uncorrected: the mean calibrated prediction over all turns",
         "judge": float(preds.raw[keep].mean()),

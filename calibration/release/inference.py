@@ -205,8 +205,12 @@ def _control_variate(s: ClusterSample) -> tuple[np.ndarray, np.ndarray]:
 
 def _as_interval(r: dict) -> Interval:
     parts = tuple(float(x) for x in np.ravel(r["lam_parts"]))
+    estimate, low, high, se = (float(r[k]) for k in ("estimate", "low", "high", "se"))
     return Interval(
-        *(float(r[k]) for k in ("estimate", "low", "high", "se")),
+        estimate,
+        low,
+        high,
+        se,
         lam=float(r["lam"]),
         df=r["df"],
         lam_parts=parts if len(parts) > 1 else None,

@@ -182,6 +182,7 @@ def plan_lines(
     spread: Spread, *, width: float | None = None, decide_at: float | None = None, alpha: float = 0.1, labelled: int = 0
 ) -> tuple[int | None, list[str]]:
     """The ppi plan's n (None: the release is too small) and the lines that explain it."""
+    power: float | None  # None: plan for the interval's width alone
     if decide_at is not None:
         gap = abs(spread.rate - decide_at)
         if gap == 0:
@@ -197,8 +198,10 @@ def plan_lines(
                 f"{POWER:.0%} chance the interval clears it)"
             ),
         )
-    else:
+    elif width is not None:
         goal, power, what = width, None, f"to reach a rate half-width of {width:g}"
+    else:
+        raise ValueError("plan_lines needs width= or decide_at=")
     need = {
         k: labels_needed(getattr(spread, k), spread.m_bar, spread.N, goal, alpha, power, df=spread.df, lam_df=LAM_DF[k])
         for k in ("ppi", "humans")

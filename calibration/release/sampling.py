@@ -32,8 +32,8 @@ def planned_budget(
     """`width=W` / `decide_at=X` (one of them, checked by suggest's schema): the conversations the rate's
     interval needs (calibration/release/planning.py) with the calibrator in `model`, at most `budget`; the
     plan's lines printed. data: the release's folder (of `ds`); cv: a `role-rubric cv` folder to plan from."""
-    from calibration import load_model
     from calibration.decide import default_adheres_at
+    from calibration.model.files import load_model
     from calibration.release.planning import (
         plan_lines,
         predicted_rate,
@@ -42,15 +42,15 @@ def planned_budget(
     )
     from calibration.release.turns import reviewer_predictions
 
-    model = load_model(model)
-    X = torch.from_numpy(ds.features(model.spec))
+    loaded = load_model(model)
+    X = torch.from_numpy(ds.features(loaded.spec))
     t = ds.target_index
-    adheres_at = default_adheres_at(model.rubric.questions[t])
-    preds = reviewer_predictions(model, ds, X, t, kind="rate", adheres_at=adheres_at)
+    adheres_at = default_adheres_at(loaded.rubric.questions[t])
+    preds = reviewer_predictions(loaded, ds, X, t, kind="rate", adheres_at=adheres_at)
     labelled = len(preds.labelled_conversations())
-    _warn_if_shifted(Path(data), model, ds, basis="cv" if cv else "sample" if labelled >= 3 else "model")
+    _warn_if_shifted(Path(data), loaded, ds, basis="cv" if cv else "sample" if labelled >= 3 else "model")
     if cv:
-        spread = _cv_spread(cv, model, preds, adheres_at, labelled)
+        spread = _cv_spread(cv, loaded, preds, adheres_at, labelled)
     elif labelled >= 3:
         s = preds.sample()
         spread = spread_from_sample(

@@ -97,7 +97,7 @@ def read_looks(path: Path, ident: dict, *, alpha: float) -> list[dict]:
         _refuse_a_lost_sequence(path)
         return []
     mine = ident | {"t_star": T_STAR, "alpha": alpha, "quantity": QUANTITY}
-    looks = []
+    looks: list[dict] = []
     for row, line in enumerate(path.read_text().splitlines(), start=1):
         if not line.strip():
             continue

@@ -100,7 +100,7 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
     the report then uses); shipped: the model= directory's kind and settings (calibration/report/shipped.py)."""
     from calibration.data.union import qualified, qualified_predictions, training_data_of
 
-    out = Path(cfg.out)
+    out = cfg.out
     out.mkdir(parents=True, exist_ok=True)
     settings, folds, seed, fold_seed = cfg.settings, cfg.folds, cfg.seed, cfg.fold_seed
     if shipped is not None and shipped["settings"] is not None:
@@ -121,7 +121,7 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
             settings = dataclasses.replace(settings, **saved)
         folds, seed = int(info.get("folds", folds)), int(info.get("seed", seed))
         fold_seed = int(info.get("fold_seed", fold_seed))
-        log.info(f"report: reusing {Path(cfg.cv) / 'predictions.csv'} ({folds} folds, seed {seed})")
+        log.info(f"report: reusing {cfg.cv / 'predictions.csv'} ({folds} folds, seed {seed})")
     # Ablations, targets and learning curve may use a smaller ensemble to stay fast; the full model they are
     # compared with is then recomputed with the same ensemble, so every comparison is like for like.
     ensemble = cfg.report.ensemble
@@ -369,29 +369,39 @@ def _variant_sections(
     opts, light = run.cfg.report, run.light
     reference = main_calibrated
     runner = {"executor": pool, "threads": opts.torch_threads, "progress": True, "fold_seed": run.fold_seed}
-    common = {"folds": run.folds, "seed": run.seed, "runner": runner, "out": run.out}
+    common: dict[str, Any] = {"folds": run.folds, "seed": run.seed, "runner": runner, "out": run.out}
     html_sections = []
     if light != run.settings and (opts.ablations or opts.targets or opts.learning_curve.repeats):
         tick = time.perf_counter()
         jobs = [(f"full model with an ensemble of {light.ensemble}", run.ds, light, run.seed)]
         reference = run_cvs(jobs, folds=run.folds, **runner)[0]
         timings["variant reference cv"] = time.perf_counter() - tick
-    if opts.ablations:
-        tick = time.perf_counter()
-        ablations, html = ablations_section(run.ds, light, reference, n_boot=opts.n_boot, n_perm=opts.n_perm, **common)
-        results["ablations"] = records(ablations)
-        html_sections.append(html)
-        timings["ablations"] = time.perf_counter() - tick
-    if opts.targets:
-        tick = time.perf_counter()
-        targets, html = targets_section(run.ds, light, reference, target=run.target, n_boot=opts.n_boot, **common)
-        results["targets"] = records(targets)
-        html_sections.append(html)
-        timings["targets"] = time.perf_counter() - tick
-    if opts.learning_curve.repeats:
-        tick = time.perf_counter()
-        curve, html = learning_curve_section(run.ds, light, reference, table, opts, **common)
-        results["learning_curve"] = records(curve)
-        html_sections.append(html)
-        timings["learning curve"] = time.perf_counter() - tick
+    # (metrics.json key, timings key, asked for, the section: its frame and its html), in the page's order
+    sections = (
+        (
+            "ablations",
+            "ablations",
+            opts.ablations,
+            lambda: ablations_section(run.ds, light, reference, n_boot=opts.n_boot, n_perm=opts.n_perm, **common),
+        ),
+        (
+            "targets",
+            "targets",
+            opts.targets,
+            lambda: targets_section(run.ds, light, reference, target=run.target, n_boot=opts.n_boot, **common),
+        ),
+        (
+            "learning_curve",
+            "learning curve",
+            opts.learning_curve.repeats,
+            lambda: learning_curve_section(run.ds, light, reference, table, opts, **common),
+        ),
+    )
+    for key, timed, asked, section in sections:
+        if asked:
+            tick = time.perf_counter()
+            frame, html = section()
+            results[key] = records(frame)
+            html_sections.append(html)
+            timings[timed] = time.perf_counter() - tick
     return html_sections

@@ -35,7 +35,7 @@ def legible(fig: Figure, *, dpi: float = DPI, page_px: float = PAGE_WIDTH_PX, mi
     scale = min(1.0, page_px / (fig.get_figwidth() * dpi))
     min_pt = min_px / (dpi / 72 * scale)
     for text in fig.findobj(Text):
-        if text.get_text() and text.get_fontsize() < min_pt:
+        if text.get_text() and float(text.get_fontsize()) < min_pt:  # in points (typed float | str)
             text.set_fontsize(min_pt)
     return fig
 

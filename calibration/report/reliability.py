@@ -84,7 +84,7 @@ def prepare_reliability(
     probs: np.ndarray,
     labels: np.ndarray,
     *,
-    values: Sequence[float],
+    values: Sequence[float] | np.ndarray,
     threshold: float | None = None,
     groups: Sequence | np.ndarray | None = None,
     seed: int = 0,

@@ -233,7 +233,8 @@ def turn_sections(
 
     dirs = [Path(d) for d in data_dir] if isinstance(data_dir, list) else [Path(data_dir)]
     labels = dataset_labels(dirs) if len(dirs) > 1 else [""]
-    conversations, found = {}, []
+    conversations: dict[str, Any] = {}
+    found: list = []
     for label, folder in zip(labels, dirs, strict=True):
         prefix = f"{label}/" if label else ""
         conversations |= {prefix + cid: conv for cid, conv in _conversations_with_roles(folder).items()}

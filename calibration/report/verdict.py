@@ -55,7 +55,7 @@ def prepare_verdict(
     baselines = [m for m in dict.fromkeys(table["method"]) if m not in NOT_BASELINES]
     rmse = {m: _metric(table, m, "rmse")["value"] for m in baselines}
     finite = {m: v for m, v in rmse.items() if math.isfinite(v)}
-    best = min(finite, key=finite.get) if finite else None
+    best = min(finite, key=finite.__getitem__) if finite else None
     ours = {k: _metric(table, REFERENCE, k) for k in ("rmse", "pearson")}
     theirs = {k: _metric(table, best, k) for k in ("rmse", "pearson")} if best else {}
     outcome = "no clear difference"

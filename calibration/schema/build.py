@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
-from calibration.schema.store import SCHEMAS, check_config
+from calibration.schema.store import SCHEMAS, check_config, plain_config
 from rubric.config_types import MISSING, default_of
 from rubric.errors import InputError
 
@@ -37,7 +38,7 @@ def build_config(command: str, cfg: Mapping[str, Any]) -> Any:
     """The checked object of `command`'s schema from its composed config (a DictConfig or a plain mapping).
     Raises InputError, one line, on the first problem: a required key not given, a bad value, a broken rule
     between keys, a bad path."""
-    plain = _plain(cfg)
+    plain = plain_config(cfg)
     cls = SCHEMAS[command]
     missing = next(missing_keys(cls, plain), None)
     if missing is not None:
@@ -47,14 +48,6 @@ def build_config(command: str, cfg: Mapping[str, Any]) -> Any:
         )
     check_config(command, plain)
     return _build(cls, plain)
-
-
-def _plain(cfg: Mapping[str, Any]) -> dict[str, Any]:
-    if isinstance(cfg, dict):
-        return cfg
-    from omegaconf import OmegaConf
-
-    return OmegaConf.to_container(cfg, resolve=True)
 
 
 def missing_keys(cls: type, values: Mapping[str, Any], prefix: str = "") -> Iterator[tuple[str, str]]:
@@ -93,8 +86,15 @@ def _build(cls: type, values: Mapping[str, Any]) -> Any:
             kwargs[f.name] = _build(f.metadata["block"], values.get(f.name) or {})
         elif f.name in values:
             value = values[f.name]
-            kwargs[f.name] = _typed(f.metadata["rule"].type, value) if "rule" in f.metadata else value
+            value = _typed(f.metadata["rule"].type, value) if "rule" in f.metadata else value
+            kwargs[f.name] = Path(value) if value is not None and _declared_path(f) else value
     return cls(**kwargs)
+
+
+def _declared_path(f: dataclasses.Field) -> bool:
+    """Whether the schema declares the key a `Path` (`out: Path`, `turns_out: Path | None`): the command then
+    gets a Path. The schemas' annotations are strings (`from __future__ import annotations`)."""
+    return str(f.type).split(" | ")[0] == "Path"
 
 
 def _typed(kind: str, value: Any) -> Any:

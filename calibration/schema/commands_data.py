@@ -5,6 +5,7 @@ are data, in conf/rubric/ and conf/scorer/)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.base import Command, KeyRule, block, config_group, given, needs
@@ -300,8 +301,8 @@ class LabelStudio(Command):
             "out= or url= is needed",
         ),
     )
-    data: str = required("dataset folder with rubric.yaml and conversations.jsonl")
-    select: str | None = setting(
+    data: Path = required("dataset folder with rubric.yaml and conversations.jsonl")
+    select: Path | None = setting(
         None,
         "null: every turn | a CSV naming the turns: a suggest sheet, an estimate sheet, a sample_plan.csv",
         path(optional=True),
@@ -311,7 +312,7 @@ class LabelStudio(Command):
         "null | predictions.csv from `predict judges=population`: its most probable option per question is pre-filled",
         path(optional=True),
     )
-    out: str | None = setting(
+    out: Path | None = setting(
         None, "folder for label_config.xml and tasks.json (needed unless url= is given)", path(optional=True)
     )
     url: str | None = setting(
@@ -343,7 +344,7 @@ class Compare(Command):
     summary = "reference-based scorers and judges on one scale: AUC table -> compare.json/html"
     conversations: str = required("conversations.jsonl with a reference reply per turn")
     labels: str = required("CSV: conversation_id, turn, design (adherent | violation type) or adherent (1/0)")
-    out: str = setting("outputs/compare", "folder for compare.json, compare.html and scores.csv", path())
+    out: Path = setting("outputs/compare", "folder for compare.json, compare.html and scores.csv", path())
     cache: str = setting(
         "${out}/embeddings.sqlite", "SQLite cache of sentence embeddings and pair scores; reruns read it", path()
     )

@@ -4,6 +4,7 @@ decide."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from calibration.schema.base import Command, KeyRule, config_group, excludes, given, needs
@@ -49,12 +50,12 @@ class Score(Command):
         ("judge", "embedding", "conf/judge/NAME.yaml; the calibrator must be trained on the same judge"),
         ("rubric", "role_adherence", "used only without a calibrator (a calibrator carries its rubric)"),
     )
-    conversations: str = required("conversations.jsonl")
+    conversations: Path = required("conversations.jsonl")
     calibrator: str | None = setting(
         None, "model dir from `role-rubric train` or `role-rubric demo` (runs/demo/model)", path(optional=True)
     )
-    out: str = setting("scores.csv", "the per-conversation table to write", path())
-    turns_out: str | None = setting(None, "default: <out stem>_turns.csv next to out", path(optional=True))
+    out: Path = setting("scores.csv", "the per-conversation table to write", path())
+    turns_out: Path | None = setting(None, "default: <out stem>_turns.csv next to out", path(optional=True))
     overwrite: bool = OVERWRITE()
     cache: str | None = setting(
         None, "SQLite request cache; default <out stem>.cache.sqlite next to out", path(optional=True)
@@ -140,7 +141,7 @@ class Suggest(Command):
         "purpose=estimate: conversations to sample",
         integer(1),
     )
-    out: str = required("the sheet to write (to_label.csv)")
+    out: Path = required("the sheet to write (to_label.csv)")
     judges: Any = setting(None, "null: every training judge of the model, or [id, ...]", JUDGES)
     strategy: str = setting(
         "random",
@@ -264,10 +265,10 @@ class Decide(Command):
 
     name = "decide"
     summary = "adheres / violates / escalate per turn at a guaranteed disagreement risk"
-    model: str = MODEL_DIR()
-    calibration: str = required("labelled turns (a dataset dir) the model never trained on")
+    model: Path = MODEL_DIR()
+    calibration: Path = required("labelled turns (a dataset dir) the model never trained on")
     data: str | None = setting(None, "turns to decide (llm.csv); omit to only calibrate", path(optional=True))
-    out: str = required("folder for threshold.json and decisions.csv")
+    out: Path = required("folder for threshold.json and decisions.csv")
     risk: float = setting(0.1, "the disagreement allowed on decided turns", number(above=0, below=1))
     delta: float = setting(0.1, "the chance the guarantee may fail over the calibration draw", number(above=0, below=1))
     against: str = setting(

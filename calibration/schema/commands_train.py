@@ -4,6 +4,7 @@ evaluate and demo (the `network` and `train` groups are calibration/model/settin
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from calibration.model.settings import Settings
@@ -111,8 +112,8 @@ class Train(Command):
     name = "train"
     summary = "train the calibration network on a dataset dir -> model dir"
     groups = TRAINING_GROUPS
-    data: Any = TRAINING_DATA()
-    weights: Any = WEIGHTS()
+    data: str | list[str] = TRAINING_DATA()
+    weights: list[float] | None = WEIGHTS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("model dir to write (weights.safetensors + model.json)")
     model: str = setting(
@@ -138,8 +139,8 @@ class CrossValidate(Command):
     name = "cv"
     summary = "cross-validate the calibrator and the baselines -> predictions + metrics"
     groups = (*TRAINING_GROUPS, SEARCH_GROUP)
-    data: Any = TRAINING_DATA()
-    weights: Any = WEIGHTS()
+    data: str | list[str] = TRAINING_DATA()
+    weights: list[float] | None = WEIGHTS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("folder for predictions.csv (out of fold) and metrics.json")
     folds: int = FOLDS()
@@ -167,10 +168,10 @@ class Search(Command):
     name = "search"
     summary = "Optuna search of hyperparameters by inner cross-validation"
     groups = (*TRAINING_GROUPS, SEARCH_GROUP)
-    data: Any = TRAINING_DATA()
-    weights: Any = WEIGHTS()
+    data: str | list[str] = TRAINING_DATA()
+    weights: list[float] | None = WEIGHTS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
-    out: str = setting("runs/search", "folder for the study (search.db) and the best settings", path())
+    out: Path = setting("runs/search", "folder for the study (search.db) and the best settings", path())
     seed: int = SEED()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
@@ -230,11 +231,11 @@ class Report(Command):
     name = "report"
     summary = "reliability diagrams, baselines, ablations -> report.html"
     groups = TRAINING_GROUPS
-    data: Any = TRAINING_DATA()
-    weights: Any = WEIGHTS()
+    data: str | list[str] = TRAINING_DATA()
+    weights: list[float] | None = WEIGHTS()
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
-    out: str = required("folder for report.html, its figures and metrics.json")
-    cv: str | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
+    out: Path = required("folder for report.html, its figures and metrics.json")
+    cv: Path | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
     model: str | None = setting(
         None,
         "the model dir you will ship (train's out=, any model=network|linear|ordinal): "
@@ -267,8 +268,8 @@ class Predict(Command):
     name = "predict"
     summary = "predict per-judge / population answers -> predictions.csv"
     model: str = MODEL_DIR()
-    data: str = required("dataset dir with llm.csv (from `gather`, same judge as the model)")
-    out: str = required("predictions.csv to write")
+    data: Path = required("dataset dir with llm.csv (from `gather`, same judge as the model)")
+    out: Path = required("predictions.csv to write")
     overwrite: bool = OVERWRITE()
     judges: Any = setting("labelled", "labelled | population | [id, id, ...]", JUDGES)
     allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH(USE_OTHER_JUDGE)
@@ -282,9 +283,9 @@ class Evaluate(Command):
 
     name = "evaluate"
     summary = "score predictions against human labels -> metrics.json"
-    predictions: str = required("predictions.csv from `role-rubric predict`")
+    predictions: Path = required("predictions.csv from `role-rubric predict`")
     data: str = required("dataset dir holding the human labels.csv")
-    out: str = required("metrics.json to write")
+    out: Path = required("metrics.json to write")
     overwrite: bool = OVERWRITE()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
@@ -323,7 +324,7 @@ class Demo(Command):
     data: str | None = setting(
         None, "benchmark dir; null = the bundled data/role_adherence of this checkout", path(optional=True)
     )
-    out: str = setting("runs/demo", "folder for everything the demo writes", path())
+    out: Path = setting("runs/demo", "folder for everything the demo writes", path())
     folds: int = FOLDS()
     seed: int = SEED()
     target: str | None = TARGET()

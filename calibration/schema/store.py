@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 from collections.abc import Iterator, Mapping
-from typing import Any
+from typing import Any, cast
 
 from calibration.model.settings import NETWORK_KEYS, Settings
 from calibration.schema.base import Command
@@ -133,11 +133,9 @@ def field_of(command: str, key: str) -> dataclasses.Field | None:
 def check_config(command: str, cfg: Mapping[str, Any]) -> None:
     """Raise InputError (one line: the key, its value, what it must be) on the first bad value, then on the
     first broken rule between keys (the schema's `rules`), then check the path keys (calibration/path_checks.py)."""
-    from omegaconf import OmegaConf
-
     from calibration.path_checks import check_paths
 
-    plain = OmegaConf.to_container(cfg, resolve=True) if not isinstance(cfg, dict) else cfg
+    plain = plain_config(cfg)
     cls = SCHEMAS[command]
     _check_block(cls, plain, "")
     for group, _, _ in cls.groups:
@@ -146,6 +144,15 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
             check_values(GROUPS[group].schema, node, prefix=f"{group}.")
     check_rules(cls, plain)
     check_paths(command, plain, not_paths=("model",) if command == "train" else ())
+
+
+def plain_config(cfg: Mapping[str, Any]) -> dict[str, Any]:
+    """A composed config (a DictConfig or a plain mapping) as a plain dict, interpolations resolved."""
+    if isinstance(cfg, dict):
+        return cfg
+    from omegaconf import OmegaConf
+
+    return cast(dict[str, Any], OmegaConf.to_container(cfg, resolve=True))  # a DictConfig's container is a dict
 
 
 class RuleBroken(InputError):

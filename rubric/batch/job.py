@@ -275,8 +275,9 @@ class BatchJob:
         self._refuse_unusable(unmatched, conflicts, earlier=earlier, requested=len(requested), read=len(first_seen))
         for cid, key in requested.items():
             if key not in got and key not in failed and key not in reask and key not in answers:
-                failures[key] = Answer(None, error=self._missing(cid))
-                failed[key] = failures[key].error
+                error = self._missing(cid)
+                failures[key] = Answer(None, error=error)
+                failed[key] = error
                 self.state["failed_ids"][key] = cid
         record([(k, a) for k, a in got.items()])
         answers.update(got)

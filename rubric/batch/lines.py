@@ -124,7 +124,7 @@ def batch_lines(
     judge12 = judge_hash(cfg) if ids is None else ""
     for k, p in pending:
         cid = ids[k] + suffix if ids is not None else custom_id(p, judge12) + suffix
-        line = {"custom_id": cid, "method": "POST", "url": url}
+        line: dict[str, Any] = {"custom_id": cid, "method": "POST", "url": url}
         line["body"] = batch_body(cfg, p, reask=round_ > 0)
         yield json.dumps(line, ensure_ascii=False).encode() + b"\n"
 

@@ -130,13 +130,13 @@ def run_scorer_gather(
     features of every turn (granularity turn: the command's rule) as a native dataset dir. rubric: the
     composed one; scorer: the composed `scorer` group, {name, params, beside}."""
     spec = dict(scorer)
-    conversations = load_conversations(conversations)
+    convs = load_conversations(conversations)
     if limit:
-        conversations = conversations[:limit]
+        convs = convs[:limit]
     out = Path(out)
     with out_lock(out):  # one run per folder, until the last write
         llm, rubric = gather_scores(
-            conversations,
+            convs,
             rubric,
             spec["name"],
             params=spec.get("params") or {},
@@ -145,7 +145,7 @@ def run_scorer_gather(
         )
         atomic_to_csv(llm, out / "llm.csv")
         save_rubric(rubric, out / "rubric.yaml")
-        save_conversations(conversations, out / "conversations.jsonl")
+        save_conversations(convs, out / "conversations.jsonl")
         summary = {
             "scorer": spec,
             "items": int(llm[["conversation_id", "turn"]].drop_duplicates().shape[0]),

@@ -83,7 +83,7 @@ class FakeOpenAI:
         self.modes: set[str] = set()
         self.fail_when: str | None = None
         self.requests = 0
-        self.answered = Counter()  # kind of reply -> count
+        self.answered: Counter[int] = Counter()  # HTTP status of each reply -> count
         self.bodies: list[dict[str, Any]] = []
         self.keep_bodies = False
         self.last_headers: dict[str, str] = {}  # of the latest request, names in lower case
