@@ -216,11 +216,10 @@ class _Reader:
     def _intern(self, call: LlmCall) -> LlmCall:
         """The call with every message (and the system text) one shared object across calls."""
         intern = self._interned.setdefault
-        return LlmCall(
-            intern(call.system, call.system),
-            tuple(map(intern, call.input, call.input)),
-            tuple(map(intern, call.output, call.output)),
-            call.convention,
+        return call._replace(
+            system=intern(call.system, call.system),
+            input=tuple(map(intern, call.input, call.input)),
+            output=tuple(map(intern, call.output, call.output)),
         )
 
     def finish(self, description: str) -> list[KeptCall]:
@@ -252,6 +251,7 @@ class _Reader:
                 call.key = self.trace_key.get(call.trace_id)
             if call.role is None and self.selection.role_from:
                 call.role = self.trace_role.get(call.trace_id)
+        join_response_chains(calls)
         keyed = [c for c in calls if c.key is not None]
         if not keyed:
             raise InputError(
@@ -293,6 +293,23 @@ class _Reader:
         if self.key_like:
             fix += " (these spans have " + ", ".join(k for k, _ in self.key_like.most_common(3)) + ")"
         return fix + "."
+
+
+def join_response_chains(calls: list[KeptCall]) -> None:
+    """Calls of the Responses API chained by `previous_response_id` are one conversation: a call without a
+    conversation id takes the one of the chain it continues, else the id of the chain's first response (a
+    chatbot that lets OpenAI keep the history need not name its conversations)."""
+    by_response = {c.call.response_id: c for c in calls if c.call.response_id}
+    for call in calls:
+        if call.key is not None or not call.call.response_id:
+            continue
+        chain, at = [call], call
+        while at.key is None and at.call.previous_response_id in by_response and len(chain) <= len(by_response):
+            at = by_response[at.call.previous_response_id]  # (bounded: a cycle of reused ids ends)
+            chain.append(at)
+        key = at.key or at.call.previous_response_id or at.call.response_id  # the head's id, or the one it names
+        for link in chain:
+            link.key = link.key or key
 
 
 def _looks_like_key(name: str) -> bool:

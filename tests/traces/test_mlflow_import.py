@@ -169,6 +169,31 @@ def test_mlflow_tracing_gives_back_the_conversations_the_chatbot_had(mlflow_trac
         assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
 
 
+RESPONSES = "support-bot (MLflow Tracing, Responses API)"
+
+
+@pytest.mark.parametrize("session", [True, False], ids=["session", "no-session"])
+def test_a_responses_api_chatbot_traced_by_autolog_comes_back_exactly(mlflow_tracking, tmp_path, session):
+    """The chatbot on the OpenAI Responses API (instructions + only the new input items after
+    previous_response_id), recorded by mlflow.openai.autolog(): `instructions` is the role, input items and
+    output text the turns, function calls and their outputs the tool steps. Without a session, each
+    previous_response_id chain is one conversation, named by its first response's id."""
+    experiment = f"{RESPONSES} {'with' if session else 'without'} sessions"
+    out = tmp_path / "conversations.json"
+    flags = ["--api", "responses"] + ([] if session else ["--no-session"])
+    _run("-m", "tests.traces.mlflow_chatbot", mlflow_tracking.url, experiment, str(out), *flags)
+    expected = json.loads(out.read_text(encoding="utf-8"))
+    if not session:
+        for conversation in expected:
+            conversation["conversation_id"] = conversation["first_response_id"]
+    got = imported(mlflow_tracking, experiment)
+    assert_same_conversations(got.records, expected)
+    assert_ids_name_the_reply(got)
+    for want in expected:
+        turns = got.records[want["conversation_id"]]["turns"]
+        assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
+
+
 def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced, monkeypatch, caplog):
     """A small page gives the same spans, in the same order (pages follow one another, none read twice); a long
     read says how far it got."""
