@@ -3,6 +3,8 @@
 Every command or integration that needs an optional package calls `require(extra, by=...)` before any work: a
 missing package is one line naming the install command (exit 2), never a traceback. The table below is the
 one place that knows which module each extra brings; tests/test_extras.py checks it against pyproject.toml.
+The integrations (library imports, not commands) raise Python's ModuleNotFoundError with the same words
+(`missing_module`).
 
 >>> EXTRAS["mlflow"].module
 'mlflow'
@@ -19,7 +21,7 @@ from types import ModuleType
 
 from rubric.errors import InputError
 
-__all__ = ["EXTRAS", "Extra", "available", "require"]
+__all__ = ["EXTRAS", "Extra", "available", "install_hint", "missing", "missing_module", "require"]
 
 
 @dataclass(frozen=True)
@@ -68,9 +70,30 @@ def require(extra: str, *, by: str) -> ModuleType:
     """
     spec = EXTRAS[extra]
     if not available(spec.module):
-        note = f" ({spec.note})" if spec.note else ""
-        raise InputError(
-            f"{by} needs the optional extra [{extra}] ({spec.module}), which is not installed.",
-            fix=f"{spec.install}{note}, then run the command again.",
-        )
+        raise InputError(missing(extra, by=by), fix=install_hint(extra) + ", then run the command again.")
     return importlib.import_module(spec.module)
+
+
+def missing(extra: str, *, by: str) -> str:
+    """The sentence saying `by` needs the extra, which is not installed.
+
+    >>> missing("mlflow", by="the MLflow scorers")
+    'the MLflow scorers needs the optional extra [mlflow] (mlflow), which is not installed.'
+    """
+    return f"{by} needs the optional extra [{extra}] ({EXTRAS[extra].module}), which is not installed."
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs the extra (through the project's lock), with its note."""
+    spec = EXTRAS[extra]
+    return spec.install + (f" ({spec.note})" if spec.note else "")
+
+
+def missing_module(extra: str, *, by: str, cause: ModuleNotFoundError) -> ModuleNotFoundError:
+    """For a library import (an integration, where Python's own error is the right one): a
+    ModuleNotFoundError saying the same as `require`, or `cause` itself where the missing module is not the
+    extra's (a broken install shows as it is)."""
+    top = EXTRAS[extra].module.split(".")[0]
+    if cause.name is None or cause.name.split(".")[0] != top:
+        return cause
+    return ModuleNotFoundError(f"{missing(extra, by=by)} Fix: {install_hint(extra)}.", name=cause.name)
