@@ -131,7 +131,7 @@ def assemble(
     from, for messages ("OTLP files traces/*.jsonl"). Bad input (calls without content, no conversation id,
     two roles in one conversation, a conversation without assistant text, a span id seen twice) is one
     InputError naming the span's place and the fix."""
-    reader = _Reader(selection, progress)
+    reader = _Reader(selection, progress, kind=str(source.get("kind") or ""))
     for span in spans:
         reader.add(span)
     calls = reader.finish(description)
@@ -141,8 +141,8 @@ def assemble(
 class _Reader:
     """The streaming pass: LLM calls kept (messages interned), one start time per trace, the rest dropped."""
 
-    def __init__(self, selection: TraceSelection, progress: bool):
-        self.selection, self.progress = selection, progress
+    def __init__(self, selection: TraceSelection, progress: bool, kind: str = ""):
+        self.selection, self.progress, self.kind = selection, progress, kind  # kind: the source's (otel, mlflow)
         self.keys = (selection.conversation_key,) if selection.conversation_key else CONVERSATION_KEYS
         self.spans = 0
         self.skipped: Counter[str] = Counter()
@@ -286,6 +286,17 @@ class _Reader:
         self.calls, self._interned, self.trace_key, self.trace_role, self.trace_start = {}, {}, {}, {}, {}
 
     def _key_fix(self) -> str:
+        if self.kind == "mlflow" or any(c.call.convention == "mlflow" for c in self.calls.values()):
+            fix = (
+                "name each conversation's session in the traced code with MLflow's "
+                "mlflow.update_current_trace(session_id=CONVERSATION_ID) (inside @mlflow.trace or "
+                "mlflow.start_span), or pass conversation_key= a tag or metadata key of the traces that names it"
+            )
+            return fix + (
+                " (these traces have " + ", ".join(k for k, _ in self.key_like.most_common(3)) + ")."
+                if self.key_like
+                else "."
+            )
         fix = (
             "set gen_ai.conversation.id (OTel GenAI) or session.id (OpenInference: using_session) on the chatbot's "
             "spans, or pass conversation_key= the attribute that names a conversation"

@@ -5,8 +5,8 @@ traced with MLflow does:
 
 `mlflow.openai.autolog()` records each OpenAI call as a CHAT_MODEL span (the request in mlflow.spanInputs,
 the chat completion in mlflow.spanOutputs). Each user message is handled in one trace, opened by the
-application's `chat_turn` span, whose session is the conversation id (`mlflow.update_current_trace(metadata=
-{"mlflow.trace.session": ...})`); the agent's tool call and its answer are two calls in that one trace.
+application's `chat_turn` span, whose session is the conversation id (`mlflow.update_current_trace(session_id=
+...)`, which MLflow keeps as the metadata `mlflow.trace.session`); the agent's tool call and its answer are two calls in that one trace.
 OUT.json gets what an import must give back: the conversations the chatbot had, each turn with the MLflow
 trace id it was handled in (`mlflow_trace_id`). Autologging patches the `openai` module for the whole
 process, so this runs in a process of its own.
@@ -60,7 +60,7 @@ def feed(
     def traced_turn(conversation_id: str) -> Iterator[None]:
         with mlflow.start_span(name="chat_turn", span_type="CHAIN") as span:
             if session:
-                mlflow.update_current_trace(metadata={"mlflow.trace.session": conversation_id})
+                mlflow.update_current_trace(session_id=conversation_id)
             trace_ids.append(span.trace_id)
             yield
 

@@ -194,6 +194,17 @@ def test_a_responses_api_chatbot_traced_by_autolog_comes_back_exactly(mlflow_tra
         assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
 
 
+def test_traces_without_a_session_name_mlflows_own_way_to_set_one(mlflow_tracking, tmp_path):
+    """A Chat Completions chatbot traced by autolog without update_current_trace(session_id=...): the import
+    stops in one line naming MLflow's way, not OTel's or OpenInference's attributes."""
+    experiment = "support-bot (MLflow Tracing, no session)"
+    _run("-m", "tests.traces.mlflow_chatbot", mlflow_tracking.url, experiment, str(tmp_path / "c.json"), "--no-session")
+    with pytest.raises(InputError, match="names its conversation") as caught:
+        imported(mlflow_tracking, experiment)
+    assert "mlflow.update_current_trace(session_id=CONVERSATION_ID)" in str(caught.value)
+    assert "using_session" not in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced, monkeypatch, caplog):
     """A small page gives the same spans, in the same order (pages follow one another, none read twice); a long
     read says how far it got."""
