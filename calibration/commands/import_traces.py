@@ -25,7 +25,7 @@ SUMMARY_NAME = "import_summary.json"
 
 def run(cfg: Any) -> dict[str, int]:
     """Import the traces cfg.source names into cfg.out; the counts."""
-    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map
+    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map, unmapped_notice
     from rubric.conversations import conversations_from_records
     from rubric.files import atomic_write_text, ensure_out_dir
     from rubric.traces.assemble import TraceSelection, assemble
@@ -81,6 +81,9 @@ def run(cfg: Any) -> dict[str, int]:
         + (f", {len(labels):,} labels" if labels else "")
         + (f"; left out: {skipped}" if skipped else "")
     )
+    notice = unmapped_notice(label_counts.get("unmapped_names") or {}, rubric)
+    if notice:  # on screen, not only in the summary: reviewers' feedback a team expects to see as labels
+        log.info(f"import: note: {notice}")
     log.info(f"import: wrote {', '.join(str(p) for p in written)}")
     return counts
 

@@ -246,6 +246,37 @@ def test_human_feedback_comes_back_per_reviewer_and_llm_judges_do_not(mlflow_tra
             assert got.spans[a.span_id].trace_id == a.trace_id
 
 
+def test_feedback_named_like_no_question_is_listed_on_screen_with_the_label_map_that_maps_it(
+    mlflow_tracking, traced, tmp_path, capsys
+):
+    """With a rubric of one question (overall), the reviewers' `scope` and `tone` feedback maps to none: the
+    import says so on screen, names and counts, with the label_map= key; mapped, tone's answer becomes a label."""
+    from calibration.cli import main
+
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(
+        "name: overall_only\ntarget: overall\nquestions:\n  - id: overall\n    text: Adheres?\n    options:\n"
+        + "".join(f"      - {{value: {v}, label: o{v}}}\n" for v in (1, 2, 3, 4)),
+        encoding="utf-8",
+    )
+    args = ["import", "source=mlflow", f"tracking_uri={mlflow_tracking.url}", f"experiment='{TRACED}'"]
+    assert main([*args, f"out={tmp_path / 'a'}", f"rubric_file={rubric}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "left out: their names" in line]
+    scope = sum(1 for h in traced.human if h[1] == "scope")
+    assert said == [
+        f"import: note: {scope + 1} annotations left out: their names are no rubric question: scope ({scope}), "
+        "tone (1). Map them with label_map=FILE.csv, rows name,question_id (e.g. scope,overall; the questions: "
+        "overall)."
+    ]
+    labels = (tmp_path / "a" / "labels.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "map.csv").write_text("name,question_id\ntone,overall\n", encoding="utf-8")
+    assert main([*args, f"out={tmp_path / 'b'}", f"rubric_file={rubric}", f"label_map={tmp_path / 'map.csv'}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "left out: their names" in line]
+    assert said and "tone" not in said[0] and f"scope ({scope})" in said[0]
+    mapped = (tmp_path / "b" / "labels.csv").read_text(encoding="utf-8").splitlines()
+    assert len(mapped) == len(labels) + 1 and any(",reviewer-3,overall,2" in row for row in mapped)
+
+
 # -- OTLP posted to MLflow's endpoint -------------------------------------------------------------------------
 
 _HEX_KEYS = ("traceId", "spanId", "parentSpanId")
