@@ -55,7 +55,10 @@ class Score(Command):
     out: str = setting("scores.csv", "the per-conversation table to write", path())
     turns_out: str | None = setting(None, "default: <out stem>_turns.csv next to out", path(optional=True))
     cache: str | None = setting(
-        None, "SQLite request cache; default <out stem>.cache.sqlite next to out", path(optional=True)
+        None,
+        "SQLite request cache; default: the gathered folder's cache.sqlite the calibrator was trained on (no judge "
+        "asked twice), else <out stem>.cache.sqlite next to out",
+        path(optional=True),
     )
     rubric_file: str | None = setting(None, "your own rubric.yaml (without a calibrator)", path(optional=True))
     target: str | None = TARGET()
