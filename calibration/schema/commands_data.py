@@ -254,6 +254,13 @@ class Import(Command):
         "a span or resource attribute holding the chatbot's role (instead of the system message)",
         text(optional=True),
     )
+    roles: str | None = setting(
+        None,
+        "CSV text,role: the short name of each role, matched to the role text (the system prompt or role_from='s "
+        "value) that is or holds `text`; kept as the conversations' `role` through every later command; null: "
+        "names made from the role text",
+        path(optional=True),
+    )
     since: str | None = setting(
         None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
     )
