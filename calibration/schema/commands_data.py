@@ -255,11 +255,7 @@ class Import(Command):
         text(optional=True),
     )
     roles: str | None = setting(
-        None,
-        "CSV text,role: the short name of each role, matched to the role text (the system prompt or role_from='s "
-        "value) that is or holds `text`; kept as the conversations' `role` through every later command; null: "
-        "names made from the role text",
-        path(optional=True),
+        None, "CSV text,role: a short name per role whose prompt is or holds `text` (kept as role)", path(optional=True)
     )
     since: str | None = setting(
         None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)

@@ -93,10 +93,11 @@ def responses_exchange(request: Any, response: Any, convention: str) -> LlmCall 
     function call's id is its `call_id`, the id its output names. Only what is new after
     `previous_response_id` is in the input: the history is the earlier calls'."""
     request = request if isinstance(request, dict) else {}
+    text = response.strip() if isinstance(response, str) else ""  # a framework's span logging the text only
     response = response if isinstance(response, dict) else {}
     raw = request.get("input")
     inputs = [Message("user", raw.strip())] if isinstance(raw, str) else response_items(raw)
-    outputs = response_items(response.get("output"))
+    outputs = response_items(response.get("output")) or ([Message("assistant", text)] if text else [])
     instructions = request.get("instructions", response.get("instructions"))
     system = instructions if isinstance(instructions, str) else None
     if isinstance(instructions, list):  # instructions given as message items
