@@ -21,7 +21,7 @@ from types import ModuleType
 
 from rubric.errors import InputError
 
-__all__ = ["EXTRAS", "Extra", "available", "install_hint", "missing", "missing_module", "require"]
+__all__ = ["EXTRAS", "Extra", "available", "check", "install_hint", "missing", "missing_module", "require"]
 
 
 @dataclass(frozen=True)
@@ -68,10 +68,14 @@ def require(extra: str, *, by: str) -> ModuleType:
 
     by: what needs it, as the user wrote it (e.g. "publish target=mlflow"), named in the error.
     """
-    spec = EXTRAS[extra]
-    if not available(spec.module):
+    check(extra, by=by)
+    return importlib.import_module(EXTRAS[extra].module)
+
+
+def check(extra: str, *, by: str) -> None:
+    """require() without the import (for an extra whose module is heavy to load, or run in another process)."""
+    if not available(EXTRAS[extra].module):
         raise InputError(missing(extra, by=by), fix=install_hint(extra) + ", then run the command again.")
-    return importlib.import_module(spec.module)
 
 
 def missing(extra: str, *, by: str) -> str:

@@ -77,6 +77,17 @@ def test_a_command_without_its_extra_is_one_line_and_exit_2_before_any_work(tmp_
     assert not out.exists() and sorted(p.name for p in scores.iterdir()) == ["scores_turns.jsonl"]
 
 
+def test_the_local_judge_without_its_extra_is_one_line_before_any_work(tmp_path):
+    conversations = ROOT / "data" / "examples" / "tiny" / "conversations.jsonl"
+    out = tmp_path / "gathered"
+    args = ["-m", "calibration.cli", "gather", f"conversations={conversations}", "judge=local", f"out={out}"]
+    done = run_without("llama_cpp", args, tmp_path)
+    assert done.returncode == 2, done.stderr[-2000:]
+    (line,) = done.stderr.strip().splitlines()
+    assert "judge=local needs the optional extra [local]" in line and "'role-rubric[local]'" in line
+    assert not out.exists()
+
+
 @pytest.mark.parametrize(
     ("extra", "module"),
     [("mlflow", "calibration.integrations.mlflow"), ("deepeval", "calibration.integrations.deepeval")],
