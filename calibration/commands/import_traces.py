@@ -90,6 +90,12 @@ def run(cfg: Any) -> dict[str, int]:
     )
     if roles is not None and roles.notice():
         log.info(f"import: note: {roles.notice()}")
+    elif roles is None:
+        from rubric.traces.roles import default_names_notice
+
+        named = default_names_notice(imported.records)
+        if named:
+            log.info(f"import: note: {named}")
     notice = unmapped_notice(label_counts.get("unmapped_names") or {}, rubric)
     if notice:  # on screen, not only in the summary: reviewers' feedback a team expects to see as labels
         log.info(f"import: note: {notice}")

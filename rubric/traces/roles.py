@@ -109,6 +109,24 @@ def read_roles(path: str | Path) -> RoleNames:
     return RoleNames(sorted(rows, key=lambda r: -len(r[0])), path)
 
 
+def default_names_notice(records: list[dict[str, Any]]) -> str | None:
+    """Without roles=: the line naming the roles found by the names made from their prompts (where a prompt is
+    too long to be its own name), with the key that gives them a team's own names; None when every role text
+    is short enough to be its name."""
+    from rubric.conversations import role_name
+
+    counts = Counter(str(r.get("chatbot_role") or "") for r in records)
+    names = {text: role_name(text) for text in counts}
+    if all(name == text.strip() for text, name in names.items()):
+        return None
+    shown = "; ".join(f"{names[t]!r} ({n:,} conversations)" for t, n in counts.most_common(4))
+    more = f" and {len(counts) - 4} more" if len(counts) > 4 else ""
+    return (
+        f"{len(counts):,} roles, named from their prompts: {shown}{more}. Give them your own short names with "
+        "roles=FILE.csv (rows text,role; text: a phrase only that prompt holds)."
+    )
+
+
 def _head(text: str) -> str:
     words = text.split()
     return " ".join(words[:6]) + (" ..." if len(words) > 6 else "")

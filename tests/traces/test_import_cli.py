@@ -159,3 +159,11 @@ def test_a_roles_file_naming_one_prompt_twice_is_one_line_before_any_work(tmp_pa
     assert main(["import", "source=otel", f"files={export(tmp_path)}", f"out={out}", f"roles={roles}"]) == 2
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "roles.csv, row 3" in err[0] and "named twice" in err[0] and not out.exists()
+
+
+def test_without_roles_the_names_made_from_the_prompts_are_shown_with_the_key_that_renames_them(tmp_path, capsys):
+    assert main(["import", "source=otel", f"files={export(tmp_path)}", f"out={tmp_path / 'imported'}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "named from their prompts" in line]
+    (line,) = said
+    assert line.startswith("import: note: 1 roles, named from their prompts: 'You are the help ... #")
+    assert "(3 conversations). Give them your own short names with roles=FILE.csv (rows text,role;" in line
