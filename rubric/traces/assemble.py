@@ -216,10 +216,13 @@ class _Reader:
     def _intern(self, call: LlmCall) -> LlmCall:
         """The call with every message (and the system text) one shared object across calls."""
         intern = self._interned.setdefault
-        return call._replace(
-            system=intern(call.system, call.system),
-            input=tuple(map(intern, call.input, call.input)),
-            output=tuple(map(intern, call.output, call.output)),
+        return LlmCall(
+            intern(call.system, call.system),
+            tuple(map(intern, call.input, call.input)),
+            tuple(map(intern, call.output, call.output)),
+            call.convention,
+            call.response_id,
+            call.previous_response_id,
         )
 
     def finish(self, description: str) -> list[KeptCall]:
