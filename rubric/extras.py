@@ -3,6 +3,8 @@
 Every command or integration that needs an optional package calls `require(extra, by=...)` before any work: a
 missing package is one line naming the install command (exit 2), never a traceback. The table below is the
 one place that knows which module each extra brings; tests/test_extras.py checks it against pyproject.toml.
+The integrations (library imports, not commands) raise Python's ModuleNotFoundError with the same words
+(`missing_module`).
 
 >>> EXTRAS["mlflow"].module
 'mlflow'
@@ -20,7 +22,7 @@ from types import ModuleType
 
 from rubric.errors import InputError
 
-__all__ = ["EXTRAS", "Extra", "available", "require"]
+__all__ = ["EXTRAS", "Extra", "available", "check", "install_hint", "missing", "missing_module", "require"]
 
 
 @dataclass(frozen=True)
@@ -70,12 +72,37 @@ def require(extra: str, *, by: str) -> ModuleType:
 
     by: what needs it, as the user wrote it (e.g. "publish target=mlflow"), named in the error.
     """
+    check(extra, by=by)
+    return importlib.import_module(EXTRAS[extra].module)
+
+
+def check(extra: str, *, by: str) -> None:
+    """require() without the import (for an extra whose module is heavy to load, or run in another process)."""
+    if not available(EXTRAS[extra].module):
+        raise InputError(missing(extra, by=by), fix=install_hint(extra) + ", then run the command again.")
+
+
+def missing(extra: str, *, by: str) -> str:
+    """The sentence saying `by` needs the extra, which is not installed.
+
+    >>> missing("mlflow", by="the MLflow scorers")
+    'the MLflow scorers needs the optional extra [mlflow] (mlflow), which is not installed.'
+    """
+    return f"{by} needs the optional extra [{extra}] ({EXTRAS[extra].module}), which is not installed."
+
+
+def install_hint(extra: str) -> str:
+    """The command that installs the extra (through the project's lock), with its note."""
     spec = EXTRAS[extra]
-    if not available(spec.module):
-        note = f" ({spec.note})" if spec.note else ""
-        raise InputError(
-            f"{by} needs the optional extra [{extra}] ({spec.module}), which is not installed.",
-            fix=f"{spec.install}{note} (from a checkout, add -c requirements/constraints.txt: the tested versions), "
-            "then run the command again.",
-        )
-    return importlib.import_module(spec.module)
+    note = f" ({spec.note})" if spec.note else ""
+    return f"{spec.install}{note} (from a checkout, add -c requirements/constraints.txt: the tested versions)"
+
+
+def missing_module(extra: str, *, by: str, cause: ModuleNotFoundError) -> ModuleNotFoundError:
+    """For a library import (an integration, where Python's own error is the right one): a
+    ModuleNotFoundError saying the same as `require`, or `cause` itself where the missing module is not the
+    extra's (a broken install shows as it is)."""
+    top = EXTRAS[extra].module.split(".")[0]
+    if cause.name is None or cause.name.split(".")[0] != top:
+        return cause
+    return ModuleNotFoundError(f"{missing(extra, by=by)} Fix: {install_hint(extra)}.", name=cause.name)

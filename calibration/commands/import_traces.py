@@ -25,7 +25,7 @@ SUMMARY_NAME = "import_summary.json"
 
 def run(cfg: Any) -> dict[str, int]:
     """Import the traces cfg.source names into cfg.out; the counts."""
-    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map
+    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map, unmapped_notice
     from rubric.conversations import conversations_from_records
     from rubric.files import atomic_write_text, ensure_out_dir
     from rubric.traces.assemble import TraceSelection, assemble
@@ -34,6 +34,11 @@ def run(cfg: Any) -> dict[str, int]:
     selection = TraceSelection.from_config(cfg)
     rubric, rubric_text = _rubric(cfg)
     label_map = read_label_map(cfg.label_map, rubric) if _given(cfg, "label_map") else None
+    roles = None
+    if _given(cfg, "roles"):
+        from rubric.traces.roles import read_roles
+
+        roles = read_roles(cfg.roles)  # read before the source: a bad file is one line before any work
     source = _source(cfg, kind, selection)
     log.info(f"import: reading {source.description}")
     imported = assemble(
@@ -43,6 +48,8 @@ def run(cfg: Any) -> dict[str, int]:
         description=source.description,
         progress=bool(getattr(cfg, "progress", False)),
     )
+    if roles is not None:
+        roles.name_records(imported.records)
     labels, label_counts = annotation_labels(source.annotations(), imported, rubric, label_map=label_map)
     # the records must read back as conversations (gather, score, label-studio load them): checked here, one
     # at a time (a million spans' conversations held twice would double the import's memory)
@@ -82,6 +89,17 @@ def run(cfg: Any) -> dict[str, int]:
         + (f", {len(labels):,} labels" if labels else "")
         + (f"; left out: {skipped}" if skipped else "")
     )
+    if roles is not None and roles.notice():
+        log.info(f"import: note: {roles.notice()}")
+    elif roles is None:
+        from rubric.traces.roles import default_names_notice
+
+        named = default_names_notice(imported.records)
+        if named:
+            log.info(f"import: note: {named}")
+    notice = unmapped_notice(label_counts.get("unmapped_names") or {}, rubric)
+    if notice:  # on screen, not only in the summary: reviewers' feedback a team expects to see as labels
+        log.info(f"import: note: {notice}")
     log.info(f"import: wrote {', '.join(str(p) for p in written)}")
     return counts
 

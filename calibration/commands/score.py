@@ -6,8 +6,10 @@ calibration.api `RoleAdherence` (the measurement), calibration.score (the frames
 
 from __future__ import annotations
 
+import json
 import logging
 import math
+import os
 from pathlib import Path
 from typing import Any
 
@@ -55,7 +57,7 @@ def _metric(cfg: Schema, out: Path) -> tuple[Any, Any]:
         from rubric.gather import rubric_from_config
 
         rubric = rubric_from_config(cfg.rubric, rubric_file=cfg.rubric_file, target=cfg.target, command="score")
-    cache = cfg.cache or out.with_suffix(".cache.sqlite")
+    cache = cfg.cache or gathered_cache(cfg.calibrator) or out.with_suffix(".cache.sqlite")
     metric = RoleAdherence(
         calibrator=cfg.calibrator,
         judge=cfg.judge,
@@ -73,6 +75,26 @@ def _metric(cfg: Schema, out: Path) -> tuple[Any, Any]:
     )
     metric.command = "score"  # the shift check's warning prints as "score: warning: ..."
     return metric, cache
+
+
+def gathered_cache(calibrator: str | None) -> Path | None:
+    """The request cache of the gathered folder the calibrator was trained on (its model.json `trained_on`),
+    where there is one: `score` after `gather` then asks the judge nothing it was already asked (the cache's
+    key is the request itself, so another judge or prompt simply misses). None: no calibrator, or no such cache."""
+    if calibrator is None:
+        return None
+    model_json = Path(calibrator) / "model.json"
+    try:
+        trained_on = json.loads(model_json.read_text(encoding="utf-8")).get("trained_on") or []
+    except (OSError, ValueError, AttributeError):
+        return None  # the calibrator's own loading says what is wrong with it
+    for source in trained_on:
+        data = source.get("data") if isinstance(source, dict) else None
+        cache = Path(str(data)) / "cache.sqlite" if data else None
+        if cache is not None and cache.is_file() and os.access(cache, os.W_OK):
+            log.info(f"score: reusing the judge's answers gather cached in {cache} (cache= names another)")
+            return cache
+    return None
 
 
 def _write(

@@ -29,12 +29,9 @@ try:
     from deepeval.errors import MismatchedTestCaseInputsError, MissingTestCaseParamsError
     from deepeval.metrics import BaseConversationalMetric
 except ModuleNotFoundError as exc:  # only deepeval itself missing gets the hint; a broken install shows as is
-    if exc.name is None or exc.name.split(".")[0] != "deepeval":
-        raise
-    raise ModuleNotFoundError(
-        "RoleRubricMetric needs deepeval: pip install 'role-rubric[deepeval]' (or pip install deepeval).",
-        name="deepeval",
-    ) from exc
+    from rubric.extras import missing_module
+
+    raise missing_module("deepeval", by="RoleRubricMetric (calibration.integrations.deepeval)", cause=exc) from exc
 
 from calibration.api import RoleAdherence
 from calibration.api_results import AdherenceResult, TurnResult

@@ -29,13 +29,10 @@ from typing import Any
 try:
     from mlflow.entities import AssessmentSource, Feedback
     from mlflow.genai.scorers import Scorer
-except ModuleNotFoundError as exc:  # only mlflow itself missing gets the hint
-    if exc.name is None or exc.name.split(".")[0] != "mlflow":
-        raise
-    raise ModuleNotFoundError(
-        "the MLflow scorers need mlflow: pip install 'role-rubric[mlflow]' (or pip install mlflow-skinny).",
-        name="mlflow",
-    ) from exc
+except ModuleNotFoundError as exc:  # only mlflow itself missing gets the hint; a broken install shows as is
+    from rubric.extras import missing_module
+
+    raise missing_module("mlflow", by="the MLflow scorers (calibration.integrations.mlflow)", cause=exc) from exc
 from pydantic import PrivateAttr
 
 from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored, SessionScore, TurnScore, model_info

@@ -2,7 +2,8 @@
 
 An annotation is a label when its name is a rubric question's id, `role_rubric/QUESTION`, or a name that
 label_map= (CSV `name,question_id`) maps to one; other annotations (a team's own "helpfulness", say) are
-counted and left out. Each label goes to one turn:
+counted by name and left out (`unmapped_names`: the import lists them on screen with the label_map= that maps
+them). Each label goes to one turn:
 
 - on a span: the turn that span's LLM call belongs to (the reply it wrote, or the reply its tool step led to);
 - on a trace: the one turn of that trace (a trace holding several turns is refused: which one is meant?);
@@ -65,11 +66,13 @@ def read_label_map(path: str | Path, rubric: Rubric) -> dict[str, str]:
 
 def annotation_labels(
     annotations: Iterable[Annotation], imported: TraceImport, rubric: Rubric, *, label_map: dict[str, str] | None = None
-) -> tuple[list[tuple[str, str, str, str, str]], dict[str, int]]:
+) -> tuple[list[tuple[str, str, str, str, str]], dict[str, Any]]:
     """labels.csv rows (conversation_id, turn, judge_id, question_id, answer) and counts of what was read
-    and left out. Annotations of conversations the import left out (since=, sample=) are counted, not
+    and left out, with `unmapped_names` ({name: count} of the annotations whose name maps to no question,
+    most first). Annotations of conversations the import left out (since=, sample=) are counted, not
     refused."""
     counts: Counter[str] = Counter()
+    unmapped: Counter[str] = Counter()
     rows: dict[tuple[str, str, str, str], tuple[str, str]] = {}
     kept = {r["conversation_id"] for r in imported.records}
     for note in annotations:
@@ -77,6 +80,7 @@ def annotation_labels(
         qid = _question_id(note.name, rubric, label_map)
         if qid is None:
             counts["annotations_not_rubric_questions"] += 1
+            unmapped[note.name] += 1
             continue
         where = note.where or f"annotation {note.name!r}"
         turn = _turn(note, imported, where)
@@ -118,7 +122,29 @@ def annotation_labels(
     labels = [(*k, a) for k, (a, _) in rows.items()]
     counts["labels"] = len(labels)
     counts["judges"] = len({r[2] for r in labels})
-    return labels, dict(counts)
+    return labels, {**counts, "unmapped_names": dict(unmapped.most_common())}
+
+
+def unmapped_notice(unmapped: dict[str, int], rubric: Rubric) -> str | None:
+    """The line saying which annotation names were left out (names and counts) and how to map them, or None.
+
+    >>> from rubric.schema import rubric_from_dict
+    >>> yes_no = [{"value": 0, "label": "no"}, {"value": 1, "label": "yes"}]
+    >>> rubric = rubric_from_dict({"name": "r", "questions": [
+    ...     {"id": "overall", "text": "Adheres?", "options": yes_no}, {"id": "tone", "text": "Tone?", "options": yes_no}]})
+    >>> print(unmapped_notice({"helpfulness": 5, "tone_ok": 2}, rubric))
+    7 annotations left out: their names are no rubric question: helpfulness (5), tone_ok (2). Map them with label_map=FILE.csv, rows name,question_id (e.g. helpfulness,overall; the questions: overall, tone).
+    """
+    if not unmapped:
+        return None
+    shown = ", ".join(f"{name} ({n:,})" for name, n in list(unmapped.items())[:8])
+    more = f" and {len(unmapped) - 8} more names" if len(unmapped) > 8 else ""
+    first = next(iter(unmapped))
+    return (
+        f"{sum(unmapped.values()):,} annotations left out: their names are no rubric question: {shown}{more}. "
+        f"Map them with label_map=FILE.csv, rows name,question_id (e.g. {first},{rubric.questions[0].id}; the "
+        f"questions: {', '.join(rubric.ids)})."
+    )
 
 
 def _question_id(name: str, rubric: Rubric, label_map: dict[str, str] | None) -> str | None:

@@ -8,7 +8,10 @@ answer, the shift check, the judge). Per conversation, one feedback `role_rubric
 keeps session assessments: on the session's first trace (by request time), with `mlflow.trace.session` in its
 metadata, as `mlflow.genai.evaluate` logs a session-level scorer's. A value already there from the same source
 is updated in place (or left alone when equal), so publishing twice gives the same state and a stopped
-publish resumes by running it again. Every trace is looked up before anything is written: traces deleted
+publish resumes by running it again. A value there from another role-rubric model (a calibrator since
+retrained) is overridden the way MLflow overrides feedback: the new one is logged with `overrides` naming it,
+and MLflow marks the old one invalid and keeps it as the new one's history, so each turn and conversation
+has one current score. Every trace is looked up before anything is written: traces deleted
 since the import are one line, with nothing published.
 
 `estimate=DIR` and `cv=DIR` become runs (mlflow_runs.py).
@@ -29,6 +32,8 @@ from calibration.publish.state import mask_url
 from rubric.errors import InputError
 
 SESSION_KEY = "mlflow.trace.session"
+MODEL_SOURCE_PREFIX = "role-rubric/model-"
+"""The source id of every role-rubric model's feedback (results.py ModelInfo.source_id): another model's is superseded."""
 
 
 def publish(
@@ -80,7 +85,7 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
     client = tracing(uri)
     infos = _trace_infos(client, uri, scored, progress=progress)
     source = AssessmentSource(source_type="LLM_JUDGE", source_id=scored.model.source_id)
-    counts = {"created": 0, "updated": 0, "unchanged": 0}
+    counts = {"created": 0, "updated": 0, "unchanged": 0, "superseded": 0}
     for t in progress_iter(scored.turns, progress, desc="publish: turn feedback", unit="turn"):
         tid = trace_id_of(t)
         wanted = Feedback(
@@ -91,8 +96,9 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
             metadata=scored.metadata(t),
             span_id=t.span_id,
         )
-        found = _existing(infos[tid], EVALUATION_NAME, source.source_id, lambda a, t=t: a.span_id == t.span_id)
-        counts[_put(client, uri, tid, wanted, found)] += 1
+        same_span = lambda a, t=t: a.span_id == t.span_id  # noqa: E731
+        found = _existing(infos[tid], EVALUATION_NAME, source.source_id, same_span)
+        counts[_put(client, uri, tid, wanted, found, _earlier_model(infos[tid], wanted, same_span))] += 1
     for s in progress_iter(scored.sessions, progress, desc="publish: conversation feedback", unit="conversation"):
         if not s.turns:
             continue
@@ -105,18 +111,22 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
             rationale=scored.session_rationale(s),
             metadata=metadata,
         )
-        found = _existing(
-            infos[tid],
-            SESSION_NAME,
-            source.source_id,
-            lambda a, s=s: (a.metadata or {}).get(SESSION_KEY) == s.conversation_id,
-        )
-        counts[_put(client, uri, tid, wanted, found)] += 1
+        same_session = lambda a, s=s: (a.metadata or {}).get(SESSION_KEY) == s.conversation_id  # noqa: E731
+        found = _existing(infos[tid], SESSION_NAME, source.source_id, same_session)
+        counts[_put(client, uri, tid, wanted, found, _earlier_model(infos[tid], wanted, same_session))] += 1
+    superseded = counts.pop("superseded")
+    counts["created"] += superseded  # a superseding feedback is a new one too
     say(
         f"publish: {len(scored.turns)} turn and {len(scored.sessions)} session feedbacks on {mask_url(uri)}: "
         f"{counts['created']} created, {counts['updated']} updated, {counts['unchanged']} unchanged "
         f"(source {scored.model.source_id})"
+        + (
+            f"; {superseded} of the created override an earlier model's, kept by MLflow as their history"
+            if superseded
+            else ""
+        )
     )
+    counts["superseded"] = superseded
     return counts
 
 
@@ -161,11 +171,31 @@ def _existing(info: Any, name: str, source_id: str, same: Callable[[Any], bool])
     return None
 
 
-def _put(client: Any, uri: str, trace_id: str, wanted: Any, found: Any | None) -> str:
-    """Create, update or leave one assessment: which it was."""
+def _earlier_model(info: Any, wanted: Any, same: Callable[[Any], bool]) -> Any | None:
+    """The current assessment of the same name and place from another role-rubric model (the latest, where
+    several are still valid from before publish overrode them), if any."""
+    others = [
+        a
+        for a in info.assessments or []
+        if a.name == wanted.name
+        and a.source is not None
+        and str(a.source.source_id).startswith(MODEL_SOURCE_PREFIX)
+        and a.source.source_id != wanted.source.source_id
+        and a.valid is not False
+        and same(a)
+    ]
+    return max(others, key=lambda a: a.create_time_ms or 0, default=None)
+
+
+def _put(client: Any, uri: str, trace_id: str, wanted: Any, found: Any | None, earlier: Any | None = None) -> str:
+    """Create, update or leave one assessment (a new one overriding `earlier`, another model's): which it was."""
     from mlflow.exceptions import MlflowException
 
     try:
+        if found is None and earlier is not None:
+            wanted.overrides = earlier.assessment_id  # MLflow marks `earlier` invalid and keeps it as history
+            client.log_assessment(trace_id, wanted)
+            return "superseded"
         if found is None:
             client.log_assessment(trace_id, wanted)
             return "created"

@@ -211,6 +211,7 @@ def publish_estimate(
     crossfit = result.get("crossfit")
     params = {
         "alpha": result.get("alpha"),
+        "ci_level": 1 - float(result.get("alpha", 0.1)),  # every *_low/*_high metric's interval level
         "population": result.get("population"),
         "adheres_at": result.get("adheres_at"),
         "crossfit": (crossfit.get("k") if isinstance(crossfit, dict) else crossfit) or "none",

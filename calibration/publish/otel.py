@@ -94,6 +94,10 @@ def estimate_events(result: dict, *, name: str) -> list[tuple[str, str | None, s
             "role_rubric.interval.high": ppi["high"],
             "role_rubric.interval.level": level,
             "role_rubric.interval.method": "ppi",
+            # the interval as proposed to the GenAI semantic conventions (role_rubric.interval.* kept beside it)
+            "gen_ai.evaluation.score.ci.lower": ppi["low"],
+            "gen_ai.evaluation.score.ci.upper": ppi["high"],
+            "gen_ai.evaluation.score.ci.level": level,
             "role_rubric.n_labelled_conversations": int(block.get("n_labelled_conversations") or 0),
             "role_rubric.n_conversations": int(block.get("n_conversations") or 0),
         }

@@ -4,9 +4,11 @@ Per judged turn, one annotation on the span of the reply: name `role_rubric/adhe
 score the calibrated adherence, label adheres / violates, the one-line rationale as its explanation, and the
 metadata of every target (each question's calibrated and raw expected answer, the shift check, the judge).
 Per conversation, one session annotation `role_rubric/session_adherence` (score the conversation's score,
-label pass / fail). Every annotation carries the identifier `role-rubric/model-<checksum>`: Phoenix keeps one
-annotation per (name, span or session, identifier), so a second publish replaces the first, never adds to it,
-and a stopped publish resumes by running it again. Sessions are looked up first, and Phoenix refuses a batch
+label pass / fail). Every annotation carries the identifier `role-rubric` (IDENTIFIER), whatever the model, and
+the model's checksum in its metadata (`model_sha256`): Phoenix keeps one annotation per (name, span or session,
+identifier), so a second publish replaces the first, never adds to it, a stopped publish resumes by running
+it again, and a retrained model's scores replace the earlier model's (one current score per turn; Phoenix
+keeps no history of a replaced annotation). Sessions are looked up first, and Phoenix refuses a batch
 that names a span it does not have as a whole: traces deleted since the import are one line, with nothing of
 that batch written.
 
@@ -27,11 +29,13 @@ from rubric.errors import InputError
 
 BATCH = 1000
 """Annotations per request."""
+IDENTIFIER = "role-rubric"
+"""Every role-rubric annotation's identifier: the same for every model, so that a new model's replaces the old."""
 
 
 def annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
     """(span annotations, session annotations) as Phoenix's REST API takes them."""
-    identifier = scored.model.source_id
+    identifier = IDENTIFIER
     spans = [
         {
             "name": EVALUATION_NAME,
@@ -102,7 +106,7 @@ def publish(
             bar.update(len(batch))
     say(
         f"publish: {len(spans)} span and {len(sessions)} session annotations on {mask_url(url)} "
-        f"(identifier {scored.model.source_id}: a second publish replaces them)"
+        f"(identifier {IDENTIFIER}, model {scored.model.source_id}: a later publish, of any model, replaces them)"
     )
     return {"span_annotations": len(spans), "session_annotations": len(sessions)}
 

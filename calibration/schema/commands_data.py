@@ -255,6 +255,9 @@ class Import(Command):
         "a span or resource attribute holding the chatbot's role (instead of the system message)",
         text(optional=True),
     )
+    roles: str | None = setting(
+        None, "CSV text,role: a short name per role whose prompt is or holds `text` (kept as role)", path(optional=True)
+    )
     since: str | None = setting(
         None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
     )

@@ -58,7 +58,10 @@ class Score(Command):
     turns_out: Path | None = setting(None, "default: <out stem>_turns.csv next to out", path(optional=True))
     overwrite: bool = OVERWRITE()
     cache: str | None = setting(
-        None, "SQLite request cache; default <out stem>.cache.sqlite next to out", path(optional=True)
+        None,
+        "SQLite request cache; default: the gathered folder's cache.sqlite the calibrator was trained on (no judge "
+        "asked twice), else <out stem>.cache.sqlite next to out",
+        path(optional=True),
     )
     rubric_file: str | None = setting(None, "your own rubric.yaml (without a calibrator)", path(optional=True))
     target: str | None = TARGET()

@@ -39,9 +39,9 @@ class NliScorer(Scorer):
         try:
             from sentence_transformers import CrossEncoder
         except ImportError:
-            raise ScorerUnavailable(
-                "the NLI scorer needs sentence-transformers.", fix="pip install 'role-rubric[nli]'."
-            ) from None
+            from rubric.extras import install_hint, missing
+
+            raise ScorerUnavailable(missing("nli", by="scorer=nli"), fix=install_hint("nli") + ".") from None
         self.model = CrossEncoder(str(path), device="cpu", local_files_only=True)
         labels = {int(i): str(name).lower() for i, name in self.model.model.config.id2label.items()}
         found = [i for i, name in labels.items() if name.startswith("contradict")]

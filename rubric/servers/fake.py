@@ -9,7 +9,8 @@ logprobs spread over the option codes it finds in the prompt ("... option code (
 a distribution fixed by a hash of the prompt, so every run sees the same answers. A chat request that is
 no judge request (no option codes, no conversation under review) is answered as a chatbot would be, with a
 reply fixed by a hash of the conversation (rubric/servers/fake_chatbot.py): the tests' instrumented chatbot
-talks to it. It reads nothing of the
+talks to it, on /v1/chat/completions or on the Responses API's /v1/responses (non-streaming; it keeps each
+response's conversation for `previous_response_id`). It reads nothing of the
 conversation's meaning: its answers are deterministic noise, so a calibrator trained on them learns
 nothing true about your chatbot. Use it to check plumbing, never to measure adherence. It also serves the
 OpenAI Batch API (files and batches, rubric/servers/fake_batch.py) for `gather mode=batch`.
@@ -39,7 +40,7 @@ import threading
 from collections import Counter, deque
 from typing import Any
 
-from rubric.servers.fake_chatbot import chatbot_completion, text_of, usage
+from rubric.servers.fake_chatbot import chatbot_completion, chatbot_response, text_of, usage
 
 _CODES_RE = re.compile(r"option code \(([^)]*)\)")
 _JUDGE_CONTEXT = "</role>\n<conversation>"  # every judge request carries it (rubric/prompts.py render_context)
@@ -87,6 +88,7 @@ class FakeOpenAI:
         self.bodies: list[dict[str, Any]] = []
         self.keep_bodies = False
         self.last_headers: dict[str, str] = {}  # of the latest request, names in lower case
+        self.stored_responses: dict[str, list[dict[str, Any]]] = {}  # Responses API: id -> its conversation
         self._lock = threading.Lock()
         from rubric.servers.fake_batch import FakeBatchAPI
 
@@ -214,6 +216,9 @@ class FakeOpenAI:
             if not codes_in(prompt) and _JUDGE_CONTEXT not in prompt:
                 return 200, chatbot_completion(body, prompt, tools="tools" in self.modes)
             return 200, self._chat(body, prompt, fault)
+        if path.endswith("/responses"):  # the Responses API: a chatbot's request (judges use chat completions)
+            with self._lock:
+                return 200, chatbot_response(body, self.stored_responses, tools="tools" in self.modes)
         if path.endswith("/completions"):
             return 200, self._completion(body, body.get("prompt", ""), fault)
         return 404, _error("not found", "not_found")

@@ -1,7 +1,9 @@
 """The fake server's chatbot side (rubric/servers/fake.py answers a chat request that is no judge request with
 it): a reply fixed by a hash of the conversation (`chatbot_reply`), and in the server's mode "tools" an agent's
 first step, a call to the first tool offered (`chatbot_tool_call`), then the answer once the tool's result
-comes back. The tests' instrumented chatbot talks to it.
+comes back. The tests' instrumented chatbot talks to it. `chatbot_response` answers the Responses API
+(POST /v1/responses) the same way: the same text for the same conversation, a `function_call` item for the
+agent's first step, the conversation kept under the response's id for `previous_response_id`.
 """
 
 from __future__ import annotations
@@ -82,3 +84,92 @@ def usage(prompt: str, completion: int) -> dict[str, int]:
     """The token counts of a reply, as OpenAI reports them (a prompt token: four characters)."""
     p = len(prompt) // 4
     return {"prompt_tokens": p, "completion_tokens": completion, "total_tokens": p + completion}
+
+
+# The Responses API (POST /v1/responses) ------------------------------------------------------------------
+
+
+def chatbot_response(body: dict[str, Any], stored: dict[str, list[dict[str, Any]]], *, tools: bool = False) -> dict:
+    """The Responses API's answer to a chatbot's request: `instructions` and the `input` items (a string, or
+    messages, function calls and function call outputs) after the conversation of `previous_response_id`
+    (looked up in `stored`, where this response's conversation is put under its id, as OpenAI stores it).
+    The text is chatbot_reply's for the same conversation; with tools=True a request that offers function
+    tools and ends with the user's message gets a `function_call` item instead."""
+    previous = body.get("previous_response_id")
+    history = list(stored.get(previous, [])) if previous else []
+    messages = history + response_input_messages(body.get("input"))
+    instructions = body.get("instructions")
+    seen = ([{"role": "system", "content": instructions}] if instructions else []) + messages
+    digest = hashlib.sha256(json.dumps(seen, sort_keys=True).encode()).hexdigest()
+    offered = [t for t in body.get("tools") or [] if t.get("type") == "function"]
+    if tools and offered and messages and messages[-1].get("role") == "user":
+        call = chatbot_tool_call(seen, {"function": {"name": offered[0].get("name", "tool")}})
+        item = {
+            "type": "function_call",
+            "id": "fc_" + digest[:12],
+            "call_id": call["id"],
+            "name": call["function"]["name"],
+            "arguments": call["function"]["arguments"],
+            "status": "completed",
+        }
+        said = {"role": "assistant", "content": None, "tool_calls": [call]}
+    else:
+        text = chatbot_reply(seen)
+        item = {
+            "type": "message",
+            "id": "msg_" + digest[:12],
+            "status": "completed",
+            "role": "assistant",
+            "content": [{"type": "output_text", "text": text, "annotations": [], "logprobs": []}],
+        }
+        said = {"role": "assistant", "content": text}
+    response_id = "resp_" + digest[:24]
+    stored[response_id] = [*messages, said]
+    prompt = "\n".join(text_of(m.get("content")) for m in seen)
+    counts = usage(prompt, len(text_of(said["content"])) // 4 + 1)
+    return {
+        "id": response_id,
+        "object": "response",
+        "created_at": 0,
+        "status": "completed",
+        "model": body.get("model", "fake"),
+        "instructions": instructions,
+        "previous_response_id": previous,
+        "output": [item],
+        "parallel_tool_calls": True,
+        "tool_choice": body.get("tool_choice", "auto"),
+        "tools": body.get("tools") or [],
+        "temperature": body.get("temperature"),
+        "top_p": body.get("top_p"),
+        "text": {"format": {"type": "text"}},
+        "truncation": "disabled",
+        "error": None,
+        "incomplete_details": None,
+        "metadata": {},
+        "usage": {
+            "input_tokens": counts["prompt_tokens"],
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": counts["completion_tokens"],
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": counts["total_tokens"],
+        },
+    }
+
+
+def response_input_messages(raw: Any) -> list[dict[str, Any]]:
+    """The Responses API's `input` (a string, or a list of items) as chat messages: a message item keeps its
+    role and text, a `function_call` is an assistant's tool call, a `function_call_output` a tool message."""
+    if isinstance(raw, str):
+        return [{"role": "user", "content": raw}]
+    messages: list[dict[str, Any]] = []
+    for item in raw if isinstance(raw, list) else []:
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.append({"role": item.get("role", "user"), "content": text_of(item.get("content"))})
+        elif kind == "function_call":
+            function = {"name": item.get("name"), "arguments": item.get("arguments")}
+            call = {"id": item.get("call_id"), "type": "function", "function": function}
+            messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        elif kind == "function_call_output":
+            messages.append({"role": "tool", "tool_call_id": item.get("call_id"), "content": item.get("output")})
+    return messages

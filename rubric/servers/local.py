@@ -16,7 +16,6 @@ questions of a turn share everything up to the question, and a gather sends them
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
 import subprocess
@@ -107,11 +106,9 @@ class LocalServer:
         return f"http://127.0.0.1:{self.port}/v1"
 
     def start(self) -> LocalServer:
-        if importlib.util.find_spec("llama_cpp") is None:
-            raise InputError(
-                "judge=local needs llama-cpp-python, which is not installed.",
-                fix="pip install 'role-rubric[local]' (it compiles llama.cpp: 10-20 minutes on 2 cores).",
-            )
+        from rubric.extras import check
+
+        check("local", by="judge=local")  # the server runs in another process: nothing to import here
         model = resolve_model_path(self.model_path)
         self.port = free_port()
         fd, log = tempfile.mkstemp(prefix="role-rubric-llama-server-", suffix=".log")

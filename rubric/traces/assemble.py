@@ -131,7 +131,7 @@ def assemble(
     from, for messages ("OTLP files traces/*.jsonl"). Bad input (calls without content, no conversation id,
     two roles in one conversation, a conversation without assistant text, a span id seen twice) is one
     InputError naming the span's place and the fix."""
-    reader = _Reader(selection, progress)
+    reader = _Reader(selection, progress, kind=str(source.get("kind") or ""))
     for span in spans:
         reader.add(span)
     calls = reader.finish(description)
@@ -141,8 +141,8 @@ def assemble(
 class _Reader:
     """The streaming pass: LLM calls kept (messages interned), one start time per trace, the rest dropped."""
 
-    def __init__(self, selection: TraceSelection, progress: bool):
-        self.selection, self.progress = selection, progress
+    def __init__(self, selection: TraceSelection, progress: bool, kind: str = ""):
+        self.selection, self.progress, self.kind = selection, progress, kind  # kind: the source's (otel, mlflow)
         self.keys = (selection.conversation_key,) if selection.conversation_key else CONVERSATION_KEYS
         self.spans = 0
         self.skipped: Counter[str] = Counter()
@@ -224,6 +224,8 @@ class _Reader:
             tuple(map(intern, call.input, call.input)),
             tuple(map(intern, call.output, call.output)),
             call.convention,
+            call.response_id,
+            call.previous_response_id,
         )
 
     def finish(self, description: str) -> list[KeptCall]:
@@ -255,6 +257,7 @@ class _Reader:
                 call.key = self.trace_key.get(call.trace_id)
             if call.role is None and self.selection.role_from:
                 call.role = self.trace_role.get(call.trace_id)
+        join_response_chains(calls)
         keyed = [c for c in calls if c.key is not None]
         if not keyed:
             raise InputError(
@@ -289,6 +292,17 @@ class _Reader:
         self.calls, self._interned, self.trace_key, self.trace_role, self.trace_start = {}, {}, {}, {}, {}
 
     def _key_fix(self) -> str:
+        if self.kind == "mlflow" or any(c.call.convention == "mlflow" for c in self.calls.values()):
+            fix = (
+                "name each conversation's session in the traced code with MLflow's "
+                "mlflow.update_current_trace(session_id=CONVERSATION_ID) (inside @mlflow.trace or "
+                "mlflow.start_span), or pass conversation_key= a tag or metadata key of the traces that names it"
+            )
+            return fix + (
+                " (these traces have " + ", ".join(k for k, _ in self.key_like.most_common(3)) + ")."
+                if self.key_like
+                else "."
+            )
         fix = (
             "set gen_ai.conversation.id (OTel GenAI) or session.id (OpenInference: using_session) on the chatbot's "
             "spans, or pass conversation_key= the attribute that names a conversation"
@@ -296,6 +310,23 @@ class _Reader:
         if self.key_like:
             fix += " (these spans have " + ", ".join(k for k, _ in self.key_like.most_common(3)) + ")"
         return fix + "."
+
+
+def join_response_chains(calls: list[KeptCall]) -> None:
+    """Calls of the Responses API chained by `previous_response_id` are one conversation: a call without a
+    conversation id takes the one of the chain it continues, else the id of the chain's first response (a
+    chatbot that lets OpenAI keep the history need not name its conversations)."""
+    by_response = {c.call.response_id: c for c in calls if c.call.response_id}
+    for call in calls:
+        if call.key is not None or not call.call.response_id:
+            continue
+        chain, at = [call], call
+        while at.key is None and at.call.previous_response_id in by_response and len(chain) <= len(by_response):
+            at = by_response[at.call.previous_response_id]  # (bounded: a cycle of reused ids ends)
+            chain.append(at)
+        key = at.key or at.call.previous_response_id or at.call.response_id  # the head's id, or the one it names
+        for link in chain:
+            link.key = link.key or key
 
 
 def _looks_like_key(name: str) -> bool:

@@ -25,7 +25,9 @@ def read_openinference(span: Span) -> LlmCall | None:
     if tree is not None:
         inputs = [flat_message(m, "user") for _, m in sorted(tree.get("input", {}).items())]
         outputs = [flat_message(m, "assistant") for _, m in sorted(tree.get("output", {}).items())]
-        return with_system(None, inputs, outputs, "openinference")
+        call = with_system(None, inputs, outputs, "openinference")
+        ids = _response_ids(attrs)
+        return call._replace(**ids) if ids else call
     if attrs.get("openinference.span.kind") != "LLM":
         return None
     request = _json_value(attrs, "input.value", "input.mime_type")
@@ -33,6 +35,18 @@ def read_openinference(span: Span) -> LlmCall | None:
     if request is None and response is None:
         return None
     return openai_exchange(request, response, "openinference")
+
+
+def _response_ids(attrs: Mapping[str, Any]) -> dict[str, str]:
+    """A Responses API call's own id and the one it continues, from the request and Response OpenInference
+    keeps whole in input.value / output.value (parsed only where they are a Response's: most calls are not)."""
+    raw_out, raw_in = attrs.get("output.value"), attrs.get("input.value")
+    if not isinstance(raw_out, str) or ('"object":"response"' not in raw_out and '"object": "response"' not in raw_out):
+        return {}
+    response, request = parse_json(raw_out), parse_json(raw_in)
+    ids = {"response_id": response.get("id") if isinstance(response, dict) else None}
+    ids["previous_response_id"] = request.get("previous_response_id") if isinstance(request, dict) else None
+    return {k: str(v) for k, v in ids.items() if v}
 
 
 def _json_value(attrs: Mapping[str, Any], key: str, mime_key: str) -> Any:

@@ -39,12 +39,16 @@ class Message(NamedTuple):
 
 class LlmCall(NamedTuple):
     """What one LLM call span holds: its system text (None: none), input and output messages, and the
-    convention they were read in (a key of CAPTURE_SETTING)."""
+    convention they were read in (a key of CAPTURE_SETTING). A Responses API call also names its response
+    (`response_id`) and the response it continues (`previous_response_id`, "" for none): assemble.py joins
+    such a chain into one conversation where no conversation id is set."""
 
     system: str | None
     input: tuple[Message, ...]
     output: tuple[Message, ...]
     convention: str
+    response_id: str = ""
+    previous_response_id: str = ""
 
     @property
     def empty(self) -> bool:
@@ -56,7 +60,10 @@ class LlmCall(NamedTuple):
 
 def openai_exchange(request: Any, response: Any, convention: str) -> LlmCall | None:
     """An OpenAI chat request ({"messages": [...]}, or the list itself) and its response (a chat completion,
-    {"choices": [{"message": ...}]}, a bare message, or text)."""
+    {"choices": [{"message": ...}]}, a bare message, or text); or a Responses API request and its Response
+    (`responses_exchange`)."""
+    if is_responses_request(request) or (isinstance(response, dict) and isinstance(response.get("output"), list)):
+        return responses_exchange(request, response, convention)
     messages = request.get("messages") if isinstance(request, dict) else request
     inputs = openai_messages(messages) if isinstance(messages, list) else []
     outputs: list[Message] = []
@@ -72,6 +79,55 @@ def openai_exchange(request: Any, response: Any, convention: str) -> LlmCall | N
     if not inputs and not outputs:
         return None
     return with_system(None, inputs, outputs, convention)
+
+
+def is_responses_request(request: Any) -> bool:
+    """Whether a request is the Responses API's (`input`, `instructions`) rather than Chat Completions'."""
+    return isinstance(request, dict) and "messages" not in request and ("input" in request or "instructions" in request)
+
+
+def responses_exchange(request: Any, response: Any, convention: str) -> LlmCall | None:
+    """An OpenAI Responses API call: its `instructions` the system text (the role), its `input` (text, or
+    items: messages, `function_call`s and `function_call_output`s) the input messages, the Response's
+    `output` items the output (`message` text and `function_call`s; reasoning items are no message). A
+    function call's id is its `call_id`, the id its output names. Only what is new after
+    `previous_response_id` is in the input: the history is the earlier calls'."""
+    request = request if isinstance(request, dict) else {}
+    text = response.strip() if isinstance(response, str) else ""  # a framework's span logging the text only
+    response = response if isinstance(response, dict) else {}
+    raw = request.get("input")
+    inputs = [Message("user", raw.strip())] if isinstance(raw, str) else response_items(raw)
+    outputs = response_items(response.get("output")) or ([Message("assistant", text)] if text else [])
+    instructions = request.get("instructions", response.get("instructions"))
+    system = instructions if isinstance(instructions, str) else None
+    if isinstance(instructions, list):  # instructions given as message items
+        system = "\n\n".join(m.content for m in response_items(instructions) if m.content) or None
+    if not inputs and not outputs and system is None:
+        return None
+    call = with_system(system.strip() if system else None, inputs, outputs, convention)
+    previous = request.get("previous_response_id") or response.get("previous_response_id")
+    return call._replace(response_id=str(response.get("id") or ""), previous_response_id=str(previous or ""))
+
+
+def response_items(raw: Any) -> list[Message]:
+    """Responses API items as messages; consecutive function calls are one assistant message calling them all."""
+    messages: list[Message] = []
+    for item in as_list(parse_json(raw)):
+        if not isinstance(item, dict):
+            continue
+        kind = item.get("type", "message")
+        if kind == "message":
+            messages.append(Message(str(item.get("role") or "user"), content_text(item.get("content"))))
+        elif kind == "function_call":
+            call = tool_call(item.get("call_id") or item.get("id"), item.get("name"), item.get("arguments"))
+            last = messages[-1] if messages else None
+            if last is not None and last.role == "assistant" and last.tool_calls and not last.content:
+                messages[-1] = last._replace(tool_calls=(*last.tool_calls, call))
+            else:
+                messages.append(Message("assistant", "", (call,)))
+        elif kind == "function_call_output":
+            messages.append(Message("tool", content_text(item.get("output")), (), str(item.get("call_id") or "")))
+    return messages
 
 
 def openai_messages(raw: Any, default_role: str = "user") -> list[Message]:

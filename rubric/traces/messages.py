@@ -19,7 +19,10 @@ against the instrumentation packages that write them:
   function.arguments`, `llm.output_messages.N...`; without those, `input.value` / `output.value` when their
   mime type is JSON and they hold an OpenAI request (`messages`) and a chat completion (`choices`);
 - MLflow: `mlflow.spanInputs` (an OpenAI request: `messages`) and `mlflow.spanOutputs` (a chat completion,
-  or plain text), on spans of type LLM or CHAT_MODEL.
+  or plain text), on spans of type LLM or CHAT_MODEL;
+- the OpenAI Responses API, wherever the request and the Response are kept whole (MLflow's span inputs and
+  outputs, OpenInference's input.value / output.value): `instructions`, `input` items and `output` items
+  (llm_call.py responses_exchange), with the response's id and `previous_response_id`.
 
 A call with no messages at all (`LlmCall.empty`) is an LLM call recorded without content: assemble.py says
 which setting turns capture on (`CAPTURE_SETTING`). Here: which spans are calls and which reader is tried when;

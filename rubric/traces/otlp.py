@@ -158,6 +158,8 @@ def _read(fh: Any, path: Path, only: frozenset[str] | None) -> Iterator[Span]:
     one_document = _starts_a_document(first)
     if one_document:
         text = first + fh.read()
+        if _console_exporter(text[:65536]):
+            raise _console_error(path)
         yield from _request_spans(_parse(text, path, 1, whole=True), path, 1, only)
         return
     line_no = 1
@@ -218,6 +220,8 @@ def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] 
             row=line_no,
             fix="pass it to gather (conversations=) or score as it is; import source=otel reads a collector's export.",
         )
+    if isinstance(request, dict) and isinstance(request.get("context"), dict) and "trace_id" in request["context"]:
+        raise _console_error(path, line_no)  # a span printed one per line by the console exporter
     if not isinstance(request, dict) or not isinstance(request.get("resourceSpans"), list):
         raise InputError(
             "not an OTLP ExportTraceServiceRequest (no resourceSpans list).",
@@ -238,6 +242,24 @@ def _request_spans(request: Any, path: Path, line_no: int, only: frozenset[str] 
     except (AttributeError, KeyError, TypeError, ValueError) as exc:
         raise _not_otlp(exc, path, line_no) from None
     return spans
+
+
+def _console_exporter(head: bytes) -> bool:
+    """Whether a file starts as OpenTelemetry's ConsoleSpanExporter writes spans (each span's `to_json()`,
+    pretty-printed one after another: `"context": {"trace_id": "0x..."}`), a debugging aid, not OTLP."""
+    compact = b"".join(head.split())
+    return b'"context":{"trace_id":"0x' in compact
+
+
+def _console_error(path: Path, line_no: int | None = None) -> InputError:
+    return InputError(
+        "spans as OpenTelemetry's ConsoleSpanExporter prints them (each span's to_json(): \"context\": "
+        '{"trace_id": "0x..."}), not OTLP: that format is for reading by eye and is not read.',
+        path=path,
+        row=line_no,
+        fix="export OTLP instead: the SDK's OTLPSpanExporter to an OpenTelemetry Collector whose file exporter "
+        "writes the file (exporters: file: path: traces.jsonl), then import that file.",
+    )
 
 
 def _not_otlp(exc: Exception, path: Path, line_no: int) -> InputError:

@@ -104,6 +104,19 @@ def make_scored(
     return {"conversations": conversations, "data": data, "model": model, "scores": scores}
 
 
+def rescored_by_another_model(run: dict[str, Path], root: Path, base_url: str) -> dict[str, Path]:
+    """A model retrained on the run's data (other settings: another checksum) and the run's conversations
+    scored with it, as after retraining: the new model's folder and scores.csv."""
+    from calibration.cli import main
+
+    model, scores = root / "model_b", root / "scores_b" / "scores.csv"
+    train = ["train.ensemble=2", "train.pretrain_steps=30", "train.finetune_steps=40"]
+    assert main(["train", f"data={run['data']}", f"out={model}", *train]) == 0
+    assert main(["score", f"conversations={run['conversations']}", f"calibrator={model}", f"out={scores}",
+                 "judge=fake", f"judge.base_url={base_url}", "progress=false"]) == 0  # fmt: skip
+    return {"model": model, "scores": scores}
+
+
 def make_release(root: Path, base_url: str, *, prefix: str, n: int = 10, labelled: int = 6, seed: int = 1) -> Path:
     """A release folder for `estimate`: its conversations gathered with the fake judge, a sample labelled."""
     from calibration.cli import main

@@ -120,6 +120,52 @@ def test_a_new_score_updates_the_same_assessment_and_an_interrupted_publish_resu
     assert main(["publish", "target=mlflow", f"scores={published['scores']}", f"tracking_uri={published['url']}"]) == 0
 
 
+def test_a_retrained_model_supersedes_the_earlier_ones_score_one_current_per_turn(published, tmp_path, capsys):
+    """After retraining, publish overrides the earlier model's feedback the way MLflow overrides feedback: one
+    valid role-rubric assessment per turn and per conversation, the earlier one kept (invalid) as its history;
+    publishing the first model again makes it the current one again."""
+    from rubric.servers.fake import FakeOpenAI
+    from tests.publish.scored import rescored_by_another_model
+
+    with FakeOpenAI() as server:
+        again = rescored_by_another_model(published, tmp_path, server.base_url)
+    model, scores = again["model"], again["scores"]
+    first = json.loads((published["model"] / "model.json").read_text())["integrity"]["model_sha256"]
+    second = json.loads((model / "model.json").read_text())["integrity"]["model_sha256"]
+    assert first != second
+    capsys.readouterr()
+    assert main(["publish", "target=mlflow", f"scores={scores}", f"tracking_uri={published['url']}"]) == 0
+    said = capsys.readouterr().out
+    assert "24 created, 0 updated, 0 unchanged" in said and "24 of the created override an earlier model's" in said
+
+    def current_and_history(source: str):
+        traces = traces_of(published["url"], published["experiment_id"])
+        current = {
+            name: [(a.trace_id, a.span_id, a.source.source_id) for t in traces for a in ours(t, name)]
+            for name in ("role_rubric/adherence", "role_rubric/session_adherence")
+        }
+        kept = {a.assessment_id: a for t in traces for a in t.info.assessments}
+        history = [
+            kept[a.overrides].source.source_id
+            for t in traces
+            for a in t.info.assessments
+            if a.overrides and a.valid is not False and a.source.source_id == source
+        ]
+        return current, history
+
+    current, history = current_and_history(f"role-rubric/model-{second[:16]}")
+    turns = pd.read_csv(scores.with_name("scores_turns.csv"))
+    assert len(current["role_rubric/adherence"]) == len(turns)  # one current score per turn...
+    assert len(set(current["role_rubric/adherence"])) == len(turns)
+    assert {s for *_, s in current["role_rubric/adherence"]} == {f"role-rubric/model-{second[:16]}"}  # ...the new
+    assert {s for *_, s in current["role_rubric/session_adherence"]} == {f"role-rubric/model-{second[:16]}"}
+    assert history == [f"role-rubric/model-{first[:16]}"] * 24  # each overrides the earlier model's, kept
+    assert main(["publish", "target=mlflow", f"scores={published['scores']}", f"tracking_uri={published['url']}"]) == 0
+    current, _ = current_and_history(f"role-rubric/model-{first[:16]}")
+    assert {s for *_, s in current["role_rubric/adherence"]} == {f"role-rubric/model-{first[:16]}"}
+    assert len(current["role_rubric/adherence"]) == len(turns)
+
+
 def test_traces_deleted_since_the_import_stop_the_publish_before_anything_is_written(published, tmp_path, capsys):
     from mlflow.tracking import MlflowClient
 
@@ -186,6 +232,7 @@ def test_estimate_runs_hold_estimate_json_and_link_the_baseline(mlflow_scored, c
     assert mine.data.tags["role_rubric.baseline_run_id"] == base.info.run_id
     checksum = json.loads((run["model"] / "model.json").read_text())["integrity"]["model_sha256"]
     assert mine.data.params["model_sha256"] == checksum and mine.data.params["alpha"] == str(release["alpha"])
+    assert float(mine.data.params["ci_level"]) == pytest.approx(1 - release["alpha"])
     assert {"crossfit", "sequential"} <= mine.data.params.keys()
     assert {f.path for f in client.list_artifacts(mine.info.run_id)} == {"estimate.json", "estimate.html"}
 

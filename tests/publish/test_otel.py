@@ -263,5 +263,8 @@ def test_an_estimate_is_the_release_rate_with_its_interval_in_no_trace(release_e
     assert overall["role_rubric.interval.low"] == pytest.approx(ppi["low"])
     assert overall["role_rubric.interval.high"] == pytest.approx(ppi["high"])
     assert overall["role_rubric.interval.level"] == pytest.approx(1 - result["alpha"])
+    assert overall["gen_ai.evaluation.score.ci.lower"] == pytest.approx(ppi["low"])
+    assert overall["gen_ai.evaluation.score.ci.upper"] == pytest.approx(ppi["high"])
+    assert overall["gen_ai.evaluation.score.ci.level"] == pytest.approx(1 - result["alpha"])
     assert overall["gen_ai.evaluation.score.label"] == "gate passed"
     assert overall["role_rubric.n_labelled_conversations"] == 6

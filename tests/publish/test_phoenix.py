@@ -60,7 +60,8 @@ def test_each_turn_and_session_is_annotated_once_and_a_second_publish_replaces_i
     checksum = json.loads((run["model"] / "model.json").read_text())["integrity"]["model_sha256"]
     for row in turns.itertuples():
         a = by_span[convs[row.conversation_id]["turns"][row.turn]["span_id"]]
-        assert a["annotator_kind"] == "LLM" and a["identifier"] == f"role-rubric/model-{checksum[:16]}"
+        assert a["annotator_kind"] == "LLM" and a["identifier"] == "role-rubric"
+        assert a["metadata"]["model_sha256"] == checksum
         assert a["result"]["score"] == pytest.approx(row.adherence)
         assert a["result"]["label"] == ("adheres" if row.adheres else "violates")
         assert a["metadata"]["expected_overall"] == f"{row.expected_overall:g}"
@@ -71,6 +72,31 @@ def test_each_turn_and_session_is_annotated_once_and_a_second_publish_replaces_i
     for row in scores.itertuples():
         assert by_session[row.conversation_id]["result"]["score"] == pytest.approx(row.score)
         assert by_session[row.conversation_id]["result"]["label"] == ("pass" if row.success else "fail")
+
+
+def test_a_retrained_models_scores_replace_the_earlier_ones_one_per_turn(phoenix_scored, tmp_path):
+    """Publishing a retrained model's scores leaves one role-rubric annotation per span and per session, the
+    new model's (Phoenix keeps one per name, place and identifier; the identifier is the same for every
+    model); publishing the first model again makes it the current one again."""
+    from rubric.servers.fake import FakeOpenAI
+    from tests.publish.scored import rescored_by_another_model
+
+    run = phoenix_scored
+    assert publish(run) == 0
+    with FakeOpenAI() as server:
+        again = rescored_by_another_model(run, tmp_path, server.base_url)
+    first, second = (
+        json.loads((m / "model.json").read_text())["integrity"]["model_sha256"] for m in (run["model"], again["model"])
+    )
+    assert first != second
+    for scores, checksum in ((again["scores"], second), (run["scores"], first)):
+        assert publish({**run, "scores": scores}) == 0
+        spans, sessions = span_annotations(run), session_annotations(run)
+        turns = pd.read_csv(scores.with_name("scores_turns.csv"))
+        assert len(spans) == len({a["span_id"] for a in spans}) == len(turns)
+        assert len(sessions) == len({a["session_id"] for a in sessions}) == len(pd.read_csv(scores))
+        assert {a["metadata"]["model_sha256"] for a in spans + sessions} == {checksum}
+        assert sorted(a["result"]["score"] for a in spans) == pytest.approx(sorted(turns["adherence"]))
 
 
 def test_a_span_deleted_since_the_import_writes_nothing_of_its_batch(phoenix_scored, tmp_path, capsys):

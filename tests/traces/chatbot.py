@@ -6,6 +6,11 @@ a chatbot built on the Chat Completions API sends it. One conversation is an age
 for each user message the model first calls the tool, then answers from its result (two calls, one turn).
 `chat()` returns what the conversations were, in the form an import must give back.
 
+`chat_responses()` has the same conversations on the OpenAI Responses API, as OpenAI suggests for a new
+chatbot: the role as `instructions` on every request, each request carrying only what is new (the user's
+message, or the tool's result) after `previous_response_id`, the server keeping the history; the agent's
+tool is a function tool, its call a `function_call` item answered by a `function_call_output`.
+
 Instrumentations pass the conversation id each their own way; `chat(scope=...)` wraps the handling of each
 user message in `scope(conversation_id)` (a context manager), where the capture (otlp_capture.py) sets it.
 """
@@ -115,4 +120,68 @@ def _answer(client: Any, history: list[dict[str, Any]], *, model: str, agent: bo
             said.append({"role": "tool", "tool_call_id": call.id, "content": result})
         history.extend(said)
         tools.extend(said)
+    raise RuntimeError("the model kept calling tools")
+
+
+TRACK_PARCEL_FUNCTION = {"type": "function", **TRACK_PARCEL["function"]}
+"""The agent's tool as the Responses API spells a function tool (no `function` wrapper)."""
+
+
+def chat_responses(
+    client: Any,
+    scripts: tuple[Script, ...] = SCRIPTS,
+    *,
+    scope: Callable[[str], contextlib.AbstractContextManager[Any]] = no_scope,
+    model: str = "support-bot",
+) -> list[dict[str, Any]]:
+    """chat()'s conversations on the Responses API, chained by `previous_response_id`; the same records back
+    (a tool call's id is the function call's `call_id`, the one its output names), each with the id of the
+    chain's first response (`first_response_id`: an import names a conversation without an id by it)."""
+    records = []
+    for script in scripts:
+        previous: str | None = None
+        first: str | None = None
+        turns = []
+        for user in script.user_messages:
+            with scope(script.conversation_id):
+                answer, tools, previous, started = _respond(client, script, user, previous, model=model)
+            first = first or started
+            turns.append({"user": user, "assistant": answer, **({"tools": tools} if tools else {})})
+        records.append(
+            {
+                "conversation_id": script.conversation_id,
+                "chatbot_role": script.role,
+                "turns": turns,
+                "first_response_id": first,
+            }
+        )
+    return records
+
+
+def _respond(
+    client: Any, script: Script, user: str, previous: str | None, *, model: str
+) -> tuple[str, list[dict[str, Any]], str, str]:
+    """One user message on the Responses API: the answer, the tool messages before it, the last response id
+    and the first."""
+    extra: dict[str, Any] = {"tools": [TRACK_PARCEL_FUNCTION]} if script.agent else {}
+    if previous:
+        extra["previous_response_id"] = previous
+    new: Any = [{"role": "user", "content": user}]
+    tools: list[dict[str, Any]] = []
+    first = None
+    for _ in range(3):  # an agent's loop, bounded: the server answers after one tool round
+        reply = client.responses.create(model=model, instructions=script.role, input=new, temperature=0.0, **extra)
+        extra["previous_response_id"] = reply.id
+        first = first or reply.id
+        calls = [item for item in reply.output if item.type == "function_call"]
+        if not calls:
+            return reply.output_text, tools, reply.id, first
+        new = []
+        for call in calls:
+            result = track_parcel(json.loads(call.arguments)["query"])
+            function = {"name": call.name, "arguments": call.arguments}
+            asked = {"id": call.call_id, "type": "function", "function": function}
+            tools.append({"role": "assistant", "content": None, "tool_calls": [asked]})
+            tools.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
+            new.append({"type": "function_call_output", "call_id": call.call_id, "output": result})
     raise RuntimeError("the model kept calling tools")

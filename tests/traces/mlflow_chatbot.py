@@ -1,15 +1,21 @@
 """Run the test chatbot (chatbot.py) traced by MLflow Tracing into a real MLflow server, as an application
 traced with MLflow does:
 
-    python -m tests.traces.mlflow_chatbot TRACKING_URI EXPERIMENT OUT.json
+    python -m tests.traces.mlflow_chatbot TRACKING_URI EXPERIMENT OUT.json [--api responses]
 
 `mlflow.openai.autolog()` records each OpenAI call as a CHAT_MODEL span (the request in mlflow.spanInputs,
 the chat completion in mlflow.spanOutputs). Each user message is handled in one trace, opened by the
-application's `chat_turn` span, whose session is the conversation id (`mlflow.update_current_trace(metadata=
-{"mlflow.trace.session": ...})`); the agent's tool call and its answer are two calls in that one trace.
+application's `chat_turn` span, whose session is the conversation id (`mlflow.update_current_trace(session_id=
+...)`, which MLflow keeps as the metadata `mlflow.trace.session`); the agent's tool call and its answer are two calls in that one trace.
 OUT.json gets what an import must give back: the conversations the chatbot had, each turn with the MLflow
 trace id it was handled in (`mlflow_trace_id`). Autologging patches the `openai` module for the whole
 process, so this runs in a process of its own.
+
+--api responses: the chatbot on the OpenAI Responses API (chatbot.py chat_responses), recorded by autolog as
+CHAT_MODEL spans too (the request's `instructions` and `input` in, the Response out).
+
+--no-session: the traces name no session (a Responses API chatbot's calls are then one conversation per
+`previous_response_id` chain).
 
 --spans-as-artifacts: the client does not send spans as they end (MLflow's span logging, which a server may
 refuse, e.g. with authentication on) and uploads each trace's spans as an artifact when the trace ends, as
@@ -26,12 +32,20 @@ from collections.abc import Iterator
 from pathlib import Path
 
 
-def feed(tracking_uri: str, experiment: str, out: Path, *, spans_as_artifacts: bool = False) -> None:
+def feed(
+    tracking_uri: str,
+    experiment: str,
+    out: Path,
+    *,
+    spans_as_artifacts: bool = False,
+    api: str = "chat",
+    session: bool = True,
+) -> None:
     import mlflow
     import openai
 
     from rubric.servers.fake import FakeOpenAI
-    from tests.traces.chatbot import chat
+    from tests.traces.chatbot import chat, chat_responses
 
     if spans_as_artifacts:
         from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
@@ -45,14 +59,15 @@ def feed(tracking_uri: str, experiment: str, out: Path, *, spans_as_artifacts: b
     @contextlib.contextmanager
     def traced_turn(conversation_id: str) -> Iterator[None]:
         with mlflow.start_span(name="chat_turn", span_type="CHAIN") as span:
-            mlflow.update_current_trace(metadata={"mlflow.trace.session": conversation_id})
+            if session:
+                mlflow.update_current_trace(session_id=conversation_id)
             trace_ids.append(span.trace_id)
             yield
 
     with FakeOpenAI() as server:
         server.modes.add("tools")
         client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
-        conversations = chat(client, scope=traced_turn)
+        conversations = (chat_responses if api == "responses" else chat)(client, scope=traced_turn)
         client.close()
     mlflow.flush_trace_async_logging()
     turns = [turn for conversation in conversations for turn in conversation["turns"]]
@@ -68,8 +83,17 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("experiment")
     parser.add_argument("out", type=Path)
     parser.add_argument("--spans-as-artifacts", action="store_true", help="each trace's spans as an artifact")
+    parser.add_argument("--api", choices=("chat", "responses"), default="chat", help="the OpenAI API the chatbot uses")
+    parser.add_argument("--no-session", action="store_true", help="traces without a session (no conversation id)")
     args = parser.parse_args(argv)
-    feed(args.tracking_uri, args.experiment, args.out, spans_as_artifacts=args.spans_as_artifacts)
+    feed(
+        args.tracking_uri,
+        args.experiment,
+        args.out,
+        spans_as_artifacts=args.spans_as_artifacts,
+        api=args.api,
+        session=not args.no_session,
+    )
 
 
 if __name__ == "__main__":

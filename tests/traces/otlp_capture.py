@@ -1,7 +1,7 @@
 """Run the test chatbot (chatbot.py) under one real OpenAI instrumentor and write its spans as an OpenTelemetry
 Collector's file exporter does: one OTLP `ExportTraceServiceRequest` per line, in OTLP JSON.
 
-    python -m tests.traces.otlp_capture INSTRUMENTOR OUT.jsonl
+    python -m tests.traces.otlp_capture INSTRUMENTOR OUT.jsonl [--api responses] [--no-session]
 
 INSTRUMENTOR is one of:
 - `genai`: opentelemetry-instrumentation-openai-v2 on the current GenAI conventions
@@ -17,6 +17,9 @@ INSTRUMENTOR is one of:
 - `openllmetry`: opentelemetry-instrumentation-openai (OpenLLMetry), the conversation id as the Traceloop
   SDK sets an association property: `traceloop.association.properties.session_id` on every span started
   while it is set.
+
+--api responses: the chatbot on the OpenAI Responses API (chatbot.py chat_responses) instead of Chat Completions.
+--no-session: no conversation id is set (the instrumentor's spans only).
 
 Beside OUT it writes OUT.expected.json: the conversations the chatbot had, as an import must give them back.
 Instrumentors patch the `openai` module for the whole process, so each capture runs in its own process.
@@ -65,8 +68,9 @@ def _hex_ids(value: Any) -> Any:
     return value
 
 
-def capture(instrumentor: str, out: Path) -> None:
-    """Have the chatbot's conversations under `instrumentor`; write the spans (and log records) to `out`."""
+def capture(instrumentor: str, out: Path, api: str = "chat", *, session: bool = True) -> None:
+    """Have the chatbot's conversations under `instrumentor` (on `api`: chat or responses); write the spans
+    (and log records) to `out`."""
     os.environ.update(ENVIRONMENT[instrumentor])
     import openai
     from opentelemetry.sdk.resources import Resource
@@ -75,7 +79,7 @@ def capture(instrumentor: str, out: Path) -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from rubric.servers.fake import FakeOpenAI
-    from tests.traces.chatbot import chat
+    from tests.traces.chatbot import chat, chat_responses, no_scope
 
     resource = Resource.create({"service.name": "support-bot"})
     spans = InMemorySpanExporter()
@@ -85,11 +89,12 @@ def capture(instrumentor: str, out: Path) -> None:
     provider.add_span_processor(SimpleSpanProcessor(spans))
     logs, logger_provider = _log_capture(resource) if instrumentor == "genai-events" else (None, None)
     scope = _instrument(instrumentor, provider, logger_provider)
+    scope = scope if session else no_scope
 
     with FakeOpenAI() as server:
         server.modes.add("tools")
         client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
-        conversations = chat(client, scope=scope)
+        conversations = (chat_responses if api == "responses" else chat)(client, scope=scope)
         client.close()
     provider.force_flush()
 
@@ -201,8 +206,10 @@ def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("instrumentor", choices=INSTRUMENTORS)
     parser.add_argument("out", type=Path)
+    parser.add_argument("--api", choices=("chat", "responses"), default="chat", help="the OpenAI API the chatbot uses")
+    parser.add_argument("--no-session", action="store_true", help="set no conversation id")
     args = parser.parse_args(argv)
-    capture(args.instrumentor, args.out)
+    capture(args.instrumentor, args.out, args.api, session=not args.no_session)
 
 
 if __name__ == "__main__":

@@ -1,12 +1,13 @@
 """Run the test chatbot (chatbot.py) under openinference-instrumentation-openai and send its spans to a Phoenix
 server over OTLP/HTTP (protobuf), as an application traced into Phoenix does:
 
-    python -m tests.traces.phoenix_feed OTLP_ENDPOINT PROJECT OUT.json
+    python -m tests.traces.phoenix_feed OTLP_ENDPOINT PROJECT OUT.json [--api responses]
 
 The project is chosen by the resource attribute `openinference.project.name`, each conversation is a session
 (`using_session`, giving `session.id`); PHOENIX_API_KEY, where set, is sent with them. OUT.json gets what an import must give back: the conversations the
 chatbot had, and the (trace id, span id) of every LLM call with the reply it wrote. The instrumentor patches
-the `openai` module for the whole process, so this runs in a process of its own.
+the `openai` module for the whole process, so this runs in a process of its own. --api responses: the chatbot
+on the OpenAI Responses API (chatbot.py chat_responses).
 """
 
 from __future__ import annotations
@@ -18,7 +19,7 @@ import sys
 from pathlib import Path
 
 
-def feed(endpoint: str, project: str, out: Path) -> None:
+def feed(endpoint: str, project: str, out: Path, api: str = "chat") -> None:
     import openai
     from openinference.instrumentation import using_session
     from openinference.instrumentation.openai import OpenAIInstrumentor
@@ -29,7 +30,7 @@ def feed(endpoint: str, project: str, out: Path) -> None:
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
     from rubric.servers.fake import FakeOpenAI
-    from tests.traces.chatbot import chat
+    from tests.traces.chatbot import chat, chat_responses
 
     provider = TracerProvider(
         resource=Resource.create({"service.name": "support-bot", "openinference.project.name": project})
@@ -44,14 +45,15 @@ def feed(endpoint: str, project: str, out: Path) -> None:
     with FakeOpenAI() as server:
         server.modes.add("tools")
         client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
-        conversations = chat(client, scope=using_session)
+        conversations = (chat_responses if api == "responses" else chat)(client, scope=using_session)
     provider.force_flush()
     calls = [
         {
             "trace_id": format(span.context.trace_id, "032x"),
             "span_id": format(span.context.span_id, "016x"),
             "session_id": span.attributes.get("session.id"),
-            "reply": span.attributes.get("llm.output_messages.0.message.content"),
+            "reply": span.attributes.get("llm.output_messages.0.message.content")  # Chat Completions
+            or span.attributes.get("llm.output_messages.0.message.contents.0.message_content.text"),  # Responses
         }
         for span in sent.get_finished_spans()
         if span.attributes.get("openinference.span.kind") == "LLM"
@@ -66,8 +68,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("endpoint")
     parser.add_argument("project")
     parser.add_argument("out", type=Path)
+    parser.add_argument("--api", choices=("chat", "responses"), default="chat", help="the OpenAI API the chatbot uses")
     args = parser.parse_args(argv)
-    feed(args.endpoint, args.project, args.out)
+    feed(args.endpoint, args.project, args.out, args.api)
 
 
 if __name__ == "__main__":

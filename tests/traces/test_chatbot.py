@@ -14,7 +14,7 @@ from rubric.prompts import render_prompt, render_reason_prompt
 from rubric.schema import load_rubric
 from rubric.servers.fake import FakeOpenAI
 from rubric.servers.fake_chatbot import chatbot_reply
-from tests.traces.chatbot import SCRIPTS, chat, track_parcel
+from tests.traces.chatbot import SCRIPTS, chat, chat_responses, track_parcel
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -65,3 +65,35 @@ def test_judge_requests_are_answered_as_a_judge_would_not_as_a_chatbot():
     assert got["choices"][0]["message"]["content"].strip() in answer.codes
     assert why["choices"][0]["message"]["content"] == "The reply stays within the role and offers a next step."
     assert bot["choices"][0]["message"]["content"] == chatbot_reply([{"role": "user", "content": "Hi there"}])
+
+
+def test_the_responses_api_answers_after_the_stored_history_as_chat_completions_would():
+    """/v1/responses: the same replies as Chat Completions for the same conversation (the server keeps each
+    response's history for previous_response_id), a function_call item for the agent, then its answer."""
+    with FakeOpenAI() as server:
+        server.modes.add("tools")
+        server.keep_bodies = True
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=10)
+        on_chat = chat(client)
+        on_responses = chat_responses(client)
+        client.close()
+    for a, b in zip(on_chat, on_responses, strict=True):
+        assert [t["user"] for t in a["turns"]] == [t["user"] for t in b["turns"]]
+        assert [t["assistant"] for t in a["turns"]] == [t["assistant"] for t in b["turns"]]
+        assert [len(t.get("tools", [])) for t in a["turns"]] == [len(t.get("tools", [])) for t in b["turns"]]
+    asked = server.bodies[9:]  # the Responses API requests: only what is new after the previous response
+    assert all("messages" not in body and body["instructions"] for body in asked)
+    assert [len(body["input"]) for body in asked] == [1] * 9
+    assert [("previous_response_id" in body) for body in asked] == [
+        False,
+        True,
+        True,
+        False,
+        True,
+        False,
+        True,
+        True,
+        True,
+    ]
+    agent = on_responses[2]["turns"][0]["tools"]
+    assert agent[0]["tool_calls"][0]["id"] == agent[1]["tool_call_id"]

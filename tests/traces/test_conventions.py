@@ -96,3 +96,45 @@ def test_spans_that_only_name_a_model_system_are_no_calls(tmp_path):
     result = imported(path)
     check_conversation(result.records[0])
     assert result.counts["llm_calls"] == 4
+
+
+def test_the_responses_api_items_read_as_messages():
+    """The Responses API's spellings an instrumentation keeps whole: input as text or items (parts of type
+    input_text), instructions as text or message items, reasoning items left out, two function calls in a row
+    one assistant step, a function call's id its call_id, a Response logged as text only."""
+    from rubric.traces.llm_call import Message, ToolCall, openai_exchange
+
+    request = {
+        "instructions": [{"role": "developer", "content": "You are Sam."}],
+        "input": [
+            {"role": "user", "content": [{"type": "input_text", "text": "Where are PX-1 and PX-2?"}]},
+            {"type": "function_call", "id": "fc_1", "call_id": "call_1", "name": "track", "arguments": '{"q": 1}'},
+            {"type": "function_call", "id": "fc_2", "call_id": "call_2", "name": "track", "arguments": '{"q": 2}'},
+            {"type": "function_call_output", "call_id": "call_1", "output": "out for delivery"},
+            {"type": "function_call_output", "call_id": "call_2", "output": "delivered"},
+        ],
+        "previous_response_id": "resp_0",
+    }
+    response = {
+        "id": "resp_1",
+        "output": [
+            {"type": "reasoning", "id": "rs_1", "summary": []},
+            {"type": "message", "role": "assistant", "content": [{"type": "output_text", "text": "One is out."}]},
+        ],
+    }
+    call = openai_exchange(request, response, "mlflow")
+    assert call.system == "You are Sam."
+    assert call.input == (
+        Message("user", "Where are PX-1 and PX-2?"),
+        Message("assistant", "", (ToolCall("call_1", "track", '{"q": 1}'), ToolCall("call_2", "track", '{"q": 2}'))),
+        Message("tool", "out for delivery", (), "call_1"),
+        Message("tool", "delivered", (), "call_2"),
+    )
+    assert call.output == (Message("assistant", "One is out."),)
+    assert (call.response_id, call.previous_response_id) == ("resp_1", "resp_0")
+    plain = openai_exchange({"input": "Hi", "instructions": "You are Sam."}, "Hello!", "mlflow")
+    assert (plain.system, plain.input, plain.output) == (
+        "You are Sam.",
+        (Message("user", "Hi"),),
+        (Message("assistant", "Hello!"),),
+    )

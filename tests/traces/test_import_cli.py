@@ -12,7 +12,7 @@ from rubric.conversations import Conversation, Item, Turn, load_conversations
 from rubric.prompts import render_context, render_prompt
 from rubric.schema import load_rubric
 from rubric.servers.fake import FakeOpenAI
-from tests.traces.otlp_json import EXCHANGES, conversation_spans, jsonl, request
+from tests.traces.otlp_json import EXCHANGES, SYSTEM, conversation_spans, jsonl, request
 
 
 def export(tmp_path, n=3):
@@ -132,3 +132,59 @@ def test_an_import_never_leaves_a_folder_that_cannot_be_read_again(tmp_path, cap
     assert len(err) == 1 and "out= holds llm.csv, the judge's answers about the conversations there" in err[0]
     assert (imported / "conversations.jsonl").read_bytes() == before
     assert main(["import", "source=otel", f"files={folder / 'part-0.jsonl'}", f"out={imported}"]) == 0  # the same
+
+
+TUTOR_PROMPT = "You are Pip, a maths tutor for secondary-school students: school mathematics only."
+
+
+def test_roles_gives_the_short_names_a_team_uses_and_gather_keeps_them(tmp_path, capsys):
+    """roles= maps each system prompt (by a phrase it holds, or all of it) to a short name, written as the
+    conversations' `role` and kept through gather; every later command shows it (role_name); a prompt no row
+    matches keeps its default name and is listed on screen."""
+    from calibration.release.roles import role_key
+
+    folder = export(tmp_path)
+    part = folder / "part-1.jsonl"
+    part.write_text(part.read_text().replace(SYSTEM, TUTOR_PROMPT))  # c1 is the tutor
+    roles = tmp_path / "roles.csv"
+    roles.write_text(f'text,role\n"{SYSTEM}",acme-helpdesk\nYou are Pip,pip\n', encoding="utf-8")
+    out = tmp_path / "imported"
+    assert main(["import", "source=otel", f"files={folder}", f"out={out}", f"roles={roles}"]) == 0
+    records = [json.loads(line) for line in (out / "conversations.jsonl").read_text().splitlines()]
+    assert [(r["conversation_id"], r["role"]) for r in records] == [
+        ("c0", "acme-helpdesk"),
+        ("c1", "pip"),
+        ("c2", "acme-helpdesk"),
+    ]
+    assert list(records[0])[:3] == ["conversation_id", "chatbot_role", "role"]  # the name beside the text
+    assert records[1]["chatbot_role"] == TUTOR_PROMPT  # the judge still sees the whole prompt
+    gathered = tmp_path / "gathered"
+    with FakeOpenAI() as server:
+        args = [f"conversations={out / 'conversations.jsonl'}", "judge=fake", f"judge.base_url={server.base_url}"]
+        assert main(["gather", *args, f"out={gathered}"]) == 0
+    assert [role_key(c) for c in load_conversations(gathered)] == ["acme-helpdesk", "pip", "acme-helpdesk"]
+    capsys.readouterr()
+    roles.write_text("text,role\nYou are Pip,pip\n", encoding="utf-8")
+    assert main(["import", "source=otel", f"files={folder}", f"out={tmp_path / 'again'}", f"roles={roles}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "match no row" in line]
+    assert said == [
+        f"import: note: 1 roles match no row of roles={roles}: 'You are the help desk of ...' (2 "
+        "conversations); they keep their default name (add a row text,role for each)."
+    ]
+
+
+def test_a_roles_file_naming_one_prompt_twice_is_one_line_before_any_work(tmp_path, capsys):
+    roles = tmp_path / "roles.csv"
+    roles.write_text("text,role\nYou are,a\nYou are,b\n", encoding="utf-8")
+    out = tmp_path / "imported"
+    assert main(["import", "source=otel", f"files={export(tmp_path)}", f"out={out}", f"roles={roles}"]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "roles.csv, row 3" in err[0] and "named twice" in err[0] and not out.exists()
+
+
+def test_without_roles_the_names_made_from_the_prompts_are_shown_with_the_key_that_renames_them(tmp_path, capsys):
+    assert main(["import", "source=otel", f"files={export(tmp_path)}", f"out={tmp_path / 'imported'}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "named from their prompts" in line]
+    (line,) = said
+    assert line.startswith("import: note: 1 roles, named from their prompts: 'You are the help ... #")
+    assert "(3 conversations). Give them your own short names with roles=FILE.csv (rows text,role;" in line

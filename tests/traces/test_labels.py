@@ -62,6 +62,7 @@ def test_annotations_become_labels_per_reviewer_and_turn(imported):
         ]
     )
     assert counts["annotations"] == 8 and counts["annotations_not_rubric_questions"] == 1
+    assert counts["unmapped_names"] == {"helpfulness": 1}
     assert counts["repeated_annotations_merged"] == 2 and counts["judges"] == 2
 
 

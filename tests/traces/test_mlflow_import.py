@@ -169,6 +169,42 @@ def test_mlflow_tracing_gives_back_the_conversations_the_chatbot_had(mlflow_trac
         assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
 
 
+RESPONSES = "support-bot (MLflow Tracing, Responses API)"
+
+
+@pytest.mark.parametrize("session", [True, False], ids=["session", "no-session"])
+def test_a_responses_api_chatbot_traced_by_autolog_comes_back_exactly(mlflow_tracking, tmp_path, session):
+    """The chatbot on the OpenAI Responses API (instructions + only the new input items after
+    previous_response_id), recorded by mlflow.openai.autolog(): `instructions` is the role, input items and
+    output text the turns, function calls and their outputs the tool steps. Without a session, each
+    previous_response_id chain is one conversation, named by its first response's id."""
+    experiment = f"{RESPONSES} {'with' if session else 'without'} sessions"
+    out = tmp_path / "conversations.json"
+    flags = ["--api", "responses"] + ([] if session else ["--no-session"])
+    _run("-m", "tests.traces.mlflow_chatbot", mlflow_tracking.url, experiment, str(out), *flags)
+    expected = json.loads(out.read_text(encoding="utf-8"))
+    if not session:
+        for conversation in expected:
+            conversation["conversation_id"] = conversation["first_response_id"]
+    got = imported(mlflow_tracking, experiment)
+    assert_same_conversations(got.records, expected)
+    assert_ids_name_the_reply(got)
+    for want in expected:
+        turns = got.records[want["conversation_id"]]["turns"]
+        assert [t["mlflow_trace_id"] for t in turns] == [t["mlflow_trace_id"] for t in want["turns"]]
+
+
+def test_traces_without_a_session_name_mlflows_own_way_to_set_one(mlflow_tracking, tmp_path):
+    """A Chat Completions chatbot traced by autolog without update_current_trace(session_id=...): the import
+    stops in one line naming MLflow's way, not OTel's or OpenInference's attributes."""
+    experiment = "support-bot (MLflow Tracing, no session)"
+    _run("-m", "tests.traces.mlflow_chatbot", mlflow_tracking.url, experiment, str(tmp_path / "c.json"), "--no-session")
+    with pytest.raises(InputError, match="names its conversation") as caught:
+        imported(mlflow_tracking, experiment)
+    assert "mlflow.update_current_trace(session_id=CONVERSATION_ID)" in str(caught.value)
+    assert "using_session" not in str(caught.value) and "\n" not in str(caught.value)
+
+
 def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced, monkeypatch, caplog):
     """A small page gives the same spans, in the same order (pages follow one another, none read twice); a long
     read says how far it got."""
@@ -208,6 +244,37 @@ def test_human_feedback_comes_back_per_reviewer_and_llm_judges_do_not(mlflow_tra
             assert a.trace_id in {s.trace_id for s in got.spans.values()}
         if a.span_id is not None:
             assert got.spans[a.span_id].trace_id == a.trace_id
+
+
+def test_feedback_named_like_no_question_is_listed_on_screen_with_the_label_map_that_maps_it(
+    mlflow_tracking, traced, tmp_path, capsys
+):
+    """With a rubric of one question (overall), the reviewers' `scope` and `tone` feedback maps to none: the
+    import says so on screen, names and counts, with the label_map= key; mapped, tone's answer becomes a label."""
+    from calibration.cli import main
+
+    rubric = tmp_path / "rubric.yaml"
+    rubric.write_text(
+        "name: overall_only\ntarget: overall\nquestions:\n  - id: overall\n    text: Adheres?\n    options:\n"
+        + "".join(f"      - {{value: {v}, label: o{v}}}\n" for v in (1, 2, 3, 4)),
+        encoding="utf-8",
+    )
+    args = ["import", "source=mlflow", f"tracking_uri={mlflow_tracking.url}", f"experiment='{TRACED}'"]
+    assert main([*args, f"out={tmp_path / 'a'}", f"rubric_file={rubric}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "left out: their names" in line]
+    scope = sum(1 for h in traced.human if h[1] == "scope")
+    assert said == [
+        f"import: note: {scope + 1} annotations left out: their names are no rubric question: scope ({scope}), "
+        "tone (1). Map them with label_map=FILE.csv, rows name,question_id (e.g. scope,overall; the questions: "
+        "overall)."
+    ]
+    labels = (tmp_path / "a" / "labels.csv").read_text(encoding="utf-8").splitlines()
+    (tmp_path / "map.csv").write_text("name,question_id\ntone,overall\n", encoding="utf-8")
+    assert main([*args, f"out={tmp_path / 'b'}", f"rubric_file={rubric}", f"label_map={tmp_path / 'map.csv'}"]) == 0
+    said = [line for line in capsys.readouterr().out.splitlines() if "left out: their names" in line]
+    assert said and "tone" not in said[0] and f"scope ({scope})" in said[0]
+    mapped = (tmp_path / "b" / "labels.csv").read_text(encoding="utf-8").splitlines()
+    assert len(mapped) == len(labels) + 1 and any(",reviewer-3,overall,2" in row for row in mapped)
 
 
 # -- OTLP posted to MLflow's endpoint -------------------------------------------------------------------------

@@ -275,3 +275,26 @@ def test_a_link_that_cannot_be_followed_is_named_not_skipped(tmp_path, link):
     for files in (folder, f"{folder}/*.jsonl", bad):
         with pytest.raises(InputError, match=rf"part-[12]\.jsonl: this is a symbolic link that {said}"):
             run(files)
+
+
+@pytest.mark.parametrize("one_per_line", [False, True], ids=["pretty-printed", "one-per-line"])
+def test_the_console_exporters_output_is_named_with_how_to_export_otlp(tmp_path, one_per_line):
+    """Spans written by the SDK's own ConsoleSpanExporter (to a file, as a user debugging would), pretty-printed
+    as it does by default or one per line with a formatter: named for what they are, not a cut-off line."""
+    from opentelemetry.sdk.trace import TracerProvider
+    from opentelemetry.sdk.trace.export import ConsoleSpanExporter, SimpleSpanProcessor
+
+    path = tmp_path / "console.json"
+    with path.open("w", encoding="utf-8") as out:
+        formatter = (lambda s: s.to_json(indent=None) + "\n") if one_per_line else (lambda s: s.to_json() + "\n")
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(ConsoleSpanExporter(out=out, formatter=formatter)))
+        tracer = provider.get_tracer("bot")
+        for n in range(2):
+            with tracer.start_as_current_span("chat", attributes={"gen_ai.operation.name": "chat", "n": n}):
+                pass
+        provider.shutdown()
+    with pytest.raises(InputError, match="ConsoleSpanExporter prints them") as caught:
+        run(path)
+    assert "\n" not in str(caught.value) and "OTLPSpanExporter to an OpenTelemetry Collector" in str(caught.value)
+    assert "cut short" not in str(caught.value)

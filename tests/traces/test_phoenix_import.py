@@ -58,11 +58,11 @@ def _wait_for_spans(phoenix, project: str, count: int) -> None:
         time.sleep(0.3)
 
 
-def _feed(phoenix, project: str, out: Path) -> dict[str, Any]:
+def _feed(phoenix, project: str, out: Path, *flags: str) -> dict[str, Any]:
     for module in ("openinference.instrumentation.openai", "opentelemetry.exporter.otlp.proto.http.trace_exporter"):
         pytest.importorskip(module, reason="the chatbot is traced with the [dev] and [otel] extras' packages")
     done = subprocess.run(
-        [sys.executable, "-m", "tests.traces.phoenix_feed", phoenix.otlp_endpoint, project, str(out)],
+        [sys.executable, "-m", "tests.traces.phoenix_feed", phoenix.otlp_endpoint, project, str(out), *flags],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -201,6 +201,19 @@ def test_conversations_come_back_exactly(phoenix, fed):
     assert all(s.start_ns <= t.start_ns for s, t in zip(spans, spans[1:], strict=False))  # oldest first
     got = assemble(spans, TraceSelection(), source={"kind": "phoenix"}, description=source.description).records
     _assert_same_conversations(got, _expected(fed))
+
+
+def test_a_responses_api_chatbot_comes_back_exactly(phoenix, tmp_path):
+    """The chatbot on the OpenAI Responses API (instructions, only the new input after previous_response_id),
+    traced by OpenInference into Phoenix: roles, turns, tool steps and reply ids as the chatbot had them."""
+    project = "support-bot-responses"
+    sent = _feed(phoenix, project, tmp_path / "sent.json", "--api", "responses")
+    assert len(sent["calls"]) == LLM_CALLS
+    _wait_for_spans(phoenix, project, LLM_CALLS)
+    source = PhoenixSource(phoenix.url, project)
+    got = assemble(source.spans(), TraceSelection(), source={"kind": "phoenix"}, description=source.description)
+    fed = Fed(project, sent["conversations"], sent["calls"], set())
+    _assert_same_conversations(got.records, _expected(fed))
 
 
 def test_human_annotations_come_back_each_reviewer_apart(phoenix, fed):
