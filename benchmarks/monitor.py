@@ -43,9 +43,10 @@ LARGE = {
     for s in (
         Scenario("drop_10_large", sizes=(250, 250), change="drop", size=0.10),
         Scenario("drop_05_large", sizes=(250, 250), change="drop", size=0.05),
+        Scenario("drop_05_1000", sizes=(1000, 1000), change="drop", size=0.05),
     )
 }
-"""What a team with 250 conversations a week can expect (the docs' advice is read from these)."""
+"""What a team with 250 or 1000 conversations a week can expect (the docs' advice is read from these)."""
 ALL_SCENARIOS = {**SCENARIOS, **LARGE}
 
 

@@ -116,6 +116,8 @@ INPUT_KEYS = (
     "calibration",
     "labels",
     "label_map",
+    "roles",
+    "canary",
     "files",
     "results",
     "report.active_labelling",

@@ -15,6 +15,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 
+import monitor_pools as mp  # noqa: E402
 import monitor_streams as ms  # noqa: E402
 
 needs_anchors = pytest.mark.skipif(not ms.ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
@@ -30,7 +31,7 @@ def pool():
     with tempfile.TemporaryDirectory() as tmp:
         import_llm_rubric(ms.ANCHORS / "llm_evaluations.tsv", ms.ANCHORS / "human_judgments.tsv", tmp)
         ds = load_dataset(tmp)
-    ids, oracle = ms._oracle(ds)
+    ids, oracle = mp.oracle_rates(ds)
     judge = np.clip(oracle + np.random.default_rng(1).normal(0, 0.1, len(oracle)), 0, 1)
     canary = np.zeros(len(ids), bool)
     canary[:40] = True

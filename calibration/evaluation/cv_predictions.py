@@ -10,6 +10,7 @@ a pair that does not predict the same rows.
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,8 @@ import pandas as pd
 from rubric.command_line import override
 from rubric.errors import InputError
 from rubric.ids import clean_id_columns
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
 KEYS = ["conversation_id", "turn", "judge_id"]
 REFERENCE = "calibrated"
@@ -251,3 +254,23 @@ def _cv_info(path: Path) -> dict[str, Any]:
 
     check_settings(info.get("settings", {}), source=path)
     return info
+
+
+def previous_for_report(
+    folder: Any, target: str, info: dict[str, Any], predictions: pd.DataFrame, labels: list[str]
+) -> pd.DataFrame | None:
+    """cv's previous_predictions.csv, keyed as the report keys rows and checked against the network's rows of
+    the last directory; without it (one directory, or a cv that wrote none), the deploy line says so."""
+    from calibration.data.union import qualified_predictions
+
+    previous = read_previous(folder, target, info)
+    if previous is None:
+        if len(labels) > 1:
+            log.info(
+                f"report: {Path(folder) / PREVIOUS_FILE} is not there (a cv without baselines, or of an earlier "
+                "version): the deploy line is chosen without the model trained without the last directory"
+            )
+        return None
+    previous = qualified_predictions(previous)
+    check_previous(previous, predictions, labels[-1], folder)
+    return previous

@@ -19,14 +19,7 @@ import matplotlib.pyplot as plt
 import pandas as pd
 
 from calibration.data.union import dataset_labels
-from calibration.evaluation.cv_predictions import (
-    PREVIOUS_FILE,
-    REFERENCE,
-    check_previous,
-    method_rows,
-    read_cv_folder,
-    read_previous,
-)
+from calibration.evaluation.cv_predictions import REFERENCE, method_rows, previous_for_report, read_cv_folder
 from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.reviewers import agreement_from_predictions
 from calibration.evaluation.sizes import check_folds, reliability_warnings, size_warnings
@@ -111,7 +104,7 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
     if cfg.cv:
         predictions, info = read_cv_folder(cfg.cv, ds.rubric.target)
         predictions = qualified_predictions(predictions)
-        previous = _previous(
+        previous = previous_for_report(
             cfg.cv, ds.rubric.target, info, predictions, dataset_labels([s.path for s in data.sources])
         )
         # The ablations and the learning curve are compared with these predictions: use the cv run's setup.
@@ -127,26 +120,6 @@ def _prepare(cfg: Report, shipped: dict[str, Any] | None = None) -> tuple[_Run, 
     ensemble = cfg.report.ensemble
     light = settings if ensemble is None else dataclasses.replace(settings, ensemble=ensemble)
     return _Run(cfg, out, data, ds, settings, light, folds, seed, fold_seed, previous), predictions
-
-
-def _previous(
-    folder: Any, target: str, info: dict[str, Any], predictions: pd.DataFrame, labels: list[str]
-) -> pd.DataFrame | None:
-    """cv's previous_predictions.csv, keyed as the report keys rows and checked against the network's rows of
-    the last directory; without it (one directory, or a cv that wrote none), the deploy line says so."""
-    from calibration.data.union import qualified_predictions
-
-    previous = read_previous(folder, target, info)
-    if previous is None:
-        if len(labels) > 1:
-            log.info(
-                f"report: {Path(folder) / PREVIOUS_FILE} is not there (a cv without baselines, or of an earlier "
-                "version): the deploy line is chosen without the model trained without the last directory"
-            )
-        return None
-    previous = qualified_predictions(previous)
-    check_previous(previous, predictions, labels[-1], folder)
-    return previous
 
 
 def _variant_jobs(run: _Run) -> list[tuple]:

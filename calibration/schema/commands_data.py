@@ -1,6 +1,5 @@
-"""The schemas of the commands that make and label datasets: gather, import, label-studio, compare and
-serve-fake-judge (the `judge` group is rubric/judge_settings.py `JudgeConfig`; `rubric` and `scorer` options
-are data, in conf/rubric/ and conf/scorer/)."""
+"""The schemas of the commands that make and label datasets: gather, import, label-studio, compare and serve-fake-judge
+(the `judge` group is rubric/judge_settings.py `JudgeConfig`; `rubric` and `scorer` are data, in conf/)."""
 
 from __future__ import annotations
 
