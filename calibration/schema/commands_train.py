@@ -1,5 +1,5 @@
 """The schemas of the commands that train and evaluate the calibrator: train, cv, search, report, predict,
-evaluate and demo (the `network` and `train` groups are calibration/model/settings.py `Settings`)."""
+evaluate, demo and compare-judges (the `network` and `train` groups are calibration/model/settings.py `Settings`)."""
 
 from __future__ import annotations
 
@@ -35,9 +35,11 @@ from rubric.config_types import (
     integer,
     number,
     path,
+    paths,
     setting,
     storage_url,
     text,
+    text_list,
 )
 from rubric.judge_settings import JudgeConfig
 
@@ -330,3 +332,56 @@ class Demo(Command):
     report: DemoReport = block(DemoReport, "calibration/report/ options, trimmed so the demo stays fast")
     settings: Settings = config_group("network", "train")
     judge: JudgeConfig = config_group("judge")
+
+
+@dataclass(frozen=True)
+class CompareJudges(Command):
+    """Several judges (models, prompts) of the same labelled turns, each calibrated out of fold on the same
+    folds of conversations, compared question by question by their agreement with the reviewers: RMSE, log
+    loss and kappa with intervals over resampled conversations, the paired difference, the label multiplier
+    for a release estimate, the alternative annotator test, kappa beside the reviewers' own, a recommendation
+    per question. Writes out/compare-judges.json, out/compare-judges.html, out/disagreements.csv and
+    out/reviewer_disagreements.csv; see docs/reference/files.md and docs/how-to/choose-a-judge.md."""
+
+    name = "compare-judges"
+    summary = "judges of the same labelled turns, calibrated on shared folds -> which judge per question"
+    groups = TRAINING_GROUPS
+    data: Any = required(
+        "the judges' dataset dirs, one per judge or prompt: data=[DIR_A,DIR_B] (the same turns and labels.csv "
+        "in each, gathered by each judge)",
+        paths(),
+        metavar="[DIR_A,DIR_B]",
+    )
+    out: str = required("folder for compare-judges.json, compare-judges.html and the disagreement lists")
+    names: list[str] | None = setting(
+        None, "a name per data dir, in data='s order; null = the directories' names", text_list(optional=True)
+    )
+    questions: list[str] | None = setting(
+        None, "the questions to compare; null = every question the reviewers answered", text_list(optional=True)
+    )
+    model: str = setting(
+        "network",
+        "the calibrator of every judge: network (as train) | linear | ordinal (the simple models, far faster)",
+        choice("network", "linear", "ordinal"),
+    )  # calibration/judges/calibrate.py MODELS
+    folds: int = FOLDS()
+    seed: int = SEED()
+    fold_seed: int = FOLD_SEED()
+    n_boot: int = setting(1000, "bootstrap resamples of conversations for every interval", integer(1))
+    epsilon: float = setting(
+        0.1,
+        "the alternative annotator test's allowance (0 < epsilon < 1): a calibrated judge may lose to a "
+        "reviewer on up to this much more of the turns and still stand in for them",
+        number(above=0, below=1),
+    )
+    width: float | None = setting(
+        None,
+        "also plan the labelled conversations each judge needs for a release estimate of a question's mean "
+        "answer with this interval half-width (90%); null = the label multiplier only",
+        number(above=0, optional=True),
+    )
+    release: int = setting(
+        10000, "with width=: conversations in the release the estimate is for (its finite-population term)", integer(2)
+    )
+    unmatched_labels: str = UNMATCHED_LABELS()
+    settings: Settings = config_group("network", "train")

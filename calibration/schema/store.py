@@ -22,6 +22,7 @@ from calibration.schema.commands_monitor import Monitor
 from calibration.schema.commands_publish import Publish
 from calibration.schema.commands_release import Decide, Estimate, Score, Suggest
 from calibration.schema.commands_train import (
+    CompareJudges,
     CrossValidate,
     Demo,
     Evaluate,
@@ -53,6 +54,7 @@ SCHEMAS: dict[str, type[Command]] = {
         LabelStudio,
         Decide,
         Compare,
+        CompareJudges,
         ServeFakeJudge,
         Publish,
         Monitor,
@@ -145,7 +147,7 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
             node = {k: v for k, v in plain[group].items() if k in GROUPS[group].keys}
             check_values(GROUPS[group].schema, node, prefix=f"{group}.")
     check_rules(cls, plain)
-    check_paths(command, plain, not_paths=("model",) if command == "train" else ())
+    check_paths(command, plain, not_paths=("model",) if command in ("train", "compare-judges") else ())
 
 
 class RuleBroken(InputError):

@@ -1,0 +1,64 @@
+"""`role-rubric compare-judges`: several judges of the same labelled turns, calibrated on shared folds, compared
+question by question -> compare-judges.json/html, disagreements.csv, reviewer_disagreements.csv.
+
+Its keys: calibration.schema.commands_train `CompareJudges` (`role-rubric compare-judges --help`); the library
+it calls: calibration.judges (`compare_judges`, the page).
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from calibration.schema.commands_train import CompareJudges as Schema
+
+__all__ = ["Schema", "run"]
+
+log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
+
+FILES = ("compare-judges.json", "compare-judges.html", "disagreements.csv", "reviewer_disagreements.csv")
+
+
+def run(cfg: Schema) -> dict[str, Any]:
+    """CLI: `role-rubric compare-judges data=[DIR_A,DIR_B] out=DIR [model=network|linear|ordinal] [width=W]`.
+    Imports inside, so that `role-rubric --help` loads no stage."""
+    from calibration.data.union import data_paths
+    from calibration.judges import compare_judges
+    from rubric.files import out_lock
+
+    with out_lock(cfg.out) as out:
+        result = compare_judges(
+            data_paths(cfg.data),
+            names=cfg.names,
+            questions=cfg.questions,
+            model=cfg.model,
+            settings=cfg.settings,
+            folds=cfg.folds,
+            fold_seed=cfg.fold_seed,
+            seed=cfg.seed,
+            n_boot=cfg.n_boot,
+            epsilon=cfg.epsilon,
+            width=cfg.width,
+            release=cfg.release,
+            unmatched_labels=cfg.unmatched_labels,
+        )
+        _write(result, Path(out))
+    for block in result["questions"].values():
+        log.info(f"compare-judges: {block['recommendation']['line']}")
+    log.info(f"compare-judges: {result['winners_curse']}")
+    log.info(f"compare-judges: wrote {', '.join(str(Path(out) / name) for name in FILES)}")
+    return result
+
+
+def _write(result: dict[str, Any], out: Path) -> None:
+    """The two disagreement lists (popped from `result`), compare-judges.json and compare-judges.html."""
+    from calibration.judges.page import write_page
+    from rubric.files import atomic_to_csv
+    from rubric.jsonfile import write_json
+
+    disagreements = result.pop("_disagreements")
+    atomic_to_csv(disagreements, out / "disagreements.csv")
+    atomic_to_csv(result.pop("_reviewer_disagreements"), out / "reviewer_disagreements.csv")
+    write_json(out / "compare-judges.json", result, indent=1, newline=True, digits=6)
+    write_page(result, out, disagreements)
