@@ -36,6 +36,16 @@ class Judge:
     summary: dict[str, Any] | None
     """Its gather_summary.json (None: not gathered by role-rubric, e.g. imported)."""
 
+    def subset(self, shared_rows: np.ndarray) -> Judge:
+        """This judge with only the label rows `shared_rows` of the shared order (kept in that order)."""
+        return Judge(
+            self.name,
+            self.path,
+            self.ds.with_label_rows(self.rows[shared_rows]),
+            np.arange(len(shared_rows)),
+            self.summary,
+        )
+
 
 def judge_names(paths: list[Path], names: list[str] | None) -> list[str]:
     """`names=` where given (one per directory), else each directory's name (its path where two share one)."""

@@ -107,6 +107,20 @@ def alt_test_table(result: dict[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def cost_table(result: dict[str, Any]) -> pd.DataFrame:
+    rows = []
+    for name, j in result["judges"].items():
+        c = j["cost_per_1000_turns"]
+        rows.append(
+            {
+                "judge": name,
+                "tokens per 1,000 turns": "–" if c is None else f"{c['tokens']:.0f}",
+                "USD per 1,000 turns": "–" if not c or "usd" not in c else f"{c['usd']:.4f}",
+            }
+        )
+    return pd.DataFrame(rows)
+
+
 def plot_rmse(result: dict[str, Any], ax=None):
     """Each judge's calibrated RMSE with its 95% interval, per question."""
     questions = list(result["questions"])
@@ -168,24 +182,13 @@ def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | 
             html_table(alt_test_table(result)),
         )
     )
-    costs = {n: j["cost_per_1000_turns"] for n, j in result["judges"].items()}
-    cost_rows = pd.DataFrame(
-        [
-            {
-                "judge": n,
-                "tokens per 1,000 turns": "–" if c is None else f"{c['tokens']:.0f}",
-                "USD per 1,000 turns": "–" if not c or "usd" not in c else f"{c['usd']:.4f}",
-            }
-            for n, c in costs.items()
-        ]
-    )
     sections.append(
         (
             "Cost",
             "From each directory's gather_summary.json (– : no tokens recorded: an offline judge, imported data, "
             "or answers read from the cache).",
             None,
-            html_table(cost_rows),
+            html_table(cost_table(result)),
         )
     )
     if disagreements is not None and len(disagreements):

@@ -56,10 +56,41 @@ def compare_judges(
 ) -> dict[str, Any]:
     """The compare-judges.json content, plus the frames `_disagreements` and `_reviewer_disagreements`
     (written as CSV by the command, calibration/commands/compare_judges.py)."""
-    started = time.perf_counter()
     judges = load_judges(
         [Path(p) for p in data], None if names is None else list(names), unmatched_labels=unmatched_labels
     )
+    return compare_loaded(
+        judges,
+        questions=questions,
+        model=model,
+        settings=settings,
+        folds=folds,
+        fold_seed=fold_seed,
+        seed=seed,
+        n_boot=n_boot,
+        epsilon=epsilon,
+        width=width,
+        release=release,
+    )
+
+
+def compare_loaded(
+    judges: list[Judge],
+    *,
+    questions: Sequence[str] | None = None,
+    model: str = "network",
+    settings: Settings | None = None,
+    folds: int = 5,
+    fold_seed: int = 0,
+    seed: int = 0,
+    n_boot: int = 1000,
+    epsilon: float = 0.1,
+    width: float | None = None,
+    release: int = 10_000,
+) -> dict[str, Any]:
+    """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
+    subsets of their labelled conversations: `Judge.subset`)."""
+    started = time.perf_counter()
     questions = _questions(judges[0], questions)
     fold, conversation = shared_folds(judges, folds, fold_seed)
     probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
@@ -199,21 +230,11 @@ def _question(
         judge_block[n]["label_multiplier"] = multiplier[n]
         if width is not None:
             judge_block[n]["labels_for_width"] = choice.labels_for_width(spreads[n], width, release)
-    paired = {}
-    for n in names:
-        if n == best:
-            continue
-        d = {m: reps[n][m] - reps[best][m] for m in METRICS}
-        paired[n] = {
-            m: {"difference": float(v[0]), "low": interval(v[1:])[0], "high": interval(v[1:])[1]} for m, v in d.items()
-        }
+    paired = _paired(reps, best)
+    squared = {n: (probs[n][qid][rows][:, : len(values)] @ values - values[answer]) ** 2 for n in names}
 
     def rmse_of(mask: np.ndarray) -> dict[str, float]:
-        return {n: float(reps_on(n, mask)) for n in names}
-
-    def reps_on(n: str, mask: np.ndarray) -> float:
-        p = probs[n][qid][rows][mask]
-        return float(np.sqrt(np.mean((p[:, : len(values)] @ values - values[answer[mask]]) ** 2)))
+        return {n: float(np.sqrt(squared[n][mask].mean())) for n in names}
 
     confirmation = choice.confirm_on_held_out(rmse_of, conv, names, seed)
     block = {
@@ -228,6 +249,19 @@ def _question(
         "held_out_confirmation": confirmation,
     }
     return block, pd.concat(frames, ignore_index=True)
+
+
+def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict]:
+    """Every other judge's metrics minus the pick's, on the same resamples, with 95% intervals."""
+    out = {}
+    for n, mine in reps.items():
+        if n != best:
+            d = {m: mine[m] - reps[best][m] for m in METRICS}
+            out[n] = {
+                m: dict(zip(("low", "high"), interval(v[1:]), strict=True)) | {"difference": float(v[0])}
+                for m, v in d.items()
+            }
+    return out
 
 
 def _metric_summary(reps: dict[str, np.ndarray]) -> dict[str, float | None]:

@@ -350,7 +350,6 @@ class CompareJudges(Command):
         "the judges' dataset dirs, one per judge or prompt: data=[DIR_A,DIR_B] (the same turns and labels.csv "
         "in each, gathered by each judge)",
         paths(),
-        metavar="[DIR_A,DIR_B]",
     )
     out: str = required("folder for compare-judges.json, compare-judges.html and the disagreement lists")
     names: list[str] | None = setting(
