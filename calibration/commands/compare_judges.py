@@ -44,6 +44,7 @@ def run(cfg: Schema) -> dict[str, Any]:
             unmatched_labels=cfg.unmatched_labels,
         )
         _write(result, Path(out))
+    _log_table(result)
     for block in result["questions"].values():
         log.info(f"compare-judges: {block['recommendation']['line']}")
     log.info(f"compare-judges: {result['winners_curse']}")
@@ -62,3 +63,19 @@ def _write(result: dict[str, Any], out: Path) -> None:
     atomic_to_csv(result.pop("_reviewer_disagreements"), out / "reviewer_disagreements.csv")
     write_json(out / "compare-judges.json", result, indent=1, newline=True, digits=6)
     write_page(result, out, disagreements)
+
+
+def _log_table(result: dict[str, Any]) -> None:
+    """Per question: the reviewers' kappa with each other beside each calibrated judge's RMSE and kappa."""
+    import pandas as pd
+
+    rows = []
+    for qid, block in result["questions"].items():
+        rev = block["reviewers_kappa"]
+        row = {"question": qid, "reviewers kappa": "-" if rev is None else f"{rev['kappa']:.3f}"}
+        for name, j in block["judges"].items():
+            row[f"{name} rmse"] = f"{j['rmse']:.3f}"
+            row[f"{name} kappa"] = "-" if j["kappa"] is None else f"{j['kappa']:.3f}"
+        rows.append(row)
+    with pd.option_context("display.width", 250, "display.max_columns", 20):
+        log.info(pd.DataFrame(rows).to_string(index=False))
