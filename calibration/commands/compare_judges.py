@@ -41,12 +41,15 @@ def run(cfg: Schema) -> dict[str, Any]:
             epsilon=cfg.epsilon,
             width=cfg.width,
             release=cfg.release,
+            combine=cfg.combine,
             unmatched_labels=cfg.unmatched_labels,
         )
         _write(result, Path(out))
     _log_table(result)
     for block in result["questions"].values():
         log.info(f"compare-judges: {block['recommendation']['line']}")
+    if "combination" in result["overall"]:
+        log.info(f"compare-judges: {result['overall']['combination']}")
     log.info(f"compare-judges: {result['winners_curse']}")
     log.info(f"compare-judges: wrote {', '.join(str(Path(out) / name) for name in FILES)}")
     return result

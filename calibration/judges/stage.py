@@ -24,6 +24,7 @@ from calibration.evaluation.reviewers import reviewer_agreement
 from calibration.judges import choice, kappa
 from calibration.judges.agreement import METRICS, conversation_weights, interval, metric_replicates
 from calibration.judges.calibrate import answered_questions, calibrate_all, raw_expected
+from calibration.judges.combine import combined_judge
 from calibration.judges.data import Judge, cost_per_1000_turns, load_judges, shared_folds
 from calibration.judges.disagreements import judge_disagreements, reviewer_disagreements, trace_ids
 from calibration.model.settings import Settings
@@ -52,6 +53,7 @@ def compare_judges(
     epsilon: float = 0.1,
     width: float | None = None,
     release: int = 10_000,
+    combine: bool = False,
     unmatched_labels: str = "error",
 ) -> dict[str, Any]:
     """The compare-judges.json content, plus the frames `_disagreements` and `_reviewer_disagreements`
@@ -71,6 +73,7 @@ def compare_judges(
         epsilon=epsilon,
         width=width,
         release=release,
+        combine=combine,
     )
 
 
@@ -87,10 +90,13 @@ def compare_loaded(
     epsilon: float = 0.1,
     width: float | None = None,
     release: int = 10_000,
+    combine: bool = False,
 ) -> dict[str, Any]:
     """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
     subsets of their labelled conversations: `Judge.subset`)."""
     started = time.perf_counter()
+    if combine:  # one more candidate: every judge's distributions as one calibrator's inputs
+        judges = [*judges, combined_judge(judges)]
     questions = _questions(judges[0], questions)
     fold, conversation = shared_folds(judges, folds, fold_seed)
     probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
@@ -125,6 +131,7 @@ def compare_loaded(
             "epsilon": epsilon,
             "width": width,
             "release": release,
+            "combine": combine,
             "settings": None if settings is None or model != "network" else settings.to_dict(),
         },
         "data": {
@@ -137,7 +144,7 @@ def compare_loaded(
             j.name: {"path": str(j.path), "cost_per_1000_turns": cost_per_1000_turns(j.summary)} for j in judges
         },
         "questions": blocks,
-        "overall": _overall(blocks, [j.name for j in judges]),
+        "overall": _overall(blocks, [j.name for j in judges], judges[-1].name if combine else None),
         "winners_curse": WINNERS_CURSE,
         "timing_s": {"calibration": round(calibrated_s, 2), "total": round(time.perf_counter() - started, 2)},
         "_disagreements": judge_disagreements(pd.concat(rows, ignore_index=True), traces),
@@ -298,7 +305,7 @@ def _line(qid: str, chosen: dict, multiplier: dict, confirmation: dict | None) -
     return f"{qid}: {best}, better than {runner} by {diff} (p_best {chosen['p_best'][best]:.2f}); {labels}{held}."
 
 
-def _overall(blocks: dict[str, dict], names: list[str]) -> dict:
+def _overall(blocks: dict[str, dict], names: list[str], combined: str | None) -> dict:
     """How many questions each judge is picked on, and on how many of them the pick is clear of noise."""
     picks = {n: 0 for n in names}
     clear = {n: 0 for n in names}
@@ -307,7 +314,14 @@ def _overall(blocks: dict[str, dict], names: list[str]) -> dict:
         picks[r["pick"]] += 1
         clear[r["pick"]] += int(not r["within_noise"])
     mean_rmse = {n: float(np.mean([b["judges"][n]["rmse"] for b in blocks.values()])) for n in names}
-    return {"picked_on": picks, "clear_on": clear, "mean_rmse": mean_rmse}
+    out = {"picked_on": picks, "clear_on": clear, "mean_rmse": mean_rmse}
+    if combined is not None:
+        out["combination"] = (
+            f"{combined} (every judge's distributions into one calibrator) is the pick on {picks[combined]} of "
+            f"{len(blocks)} question(s), clear of noise on {clear[combined]}"
+            + ("; elsewhere a judge alone does as well or better." if picks[combined] < len(blocks) else ".")
+        )
+    return out
 
 
 def _reviewer_frame(judge: Judge, questions: list[str], traces: pd.DataFrame) -> pd.DataFrame:

@@ -125,6 +125,12 @@ class Train(Command):
     )  # calibration/model/linear_calibrator.py MODELS
     seed: int = SEED()
     target: str | None = TARGET()
+    combine: bool = setting(
+        False,
+        "true adds one more candidate, A+B: every judge's distributions as the inputs of one calibrator, on the "
+        "same folds (picked only where it beats each judge alone)",
+        boolean(),
+    )
     unmatched_labels: str = UNMATCHED_LABELS()
     settings: Settings = config_group("network", "train")
 
@@ -174,6 +180,12 @@ class Search(Command):
     out: str = setting("runs/search", "folder for the study (search.db) and the best settings", path())
     seed: int = SEED()
     target: str | None = TARGET()
+    combine: bool = setting(
+        False,
+        "true adds one more candidate, A+B: every judge's distributions as the inputs of one calibrator, on the "
+        "same folds (picked only where it beats each judge alone)",
+        boolean(),
+    )
     unmatched_labels: str = UNMATCHED_LABELS()
     settings: Settings = config_group("network", "train")
     search: SearchOptions = config_group("search")
@@ -381,6 +393,12 @@ class CompareJudges(Command):
     )
     release: int = setting(
         10000, "with width=: conversations in the release the estimate is for (its finite-population term)", integer(2)
+    )
+    combine: bool = setting(
+        False,
+        "true adds one more candidate, A+B: every judge's distributions as the inputs of one calibrator, on the "
+        "same folds (picked only where it beats each judge alone)",
+        boolean(),
     )
     unmatched_labels: str = UNMATCHED_LABELS()
     settings: Settings = config_group("network", "train")

@@ -168,3 +168,32 @@ def test_another_rubric_is_refused(judges, tmp_path, capsys):
 def test_an_unanswered_question_is_refused(judges, tmp_path, capsys):
     err = _bad(tmp_path, [f"data=[{judges[0]},{judges[1]}]", "questions=[nope]"], capsys)
     assert "nope" in err and "questions=" in err
+
+
+def test_two_judges_that_each_miss_a_question_are_combined_into_one_calibrator(synthetic_dir, tmp_path):
+    """a: the target's distributions shuffled; b: the other questions' shuffled. Combined, one calibrator reads
+    the real distributions of every question: on the target it must beat a, which lacks the target's own."""
+    a = _shuffle_questions(synthetic_dir, tmp_path / "a", ["overall"])
+    b = _shuffle_questions(synthetic_dir, tmp_path / "b", ["scope", "tone"])
+    out = tmp_path / "out"
+    assert main(["compare-judges", f"data=[{a},{b}]", f"out={out}", "combine=true", *FAST]) == 0
+    result = json.loads((out / "compare-judges.json").read_text())
+    assert result["settings"]["judges"] == ["a", "b", "a+b"]
+    overall = result["questions"]["overall"]["judges"]
+    assert overall["a+b"]["rmse"] < overall["a"]["rmse"]
+    assert overall["a+b"]["rmse"] <= overall["b"]["rmse"] + 0.02
+    assert "a+b (every judge's distributions into one calibrator) is the pick on" in result["overall"]["combination"]
+
+
+def _shuffle_questions(src: Path, dst: Path, questions: list[str]) -> Path:
+    shutil.copytree(src, dst)
+    llm = pd.read_csv(src / "llm.csv")
+    rng = np.random.default_rng(1)
+    for qid in questions:
+        rows = llm["question_id"] == qid
+        wide = llm[rows].pivot_table(index=["conversation_id", "turn"], columns="option", values="prob")
+        probs = wide.to_numpy().copy()[rng.permutation(len(wide))]
+        back = pd.DataFrame(probs, index=wide.index, columns=wide.columns).stack().rename("prob").reset_index()
+        llm = pd.concat([llm[~rows], back.assign(question_id=qid)[llm.columns]], ignore_index=True)
+    llm.to_csv(dst / "llm.csv", index=False)
+    return dst
