@@ -141,7 +141,13 @@ def fold_of_rows(judge: Judge, fold: np.ndarray) -> np.ndarray:
 
 def cost_per_1000_turns(summary: dict[str, Any] | None) -> dict[str, float] | None:
     """Tokens (and dollars, where priced) per 1,000 judged turns, as the last gather recorded them; None
-    where it recorded no tokens (an offline judge, imported data, or every answer read from the cache)."""
+    where it recorded no tokens (an offline judge, imported data, or every answer read from the cache).
+
+    >>> cost_per_1000_turns({"items": 200, "prompt_tokens": 90000, "completion_tokens": 1000, "cost_usd": 0.05})
+    {'tokens': 455000.0, 'usd': 0.25}
+    >>> cost_per_1000_turns({"items": 200, "prompt_tokens": 0, "completion_tokens": 0}) is None
+    True
+    """
     if not summary or not summary.get("items"):
         return None
     tokens = int(summary.get("prompt_tokens") or 0) + int(summary.get("completion_tokens") or 0)

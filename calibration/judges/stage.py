@@ -139,6 +139,7 @@ def compare_loaded(
             "conversations": int(conversation.max() + 1),
             "reviewers": len(ref.judges),
             "questions": questions,
+            "skipped": {j.name: dict(j.ds.report) for j in judges if j.ds.report},
         },
         "judges": {
             j.name: {"path": str(j.path), "cost_per_1000_turns": cost_per_1000_turns(j.summary)} for j in judges
