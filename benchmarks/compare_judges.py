@@ -12,7 +12,9 @@ compare-judges`, model=linear: the simple calibrator, so that many draws fit in 
 per question from them alone. The truth of that draw: each judge's calibrator trained on the same n
 dialogues and scored (RMSE) on the held-out dialogues (the other 223 - n). Reported per size and question:
 how often the pick is the held-out best, how often it is the real judge, how often the pick is flagged
-within noise, and how often a pick not flagged is right, and the regret (held-out RMSE of the pick minus the best's). The label multiplier (how many times the real
+within noise, and how often a pick not flagged is right, and the regret (held-out RMSE of the pick minus the best's); and
+pairwise, the real judge against each copy alone: how often the lower out-of-fold RMSE is the real judge's,
+and how often that agrees with the held-out comparison. The label multiplier (how many times the real
 judge's labelled conversations each copy needs for the same release-estimate width) from the whole data.
 
     python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 5]
@@ -101,7 +103,11 @@ def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int) -
     for qid, block in result["questions"].items():
         held = {j.name: held_out_rmse(j, qid, selected, seed) for j in judges}
         r = block["recommendation"]
+        oof = {name: j["rmse"] for name, j in block["judges"].items()}
         out[qid] = {
+            "pairwise": {  # real against each copy alone: (picked by out-of-fold RMSE, better held out)
+                name: [oof["real"] < oof[name], held["real"] < held[name]] for name in oof if name != "real"
+            },
             "pick": r["pick"],
             "within_noise": r["within_noise"],
             "held_out_best": min(held, key=held.get),
@@ -134,7 +140,22 @@ def summarise(draws: list[dict], questions: list[str]) -> dict:
         }
 
     per_q = {q: rates([d[q] for d in draws]) for q in questions}
-    return {"overall": rates([d[q] for d in draws for q in questions]), "per_question": per_q}
+    copies = list(draws[0][questions[0]]["pairwise"])
+    pairwise = {}
+    for name in copies:
+        got = np.array([d[q]["pairwise"][name] for d in draws for q in questions], dtype=float)  # (draws*Q, 2)
+        per = {q: round(float(np.mean([d[q]["pairwise"][name][0] for d in draws])), 3) for q in questions}
+        pairwise[name] = {
+            "picks_real": round(float(got[:, 0].mean()), 3),
+            "real_better_held_out": round(float(got[:, 1].mean()), 3),
+            "pick_agrees_with_held_out": round(float((got[:, 0] == got[:, 1]).mean()), 3),
+            "picks_real_per_question": per,
+        }
+    return {
+        "overall": rates([d[q] for d in draws for q in questions]),
+        "per_question": per_q,
+        "pairwise_real_vs_copy": pairwise,
+    }
 
 
 def main() -> None:

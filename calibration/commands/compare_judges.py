@@ -1,7 +1,7 @@
 """`role-rubric compare-judges`: several judges of the same labelled turns, calibrated on shared folds, compared
 question by question -> compare-judges.json/html, disagreements.csv, reviewer_disagreements.csv.
 
-Its keys: calibration.schema.commands_train `CompareJudges` (`role-rubric compare-judges --help`); the library
+Its keys: calibration.schema.commands_judges `CompareJudges` (`role-rubric compare-judges --help`); the library
 it calls: calibration.judges (`compare_judges`, the page).
 """
 
@@ -11,7 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from calibration.schema.commands_train import CompareJudges as Schema
+from calibration.schema.commands_judges import CompareJudges as Schema
 
 __all__ = ["Schema", "run"]
 
@@ -41,7 +41,7 @@ def run(cfg: Schema) -> dict[str, Any]:
             epsilon=cfg.epsilon,
             width=cfg.width,
             release=cfg.release,
-            combine=cfg.combine,
+            combine=cfg.combine_judges,
             unmatched_labels=cfg.unmatched_labels,
         )
         _write(result, Path(out))

@@ -3,7 +3,7 @@ distributions of every question side by side, as if one judge had answered each 
 
 The combined data is the first judge's, with every other judge's questions added as extra input questions
 (`QUESTION@JUDGE`, never answered by a reviewer, so never a target): the network reads them all, and the
-linear models read their expected answers. `compare-judges combine=true` adds it as one more candidate,
+linear models read their expected answers. `compare-judges combine_judges=true` adds it as one more candidate,
 calibrated on the same folds, so it is picked only where it beats every judge alone, and the recommendation
 line says when it does not.
 """
@@ -36,10 +36,10 @@ def combined_judge(judges: list[Judge]) -> Judge:
         at = _item_index(base, judge.ds)
         if (at < 0).any():
             raise InputError(
-                f"combine=true: {judge.name} has no distributions for {int((at < 0).sum())} of the turns "
+                f"combine_judges=true: {judge.name} has no distributions for {int((at < 0).sum())} of the turns "
                 f"{judges[0].name} judged.",
                 path=judge.path / "llm.csv",
-                fix="gather every judge on the same conversations, or leave combine= out.",
+                fix="gather every judge on the same conversations, or leave combine_judges= out.",
             )
         probs.append(judge.ds.probs[at])
         present.append(judge.ds.present[at])

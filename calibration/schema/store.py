@@ -18,11 +18,11 @@ from typing import Any
 from calibration.model.settings import NETWORK_KEYS, Settings
 from calibration.schema.base import Command
 from calibration.schema.commands_data import Compare, Gather, Import, LabelStudio, ServeFakeJudge
+from calibration.schema.commands_judges import CompareJudges
 from calibration.schema.commands_monitor import Monitor
 from calibration.schema.commands_publish import Publish
 from calibration.schema.commands_release import Decide, Estimate, Score, Suggest
 from calibration.schema.commands_train import (
-    CompareJudges,
     CrossValidate,
     Demo,
     Evaluate,

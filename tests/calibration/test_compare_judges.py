@@ -176,7 +176,7 @@ def test_two_judges_that_each_miss_a_question_are_combined_into_one_calibrator(s
     a = _shuffle_questions(synthetic_dir, tmp_path / "a", ["overall"])
     b = _shuffle_questions(synthetic_dir, tmp_path / "b", ["scope", "tone"])
     out = tmp_path / "out"
-    assert main(["compare-judges", f"data=[{a},{b}]", f"out={out}", "combine=true", *FAST]) == 0
+    assert main(["compare-judges", f"data=[{a},{b}]", f"out={out}", "combine_judges=true", *FAST]) == 0
     result = json.loads((out / "compare-judges.json").read_text())
     assert result["settings"]["judges"] == ["a", "b", "a+b"]
     overall = result["questions"]["overall"]["judges"]
