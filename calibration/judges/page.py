@@ -210,6 +210,13 @@ def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | 
         f"{result['settings']['folds']} shared folds of conversations, {result['settings']['n_boot']} bootstrap "
         f"resamples (seed {result['settings']['seed']})."
     )
+    skipped = {n: sum(r.values()) for n, r in d.get("skipped", {}).items() if sum(r.values())}
+    if skipped:
+        intro += (
+            " Labels left out (no distribution for their turn): "
+            + ", ".join(f"{n} {k}" for n, k in skipped.items())
+            + "."
+        )
     return atomic_write_text(
         out / "compare-judges.html", render_page("compare-judges.html.j2", intro=intro, sections=parts)
     )
