@@ -10,7 +10,25 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["judge_disagreements", "reviewer_disagreements", "trace_ids"]
+__all__ = ["judge_disagreements", "reviewer_disagreements", "roles_of", "trace_ids"]
+
+
+def roles_of(data: Path) -> dict[str, str]:
+    """conversation_id -> the chatbot role's short name (rubric/conversations.py `role_name`) of every
+    conversation in DATA/conversations.jsonl; empty where there is none."""
+    from rubric.conversations import role_name
+
+    path = Path(data) / "conversations.jsonl"
+    if not path.is_file():
+        return {}
+    out = {}
+    with open(path, encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                record = json.loads(line)
+                cid = str(record.get("conversation_id", record.get("id", "")))
+                out[cid] = role_name(record.get("chatbot_role"), record)
+    return out
 
 
 def trace_ids(data: Path) -> pd.DataFrame:

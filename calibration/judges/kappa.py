@@ -87,3 +87,23 @@ def per_reviewer_kappa(
         names[j]: judge_kappa(expected[reviewer == j], answer[reviewer == j], values, W[:, reviewer == j])
         for j in np.unique(reviewer)
     }
+
+
+def per_role_kappa(
+    item: np.ndarray,
+    expected: dict[str, np.ndarray],
+    answer: np.ndarray,
+    values: np.ndarray,
+    role: np.ndarray,
+    W: np.ndarray,
+) -> dict[str, dict]:
+    """Per chatbot role (role: (R,) each label row's): the reviewers' kappa with each other and each judge's
+    (expected: judge -> (R,) its calibrated expected answers) against the reviewers, on that role's rows."""
+    out = {}
+    for name in sorted(set(role)):
+        mine = role == name
+        out[name] = {
+            "reviewers": reviewer_kappa(item[mine], answer[mine], len(values), W[:, mine]),
+            "judges": {j: judge_kappa(e[mine], answer[mine], values, W[:, mine]) for j, e in expected.items()},
+        }
+    return out

@@ -26,7 +26,7 @@ from calibration.judges.agreement import METRICS, conversation_weights, interval
 from calibration.judges.calibrate import answered_questions, calibrate_all, raw_expected
 from calibration.judges.combine import combined_judge
 from calibration.judges.data import Judge, cost_per_1000_turns, load_judges, shared_folds
-from calibration.judges.disagreements import judge_disagreements, reviewer_disagreements, trace_ids
+from calibration.judges.disagreements import judge_disagreements, reviewer_disagreements, roles_of, trace_ids
 from calibration.model.settings import Settings
 from rubric.errors import InputError
 
@@ -245,6 +245,8 @@ def _question(
         return {n: float(np.sqrt(squared[n][mask].mean())) for n in names}
 
     confirmation = choice.confirm_on_held_out(rmse_of, conv, names, seed)
+    expected_of = {n: probs[n][qid][rows][:, : len(values)] @ values for n in names}
+    per_role = _per_role(ref, keys["conversation_id"], ds.label_item[ref.rows[rows]], expected_of, answer, values, Wq)
     block = {
         "options": values.tolist(),
         "label_rows": len(rows),
@@ -255,8 +257,18 @@ def _question(
         "recommendation": chosen | {"line": _line(qid, chosen, multiplier, confirmation)},
         "paired_vs_pick": paired,
         "held_out_confirmation": confirmation,
+        "kappa_per_role": per_role,
     }
     return block, pd.concat(frames, ignore_index=True)
+
+
+def _per_role(ref: Judge, conversation: pd.Series, item, expected_of, answer, values, W) -> dict | None:
+    """kappa.per_role_kappa where the first directory's conversations.jsonl names each conversation's role."""
+    role_of = roles_of(ref.path)
+    if not role_of:
+        return None
+    role = conversation.map(role_of).fillna("(unknown)").to_numpy()
+    return kappa.per_role_kappa(item, expected_of, answer, values, role, W)
 
 
 def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict]:

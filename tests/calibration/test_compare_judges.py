@@ -110,6 +110,9 @@ def test_the_disagreements_are_ranked_per_judge_and_carry_the_turns_trace_ids(ju
     assert (frame["gap"] == (frame["calibrated"] - frame["answer"]).round(6)).all() or np.allclose(
         frame["gap"], frame["calibrated"] - frame["answer"]
     )
+    by_role = json.loads((out / "compare-judges.json").read_text())["questions"]["overall"]["kappa_per_role"]
+    assert set(by_role) == {"r"} and set(by_role["r"]["judges"]) == {"a", "b"}  # one role: every row
+    assert by_role["r"]["judges"]["a"]["n"] == len(frame) // 2
     spread = pd.read_csv(out / "reviewer_disagreements.csv", dtype={"conversation_id": str, "turn": str})
     assert len(spread) and spread["spread_share"].is_monotonic_decreasing and (spread["reviewers"] > 1).all()
     assert spread["trace_id"].str.startswith("tr-").all()
