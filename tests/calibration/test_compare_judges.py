@@ -200,3 +200,15 @@ def _shuffle_questions(src: Path, dst: Path, questions: list[str]) -> Path:
         llm = pd.concat([llm[~rows], back.assign(question_id=qid)[llm.columns]], ignore_index=True)
     llm.to_csv(dst / "llm.csv", index=False)
     return dst
+
+
+def test_width_plans_more_labelled_conversations_for_the_shuffled_judge(judges, tmp_path):
+    real, shuffled = judges
+    argv = ["compare-judges", f"data=[{real},{shuffled}]", f"out={tmp_path}", "questions=[overall]", "width=0.15"]
+    assert main([*argv, *FAST]) == 0
+    block = json.loads((tmp_path / "compare-judges.json").read_text())["questions"]["overall"]["judges"]
+    need = {name: j["labels_for_width"] for name, j in block.items()}
+    assert 3 <= need["real"]["ppi"] < need["real"]["humans"] and need["real"]["ppi"] < need["shuffled"]["ppi"]
+    # a judge that tells nothing saves nothing: ppi's lam then only costs its degree of freedom and its noise
+    assert abs(need["shuffled"]["ppi"] - need["shuffled"]["humans"]) <= 0.1 * need["shuffled"]["humans"]
+    assert need["real"]["humans"] == need["shuffled"]["humans"]  # humans-only does not read the judge
