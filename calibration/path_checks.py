@@ -23,7 +23,19 @@ FILE_OUTPUTS: dict[str, tuple[str, ...]] = {
     "suggest": ("out",),
     "publish": ("out",),
 }
-OUT_FOLDER = {"import", "gather", "train", "cv", "search", "report", "demo", "estimate", "label-studio", "monitor"}
+OUT_FOLDER = {
+    "import",
+    "gather",
+    "train",
+    "cv",
+    "search",
+    "report",
+    "demo",
+    "estimate",
+    "label-studio",
+    "monitor",
+    "compare-judges",
+}
 OUT_FILE = {command for command, keys in FILE_OUTPUTS.items() if "out" in keys}
 
 
@@ -52,8 +64,9 @@ def _check_no_dash(cfg: Mapping[str, Any]) -> None:
             )
 
 
-SEVERAL_DIRECTORIES = ("train", "cv", "search", "report", "monitor")
-"""The commands whose data= may name several directories, trained on as one (calibration/data/union.py)."""
+SEVERAL_DIRECTORIES = ("train", "cv", "search", "report", "monitor", "compare-judges")
+"""The commands whose data= may name several directories: trained on as one (calibration/data/union.py), or
+compared (compare-judges: one directory per judge)."""
 
 
 def _check_one_directory(command: str, cfg: Mapping[str, Any]) -> None:
@@ -148,6 +161,7 @@ WRITES = {
     "import": ("rubric.yaml", "llm.csv", "labels.csv", "label-studio-export.json"),
     "label-studio": ("tasks.json", "label_config.xml"),
     "search": ("best.yaml", "search.json"),
+    "compare-judges": ("compare-judges.json", "compare-judges.html"),
 }
 
 

@@ -11,6 +11,7 @@ from types import ModuleType
 
 from calibration.commands import (
     compare,
+    compare_judges,
     cv,
     decide,
     demo,
@@ -46,6 +47,7 @@ COMMANDS: dict[str, ModuleType] = {
     "label-studio": label_studio,
     "decide": decide,
     "compare": compare,
+    "compare-judges": compare_judges,
     "serve-fake-judge": serve_fake_judge,
     "publish": publish,
     "monitor": monitor,

@@ -18,6 +18,7 @@ from typing import Any, cast
 from calibration.model.settings import NETWORK_KEYS, Settings
 from calibration.schema.base import Command
 from calibration.schema.commands_data import Compare, Gather, Import, LabelStudio, ServeFakeJudge
+from calibration.schema.commands_judges import CompareJudges
 from calibration.schema.commands_monitor import Monitor
 from calibration.schema.commands_publish import Publish
 from calibration.schema.commands_release import Decide, Estimate, Score, Suggest
@@ -53,6 +54,7 @@ SCHEMAS: dict[str, type[Command]] = {
         LabelStudio,
         Decide,
         Compare,
+        CompareJudges,
         ServeFakeJudge,
         Publish,
         Monitor,
@@ -143,7 +145,7 @@ def check_config(command: str, cfg: Mapping[str, Any]) -> None:
             node = {k: v for k, v in plain[group].items() if k in GROUPS[group].keys}
             check_values(GROUPS[group].schema, node, prefix=f"{group}.")
     check_rules(cls, plain)
-    check_paths(command, plain, not_paths=("model",) if command == "train" else ())
+    check_paths(command, plain, not_paths=("model",) if command in ("train", "compare-judges") else ())
 
 
 def plain_config(cfg: Mapping[str, Any]) -> dict[str, Any]:

@@ -1,0 +1,356 @@
+"""The `compare-judges` stage: several judges of the same labelled turns, each calibrated on the same folds,
+compared question by question by their calibrated out-of-fold agreement with the reviewers.
+
+    role-rubric compare-judges data=[DIR_A,DIR_B] out=DIR [model=network|linear|ordinal] [width=0.1]
+
+Per question the reviewers answered: each judge's RMSE, log loss and kappa with 95% intervals over resampled
+conversations; the pick and its paired difference with the runner-up (calibration/judges/choice.py); the
+label multiplier of each judge against the pick; the alternative annotator test per judge
+(calibration/evaluation/reviewers.py); chance-corrected agreement beside the reviewers' own
+(calibration/judges/kappa.py); the turns where each calibrated judge and a reviewer disagree most.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from calibration.evaluation.reviewers import reviewer_agreement
+from calibration.judges import choice, kappa
+from calibration.judges.agreement import METRICS, conversation_weights, interval, metric_replicates
+from calibration.judges.calibrate import answered_questions, calibrate_all, raw_expected
+from calibration.judges.combine import combined_judge
+from calibration.judges.data import Judge, cost_per_1000_turns, load_judges, shared_folds
+from calibration.judges.disagreements import judge_disagreements, reviewer_disagreements, roles_of, trace_ids
+from calibration.model.settings import Settings
+from rubric.errors import InputError
+
+WINNERS_CURSE = (
+    "The pick is the judge that did best on these labels, so its figures flatter it (the winner's curse: "
+    "selected on the same labels they are measured on, the best of several noisy scores is biased up). "
+    "p_best is how often it is best over resampled conversations; the held-out confirmation, where there are "
+    "enough conversations, picks on one half and checks the pick on the other. Confirm a close pick on "
+    "conversations labelled after the choice."
+)
+
+
+def compare_judges(
+    data: Sequence[str | Path],
+    *,
+    names: Sequence[str] | None = None,
+    questions: Sequence[str] | None = None,
+    model: str = "network",
+    settings: Settings | None = None,
+    folds: int = 5,
+    fold_seed: int = 0,
+    seed: int = 0,
+    n_boot: int = 1000,
+    epsilon: float = 0.1,
+    width: float | None = None,
+    release: int = 10_000,
+    combine: bool = False,
+    unmatched_labels: str = "error",
+) -> dict[str, Any]:
+    """The compare-judges.json content, plus the frames `_disagreements` and `_reviewer_disagreements`
+    (written as CSV by the command, calibration/commands/compare_judges.py)."""
+    judges = load_judges(
+        [Path(p) for p in data], None if names is None else list(names), unmatched_labels=unmatched_labels
+    )
+    return compare_loaded(
+        judges,
+        questions=questions,
+        model=model,
+        settings=settings,
+        folds=folds,
+        fold_seed=fold_seed,
+        seed=seed,
+        n_boot=n_boot,
+        epsilon=epsilon,
+        width=width,
+        release=release,
+        combine=combine,
+    )
+
+
+def compare_loaded(
+    judges: list[Judge],
+    *,
+    questions: Sequence[str] | None = None,
+    model: str = "network",
+    settings: Settings | None = None,
+    folds: int = 5,
+    fold_seed: int = 0,
+    seed: int = 0,
+    n_boot: int = 1000,
+    epsilon: float = 0.1,
+    width: float | None = None,
+    release: int = 10_000,
+    combine: bool = False,
+) -> dict[str, Any]:
+    """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
+    subsets of their labelled conversations: `Judge.subset`)."""
+    started = time.perf_counter()
+    if combine:  # one more candidate: every judge's distributions as one calibrator's inputs
+        judges = [*judges, combined_judge(judges)]
+    questions = _questions(judges[0], questions)
+    fold, conversation = shared_folds(judges, folds, fold_seed)
+    probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
+    calibrated_s = time.perf_counter() - started
+    ref = judges[0].ds
+    counts = conversation_weights(np.arange(conversation.max() + 1), n_boot, seed)  # (1 + B, C)
+    W = counts[:, conversation]  # (1 + B, R): the same resamples for every judge and question
+    blocks, rows = {}, []
+    for qid in questions:
+        block, q_rows = _question(judges, probs, qid, W, counts, conversation, width=width, release=release, seed=seed)
+        blocks[qid] = block
+        rows.append(q_rows)
+    expected = {
+        j.name: {ref.rubric.ids.index(q): _full_expected(j, probs[j.name][q], q) for q in questions} for j in judges
+    }
+    alt = {j.name: reviewer_agreement(_shared_ds(judges[0]), expected[j.name], epsilon=epsilon) for j in judges}
+    for qid in questions:
+        blocks[qid]["alt_test"] = {
+            n: {k: a["questions"][qid][k] for k in ("alt_test", "verdict", "calibrated")} for n, a in alt.items()
+        }
+        blocks[qid]["reviewer_ceiling"] = alt[judges[0].name]["questions"][qid]["reviewers"]
+    traces = trace_ids(judges[0].path)
+    result = {
+        "settings": {
+            "data": [str(j.path) for j in judges],
+            "judges": [j.name for j in judges],
+            "model": model,
+            "folds": folds,
+            "fold_seed": fold_seed,
+            "seed": seed,
+            "n_boot": n_boot,
+            "epsilon": epsilon,
+            "width": width,
+            "release": release,
+            "combine": combine,
+            "settings": None if settings is None or model != "network" else settings.to_dict(),
+        },
+        "data": {
+            "label_rows": len(conversation),
+            "conversations": int(conversation.max() + 1),
+            "reviewers": len(ref.judges),
+            "questions": questions,
+            "skipped": {j.name: dict(j.ds.report) for j in judges if j.ds.report},
+        },
+        "judges": {
+            j.name: {"path": str(j.path), "cost_per_1000_turns": cost_per_1000_turns(j.summary)} for j in judges
+        },
+        "questions": blocks,
+        "overall": _overall(blocks, [j.name for j in judges], judges[-1].name if combine else None),
+        "winners_curse": WINNERS_CURSE,
+        "timing_s": {"calibration": round(calibrated_s, 2), "total": round(time.perf_counter() - started, 2)},
+        "_disagreements": judge_disagreements(pd.concat(rows, ignore_index=True), traces),
+        "_reviewer_disagreements": _reviewer_frame(judges[0], questions, traces),
+    }
+    return result
+
+
+def _questions(judge: Judge, asked: Sequence[str] | None) -> list[str]:
+    answered = answered_questions(judge)
+    if asked is None:
+        return answered
+    unknown = [q for q in asked if q not in answered]
+    if unknown:
+        raise InputError(
+            f"question(s) {unknown} have no reviewer answers in {judge.path}.",
+            path=judge.path / "labels.csv",
+            fix=f"choose among {answered}, or leave questions= out (every answered question).",
+        )
+    return list(asked)
+
+
+def _shared_ds(judge: Judge):
+    """The first judge's data with its label rows in the shared order (the reviewers' answers are the same in
+    every directory), for the figures that read labels only."""
+    return judge.ds.with_label_rows(judge.rows)
+
+
+def _full_expected(judge: Judge, probs: np.ndarray, qid: str) -> np.ndarray:
+    """(R,) expected answer of every shared label row (NaN where the reviewer did not answer qid)."""
+    ds = judge.ds
+    q = ds.rubric.ids.index(qid)
+    values = ds.option_values()[q]
+    answered = ds.answers[judge.rows, q] >= 0
+    return np.where(answered, probs[:, : len(values)] @ values, np.nan)
+
+
+def _question(
+    judges: list[Judge],
+    probs: dict[str, dict[str, np.ndarray]],
+    qid: str,
+    W: np.ndarray,
+    counts: np.ndarray,
+    conversation: np.ndarray,
+    *,
+    width: float | None,
+    release: int,
+    seed: int,
+) -> tuple[dict, pd.DataFrame]:
+    """One question's block of compare-judges.json, and its (judge, label row) disagreement rows."""
+    ref = judges[0]
+    ds = ref.ds
+    q = ds.rubric.ids.index(qid)
+    values = np.asarray(ds.rubric.question(qid).values, float)
+    shared_answers = ds.answers[ref.rows, q]
+    rows = np.flatnonzero(shared_answers >= 0)
+    answer = shared_answers[rows]
+    Wq, conv = W[:, rows], conversation[rows]
+    used = np.unique(conv)  # the conversations with an answer to qid: their counts, in np.unique order
+    reps, spreads, judge_block, frames = {}, {}, {}, []
+    keys = ds.items.iloc[ds.label_item[ref.rows[rows]]][["conversation_id", "turn"]].astype(str).reset_index(drop=True)
+    reviewer = ds.label_judge[ref.rows[rows]]
+    for j in judges:
+        p = probs[j.name][qid][rows]
+        reps[j.name] = metric_replicates(p, answer, values, Wq)
+        expected = p[:, : len(values)] @ values
+        spreads[j.name] = choice.label_spread(expected, values[answer], conv, counts[:, used])
+        raw = raw_expected(j, qid)[rows]
+        judge_block[j.name] = _metric_summary(reps[j.name]) | {
+            "raw_rmse": float(np.sqrt(np.nanmean((raw - values[answer]) ** 2))) if np.isfinite(raw).any() else None,
+            "r2": float(spreads[j.name]["r2"][0]),
+            "kappa_detail": kappa.judge_kappa(expected, answer, values, Wq),
+            "kappa_per_reviewer": kappa.per_reviewer_kappa(expected, answer, values, reviewer, ds.judges, Wq),
+        }
+        frames.append(
+            keys.assign(
+                llm_judge=j.name,
+                question_id=qid,
+                reviewer_id=[ds.judges[r] for r in reviewer],
+                answer=values[answer],
+                calibrated=np.round(expected, 6),
+                scale=float(values.max() - values.min()) or 1.0,
+            )
+        )
+    names = [j.name for j in judges]
+    chosen = choice.pick({n: reps[n]["rmse"] for n in names})
+    best = chosen["pick"]
+    multiplier = choice.multipliers(spreads, best)
+    for n in names:
+        judge_block[n]["label_multiplier"] = multiplier[n]
+        if width is not None:
+            judge_block[n]["labels_for_width"] = choice.labels_for_width(spreads[n], width, release)
+    paired = _paired(reps, best)
+    squared = {n: (probs[n][qid][rows][:, : len(values)] @ values - values[answer]) ** 2 for n in names}
+
+    def rmse_of(mask: np.ndarray) -> dict[str, float]:
+        return {n: float(np.sqrt(squared[n][mask].mean())) for n in names}
+
+    confirmation = choice.confirm_on_held_out(rmse_of, conv, names, seed)
+    expected_of = {n: probs[n][qid][rows][:, : len(values)] @ values for n in names}
+    per_role = _per_role(ref, keys["conversation_id"], ds.label_item[ref.rows[rows]], expected_of, answer, values, Wq)
+    block = {
+        "options": values.tolist(),
+        "label_rows": len(rows),
+        "conversations": len(used),
+        "base_rate": kappa.base_rate(answer, values),
+        "reviewers_kappa": kappa.reviewer_kappa(ds.label_item[ref.rows[rows]], answer, len(values), Wq),
+        "judges": judge_block,
+        "recommendation": chosen | {"line": _line(qid, chosen, multiplier, confirmation)},
+        "paired_vs_pick": paired,
+        "held_out_confirmation": confirmation,
+        "kappa_per_role": per_role,
+    }
+    return block, pd.concat(frames, ignore_index=True)
+
+
+def _per_role(ref: Judge, conversation: pd.Series, item, expected_of, answer, values, W) -> dict | None:
+    """kappa.per_role_kappa where the first directory's conversations.jsonl names each conversation's role."""
+    role_of = roles_of(ref.path)
+    if not role_of:
+        return None
+    role = conversation.map(role_of).fillna("(unknown)").to_numpy()
+    return kappa.per_role_kappa(item, expected_of, answer, values, role, W)
+
+
+def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict]:
+    """Every other judge's metrics minus the pick's, on the same resamples, with 95% intervals."""
+    out = {}
+    for n, mine in reps.items():
+        if n != best:
+            d = {m: mine[m] - reps[best][m] for m in METRICS}
+            out[n] = {
+                m: dict(zip(("low", "high"), interval(v[1:]), strict=True)) | {"difference": float(v[0])}
+                for m, v in d.items()
+            }
+    return out
+
+
+def _metric_summary(reps: dict[str, np.ndarray]) -> dict[str, float | None]:
+    out: dict[str, float | None] = {}
+    for m in METRICS:
+        v = reps[m]
+        out[m] = None if not np.isfinite(v[0]) else float(v[0])
+        out[f"{m}_low"], out[f"{m}_high"] = interval(v[1:])
+    return out
+
+
+def _line(qid: str, chosen: dict, multiplier: dict, confirmation: dict | None) -> str:
+    """The recommendation for one question in words."""
+    best, runner = chosen["pick"], chosen["runner_up"]
+    diff = f"RMSE {chosen['rmse_difference']:+.3f} [{chosen['rmse_difference_low']:+.3f}, {chosen['rmse_difference_high']:+.3f}]"
+    m = multiplier[runner]
+    labels = (
+        f"{runner} needs {m['multiplier']:.2f}x [{m['low']:.2f}, {m['high']:.2f}] the labelled conversations of {best}"
+    )
+    held = ""
+    if confirmation is not None:
+        c = confirmation
+        held = (
+            f"; picked on half the conversations, {c['picked_on_half']} was also best on the other half"
+            if c["confirmed"]
+            else f"; picked on half the conversations, {c['picked_on_half']} lost to {c['best_on_other_half']} "
+            "on the other half"
+        )
+    if chosen["within_noise"]:
+        return (
+            f"{qid}: {best} (within noise: {diff} against {runner}, p_best {chosen['p_best'][best]:.2f}; "
+            f"label more conversations or choose on cost); {labels}{held}."
+        )
+    return f"{qid}: {best}, better than {runner} by {diff} (p_best {chosen['p_best'][best]:.2f}); {labels}{held}."
+
+
+def _overall(blocks: dict[str, dict], names: list[str], combined: str | None) -> dict:
+    """How many questions each judge is picked on, and on how many of them the pick is clear of noise."""
+    picks = {n: 0 for n in names}
+    clear = {n: 0 for n in names}
+    for block in blocks.values():
+        r = block["recommendation"]
+        picks[r["pick"]] += 1
+        clear[r["pick"]] += int(not r["within_noise"])
+    mean_rmse = {n: float(np.mean([b["judges"][n]["rmse"] for b in blocks.values()])) for n in names}
+    out = {"picked_on": picks, "clear_on": clear, "mean_rmse": mean_rmse}
+    if combined is not None:
+        out["combination"] = (
+            f"{combined} (every judge's distributions into one calibrator) is the pick on {picks[combined]} of "
+            f"{len(blocks)} question(s), clear of noise on {clear[combined]}"
+            + ("; elsewhere a judge alone does as well or better." if picks[combined] < len(blocks) else ".")
+        )
+    return out
+
+
+def _reviewer_frame(judge: Judge, questions: list[str], traces: pd.DataFrame) -> pd.DataFrame:
+    ds = judge.ds
+    keys = ds.items.iloc[ds.label_item[judge.rows]][["conversation_id", "turn"]].astype(str).reset_index(drop=True)
+    keys["judge_id"] = [ds.judges[j] for j in ds.label_judge[judge.rows]]
+    frames = []
+    for qid in questions:
+        q = ds.rubric.ids.index(qid)
+        values = np.asarray(ds.rubric.question(qid).values, float)
+        answers = ds.answers[judge.rows, q]
+        ok = answers >= 0
+        scale = float(values.max() - values.min()) or 1.0
+        frames.append(reviewer_disagreements(keys[ok].reset_index(drop=True), values[answers[ok]], qid, scale, traces))
+    frame = pd.concat(frames, ignore_index=True).sort_values(
+        ["spread_share", "conversation_id", "turn", "question_id"], ascending=[False, True, True, True], kind="stable"
+    )
+    frame.insert(0, "rank", np.arange(1, len(frame) + 1))
+    return frame.reset_index(drop=True)

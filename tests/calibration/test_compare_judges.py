@@ -1,0 +1,214 @@
+"""`role-rubric compare-judges`: a judge against a copy of itself whose distributions are shuffled across turns
+(the same labels, the same rubric), on the seeded synthetic data; the real one must win, the comparison must
+not depend on the order the judges are given in, and bad inputs are one line and exit 2."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from calibration.cli import main
+from calibration.judges.agreement import conversation_weights
+from calibration.judges.kappa import reviewer_kappa
+
+FAST = ["model=linear", "n_boot=200"]
+
+
+def shuffled_copy(src: Path, dst: Path, *, share: float = 1.0, seed: int = 0) -> Path:
+    """src with every question's distributions permuted across a `share` of its items (labels unchanged)."""
+    shutil.copytree(src, dst)
+    llm = pd.read_csv(src / "llm.csv")
+    rng = np.random.default_rng(seed)
+    parts = []
+    for _, part in llm.groupby("question_id", sort=False):
+        wide = part.pivot_table(index=["conversation_id", "turn"], columns="option", values="prob")
+        probs = wide.to_numpy().copy()
+        chosen = np.flatnonzero(rng.random(len(probs)) < share)
+        probs[chosen] = probs[rng.permutation(chosen)]
+        back = pd.DataFrame(probs, index=wide.index, columns=wide.columns).stack().rename("prob").reset_index()
+        parts.append(back.assign(question_id=part["question_id"].iloc[0]))
+    pd.concat(parts)[llm.columns].to_csv(dst / "llm.csv", index=False)
+    return dst
+
+
+@pytest.fixture(scope="module")
+def judges(synthetic_dir, tmp_path_factory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("judges")
+    real = root / "real"
+    shutil.copytree(synthetic_dir, real)
+    return real, shuffled_copy(real, root / "shuffled")
+
+
+@pytest.fixture(scope="module")
+def compared(judges, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("compared")
+    real, shuffled = judges
+    assert main(["compare-judges", f"data=[{real},{shuffled}]", f"out={out}", *FAST]) == 0
+    return out
+
+
+def test_the_real_judge_is_picked_on_every_question_and_the_shuffled_copy_needs_more_labels(compared):
+    result = json.loads((compared / "compare-judges.json").read_text())
+    assert set(result["questions"]) == {"scope", "tone", "overall"}
+    for block in result["questions"].values():
+        r = block["recommendation"]
+        assert r["pick"] == "real" and not r["within_noise"] and r["p_best"]["real"] > 0.95
+        assert r["rmse_difference_high"] < 0  # the paired interval clears 0
+        shuffled = block["judges"]["shuffled"]
+        assert shuffled["rmse"] > block["judges"]["real"]["rmse"]
+        assert shuffled["label_multiplier"]["multiplier"] > 1.2
+        assert block["judges"]["real"]["label_multiplier"]["multiplier"] == pytest.approx(1.0)
+        assert block["judges"]["real"]["r2"] > shuffled["r2"]
+        assert block["paired_vs_pick"]["shuffled"]["nll"]["difference"] > 0
+        assert block["base_rate"]["majority"] >= max(block["base_rate"]["shares"].values()) - 1e-12
+        assert block["alt_test"]["real"]["alt_test"]["tested"] >= 0
+    assert result["overall"]["picked_on"] == {"real": 3, "shuffled": 0}
+    assert "winner's curse" in result["winners_curse"]
+    page = (compared / "compare-judges.html").read_text()
+    assert "Recommendation per question" in page and "real" in page and "<img" in page
+
+
+def test_the_comparison_does_not_depend_on_the_order_of_the_judges(judges, compared, tmp_path):
+    real, shuffled = judges
+    assert main(["compare-judges", f"data=[{shuffled},{real}]", f"out={tmp_path}", *FAST]) == 0
+    a = json.loads((compared / "compare-judges.json").read_text())["questions"]
+    b = json.loads((tmp_path / "compare-judges.json").read_text())["questions"]
+    for qid in a:
+        assert a[qid]["recommendation"]["pick"] == b[qid]["recommendation"]["pick"]
+        for name in ("real", "shuffled"):  # the same folds and the same resamples, whatever the order
+            assert a[qid]["judges"][name]["rmse"] == pytest.approx(b[qid]["judges"][name]["rmse"], abs=1e-9)
+            assert a[qid]["judges"][name]["rmse_low"] == pytest.approx(b[qid]["judges"][name]["rmse_low"], abs=1e-9)
+
+
+def test_the_disagreements_are_ranked_per_judge_and_carry_the_turns_trace_ids(judges, tmp_path):
+    real, shuffled = judges
+    traced = tmp_path / "traced"
+    shutil.copytree(real, traced)
+    items = pd.read_csv(real / "llm.csv")[["conversation_id", "turn"]].drop_duplicates()
+    with open(traced / "conversations.jsonl", "w", encoding="utf-8") as fh:
+        for cid, part in items.groupby("conversation_id"):
+            turns = [
+                {"user": "u", "assistant": "a", "trace_id": f"tr-{cid}-{t}", "span_id": f"sp-{t}"}
+                for t in sorted(part["turn"])
+            ]
+            fh.write(json.dumps({"conversation_id": cid, "chatbot_role": "r", "turns": turns}) + "\n")
+    out = tmp_path / "out"
+    argv = ["compare-judges", f"data=[{traced},{shuffled}]", "names=[a,b]", f"out={out}", "questions=[overall]"]
+    assert main([*argv, *FAST]) == 0
+    frame = pd.read_csv(out / "disagreements.csv", dtype={"conversation_id": str, "turn": str})
+    labels = pd.read_csv(real / "labels.csv")
+    assert len(frame) == 2 * int((labels["question_id"] == "overall").sum())
+    for _, part in frame.groupby("llm_judge"):
+        assert part["rank"].tolist() == list(range(1, len(part) + 1))
+        assert part["gap_share"].is_monotonic_decreasing
+    assert (frame["trace_id"] == "tr-" + frame["conversation_id"] + "-" + frame["turn"]).all()
+    assert (frame["gap"] == (frame["calibrated"] - frame["answer"]).round(6)).all() or np.allclose(
+        frame["gap"], frame["calibrated"] - frame["answer"]
+    )
+    by_role = json.loads((out / "compare-judges.json").read_text())["questions"]["overall"]["kappa_per_role"]
+    assert set(by_role) == {"r"} and set(by_role["r"]["judges"]) == {"a", "b"}  # one role: every row
+    assert by_role["r"]["judges"]["a"]["n"] == len(frame) // 2
+    spread = pd.read_csv(out / "reviewer_disagreements.csv", dtype={"conversation_id": str, "turn": str})
+    assert len(spread) and spread["spread_share"].is_monotonic_decreasing and (spread["reviewers"] > 1).all()
+    assert spread["trace_id"].str.startswith("tr-").all()
+
+
+def test_the_network_calibrator_runs_on_shared_folds(judges, tmp_path):
+    real, shuffled = judges
+    argv = ["compare-judges", f"data=[{real},{shuffled}]", f"out={tmp_path}", "questions=[overall]", "n_boot=50"]
+    small = ["train.ensemble=1", "train.pretrain_steps=20", "train.finetune_steps=40"]
+    assert main([*argv, *small]) == 0
+    result = json.loads((tmp_path / "compare-judges.json").read_text())
+    assert result["settings"]["model"] == "network" and result["settings"]["settings"]["ensemble"] == 1
+    block = result["questions"]["overall"]
+    assert block["judges"]["real"]["rmse"] < block["judges"]["shuffled"]["rmse"]
+
+
+def test_reviewers_who_always_agree_have_kappa_one_and_chance_level_pairs_about_zero():
+    item = np.repeat(np.arange(200), 2)
+    same = np.repeat(np.random.default_rng(0).integers(0, 4, 200), 2)
+    W = conversation_weights(np.arange(200).repeat(2), 100, 0)
+    assert reviewer_kappa(item, same, 4, W)["kappa"] == pytest.approx(1.0)
+    independent = np.random.default_rng(1).integers(0, 4, 400)
+    got = reviewer_kappa(item, independent, 4, W)
+    assert abs(got["kappa"]) < 0.2 and got["low"] < 0 < got["high"]
+
+
+def _bad(tmp_path: Path, argv: list[str], capsys) -> str:
+    assert main(["compare-judges", *argv, f"out={tmp_path / 'out'}", *FAST]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1, err
+    return err
+
+
+def test_one_directory_is_refused(judges, tmp_path, capsys):
+    assert "at least two data directories" in _bad(tmp_path, [f"data=[{judges[0]}]"], capsys)
+
+
+def test_other_labels_in_one_directory_are_refused_naming_its_labels_file(judges, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(judges[1], other)
+    labels = pd.read_csv(other / "labels.csv")
+    labels.loc[0, "answer"] = 1 if labels.loc[0, "answer"] != 1 else 2
+    labels.to_csv(other / "labels.csv", index=False)
+    err = _bad(tmp_path, [f"data=[{judges[0]},{other}]"], capsys)
+    assert "labels.csv" in err and "not those of real" in err
+
+
+def test_another_rubric_is_refused(judges, tmp_path, capsys):
+    other = tmp_path / "other"
+    shutil.copytree(judges[1], other)
+    text = (other / "rubric.yaml").read_text().replace("label: t3", "label: t3\n  - value: 4\n    label: t4")
+    (other / "rubric.yaml").write_text(text)
+    assert "rubric" in _bad(tmp_path, [f"data=[{judges[0]},{other}]"], capsys)
+
+
+def test_an_unanswered_question_is_refused(judges, tmp_path, capsys):
+    err = _bad(tmp_path, [f"data=[{judges[0]},{judges[1]}]", "questions=[nope]"], capsys)
+    assert "nope" in err and "questions=" in err
+
+
+def test_two_judges_that_each_miss_a_question_are_combined_into_one_calibrator(synthetic_dir, tmp_path):
+    """a: the target's distributions shuffled; b: the other questions' shuffled. Combined, one calibrator reads
+    the real distributions of every question: on the target it must beat a, which lacks the target's own."""
+    a = _shuffle_questions(synthetic_dir, tmp_path / "a", ["overall"])
+    b = _shuffle_questions(synthetic_dir, tmp_path / "b", ["scope", "tone"])
+    out = tmp_path / "out"
+    assert main(["compare-judges", f"data=[{a},{b}]", f"out={out}", "combine_judges=true", *FAST]) == 0
+    result = json.loads((out / "compare-judges.json").read_text())
+    assert result["settings"]["judges"] == ["a", "b", "a+b"]
+    overall = result["questions"]["overall"]["judges"]
+    assert overall["a+b"]["rmse"] < overall["a"]["rmse"]
+    assert overall["a+b"]["rmse"] <= overall["b"]["rmse"] + 0.02
+    assert "a+b (every judge's distributions into one calibrator) is the pick on" in result["overall"]["combination"]
+
+
+def _shuffle_questions(src: Path, dst: Path, questions: list[str]) -> Path:
+    shutil.copytree(src, dst)
+    llm = pd.read_csv(src / "llm.csv")
+    rng = np.random.default_rng(1)
+    for qid in questions:
+        rows = llm["question_id"] == qid
+        wide = llm[rows].pivot_table(index=["conversation_id", "turn"], columns="option", values="prob")
+        probs = wide.to_numpy().copy()[rng.permutation(len(wide))]
+        back = pd.DataFrame(probs, index=wide.index, columns=wide.columns).stack().rename("prob").reset_index()
+        llm = pd.concat([llm[~rows], back.assign(question_id=qid)[llm.columns]], ignore_index=True)
+    llm.to_csv(dst / "llm.csv", index=False)
+    return dst
+
+
+def test_width_plans_more_labelled_conversations_for_the_shuffled_judge(judges, tmp_path):
+    real, shuffled = judges
+    argv = ["compare-judges", f"data=[{real},{shuffled}]", f"out={tmp_path}", "questions=[overall]", "width=0.15"]
+    assert main([*argv, *FAST]) == 0
+    block = json.loads((tmp_path / "compare-judges.json").read_text())["questions"]["overall"]["judges"]
+    need = {name: j["labels_for_width"] for name, j in block.items()}
+    assert 3 <= need["real"]["ppi"] < need["real"]["humans"] and need["real"]["ppi"] < need["shuffled"]["ppi"]
+    # a judge that tells nothing saves nothing: ppi's lam then only costs its degree of freedom and its noise
+    assert abs(need["shuffled"]["ppi"] - need["shuffled"]["humans"]) <= 0.1 * need["shuffled"]["humans"]
+    assert need["real"]["humans"] == need["shuffled"]["humans"]  # humans-only does not read the judge
