@@ -59,6 +59,7 @@ LAYERS = {
     "calibration.release.intervals": 1,  # their arithmetic, vectorised over samples
     "calibration.compare": 9,
     "calibration.report": 9,
+    "calibration.judges": 9.5,  # compare-judges: several judges calibrated on the same folds, over compare and report
     "calibration.publish": 9.5,  # results to MLflow / Phoenix / OTel: reads the release's table and gate
     "calibration": 10,  # the entry points: api, score, suggest, demo and the package's (lazy) re-exports
     "calibration.monitor": 10,  # `monitor`: over release, report's page and the package's re-exports
