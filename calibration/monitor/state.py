@@ -138,6 +138,14 @@ def reconcile(out: Path, state: dict) -> int:
     ):
         path = out / name
         if not path.exists():
+            if name == WINDOWS and committed:
+                raise InputError(
+                    f"{STATE} records {len(committed)} monitored windows, and {WINDOWS} is gone: the next run would "
+                    "write only the new windows, and the earlier ones would vanish from the table and the page.",
+                    path=path,
+                    fix=f"restore {WINDOWS} from a backup, or delete {STATE} (and the .jsonl files) to monitor every "
+                    "window again.",
+                )
             continue
         lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
         kept: dict = {}

@@ -30,6 +30,8 @@ __all__ = [
 
 UNITS = {"h": dt.timedelta(hours=1), "d": dt.timedelta(days=1), "w": dt.timedelta(weeks=1)}
 DIRECTORY = "directory"
+LONGEST = dt.timedelta(weeks=520)
+"""The longest window (ten years): longer ones overflow the calendar before they mean anything."""
 
 
 def parse_window(spec: str) -> dt.timedelta | None:
@@ -41,7 +43,13 @@ def parse_window(spec: str) -> dt.timedelta | None:
         raise InputError(
             f"window={spec!r} is not a length.", fix="pass window=Nh, Nd or Nw (e.g. 7d), or window=directory."
         )
-    return int(found.group(1)) * UNITS[found.group(2)]
+    length = int(found.group(1)) * UNITS[found.group(2)] if len(found.group(1)) < 9 else None
+    if length is None or length > LONGEST:
+        raise InputError(
+            f"window={spec!r} is out of range: a window is at most {LONGEST.days // 7} weeks long.",
+            fix="pass a window from 1h to 520w (e.g. 7d).",
+        )
+    return length
 
 
 def parse_time(value, *, what: str, path: Path | None = None, row: int | None = None) -> dt.datetime:

@@ -97,3 +97,24 @@ def test_the_canary_tells_a_judge_change_from_no_change(tiny_model, tmp_path, ca
     alarms = records(out, "alarms.jsonl")
     assert alarms[-1]["check"] == "judge_answers_changed" and "not the chatbot" in alarms[-1]["what"]
     assert alarms[-1]["p_value"] < alarms[-1]["level"]
+
+
+def test_an_absurd_window_is_one_line_naming_the_range(tiny_model, tmp_path, capsys):
+    data = write_stream(tmp_path / "stream", [0], per_week=4)
+    for window in ("100000000w", "521w", "99999999999999999999d"):
+        code = main(["monitor", f"data={data}", f"model={tiny_model}", f"out={tmp_path / 'mon'}", f"window={window}"])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert code == 2 and len(err) == 1 and "out of range" in err[0] and "520w" in err[0], err
+
+
+def test_a_deleted_windows_file_is_refused_not_silently_restarted(tiny_model, tmp_path, capsys):
+    data = write_stream(tmp_path / "stream", [0, 1], per_week=10)
+    out = tmp_path / "mon"
+    args = ["monitor", f"data={data}", f"model={tiny_model}", f"out={out}", "until=2026-01-14T00:00:00Z"]
+    assert main(args) == 0 and len(records(out)) == 1
+    (out / "windows.jsonl").unlink()
+    args[-1] = "until=2027-01-01"
+    assert main(args) == 2
+    err = capsys.readouterr().err
+    assert "windows.jsonl is gone" in err and "state.json records 1 monitored windows" in err
+    assert not (out / "windows.jsonl").exists()  # nothing written over the state's history
