@@ -64,7 +64,7 @@ def parse_time(value, *, what: str, path: Path | None = None, row: int | None = 
             row=row,
             fix="write it like 2026-11-02T09:37:00Z.",
         ) from None
-    return when.replace(tzinfo=dt.UTC) if when.tzinfo is None else when.astimezone(dt.UTC)
+    return when.replace(tzinfo=dt.timezone.utc) if when.tzinfo is None else when.astimezone(dt.timezone.utc)
 
 
 @dataclass(frozen=True)
@@ -224,7 +224,7 @@ def plan_windows(directories, found, length, state, out: Path, *, origin, until,
         ids = [_conversation_ids(d, f) for d, f in zip(directories, found, strict=True)]
         windows = windows_by_directory(directories, ids)
         return windows, _new_by_directory(windows, recorded, directories, len(state["windows"])), 0, None
-    clock = parse_time(until, what="until=") if until else (now or dt.datetime.now(dt.UTC))
+    clock = parse_time(until, what="until=") if until else (now or dt.datetime.now(dt.timezone.utc))
     check_clock(state, clock, out)
     conversations = [c for convs in found for c in convs]
     given = None if origin is None else parse_time(origin, what="origin=").isoformat()

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from rubric.errors import InputError
@@ -123,6 +123,6 @@ def _ns(value: Any, where: str) -> int:
         moment = datetime.fromisoformat(str(value).replace("Z", "+00:00"))
     except ValueError:
         raise InputError(f"{where} has no readable time ({value!r}).", fix="check url= (a Phoenix server).") from None
-    moment = moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment
-    delta = moment - datetime(1970, 1, 1, tzinfo=UTC)
+    moment = moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment
+    delta = moment - datetime(1970, 1, 1, tzinfo=timezone.utc)
     return (delta.days * 86_400 + delta.seconds) * 1_000_000_000 + delta.microseconds * 1000

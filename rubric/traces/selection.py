@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from datetime import UTC, datetime
+from datetime import datetime, timezone
 from typing import Any
 
 from rubric.errors import InputError
@@ -26,12 +26,12 @@ def parse_time(value: Any, key: str) -> datetime | None:
                 f"{key}={value!r} is not an ISO 8601 time.",
                 fix=f"write {key}= as 2026-11-01 or 2026-11-01T09:30:00Z.",
             ) from None
-    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 
 def iso_time(ns: int) -> str:
     """Nanoseconds since the epoch -> '2026-11-29T02:13:23.123456Z'."""
-    return datetime.fromtimestamp(ns // 1000 / 1e6, UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(ns // 1000 / 1e6, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def select_conversations(
