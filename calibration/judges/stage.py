@@ -43,38 +43,16 @@ def compare_judges(
     data: Sequence[str | Path],
     *,
     names: Sequence[str] | None = None,
-    questions: Sequence[str] | None = None,
-    model: str = "network",
-    settings: Settings | None = None,
-    folds: int = 5,
-    fold_seed: int = 0,
-    seed: int = 0,
-    n_boot: int = 1000,
-    epsilon: float = 0.1,
-    width: float | None = None,
-    release: int = 10_000,
-    combine: bool = False,
     unmatched_labels: str = "error",
+    **options: Any,
 ) -> dict[str, Any]:
     """The compare-judges.json content, plus the frames `_disagreements` and `_reviewer_disagreements`
-    (written as CSV by the command, calibration/commands/compare_judges.py)."""
+    (written as CSV by the command, calibration/commands/compare_judges.py). options: `compare_loaded`'s
+    keywords (questions, model, settings, folds, fold_seed, seed, n_boot, epsilon, width, release, combine)."""
     judges = load_judges(
         [Path(p) for p in data], None if names is None else list(names), unmatched_labels=unmatched_labels
     )
-    return compare_loaded(
-        judges,
-        questions=questions,
-        model=model,
-        settings=settings,
-        folds=folds,
-        fold_seed=fold_seed,
-        seed=seed,
-        n_boot=n_boot,
-        epsilon=epsilon,
-        width=width,
-        release=release,
-        combine=combine,
-    )
+    return compare_loaded(judges, **options)
 
 
 def compare_loaded(
