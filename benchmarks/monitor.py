@@ -11,7 +11,8 @@ The decisions are the command's: `monitor`'s drop check as calibration/monitor/a
 alpha split, the reference's betting lower bound per role, the betting e-processes of calibration/monitor/
 evidence.py, "all" as the product of the roles' evidence), vectorised over streams; tests/test_benchmark_monitor.py
 checks that this runner and the command decide alike. Settings: alpha 0.05, drop=0 (any drop the evidence shows),
-reference 8 windows, the shift check on (its share of alpha spent elsewhere), one question (the target).
+reference 8 windows, the shift check and the canary on (their shares of alpha spent elsewhere), one question
+(the target).
 
 The canary: the pool's frozen canary conversations, read by the original and by the changed judge, compared
 by a paired sign-flip permutation test at the canary's share of alpha (calibration/monitor/canary.py).
@@ -51,8 +52,8 @@ ALL_SCENARIOS = {**SCENARIOS, **LARGE}
 
 
 def shares() -> dict:
-    """The drop check's alpha as the command splits it (one question, the shift check on, no fail_under)."""
-    return budget(ALPHA, fail_under=None, drop=DROP, questions=0, shift=True)
+    """Alpha as the command splits it for this run (one question, the shift check on, no fail_under, a canary)."""
+    return budget(ALPHA, fail_under=None, drop=DROP, questions=0, shift=True, canary=True)
 
 
 def first_alarms(streams: list, roles: list[str]) -> np.ndarray:
@@ -168,7 +169,7 @@ def main() -> None:
     REFERENCE = args.reference
     started = time.perf_counter()
     pools = load_pools(Path(args.cache))
-    level = budget(ALPHA, fail_under=None, drop=DROP, questions=0, shift=True, canary=True)["canary"]
+    level = shares()["canary"]
     results = {}
     for pool in pools:
         for judge in JUDGES[pool.source]:

@@ -131,7 +131,7 @@ def evidence_checks(
             if role not in theta:
                 continue  # a role without a reference (new since): fail_under= only
             key = f"{question}|{check}|{role}"
-            bettor = _bettor(state, key, theta[role], thresholds, question, role)
+            bettor = _bettor(state, key, theta[role], (thresholds or {}).get(role, {}).get("mean"))
             bettor = bettor.update(np.asarray(x, float)[None, :], theta=np.array([theta[role]]))
             state["bettors"][key] = bettor.to_json()
             if len(x) == 0:
@@ -167,11 +167,13 @@ def _standardised(state: dict, key: str, rates: dict, thresholds: dict, theta: f
     return float(process.log_wealth[0])
 
 
-def _bettor(state: dict, key: str, theta: float, thresholds, question: str, role: str) -> Bettor:
+def _bettor(state: dict, key: str, theta: float, reference_mean: float | None) -> Bettor:
+    """The row's e-process as the state keeps it, or a new one whose plug-in starts at the role's reference mean
+    (a little above theta where there is none: no bet before the data say so)."""
     if key in state["bettors"]:
         return Bettor.from_json(state["bettors"][key])
-    prior = (thresholds or {}).get(role, {}).get("mean", theta + 0.1) if thresholds else theta + 0.1
-    return Bettor.start(1, prior_mean=np.array([max(prior, theta)]))
+    prior = theta + 0.1 if reference_mean is None else max(reference_mean, theta)
+    return Bettor.start(1, prior_mean=np.array([prior]))
 
 
 def _decide(state, key, check, question, log_wealth, level, theta) -> dict:

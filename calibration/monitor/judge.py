@@ -64,10 +64,11 @@ def window_judge(directories: list[Path], members: list[int], state: dict) -> di
     }
 
 
-def canary_run(canary: Path | None, model, state: dict, *, level: float, score) -> dict | None:
+def canary_run(canary: Path | None, model, state: dict, *, level, score) -> dict | None:
     """The canary's step of a run: its baseline kept on the first run; its paired test when its llm.csv changed
     since (the result: {"test", "alarm" (bool), "released" (bool)}); None when nothing is to be done.
-    score(folder) -> {conversation id: calibrated rate} (calibration/monitor/statistics.py)."""
+    score(folder) -> {conversation id: calibrated rate} (calibration/monitor/statistics.py); level() -> the canary's
+    share of alpha, asked after the canary was scored."""
     if canary is None:
         return None
     table = canary / "llm.csv"
@@ -95,7 +96,7 @@ def canary_run(canary: Path | None, model, state: dict, *, level: float, score) 
             fix="gather the SAME conversations again (conversations=CANARY/conversations.jsonl) into this folder.",
         )
     kept["tests"] += 1
-    at = level * role_shares(kept["tests"])  # the k-th canary test's share: a fixed split over every test to come
+    at = level() * role_shares(kept["tests"])  # the k-th canary test's share: a fixed split over every test to come
     test = canary_test([kept["rates"][c] for c in common], [now[c] for c in common], level=at, seed=kept["tests"])
     identity = _key(dataset_judge_identity(canary))
     hold = state.get("judge_hold")

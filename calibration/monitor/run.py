@@ -156,18 +156,16 @@ def _canary(canary, model, state: dict, settings: dict, adheres_at, alarms: list
     if canary is None:
         return None
 
+    scored: list[ms.Scored] = []
+
     def score(folder: Path) -> dict[str, float]:
         got = ms.score_directory(folder, model, adheres_at=adheres_at, allow_mismatch=True, model_dir=None)
+        scored.append(got)
         return {c: got.A[c] / got.m[c] for c in got.A}
 
-    level = al.budget(
-        settings["alpha"],
-        fail_under=settings["fail_under"],
-        drop=settings["drop"],
-        questions=0,
-        shift=settings["shift"],
-        canary=True,
-    )["canary"]
+    def level() -> float:  # the same split as the rate checks' (the canary's rubric is the model's)
+        return sq.budget_of(settings, {0: scored[-1]})["canary"]
+
     checked = canary_run(Path(canary), model, state, level=level, score=score)
     if checked and checked["alarm"]:
         test = checked["test"]
@@ -195,8 +193,7 @@ def _provisional(w: Window, scorer: _Scorer, role_of, out: Path) -> dict:
     groups = _groups(w, scored, role_of)
     rows = {}
     for g, parts in groups.items():
-        A = np.array([scored[d].A[c] for d, convs in parts for c in convs])
-        m = np.array([scored[d].m[c] for d, convs in parts for c in convs], float)
+        A, m = _totals(parts, scored)
         totals = ms.Totals.of(A, m)
         rows[g] = {"conversations": totals.n, "rate": totals.rate, "band": ms.band(A, m)}
     record = {"window": w.id, "closes": w.end.isoformat(), "conversations": w.n_conversations, "rows": rows}
@@ -273,8 +270,7 @@ def _measure(groups, scored, model, settings, state, rel) -> tuple[dict, dict]:
     in_horizon = rel < settings["horizon"]
     totals, rows = {}, {}
     for g, parts in groups.items():
-        A = np.array([scored[d].A[c] for d, convs in parts for c in convs])
-        m = np.array([scored[d].m[c] for d, convs in parts for c in convs], float)
+        A, m = _totals(parts, scored)
         totals[g] = ms.Totals.of(A, m)
         row = {"conversations": totals[g].n, "turns": int(totals[g].m), "rate": totals[g].rate, "se": totals[g].se}
         row["band"] = ms.band(A, m)
@@ -298,6 +294,13 @@ def _measure(groups, scored, model, settings, state, rel) -> tuple[dict, dict]:
                 )
         rows[g] = row
     return rows, totals
+
+
+def _totals(parts, scored) -> tuple[np.ndarray, np.ndarray]:
+    """The conversations' calibrated totals A_c and turns m_c, for (directory, conversation ids) parts."""
+    A = np.array([scored[d].A[c] for d, convs in parts for c in convs])
+    m = np.array([scored[d].m[c] for d, convs in parts for c in convs], float)
+    return A, m
 
 
 def _check_listed(scored: ms.Scored, found, root: Path) -> None:

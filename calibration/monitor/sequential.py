@@ -9,7 +9,7 @@ import numpy as np
 from calibration.monitor import alarms as al
 from calibration.monitor.alarms import ALL
 
-__all__ = ["budget_of", "freeze", "questions_of", "standardised_rate", "update"]
+__all__ = ["budget_for", "budget_of", "freeze", "questions_of", "standardised_rate", "update"]
 
 
 def questions_of(scored, settings) -> list[str]:
@@ -20,12 +20,19 @@ def questions_of(scored, settings) -> list[str]:
 
 
 def budget_of(settings, scored) -> dict:
+    return budget_for(settings, len(questions_of(scored, settings)) - 1)
+
+
+def budget_for(settings: dict, others: int) -> dict:
+    """The run's alpha split (alarms.budget) from its settings: the one split every check of the run uses, the
+    canary's share included where canary= is set. others: the rubric questions watched besides the target."""
     return al.budget(
         settings["alpha"],
         fail_under=settings["fail_under"],
         drop=settings["drop"],
-        questions=len(questions_of(scored, settings)) - 1,
+        questions=others,
         shift=settings["shift"],
+        canary=settings.get("canary") is not None,
     )
 
 
@@ -57,14 +64,7 @@ def freeze(state: dict, settings: dict) -> None:
     sums = state["reference_rates"]
     if settings["drop"] is not None and sums:
         target = next(iter(sums))
-        questions = len(sums) - 1
-        shares = al.budget(
-            settings["alpha"],
-            fail_under=settings["fail_under"],
-            drop=settings["drop"],
-            questions=questions,
-            shift=settings["shift"],
-        )
+        shares = budget_for(settings, len(sums) - 1)
         per_q = {q: shares["drop"] if q == target else shares["question_drop"] for q in sums}
         state["thresholds"] = al.freeze_reference(sums, drop=settings["drop"], drop_share=per_q)
     else:

@@ -43,7 +43,10 @@ def parse_window(spec: str) -> dt.timedelta | None:
         raise InputError(
             f"window={spec!r} is not a length.", fix="pass window=Nh, Nd or Nw (e.g. 7d), or window=directory."
         )
-    length = int(found.group(1)) * UNITS[found.group(2)] if len(found.group(1)) < 9 else None
+    try:
+        length = int(found.group(1)) * UNITS[found.group(2)]
+    except OverflowError:  # past what a timedelta holds: out of range all the same
+        length = None
     if length is None or length > LONGEST:
         raise InputError(
             f"window={spec!r} is out of range: a window is at most {LONGEST.days // 7} weeks long.",

@@ -80,3 +80,17 @@ def test_the_canary_test_holds_its_level_and_sees_a_small_shift():
     fired = [canary_test(before, before + rng.normal(0, 0.03, 40), level=0.05, seed=s)["changed"] for s in range(300)]
     assert _at_most(float(np.mean(fired)), 0.05, 300)
     assert canary_test(before, before - 0.03 + rng.normal(0, 0.03, 40), level=0.01, seed=0)["changed"]
+
+
+@pytest.mark.parametrize("canary", [None, "canary-folder"])
+@pytest.mark.parametrize("drop", [None, 0.0])
+def test_one_split_of_alpha_for_every_check_of_a_run(canary, drop):
+    """Rate checks, other questions, shift and canary share alpha once: what they are given sums to alpha."""
+    from calibration.monitor.sequential import budget_for
+
+    settings = {"alpha": 0.05, "fail_under": 0.7, "drop": drop, "shift": True, "canary": canary}
+    got = budget_for(settings, others=4)
+    rate = got["fail_under"] + got["drop"]
+    total = rate + 4 * got["question_drop"] + got["shift"] + got["canary"]
+    assert total == pytest.approx(0.05)
+    assert (got["canary"] > 0) == (canary is not None)
