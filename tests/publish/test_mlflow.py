@@ -93,7 +93,7 @@ def test_a_second_publish_changes_nothing_and_never_prints_the_token(published, 
 
 
 def test_a_new_score_updates_the_same_assessment_and_an_interrupted_publish_resumes(published, tmp_path):
-    from calibration.publish.mlflow import publish_scores
+    from calibration.connectors.mlflow.publish import publish_scores
     from calibration.publish.results import read_scored
 
     scores = tmp_path / "scores" / "scores.csv"

@@ -182,7 +182,7 @@ def test_post_sends_every_event_once_with_the_headers_and_never_prints_them(scor
 
 
 def test_an_interrupted_post_is_one_line_and_resumes_without_duplicates(scored_copy, monkeypatch, capsys):
-    from calibration.publish import otel
+    from calibration.connectors.otel import publish as otel
 
     monkeypatch.setattr(otel, "BATCH", 5)
     args = ["publish", "target=otel", f"scores={scored_copy['scores']}", "timeout=2"]

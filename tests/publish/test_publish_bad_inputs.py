@@ -13,7 +13,7 @@ from tests.publish.test_otel import Collector
 
 
 def test_a_post_shows_its_progress_and_ends_naming_where_the_results_went(scored_copy, monkeypatch, capsys):
-    from calibration.publish import otel
+    from calibration.connectors.otel import publish as otel
 
     monkeypatch.setattr(otel, "BATCH", 5)
     with Collector() as collector:
@@ -33,7 +33,7 @@ def test_a_refused_post_is_exactly_one_line(scored_copy, monkeypatch, capfd):
     """capfd: the exporter's logger would write to the process's stderr, which capsys does not see."""
     import socket
 
-    from calibration.publish import otel
+    from calibration.connectors.otel import publish as otel
 
     monkeypatch.setattr(otel, "BATCH", 5)
     with Collector(fail_after=1) as collector:

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calibration.publish.mlflow_client import connected, server_error, tracing
+from calibration.connectors.mlflow.publish_client import connected, server_error, tracing
 from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored, SessionScore, TurnScore
 from calibration.publish.state import mask_url
 from rubric.errors import InputError
@@ -52,7 +52,7 @@ def publish(
     """The scores as feedback, an estimate= and a cv= folder as runs (experiment: the runs'; default the one
     the conversations were imported from; model: the calibrator an estimate used, its checksum a param;
     progress: a bar or status lines over the traces looked up and the feedbacks written)."""
-    from calibration.publish.mlflow_runs import publish_cv, publish_estimate
+    from calibration.connectors.mlflow.publish_runs import publish_cv, publish_estimate
 
     uri = str(tracking_uri).rstrip("/")
     out: dict[str, Any] = {}

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calibration.publish.mlflow_client import client, server_error
+from calibration.connectors.mlflow.publish_client import client, server_error
 from calibration.publish.results import Scored
 from calibration.publish.state import mask_url
 from rubric.errors import InputError
