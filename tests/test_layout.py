@@ -61,6 +61,10 @@ LAYERS = {
     "calibration.report": 9,
     "calibration.judges": 9.5,  # compare-judges: several judges calibrated on the same folds, over compare and report
     "calibration.publish": 9.5,  # results to MLflow / Phoenix / OTel: reads the release's table and gate
+    "calibration.connectors": 9.6,  # one folder per backend (its publish targets, ...): over publish and labelling
+    "calibration.connectors.mlflow": 9.6,  # MLflow's publish target (feedback, runs)
+    "calibration.connectors.otel": 9.6,  # OpenTelemetry's publish target (gen_ai.evaluation.result events)
+    "calibration.connectors.phoenix": 9.6,  # Phoenix's publish target (span and session annotations)
     "calibration": 10,  # the entry points: api, score, suggest, demo and the package's (lazy) re-exports
     "calibration.monitor": 10,  # `monitor`: over release, report's page and the package's re-exports
     "calibration.integrations": 11,  # deepeval's metric and MLflow's scorer: over the api

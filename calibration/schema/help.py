@@ -81,8 +81,9 @@ def command_help(command: str, cfg: Any | None = None) -> str:
     lines += [f"  {line.strip()}" for line in (cls.__doc__ or "").strip().splitlines() if line.strip()]
     if required:
         lines += ["", "required: " + ", ".join(required)]
-    if cls.rules:  # checked with the values, before any file is read (calibration/schema/build.py)
-        lines += ["", "rules between keys:"] + [f"  {rule.doc}" for rule in cls.rules]
+    if cls.rules:  # checked with the values, before any file is read (calibration/schema/build.py); a rule
+        # generated per key (publish: target=X takes its own keys only) is stated once
+        lines += ["", "rules between keys:"] + [f"  {doc}" for doc in dict.fromkeys(rule.doc for rule in cls.rules)]
     groups = [(g, option, note) for g, option, note in cls.groups]
     if groups:
         lines += ["", "config groups (choose with GROUP=NAME; their keys are GROUP.KEY below):"]

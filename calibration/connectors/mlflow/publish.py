@@ -14,7 +14,9 @@ and MLflow marks the old one invalid and keeps it as the new one's history, so e
 has one current score. Every trace is looked up before anything is written: traces deleted
 since the import are one line, with nothing published.
 
-`estimate=DIR` and `cv=DIR` become runs (mlflow_runs.py).
+`estimate=DIR` and `cv=DIR` become runs (publish_runs.py); compare-judges' `disagreements=` rows feedback on
+their turns' spans (publish_disagreements.py). `MlflowTarget` is this module's `PublishTarget`
+(calibration/connectors/targets.py).
 
 The token (MLFLOW_TRACKING_TOKEN, or a user and password in MLFLOW_TRACKING_USERNAME/PASSWORD) is read by the
 client from the environment and never printed.
@@ -22,13 +24,16 @@ client from the environment and never printed.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from calibration.connectors.mlflow.publish_client import connected, server_error, tracing
+from calibration.connectors.mlflow.publish_client import existing, probe, put, trace_infos, tracing
+from calibration.connectors.targets import Job, PublishTarget
 from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored, SessionScore, TurnScore
 from calibration.publish.state import mask_url
+from calibration.schema.commands_publish import MlflowKeys
 from rubric.errors import InputError
 
 SESSION_KEY = "mlflow.trace.session"
@@ -36,36 +41,61 @@ MODEL_SOURCE_PREFIX = "role-rubric/model-"
 """The source id of every role-rubric model's feedback (results.py ModelInfo.source_id): another model's is superseded."""
 
 
-def publish(
-    tracking_uri: str,
-    *,
-    scored: Scored | None = None,
-    estimate: str | Path | None = None,
-    cv: str | Path | None = None,
-    experiment: str | None = None,
-    run_name: str | None = None,
-    model: str | Path | None = None,
-    timeout: float = 10.0,
-    say: Callable[[str], None] = print,
-    progress: bool = False,
-) -> dict[str, Any]:
-    """The scores as feedback, an estimate= and a cv= folder as runs (experiment: the runs'; default the one
-    the conversations were imported from; model: the calibrator an estimate used, its checksum a param;
-    progress: a bar or status lines over the traces looked up and the feedbacks written)."""
-    from calibration.connectors.mlflow.publish_runs import publish_cv, publish_estimate
+class MlflowTarget(PublishTarget[MlflowKeys]):
+    """target=mlflow: the scores as feedback, an estimate= and a cv= folder as runs (experiment: the runs';
+    default the one the conversations were imported from; the model's checksum a param of an estimate's run),
+    compare-judges' disagreements as feedback on their turns' spans; progress: a bar or status lines over the
+    traces looked up and the feedbacks written."""
 
-    uri = str(tracking_uri).rstrip("/")
-    out: dict[str, Any] = {}
-    with connected(uri, float(timeout)):
-        if scored is not None:
-            out["feedback"] = publish_scores(uri, scored, say=say, progress=progress)
-        if estimate is not None:
-            out["estimate_run"] = publish_estimate(
-                uri, Path(estimate), experiment=experiment, run_name=run_name, model=model, scored=scored, say=say
-            )
-        if cv is not None:
-            out["cv_run"] = publish_cv(uri, Path(cv), experiment=experiment, run_name=run_name, say=say)
-    return out
+    address_key = "tracking_uri"
+
+    def publish(self, job: Job) -> dict[str, Any]:
+        from calibration.connectors.mlflow.publish_disagreements import publish_disagreements
+        from calibration.connectors.mlflow.publish_runs import publish_cv, publish_estimate
+
+        keys = self.keys
+        uri = str(keys.tracking_uri).rstrip("/")
+        no_credentials(uri)
+        probe(uri, float(keys.timeout))
+        out: dict[str, Any] = {}
+        # MLflow's client logs "Response is not a valid JSON object" before it raises: the command says it
+        rest = logging.getLogger("mlflow.utils.rest_utils")
+        level = rest.level
+        rest.setLevel(logging.ERROR)
+        try:
+            if job.scored is not None:
+                out["feedback"] = publish_scores(uri, job.scored, say=self.say, progress=self.progress)
+            if job.estimate is not None:
+                out["estimate_run"] = publish_estimate(
+                    uri, Path(job.estimate), experiment=keys.experiment, run_name=keys.run_name, model=job.model,
+                    scored=job.scored, say=self.say,
+                )  # fmt: skip
+            if job.cv is not None:
+                out["cv_run"] = publish_cv(
+                    uri, Path(job.cv), experiment=keys.experiment, run_name=keys.run_name, say=self.say
+                )
+            if job.disagreements is not None:
+                out["disagreements"] = publish_disagreements(
+                    uri, job.disagreements, say=self.say, progress=self.progress
+                )
+        finally:
+            rest.setLevel(level)
+        return out
+
+
+def no_credentials(uri: str) -> None:
+    """A user and password in tracking_uri= (http://user:pass@host) are refused: MLflow's client reads them
+    from its own variables, and on the command line they would stay in the shell's history."""
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(str(uri))
+    if parts.username is not None or parts.password is not None:
+        raise InputError(
+            f"tracking_uri= {mask_url(str(uri))} carries a user name or password; publish does not read "
+            "credentials from the address.",
+            fix="export MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD (or MLFLOW_TRACKING_TOKEN) and pass "
+            f"tracking_uri={parts.scheme}://{parts.hostname}{f':{parts.port}' if parts.port else ''}{parts.path}.",
+        )
 
 
 # ---- per-turn and session feedback -------------------------------------------------------------------------
@@ -83,7 +113,8 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
     from rubric.progress import progress_iter
 
     client = tracing(uri)
-    infos = _trace_infos(client, uri, scored, progress=progress)
+    ids = [trace_id_of(t) for t in scored.turns]
+    infos = trace_infos(client, uri, ids, what="scores", path=scored.scores, progress=progress)
     source = AssessmentSource(source_type="LLM_JUDGE", source_id=scored.model.source_id)
     counts = {"created": 0, "updated": 0, "unchanged": 0, "superseded": 0}
     for t in progress_iter(scored.turns, progress, desc="publish: turn feedback", unit="turn"):
@@ -97,8 +128,8 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
             span_id=t.span_id,
         )
         same_span = lambda a, t=t: a.span_id == t.span_id  # noqa: E731
-        found = _existing(infos[tid], EVALUATION_NAME, source.source_id, same_span)
-        counts[_put(client, uri, tid, wanted, found, _earlier_model(infos[tid], wanted, same_span))] += 1
+        found = existing(infos[tid], EVALUATION_NAME, scored.model.source_id, same_span)
+        counts[put(client, uri, tid, wanted, found, _earlier_model(infos[tid], wanted, same_span))] += 1
     for s in progress_iter(scored.sessions, progress, desc="publish: conversation feedback", unit="conversation"):
         if not s.turns:
             continue
@@ -112,8 +143,8 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
             metadata=metadata,
         )
         same_session = lambda a, s=s: (a.metadata or {}).get(SESSION_KEY) == s.conversation_id  # noqa: E731
-        found = _existing(infos[tid], SESSION_NAME, source.source_id, same_session)
-        counts[_put(client, uri, tid, wanted, found, _earlier_model(infos[tid], wanted, same_session))] += 1
+        found = existing(infos[tid], SESSION_NAME, scored.model.source_id, same_session)
+        counts[put(client, uri, tid, wanted, found, _earlier_model(infos[tid], wanted, same_session))] += 1
     superseded = counts.pop("superseded")
     counts["created"] += superseded  # a superseding feedback is a new one too
     say(
@@ -130,47 +161,6 @@ def publish_scores(uri: str, scored: Scored, *, say: Callable[[str], None], prog
     return counts
 
 
-def _trace_infos(client: Any, uri: str, scored: Scored, *, progress: bool = False) -> dict[str, Any]:
-    """Every trace of the scores, looked up before anything is written (a deleted one stops the publish)."""
-    from mlflow.exceptions import MlflowException
-
-    from rubric.progress import progress_iter
-
-    infos, missing = {}, []
-    ids = dict.fromkeys(trace_id_of(t) for t in scored.turns)
-    for tid in progress_iter(ids, progress, desc="publish: looking up traces", unit="trace"):
-        try:
-            infos[tid] = client.get_trace_info(tid)
-        except MlflowException as exc:
-            if exc.error_code not in ("RESOURCE_DOES_NOT_EXIST", "NOT_FOUND", "INVALID_PARAMETER_VALUE"):
-                raise server_error(uri, exc, "a trace look-up") from None
-            missing.append(tid)
-    if missing:
-        raise InputError(
-            f"{len(missing)} of the {len(infos) + len(missing)} traces of these scores are not on {mask_url(uri)} "
-            f"(deleted since the import, or another server): {', '.join(missing[:3])}"
-            + (", ..." if len(missing) > 3 else "")
-            + "; nothing was published.",
-            path=scored.scores,
-            fix="publish to the server the conversations were imported from, or import and score them again.",
-        )
-    return infos
-
-
-def _existing(info: Any, name: str, source_id: str, same: Callable[[Any], bool]) -> Any | None:
-    """This source's valid assessment `name` on the trace that `same` picks, if there is one."""
-    for a in info.assessments or []:
-        if (
-            a.name == name
-            and a.source is not None
-            and a.source.source_id == source_id
-            and a.valid is not False
-            and same(a)
-        ):
-            return a
-    return None
-
-
 def _earlier_model(info: Any, wanted: Any, same: Callable[[Any], bool]) -> Any | None:
     """The current assessment of the same name and place from another role-rubric model (the latest, where
     several are still valid from before publish overrode them), if any."""
@@ -185,31 +175,6 @@ def _earlier_model(info: Any, wanted: Any, same: Callable[[Any], bool]) -> Any |
         and same(a)
     ]
     return max(others, key=lambda a: a.create_time_ms or 0, default=None)
-
-
-def _put(client: Any, uri: str, trace_id: str, wanted: Any, found: Any | None, earlier: Any | None = None) -> str:
-    """Create, update or leave one assessment (a new one overriding `earlier`, another model's): which it was."""
-    from mlflow.exceptions import MlflowException
-
-    try:
-        if found is None and earlier is not None:
-            wanted.overrides = earlier.assessment_id  # MLflow marks `earlier` invalid and keeps it as history
-            client.log_assessment(trace_id, wanted)
-            return "superseded"
-        if found is None:
-            client.log_assessment(trace_id, wanted)
-            return "created"
-        same = (
-            found.value == wanted.value
-            and found.rationale == wanted.rationale
-            and (found.metadata or {}) == (wanted.metadata or {})
-        )
-        if same:
-            return "unchanged"
-        client.update_assessment(trace_id=trace_id, assessment_id=found.assessment_id, assessment=wanted)
-        return "updated"
-    except MlflowException as exc:
-        raise server_error(uri, exc, f"a feedback on trace {trace_id}") from None
 
 
 def _first_trace(s: SessionScore, infos: dict[str, Any]) -> str:

@@ -184,11 +184,14 @@ def publish_estimate(
     file, result = read_output(folder, "estimate.json", command="estimate", key="estimate", needs="rate")
     data = Path(str(result.get("data", "")))
     experiment_id, experiment = _experiment(uri, experiment, data, scored)
-    if model is None and scored is None:
+    if scored is not None:
+        info = scored.model
+    elif model is not None:
+        info = model_info(model)
+    else:
         raise InputError(
             "estimate= needs model= (the calibrator it used), whose checksum the run records.", fix="pass model=DIR."
         )
-    info = scored.model if scored is not None else model_info(model)
     page = _estimate_page(result, file.with_name("estimate.html") if folder.is_dir() else folder.with_suffix(".html"))
     release = str(data.resolve())
     tags = {

@@ -12,6 +12,7 @@ mapping with hex trace and span ids, as an OpenTelemetry Collector's file export
 OTLP/HTTP logs endpoint (opentelemetry-exporter-otlp-proto-http; headers such as an API key come from
 OTEL_EXPORTER_OTLP_HEADERS / OTEL_EXPORTER_OTLP_LOGS_HEADERS and are never printed). A post that stops midway
 resumes: the turns already accepted are recorded in the scores' folder (calibration/publish/state.py).
+`OtelTarget` is this module's `PublishTarget` (calibration/connectors/targets.py).
 """
 
 from __future__ import annotations
@@ -23,8 +24,10 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from calibration.connectors.targets import Job, PublishTarget
 from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored
 from calibration.publish.state import PublishState, mask_url
+from calibration.schema.commands_publish import OtelKeys
 from rubric.errors import InputError
 
 RELEASE_NAME = "role_rubric/release_adherence_rate"
@@ -34,10 +37,13 @@ EVENT_NAME = "gen_ai.evaluation.result"
 BATCH = 512
 """Events per OTLP request (one line of the file, one POST)."""
 
+Event = tuple[str, str | None, str | None, dict[str, Any]]
+"""(key, trace id, span id, attributes) of one event (no trace id: a release's, in no trace)."""
 
-def score_events(scored: Scored) -> list[tuple[str, str | None, str | None, dict[str, Any]]]:
+
+def score_events(scored: Scored) -> list[Event]:
     """(key, trace id, span id, attributes) of every event: each turn's, then each conversation's."""
-    out = []
+    out: list[Event] = []
     for t in scored.turns:
         attrs = {
             "gen_ai.evaluation.name": EVALUATION_NAME,
@@ -69,14 +75,14 @@ def score_events(scored: Scored) -> list[tuple[str, str | None, str | None, dict
     return out
 
 
-def estimate_events(result: dict, *, name: str) -> list[tuple[str, str | None, str | None, dict[str, Any]]]:
+def estimate_events(result: dict, *, name: str) -> list[Event]:
     """A release's adherence rate (estimate.json), overall and per role, with its PPI interval: events of the
     release, in no trace (no span to hang them on). name: the release's name (its folder)."""
     level = 1 - float(result.get("alpha", 0.1))
     gate = result.get("gate") or {}
     scopes = [("overall", None, result.get("rate") or {})]
     scopes += [(f"role {role}", role, (b or {}).get("rate") or {}) for role, b in (result.get("by_role") or {}).items()]
-    out = []
+    out: list[Event] = []
     for key, role, block in scopes:
         ppi = block.get("ppi") or {}
         if ppi.get("estimate") is None:
@@ -167,7 +173,7 @@ def _version() -> str:
 
 def otlp_json(records: Sequence[Any]) -> dict[str, Any]:
     """One ExportLogsServiceRequest in OTLP JSON: protobuf's JSON mapping, trace and span ids in hex."""
-    from google.protobuf.json_format import MessageToDict
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
     from opentelemetry.exporter.otlp.proto.common._log_encoder import encode_logs
 
     data = MessageToDict(encode_logs(records), use_integers_for_enums=True)
@@ -276,3 +282,48 @@ class _ExporterLines(logging.Handler):
         from rubric.responses import mask_secrets
 
         return f": {mask_secrets(self.lines[-1])[:200].rstrip('.')}" if self.lines and self.lines[-1] else ""
+
+
+class OtelTarget(PublishTarget[OtelKeys]):
+    """target=otel: the scores' events (each turn's and conversation's) and an estimate's (the release's rate
+    and interval), written to out= or posted to endpoint= (resumed from the scores' publish state)."""
+
+    address_key = "endpoint"
+
+    def publish(self, job: Job) -> dict[str, Any]:
+        from calibration.publish.results import read_output
+        from calibration.publish.state import state_path
+
+        items: list[Event] = []
+        what: list[str] = []
+        stamp_of, state_file, model = Path(), Path(), ""
+        if job.scored is not None:
+            scored = job.scored
+            items += score_events(scored)
+            assert scored.scores is not None  # read from a file: publish's scores are
+            stamp_of, state_file, model = scored.scores, state_path(scored.scores), scored.model.checksum
+            what.append(f"{len(scored.turns)} turns, {len(scored.sessions)} conversations")
+        if job.estimate is not None:
+            file, result = read_output(job.estimate, "estimate.json", command="estimate", key="estimate", needs="rate")
+            found = estimate_events(result, name=file.parent.name)
+            items += found
+            what.append(f"the release's rate, {len(found)} scopes")
+            if job.scored is None:
+                stamp_of, state_file, model = file, file.with_name("estimate_published.json"), ""
+        stamp = int(stamp_of.stat().st_mtime_ns)  # when score / estimate wrote it: the same on every publish
+        keys = self.keys
+        if keys.out is not None:
+            n = write_file(items, Path(keys.out), time_unix_nano=stamp)
+            self.say(f"publish: wrote {n} gen_ai.evaluation.result events ({'; '.join(what)}) to {keys.out}")
+            return {"events": n, "out": str(keys.out)}
+        endpoint = str(keys.endpoint)
+        state = PublishState(state_file, f"otel {mask_url(endpoint)}", model)
+        sent, before = post(
+            items, endpoint, time_unix_nano=stamp, timeout=float(keys.timeout), state=state, progress=self.progress
+        )
+        self.say(
+            f"publish: posted {sent} gen_ai.evaluation.result events to {mask_url(endpoint)}"
+            + (f" ({before} already there)" if before else "")
+            + f"; progress kept in {state.path}"
+        )
+        return {"events": sent, "already": before, "endpoint": mask_url(endpoint)}

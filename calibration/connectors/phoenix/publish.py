@@ -12,6 +12,10 @@ keeps no history of a replaced annotation). Sessions are looked up first, and Ph
 that names a span it does not have as a whole: traces deleted since the import are one line, with nothing of
 that batch written.
 
+compare-judges' disagreement rows (disagreements=) become span annotations `role_rubric/disagreement/<question>`
+on their turns' spans, identified by the judge and the reviewer (replaced by a second publish).
+`PhoenixTarget` is this module's `PublishTarget` (calibration/connectors/targets.py).
+
 The API key comes from the environment variable token_env= names (PHOENIX_API_KEY by default) and is never
 printed.
 """
@@ -19,13 +23,18 @@ printed.
 from __future__ import annotations
 
 import re
-import urllib.request
 from collections.abc import Callable
+from functools import partial
+from pathlib import Path
 from typing import Any
 
+from calibration.connectors.targets import Job, PublishTarget
+from calibration.publish.disagreements import Disagreements
 from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored
 from calibration.publish.state import mask_url
+from calibration.schema.commands_publish import PhoenixKeys
 from rubric.errors import InputError
+from rubric.transport.rest import opener_for
 
 BATCH = 1000
 """Annotations per request."""
@@ -33,7 +42,7 @@ IDENTIFIER = "role-rubric"
 """Every role-rubric annotation's identifier: the same for every model, so that a new model's replaces the old."""
 
 
-def annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
+def score_annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
     """(span annotations, session annotations) as Phoenix's REST API takes them."""
     identifier = IDENTIFIER
     spans = [
@@ -70,51 +79,103 @@ def annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
     return spans, sessions
 
 
-def publish(
-    url: str,
-    scored: Scored,
-    *,
-    token_env: str = "PHOENIX_API_KEY",
-    timeout: float = 10.0,
-    say: Callable[[str], None] = print,
-    progress: bool = False,
-) -> dict[str, Any]:
-    """Every span annotation, then every session annotation (the API key read from $token_env; progress: a bar
-    or status lines over the annotations sent)."""
-    from rubric.progress import progress_bar
-    from rubric.traces.phoenix_source import TOKEN_ENV, api_key
+def disagreement_annotations(rows: Disagreements) -> list[dict]:
+    """compare-judges' rows on a span as Phoenix span annotations: name `role_rubric/disagreement/<question>`,
+    identifier the judge and the reviewer (so a second publish replaces each), score the gap."""
+    return [
+        {
+            "name": r.name,
+            "annotator_kind": "LLM",
+            "span_id": r.span_id,
+            "identifier": r.identifier,
+            "result": {"score": r.gap, "label": f"rank {r.rank}", "explanation": r.rationale()},
+            "metadata": r.metadata(),
+        }
+        for r in rows.rows
+        if r.span_id
+    ]
 
-    url = str(url).rstrip("/")
-    key = api_key(None if token_env in (None, TOKEN_ENV) else token_env)  # one named on purpose must be set
-    _probe(url, float(timeout))
-    client = _client(url, key, float(timeout))
-    spans, sessions = annotations(scored)
-    _check_sessions(client, url, key, [a["session_id"] for a in sessions], scored)
-    with progress_bar(len(spans) + len(sessions), progress, desc="publish", unit="annotation") as bar:
-        for start in range(0, len(spans), BATCH):
-            batch = spans[start : start + BATCH]
-            _send(url, key, lambda b=batch: client.spans.log_span_annotations(span_annotations=b, sync=True), scored)
-            bar.update(len(batch))
-        for start in range(0, len(sessions), BATCH):
-            batch = sessions[start : start + BATCH]
-            _send(
-                url,
-                key,
-                lambda b=batch: client.sessions.log_session_annotations(session_annotations=b, sync=True),
-                scored,
-            )
-            bar.update(len(batch))
-    say(
-        f"publish: {len(spans)} span and {len(sessions)} session annotations on {mask_url(url)} "
-        f"(identifier {IDENTIFIER}, model {scored.model.source_id}: a later publish, of any model, replaces them)"
-    )
-    return {"span_annotations": len(spans), "session_annotations": len(sessions)}
+
+class PhoenixTarget(PublishTarget[PhoenixKeys]):
+    """target=phoenix: every span annotation, then every session annotation, then compare-judges' disagreement
+    rows (the API key read from $token_env; progress: a bar or status lines over the annotations sent)."""
+
+    address_key = "url"
+
+    def publish(self, job: Job) -> dict[str, Any]:
+        from phoenix.client.exceptions import PhoenixException
+
+        from rubric.traces.phoenix_source import TOKEN_ENV, api_key
+
+        keys = self.keys
+        url = str(keys.url).rstrip("/")
+        token_env = keys.token_env
+        key = api_key(None if token_env in (None, TOKEN_ENV) else token_env)  # one named on purpose must be set
+        _probe(url, float(keys.timeout))
+        try:
+            client = _client(url, key, float(keys.timeout))
+            out: dict[str, Any] = {}
+            if job.scored is not None:
+                out |= self._scores(client, url, key, job.scored)
+            if job.disagreements is not None:
+                out["disagreements"] = self._disagreements(client, url, key, job.disagreements)
+            return out
+        except PhoenixException as exc:  # its client asks the server's version first: another server has none
+            raise InputError(
+                f"the server at {mask_url(url)} does not answer as a Phoenix server does ({exc}).",
+                fix="check url= (the Phoenix server's own address and port); a second publish replaces what was sent.",
+            ) from None
+
+    def _scores(self, client: Any, url: str, key: str | None, scored: Scored) -> dict[str, Any]:
+        from rubric.progress import progress_bar
+
+        spans, sessions = score_annotations(scored)
+        _check_sessions(client, url, key, [a["session_id"] for a in sessions], scored)
+        with progress_bar(len(spans) + len(sessions), self.progress, desc="publish", unit="annotation") as bar:
+            for start in range(0, len(spans), BATCH):
+                batch = spans[start : start + BATCH]
+                _send(url, key, partial(client.spans.log_span_annotations, span_annotations=batch, sync=True),
+                      scored.scores)  # fmt: skip
+                bar.update(len(batch))
+            for start in range(0, len(sessions), BATCH):
+                batch = sessions[start : start + BATCH]
+                _send(
+                    url,
+                    key,
+                    partial(client.sessions.log_session_annotations, session_annotations=batch, sync=True),
+                    scored.scores,
+                )
+                bar.update(len(batch))
+        self.say(
+            f"publish: {len(spans)} span and {len(sessions)} session annotations on {mask_url(url)} "
+            f"(identifier {IDENTIFIER}, model {scored.model.source_id}: a later publish, of any model, replaces them)"
+        )
+        return {"span_annotations": len(spans), "session_annotations": len(sessions)}
+
+    def _disagreements(self, client: Any, url: str, key: str | None, rows: Disagreements) -> dict[str, int]:
+        from rubric.progress import progress_bar
+
+        found = disagreement_annotations(rows)
+        with progress_bar(len(found), self.progress, desc="publish: disagreements", unit="annotation") as bar:
+            for start in range(0, len(found), BATCH):
+                batch = found[start : start + BATCH]
+                _send(url, key, partial(client.spans.log_span_annotations, span_annotations=batch, sync=True),
+                      rows.path)  # fmt: skip
+                bar.update(len(batch))
+        no_span = [r.where for r in rows.rows if not r.span_id]
+        untraced = rows.untraced_line()
+        self.say(
+            f"publish: {len(found)} disagreement span annotations on {mask_url(url)} (a later publish replaces them)"
+            + (f"; {len(no_span)} rows have a trace but no span id, not published: {', '.join(no_span[:3])}"
+               if no_span else "")
+            + (f"; {untraced}" if untraced else "")
+        )  # fmt: skip
+        return {"span_annotations": len(found), "untraced": len(rows.untraced) + len(no_span)}
 
 
 def _probe(url: str, timeout: float) -> None:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
     try:
-        with opener.open(url + "/healthz", timeout=timeout) as reply:
+        with opener_for(url).open(url + "/healthz", timeout=timeout) as reply:
             if reply.status == 200:
                 return
     except OSError as exc:
@@ -157,7 +218,7 @@ def _check_sessions(client: Any, url: str, key: str | None, ids: list[str], scor
         )
 
 
-def _send(url: str, key: str | None, call: Callable[[], Any], scored: Scored) -> None:
+def _send(url: str, key: str | None, call: Callable[[], Any], path: Path | None) -> None:
     import httpx
 
     try:
@@ -170,7 +231,7 @@ def _send(url: str, key: str | None, call: Callable[[], Any], scored: Scored) ->
             raise InputError(
                 f"{len(ids)} span(s) of these scores are not on {mask_url(url)} (deleted since the import, or another "
                 f"server): {', '.join(ids[:3])}{', ...' if len(ids) > 3 else ''}; Phoenix wrote none of that batch.",
-                path=scored.scores,
+                path=path,
                 fix="publish to the server the conversations were imported from, or import and score them again.",
             ) from None
         raise _refused(url, key, exc) from None
