@@ -83,9 +83,9 @@ class Disagreement:
             "question_id": self.question_id,
             "reviewer_id": self.reviewer_id,
             "answer": f"{self.answer:g}",
-            "calibrated": f"{self.calibrated:g}",
-            "gap": f"{self.gap:g}",
-            "gap_share": f"{self.gap_share:g}",
+            "calibrated": f"{self.calibrated:.10g}",
+            "gap": f"{self.gap:.10g}",
+            "gap_share": f"{self.gap_share:.10g}",
         }
 
 

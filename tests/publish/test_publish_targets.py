@@ -116,3 +116,52 @@ def test_rows_without_trace_ids_are_kept_apart_and_named(tmp_path):
     assert found.untraced_line().startswith("2 of the 5 disagreement rows have no trace id")
     assert found.untraced_line().endswith(": c1/0, c3/0")
     assert [r.rank for r in read_disagreements(tmp_path, top=2).rows] == [1]
+
+
+class _Proxy:
+    """A forward proxy on this machine that answers every request with 200 "OK" and records what it was asked."""
+
+    def __enter__(self) -> _Proxy:
+        import http.server
+        import threading
+
+        seen = self.seen = []
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self):  # noqa: N802
+                seen.append(self.path)  # a proxy is asked for the whole URL
+                self.send_response(200)
+                self.send_header("Content-Length", "2")
+                self.end_headers()
+                self.wfile.write(b"OK")
+
+            def log_message(self, *args):
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        return self
+
+    def __exit__(self, *exc):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.parametrize("target", ["mlflow", "phoenix"])
+def test_the_probes_go_through_the_environments_proxy_except_for_this_machine(target, monkeypatch):
+    from calibration.connectors.mlflow.publish_client import probe as mlflow_probe
+    from calibration.connectors.phoenix.publish import _probe as phoenix_probe
+    from rubric.errors import InputError
+
+    probe, path = {"mlflow": (mlflow_probe, "/health"), "phoenix": (phoenix_probe, "/healthz")}[target]
+    with _Proxy() as proxy:
+        for var in ("HTTP_PROXY", "http_proxy"):
+            monkeypatch.setenv(var, proxy.url)
+        for var in ("NO_PROXY", "no_proxy"):
+            monkeypatch.delenv(var, raising=False)
+        probe("http://tracking.example.invalid:5000", 5)  # a remote server: reached through the proxy
+        assert proxy.seen == [f"http://tracking.example.invalid:5000{path}"]
+        with pytest.raises(InputError, match="does not answer"):
+            probe("http://127.0.0.1:9", 5)  # this machine: asked directly (nothing listens on port 9)
+        assert len(proxy.seen) == 1
