@@ -24,7 +24,7 @@ from typing import Any
 from rubric.errors import InputError
 from rubric.responses import mask_secrets
 
-__all__ = ["HttpRefused", "RestClient", "base_url", "opener_for"]
+__all__ = ["HttpRefused", "RestClient", "base_url", "on_this_machine", "opener_for"]
 
 _RETRY_ANY_METHOD = frozenset({429, 503})
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
@@ -53,14 +53,22 @@ def base_url(url: str, *, strip: Sequence[str] = ()) -> str:
     return url
 
 
-def opener_for(url: str) -> urllib.request.OpenerDirector:
-    """The environment's proxies, except for a server on this machine (a proxy cannot reach our loopback)."""
+def on_this_machine(url: str) -> bool:
+    """Whether `url` names a server on this machine (localhost, a loopback address), which no proxy can reach.
+
+    >>> [on_this_machine(u) for u in ("http://127.0.0.1:6006", "http://localhost:5000", "https://example.com")]
+    [True, True, False]
+    """
     host = urllib.parse.urlsplit(url).hostname or ""
     try:
-        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        return host == "localhost" or ipaddress.ip_address(host).is_loopback
     except ValueError:
-        local = False
-    return urllib.request.build_opener(urllib.request.ProxyHandler({} if local else None))
+        return False
+
+
+def opener_for(url: str) -> urllib.request.OpenerDirector:
+    """The environment's proxies, except for a server on this machine (a proxy cannot reach our loopback)."""
+    return urllib.request.build_opener(urllib.request.ProxyHandler({} if on_this_machine(url) else None))
 
 
 class RestClient:

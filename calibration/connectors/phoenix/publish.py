@@ -34,7 +34,7 @@ from calibration.publish.results import EVALUATION_NAME, SESSION_NAME, Scored
 from calibration.publish.state import mask_url
 from calibration.schema.commands_publish import PhoenixKeys
 from rubric.errors import InputError
-from rubric.transport.rest import opener_for
+from rubric.transport.rest import on_this_machine, opener_for
 
 BATCH = 1000
 """Annotations per request."""
@@ -191,7 +191,9 @@ def _client(url: str, key: str | None, timeout: float) -> Any:
     from phoenix.client import Client
 
     headers = {"Authorization": f"Bearer {key}"} if key else {}
-    return Client(http_client=httpx.Client(base_url=url, headers=headers, timeout=timeout))
+    # the environment's proxies, as every request of publish, except for a server on this machine
+    client = httpx.Client(base_url=url, headers=headers, timeout=timeout, trust_env=not on_this_machine(url))
+    return Client(http_client=client)
 
 
 def _check_sessions(client: Any, url: str, key: str | None, ids: list[str], scored: Scored) -> None:
