@@ -124,6 +124,7 @@ INPUT_KEYS = (
     "scores",
     "estimate",
     "cv",
+    "disagreements",
     "plan",
     "baseline",
     "calibration",
