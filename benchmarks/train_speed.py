@@ -29,7 +29,7 @@ from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_resu
 from calibration.data.splits import group_folds
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
-from calibration.model.train import Plan, Rows, _adam, _batch_indices, _lazy_adam, fit_models
+from calibration.model.train import Plan, Rows, _adam, _batch_indices, _lazy_adam, fit_dataset
 
 PAPER = Settings(
     hidden1=25,
@@ -46,17 +46,7 @@ PAPER = Settings(
 
 def _train(ds, X, rows, plan_rows, seeds, workers=1):
     plan = Plan(plan_rows, [r[:0] for r in plan_rows], seeds)
-    return fit_models(
-        X,
-        rows,
-        plan,
-        PAPER,
-        n_judges=len(ds.judges),
-        n_options=ds.n_options.tolist(),
-        target=ds.target_index,
-        threads=1,
-        workers=workers,
-    )
+    return fit_dataset(ds, X, plan, PAPER, rows=rows, threads=1, workers=workers)
 
 
 def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float, float]:

@@ -13,17 +13,10 @@ from typing import TYPE_CHECKING
 from calibration.monitor import sequential as sq
 from calibration.monitor import state as st
 from calibration.monitor import statistics as ms
+from calibration.monitor import windows as mw
 from calibration.monitor.alarms import ALL
 from calibration.monitor.judge import canary_run
 from calibration.monitor.record import RoleOf, conversation_totals, window_groups, window_record
-from calibration.monitor.windows import (
-    Conversation,
-    Window,
-    open_window,
-    parse_window,
-    plan_windows,
-    read_conversations,
-)
 from rubric.errors import InputError
 
 if TYPE_CHECKING:
@@ -64,7 +57,7 @@ def monitor(
 
     directories = [Path(d) for d in ([data] if isinstance(data, str | Path) else list(data))]
     out, model_dir = Path(out), Path(model)
-    length = parse_window(window)
+    length = mw.parse_window(window)
     for d in [*directories, *([Path(canary)] if canary is not None else [])]:
         if not d.is_dir():
             raise InputError("dataset directory not found.", path=d, fix="pass the folder gather wrote.")
@@ -82,9 +75,9 @@ def monitor(
         "canary": None if canary is None else str(canary),
     }
     state = st.open_state(out, checksum=st.model_checksum(model_dir), model=model_dir, settings=settings)
-    found = [read_conversations(d, i, need_time=length is not None) for i, d in enumerate(directories)]
+    found = [mw.read_conversations(d, i, need_time=length is not None) for i, d in enumerate(directories)]
     role_of = {(c.directory, c.conversation_id): c.role for convs in found for c in convs}
-    windows, new, waiting, clock = plan_windows(
+    windows, new, waiting, clock = mw.plan_windows(
         directories, found, length, state, out, origin=origin, until=until, now=now
     )
     if state["first_index"] is None and new:
@@ -120,7 +113,7 @@ def _write(
     state: dict,
     records: list[dict],
     new_alarms: list[dict],
-    current: Window | None,
+    current: mw.Window | None,
     scorer: _Scorer,
     role_of: RoleOf,
 ) -> tuple[dict, dict | None]:
@@ -143,13 +136,13 @@ def _origin(state: dict) -> dt.datetime | None:
 
 
 def _current(
-    found: list[list[Conversation]], length: dt.timedelta | None, state: dict, clock: dt.datetime | None
-) -> Window | None:
+    found: list[list[mw.Conversation]], length: dt.timedelta | None, state: dict, clock: dt.datetime | None
+) -> mw.Window | None:
     """The window still open at the clock, with its conversations so far (windows by time only)."""
     origin = _origin(state)
     if clock is None or length is None or origin is None:
         return None
-    return open_window([c for f in found for c in f], length, origin, clock)
+    return mw.open_window([c for f in found for c in f], length, origin, clock)
 
 
 def _first_window(state: dict, length: dt.timedelta | None, clock: dt.datetime) -> dict | None:
@@ -167,7 +160,7 @@ class _Scorer:
     def __init__(
         self,
         directories: list[Path],
-        found: list[list[Conversation]],
+        found: list[list[mw.Conversation]],
         model: LoadedModel | None,
         adheres_at: float | None,
         allow_mismatch: bool,
@@ -177,7 +170,7 @@ class _Scorer:
         self.adheres_at, self.allow_mismatch, self.model_dir = adheres_at, allow_mismatch, model_dir
         self.scored: dict[int, ms.Scored] = {}
 
-    def of(self, w: Window) -> dict[int, ms.Scored]:
+    def of(self, w: mw.Window) -> dict[int, ms.Scored]:
         for d in w.members:
             if d not in self.scored:
                 assert self.model is not None, "monitor loads the model where a window is to be measured"
@@ -234,7 +227,7 @@ def _canary(
     return checked
 
 
-def _provisional(w: Window, scorer: _Scorer, role_of: RoleOf, out: Path) -> dict:
+def _provisional(w: mw.Window, scorer: _Scorer, role_of: RoleOf, out: Path) -> dict:
     """The open window's rates so far, written to OUT/provisional.json: shown, never tested, never kept."""
     from rubric.jsonfile import write_json
 
@@ -259,7 +252,7 @@ def _page(out: Path, state: dict) -> Path:
     return write_page(out, st.read_jsonl(out / st.WINDOWS), st.read_jsonl(out / st.ALARMS), state["reference"])
 
 
-def _check_listed(scored: ms.Scored, found: list[Conversation], root: Path) -> None:
+def _check_listed(scored: ms.Scored, found: list[mw.Conversation], root: Path) -> None:
     """Every judged conversation has its line in conversations.jsonl (its start time, its role), where there is
     one: a conversation of llm.csv without it would be left out of every window without a word."""
     listed = {c.conversation_id for c in found}
