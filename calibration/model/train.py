@@ -159,18 +159,25 @@ def fit_models(
     return CalibrationNet.concat([net for net, _ in fitted])
 
 
-def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
-    net = CalibrationNet(
-        len(plan.seeds),
+def new_models(
+    settings: Settings, seeds: list[int], X: torch.Tensor, n_judges: int, n_options: list[int], n_base: int = 0
+) -> CalibrationNet:
+    """One untrained model per seed, for the (N, D) inputs X, with the settings' layers."""
+    return CalibrationNet(
+        len(seeds),
         X.shape[1],
         n_judges,
         n_options,
         hidden1=settings.hidden1,
         hidden2=settings.hidden2,
         personalised=settings.personalised,
-        seeds=plan.seeds,
+        seeds=seeds,
         n_base=n_base,
     )
+
+
+def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
+    net = new_models(settings, plan.seeds, X, n_judges, n_options, n_base)
     if base is not None:
         net.set_base(base)
     all_questions = torch.ones(len(n_options))
