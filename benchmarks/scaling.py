@@ -49,7 +49,6 @@ from calibration.data.dataset import Dataset
 from calibration.evaluation.crossval import cross_validate
 from calibration.model import train as train_module
 from calibration.model.ensemble import train_ensemble
-from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
 from calibration.model.train import (
     Rows,
@@ -59,6 +58,7 @@ from calibration.model.train import (
     _batch_indices,
     _lazy_adam,
     model_inputs,
+    new_models,
     train_step,
 )
 from calibration.schema.build import command_config
@@ -112,16 +112,7 @@ def step_ms(ds: Dataset, settings: Settings, *, steps: int = 30) -> float:
     _, X, n_base = model_inputs(ds, settings)
     rows = Rows.of(ds)
     seeds = list(range(settings.ensemble))
-    net = CalibrationNet(
-        len(seeds),
-        X.shape[1],
-        len(ds.judges),
-        ds.n_options.tolist(),
-        hidden1=settings.hidden1,
-        hidden2=settings.hidden2,
-        seeds=seeds,
-        n_base=n_base,
-    )
+    net = new_models(settings, seeds, X, len(ds.judges), ds.n_options.tolist(), n_base)
     optimiser, lazy = _adam(net, settings, settings.lr), _lazy_adam(net, settings, settings.lr)
     batches = torch.from_numpy(
         _batch_indices([np.arange(len(ds.label_item))] * len(seeds), seeds, steps + 5, settings.batch_size, 0)

@@ -27,9 +27,8 @@ from _anchors import add_anchors_argument, load_llm_rubric  # noqa: E402  (bench
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.data.splits import group_folds
-from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings, torch_threads
-from calibration.model.train import Plan, Rows, _adam, _batch_indices, _lazy_adam, fit_models
+from calibration.model.train import Plan, Rows, _adam, _batch_indices, _lazy_adam, fit_dataset, new_models
 
 PAPER = Settings(
     hidden1=25,
@@ -46,30 +45,12 @@ PAPER = Settings(
 
 def _train(ds, X, rows, plan_rows, seeds, workers=1):
     plan = Plan(plan_rows, [r[:0] for r in plan_rows], seeds)
-    return fit_models(
-        X,
-        rows,
-        plan,
-        PAPER,
-        n_judges=len(ds.judges),
-        n_options=ds.n_options.tolist(),
-        target=ds.target_index,
-        threads=1,
-        workers=workers,
-    )
+    return fit_dataset(ds, X, plan, PAPER, rows=rows, threads=1, workers=workers)
 
 
 def _batched_step_parts(ds, X, rows, train_rows, seeds, steps=40) -> tuple[float, float]:
     """Median ms of one batched training step's forward + backward and of its Adam update, one core."""
-    net = CalibrationNet(
-        len(seeds),
-        X.shape[1],
-        len(ds.judges),
-        ds.n_options.tolist(),
-        hidden1=PAPER.hidden1,
-        hidden2=PAPER.hidden2,
-        seeds=seeds,
-    )
+    net = new_models(PAPER, seeds, X, len(ds.judges), ds.n_options.tolist())
     optimiser, lazy = _adam(net, PAPER, PAPER.lr), _lazy_adam(net, PAPER, PAPER.lr)  # as training steps
     batches = torch.from_numpy(_batch_indices(train_rows, seeds, steps, PAPER.batch_size, 0))
     weights = torch.ones(len(ds.n_options))

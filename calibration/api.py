@@ -37,7 +37,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
@@ -46,8 +46,10 @@ from calibration.api_inputs import (
     adherence_cut,
     as_conversations,
     as_rubric,
+    check_arguments,
     check_scorer_calibrator,
     decision_threshold,
+    judge_indices,
     scorer_spec,
 )
 from calibration.api_results import AdherenceResult, TurnResult
@@ -57,9 +59,15 @@ from rubric.conversations import Conversation, role_name
 from rubric.errors import InputError
 from rubric.gather import a_gather, make_backend, run_sync
 from rubric.ids import clean_id_list
-from rubric.judge_settings import judge_config
+from rubric.judge_settings import JudgeConfig, judge_config
 from rubric.outputs import GatherResult
 from rubric.schema import Rubric
+
+if TYPE_CHECKING:
+    from calibration.data.dataset import Dataset
+    from calibration.model.files import LoadedModel
+    from rubric.embedding_judge import EmbeddingBackend
+    from rubric.scorers.base import Scorer
 
 
 class RoleAdherence:
@@ -102,7 +110,7 @@ class RoleAdherence:
     def __init__(
         self,
         calibrator: str | Path | None = None,
-        judge: str | Mapping[str, Any] | Any = "embedding",
+        judge: str | Mapping[str, Any] | JudgeConfig | None = "embedding",
         threshold: float = 0.5,
         strict_mode: bool = False,
         output_mode: str = "continuous",
@@ -119,7 +127,7 @@ class RoleAdherence:
         scorer: str | Mapping[str, Any] | None = None,
         on_shift: str = "warn",
     ):
-        _check_arguments(
+        check_arguments(
             threshold=threshold,
             strict_mode=strict_mode,
             output_mode=output_mode,
@@ -150,7 +158,7 @@ class RoleAdherence:
         if self.judge is None and self.scorer is None:
             raise InputError("neither a judge nor a scorer.", fix="pass judge= or scorer=.")
         self.cache = cache
-        self.model = None
+        self.model: LoadedModel | None = None
         self.judge_mismatch: list[str] = []
         if calibrator is not None:
             self._load_calibrator(calibrator, allow_judge_mismatch)
@@ -162,10 +170,10 @@ class RoleAdherence:
         else:
             self.rubric = as_rubric(rubric)
         self.judges = judges
-        self._judge_idx, self.judges_label, self.unseen_judges = self._judge_indices(judges)
+        self._judge_idx, self.judges_label, self.unseen_judges = judge_indices(self.model, judges)
         self.adheres_at, self._above = adherence_cut(self.rubric, adheres_at)
-        self._backend = None
-        self._scorer = None
+        self._backend: EmbeddingBackend | None = None
+        self._scorer: Scorer | None = None
         self.decision_threshold = (
             None
             if risk is None
@@ -204,7 +212,8 @@ class RoleAdherence:
                 backend=self._reusable_backend(),
             )
         if self.scorer is not None:
-            gathered = self._with_scores(convs, gathered)
+            gathered = self._with_scores(convs, gathered, self.scorer)
+        assert gathered is not None, "RoleAdherence has a judge or a scorer (__init__ refuses neither)"
         return self._results(convs, gathered)
 
     # internals ------------------------------------------------------------------------------------------
@@ -218,13 +227,13 @@ class RoleAdherence:
             raise InputError(
                 "calibrator not found.", path=calibrator, fix="pass calibrator=DIR written by `role-rubric train`."
             )
-        self.model = load_model(calibrator)
-        self.rubric = self.model.rubric
+        self.model = model = load_model(calibrator)
+        self.rubric = model.rubric
         if self.scorer is not None:
-            check_scorer_calibrator(self.model, self.scorer["name"], with_judge=self.judge is not None)
+            check_scorer_calibrator(model, self.scorer["name"], with_judge=self.judge is not None)
         if self.judge is not None and self.scorer is None:
             self.judge_mismatch = check_same_judge(
-                self.model.judge_identity,
+                model.judge_identity,
                 judge_identity(self.judge, self.rubric),
                 allow=allow_judge_mismatch,
                 command="score",
@@ -237,8 +246,10 @@ class RoleAdherence:
         own = f"ref_{self.scorer['name']}"
         return Rubric(self.rubric.name, tuple(q for q in self.rubric.questions if q.id != own), self.rubric.target)
 
-    def _with_scores(self, convs: list[Conversation], gathered: GatherResult | None) -> GatherResult:
-        """The scorer's feature rows (ref_<name>) appended to the judge's answers."""
+    def _with_scores(
+        self, convs: list[Conversation], gathered: GatherResult | None, spec: dict[str, Any]
+    ) -> GatherResult:
+        """The scorer's feature rows (ref_<name>) appended to the judge's answers; spec: self.scorer."""
         from rubric.outputs import GatherSummary
         from rubric.scorers import EmbeddingStore, make_scorer
         from rubric.scorers.features import feature_question, feature_rows, score_turns
@@ -247,8 +258,8 @@ class RoleAdherence:
             raise InputError("reference scorers score turns only.", fix="use granularity='turn'.")
         if self._scorer is None:
             store = EmbeddingStore(cache=self.cache)
-            self._scorer = make_scorer(self.scorer["name"], store=store, **self.scorer["params"])
-        rows = feature_rows(score_turns(convs, self._scorer), feature_question(self.scorer["name"]))
+            self._scorer = make_scorer(spec["name"], store=store, **spec["params"])
+        rows = feature_rows(score_turns(convs, self._scorer), feature_question(spec["name"]))
         if gathered is None:
             return GatherResult(rows, None, pd.DataFrame(), GatherSummary(items=len(rows) // 2, questions=1))
         return GatherResult(
@@ -258,7 +269,7 @@ class RoleAdherence:
             gathered.summary,
         )
 
-    def _reusable_backend(self) -> Any:
+    def _reusable_backend(self) -> EmbeddingBackend | None:
         # The embedding judge is a local model: load it once per RoleAdherence. LLM clients are bound to an
         # event loop, so gather builds (and closes) them per call.
         if self.judge is not None and self.judge.backend == "embedding":
@@ -266,20 +277,6 @@ class RoleAdherence:
                 self._backend = make_backend(self.judge)
             return self._backend
         return None
-
-    def _judge_indices(self, judges) -> tuple[np.ndarray | None, str, list[str]]:
-        if self.model is None:
-            return None, "raw judge", []
-        trained = self.model.judges
-        if judges == "population" or not trained or not self.model.settings.personalised:
-            return np.array([-1]), "population", []
-        if judges is None:
-            return np.arange(len(trained)), f"all {len(trained)} training judges", []
-        chosen = [str(j) for j in judges]
-        if not chosen:
-            raise InputError("judges is an empty list.", fix="pass judges=None, 'population' or judge ids.")
-        unseen = [j for j in chosen if self.model.judge_index(j) < 0]
-        return np.array([self.model.judge_index(j) for j in chosen]), "judges " + ", ".join(chosen), unseen
 
     def _results(self, convs: list[Conversation], gathered: GatherResult) -> list[AdherenceResult]:
         """One result per conversation from the gathered answers, in the order of `convs`."""
@@ -296,7 +293,7 @@ class RoleAdherence:
         llm["turn"] = llm["turn"].map(lambda t: "" if pd.isna(t) else str(int(t)))  # conversation items: ""
         ds = dataset_from_frames(self.rubric, llm)
         raw = ds.probs.astype(np.float64)
-        probs = raw if self.model is None else self._calibrated(ds)
+        probs = raw if self.model is None else self._calibrated(ds, self.model)
         if self.model is not None:
             self.shift = handle_shift(
                 self.model.record.shift_summary(),
@@ -371,15 +368,16 @@ class RoleAdherence:
             results,
         )
 
-    def _calibrated(self, ds) -> np.ndarray:
+    def _calibrated(self, ds: Dataset, model: LoadedModel) -> np.ndarray:
         """(N, Q, K) calibrated distributions averaged over the chosen judges (mixture of their answers)."""
         import torch
 
-        X = torch.from_numpy(ds.features(self.model.spec))
+        assert self._judge_idx is not None, "judge_indices chooses judges wherever there is a model"
+        X = torch.from_numpy(ds.features(model.spec))
         items = np.arange(len(ds.items))
         total = np.zeros(ds.probs.shape, dtype=np.float64)
         for j in self._judge_idx:
-            total += self.model.proba(X, items, np.full(len(items), int(j), dtype=np.int64))
+            total += model.proba(X, items, np.full(len(items), int(j), dtype=np.int64))
         return total / len(self._judge_idx)
 
     def _dists(self, p: np.ndarray) -> dict[str, dict[float, float]]:
@@ -387,14 +385,3 @@ class RoleAdherence:
             q.id: {float(v): float(p[n, o]) for o, v in enumerate(q.values)}
             for n, q in enumerate(self.rubric.questions)
         }
-
-
-def _check_arguments(*, risk: float | None, delta: float, **values: Any) -> None:
-    """RoleAdherence's arguments against the declarations `role-rubric score` and `decide` check their keys
-    with (calibration/schema/commands_release.py): one set of types and ranges for Python and the command line."""
-    from calibration.schema.commands_release import Decide, Score
-    from rubric.config_types import check_values
-
-    check_values(Score, values)
-    if risk is not None:
-        check_values(Decide, {"risk": risk, "delta": delta})

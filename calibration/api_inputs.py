@@ -1,14 +1,15 @@
-"""The argument checks and conversions of `RoleAdherence` (calibration/api.py): a scorer name or mapping ->
-its spec, a rubric path or name -> a Rubric, conversations or records -> Conversations, whether a
-calibrator can take a scorer's feature, adheres_at -> the target's options that count as adhering, and
-risk= -> the decision threshold `role-rubric decide` calibrated.
+"""The argument checks and conversions of `RoleAdherence` (calibration/api.py): the arguments against the
+command line's declarations, a scorer name or mapping -> its spec, a rubric path or name -> a Rubric,
+conversations or records -> Conversations, whether a calibrator can take a scorer's feature, judges= -> the
+calibrator's judge indices, adheres_at -> the target's options that count as adhering, and risk= -> the
+decision threshold `role-rubric decide` calibrated.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -16,8 +17,22 @@ from rubric.conversations import Conversation, conversations_from_records
 from rubric.errors import InputError
 from rubric.schema import Rubric, load_rubric, rubric_from_dict
 
+if TYPE_CHECKING:
+    from calibration.model.files import LoadedModel
 
-def check_scorer_calibrator(model: Any, scorer: str, *, with_judge: bool) -> None:
+
+def check_arguments(*, risk: float | None, delta: float, **values: Any) -> None:
+    """RoleAdherence's arguments against the declarations `role-rubric score` and `decide` check their keys
+    with (calibration/schema/commands_release.py): one set of types and ranges for Python and the command line."""
+    from calibration.schema.commands_release import Decide, Score
+    from rubric.config_types import check_values
+
+    check_values(Score, values)
+    if risk is not None:
+        check_values(Decide, {"risk": risk, "delta": delta})
+
+
+def check_scorer_calibrator(model: LoadedModel, scorer: str, *, with_judge: bool) -> None:
     """The calibrator must have the scorer's question as an input, and the judge's questions too unless it
     was trained without them (then its feature spec has a question-missing mask)."""
     own = f"ref_{scorer}"
@@ -89,14 +104,38 @@ def adherence_cut(rubric: Rubric, adheres_at: float | None) -> tuple[float, np.n
     return cut, above
 
 
+def judge_indices(
+    model: LoadedModel | None, judges: str | Sequence[str] | None
+) -> tuple[np.ndarray | None, str, list[str]]:
+    """judges= as the calibrator's judge indices to average over (-1: the population model), how results name
+    them, and the chosen ids it never saw; (None, "raw judge", []) without a calibrator."""
+    if model is None:
+        return None, "raw judge", []
+    trained = model.judges
+    if judges == "population" or not trained or not model.settings.personalised:
+        return np.array([-1]), "population", []
+    if judges is None:
+        return np.arange(len(trained)), f"all {len(trained)} training judges", []
+    chosen = [str(j) for j in judges]
+    if not chosen:
+        raise InputError("judges is an empty list.", fix="pass judges=None, 'population' or judge ids.")
+    unseen = [j for j in chosen if model.judge_index(j) < 0]
+    return np.array([model.judge_index(j) for j in chosen]), "judges " + ", ".join(chosen), unseen
+
+
 def decision_threshold(
-    model: Any, judges: Any, calibrator: str | Path, adheres_at: float, risk: float, delta: float
+    model: LoadedModel | None,
+    judges: str | Sequence[str] | None,
+    calibrator: str | Path | None,
+    adheres_at: float,
+    risk: float,
+    delta: float,
 ) -> float:
     """risk= and delta=: the Learn-then-Test threshold for (risk, delta) from the calibration turns that
     `role-rubric decide` stored with the model."""
     from calibration.decide import load_calibration, threshold_from
 
-    if model is None or judges is not None:
+    if model is None or calibrator is None or judges is not None:  # a model comes from a calibrator
         raise InputError(
             "risk= needs a calibrator and judges=None (decide calibrates the panel average).",
             fix="pass calibrator=DIR and leave judges unset, or leave risk unset.",

@@ -19,9 +19,9 @@ import asyncio
 import functools
 import logging
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 from rubric.backends import Answer, OpenAIBackend
 from rubric.cache import RequestCache, identity_json
@@ -47,6 +47,9 @@ from rubric.prompts import prompt_keys as _keys
 from rubric.schema import Rubric, load_rubric, note_default_target, rubric_from_dict
 from rubric.transport.parallel import run_sharded, worker_processes
 from rubric.transport.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
+
+if TYPE_CHECKING:
+    from rubric.batch.lines import BatchSettings
 
 log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints them (rubric/notices.py)
 
@@ -90,7 +93,10 @@ def gather(
     )
 
 
-def run_sync(coro: Any) -> Any:
+T = TypeVar("T")
+
+
+def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     """Run a coroutine to completion from sync code, also where an event loop is already running (Jupyter):
     then it runs on a fresh loop in a helper thread."""
     try:
@@ -279,6 +285,15 @@ def rubric_from_config(
     return out
 
 
+class _Options(TypedDict):
+    """The keys `run_gather` passes on alike to the online and the batch gather."""
+
+    granularity: str
+    cache: str | Path | None
+    include_reason: bool
+    progress: bool
+
+
 def run_gather(
     conversations: str | Path,
     rubric: Rubric,
@@ -292,7 +307,7 @@ def run_gather(
     long_turn_tokens: int | None = LONG_TURN_TOKENS,
     long_turns: str = "warn",
     progress: bool = True,
-    batch: Any = None,
+    batch: BatchSettings | None = None,
     rubric_file: str | Path | None = None,
 ) -> GatherResult | None:
     """`role-rubric gather`: read the conversations file, gather, write a native dataset dir `out`.
@@ -303,32 +318,31 @@ def run_gather(
     option, with LowCoverage (exit 4; rubric/health.py) unless judge.allow_low_coverage=true. batch: the
     BatchSettings of mode=batch, which goes through batch files (rubric/batch/run.py) to the same outputs;
     None: online."""
-    source = conversations
-    conversations = load_conversations(source)
+    convs = load_conversations(conversations)
     if limit is not None:
-        conversations = conversations[:limit]
+        convs = convs[:limit]
     out = Path(out)
     with out_lock(out):
-        refuse_overwriting_inputs(source, rubric_file, out, rubric, conversations)
+        refuse_overwriting_inputs(conversations, rubric_file, out, rubric, convs)
         check_long_turns(
-            list(iter_items(conversations, granularity)),
+            list(iter_items(convs, granularity)),
             rubric,
             judge,
             limit=long_turn_tokens,
             mode=long_turns,
             include_reason=include_reason,
-            where=source,
+            where=conversations,
         )
-        options = {"granularity": granularity, "cache": cache, "include_reason": include_reason, "progress": progress}
+        options = _Options(granularity=granularity, cache=cache, include_reason=include_reason, progress=progress)
         if batch is None:  # long turns: checked above, naming the file
-            result = gather(conversations, rubric, judge, long_turn_tokens=None, **options)
+            result: GatherResult | None = gather(convs, rubric, judge, long_turn_tokens=None, **options)
         else:  # through batch files (rubric/batch/run.py); None: the files wait to be run elsewhere
             from rubric.batch.run import gather_batch
 
-            result = gather_batch(conversations, rubric, judge, out=out, settings=batch, **options)
-            if result is None:
-                return None
-        written = write_outputs(result, out, rubric, conversations, judge)
+            result = gather_batch(convs, rubric, judge, out=out, settings=batch, **options)
+        if result is None:
+            return None
+        written = write_outputs(result, out, rubric, convs, judge)
     log.info(f"gather: {result.summary.line()}")
     for path in written:
         log.info(f"gather: wrote {path}")

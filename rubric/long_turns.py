@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from pathlib import Path
 
 from rubric.conversations import Item
 from rubric.errors import InputError
@@ -52,7 +53,7 @@ def check_long_turns(
     limit: int | None,
     mode: str = "warn",
     include_reason: bool = False,
-    where: str = "conversations",
+    where: str | Path = "conversations",
 ) -> None:
     """Warn on stderr about the items whose turn is above `limit` estimated tokens (mode="warn"), or raise
     InputError naming the longest (mode="refuse"). `limit` None: no check."""

@@ -27,22 +27,27 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _gather_two(url: str, out: Path, *extra: str) -> list[str]:
+    """`gather` of TINY's first two conversations by the fake judge at URL into OUT."""
+    conversations = TINY / "conversations.jsonl"
+    return [
+        "gather",
+        f"conversations={conversations}",
+        "limit=2",
+        "judge=fake",
+        f"judge.base_url={url}",
+        *extra,
+        f"out={out}",
+    ]
+
+
 # the judge endpoint (item 9) ---------------------------------------------------------------------------------
 def test_gather_against_an_address_where_nothing_listens_names_it(tmp_path, monkeypatch, capsys):
     from rubric import backends
 
     monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)  # 10 s by default: a judge started just before
     url = f"http://127.0.0.1:{_free_port()}/v1"
-    code = main(
-        [
-            "gather",
-            f"conversations={TINY / 'conversations.jsonl'}",
-            "limit=2",
-            "judge=fake",
-            f"judge.base_url={url}",
-            f"out={tmp_path / 'g'}",
-        ]
-    )
+    code = main(_gather_two(url, tmp_path / "g"))
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1, err
     assert f"connection refused at {url}: nothing listens there" in err and "Fix:" in err
@@ -162,17 +167,7 @@ def test_a_batch_gather_against_an_address_where_nothing_listens_names_it(tmp_pa
 
     url = f"http://127.0.0.1:{_free_port()}/v1"
     started = time.monotonic()
-    code = main(
-        [
-            "gather",
-            f"conversations={TINY / 'conversations.jsonl'}",
-            "limit=2",
-            "judge=fake",
-            f"judge.base_url={url}",
-            "mode=batch",
-            f"out={tmp_path / 'g'}",
-        ]
-    )
+    code = main(_gather_two(url, tmp_path / "g", "mode=batch"))
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1 and f"connection refused at {url}" in err, err
     assert time.monotonic() - started < 10

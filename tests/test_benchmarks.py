@@ -22,9 +22,12 @@ ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"
 pytestmark = pytest.mark.slow
 
 
-def _run(script: str, *args: str) -> dict:
-    """Run a benchmark; its results file goes to a scratch folder (never over benchmarks/results/) and
-    must hold what it printed, with the command and the machine."""
+def _run(script: str, *args: str, **flags: object) -> dict:
+    """Run a benchmark with `args` and then `flags` (name=value: `--name value`, the name's underscores as
+    dashes; a list: several values); its results file goes to a scratch folder (never over benchmarks/results/)
+    and must hold what it printed, with the command and the machine."""
+    for name, value in flags.items():
+        args += (f"--{name.replace('_', '-')}", *map(str, value if isinstance(value, list) else [value]))
     with tempfile.TemporaryDirectory() as results:
         env = {**os.environ, "ROLE_RUBRIC_RESULTS": results}
         done = subprocess.run(
@@ -68,19 +71,7 @@ def test_llm_rubric_cv_prints_the_table_and_smece():
 
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_shift_prints_every_method_and_the_paired_interval(tmp_path):
-    out = _run(
-        "shift.py",
-        "--anchors",
-        str(ANCHORS),
-        "--seeds",
-        "0",
-        "--ensemble",
-        "2",
-        "--only",
-        "covariate_shift_up,new_judges",
-        "--work",
-        str(tmp_path),
-    )
+    out = _run("shift.py", anchors=ANCHORS, seeds=0, ensemble=2, only="covariate_shift_up,new_judges", work=tmp_path)
     assert out["settings"]["ensemble"] == 2
     for name, folds in (("covariate_shift_up", 1), ("new_judges", 4)):
         bench = out[name]
@@ -108,38 +99,19 @@ def test_shift_measures_settings_overrides_and_chosen_methods(tmp_path):
     late = {"base_l2": 0.001, "lr": 0.03}
     out = _run(
         "shift.py",
-        "--anchors",
-        str(ANCHORS),
-        "--seeds",
-        "0",
-        "--ensemble",
-        "2",
-        "--only",
-        "covariate_shift_up",
-        "--work",
-        str(tmp_path),
-        "--methods",
-        "calibrated,linear,ordinal",
-        "--settings",
-        json.dumps(late),
+        anchors=ANCHORS,
+        seeds=0,
+        ensemble=2,
+        only="covariate_shift_up",
+        work=tmp_path,
+        methods="calibrated,linear,ordinal",
+        settings=json.dumps(late),
     )
     assert {k: out["settings"][k] for k in late} == late and out["settings"]["ensemble"] == 2
     bench = out["covariate_shift_up"]
     assert set(bench["methods"]) == {"calibrated", "linear", "ordinal"} and "vs_best_simple" in bench
     out = _run(
-        "shift.py",
-        "--anchors",
-        str(ANCHORS),
-        "--seeds",
-        "0",
-        "--ensemble",
-        "2",
-        "--only",
-        "covariate_shift_up",
-        "--work",
-        str(tmp_path),
-        "--methods",
-        "linear",
+        "shift.py", anchors=ANCHORS, seeds=0, ensemble=2, only="covariate_shift_up", work=tmp_path, methods="linear"
     )
     assert set(out["covariate_shift_up"]["methods"]) == {"linear"} and "vs_best_simple" not in out["covariate_shift_up"]
 
@@ -148,22 +120,12 @@ def test_shift_measures_settings_overrides_and_chosen_methods(tmp_path):
 def test_scaling_prints_points_slopes_and_the_floor():
     out = _run(
         "scaling.py",
-        "--anchors",
-        str(ANCHORS),
-        "--rows",
-        "700",
-        "1400",
-        "--judges",
-        "24",
-        "48",
-        "--judge-rows",
-        "700",
-        "--cv-max-rows",
-        "0",
-        "--override",
-        "train.ensemble=2",
-        "train.pretrain_steps=10",
-        "train.finetune_steps=10",
+        anchors=ANCHORS,
+        rows=[700, 1400],
+        judges=[24, 48],
+        judge_rows=700,
+        cv_max_rows=0,
+        override=["train.ensemble=2", "train.pretrain_steps=10", "train.finetune_steps=10"],
     )
     assert [(p["rows"], p["judges"]) for p in out["points"]] == [(700, 48), (700, 24), (1400, 48), (1400, 24)]
     assert all(p["train_s"] > p["train_base_s"] > 0 and p["train_peak_mib"] > 0 for p in out["points"])
@@ -188,19 +150,7 @@ def test_batch_gather_prints_each_phase_and_the_file_size():
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_estimate_prints_coverage_width_and_bias(tmp_path):
     out = _run(
-        "estimate.py",
-        "--anchors",
-        str(ANCHORS),
-        "--draws",
-        "40",
-        "--n",
-        "10",
-        "20",
-        "200",
-        "--only",
-        "llm_rubric_in_distribution",
-        "--work",
-        str(tmp_path),
+        "estimate.py", anchors=ANCHORS, draws=40, n=[10, 20, 200], only="llm_rubric_in_distribution", work=tmp_path
     )
     bench = out["benchmarks"]["llm_rubric_in_distribution"]
     for kind in ("rate", "mean"):
@@ -247,20 +197,7 @@ def test_deepeval_overhead_prints_the_three_paths_and_equal_scores():
 @pytest.mark.skipif(not ANCHORS.exists(), reason="needs ../shared/anchors/llm_rubric_synth")
 def test_adapt_prints_every_method_per_k_with_paired_intervals(tmp_path):
     out = _run(
-        "adapt.py",
-        "--anchors",
-        str(ANCHORS),
-        "--k",
-        "0",
-        "10",
-        "--draws",
-        "2",
-        "--ensemble",
-        "2",
-        "--only",
-        "covariate_shift_up,new_judges",
-        "--work",
-        str(tmp_path),
+        "adapt.py", anchors=ANCHORS, k=[0, 10], draws=2, ensemble=2, only="covariate_shift_up,new_judges", work=tmp_path
     )
     assert out["k"] == [0, 10] and out["draws"] == 2 and out["settings"]["ensemble"] == 2
     for name, folds in (("covariate_shift_up", 1), ("new_judges", 4)):
@@ -301,20 +238,13 @@ def test_overlap_recognition_recognises_regathered_conversations_and_confuses_no
 def test_deploy_choice_scores_each_rule_on_the_new_releases_test_rows(tmp_path):
     out = _run(
         "deploy_choice.py",
-        "--anchors",
-        str(ANCHORS),
-        "--k",
-        "20",
-        "--draws",
-        "1",
-        "--units",
-        "1",
-        "--ensemble",
-        "2",
-        "--only",
-        "covariate_shift_up",
-        "--work",
-        str(tmp_path),
+        anchors=ANCHORS,
+        k=20,
+        draws=1,
+        units=1,
+        ensemble=2,
+        only="covariate_shift_up",
+        work=tmp_path,
     )
     at = out["covariate_shift_up"]["by_k"]["20"]
     unit = at["units"][0]

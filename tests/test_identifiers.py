@@ -12,7 +12,7 @@ import yaml
 
 from calibration.data.dataset import load_dataset
 from rubric.ids import clean_id, clean_id_list
-from tests.calibration.conftest import make_native_dataset
+from tests.calibration.conftest import make_native_dataset, train_quick
 
 
 @pytest.mark.parametrize(
@@ -111,20 +111,6 @@ def synthetic_dir(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def tiny_model(synthetic_dir, tmp_path_factory):
-    from calibration.cli import main
-
     out = tmp_path_factory.mktemp("model")
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={out}",
-                "train.ensemble=1",
-                "train.pretrain_steps=10",
-                "train.finetune_steps=10",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(synthetic_dir, out, steps=10) == 0
     return out

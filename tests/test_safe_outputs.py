@@ -27,23 +27,29 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 # -- the out-folder lock ----------------------------------------------------------------------------------------------
-def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
-    conversations = tmp_path / "c.jsonl"
-    conversations.write_text(
-        '{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n'
-    )
-    holder = subprocess.Popen(  # another run: a lock is re-entrant within one process (calibration/run_lock.py)
+def _lock_holder(folder: Path) -> subprocess.Popen:
+    """Another process holding FOLDER's out-folder lock (calibration/run_lock.py), once it says so."""
+    holder = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path / 'out')!r}):\n"
+            f"from rubric.files import out_lock\nimport time\nwith out_lock({str(folder)!r}):\n"
             "    print('held', flush=True)\n    time.sleep(60)\n",
         ],
         cwd=ROOT,
         stdout=subprocess.PIPE,
         text=True,
     )
-    assert holder.stdout.readline().strip() == "held"
+    assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+    return holder
+
+
+def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
+    conversations = tmp_path / "c.jsonl"
+    conversations.write_text(
+        '{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n'
+    )
+    holder = _lock_holder(tmp_path / "out")  # another run: a lock is re-entrant within one process
     code = main(["gather", f"conversations={conversations}", "judge=embedding", f"out={tmp_path / 'out'}"])
     holder.kill()
     holder.wait()
@@ -54,18 +60,7 @@ def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
 
 
 def test_the_lock_is_released_when_the_holder_is_killed(tmp_path):
-    holder = subprocess.Popen(
-        [
-            sys.executable,
-            "-c",
-            f"from rubric.files import out_lock\nimport time\nwith out_lock({str(tmp_path)!r}):\n"
-            "    print('held', flush=True)\n    time.sleep(60)\n",
-        ],
-        cwd=ROOT,
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert holder.stdout.readline().strip() == "held"
+    holder = _lock_holder(tmp_path)
     with pytest.raises(InputError, match=f"PID {holder.pid}"), out_lock(tmp_path):
         pass
     holder.send_signal(signal.SIGKILL)

@@ -84,7 +84,7 @@ class LoadedModel:
         return self.rubric
 
     def check_data(
-        self, folder: str | Path, *, command: str, model_dir: str | Path, allow_judge_mismatch: bool
+        self, folder: str | Path, *, command: str, model_dir: str | Path | None, allow_judge_mismatch: bool
     ) -> Rubric:
         """The model's rubric, after checking a dataset folder against the model: the same rubric first (the
         more basic mismatch), then the same judge (`rubric.identity.check_same_judge`: refused unless

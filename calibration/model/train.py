@@ -45,9 +45,26 @@ def train_models(
     """Train one model per entry of `train_rows` (label rows of `ds`) with its seed, all side by side."""
     spec, X, base_inputs = model_inputs(ds, settings)
     plan = plan_models(ds, train_rows, seeds, settings)
-    net = fit_models(
+    net = fit_dataset(ds, X, plan, settings, progress=progress, threads=threads, workers=workers, n_base=base_inputs)
+    return Trained(net, X, spec, plan)
+
+
+def fit_dataset(
+    ds: Dataset,
+    X: torch.Tensor,
+    plan: Plan,
+    settings: Settings,
+    *,
+    rows: Rows | None = None,
+    progress: bool = False,
+    threads: int | None = None,
+    workers: int | None = None,
+    n_base: int = 0,
+) -> CalibrationNet:
+    """`fit_models` on a dataset's label rows (`Rows.of(ds)` unless given), reviewers, options and target."""
+    return fit_models(
         X,
-        Rows.of(ds),
+        Rows.of(ds) if rows is None else rows,
         plan,
         settings,
         n_judges=len(ds.judges),
@@ -56,9 +73,8 @@ def train_models(
         progress=progress,
         threads=threads,
         workers=workers,
-        n_base=base_inputs,
+        n_base=n_base,
     )
-    return Trained(net, X, spec, plan)
 
 
 def model_inputs(ds: Dataset, settings: Settings) -> tuple[dict, torch.Tensor, int]:
@@ -143,18 +159,25 @@ def fit_models(
     return CalibrationNet.concat([net for net, _ in fitted])
 
 
-def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
-    net = CalibrationNet(
-        len(plan.seeds),
+def new_models(
+    settings: Settings, seeds: list[int], X: torch.Tensor, n_judges: int, n_options: list[int], n_base: int = 0
+) -> CalibrationNet:
+    """One untrained model per seed, for the (N, D) inputs X, with the settings' layers."""
+    return CalibrationNet(
+        len(seeds),
         X.shape[1],
         n_judges,
         n_options,
         hidden1=settings.hidden1,
         hidden2=settings.hidden2,
         personalised=settings.personalised,
-        seeds=plan.seeds,
+        seeds=seeds,
         n_base=n_base,
     )
+
+
+def _fit_models(X, rows, plan, settings, *, n_judges, n_options, target, bar, base, n_base) -> CalibrationNet:
+    net = new_models(settings, plan.seeds, X, n_judges, n_options, n_base)
     if base is not None:
         net.set_base(base)
     all_questions = torch.ones(len(n_options))

@@ -80,7 +80,7 @@ def freeze_reference(rates: dict, *, drop: float, drop_share: dict) -> dict:
     reference's betting lower bound on its mean rate minus drop (a quarter of the question's drop share, split
     over the roles), and for "all" the empirical-Bernstein lower bound on the rate at the reference's mix of
     roles minus drop (another quarter). rates: question -> role -> the reference's per-conversation rates."""
-    out = {}
+    out: dict[str, dict[str, dict]] = {}
     for q, by_role in rates.items():
         roles = sorted(r for r, x in by_role.items() if len(x) >= 2)
         delta = drop_share[q] / 4 / max(len(roles), 1)
@@ -138,9 +138,8 @@ def evidence_checks(
                 continue  # absent from this window: its evidence only ages (the plug-ins' memories decay)
             level = _role_level(share / 2, role, order)
             out[role].append(_decide(state, key, check, question, float(bettor.log_wealth[0]), level, theta[role]))
-        whole = (thresholds or {}).get(ALL)
-        if whole is not None and ALL not in rates:  # several roles: "all" at the reference's mix of them
-            bound = whole["theta"] if check == "drop" else settings["fail_under"]
+        if thresholds is not None and ALL in thresholds and ALL not in rates:  # several roles: at the reference's mix
+            bound = thresholds[ALL]["theta"] if check == "drop" else settings["fail_under"]
             log_wealth = _standardised(state, f"{question}|{check}|{ALL}", rates, thresholds, bound)
             out[ALL].append(_decide(state, f"{question}|{check}|{ALL}", check, question, log_wealth, share / 2, bound))
     return out
@@ -176,7 +175,7 @@ def _bettor(state: dict, key: str, theta: float, reference_mean: float | None) -
     return Bettor.start(1, prior_mean=np.array([prior]))
 
 
-def _decide(state, key, check, question, log_wealth, level, theta) -> dict:
+def _decide(state: dict, key: str, check: str, question: str, log_wealth: float, level: float, theta: float) -> dict:
     before = key in state["alarmed"]
     fired = not before and log_wealth >= math.log(1.0 / level)
     if fired:
@@ -197,7 +196,7 @@ def _decide(state, key, check, question, log_wealth, level, theta) -> dict:
     }
 
 
-def label_advice(conversation, f, width: float, window: str, role: str) -> dict:
+def label_advice(conversation: np.ndarray, f: np.ndarray, width: float, window: str, role: str) -> dict:
     """How many conversations of this window and role to label so that `estimate`'s interval of the reviewers'
     rate has about this half-width (planned from the calibrator's predictions, taken as calibrated: optimistic
     where it is off, which an alarm suggests; `estimate width=` then says if more are needed). conversation:

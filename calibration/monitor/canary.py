@@ -24,13 +24,14 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 __all__ = ["canary_test"]
 
 DRAWS = 19_999
 
 
-def canary_test(before: np.ndarray, after: np.ndarray, *, level: float, seed: int = 0) -> dict:
+def canary_test(before: ArrayLike, after: ArrayLike, *, level: float, seed: int = 0) -> dict:
     """Did the judge's calibrated rates on the same conversations move? before, after: (n,) each canary
     conversation's calibrated rate under the recorded judge and under the current one, in the same order.
     Returns n, the mean difference (after - before), its p-value (two-sided), the level and `changed`."""

@@ -168,7 +168,7 @@ def weighted_lower_bound(samples: list[np.ndarray], weights: np.ndarray, delta: 
     True
     """
     weights = np.asarray(weights, float)
-    estimate, v, dev = 0.0, [], []
+    estimate, parts_v, parts_dev = 0.0, [], []
     for x, w in zip(samples, weights, strict=True):
         x = np.asarray(x, float)
         if len(x) == 0:
@@ -176,9 +176,9 @@ def weighted_lower_bound(samples: list[np.ndarray], weights: np.ndarray, delta: 
         estimate += w * x.mean()
         i = np.arange(1, len(x) + 1)
         before = np.concatenate([[0.5], (0.5 + np.cumsum(x)[:-1]) / i[1:]])
-        v.append(np.full(len(x), w / len(x)))
-        dev.append((x - before) ** 2)
-    v, dev = np.concatenate(v), np.concatenate(dev)
+        parts_v.append(np.full(len(x), w / len(x)))
+        parts_dev.append((x - before) ** 2)
+    v, dev = np.concatenate(parts_v), np.concatenate(parts_dev)
     base = math.sqrt(2.0 * math.log(len(LAMBDA_GRID) / delta) / (0.25 * float(v @ v)))
     lam = base * LAMBDA_GRID
     lam = np.minimum(lam, 0.9 / v.max())[:, None]  # lam * v < 1, where psi_e is finite

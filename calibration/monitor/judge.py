@@ -19,6 +19,7 @@ now carry, releases the hold and adopts that identity as the monitor's judge.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Callable
 from pathlib import Path
 
 from calibration.monitor.canary import canary_test
@@ -50,11 +51,12 @@ def window_judge(directories: list[Path], members: list[int], state: dict) -> di
     new = changed and (state.get("judge_hold") or {}).get("identity") != identity
     if new:
         state["judge_hold"] = {"identity": identity}
-    differences = [
-        f"{k}: {state['judge'].get(k)!r} -> {identity.get(k)!r}"
-        for k in IDENTITY_KEYS
-        if changed and state["judge"].get(k) != identity.get(k)
-    ]
+    before = state["judge"]
+    differences = (
+        [f"{k}: {before.get(k)!r} -> {identity.get(k)!r}" for k in IDENTITY_KEYS if before.get(k) != identity.get(k)]
+        if changed and identity is not None
+        else []
+    )
     return {
         "identity": identity,
         "changed": new,
@@ -64,7 +66,9 @@ def window_judge(directories: list[Path], members: list[int], state: dict) -> di
     }
 
 
-def canary_run(canary: Path | None, model, state: dict, *, level, score) -> dict | None:
+def canary_run(
+    canary: Path | None, state: dict, *, level: Callable[[], float], score: Callable[[Path], dict[str, float]]
+) -> dict | None:
     """The canary's step of a run: its baseline kept on the first run; its paired test when its llm.csv changed
     since (the result: {"test", "alarm" (bool), "released" (bool)}); None when nothing is to be done.
     score(folder) -> {conversation id: calibrated rate} (calibration/monitor/statistics.py); level() -> the canary's

@@ -6,12 +6,17 @@ run; one self-contained page (the figure embedded), from the report templates.""
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
 
 __all__ = ["plot_monitor", "prepare_monitor", "write_page"]
 
@@ -43,12 +48,11 @@ def prepare_monitor(windows: list[dict], alarms: list[dict], reference: dict | N
             series["shift"][i] = any(c["check"] == "shift" and c["fired"] for c in got.get("checks", []))
             series["alarm"][i] = (w["window"], row) in alarmed
         ref = (reference or {}).get(row)
-        series["reference"] = ref["A"] / ref["m"] if ref and ref["m"] else None
-        out[row] = series
+        out[row] = {**series, "reference": ref["A"] / ref["m"] if ref and ref["m"] else None}
     return {"windows": ids, "rows": out}
 
 
-def plot_monitor(prepared: dict, ax=None):
+def plot_monitor(prepared: dict, ax: Axes | None = None) -> tuple[Figure, np.ndarray]:
     """One panel per row, sharing the window axis; 1440x900-readable for 52 windows and 6 roles + all."""
     rows = prepared["rows"]
     n = max(len(rows), 1)

@@ -4,22 +4,27 @@ per-role rates kept until it ends, the thresholds frozen then, and each window's
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from calibration.monitor import alarms as al
 from calibration.monitor.alarms import ALL
 
+if TYPE_CHECKING:
+    from calibration.monitor.statistics import Scored
+
 __all__ = ["budget_for", "budget_of", "freeze", "questions_of", "standardised_rate", "update"]
 
 
-def questions_of(scored, settings) -> list[str]:
+def questions_of(scored: dict[int, Scored], settings: dict) -> list[str]:
     """The questions the sequential checks run on: the target first, then (questions=true) every other."""
     first = next(iter(scored.values()))
     others = [q for q in first.rates if q != first.target] if settings["questions"] else []
     return [first.target, *others]
 
 
-def budget_of(settings, scored) -> dict:
+def budget_of(settings: dict, scored: dict[int, Scored]) -> dict:
     return budget_for(settings, len(questions_of(scored, settings)) - 1)
 
 
@@ -36,7 +41,14 @@ def budget_for(settings: dict, others: int) -> dict:
     )
 
 
-def update(rows, groups, scored, state, settings, rel) -> None:
+def update(
+    rows: dict[str, dict],
+    groups: dict[str, list[tuple[int, list[str]]]],
+    scored: dict[int, Scored],
+    state: dict,
+    settings: dict,
+    rel: int,
+) -> None:
     """The e-processes of every monitored question moved on by this window's conversations (in their order);
     during the reference period its per-role sums are kept instead for the drop checks' thresholds."""
     budget = budget_of(settings, scored)
@@ -69,7 +81,7 @@ def freeze(state: dict, settings: dict) -> None:
         state["thresholds"] = al.freeze_reference(sums, drop=settings["drop"], drop_share=per_q)
     else:
         state["thresholds"] = {}
-    target_sums = next(iter(sums.values()), {})
+    target_sums: dict[str, list[float]] = next(iter(sums.values()), {})
     total = sum(len(x) for x in target_sums.values())
     state["mix"] = {g: len(x) / total for g, x in target_sums.items()} if total else {}
 

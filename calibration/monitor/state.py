@@ -268,5 +268,5 @@ def write_table(out: Path) -> Path:
     return path
 
 
-def _num(x) -> str:
+def _num(x: float | None) -> str:
     return "" if x is None else f"{x:.6g}"

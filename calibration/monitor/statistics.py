@@ -14,12 +14,18 @@ from __future__ import annotations
 import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
 
 from calibration.release.audit import transport_audit
 from calibration.release.inference import ClusterSample, classical_mean, ppi_mean
+
+if TYPE_CHECKING:
+    from calibration.data.dataset import Dataset
+    from calibration.model.files import LoadedModel
+    from calibration.release.turns import ReviewerPredictions
 
 __all__ = ["BAND_ALPHA", "MIN_SHIFT_CONVERSATIONS", "Scored", "Totals", "band", "ppi_block", "score_directory"]
 
@@ -83,8 +89,8 @@ class Scored:
     """One data directory's calibrated predictions of the target's rate, per conversation."""
 
     root: Path
-    ds: object
-    preds: object
+    ds: Dataset
+    preds: ReviewerPredictions
     """calibration/release/turns.py ReviewerPredictions (kind rate)."""
     A: dict[str, float]
     """conversation id -> sum of its turns' calibrated rate."""
@@ -100,7 +106,7 @@ class Scored:
 
 
 def score_directory(
-    root: Path, model, *, adheres_at: float | None, allow_mismatch: bool, model_dir: Path | None = None
+    root: Path, model: LoadedModel, *, adheres_at: float | None, allow_mismatch: bool, model_dir: Path | None = None
 ) -> Scored:
     """The calibrator's predictions for every turn of ROOT, checked as `estimate` checks a release (the judge
     is the model's; labelled conversations are none the model trained on). model_dir: the model's folder,
@@ -125,7 +131,7 @@ def score_directory(
     ids, inverse = np.unique(preds.conversation.astype(str), return_inverse=True)
     A = np.bincount(inverse, weights=preds.calibrator)
     m = np.bincount(inverse)
-    rates = {}
+    rates: dict[str, dict[str, float]] = {}
     for q, question in enumerate(rubric.questions):
         q_at = at if q == t else default_adheres_at(question)
         f = (
@@ -155,8 +161,8 @@ def ppi_block(scored: Scored, conversations: list[str]) -> dict | None:
     if len(labelled) < 2:
         return None
     sample = preds.sample(conversations=conversations)
-    options = {"alpha": BAND_ALPHA, "population": "finite", "bounds": (0.0, 1.0)}
-    humans, ppi = classical_mean(sample, **options), ppi_mean(sample, **options)
+    humans = classical_mean(sample, alpha=BAND_ALPHA, population="finite", bounds=(0.0, 1.0))
+    ppi = ppi_mean(sample, alpha=BAND_ALPHA, population="finite", bounds=(0.0, 1.0))
     # estimate's transport audit on these conversations: is the calibrator's bias within +-BIAS_MARGIN here?
     audit = transport_audit(preds, BIAS_MARGIN, BAND_ALPHA, {"these": set(conversations)})["by_role"]["these"]
     return {
@@ -204,14 +210,15 @@ def shift_p(summary: dict | None, parts: list[tuple[Scored, list[str]]], level: 
     }
 
 
-def _subset(parts: list[tuple[Scored, list[str]]]):
+def _subset(parts: list[tuple[Scored, list[str]]]) -> tuple[Dataset, dict[str, str] | None]:
     """A dataset of these conversations' turns only (ids qualified by directory, so they may repeat across
     directories) and its roles mapping, for check_shift."""
     import dataclasses
 
     import pandas as pd
 
-    frames, probs, present, roles = [], [], [], {}
+    frames, probs, present = [], [], []
+    roles: dict[str, str] = {}
     for i, (scored, convs) in enumerate(parts):
         ds = scored.ds
         keep = np.isin(ds.items["conversation_id"].astype(str).to_numpy(), list(convs))

@@ -55,7 +55,7 @@ def parse_window(spec: str) -> dt.timedelta | None:
     return length
 
 
-def parse_time(value, *, what: str, path: Path | None = None, row: int | None = None) -> dt.datetime:
+def parse_time(value: object, *, what: str, path: Path | None = None, row: int | None = None) -> dt.datetime:
     """An ISO 8601 time as an aware UTC datetime (a time without a zone is read as UTC)."""
     try:
         text = str(value).strip()
@@ -124,13 +124,13 @@ def read_conversations(root: Path, index: int, *, need_time: bool) -> list[Conve
     from calibration.release.roles import role_key
 
     conversations = load_conversations(path)  # first: a line that is not a conversation is its one-line error
-    lines = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
-        if line.strip():
-            lines.setdefault(str(json.loads(line).get("conversation_id")), number)
+    lines: dict[str, int] = {}
+    for number, text in enumerate(path.read_text(encoding="utf-8").split("\n"), start=1):
+        if text.strip():
+            lines.setdefault(str(json.loads(text).get("conversation_id")), number)
     out = []
     for conv in conversations:
-        record = conv.record if isinstance(getattr(conv, "record", None), dict) else {}
+        record = conv.record if isinstance(conv.record, dict) else {}
         line = lines.get(conv.conversation_id, 0)
         started = record.get("started_at")
         when = None
@@ -163,7 +163,7 @@ def windows_by_time(
     by_index: dict[int, Window] = {}
     waiting = 0
     for conv in conversations:
-        k = (conv.started_at - origin) // length
+        k = (_started(conv) - origin) // length
         start = origin + k * length
         if start + length > until:
             waiting += 1
@@ -199,15 +199,23 @@ def windows_by_directory(directories: list[Path], conversations: list[list[str]]
 
 def default_origin(conversations: list[Conversation]) -> dt.datetime:
     """Midnight UTC of the earliest start."""
-    first = min(c.started_at for c in conversations)
+    first = min(_started(c) for c in conversations)
     return first.replace(hour=0, minute=0, second=0, microsecond=0)
+
+
+def _started(conv: Conversation) -> dt.datetime:
+    """A conversation's start, where windows are by time: read_conversations(need_time=True) gave every one."""
+    assert conv.started_at is not None, "windows by time read conversations with need_time=True"
+    return conv.started_at
 
 
 def _time_id(start: dt.datetime) -> str:
     return start.strftime("%Y-%m-%dT%H:%MZ")
 
 
-def open_window(conversations: list[Conversation], length: dt.timedelta, origin: dt.datetime, clock: dt.datetime):
+def open_window(
+    conversations: list[Conversation], length: dt.timedelta, origin: dt.datetime, clock: dt.datetime
+) -> Window | None:
     """The window still open at `clock` (the one it falls in) with the conversations it has so far, or None
     where it has none: shown as provisional, never tested."""
     k = (clock - origin) // length
@@ -219,7 +227,17 @@ def open_window(conversations: list[Conversation], length: dt.timedelta, origin:
     return Window(_time_id(start), k, start, start + length, members) if members else None
 
 
-def plan_windows(directories, found, length, state, out: Path, *, origin, until, now) -> tuple[list, list, int, object]:
+def plan_windows(
+    directories: list[Path],
+    found: list[list[Conversation]],
+    length: dt.timedelta | None,
+    state: dict,
+    out: Path,
+    *,
+    origin: str | None,
+    until: str | None,
+    now: dt.datetime | None,
+) -> tuple[list[Window], list[Window], int, dt.datetime | None]:
     """(every complete window of the data, the new ones among them, conversations waiting in open windows, the
     clock: None with window=directory); the state's origin and clock moved on."""
     recorded = {w["id"]: w for w in state["windows"]}
@@ -246,7 +264,7 @@ def plan_windows(directories, found, length, state, out: Path, *, origin, until,
     return windows, new, waiting, clock
 
 
-def _conversation_ids(root: Path, found) -> list[str]:
+def _conversation_ids(root: Path, found: list[Conversation]) -> list[str]:
     """A directory's conversations: its conversations.jsonl's, else llm.csv's."""
     if found:
         return [c.conversation_id for c in found]
@@ -276,8 +294,10 @@ def _unchanged(w: Window, recorded: dict, directories: list[Path], out: Path) ->
         )
 
 
-def _new_by_time(windows: list[Window], recorded: dict, directories, last: int | None, out: Path) -> list[Window]:
-    new = []
+def _new_by_time(
+    windows: list[Window], recorded: dict, directories: list[Path], last: int | None, out: Path
+) -> list[Window]:
+    new: list[Window] = []
     for w in windows:
         if w.id in recorded:
             _unchanged(w, recorded, directories, out)
@@ -293,8 +313,8 @@ def _new_by_time(windows: list[Window], recorded: dict, directories, last: int |
     return new
 
 
-def _new_by_directory(windows: list[Window], recorded: dict, directories, done: int) -> list[Window]:
-    new = []
+def _new_by_directory(windows: list[Window], recorded: dict, directories: list[Path], done: int) -> list[Window]:
+    new: list[Window] = []
     for w in windows:
         if w.id in recorded:
             if new:

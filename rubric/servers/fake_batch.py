@@ -50,7 +50,9 @@ class FakeBatchAPI:
                 return self._files(method, parts[1:], headers, raw, query)
             return self._batches(method, parts[1:], raw)
 
-    def _files(self, method: str, rest: list[str], headers: dict[str, str], raw: bytes, query: str):
+    def _files(
+        self, method: str, rest: list[str], headers: dict[str, str], raw: bytes, query: str
+    ) -> tuple[int, dict, Any]:
         if method == "POST" and not rest:
             fields = _multipart(headers.get("content-type", ""), raw)
             self.calls.append((method, "/v1/files", {k: v for k, v in fields.items() if k != "file"}))
@@ -70,11 +72,11 @@ class FakeBatchAPI:
             return 200, {}, self.contents[rest[0]] if rest[1:] == ["content"] else self.files[rest[0]]
         return 404, {}, _error(f"No such File object: {rest[0] if rest else ''}", "not_found")
 
-    def _batches(self, method: str, rest: list[str], raw: bytes):
+    def _batches(self, method: str, rest: list[str], raw: bytes) -> tuple[int, dict, Any]:
         body = json.loads(raw) if raw else None
         self.calls.append((method, "/v1/batches" + "".join("/" + r for r in rest), body))
         if method == "POST" and not rest:
-            return self._create(body)
+            return self._create(body if body is not None else {})  # no body: refused as one without the keys
         if method == "GET" and not rest:
             data = sorted(self.batches.values(), key=lambda b: -b["created_at"])
             return 200, {}, {"object": "list", "data": data, "has_more": False}
@@ -233,9 +235,11 @@ def _multipart(content_type: str, raw: bytes) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     for part in message.iter_parts():
         name = part.get_param("name", header="content-disposition")
-        data = part.get_payload(decode=True) or b""
+        payload = part.get_payload(decode=True)  # the part's bytes (None where it has none)
+        data = payload if isinstance(payload, bytes) else b""
         filename = part.get_filename()
-        fields[name] = (filename, data) if filename else data.decode()
+        if isinstance(name, str):  # a form field names itself: name="purpose", name="file"
+            fields[name] = (filename, data) if filename else data.decode()
     return fields
 
 

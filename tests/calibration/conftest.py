@@ -90,16 +90,16 @@ def llm_rubric_dir(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def tiny_model(synthetic_dir, tmp_path_factory) -> Path:
     """A small trained model, one per test module (decide writes its calibration beside it)."""
-    from calibration.cli import main
 
     out = tmp_path_factory.mktemp("tiny_model")
-    args = [
-        "train",
-        f"data={synthetic_dir}",
-        f"out={out}",
-        "train.ensemble=2",
-        "train.pretrain_steps=30",
-        "train.finetune_steps=30",
-    ]
-    assert main(args) == 0
+    assert train_quick(synthetic_dir, out, steps=30, ensemble=2) == 0
     return out
+
+
+def train_quick(data: Path, out: Path, *, steps: int, ensemble: int = 1, extra: tuple[str, ...] = ()) -> int:
+    """`role-rubric train` of DATA into OUT with `steps` pretraining and as many fine-tuning steps, `ensemble`
+    members and the `extra` overrides; its exit status."""
+    from calibration.cli import main
+
+    steps_keys = [f"train.pretrain_steps={steps}", f"train.finetune_steps={steps}"]
+    return main(["train", f"data={data}", f"out={out}", *steps_keys, f"train.ensemble={ensemble}", *extra])

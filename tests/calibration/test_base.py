@@ -15,7 +15,7 @@ from calibration.model.files import load_model, save_model
 from calibration.model.linear import LinearFit, fit_linear
 from calibration.model.network import BASE_KIND, CalibrationNet
 from calibration.model.settings import Settings
-from calibration.model.train import Rows, fit_models, model_inputs, plan_models
+from calibration.model.train import Rows, fit_dataset, model_inputs, plan_models
 
 N_OPTIONS = [4, 3, 4]
 SMALL = Settings(
@@ -77,17 +77,7 @@ def _train(ds, settings: Settings, seeds=(3, 4)):
     spec, X, e = model_inputs(ds, settings)
     rows = np.arange(len(ds.label_item))
     plan = plan_models(ds, [rows] * len(seeds), list(seeds), settings)
-    net = fit_models(
-        X,
-        Rows.of(ds),
-        plan,
-        settings,
-        n_judges=len(ds.judges),
-        n_options=ds.n_options.tolist(),
-        target=ds.target_index,
-        workers=1,
-        n_base=e,
-    )
+    net = fit_dataset(ds, X, plan, settings, workers=1, n_base=e)
     return net, plan
 
 

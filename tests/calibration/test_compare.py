@@ -5,9 +5,6 @@ headless Chromium."""
 from __future__ import annotations
 
 import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -20,6 +17,7 @@ from calibration.compare import metrics as M
 from calibration.compare.page import write_page
 from rubric.errors import InputError
 from rubric.scorers import EmbeddingStore
+from tests.calibration.browser import chromium, console, dom_check, load_check, needs_chromium
 from tests.rubric.test_scorers import ToyEncoder
 
 BENCH = Path(__file__).resolve().parents[2] / "data" / "role_adherence"
@@ -197,38 +195,14 @@ def test_command_line_with_minilm_writes_json_page_and_scores(tmp_path, capsys):
 
 
 # ------------------------------------------------------------------------------------------- the page
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-CHECK = """<script>
-window.__errors = [];
-window.addEventListener("error", e => window.__errors.push(String(e.message || (e.target && e.target.src))), true);
-window.addEventListener("load", () => {
-  const images = Array.from(document.images);
-  const broken = images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt);
-  const out = document.createElement("pre");
-  out.id = "rr-check";
-  out.textContent = JSON.stringify({images: images.length, broken: broken, errors: window.__errors, tables: document.querySelectorAll("table").length});
-  document.body.appendChild(out);
-});
-</script>"""
+CHECK = load_check('tables: document.querySelectorAll("table").length')
 
 
-@pytest.mark.skipif(CHROMIUM is None, reason="headless Chromium not installed (Debian package `chromium`)")
+@needs_chromium
 def test_compare_page_in_headless_chromium(toy_result, tmp_path):
     _, _, out = toy_result
     probe = out / "compare_check.html"
     probe.write_text((out / "compare.html").read_text().replace("<head>", "<head>" + CHECK, 1))
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        f"--user-data-dir={tmp_path / 'profile'}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--virtual-time-budget=10000",
-    ]
-    dom = subprocess.run([CHROMIUM, *flags, "--dump-dom", probe.as_uri()], capture_output=True, text=True, timeout=120)
-    found = re.search(r'<pre id="rr-check">(.*?)</pre>', dom.stdout, re.S)
-    assert found, f"the checker did not run; chromium said: {dom.stderr[-2000:]}"
-    check = json.loads(found.group(1).replace("&quot;", '"'))
-    assert check == {"images": 2, "broken": [], "errors": [], "tables": 3}
-    assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    dom = chromium("--dump-dom", probe.as_uri(), user_dir=tmp_path / "profile")
+    assert dom_check(dom) == {"images": 2, "broken": [], "errors": [], "tables": 3}
+    assert not console(dom.stderr)

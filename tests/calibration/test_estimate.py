@@ -12,7 +12,7 @@ import yaml
 
 from calibration.cli import main
 from calibration.release import estimate_release
-from tests.calibration.conftest import make_native_dataset
+from tests.calibration.conftest import make_native_dataset, train_quick
 
 ROLES = ("support agent", "tutor")
 JUDGE = {"backend": "chat", "model": "judge-a", "base_url_host": "127.0.0.1:8000", "answer_mode": "auto"}
@@ -51,19 +51,7 @@ def release(tmp_path_factory):
     for folder in (train, rel, base):  # gathered by one judge; the model records it
         (folder / "gather_summary.json").write_text(json.dumps({"judge_identity": JUDGE}))
     model = root / "model"
-    assert (
-        main(
-            [
-                "train",
-                f"data={train}",
-                f"out={model}",
-                "train.ensemble=2",
-                "train.pretrain_steps=30",
-                "train.finetune_steps=30",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(train, model, steps=30, ensemble=2) == 0
     return {"root": root, "data": data, "train": train, "release": rel, "baseline": base, "model": model, "ids": ids}
 
 

@@ -14,7 +14,7 @@ from calibration.data.dataset import load_dataset
 from calibration.model import forked
 from calibration.model.forked import can_fork, map_slices
 from calibration.model.settings import Settings
-from calibration.model.train import Plan, Rows, fit_models
+from calibration.model.train import Plan, fit_dataset
 from rubric.errors import InputError
 
 pytestmark = pytest.mark.skipif(not can_fork(), reason="fork is used on Linux from a single-threaded process only")
@@ -120,16 +120,7 @@ def test_forked_training_equals_threaded_training_bit_for_bit(synthetic_dir, mon
     plan = Plan([rows[rows % 4 != k] for k in range(4)], [rows[rows % 4 == k] for k in range(4)], [3, 4, 5, 6])
 
     def train():
-        net = fit_models(
-            X,
-            Rows.of(ds),
-            plan.subset(np.arange(4)),
-            settings,
-            n_judges=len(ds.judges),
-            n_options=ds.n_options.tolist(),
-            target=ds.target_index,
-            workers=2,
-        )
+        net = fit_dataset(ds, X, plan.subset(np.arange(4)), settings, workers=2)
         return net.state_dict()
 
     calls = []

@@ -12,7 +12,7 @@ import torch
 from calibration.data.dataset import load_dataset
 from calibration.model.network import CalibrationNet
 from calibration.model.settings import Settings
-from calibration.model.train import Plan, Rows, fit_models
+from calibration.model.train import Plan, fit_dataset
 
 N_OPTIONS = [4, 3, 4]
 
@@ -57,38 +57,25 @@ def test_loss_is_mean_over_observed_labels_only():
     assert CalibrationNet.nll_per_model(logp, targets).item() == pytest.approx(np.log(4))
 
 
+def _early_stopping_setup(synthetic_dir, *, finetune_steps: int):
+    """The synthetic dataset, its inputs and small settings that stop early (patience 1, high learning rates)."""
+    ds = load_dataset(synthetic_dir)
+    X = torch.from_numpy(ds.features(ds.feature_spec()))
+    steps = {"pretrain_steps": 40, "finetune_steps": finetune_steps, "eval_every": 5, "patience": 1}
+    return ds, X, Settings(hidden1=8, hidden2=8, ensemble=1, lr=0.1, finetune_lr=0.05, **steps)
+
+
 def test_models_are_independent_of_their_batch_mates(synthetic_dir):
     """A model ends with the same weights beside any batch mates, also when they train on after its own
     early stopping, however `workers` slices the batch and stopped models leave it: equal to float
     rounding (the padded judge-group size depends on the whole batch, and with it the matrix kernels)."""
-    ds = load_dataset(synthetic_dir)
-    X = torch.from_numpy(ds.features(ds.feature_spec()))
-    settings = Settings(
-        hidden1=8,
-        hidden2=8,
-        pretrain_steps=40,
-        finetune_steps=60,
-        ensemble=1,
-        eval_every=5,
-        patience=1,
-        lr=0.1,
-        finetune_lr=0.05,
-    )
+    ds, X, settings = _early_stopping_setup(synthetic_dir, finetune_steps=60)
     rows = np.arange(len(ds.label_item))
     splits = [(rows[rows % 4 != k], rows[rows % 4 == k]) for k in range(4)]
 
     def train(indices, workers=1):
         plan = Plan([splits[i][0] for i in indices], [splits[i][1] for i in indices], [10 + i for i in indices])
-        net = fit_models(
-            X,
-            Rows.of(ds),
-            plan,
-            settings,
-            n_judges=len(ds.judges),
-            n_options=ds.n_options.tolist(),
-            target=ds.target_index,
-            workers=workers,
-        )
+        net = fit_dataset(ds, X, plan, settings, workers=workers)
         return net.state_dict(), plan.history
 
     together, history = train([0, 1, 2, 3])
@@ -113,35 +100,14 @@ def test_models_are_independent_of_their_batch_mates(synthetic_dir):
 def test_a_model_without_validation_labels_trains_every_step(synthetic_dir):
     """Beside models that stop early, one with no validation rows (or none answering the phase's questions)
     must not keep its untrained weights: it trains every step, like a model trained without validation."""
-    ds = load_dataset(synthetic_dir)
-    X = torch.from_numpy(ds.features(ds.feature_spec()))
-    settings = Settings(
-        hidden1=8,
-        hidden2=8,
-        pretrain_steps=40,
-        finetune_steps=30,
-        ensemble=1,
-        eval_every=5,
-        patience=1,
-        lr=0.1,
-        finetune_lr=0.05,
-    )
+    ds, X, settings = _early_stopping_setup(synthetic_dir, finetune_steps=30)
     rows = np.arange(len(ds.label_item))
     fit, val = rows[rows % 3 != 0], rows[rows % 3 == 0]
     none = val[:0]  # no validation rows at all
 
     def train(val_rows):
         plan = Plan([fit] * len(val_rows), val_rows, [7] * len(val_rows))
-        net = fit_models(
-            X,
-            Rows.of(ds),
-            plan,
-            settings,
-            n_judges=len(ds.judges),
-            n_options=ds.n_options.tolist(),
-            target=ds.target_index,
-            workers=1,
-        )
+        net = fit_dataset(ds, X, plan, settings, workers=1)
         return net.state_dict(), plan.history
 
     mixed, history = train([val, val, none])

@@ -18,6 +18,7 @@ from calibration.model.recalibrate import (
     pool,
 )
 from calibration.model.settings import Settings
+from tests.calibration.conftest import train_quick
 
 FAST = Settings(
     hidden1=10,
@@ -145,24 +146,10 @@ def test_bad_pool_or_recalibration_setting_is_one_clear_error(synthetic_dir, tmp
 
 
 def test_a_model_saved_before_recalibration_loads_with_arithmetic_pooling(synthetic_dir, tmp_path):
-    from calibration.cli import main
     from calibration.model.files import load_model
 
     model = tmp_path / "m"
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={model}",
-                "train.pretrain_steps=20",
-                "train.finetune_steps=20",
-                "train.ensemble=2",
-                "train.recalibrate_min_members=2",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(synthetic_dir, model, steps=20, ensemble=2, extra=("train.recalibrate_min_members=2",)) == 0
     meta = json.loads((model / "model.json").read_text())
     assert meta["settings"]["pool"] == "geometric" and len(meta["recalibration"]["scale"]) == 4
     for key in ("pool", "recalibrate", "recalibrate_prior", "recalibrate_min_members"):

@@ -18,7 +18,7 @@ from calibration.cli import main
 from calibration.data.dataset import load_dataset
 from calibration.model.provenance import conversation_fingerprints
 from rubric.errors import InputError
-from tests.calibration.conftest import make_native_dataset
+from tests.calibration.conftest import make_native_dataset, train_quick
 
 JUDGE = {
     "backend": "chat",
@@ -76,19 +76,7 @@ def world(tmp_path_factory):
     train = _split(data, root / "train", IDS[:20])
     release = _split(data, root / "release", IDS[20:40], labelled=IDS[20:32])
     model = root / "model"
-    assert (
-        main(
-            [
-                "train",
-                f"data={train}",
-                f"out={model}",
-                "train.ensemble=2",
-                "train.pretrain_steps=20",
-                "train.finetune_steps=20",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(train, model, steps=20, ensemble=2) == 0
     return {"root": root, "data": data, "train": train, "release": release, "model": model}
 
 

@@ -128,41 +128,22 @@ def test_width_out_of_range_is_refused_and_nothing_written(release, tmp_path, ca
     assert _estimate(release, tmp_path / "out", f"width={width}") == 2
     assert "width" in capsys.readouterr().err and not (tmp_path / "out").exists()
     sheet = tmp_path / "sheet.csv"
-    assert (
-        main(
-            [
-                "suggest",
-                "purpose=estimate",
-                f"data={release['release']}",
-                f"model={release['model']}",
-                "budget=30",
-                f"width={width}",
-                f"out={sheet}",
-            ]
-        )
-        == 2
-    )
+    assert _suggest_estimate(release, f"width={width}", f"out={sheet}") == 2
     assert not sheet.exists()
+
+
+def _suggest_estimate(trained: dict, *keys: str) -> int:
+    """`suggest purpose=estimate` on the trained release with a budget of 30, and these keys."""
+    return main(
+        ["suggest", "purpose=estimate", f"data={trained['release']}", f"model={trained['model']}", "budget=30", *keys]
+    )
 
 
 def test_suggest_plans_the_sample_for_a_width_and_for_a_gate(release, tmp_path, capsys):  # noqa: F811
     sheets = {}
     for key in ("width=0.15", "width=0.3", "decide_at=0.2"):
         sheet = tmp_path / key.replace("=", "_") / "sheet.csv"
-        assert (
-            main(
-                [
-                    "suggest",
-                    "purpose=estimate",
-                    f"data={release['release']}",
-                    f"model={release['model']}",
-                    "budget=30",
-                    key,
-                    f"out={sheet}",
-                ]
-            )
-            == 0
-        )
+        assert _suggest_estimate(release, key, f"out={sheet}") == 0
         printed = capsys.readouterr().out
         assert "ppi: label" in printed and "humans-only" in printed and "expected half-width" in printed
         plan = pd.read_csv(sheet.parent / "sample_plan.csv")

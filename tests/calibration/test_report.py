@@ -7,8 +7,6 @@ import html
 import io
 import json
 import re
-import shutil
-import subprocess
 import time
 from pathlib import Path
 
@@ -20,6 +18,7 @@ import pytest
 from calibration import report
 from calibration.schema.build import command_config
 from rubric.errors import InputError
+from tests.calibration.browser import chromium, console, dom_check, load_check, needs_chromium
 
 VALUES = [1, 2, 3, 4]
 ANCHORS = Path(__file__).resolve().parents[3] / "shared" / "anchors" / "llm_rubric_synth"
@@ -392,57 +391,24 @@ def test_bad_cv_folder(tmp_path: Path, write, match: str) -> None:
 
 # ----------------------------------------------------------------------------- the page in a real browser
 
-CHECK = """<script>
-window.__errors = [];
-window.addEventListener("error", e => window.__errors.push(String(e.message || (e.target && e.target.src))), true);
-window.addEventListener("load", () => {
-  const images = Array.from(document.images);
-  const broken = images.filter(i => !i.complete || i.naturalWidth === 0).map(i => i.alt);
-  const out = document.createElement("pre");
-  out.id = "rr-check";
-  const turns = document.querySelectorAll("#rr-turns tr.rr-row");
-  if (turns.length) turns[0].click();  // the drill-down opens the turn's details
-  out.textContent = JSON.stringify({images: images.length, broken: broken, errors: window.__errors,
-    verdict: !!document.getElementById("verdict"), turn_rows: turns.length,
-    opened: document.querySelectorAll("#rr-turns tr.rr-open").length});
-  document.body.appendChild(out);
-});
-</script>"""
-
-
-def _chromium(*args: str, user_dir: Path) -> subprocess.CompletedProcess:
-    flags = [
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--hide-scrollbars",
-        f"--user-data-dir={user_dir}",
-        "--enable-logging=stderr",
-        "--v=0",
-        "--virtual-time-budget=10000",
-    ]
-    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=120)
-
-
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-
-
-@pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium not installed (Debian package `chromium`; .ci/run installs it)",
+CHECK = load_check(
+    'verdict: !!document.getElementById("verdict"), turn_rows: turns.length, '
+    'opened: document.querySelectorAll("#rr-turns tr.rr-open").length',
+    first='const turns = document.querySelectorAll("#rr-turns tr.rr-row");\n'
+    "  if (turns.length) turns[0].click();  // the drill-down opens the turn's details",
 )
+
+
+@needs_chromium
 def test_report_page_in_headless_chromium(tiny_report: tuple[Path, dict], tmp_path: Path) -> None:
     out, _ = tiny_report
     page = (out / "report.html").read_text()
     # A copy with a checker that records image loads and errors into the DOM, which --dump-dom returns.
     probe = out / "report_check.html"
     probe.write_text(page.replace("<head>", "<head>" + CHECK, 1))
-    dom = _chromium("--dump-dom", probe.as_uri(), user_dir=tmp_path / "profile-a")
+    dom = chromium("--dump-dom", probe.as_uri(), user_dir=tmp_path / "profile-a")
     probe.unlink()
-    found = re.search(r'<pre id="rr-check">(.*?)</pre>', dom.stdout, re.S)
-    assert found, f"the checker did not run; chromium said: {dom.stderr[-2000:]}"
-    check = json.loads(found.group(1).replace("&quot;", '"'))
-    assert check == {
+    assert dom_check(dom) == {
         "images": page.count("<img "),
         "broken": [],
         "errors": [],
@@ -450,18 +416,17 @@ def test_report_page_in_headless_chromium(tiny_report: tuple[Path, dict], tmp_pa
         "turn_rows": 50,  # one page of the 80 turns
         "opened": 1,
     }
-    console = [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
-    assert console == [], console
+    assert console(dom.stderr) == [], console(dom.stderr)
 
     shot = tmp_path / "report_screenshot.png"
-    taken = _chromium(
+    taken = chromium(
         f"--screenshot={shot}",
         "--window-size=1280,2400",
         (out / "report.html").as_uri(),
         user_dir=tmp_path / "profile-b",
     )
     assert shot.exists() and shot.stat().st_size > 20_000, taken.stderr[-2000:]
-    assert not [line for line in taken.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console(taken.stderr)
     print(f"screenshot saved to {shot}")
 
 

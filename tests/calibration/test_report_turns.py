@@ -3,10 +3,6 @@
 
 from __future__ import annotations
 
-import json
-import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -18,9 +14,9 @@ from calibration.report.page import PAGE
 from calibration.report.turns import prepare_turns, turns_html, turns_payload
 from calibration.report.turns_html import TURNS_CSS
 
+from .browser import chromium, console, dom_check, needs_chromium
 from .conftest import make_native_dataset
 
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 ROLES = ["fintech_support", "maths_tutor", "telehealth_intake", "airline_booking"]
 
 
@@ -121,16 +117,7 @@ window.addEventListener("load", () => {
 ERRORS = '<script>window.__errors = []; window.addEventListener("error", e => window.__errors.push(String(e.message)), true);</script>'
 
 
-def _chromium(*args: str, user_dir: Path) -> subprocess.CompletedProcess:
-    flags = ["--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars", f"--user-data-dir={user_dir}",
-             "--enable-logging=stderr", "--v=0"]  # fmt: skip
-    return subprocess.run([CHROMIUM, *flags, *args], capture_output=True, text=True, timeout=120)
-
-
-@pytest.mark.skipif(
-    CHROMIUM is None,
-    reason="headless Chromium not installed (Debian package `chromium`; .ci/run installs it)",
-)
+@needs_chromium
 def test_drilldown_with_5000_turns_in_headless_chromium(tmp_path):
     path, payload = _page(tmp_path, n_conversations=1000)
     assert len(payload["rows"]) == 5000
@@ -140,12 +127,10 @@ def test_drilldown_with_5000_turns_in_headless_chromium(tmp_path):
         page.replace("<head>", "<head>" + ERRORS, 1).replace("</body>", PROBE + "</body>", 1),
         encoding="utf-8",
     )
-    dom = _chromium("--dump-dom", probe.as_uri(), user_dir=tmp_path / "profile-a")
-    found = re.search(r'<pre id="rr-check">(.*?)</pre>', dom.stdout, re.S)
-    assert found, f"the checker did not run; chromium said: {dom.stderr[-2000:]}"
-    check = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
+    dom = chromium("--dump-dom", probe.as_uri(), user_dir=tmp_path / "profile-a", virtual_time=False)
+    check = dom_check(dom)
     assert check["errors"] == []
-    assert not [line for line in dom.stderr.splitlines() if ":CONSOLE" in line]
+    assert not console(dom.stderr)
     assert check["first_rows"] == 50  # one page drawn, not 5,000 rows
     assert check["first_sorted_desc"] == sorted(check["first_sorted_desc"], reverse=True)  # worst first
     assert check["roles_after"] == 1 and "of 1250" in check["count_after_role"]
@@ -158,7 +143,12 @@ def test_drilldown_with_5000_turns_in_headless_chromium(tmp_path):
 
     first = payload["rows"][0]
     shot = tmp_path / "drilldown.png"
-    taken = _chromium(f"--screenshot={shot}", "--window-size=1400,1100", f"{path.as_uri()}#turn={first[0]}/{first[1]}",
-                      user_dir=tmp_path / "profile-b")  # fmt: skip
+    taken = chromium(
+        f"--screenshot={shot}",
+        "--window-size=1400,1100",
+        f"{path.as_uri()}#turn={first[0]}/{first[1]}",
+        user_dir=tmp_path / "profile-b",
+        virtual_time=False,
+    )
     assert shot.exists() and shot.stat().st_size > 20_000, taken.stderr[-2000:]
     print(f"screenshot saved to {shot}")

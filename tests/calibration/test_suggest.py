@@ -74,19 +74,8 @@ def test_bad_arguments_are_input_errors(call, match):
 @pytest.mark.parametrize("strategy", ["random", "entropy", "bald", "variance"])
 def test_suggest_writes_a_ranked_sheet_of_unlabelled_pairs(tiny_model, synthetic_dir, tmp_path, strategy):
     out = tmp_path / "to_label.csv"
-    assert (
-        main(
-            [
-                "suggest",
-                f"data={synthetic_dir}",
-                f"model={tiny_model}",
-                "budget=5",
-                f"out={out}",
-                f"strategy={strategy}",
-            ]
-        )
-        == 0
-    )
+    argv = ["suggest", f"data={synthetic_dir}", f"model={tiny_model}", f"out={out}", "budget=5"]
+    assert main([*argv, f"strategy={strategy}"]) == 0
     sheet = pd.read_csv(out, dtype={"conversation_id": str, "turn": str, "judge_id": str})
     assert len(sheet) == 5 * 3 and sorted(sheet["rank"].unique()) == [1, 2, 3, 4, 5]  # 3 questions per pair
     assert {"question", "options", "assistant", "answer"} <= set(sheet.columns)
@@ -98,20 +87,8 @@ def test_suggest_writes_a_ranked_sheet_of_unlabelled_pairs(tiny_model, synthetic
 
 def test_suggest_for_named_judges_and_the_target_only(tiny_model, synthetic_dir, tmp_path):
     out = tmp_path / "to_label.csv"
-    assert (
-        main(
-            [
-                "suggest",
-                f"data={synthetic_dir}",
-                f"model={tiny_model}",
-                "budget=3",
-                f"out={out}",
-                "judges=[j0]",
-                "questions=target",
-            ]
-        )
-        == 0
-    )
+    named = ["judges=[j0]", "questions=target"]
+    assert main(["suggest", f"data={synthetic_dir}", f"model={tiny_model}", f"out={out}", "budget=3", *named]) == 0
     sheet = pd.read_csv(out, dtype=str)
     assert set(sheet["judge_id"]) == {"j0"} and set(sheet["question_id"]) == {"overall"} and len(sheet) == 3
 

@@ -14,6 +14,7 @@ from calibration.data.dataset import load_dataset
 from calibration.evaluation.crossval import cross_validate
 from calibration.model.files import load_model
 from calibration.model.settings import Settings
+from tests.calibration.conftest import train_quick
 
 FAST = Settings(
     hidden1=10, hidden2=10, pretrain_steps=60, finetune_steps=80, ensemble=2, eval_every=10, recalibrate_min_members=2
@@ -95,19 +96,7 @@ def test_saved_model_predicts_exactly_what_it_predicted_in_memory(synthetic_dir,
 
 def test_unseen_judge_at_predict_time_gets_the_population_model(synthetic_dir, tmp_path, capsys):
     model = tmp_path / "model"
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={model}",
-                "train.pretrain_steps=20",
-                "train.finetune_steps=20",
-                "train.ensemble=1",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(synthetic_dir, model, steps=20) == 0
     assert (
         main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'new.csv'}", "judges=[newcomer]"])
         == 0
@@ -134,19 +123,7 @@ def test_unseen_judge_at_predict_time_gets_the_population_model(synthetic_dir, t
 )
 def test_wrong_model_file_fails_clearly(corrupt, message, synthetic_dir, tmp_path, capsys):
     model = tmp_path / "model"
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={model}",
-                "train.pretrain_steps=5",
-                "train.finetune_steps=5",
-                "train.ensemble=1",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(synthetic_dir, model, steps=5) == 0
     corrupt(model)
     assert main(["predict", f"model={model}", f"data={synthetic_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
     err = capsys.readouterr().err
@@ -155,19 +132,7 @@ def test_wrong_model_file_fails_clearly(corrupt, message, synthetic_dir, tmp_pat
 
 def test_model_refuses_data_with_another_rubric(synthetic_dir, llm_rubric_dir, tmp_path, capsys):
     model = tmp_path / "model"
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_dir}",
-                f"out={model}",
-                "train.pretrain_steps=5",
-                "train.finetune_steps=5",
-                "train.ensemble=1",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(synthetic_dir, model, steps=5) == 0
     assert main(["predict", f"model={model}", f"data={llm_rubric_dir}", f"out={tmp_path / 'p.csv'}"]) == 2
     assert "differs from the one the model was trained on" in capsys.readouterr().err
 
@@ -227,19 +192,7 @@ def test_parquet_dataset_trains_and_evaluates(synthetic_copy, tmp_path):
         pd.read_csv(synthetic_copy / f"{stem}.csv").to_parquet(synthetic_copy / f"{stem}.parquet")
         (synthetic_copy / f"{stem}.csv").unlink()
     model, pred = tmp_path / "m", tmp_path / "p.csv"
-    assert (
-        main(
-            [
-                "train",
-                f"data={synthetic_copy}",
-                f"out={model}",
-                "train.pretrain_steps=10",
-                "train.finetune_steps=10",
-                "train.ensemble=1",
-            ]
-        )
-        == 0
-    )
+    assert train_quick(synthetic_copy, model, steps=10) == 0
     assert main(["predict", f"model={model}", f"data={synthetic_copy}", f"out={pred}"]) == 0
     assert main(["evaluate", f"predictions={pred}", f"data={synthetic_copy}", f"out={tmp_path / 'm.json'}"]) == 0
     assert json.loads((tmp_path / "m.json").read_text())["n"] == len(

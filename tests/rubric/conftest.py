@@ -72,6 +72,21 @@ def make_conversations(n: int, turns: int = 3) -> list[Conversation]:
     ]
 
 
+def gather_overrides(server, tmp_path: Path, *extra: str) -> list[str]:
+    """`gather`'s keys for TMP_PATH/conversations.jsonl -> TMP_PATH/out, judged by the fake server as a vLLM
+    judge with fast retries, without a progress bar; `extra` keys after them (a later key wins)."""
+    return [
+        f"conversations={tmp_path / 'conversations.jsonl'}",
+        f"out={tmp_path / 'out'}",
+        "judge=vllm",
+        f"judge.base_url={server.base_url}",
+        "judge.model=fake",
+        "judge.backoff=0.01",
+        "progress=false",
+        *extra,
+    ]
+
+
 @pytest.fixture
 def conversations():
     return make_conversations(2)

@@ -17,19 +17,7 @@ from hydra.core.global_hydra import GlobalHydra
 from calibration.cli import main
 from rubric.conversations import load_conversations, save_conversations
 from rubric.schema import load_rubric
-
-
-def overrides(server, tmp_path, *extra):
-    return [
-        f"conversations={tmp_path / 'conversations.jsonl'}",
-        f"out={tmp_path / 'out'}",
-        "judge=vllm",
-        f"judge.base_url={server.base_url}",
-        "judge.model=fake",
-        "judge.backoff=0.01",
-        "progress=false",
-        *extra,
-    ]
+from tests.rubric.conftest import gather_overrides
 
 
 @pytest.fixture
@@ -38,7 +26,7 @@ def convs_file(tmp_path):
 
 
 def test_gather_command_writes_a_native_dataset_dir(server, tmp_path, convs_file, capsys):
-    assert main(["gather", *overrides(server, tmp_path)]) == 0
+    assert main(["gather", *gather_overrides(server, tmp_path)]) == 0
     out = tmp_path / "out"
     printed = capsys.readouterr().out
     assert str(out / "llm.csv") in printed and "45 (item, question) pairs" in printed
@@ -56,13 +44,13 @@ def test_gather_command_writes_a_native_dataset_dir(server, tmp_path, convs_file
 
 
 def test_rubric_selection_and_rubric_file(server, tmp_path, convs_file):
-    assert main(["gather", *overrides(server, tmp_path, "rubric=llm_rubric")]) == 0
+    assert main(["gather", *gather_overrides(server, tmp_path, "rubric=llm_rubric")]) == 0
     assert set(pd.read_csv(tmp_path / "out/llm.csv")["question_id"]) == {f"Q{i}" for i in range(9)}
     own = tmp_path / "mine.yaml"
     own.write_text(
         "questions:\n  - {id: ok, text: 'Is it ok?', options: [{value: 0, label: no}, {value: 1, label: yes}]}\n"
     )
-    assert main(["gather", *overrides(server, tmp_path, f"rubric_file={own}", f"out={tmp_path / 'o2'}")]) == 0
+    assert main(["gather", *gather_overrides(server, tmp_path, f"rubric_file={own}", f"out={tmp_path / 'o2'}")]) == 0
     llm = pd.read_csv(tmp_path / "o2/llm.csv")
     assert set(llm["question_id"]) == {"ok"} and set(llm["option"]) == {0, 1}
 
@@ -117,7 +105,7 @@ def processes_mentioning(text: str) -> list[int]:
 def test_sigkill_halfway_then_rerun_gives_the_same_llm_csv(server, tmp_path, processes):
     save_conversations(make_conversations(20, 3), tmp_path / "conversations.jsonl")  # 300 pairs
     server.latency = 0.02
-    args = overrides(server, tmp_path, "judge.concurrency=8", f"judge.processes={processes}")
+    args = gather_overrides(server, tmp_path, "judge.concurrency=8", f"judge.processes={processes}")
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     proc = subprocess.Popen(
         [sys.executable, "-c", KILLED_RUN, "gather", *args],
@@ -141,7 +129,7 @@ def test_sigkill_halfway_then_rerun_gives_the_same_llm_csv(server, tmp_path, pro
     assert main(["gather", *args]) == 0
     resumed_requests = server.requests - killed_at
     # an uninterrupted run into a fresh dir and cache, in one process
-    clean = overrides(server, tmp_path, f"out={tmp_path / 'clean'}", "judge.processes=1")
+    clean = gather_overrides(server, tmp_path, f"out={tmp_path / 'clean'}", "judge.processes=1")
     assert main(["gather", *clean]) == 0
     resumed = (tmp_path / "out/llm.csv").read_bytes()
     assert resumed == (tmp_path / "clean/llm.csv").read_bytes()
@@ -152,6 +140,6 @@ def test_sigkill_halfway_then_rerun_gives_the_same_llm_csv(server, tmp_path, pro
 
 def test_an_endpoint_error_in_a_worker_process_exits_2_with_one_line(server, tmp_path, convs_file, capsys):
     server.modes.add("bad_key")
-    assert main(["gather", *overrides(server, tmp_path, "judge.processes=2")]) == 2
+    assert main(["gather", *gather_overrides(server, tmp_path, "judge.processes=2")]) == 2
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "refused the key" in err and "Fix:" in err

@@ -10,19 +10,7 @@ from conftest import ROOT, make_conversations
 from calibration.cli import main
 from rubric.conversations import save_conversations
 from rubric.schema import load_rubric
-
-
-def _args(server, tmp_path, *extra):
-    return [
-        f"conversations={tmp_path / 'conversations.jsonl'}",
-        f"out={tmp_path / 'out'}",
-        "judge=vllm",
-        f"judge.base_url={server.base_url}",
-        "judge.model=fake",
-        "judge.backoff=0.01",
-        "progress=false",
-        *extra,
-    ]
+from tests.rubric.conftest import gather_overrides
 
 
 def _with_a_long_turn(tmp_path, chars: int = 40_000):
@@ -38,7 +26,7 @@ def _with_a_long_turn(tmp_path, chars: int = 40_000):
 
 def test_a_long_turn_is_refused_before_any_request(server, tmp_path, capsys):
     cid = _with_a_long_turn(tmp_path)
-    code = main(["gather", *_args(server, tmp_path, "long_turns=refuse")])
+    code = main(["gather", *gather_overrides(server, tmp_path, "long_turns=refuse")])
     err = capsys.readouterr().err.strip()
     assert code == 2 and len(err.splitlines()) == 1, err
     assert "1 of 4 turns are longer than long_turn_tokens=4000 estimated tokens" in err
@@ -49,7 +37,7 @@ def test_a_long_turn_is_refused_before_any_request(server, tmp_path, capsys):
 
 def test_a_long_turn_is_warned_about_with_its_count_and_cost(server, tmp_path, capsys):
     _with_a_long_turn(tmp_path)
-    assert main(["gather", *_args(server, tmp_path)]) == 0
+    assert main(["gather", *gather_overrides(server, tmp_path)]) == 0
     err = capsys.readouterr().err
     warning = [line for line in err.splitlines() if line.startswith("warning: 1 of 4 turns")]
     assert len(warning) == 1, err
@@ -71,10 +59,15 @@ def test_the_cost_estimate_uses_the_judges_price():
 
 def test_the_limit_is_configurable(server, tmp_path, capsys):
     _with_a_long_turn(tmp_path, chars=2_000)
-    assert main(["gather", *_args(server, tmp_path, "long_turns=refuse")]) == 0  # 500 tokens: under 4000
+    assert main(["gather", *gather_overrides(server, tmp_path, "long_turns=refuse")]) == 0  # 500 tokens: under 4000
     assert (
         main(
-            ["gather", *_args(server, tmp_path, "long_turns=refuse", "long_turn_tokens=400", f"out={tmp_path / 'o2'}")]
+            [
+                "gather",
+                *gather_overrides(
+                    server, tmp_path, "long_turns=refuse", "long_turn_tokens=400", f"out={tmp_path / 'o2'}"
+                ),
+            ]
         )
         == 2
     )
@@ -100,8 +93,8 @@ def test_unknown_fields_are_carried_into_the_copy_unchanged(server, tmp_path):
         },
     ]
     (tmp_path / "conversations.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
-    assert main(["gather", *_args(server, tmp_path)]) == 0
+    assert main(["gather", *gather_overrides(server, tmp_path)]) == 0
     copied = [json.loads(line) for line in (tmp_path / "out" / "conversations.jsonl").read_text().splitlines()]
     assert copied == records
     # and the copy is a dataset that reads back the same
-    assert main(["gather", *_args(server, tmp_path, f"conversations={tmp_path / 'out'}")]) == 0
+    assert main(["gather", *gather_overrides(server, tmp_path, f"conversations={tmp_path / 'out'}")]) == 0
