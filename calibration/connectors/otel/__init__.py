@@ -1,0 +1,1 @@
+"""OTel: what role-rubric reads from it and writes to it."""

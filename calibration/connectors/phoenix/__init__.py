@@ -1,0 +1,1 @@
+"""Phoenix: what role-rubric reads from it and writes to it."""
