@@ -75,32 +75,6 @@ class TraceSelection:
         keys = {self.conversation_key} if self.conversation_key else set(CONVERSATION_KEYS)
         return frozenset(CALL_MARKERS | keys | ({self.role_from} if self.role_from else set()))
 
-    @classmethod
-    def from_config(cls, cfg: Any) -> TraceSelection:
-        """The selection an `import` asks for, from the command's typed object (its attributes read one by one)."""
-
-        def value(name: str) -> Any:
-            got = getattr(cfg, name, None)
-            return None if got in (None, "", "???") else got
-
-        since, until = parse_time(value("since"), "since"), parse_time(value("until"), "until")
-        if since is not None and until is not None and since >= until:
-            raise InputError(
-                f"since={value('since')} is not before until={value('until')}: no conversation can start in "
-                "[since, until).",
-                fix="swap them, or widen the window (since= is the first moment kept, until= the first left out).",
-            )
-        return cls(
-            conversation_key=value("conversation_key"),
-            role=value("role"),
-            role_from=value("role_from"),
-            since=since,
-            until=until,
-            service=value("service"),
-            sample=int(value("sample")) if value("sample") is not None else None,
-            seed=int(value("seed") or 0),
-        )
-
 
 @dataclass
 class TraceImport:

@@ -25,8 +25,8 @@ import pytest
 from calibration.cli import main
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
-from rubric.traces.phoenix_source import PhoenixSource
-from rubric.traces.phoenix_spans import otlp_attributes
+from calibration.connectors.phoenix.source import PhoenixSource
+from calibration.connectors.phoenix.spans import otlp_attributes
 from tests.traces.servers import ROOT, free_port
 
 QUESTIONS = ("scope", "tone", "prohibited", "next_step", "overall")  # conf/rubric/role_adherence.yaml

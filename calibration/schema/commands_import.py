@@ -1,0 +1,415 @@
+"""The schema of `role-rubric import`: one settings class per source, each key declared once, in the source's
+own class (its type, default, range and description), and the command's keys built from them.
+
+`import source=X key=value ...` stays one flat command line: `Import`'s keys are the common ones (`source`,
+`out`, `progress`) and every source's own, each shown in --help with the sources that take it. A key means
+one thing per source (token_env's default is each service's own variable), and a key given that the chosen
+source does not take is one line naming the source's keys. The import command builds the chosen source's
+settings object (`source_settings`) and hands it to the source (calibration/connectors/sources.py).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+
+from calibration.schema.base import Command, KeyRule, given, needs
+from calibration.schema.keys import PROGRESS, required
+from rubric.config_types import (
+    MISSING,
+    Rule,
+    choice,
+    default_of,
+    either,
+    env_name,
+    http_url,
+    integer,
+    number,
+    path,
+    setting,
+    settings_of,
+    text,
+)
+
+__all__ = [
+    "SOURCE_KEYS",
+    "Import",
+    "LabelStudioKeys",
+    "LlmRubricKeys",
+    "MlflowKeys",
+    "OtelKeys",
+    "PhoenixKeys",
+    "SheetKeys",
+    "SourceKeys",
+    "TraceKeys",
+    "source_settings",
+]
+
+TRACES = "docs/how-to/traces.md"
+
+
+def _needed(doc: str, rule: Rule, fix: str) -> Any:
+    """A key the source cannot do without; `fix`: what to pass, said when it is missing."""
+    return required(doc, rule, fix=fix)
+
+
+@dataclass(frozen=True)
+class SourceKeys:
+    """The settings of one source of `import`: a frozen dataclass of `setting(...)` fields."""
+
+    source: ClassVar[str]
+    """The name source= takes."""
+    rules: ClassVar[tuple[KeyRule, ...]] = ()
+    """Rules between this source's keys (beyond each required key), checked before any work."""
+
+
+@dataclass(frozen=True)
+class LlmRubricKeys(SourceKeys):
+    """source=llm-rubric: the LLM-Rubric paper's TSV files."""
+
+    source: ClassVar[str] = "llm-rubric"
+    evaluations: Path = _needed(
+        "llm_evaluations.tsv (the LLM's answer distributions)",
+        path(),
+        "pass evaluations=PATH and judgments=PATH (labels from reviewers: source=label-studio or source=sheet).",
+    )
+    judgments: Path = _needed(
+        "human_judgments.tsv (the human judges' answers)",
+        path(),
+        "pass evaluations=PATH and judgments=PATH (labels from reviewers: source=label-studio or source=sheet).",
+    )
+
+
+PLAN_DOC = (
+    "the sampling plan carried into out= for `estimate` (sample_plan.csv of `suggest purpose=estimate`), checked "
+    "against the labels; null: sample_plan.csv beside sheet= or export= (label-studio select= writes it there) "
+    "or in data=, where there is one; none: carry no plan"
+)
+
+
+@dataclass(frozen=True)
+class LabelStudioKeys(SourceKeys):
+    """source=label-studio: a Label Studio project's export (a file, or pulled through its API)."""
+
+    source: ClassVar[str] = "label-studio"
+    rules: ClassVar[tuple[KeyRule, ...]] = (
+        KeyRule(
+            lambda v: v.get("source") == "label-studio" and given(v, "export") and given(v, "url"),
+            "both export= and url= given.",
+            "pass export=FILE.json, or url= and project=, not both.",
+            "source=label-studio: export= and url= exclude each other",
+        ),
+        KeyRule(
+            lambda v: (
+                v.get("source") == "label-studio"
+                and not given(v, "export")
+                and not (given(v, "url") and v.get("project") is not None)
+            ),
+            "source=label-studio needs export=FILE.json, or url= and project=.",
+            "pass export= a JSON export of the project, or url=URL project=ID (the token in the variable token_env= names).",
+            "source=label-studio needs export=, or url= and project=",
+        ),
+    )
+    data: Path = _needed(
+        "the dataset folder the tasks were made from", path(), "pass data=DIR, the folder the tasks were made from."
+    )
+    export: Path | None = setting(
+        None, "the project's JSON export (Label Studio: Export -> JSON)", path(optional=True)
+    )
+    url: str | None = setting(
+        None, "pull the export from this Label Studio server instead, e.g. http://localhost:8080", http_url()
+    )
+    project: int | None = setting(
+        None, "with url=: the project's id (the number in its address)", integer(1, optional=True)
+    )
+    token_env: str = setting(
+        "LABEL_STUDIO_API_KEY", "with url=: environment variable holding the API token (never written)", env_name()
+    )
+    timeout: float = setting(60, "with url=: seconds to wait for each request", number(above=0))
+    judge_map: Path | None = setting(
+        None,
+        "CSV annotator,judge_id renaming reviewers (email or user id); null: judge_id = email",
+        path(optional=True),
+    )
+    plan: str | None = setting(None, PLAN_DOC, path(optional=True))
+
+
+@dataclass(frozen=True)
+class SheetKeys(SourceKeys):
+    """source=sheet: a filled labelling sheet."""
+
+    source: ClassVar[str] = "sheet"
+    data: Path = _needed(
+        "the dataset folder the sheet was made from", path(), "pass data=DIR, the folder the sheet was made from."
+    )
+    sheet: Path = _needed(
+        "the filled sheet (rows with an answer are read, the rest skipped)",
+        path(),
+        "pass sheet=FILLED.csv (the sheet with its answer column filled).",
+    )
+    plan: str | None = setting(None, PLAN_DOC, path(optional=True))
+
+
+@dataclass(frozen=True)
+class TraceKeys(SourceKeys):
+    """What every trace source takes: which conversations, how they are named, the rubric and the labels."""
+
+    conversation_key: str | None = setting(
+        None,
+        "the span or resource attribute that names a conversation; null: the conventions' own "
+        "(gen_ai.conversation.id, session.id, MLflow's mlflow.trace.session)",
+        text(optional=True),
+    )
+    role: str | None = setting(
+        None, "the chatbot's role for every conversation; null: its system message or instructions", text(optional=True)
+    )
+    role_from: str | None = setting(
+        None,
+        "a span or resource attribute holding the chatbot's role (instead of the system message)",
+        text(optional=True),
+    )
+    roles: Path | None = setting(
+        None, "CSV text,role: a short name per role whose prompt is or holds `text` (kept as role)", path(optional=True)
+    )
+    since: str | None = setting(
+        None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
+    )
+    until: str | None = setting(
+        None, "only conversations that started before this time (ISO 8601)", text(optional=True)
+    )
+    service: str | None = setting(None, "only spans of this service.name", text(optional=True))
+    sample: int | None = setting(
+        None, "a random sample of this many conversations (seeded by seed=)", integer(1, optional=True)
+    )
+    seed: int = setting(0, "seeds sample=", integer(0, 2**32 - 1))
+    rubric_file: Path | None = setting(
+        None,
+        "the rubric.yaml written into out= (reviewers' labels are checked against it); null: the packaged "
+        "role-adherence rubric",
+        path(optional=True),
+    )
+
+
+@dataclass(frozen=True)
+class OtelKeys(TraceKeys):
+    """source=otel: OTLP JSON files."""
+
+    source: ClassVar[str] = "otel"
+    files: str = _needed(
+        "OTLP JSON traces as an OpenTelemetry Collector's file exporter writes them (a file, a folder of them, "
+        "or a glob)",
+        path(),
+        f"pass files= (an OTLP JSON export, a folder or a glob); see {TRACES}.",
+    )
+
+
+LABEL_MAP_DOC = (
+    "CSV name,question_id mapping feedback or annotation names to rubric questions; null: names equal to a "
+    "question id (or role_rubric/QUESTION) are labels"
+)
+
+
+@dataclass(frozen=True)
+class MlflowKeys(TraceKeys):
+    """source=mlflow: an MLflow tracking server's experiment (traces and HUMAN feedback)."""
+
+    source: ClassVar[str] = "mlflow"
+    tracking_uri: str = _needed(
+        "the tracking server, e.g. http://localhost:5000", http_url(), f"pass tracking_uri= and experiment=; see {TRACES}."
+    )
+    experiment: str = _needed(
+        "the experiment's name", text(), f"pass tracking_uri= and experiment=; see {TRACES}."
+    )
+    token_env: str = setting(
+        "MLFLOW_TRACKING_TOKEN",
+        "environment variable holding the bearer token (MLflow's own; MLFLOW_TRACKING_USERNAME and "
+        "MLFLOW_TRACKING_PASSWORD are read too); never written",
+        env_name(),
+    )
+    timeout: float = setting(60, "seconds to wait for each request", number(above=0))
+    label_map: Path | None = setting(None, LABEL_MAP_DOC, path(optional=True))
+
+
+@dataclass(frozen=True)
+class PhoenixKeys(TraceKeys):
+    """source=phoenix: a Phoenix server's project (spans and HUMAN annotations)."""
+
+    source: ClassVar[str] = "phoenix"
+    url: str = _needed(
+        "the Phoenix server, e.g. http://localhost:6006", http_url(), f"pass url= and project=; see {TRACES}."
+    )
+    project: str = _needed("the project's name", text(), f"pass url= and project=; see {TRACES}.")
+    token_env: str = setting(
+        "PHOENIX_API_KEY",
+        "environment variable holding the API key (Phoenix with authentication on; optional by default); never "
+        "written",
+        env_name(),
+    )
+    timeout: float = setting(60, "seconds to wait for each request", number(above=0))
+    label_map: Path | None = setting(None, LABEL_MAP_DOC, path(optional=True))
+
+
+SOURCE_KEYS: dict[str, type[SourceKeys]] = {
+    cls.source: cls for cls in (LlmRubricKeys, LabelStudioKeys, SheetKeys, OtelKeys, MlflowKeys, PhoenixKeys)
+}
+"""source= -> its settings, in the order --help lists them (calibration/connectors/sources.py registers the
+same names; tests/calibration/test_sources.py checks they agree)."""
+
+COMMON = ("source", "out", "progress")
+"""The keys every source takes (the command's own)."""
+
+
+def source_keys(cls: type[SourceKeys]) -> list[str]:
+    """The keys of a source's settings, in their order."""
+    return [f.name for f in settings_of(cls)]
+
+
+S = TypeVar("S", bound=SourceKeys)
+
+
+def source_settings(cls: type[S], values: Mapping[str, Any] | Any) -> S:
+    """The settings of the source `cls` from the import's values (the command's object, or a mapping): the
+    source's keys as given, its own default where not given. A key of another source given is refused."""
+    plain = values if isinstance(values, Mapping) else {f.name: getattr(values, f.name) for f in import_fields()}
+    _refuse_foreign(cls, plain)
+    kwargs = {}
+    for f in settings_of(cls):
+        value = plain.get(f.name)
+        if value is not None and value != MISSING:
+            kwargs[f.name] = Path(value) if str(f.type).split(" | ")[0] == "Path" else value
+    return cls(**kwargs)
+
+
+def _foreign(cls: type[SourceKeys], values: Mapping[str, Any]) -> list[str]:
+    """The keys given that `cls` does not take (a key left at the command's default is not given)."""
+    own = set(source_keys(cls)) | set(COMMON)
+    defaults = {f.name: default_of(f) for f in import_fields()}
+    return [
+        key for key, value in values.items() if key not in own and key in defaults and value not in (None, defaults[key])
+    ]
+
+
+def _refuse_foreign(cls: type[SourceKeys], values: Mapping[str, Any]) -> None:
+    from rubric.errors import InputError
+
+    foreign = _foreign(cls, values)
+    if foreign:
+        raise InputError(_foreign_problem(cls, foreign), fix=f"leave {foreign[0]}= out (or choose the source it is for).")
+
+
+def _foreign_problem(cls: type[SourceKeys], foreign: list[str]) -> str:
+    takers = [name for name, other in SOURCE_KEYS.items() if foreign[0] in source_keys(other)]
+    of = f" (a key of source={'|'.join(takers)})" if takers else ""
+    return (
+        f"source={cls.source} does not take {foreign[0]}={of}; its keys are "
+        + ", ".join(f"{k}=" for k in source_keys(cls))
+        + "."
+    )
+
+
+# -- the command's keys: the common ones and every source's, each declared in the sources' classes --------------
+
+
+def _merged(name: str, owners: list[tuple[str, dataclasses.Field]]) -> dataclasses.Field:
+    """One key of the command from the sources' fields of that name: shown with the sources that take it;
+    its default theirs where they agree, else null ("the source's own")."""
+    docs: dict[str, list[str]] = {}
+    for source, f in owners:
+        docs.setdefault(f.metadata["doc"], []).append(source)
+    doc = "; ".join(f"source={'|'.join(sources)}: {d}" for d, sources in docs.items())
+    found = {repr(default_of(f)) for _, f in owners}
+    default = default_of(owners[0][1]) if len(found) == 1 and default_of(owners[0][1]) != MISSING else None
+    if default is None and len(found) > 1 and MISSING not in {default_of(f) for _, f in owners}:
+        doc += " (null: the source's own: " + ", ".join(f"{default_of(f)} for {s}" for s, f in owners) + ")"
+    rules = [f.metadata["rule"] for _, f in owners]
+    rule = rules[0] if len({r.type for r in rules}) == 1 else either(*rules)
+    rule = _optional(rule) if default is None else rule
+    return setting(default, doc, rule)
+
+
+def _optional(rule: Rule) -> Rule:
+    """`rule`, with null allowed (a key another source does without)."""
+    return Rule(lambda v: None if v is None else rule.check(v), rule.want, rule.type)
+
+
+def _source_fields() -> list[tuple[str, Any, dataclasses.Field]]:
+    owners: dict[str, list[tuple[str, dataclasses.Field]]] = {}
+    types: dict[str, Any] = {}
+    for source, cls in SOURCE_KEYS.items():
+        for f in settings_of(cls):
+            owners.setdefault(f.name, []).append((source, f))
+            types.setdefault(f.name, f.type)
+    return [(name, "Any", _merged(name, fields)) for name, fields in owners.items()]
+
+
+def _source_rules() -> tuple[KeyRule, ...]:
+    """Per source: each required key, its own rules, and no key of another source."""
+    rules: list[KeyRule] = []
+    for name, cls in SOURCE_KEYS.items():
+        for f in settings_of(cls):
+            if default_of(f) == MISSING:
+                rules.append(needs("source", f.name, value=name, fix=f.metadata["fix"]))
+        rules.extend(cls.rules)
+        rules.append(_own_keys_rule(cls))
+    return tuple(rules)
+
+
+def _own_keys_rule(cls: type[SourceKeys]) -> KeyRule:
+    return KeyRule(
+        lambda v: v.get("source") == cls.source and bool(_foreign(cls, v)),
+        f"source={cls.source} does not take a key given.",
+        "leave out the keys of other sources.",
+        f"source={cls.source} takes only its own keys",
+        explain=lambda v: _foreign_problem(cls, _foreign(cls, v)),
+    )
+
+
+@dataclass(frozen=True)
+class ImportCommand(Command):
+    """role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR   (or url=URL project=ID, no export=)
+    role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
+    role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
+    role-rubric import source=otel files=EXPORT.jsonl|DIR|GLOB out=DIR
+    role-rubric import source=mlflow tracking_uri=URL experiment=NAME out=DIR
+    role-rubric import source=phoenix url=URL project=NAME out=DIR
+    Conversations come from a chatbot's traces (OTLP JSON exports, an MLflow or a Phoenix server), reviewers'
+    labels with them (MLflow HUMAN feedback, Phoenix HUMAN annotations): docs/how-to/traces.md.
+    Labels come back from Label Studio (its JSON export, or pulled through its API) or from a filled labelling
+    sheet; every answer is checked against data=DIR's rubric.yaml and each labelled turn against its
+    conversations.jsonl. out=DIR gets the dataset (rubric.yaml, conversations.jsonl, llm.csv copied) with
+    labels.csv = data's labels plus the imported ones, ready for `role-rubric train data=OUT` (docs/reference/files.md),
+    and the sampling plan the labelled conversations were drawn with (sample_plan.csv), for `role-rubric estimate`.
+    Each source takes its own keys (below, with the sources that take them); another source's key is refused."""
+
+    name = "import"
+    summary = "conversations from traces (OTLP, MLflow, Phoenix), labels from reviewers -> a native dataset dir"
+    source: str = setting(
+        "llm-rubric",
+        "otel | mlflow | phoenix (a chatbot's traces) | label-studio | sheet | llm-rubric (the LLM-Rubric "
+        "paper's TSV files)",
+        choice(*SOURCE_KEYS),
+    )
+    out: Path = required("native dataset dir to write")
+    progress: bool = PROGRESS()
+
+
+def import_fields() -> tuple[dataclasses.Field, ...]:
+    """Every key of the command (`Import`'s fields)."""
+    return dataclasses.fields(Import)
+
+
+if TYPE_CHECKING:
+    Import = ImportCommand
+else:
+    Import = dataclasses.make_dataclass(
+        "Import",
+        _source_fields(),
+        bases=(ImportCommand,),
+        frozen=True,
+        namespace={"rules": _source_rules(), "__doc__": ImportCommand.__doc__, "__module__": __name__},
+    )
+    """The command's schema: the common keys, then every source's (typed as the sources declare them, read
+    through `source_settings`)."""
