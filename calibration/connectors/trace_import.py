@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +65,7 @@ def import_traces(
 ) -> dict[str, int]:
     """Import the spans the reader `open_reader(selection)` gives into out=; the counts. The rubric, the label
     map and the roles file are read first: a bad file is one line before the server is asked anything."""
-    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map, unmapped_notice
+    from calibration.labelling.annotations import COLUMNS, annotation_labels, read_label_map
     from rubric.conversations import conversations_from_records
     from rubric.files import atomic_write_text, ensure_out_dir
     from rubric.traces.assemble import assemble
@@ -199,7 +199,7 @@ def _rubric(rubric_file: Path | None) -> tuple[Rubric, str]:
         return load_rubric(rubric_file), read_text_file(rubric_file)
     import yaml
 
-    text = resources.files("conf").joinpath("rubric", "role_adherence.yaml").read_text(encoding="utf-8")
+    text = resources.files("conf").joinpath("rubric").joinpath("role_adherence.yaml").read_text(encoding="utf-8")
     return rubric_from_dict(yaml.safe_load(text), source="conf/rubric/role_adherence.yaml"), text
 
 
@@ -213,7 +213,7 @@ def _selection_record(selection: TraceSelection) -> dict[str, Any]:
     return out
 
 
-def _csv(columns: tuple[str, ...], rows: list[tuple[str, ...]]) -> str:
+def _csv(columns: tuple[str, ...], rows: Sequence[tuple[str, ...]]) -> str:
     import csv
     import io
 

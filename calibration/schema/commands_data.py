@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calibration.schema.base import Command, KeyRule, block, config_group, given, needs
+from calibration.schema.base import Command, KeyRule, block, config_group, given
 from calibration.schema.keys import (
     GRANULARITY,
     LABEL_STUDIO_TIMEOUT,
@@ -22,7 +22,6 @@ from rubric.config_types import (
     anything,
     boolean,
     choice,
-    either,
     http_url,
     integer,
     number,

@@ -30,7 +30,7 @@ from rubric.ids import clean_id
 from rubric.traces.conversation import KeptCall, conversation_record, index_turns
 from rubric.traces.llm_call import LlmCall
 from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, read_call, surely_a_call
-from rubric.traces.selection import iso_time, parse_time, select_conversations
+from rubric.traces.selection import iso_time, select_conversations
 from rubric.traces.spans import EVENTS_ONLY, Span
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
@@ -183,6 +183,8 @@ class _Reader:
 
     def _value(self, span: Span, keys: Iterable[str | None]) -> str | None:
         for key in keys:
+            if key is None:
+                continue
             value = span.attributes.get(key)
             if value is None:
                 value = span.resource.get(key)
@@ -220,33 +222,34 @@ class _Reader:
             )
         if empty:
             first, call = empty[0]
+            assert call is not None, "a span surely_a_call reads as a call"
             raise InputError(
                 f"{len(empty):,} LLM call spans hold no message content (first: span {first.span_id} at "
                 f"{first.where or description}).",
                 fix=f"turn content capture on: {CAPTURE_SETTING[call.convention]}; then export again.",
             )
-        calls = list(self.calls.values())
-        for call in calls:
-            if call.key is None:
-                call.key = self.trace_key.get(call.trace_id)
-            if call.role is None and self.selection.role_from:
-                call.role = self.trace_role.get(call.trace_id)
-        join_response_chains(calls)
-        keyed = [c for c in calls if c.key is not None]
+        kept = list(self.calls.values())
+        for one in kept:
+            if one.key is None:
+                one.key = self.trace_key.get(one.trace_id)
+            if one.role is None and self.selection.role_from:
+                one.role = self.trace_role.get(one.trace_id)
+        join_response_chains(kept)
+        keyed = [c for c in kept if c.key is not None]
         if not keyed:
             raise InputError(
                 f"no LLM call in {description} names its conversation ({', '.join(self.keys)} not set on them or "
                 "their traces).",
                 fix=self._key_fix(),
             )
-        if len(keyed) < len(calls):
-            self.skipped["LLM calls without a conversation id"] += len(calls) - len(keyed)
+        if len(keyed) < len(kept):
+            self.skipped["LLM calls without a conversation id"] += len(kept) - len(keyed)
         return keyed
 
-    def _with_log_events(self) -> list[tuple[Span, LlmCall]]:
+    def _with_log_events(self) -> list[tuple[Span, LlmCall | None]]:
         """The calls that had no content, read again with the log records of their span (older GenAI
         instrumentations log messages apart from the span); those still without any, for the error."""
-        still = []
+        still: list[tuple[Span, LlmCall | None]] = []
         for span_id, span in self.empty.items():
             events = self.log_events.pop(span_id, None)
             call = read_call(dataclasses.replace(span, events=span.events + tuple(events))) if events else None

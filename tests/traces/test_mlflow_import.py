@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
+from calibration.connectors.mlflow.source import MlflowSource
 from rubric.errors import InputError
 from rubric.servers.fake import FakeOpenAI
 from rubric.traces.assemble import TraceSelection, assemble
-from calibration.connectors.mlflow.source import MlflowSource
 from rubric.traces.spans import Annotation, Span
 from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, mlflow_server, stop
 
@@ -68,7 +68,9 @@ def imported(server: MlflowServer, experiment: str) -> Imported:
             spans[span.span_id] = span
             yield span
 
-    result = assemble(kept(), TraceSelection(), source=source.source, description=source.description)
+    result = assemble(
+        kept(), TraceSelection(), source={"kind": "mlflow", **source.record}, description=source.description
+    )
     for record in result.records:
         assert record["source"] == {
             "kind": "mlflow",

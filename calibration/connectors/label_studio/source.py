@@ -60,7 +60,9 @@ class LabelStudioLabels:
         if keys.export is not None:  # export= or url= with project=, not both: the settings' rules
             tasks = read_export(str(keys.export))
             return label_studio_labels(tasks, rubric, conversations, path=keys.export, users=None, judge_map=judge_map)
-        assert keys.url is not None and keys.project is not None, "source=label-studio needs export=, or url= and project="
+        assert keys.url is not None and keys.project is not None, (
+            "source=label-studio needs export=, or url= and project="
+        )
         client = LabelStudio(keys.url, api_token(keys.token_env), timeout=keys.timeout)
         where = f"project {keys.project} at {keys.url.rstrip('/')}"
         tasks, users = check_export(client.export(keys.project), where), client.users()

@@ -12,9 +12,9 @@ trace becomes spans, its session a conversation and its HUMAN feedback annotatio
 
 Credentials are MLflow's: MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD
 (or token_env= naming another variable holding the token); never shown: every message is masked, the
-tracking URI's password too. MLflow's client takes its credentials, timeout and retries from the environment
-only; the one case that sets a variable is token_env= naming another variable than MLflow's own
-(`_token_for_mlflow`), for the import's requests, put back after.
+tracking URI's password too. MLflow's client takes its timeout, retries and token from the environment only,
+and resolves uploaded spans against the global tracking URI: `_client_settings` and `_artifacts_of` set them
+for the import's requests only and put them back (why, in their docstrings); nothing else touches the process.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ import base64
 import contextlib
 import difflib
 import logging
+import math
 import os
 import time
 import urllib.parse
@@ -160,7 +161,7 @@ class MlflowSource:
         from mlflow.exceptions import MlflowException
 
         try:
-            with _token_for_mlflow(self._token):
+            with _client_settings(self._token, self.timeout), _artifacts_of(self.tracking_uri):
                 return client.search_traces(
                     locations=[self.experiment_id],
                     max_results=self.page_size,
@@ -169,7 +170,7 @@ class MlflowSource:
                 )
         except MlflowException as exc:
             raise InputError(
-                f"reading the traces of {self.description} failed ({self._mask(_reason(exc, self.timeout))}).",
+                f"reading the traces of {self.description} failed ({self._mask(_reason(_cause(exc), self.timeout))}).",
                 fix="check that the server is up and the credentials are allowed to read the experiment "
                 "(MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD).",
             ) from None
@@ -280,6 +281,18 @@ def _reason(text: str, waited: float) -> str:
     return text[:200]
 
 
+def _cause(exc: BaseException) -> str:
+    """The first line of the innermost error under MLflow's wrapping (the network's own words)."""
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and (cause.__cause__ or cause.__context__) is not None:
+        inner = cause.__cause__ or cause.__context__
+        if inner is cause:
+            break
+        cause = inner
+    text = str(cause or exc).strip()
+    return (text.splitlines() or [type(cause or exc).__name__])[0].rstrip(".")
+
+
 def _without_user(uri: str) -> str:
     """The URI without user and password (they travel in the authorization header)."""
     parts = urllib.parse.urlsplit(uri)
@@ -327,19 +340,40 @@ def _require_mlflow() -> None:
 
 
 @contextlib.contextmanager
-def _token_for_mlflow(token: str | None) -> Iterator[None]:
-    """MLflow's client reads a bearer token from MLFLOW_TRACKING_TOKEN only (no public argument takes one): a
-    token from another variable (token_env=) is put there for the block, and the variable put back after. This is
-    the one change to the process's environment, and only for token_env= naming another variable."""
-    if not token or os.environ.get(TOKEN_ENV) == token:
-        yield
-        return
-    saved = os.environ.get(TOKEN_ENV)
-    os.environ[TOKEN_ENV] = token
+def _client_settings(token: str | None, timeout: float) -> Iterator[None]:
+    """MLflow's client takes its request timeout, its retries and a bearer token from environment variables only
+    (MLFLOW_HTTP_REQUEST_TIMEOUT, MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_TRACKING_TOKEN: no argument of the public
+    `MlflowClient` takes them), read at each request. Its defaults (7 retries, waits doubling to two minutes) would
+    hold an import for minutes on a server that went away, so these are set for our requests only and put back
+    after: the one place the import touches process state (with `_artifacts_of`). The token is set only when
+    token_env= names another variable than MLflow's own."""
+    wanted = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, math.ceil(timeout))), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3"}
+    if token:
+        wanted[TOKEN_ENV] = token
+    saved = {k: os.environ.get(k) for k in wanted}
+    os.environ.update(wanted)
     try:
         yield
     finally:
-        if saved is None:
-            os.environ.pop(TOKEN_ENV, None)
-        else:
-            os.environ[TOKEN_ENV] = saved
+        for key, value in saved.items():
+            if value is None:
+                os.environ.pop(key, None)
+            else:
+                os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _artifacts_of(tracking_uri: str) -> Iterator[None]:
+    """MLflow's tracing client downloads the spans a client uploaded as a trace's artifact (when the server
+    refused them over OTLP) from an mlflow-artifacts: location, which it resolves against the global tracking
+    URI, not the client's own (mlflow 3: `get_artifact_repository(uri)` in mlflow/tracing/client.py): so the
+    global URI is set, through MLflow's public `set_tracking_uri`, for our requests only, and put back after
+    (None: unset, as it was)."""
+    import mlflow
+
+    before = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(before)  # type: ignore[arg-type]  # None unsets it (MLflow's own way back)
