@@ -123,7 +123,8 @@ def _merged(name: str, owners: list[tuple[str, dataclasses.Field]]) -> dataclass
 
 def _optional(rule: Rule) -> Rule:
     """`rule`, with null allowed (a key another source does without)."""
-    return Rule(lambda v: None if v is None else rule.check(v), rule.want, rule.type)
+    shown = rule.type if "null" in rule.type else f"{rule.type} | null"
+    return Rule(lambda v: None if v is None else rule.check(v), rule.want, shown)
 
 
 def _source_fields() -> list[tuple[str, Any, dataclasses.Field]]:
@@ -140,9 +141,13 @@ def _source_rules() -> tuple[KeyRule, ...]:
     """Per source: each required key, its own rules, and no key of another source."""
     rules: list[KeyRule] = []
     for name, cls in SOURCE_KEYS.items():
+        wanted: list[str] = []
         for f in settings_of(cls):
             if default_of(f) == MISSING:
-                rules.append(needs("source", f.name, value=name, fix=f.metadata["fix"]))
+                wanted.append(f.name)
+                if not f.metadata.get("with_next"):
+                    rules.append(needs("source", *wanted, value=name, fix=f.metadata["fix"]))
+                    wanted = []
         rules.extend(cls.rules)
         rules.append(_own_keys_rule(cls))
     return tuple(rules)

@@ -32,9 +32,10 @@ __all__ = [
 TRACES = "docs/how-to/traces.md"
 
 
-def _needed(doc: str, rule: Rule, fix: str) -> Any:
-    """A key the source cannot do without; `fix`: what to pass, said when it is missing."""
-    return required(doc, rule, fix=fix)
+def _needed(doc: str, rule: Rule, fix: str, *, with_next: bool = False) -> Any:
+    """A key the source cannot do without; `fix`: what to pass, said when it is missing. with_next: one rule
+    with the next required key ("needs evaluations= and judgments=")."""
+    return required(doc, rule, fix=fix, with_next=with_next)
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,7 @@ class LlmRubricKeys(SourceKeys):
         "llm_evaluations.tsv (the LLM's answer distributions)",
         path(),
         "pass evaluations=PATH and judgments=PATH (labels from reviewers: source=label-studio or source=sheet).",
+        with_next=True,
     )
     judgments: Path = _needed(
         "human_judgments.tsv (the human judges' answers)",
@@ -101,9 +103,7 @@ class LabelStudioKeys(SourceKeys):
     url: str | None = setting(
         None, "pull the export from this Label Studio server instead, e.g. http://localhost:8080", http_url()
     )
-    project: int | None = setting(
-        None, "with url=: the project's id (the number in its address)", integer(1, optional=True)
-    )
+    project: int | None = setting(None, "with url=: the project's id (the number in its address)", integer(1))
     token_env: str = setting(
         "LABEL_STUDIO_API_KEY", "with url=: environment variable holding the API token (never written)", env_name()
     )
