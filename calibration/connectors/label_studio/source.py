@@ -51,7 +51,7 @@ class LabelStudioLabels:
             read_judge_map,
             with_emails,
         )
-        from calibration.labelling.export_shape import check_export
+        from calibration.connectors.label_studio.export_shape import check_export
         from calibration.labelling.items import dataset_conversations
 
         keys = self.keys
