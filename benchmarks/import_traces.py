@@ -227,15 +227,13 @@ def run_import(export: Path, out: Path) -> dict:
     """`role-rubric import source=otel files=EXPORT out=OUT` in a child process: its wall time (the modules
     imported first, as the command line has them) and peak RSS (the modules included)."""
     code = (
-        "import resource, sys, time, types\n"
-        "from calibration.commands.import_traces import run\n"
+        "import resource, sys, time\n"
+        "from pathlib import Path\n"
+        "from calibration.connectors.otel.source import OtelTraces\n"
+        "from calibration.schema.commands_import import OtelKeys\n"
         "import rubric.traces.assemble, rubric.traces.otlp, rubric.conversations, rubric.files\n"
         "t, cpu = time.perf_counter(), time.process_time()\n"
-        "keys = ('conversation_key role role_from since until service sample rubric_file label_map '\n"
-        "        'tracking_uri experiment url project').split()\n"
-        "cfg = types.SimpleNamespace(source='otel', files=sys.argv[1], out=sys.argv[2], seed=0, progress=False,\n"
-        "                            **{k: None for k in keys})\n"
-        "counts = run(cfg)\n"
+        "counts = OtelTraces(OtelKeys(files=sys.argv[1])).import_into(Path(sys.argv[2]), progress=False)\n"
         "print(time.perf_counter() - t, time.process_time() - cpu, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)\n"
     )
     done = subprocess.run(

@@ -61,10 +61,13 @@ LAYERS = {
     "calibration.report": 9,
     "calibration.judges": 9.5,  # compare-judges: several judges calibrated on the same folds, over compare and report
     "calibration.publish": 9.5,  # results to MLflow / Phoenix / OTel: reads the release's table and gate
-    "calibration.connectors": 9.6,  # one folder per backend (its publish targets, ...): over publish and labelling
-    "calibration.connectors.mlflow": 9.6,  # MLflow's publish target (feedback, runs)
-    "calibration.connectors.otel": 9.6,  # OpenTelemetry's publish target (gen_ai.evaluation.result events)
-    "calibration.connectors.phoenix": 9.6,  # Phoenix's publish target (span and session annotations)
+    # one folder per backend a chatbot lives in (its import, publish and scorer code) and the registries of
+    # `import` sources and `publish` targets: over data, labelling, release and publish, below the commands
+    "calibration.connectors": 9.7,
+    "calibration.connectors.mlflow": 9.7,
+    "calibration.connectors.phoenix": 9.7,
+    "calibration.connectors.otel": 9.7,
+    "calibration.connectors.label_studio": 9.7,
     "calibration": 10,  # the entry points: api, score, suggest, demo and the package's (lazy) re-exports
     "calibration.monitor": 10,  # `monitor`: over release, report's page and the package's re-exports
     "calibration.integrations": 11,  # deepeval's metric and MLflow's scorer: over the api
@@ -189,6 +192,9 @@ def unplaced(names: list[str]) -> list[str]:
 def test_every_package_has_its_own_layer():
     found = packages()
     assert {"rubric.traces", "calibration.publish", "calibration.monitor", "calibration.integrations"} <= set(found)
+    assert {"calibration.connectors", "calibration.connectors.mlflow", "calibration.connectors.label_studio"} <= set(
+        found
+    )
     missing = unplaced(found)
     assert not missing, f"give these packages a layer in LAYERS (tests/test_layout.py): {missing}"
 

@@ -27,9 +27,9 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 def run(cfg: Schema) -> dict[str, int]:
     """CLI: `role-rubric label-studio data=DIR (out=DIR | url=URL [project=ID]) [select=FILE] [predictions=FILE]`:
     the counts. Imports inside, so that `role-rubric --help` loads no stage."""
+    from calibration.connectors.label_studio.api import api_token
+    from calibration.connectors.label_studio.tasks import label_config, make_tasks, read_predictions
     from calibration.labelling.items import dataset_conversations, every_turn, llm_items, read_selection
-    from calibration.labelling.label_studio import label_config, make_tasks, read_predictions
-    from calibration.labelling.label_studio_api import api_token
     from rubric.schema import load_rubric
 
     token = api_token(cfg.token_env) if cfg.url else ""  # before any work: the likeliest mistake
@@ -118,8 +118,8 @@ def _write_files(out: Path, tasks: list[dict], config: str, plan: Path | None) -
 def _push(cfg: Schema, token: str, tasks: list[dict], config: str) -> dict[str, int]:
     """The tasks into a new project (no project=) or an existing one that asks the same questions, skipping
     the turns it holds already: the project and the counts."""
-    from calibration.labelling.label_studio import check_same_questions
-    from calibration.labelling.label_studio_api import LabelStudio
+    from calibration.connectors.label_studio.api import LabelStudio
+    from calibration.connectors.label_studio.tasks import check_same_questions
 
     assert cfg.url is not None  # run pushes only with url=
     client = LabelStudio(cfg.url, token, timeout=cfg.timeout)

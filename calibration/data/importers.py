@@ -1,5 +1,5 @@
 """Foreign formats -> native dataset directories: `role-rubric import source=llm-rubric ...`
-(calibration/commands/import_.py) calls `import_llm_rubric`.
+(calibration/connectors/file_sources.py, `import source=llm-rubric`) calls `import_llm_rubric`.
 
 LLM-Rubric (Hashemi et al., 2024) files: `llm_evaluations.tsv` (one row per dialogue x question with
 answer1_prob..answer4_prob) and `human_judgments.tsv` (one row per dialogue x annotator, wide, 0 = not

@@ -66,6 +66,8 @@ class KeyRule:
     fix: str
     doc: str
     """The rule as --help states it."""
+    explain: Callable[[Mapping[str, Any]], str] | None = None
+    """The problem said from the values, where naming what broke it helps (a key of another source)."""
 
 
 def needs(key: str, *others: str, value: Any = None, fix: str, doc: str = "") -> KeyRule:

@@ -1,5 +1,6 @@
-"""The schemas of the commands that make and label datasets: gather, import, label-studio, compare and serve-fake-judge
-(the `judge` group is rubric/judge_settings.py `JudgeConfig`; `rubric` and `scorer` are data, in conf/)."""
+"""The schemas of the commands that make and label datasets: gather, label-studio, compare and serve-fake-judge
+(the `judge` group is rubric/judge_settings.py `JudgeConfig`; `rubric` and `scorer` are data, in conf/);
+import's is commands_import.py."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from calibration.schema.base import Command, KeyRule, block, config_group, given, needs
+from calibration.schema.base import Command, KeyRule, block, config_group, given
 from calibration.schema.keys import (
     GRANULARITY,
     LABEL_STUDIO_TIMEOUT,
@@ -21,7 +22,6 @@ from rubric.config_types import (
     anything,
     boolean,
     choice,
-    either,
     http_url,
     integer,
     number,
@@ -118,170 +118,6 @@ class Gather(Command):
     judge: JudgeConfig = config_group("judge")
     rubric: dict[str, Any] | None = config_group("rubric")
     scorer: dict[str, Any] | None = config_group("scorer")
-
-
-@dataclass(frozen=True)
-class Import(Command):
-    """role-rubric import source=label-studio data=DIR export=EXPORT.json out=DIR   (or url=URL project=ID, no export=)
-    role-rubric import source=sheet data=DIR sheet=FILLED.csv out=DIR
-    role-rubric import source=llm-rubric evaluations=TSV judgments=TSV out=DIR
-    role-rubric import source=otel files=EXPORT.jsonl|DIR|GLOB out=DIR
-    role-rubric import source=mlflow tracking_uri=URL experiment=NAME out=DIR
-    role-rubric import source=phoenix url=URL project=NAME out=DIR
-    Conversations come from a chatbot's traces (OTLP JSON exports, an MLflow or a Phoenix server), reviewers'
-    labels with them (MLflow HUMAN feedback, Phoenix HUMAN annotations): docs/how-to/traces.md.
-    Labels come back from Label Studio (its JSON export, or pulled through its API) or from a filled labelling
-    sheet; every answer is checked against data=DIR's rubric.yaml and each labelled turn against its
-    conversations.jsonl. out=DIR gets the dataset (rubric.yaml, conversations.jsonl, llm.csv copied) with
-    labels.csv = data's labels plus the imported ones, ready for `role-rubric train data=OUT` (docs/reference/files.md),
-    and the sampling plan the labelled conversations were drawn with (sample_plan.csv), for `role-rubric estimate`."""
-
-    name = "import"
-    summary = "conversations from traces (OTLP, MLflow, Phoenix), labels from reviewers -> a native dataset dir"
-    rules = (
-        needs(
-            "source",
-            "evaluations",
-            "judgments",
-            value="llm-rubric",
-            fix="pass evaluations=PATH and judgments=PATH (labels from reviewers: source=label-studio or source=sheet).",
-        ),
-        needs(
-            "source",
-            "files",
-            value="otel",
-            fix="pass files= (an OTLP JSON export, a folder or a glob); see docs/how-to/traces.md.",
-        ),
-        needs(
-            "source",
-            "tracking_uri",
-            value="mlflow",
-            fix="pass tracking_uri= and experiment=; see docs/how-to/traces.md.",
-        ),
-        needs(
-            "source", "experiment", value="mlflow", fix="pass tracking_uri= and experiment=; see docs/how-to/traces.md."
-        ),
-        needs("source", "url", value="phoenix", fix="pass url= and project=; see docs/how-to/traces.md."),
-        needs("source", "project", value="phoenix", fix="pass url= and project=; see docs/how-to/traces.md."),
-        needs("source", "data", value="label-studio", fix="pass data=DIR, the folder the tasks were made from."),
-        needs("source", "data", value="sheet", fix="pass data=DIR, the folder the sheet was made from."),
-        needs("source", "sheet", value="sheet", fix="pass sheet=FILLED.csv (the sheet with its answer column filled)."),
-        KeyRule(
-            lambda v: v.get("source") == "label-studio" and given(v, "export") and given(v, "url"),
-            "both export= and url= given.",
-            "pass export=FILE.json, or url= and project=, not both.",
-            "source=label-studio: export= and url= exclude each other",
-        ),
-        KeyRule(
-            lambda v: (
-                v.get("source") == "label-studio"
-                and not given(v, "export")
-                and not (given(v, "url") and v.get("project") is not None)
-            ),
-            "source=label-studio needs export=FILE.json, or url= and project=.",
-            "pass export= a JSON export of the project, or url=URL project=ID (the token in the variable token_env= names).",
-            "source=label-studio needs export=, or url= and project=",
-        ),
-    )
-    source: str = setting(
-        "llm-rubric",
-        "otel | mlflow | phoenix (a chatbot's traces) | label-studio | sheet | llm-rubric (the LLM-Rubric "
-        "paper's TSV files)",
-        choice("llm-rubric", "label-studio", "sheet", "otel", "mlflow", "phoenix"),
-    )
-    data: str | None = setting(
-        None, "source=label-studio|sheet: the dataset folder the tasks or the sheet were made from", path(optional=True)
-    )
-    export: str | None = setting(
-        None, "source=label-studio: the project's JSON export (Label Studio: Export -> JSON)", path(optional=True)
-    )
-    url: str | None = setting(
-        None,
-        "source=label-studio: pull the export from this server instead, e.g. http://localhost:8080; "
-        "source=phoenix: the Phoenix server, e.g. http://localhost:6006",
-        http_url(),
-    )
-    project: int | str | None = setting(
-        None,
-        "source=label-studio with url=: the project's id (the number in its address); source=phoenix: the "
-        "project's name",
-        either(integer(1), text(optional=True)),
-    )
-    token_env: str = LABEL_STUDIO_TOKEN_ENV()
-    timeout: float = LABEL_STUDIO_TIMEOUT()
-    judge_map: str | None = setting(
-        None,
-        "source=label-studio: CSV annotator,judge_id renaming reviewers (email or user id); null: judge_id = email",
-        path(optional=True),
-    )
-    sheet: str | None = setting(
-        None, "source=sheet: the filled sheet (rows with an answer are read, the rest skipped)", path(optional=True)
-    )
-    plan: str | None = setting(
-        None,
-        "source=sheet|label-studio: the sampling plan carried into out= for `estimate` (sample_plan.csv of "
-        "`suggest purpose=estimate`), checked against the labels; null: sample_plan.csv beside sheet= or export= "
-        "(label-studio select= writes it there) or in data=, where there is one; none: carry no plan",
-        path(optional=True),
-    )
-    evaluations: str | None = setting(
-        None, "source=llm-rubric: llm_evaluations.tsv (the LLM's answer distributions)", path(optional=True)
-    )
-    judgments: str | None = setting(
-        None, "source=llm-rubric: human_judgments.tsv (the human judges' answers)", path(optional=True)
-    )
-    files: str | None = setting(
-        None,
-        "source=otel: OTLP JSON traces as an OpenTelemetry Collector's file exporter writes them (a file, "
-        "a folder of them, or a glob)",
-        path(optional=True),
-    )
-    tracking_uri: str | None = setting(
-        None, "source=mlflow: the tracking server, e.g. http://localhost:5000", http_url()
-    )
-    experiment: str | None = setting(None, "source=mlflow: the experiment's name", text(optional=True))
-    conversation_key: str | None = setting(
-        None,
-        "the span or resource attribute that names a conversation; null: the conventions' own "
-        "(gen_ai.conversation.id, session.id, MLflow's mlflow.trace.session)",
-        text(optional=True),
-    )
-    role: str | None = setting(
-        None, "the chatbot's role for every conversation; null: its system message or instructions", text(optional=True)
-    )
-    role_from: str | None = setting(
-        None,
-        "a span or resource attribute holding the chatbot's role (instead of the system message)",
-        text(optional=True),
-    )
-    roles: str | None = setting(
-        None, "CSV text,role: a short name per role whose prompt is or holds `text` (kept as role)", path(optional=True)
-    )
-    since: str | None = setting(
-        None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
-    )
-    until: str | None = setting(
-        None, "only conversations that started before this time (ISO 8601)", text(optional=True)
-    )
-    service: str | None = setting(None, "only spans of this service.name", text(optional=True))
-    sample: int | None = setting(
-        None, "a random sample of this many conversations (seeded by seed=)", integer(1, optional=True)
-    )
-    seed: int = setting(0, "seeds sample=", integer(0, 2**32 - 1))
-    rubric_file: str | None = setting(
-        None,
-        "source=otel|mlflow|phoenix: the rubric.yaml written into out= (reviewers' labels are checked against "
-        "it); null: the packaged role-adherence rubric",
-        path(optional=True),
-    )
-    label_map: str | None = setting(
-        None,
-        "source=mlflow|phoenix: CSV name,question_id mapping feedback or annotation names to rubric questions; "
-        "null: names equal to a question id (or role_rubric/QUESTION) are labels",
-        path(optional=True),
-    )
-    progress: bool = PROGRESS()
-    out: str = required("native dataset dir to write")
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,8 @@ from typing import Any, cast
 
 from calibration.model.settings import NETWORK_KEYS, Settings
 from calibration.schema.base import Command
-from calibration.schema.commands_data import Compare, Gather, Import, LabelStudio, ServeFakeJudge
+from calibration.schema.commands_data import Compare, Gather, LabelStudio, ServeFakeJudge
+from calibration.schema.commands_import import Import
 from calibration.schema.commands_judges import CompareJudges
 from calibration.schema.commands_monitor import Monitor
 from calibration.schema.commands_publish import Publish
@@ -165,7 +166,7 @@ def check_rules(cls: type[Command], values: Mapping[str, Any]) -> None:
     """Raise RuleBroken (one line) on the first of the schema's rules between keys that `values` break."""
     for rule in cls.rules:
         if rule.broken(values):
-            raise RuleBroken(rule.problem, fix=rule.fix)
+            raise RuleBroken(rule.explain(values) if rule.explain else rule.problem, fix=rule.fix)
 
 
 def _check_block(cls: type, values: Mapping[str, Any], prefix: str) -> None:

@@ -30,7 +30,7 @@ from rubric.ids import clean_id
 from rubric.traces.conversation import KeptCall, conversation_record, index_turns
 from rubric.traces.llm_call import LlmCall
 from rubric.traces.messages import CALL_MARKERS, CAPTURE_SETTING, read_call, surely_a_call
-from rubric.traces.selection import iso_time, parse_time, select_conversations
+from rubric.traces.selection import iso_time, select_conversations
 from rubric.traces.spans import EVENTS_ONLY, Span
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
@@ -74,32 +74,6 @@ class TraceSelection:
         """The span attributes an import reads (OtlpFiles(only=) decodes no others' spans)."""
         keys = {self.conversation_key} if self.conversation_key else set(CONVERSATION_KEYS)
         return frozenset(CALL_MARKERS | keys | ({self.role_from} if self.role_from else set()))
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> TraceSelection:
-        """The selection an `import` asks for, from the command's typed object (its attributes read one by one)."""
-
-        def value(name: str) -> Any:
-            got = getattr(cfg, name, None)
-            return None if got in (None, "", "???") else got
-
-        since, until = parse_time(value("since"), "since"), parse_time(value("until"), "until")
-        if since is not None and until is not None and since >= until:
-            raise InputError(
-                f"since={value('since')} is not before until={value('until')}: no conversation can start in "
-                "[since, until).",
-                fix="swap them, or widen the window (since= is the first moment kept, until= the first left out).",
-            )
-        return cls(
-            conversation_key=value("conversation_key"),
-            role=value("role"),
-            role_from=value("role_from"),
-            since=since,
-            until=until,
-            service=value("service"),
-            sample=int(value("sample")) if value("sample") is not None else None,
-            seed=int(value("seed") or 0),
-        )
 
 
 @dataclass
@@ -209,6 +183,8 @@ class _Reader:
 
     def _value(self, span: Span, keys: Iterable[str | None]) -> str | None:
         for key in keys:
+            if key is None:
+                continue
             value = span.attributes.get(key)
             if value is None:
                 value = span.resource.get(key)
@@ -246,33 +222,34 @@ class _Reader:
             )
         if empty:
             first, call = empty[0]
+            assert call is not None, "a span surely_a_call reads as a call"
             raise InputError(
                 f"{len(empty):,} LLM call spans hold no message content (first: span {first.span_id} at "
                 f"{first.where or description}).",
                 fix=f"turn content capture on: {CAPTURE_SETTING[call.convention]}; then export again.",
             )
-        calls = list(self.calls.values())
-        for call in calls:
-            if call.key is None:
-                call.key = self.trace_key.get(call.trace_id)
-            if call.role is None and self.selection.role_from:
-                call.role = self.trace_role.get(call.trace_id)
-        join_response_chains(calls)
-        keyed = [c for c in calls if c.key is not None]
+        kept = list(self.calls.values())
+        for one in kept:
+            if one.key is None:
+                one.key = self.trace_key.get(one.trace_id)
+            if one.role is None and self.selection.role_from:
+                one.role = self.trace_role.get(one.trace_id)
+        join_response_chains(kept)
+        keyed = [c for c in kept if c.key is not None]
         if not keyed:
             raise InputError(
                 f"no LLM call in {description} names its conversation ({', '.join(self.keys)} not set on them or "
                 "their traces).",
                 fix=self._key_fix(),
             )
-        if len(keyed) < len(calls):
-            self.skipped["LLM calls without a conversation id"] += len(calls) - len(keyed)
+        if len(keyed) < len(kept):
+            self.skipped["LLM calls without a conversation id"] += len(kept) - len(keyed)
         return keyed
 
-    def _with_log_events(self) -> list[tuple[Span, LlmCall]]:
+    def _with_log_events(self) -> list[tuple[Span, LlmCall | None]]:
         """The calls that had no content, read again with the log records of their span (older GenAI
         instrumentations log messages apart from the span); those still without any, for the error."""
-        still = []
+        still: list[tuple[Span, LlmCall | None]] = []
         for span_id, span in self.empty.items():
             events = self.log_events.pop(span_id, None)
             call = read_call(dataclasses.replace(span, events=span.events + tuple(events))) if events else None

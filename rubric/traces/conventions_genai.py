@@ -106,7 +106,7 @@ def read_genai_events(span: Span) -> LlmCall | None:
             found = True
             body = _event_body(event.attributes)
             if event.name == "gen_ai.choice":
-                message = body.get("message") if isinstance(body.get("message"), dict) else body
+                message: Mapping[str, Any] = body["message"] if isinstance(body.get("message"), dict) else body
                 calls = message.get("tool_calls") or body.get("tool_calls")
                 outputs.append(openai_message({**message, "role": "assistant", "tool_calls": calls}))
             else:

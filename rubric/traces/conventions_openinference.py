@@ -27,7 +27,12 @@ def read_openinference(span: Span) -> LlmCall | None:
         outputs = [flat_message(m, "assistant") for _, m in sorted(tree.get("output", {}).items())]
         call = with_system(None, inputs, outputs, "openinference")
         ids = _response_ids(attrs)
-        return call._replace(**ids) if ids else call
+        if not ids:
+            return call
+        return call._replace(
+            response_id=ids.get("response_id", call.response_id),
+            previous_response_id=ids.get("previous_response_id", call.previous_response_id),
+        )
     if attrs.get("openinference.span.kind") != "LLM":
         return None
     request = _json_value(attrs, "input.value", "input.mime_type")

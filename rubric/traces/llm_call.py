@@ -139,7 +139,7 @@ def openai_message(msg: Mapping[str, Any], default_role: str = "user") -> Messag
     calls = []
     for call in as_list(parse_json(msg.get("tool_calls"))):
         if isinstance(call, dict):
-            function = call.get("function") if isinstance(call.get("function"), dict) else call
+            function: dict[str, Any] = call["function"] if isinstance(call.get("function"), dict) else call
             calls.append(tool_call(call.get("id"), function.get("name"), function.get("arguments")))
     tool_id = str(msg.get("tool_call_id") or "") if role == "tool" else ""
     return Message(role, content_text(msg.get("content")), tuple(calls), tool_id)

@@ -1,5 +1,5 @@
 """One MLflow trace (as MLflow's client returns it: `trace.info`, `trace.data.spans`) -> `Span`s, and the
-reviewers' `Annotation`s on it. mlflow_source.py reads an experiment's traces with it; the MLflow scorers
+reviewers' `Annotation`s on it. calibration/connectors/mlflow/source.py reads an experiment's traces with it; the MLflow scorers
 (calibration/integrations/mlflow.py) read the traces they are given with it, so both rebuild a conversation
 alike.
 

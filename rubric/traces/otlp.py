@@ -33,7 +33,7 @@ from rubric.traces.otlp_framing import (
 )
 from rubric.traces.otlp_paths import otlp_paths
 from rubric.traces.otlp_values import any_value
-from rubric.traces.spans import EVENTS_ONLY, Span, SpanEvent, TraceSource
+from rubric.traces.spans import EVENTS_ONLY, Span, SpanEvent
 
 ZERO_IDS = frozenset({"0" * 32, "0" * 16, "A" * 22 + "==", "A" * 11 + "="})
 """OTLP's invalid ids, in hex and in base64 (checked before decoding: a set lookup per span)."""
@@ -41,7 +41,7 @@ READ_BUFFER = 1 << 22  # a collector's lines are hundreds of kilobytes: read the
 _key = itemgetter("key")
 
 
-class OtlpFiles(TraceSource):
+class OtlpFiles:
     """Spans of OTLP files: `files` is a file, a folder (every *.json, *.jsonl and *.pb in it, gzipped or not,
     sorted) or a glob pattern (its matches, sorted)."""
 

@@ -38,7 +38,7 @@ def open_export(path: Path, buffering: int) -> IO[bytes]:
     raw.seek(0)
     if magic != GZIP_MAGIC:
         return raw
-    return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), buffer_size=buffering)  # type: ignore[arg-type]
+    return io.BufferedReader(gzip.GzipFile(fileobj=raw, mode="rb"), buffer_size=buffering)
 
 
 def is_length_prefixed(first: bytes) -> bool:
@@ -94,8 +94,8 @@ def _message(body: bytes, path: Path, number: int) -> Any:
             row=number,
             fix="export without compression: (gzip the whole file instead if it must be small: .jsonl.gz is read).",
         )
-    from google.protobuf.json_format import MessageToDict
-    from google.protobuf.message import DecodeError
+    from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
+    from google.protobuf.message import DecodeError  # type: ignore[import-untyped]
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     request = ExportTraceServiceRequest()

@@ -1,7 +1,8 @@
 """The one shape every trace source is read into: a `Span` with its attributes decoded to plain Python values.
 
-OTLP JSON, MLflow's traces and Phoenix's spans differ in how they spell a span; the readers (otlp.py,
-mlflow_source.py, phoenix_source.py) turn each into a `Span`, so that reading messages (messages.py) and
+OTLP JSON, MLflow's traces and Phoenix's spans differ in how they spell a span; the readers (otlp.py here,
+calibration/connectors/mlflow/source.py, calibration/connectors/phoenix/source.py: each a `SpanReader` of
+calibration/connectors/sources.py) turn each into a `Span`, so that reading messages (messages.py) and
 rebuilding conversations (assemble.py) are written once.
 """
 
@@ -68,17 +69,3 @@ class Annotation:
     span_id: str | None
     session_id: str | None = None
     where: str = ""
-
-
-class TraceSource:
-    """What `import source=otel|mlflow|phoenix` reads: spans, and reviewers' annotations where the source keeps
-    them (an OTLP export keeps none). Readers stream: `spans()` yields as it reads, so memory stays flat."""
-
-    description: str
-    """Where the traces come from, for messages: "OTLP files runs/traces/*.jsonl", "MLflow at http://..."."""
-
-    def spans(self) -> Any:  # Iterator[Span]
-        raise NotImplementedError
-
-    def annotations(self) -> Any:  # Iterator[Annotation]
-        return iter(())

@@ -24,7 +24,7 @@ from typing import Any
 from rubric.errors import InputError
 from rubric.responses import mask_secrets
 
-__all__ = ["HttpRefused", "RestClient", "base_url", "on_this_machine", "opener_for"]
+__all__ = ["HttpRefused", "NotJson", "RestClient", "Unreachable", "base_url", "on_this_machine", "opener_for"]
 
 _RETRY_ANY_METHOD = frozenset({429, 503})
 _IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE"})
@@ -38,6 +38,18 @@ class HttpRefused(InputError):
         self.status = status
         self.detail = detail
         super().__init__(problem, fix=fix)
+
+
+class Unreachable(InputError):
+    """The server could not be reached (refused, timed out, unknown host); `reason`: why, masked, one line."""
+
+    def __init__(self, problem: str, *, reason: str, fix: str = ""):
+        self.reason = reason
+        super().__init__(problem, fix=fix)
+
+
+class NotJson(InputError):
+    """The server answered something that is not JSON (it is likely not the service named)."""
 
 
 def base_url(url: str, *, strip: Sequence[str] = ()) -> str:
@@ -152,8 +164,10 @@ class RestClient:
                 if not last and self._retryable(method, None, refused=isinstance(reason, ConnectionRefusedError)):
                     self._sleep(0.5 * 2**attempt)
                     continue
-                raise InputError(
-                    f"cannot reach {self.service} at {self.url} ({self.mask(str(reason))}).", fix=self.start_fix
+                raise Unreachable(
+                    f"cannot reach {self.service} at {self.url} ({self.mask(str(reason))}).",
+                    reason=self.mask(str(reason)),
+                    fix=self.start_fix,
                 ) from None
         return self._json(text, path, what)
 
@@ -175,7 +189,7 @@ class RestClient:
         try:
             return json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError):
-            raise InputError(
+            raise NotJson(
                 f"{self.url}{path.split('?')[0]} did not answer {what} as JSON; is it a {self.service} server?",
                 fix=f"set url= to {self.service}'s address.",
             ) from None

@@ -93,7 +93,7 @@ def test_gather_announces_the_target_of_its_rubric(tmp_path, capsys):
 
 
 def test_a_question_the_labelling_interface_reserves_names_the_rubric_file(tmp_path):
-    from calibration.labelling.label_studio import label_config
+    from calibration.connectors.label_studio.tasks import label_config
 
     data = make_native_dataset(tmp_path / "d", n_conversations=2)
     rubric = yaml.safe_load((data / "rubric.yaml").read_text())

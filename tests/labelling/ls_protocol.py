@@ -88,8 +88,8 @@ def serve(server: LabelStudioLike) -> LabelStudioLike:
 def annotated_tasks(labelling_dir) -> list[dict]:
     """An export as Label Studio writes it: two tasks (turns 0 and 1 of the first conversation), each
     answered by user 1 (a@x.org, named as a file saved by `import url=` names it) with scope=3."""
+    from calibration.connectors.label_studio.tasks import make_tasks
     from calibration.labelling.items import dataset_conversations
-    from calibration.labelling.label_studio import make_tasks
 
     conversations = dataset_conversations(labelling_dir)
     cid = next(iter(conversations))

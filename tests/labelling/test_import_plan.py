@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
+from calibration.connectors.label_studio.tasks import make_tasks
 from calibration.labelling.items import dataset_conversations
-from calibration.labelling.label_studio import make_tasks
 from calibration.release.plan import read_plan, release_fingerprint
 from rubric.files import file_sha256
 from tests.labelling.conftest import make_labelling_dataset

@@ -14,9 +14,9 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
+from calibration.connectors.label_studio.export import label_studio_labels
+from calibration.connectors.label_studio.tasks import label_config, make_tasks
 from calibration.labelling.items import dataset_conversations
-from calibration.labelling.label_studio import label_config, make_tasks
-from calibration.labelling.label_studio_export import label_studio_labels
 from rubric.errors import InputError
 from rubric.schema import load_rubric, rubric_from_dict
 

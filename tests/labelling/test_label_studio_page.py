@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
+from calibration.connectors.label_studio.api import LabelStudio
+from calibration.connectors.label_studio.tasks import label_config, make_tasks, option_hotkeys
 from calibration.labelling.items import conversation_messages
-from calibration.labelling.label_studio import label_config, make_tasks, option_hotkeys
-from calibration.labelling.label_studio_api import LabelStudio
 from rubric.conversations import conversations_from_records
 from rubric.schema import load_rubric
 from tests.labelling.cdp import CHROMIUM, chromium_page

@@ -11,7 +11,7 @@ import xml.etree.ElementTree as ET
 from html import escape
 from pathlib import Path
 
-from calibration.labelling.label_studio import label_config, option_hotkeys
+from calibration.connectors.label_studio.tasks import label_config, option_hotkeys
 from rubric.schema import load_rubric, rubric_from_dict
 from tests.labelling.test_label_studio_page import ten_message_task
 

@@ -26,10 +26,10 @@ from typing import Any
 
 import pytest
 
+from calibration.connectors.mlflow.source import MlflowSource
 from rubric.errors import InputError
 from rubric.servers.fake import FakeOpenAI
 from rubric.traces.assemble import TraceSelection, assemble
-from rubric.traces.mlflow_source import MlflowSource
 from rubric.traces.spans import Annotation, Span
 from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, mlflow_server, stop
 
@@ -68,7 +68,9 @@ def imported(server: MlflowServer, experiment: str) -> Imported:
             spans[span.span_id] = span
             yield span
 
-    result = assemble(kept(), TraceSelection(), source=source.source, description=source.description)
+    result = assemble(
+        kept(), TraceSelection(), source={"kind": "mlflow", **source.record}, description=source.description
+    )
     for record in result.records:
         assert record["source"] == {
             "kind": "mlflow",
@@ -210,10 +212,10 @@ def test_traces_are_read_page_by_page_oldest_first(mlflow_tracking, traced, monk
     read says how far it got."""
     whole = [(s.trace_id, s.span_id) for s in MlflowSource(mlflow_tracking.url, TRACED).spans()]
     paged = MlflowSource(mlflow_tracking.url, TRACED, page_size=2, progress=True)
-    monkeypatch.setattr("rubric.traces.mlflow_source.PROGRESS_EVERY_S", 0.0)  # a line after every page
-    with caplog.at_level(logging.INFO, logger="rubric.traces.mlflow_source"):
+    monkeypatch.setattr("calibration.connectors.mlflow.source.PROGRESS_EVERY_S", 0.0)  # a line after every page
+    with caplog.at_level(logging.INFO, logger="calibration.connectors.mlflow.source"):
         assert [(s.trace_id, s.span_id) for s in paged.spans()] == whole
-    said = [r.getMessage() for r in caplog.records if r.name == "rubric.traces.mlflow_source"]
+    said = [r.getMessage() for r in caplog.records if r.name == "calibration.connectors.mlflow.source"]
     assert said == [f"import: {n} traces read from {paged.description}" for n in (2, 4, 6, 7)]
     assert len({t for t, _ in whole}) == sum(len(c["turns"]) for c in traced.expected)  # a trace per turn
     firsts = [t["mlflow_trace_id"].removeprefix("tr-") for c in traced.expected for t in c["turns"]]

@@ -4,10 +4,11 @@ before anything is written (the command writes only after `assemble` returns).""
 from __future__ import annotations
 
 import json
-from types import SimpleNamespace
 
 import pytest
 
+from calibration.connectors.trace_import import selection_of
+from calibration.schema.commands_import import OtelKeys
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.otlp import OtlpFiles
@@ -225,9 +226,9 @@ def test_an_empty_export_and_a_reversed_window_are_one_line(tmp_path):
     with pytest.raises(InputError, match=r"no \*\.json, \*\.jsonl, .* file in this folder \(it has notes\.txt\)"):
         OtlpFiles(tmp_path / "sub")
     with pytest.raises(InputError, match=r"since=2026-11-03 is not before until=2026-11-01.*Fix: swap them"):
-        TraceSelection.from_config(SimpleNamespace(since="2026-11-03", until="2026-11-01"))
+        selection_of(OtelKeys(files="x", since="2026-11-03", until="2026-11-01"))
     with pytest.raises(InputError, match=r"since=2026-11-01T10:00 is not before until=2026-11-01T10:00"):
-        TraceSelection.from_config(SimpleNamespace(since="2026-11-01T10:00", until="2026-11-01T10:00"))
+        selection_of(OtelKeys(files="x", since="2026-11-01T10:00", until="2026-11-01T10:00"))
 
 
 def test_a_service_that_is_not_in_the_export_lists_those_that_are(tmp_path):

@@ -23,10 +23,11 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
+from calibration.connectors.phoenix.source import PhoenixSource, PhoenixTraces
+from calibration.connectors.phoenix.spans import otlp_attributes
+from calibration.schema.commands_import import PhoenixKeys
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
-from rubric.traces.phoenix_source import PhoenixSource
-from rubric.traces.phoenix_spans import otlp_attributes
 from tests.traces.servers import ROOT, free_port
 
 QUESTIONS = ("scope", "tone", "prohibited", "next_step", "overall")  # conf/rubric/role_adherence.yaml
@@ -353,21 +354,22 @@ def test_an_unreachable_server_is_one_line_within_seconds(monkeypatch):
     assert API_KEY not in message
 
 
-def test_the_api_key_comes_from_the_environment(monkeypatch):
-    class Cfg:
-        url, project, timeout = "http://127.0.0.1:1", "p", 5
-        token_env = "LABEL_STUDIO_API_KEY"  # the shared key's default: Phoenix's own variable is read instead
+def test_the_api_key_comes_from_the_environment(monkeypatch, tmp_path):
+    def importing(**keys):
+        settings = PhoenixKeys(url="http://127.0.0.1:1", project="p", timeout=5, **keys)
+        return PhoenixTraces(settings).import_into(tmp_path / "out", progress=False)
 
     monkeypatch.setenv("PHOENIX_API_KEY", API_KEY)
-    with pytest.raises(InputError, match="cannot reach Phoenix"):
-        PhoenixSource.from_config(Cfg())
-    Cfg.token_env = "MY_PHOENIX_KEY"  # named on purpose: must be set
+    monkeypatch.delenv("LABEL_STUDIO_API_KEY", raising=False)
+    with pytest.raises(InputError, match="cannot reach Phoenix"):  # the default: Phoenix's own variable
+        importing()
     with pytest.raises(InputError, match="token_env=MY_PHOENIX_KEY names an environment variable that is not set"):
-        PhoenixSource.from_config(Cfg())
-    Cfg.token_env = API_KEY  # the key itself where its variable's name belongs: never echoed
+        importing(token_env="MY_PHOENIX_KEY")  # named on purpose: must be set
+    with pytest.raises(InputError, match="token_env=LABEL_STUDIO_API_KEY names an environment variable that is not"):
+        importing(token_env="LABEL_STUDIO_API_KEY")  # Label Studio's variable, named on purpose: honoured as given
     with pytest.raises(InputError) as caught:
-        PhoenixSource.from_config(Cfg())
-    assert "looks like the API key itself" in str(caught.value) and Cfg.token_env not in str(caught.value)
+        importing(token_env=API_KEY)  # the key itself where its variable's name belongs: never echoed
+    assert "looks like the API key itself" in str(caught.value) and API_KEY not in str(caught.value)
 
 
 def test_attributes_phoenix_parsed_are_json_text_again():

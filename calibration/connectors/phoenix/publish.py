@@ -105,7 +105,7 @@ class PhoenixTarget(PublishTarget[PhoenixKeys]):
     def publish(self, job: Job) -> dict[str, Any]:
         from phoenix.client.exceptions import PhoenixException
 
-        from rubric.traces.phoenix_source import TOKEN_ENV, api_key
+        from calibration.connectors.phoenix.source import TOKEN_ENV, api_key
 
         keys = self.keys
         url = str(keys.url).rstrip("/")

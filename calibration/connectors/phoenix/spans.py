@@ -1,7 +1,7 @@
 """Phoenix's JSON of one span or one annotation (as its REST API answers them) -> `Span` / `Annotation`, as
 OTLP carried the span: Phoenix moved the span kind out of the attributes (put back as
 `openinference.span.kind`) and stored parsed a few attributes OpenInference sends as JSON text (put back as
-JSON text: `otlp_attributes`). phoenix_source.py pages through the project with these.
+JSON text: `otlp_attributes`). connectors/phoenix/source.py pages through the project with these.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ ending in one of these, at a dot, holds JSON text in OTLP."""
 def span_of(raw: Mapping[str, Any], project: str) -> Span:
     """One span as Phoenix's REST API gives it -> a `Span` as OTLP carried it (attributes unflattened where
     Phoenix parsed JSON text, the span kind put back); its resource names the project."""
-    context = raw.get("context") if isinstance(raw.get("context"), dict) else {}
+    context: Mapping[str, Any] = raw["context"] if isinstance(raw.get("context"), dict) else {}
     trace_id, span_id = str(context.get("trace_id") or ""), str(context.get("span_id") or "")
     where = f"Phoenix span {span_id or raw.get('id')} (project {project!r})"
     if not trace_id or not span_id:
@@ -55,7 +55,7 @@ def annotation_of(
 ) -> Annotation:
     """One annotation as Phoenix's REST API gives it (level: span, trace or session) -> an `Annotation`; its score,
     else its label, is the value. trace_of: the trace of each span id (for span annotations)."""
-    result = raw.get("result") if isinstance(raw.get("result"), dict) else {}
+    result: Mapping[str, Any] = raw["result"] if isinstance(raw.get("result"), dict) else {}
     value = result.get("score") if result.get("score") is not None else result.get("label")
     target = str(raw.get(f"{level}_id") or "")
     return Annotation(

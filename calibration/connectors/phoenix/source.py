@@ -1,5 +1,5 @@
-"""A Phoenix server -> `Span`s and reviewers' `Annotation`s, through its REST API (the standard library's
-urllib: no client package needed).
+"""`import source=phoenix`: a Phoenix server -> `Span`s and reviewers' `Annotation`s, through its REST API
+(rubric/transport/rest.py's `RestClient`: no client package needed).
 
 The project's spans are read page by page (`GET /v1/projects/{id}/spans`, in order of start), each page handed
 on as it arrives, so memory does not grow with the project. Phoenix answers with OpenInference's attributes
@@ -21,20 +21,21 @@ token_env= names another; it is sent as a bearer token and never shown: every me
 from __future__ import annotations
 
 import base64
-import ipaddress
-import json
 import os
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
+from calibration.connectors.phoenix.spans import annotation_of, span_of
+from calibration.connectors.trace_import import import_traces
+from calibration.schema.commands_import import PhoenixKeys
 from rubric.errors import InputError
 from rubric.notices import warn_data
-from rubric.responses import looks_like_secret, mask_secrets
-from rubric.traces.phoenix_spans import annotation_of, span_of
-from rubric.traces.spans import Annotation, Span, TraceSource
+from rubric.responses import looks_like_secret
+from rubric.traces.assemble import TraceSelection
+from rubric.traces.spans import Annotation, Span
+from rubric.transport.rest import HttpRefused, NotJson, RestClient, base_url
 
 TOKEN_ENV = "PHOENIX_API_KEY"
 """Where the API key is read from by default (the variable Phoenix's own clients read)."""
@@ -48,7 +49,25 @@ FIRST_CONTACT_S = 10.0
 HUMAN = "HUMAN"
 
 
-class PhoenixSource(TraceSource):
+class PhoenixTraces:
+    """source=phoenix (calibration/connectors/sources.py's contract)."""
+
+    settings: ClassVar[type[PhoenixKeys]] = PhoenixKeys
+
+    def __init__(self, settings: PhoenixKeys):
+        self.keys = settings
+
+    def import_into(self, out: Path, *, progress: bool) -> dict[str, int]:
+        keys = self.keys
+
+        def reader(selection: TraceSelection) -> PhoenixSource:
+            token_env = None if keys.token_env == TOKEN_ENV else keys.token_env  # the default: optional
+            return PhoenixSource(keys.url, keys.project, token_env=token_env, timeout=keys.timeout)
+
+        return import_traces(keys, reader, out=out, progress=progress, label_map=keys.label_map)
+
+
+class PhoenixSource:
     """The spans and HUMAN annotations of one project of a Phoenix server (`url` as its UI's address, e.g.
     http://localhost:6006). The server and the project are checked as this is made: unreachable, refused or
     unknown is one InputError before anything is read."""
@@ -56,32 +75,33 @@ class PhoenixSource(TraceSource):
     def __init__(
         self, url: str, project: str, *, token_env: str | None = None, timeout: float = 60.0, page_size: int = PAGE
     ):
-        self.url = _base_url(url)
+        self.url = base_url(url, strip=("/v1",))
         self.page_size = min(int(page_size), PAGE)
         self.project = str(project)
         self.timeout = float(timeout)
         self.description = f"Phoenix project {self.project!r} at {self.url}"
         self.token_env = token_env or TOKEN_ENV
         self._token = api_key(token_env)
-        self._opener = _opener(self.url)
+        self._rest = RestClient(
+            self.url,
+            service="Phoenix",
+            headers={"Authorization": f"Bearer {self._token}"} if self._token else {},
+            timeout=self.timeout,
+            secrets=[self._token] if self._token else [],
+            start_fix="start Phoenix (phoenix serve) or correct url= (its UI's address, e.g. http://localhost:6006).",
+        )
         self._users: dict[str, str] | None = None
         self._annotations: list[Annotation] = []
         self._seen: set[str] = set()  # annotation ids: a trace's spans may come on several pages
         self._read = False
         self.project_id = self._project_id()
-        self.record = {"url": self.url, "project": self.project}
+
+    @property
+    def record(self) -> dict[str, Any]:
         """Where the conversations came from, for the records' "source" field (with "kind": "phoenix")."""
+        return {"url": self.url, "project": self.project}
 
-    @classmethod
-    def from_config(cls, cfg: Any) -> PhoenixSource:
-        """From an `import source=phoenix` command's typed object (attributes read one by one). token_env=
-        left at the Label Studio default it shares with other commands means Phoenix's own variable."""
-        token_env = getattr(cfg, "token_env", None)
-        if token_env == "LABEL_STUDIO_API_KEY":  # the shared key's default (calibration/schema/keys.py)
-            token_env = None
-        return cls(str(cfg.url), str(cfg.project), token_env=token_env, timeout=float(getattr(cfg, "timeout", 60)))
-
-    # -- TraceSource ---------------------------------------------------------------------------------------------
+    # -- SpanReader ----------------------------------------------------------------------------------------------
     def spans(self) -> Iterator[Span]:
         """Every span of the project, oldest first, page by page; the annotations on them are collected on the
         way (`annotations()`)."""
@@ -233,63 +253,35 @@ class PhoenixSource(TraceSource):
     ) -> Any:
         """The JSON object a GET answers; none_if_missing: None for HTTP 404 (Phoenix's "none of these ids
         exist in this project": a session belongs to the project that used its id first)."""
-        query = urllib.parse.urlencode(params, doseq=True)
-        headers = {"Accept": "application/json"}
-        if self._token:
-            headers["Authorization"] = f"Bearer {self._token}"
-        request = urllib.request.Request(f"{self.url}{path}?{query}", headers=headers, method="GET")
-        wait = self.timeout if timeout is None else min(self.timeout, timeout)
         try:
-            with self._opener.open(request, timeout=wait) as reply:
-                body = reply.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 404 and none_if_missing:
-                return None
+            reply = self._rest.get(path, params, what=what, timeout=timeout, none_if_missing=none_if_missing)
+        except HttpRefused as exc:
             raise self._refused(exc, what) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise InputError(
-                f"cannot reach Phoenix at {self.url} ({self._mask(str(reason))}).",
-                fix="start Phoenix (phoenix serve) or correct url= (its UI's address, e.g. http://localhost:6006).",
-            ) from None
-        try:
-            reply_json = json.loads(body or b"{}")
-        except json.JSONDecodeError:
-            reply_json = None
-        if not isinstance(reply_json, dict):
+        except NotJson:
+            reply = None
+        if reply is None and none_if_missing:
+            return None
+        if not isinstance(reply, dict):
             raise InputError(
                 f"{self.url}{path} did not answer {what} as Phoenix's API does; is it a Phoenix server?",
                 fix="set url= to Phoenix's address (its UI's, e.g. http://localhost:6006).",
             )
-        return reply_json
+        return reply
 
-    def _refused(self, exc: urllib.error.HTTPError, what: str) -> InputError:
-        try:
-            body = exc.read().decode("utf-8", "replace")
-        except OSError:
-            body = ""
-        try:  # FastAPI's {"detail": ...}, or Phoenix's own plain text ("Invalid token")
-            payload = json.loads(body)
-            detail = str(payload.get("detail") or "") if isinstance(payload, dict) else body
-        except json.JSONDecodeError:
-            detail = body
-        detail = " ".join(detail.split())[:200].rstrip(".")
-        detail = f": {self._mask(detail)}" if detail else ""
-        if exc.code in (401, 403):
+    def _refused(self, exc: HttpRefused, what: str) -> InputError:
+        detail = f": {exc.detail}" if exc.detail else ""
+        if exc.status in (401, 403):
             return InputError(
                 f"Phoenix at {self.url} refused "
                 + ("the API key" if self._token else "a request without an API key")
-                + f" for {what} (HTTP {exc.code}){detail}.",
+                + f" for {what} (HTTP {exc.status}){detail}.",
                 fix=f"put a Phoenix API key (Settings -> API Keys) in the environment variable {self.token_env} "
                 "(token_env= names another); it is read from there only and never written.",
             )
         return InputError(
-            f"Phoenix at {self.url} refused {what} (HTTP {exc.code}){detail}.",
+            f"Phoenix at {self.url} refused {what} (HTTP {exc.status}){detail}.",
             fix="check url= (Phoenix's address) and project=, and the server's log.",
         )
-
-    def _mask(self, text: str) -> str:
-        return mask_secrets(text, self._token)
 
 
 def _node_number(global_id: str) -> str:
@@ -310,12 +302,6 @@ def _list(value: Any, source: PhoenixSource, what: str) -> list:
     return value
 
 
-def _base_url(url: str) -> str:
-    """The server's address without a trailing slash or /v1 (both are commonly copied along)."""
-    url = str(url).strip().rstrip("/")
-    return url[: -len("/v1")] if url.endswith("/v1") else url
-
-
 def api_key(token_env: str | None) -> str | None:
     """The API key from `token_env` (None: PHOENIX_API_KEY, optional: a Phoenix without authentication needs
     none); a variable named on purpose must be set, and a name that looks like the key itself is refused."""
@@ -334,13 +320,3 @@ def api_key(token_env: str | None) -> str | None:
             f"authentication (or a key in {TOKEN_ENV}).",
         )
     return key or None
-
-
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    """The environment's proxies, except for a server on this machine (a proxy cannot reach our loopback)."""
-    host = urllib.parse.urlsplit(url).hostname or ""
-    try:
-        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        local = False
-    return urllib.request.build_opener(urllib.request.ProxyHandler({} if local else None))

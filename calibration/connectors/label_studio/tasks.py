@@ -10,7 +10,7 @@ named by the question id; each option is a `Choice` whose caption is "value: lab
 Label Studio stores in the result) is the option value, so an answer reads back as the value labels.csv
 holds, and whose hotkey is its own (option_hotkeys: Label Studio fires a key in every question that declares it).
 
-Reading an export back is calibration/labelling/label_studio_export.py (re-exported here).
+Reading an export back is calibration/connectors/label_studio/export.py (re-exported here).
 """
 
 from __future__ import annotations

@@ -17,9 +17,9 @@ from typing import Any
 
 import pandas as pd
 
+from calibration.connectors.label_studio.export_shape import check_export
 from calibration.labelling.answers import option_key, options_text
 from calibration.labelling.cells import check_reviewer_id
-from calibration.labelling.export_shape import check_export
 from calibration.labelling.items import Item, check_item, conversation_messages, read_csv
 from rubric.conversations import Conversation
 from rubric.errors import InputError, read_text_file

@@ -1,5 +1,6 @@
-"""An MLflow tracking server -> `Span`s and reviewers' `Annotation`s, through MLflow's own client (mlflow-skinny,
-the `[mlflow]` extra), so that every way MLflow authenticates works as it does for MLflow itself.
+"""`import source=mlflow`: an MLflow tracking server -> `Span`s and reviewers' `Annotation`s, through MLflow's
+public client (`MlflowClient(tracking_uri=...)`, mlflow-skinny, the `[mlflow]` extra) and its public REST API
+for the first contact (rubric/transport/rest.py: quick, one line when the server is not there).
 
 The experiment's traces are read page by page (`MlflowClient.search_traces`, oldest first), each page handed
 on as it arrives, so memory does not grow with the experiment. Both kinds of trace an MLflow server holds come
@@ -11,11 +12,14 @@ trace becomes spans, its session a conversation and its HUMAN feedback annotatio
 
 Credentials are MLflow's: MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD
 (or token_env= naming another variable holding the token); never shown: every message is masked, the
-tracking URI's password too.
+tracking URI's password too. MLflow's client takes its timeout, retries and token from the environment only,
+and resolves uploaded spans against the global tracking URI: `_client_settings` and `_artifacts_of` set them
+for the import's requests only and put them back (why, in their docstrings); nothing else touches the process.
 """
 
 from __future__ import annotations
 
+import base64
 import contextlib
 import difflib
 import logging
@@ -24,12 +28,17 @@ import os
 import time
 import urllib.parse
 from collections.abc import Iterator, Mapping
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
+from calibration.connectors.trace_import import import_traces
+from calibration.schema.commands_import import MlflowKeys
 from rubric.errors import InputError
 from rubric.responses import looks_like_secret, mask_secrets
+from rubric.traces.assemble import TraceSelection
 from rubric.traces.mlflow_trace import spans_of_trace
-from rubric.traces.spans import Annotation, Span, TraceSource
+from rubric.traces.spans import Annotation, Span
+from rubric.transport.rest import HttpRefused, NotJson, RestClient, Unreachable
 
 log = logging.getLogger(__name__)  # progress lines; calibration/cli.py prints them (rubric/notices.py)
 
@@ -42,15 +51,31 @@ PAGE = 100
 FIRST_CONTACT_S = 10.0
 """The first request waits at most this long, so that a server that is not there is one line within seconds."""
 
-RETRIES = 3
-"""Retries of a request that failed on the way (MLflow's client default, 7 with doubling waits, would hold an
-import for minutes on a server that went away)."""
-
 PROGRESS_EVERY_S = 10.0
 """Seconds between two progress lines of a long read (a server gives a few hundred traces a second)."""
 
 
-class MlflowSource(TraceSource):
+class MlflowTraces:
+    """source=mlflow (calibration/connectors/sources.py's contract)."""
+
+    settings: ClassVar[type[MlflowKeys]] = MlflowKeys
+
+    def __init__(self, settings: MlflowKeys):
+        self.keys = settings
+
+    def import_into(self, out: Path, *, progress: bool) -> dict[str, int]:
+        keys = self.keys
+        token_env = None if keys.token_env == TOKEN_ENV else keys.token_env  # MLflow's own: its client reads it
+
+        def reader(selection: TraceSelection) -> MlflowSource:
+            return MlflowSource(
+                keys.tracking_uri, keys.experiment, token_env=token_env, timeout=keys.timeout, progress=progress
+            )
+
+        return import_traces(keys, reader, out=out, progress=progress, label_map=keys.label_map)
+
+
+class MlflowSource:
     """The spans and HUMAN feedback of one experiment of an MLflow tracking server (`tracking_uri` as given to
     MLflow, e.g. http://localhost:5000). The server and the experiment are checked as this is made:
     unreachable, refused or unknown is one InputError before anything is read."""
@@ -77,38 +102,22 @@ class MlflowSource(TraceSource):
         self.description = f"MLflow experiment {self.experiment!r} at {self.shown_uri}"
         self._annotations: list[Annotation] = []
         self._read = False
-        self.experiment_id = self._experiment_id()
-        self.source = {
-            "kind": "mlflow",
-            "tracking_uri": self.shown_uri,
-            "experiment": self.experiment,
-            "experiment_id": self.experiment_id,
-        }
-        """The conversation records' "source" field."""
-
-    @classmethod
-    def from_config(cls, cfg: Any) -> MlflowSource:
-        """From an `import source=mlflow` command's typed object (attributes read one by one). token_env=
-        left at the Label Studio default it shares with other commands means MLflow's own variables."""
-        token_env = getattr(cfg, "token_env", None)
-        if token_env == "LABEL_STUDIO_API_KEY":  # the shared key's default (calibration/schema/keys.py)
-            token_env = None
-        for key in ("tracking_uri", "experiment"):
-            if getattr(cfg, key, None) in (None, "", "???"):
-                raise InputError(
-                    f"source=mlflow needs {key}=.",
-                    fix="pass tracking_uri= the MLflow server (e.g. http://localhost:5000) and experiment= the name "
-                    "of the experiment holding the chatbot's traces.",
-                )
-        return cls(
-            str(cfg.tracking_uri),
-            str(cfg.experiment),
-            token_env=token_env,
-            timeout=float(getattr(cfg, "timeout", 60) or 60),
-            progress=bool(getattr(cfg, "progress", False)),
+        self._rest = RestClient(
+            _without_user(self.tracking_uri),
+            service="MLflow",
+            headers=self._auth_headers(),
+            timeout=self._first_wait,
+            retries=0,  # the first contact: one line within seconds when the server is not there
+            secrets=[s for s in (self._token, self._password) if s],
         )
+        self.experiment_id = self._experiment_id()
 
-    # -- TraceSource ---------------------------------------------------------------------------------------------
+    @property
+    def record(self) -> dict[str, Any]:
+        """The conversation records' "source" field (with "kind")."""
+        return {"tracking_uri": self.shown_uri, "experiment": self.experiment, "experiment_id": self.experiment_id}
+
+    # -- SpanReader ----------------------------------------------------------------------------------------------
     def spans(self) -> Iterator[Span]:
         """Every span of the experiment's traces, oldest trace first, a page at a time; the HUMAN feedback on
         them is collected on the way (`annotations()`)."""
@@ -152,7 +161,7 @@ class MlflowSource(TraceSource):
         from mlflow.exceptions import MlflowException
 
         try:
-            with self._client_env():
+            with _client_settings(self._token, self.timeout), _artifacts_of(self.tracking_uri):
                 return client.search_traces(
                     locations=[self.experiment_id],
                     max_results=self.page_size,
@@ -161,7 +170,7 @@ class MlflowSource(TraceSource):
                 )
         except MlflowException as exc:
             raise InputError(
-                f"reading the traces of {self.description} failed ({self._mask(_reason(exc, self.timeout))}).",
+                f"reading the traces of {self.description} failed ({self._mask(_reason(_cause(exc), self.timeout))}).",
                 fix="check that the server is up and the credentials are allowed to read the experiment "
                 "(MLFLOW_TRACKING_TOKEN, or MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD).",
             ) from None
@@ -173,9 +182,9 @@ class MlflowSource(TraceSource):
         reply = self._get(
             "/api/2.0/mlflow/experiments/get-by-name", {"experiment_name": self.experiment}, what="the experiment"
         )
-        if reply.status_code == 404 and _error_code(reply) == "RESOURCE_DOES_NOT_EXIST":
+        if reply is None:
             raise self._unknown_experiment()
-        experiment = self._json(reply, "the experiment").get("experiment")
+        experiment = reply.get("experiment")
         if not isinstance(experiment, dict) or not experiment.get("experiment_id"):
             raise self._not_mlflow("the experiment")
         if experiment.get("lifecycle_stage") == "deleted":
@@ -187,7 +196,9 @@ class MlflowSource(TraceSource):
 
     def _unknown_experiment(self) -> InputError:
         reply = self._get("/api/2.0/mlflow/experiments/search", {"max_results": 50}, what="the experiments")
-        names = [str(e.get("name")) for e in self._json(reply, "the experiments").get("experiments") or []]
+        if reply is None:  # no MLflow answers 404 for its list of experiments
+            return self._not_mlflow("the experiment", 404)
+        names = [str(e.get("name")) for e in reply.get("experiments") or []]
         names = sorted(n for n in names if n and n != "None")
         close = difflib.get_close_matches(self.experiment, names, n=3, cutoff=0.5)  # a typo's likely target first
         names = close + [n for n in names if n not in close]
@@ -198,45 +209,45 @@ class MlflowSource(TraceSource):
             fix="set experiment= to the name of the experiment holding the chatbot's traces, as MLflow's UI lists it.",
         )
 
-    def _get(self, endpoint: str, params: Mapping[str, Any], *, what: str) -> Any:
-        from mlflow.exceptions import MlflowException
-        from mlflow.utils.credentials import get_default_host_creds
-        from mlflow.utils.rest_utils import http_request
-
+    def _get(self, endpoint: str, params: Mapping[str, Any], *, what: str) -> dict[str, Any] | None:
+        """The JSON object MLflow's REST API answers (None: HTTP 404, an unknown experiment)."""
         try:
-            with self._client_env():
-                reply = http_request(
-                    get_default_host_creds(self.tracking_uri),
-                    endpoint,
-                    "GET",
-                    max_retries=0,
-                    timeout=self._first_wait,
-                    params=dict(params),
-                )
-        except MlflowException as exc:
+            reply = self._rest.get(endpoint, params, what=what)
+        except Unreachable as exc:
             raise InputError(
-                f"cannot reach MLflow at {self.shown_uri} ({self._mask(_reason(exc, self._first_wait))}).",
+                f"cannot reach MLflow at {self.shown_uri} ({_reason(exc.reason, self._first_wait)}).",
                 fix="start the tracking server (mlflow server) or correct tracking_uri= (e.g. http://localhost:5000).",
             ) from None
-        if reply.status_code in (401, 403):
-            raise InputError(
-                f"MLflow at {self.shown_uri} refused "
-                + ("the credentials" if self._has_credentials() else "a request without credentials")
-                + f" for {what} (HTTP {reply.status_code}).",
-                fix="put a token in MLFLOW_TRACKING_TOKEN (or the variable token_env= names), or a user and "
-                "password in MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; they are read from there only "
-                "and never written.",
-            )
+        except HttpRefused as exc:
+            if exc.status in (401, 403):
+                raise InputError(
+                    f"MLflow at {self.shown_uri} refused "
+                    + ("the credentials" if self._has_credentials() else "a request without credentials")
+                    + f" for {what} (HTTP {exc.status}).",
+                    fix="put a token in MLFLOW_TRACKING_TOKEN (or the variable token_env= names), or a user and "
+                    "password in MLFLOW_TRACKING_USERNAME and MLFLOW_TRACKING_PASSWORD; they are read from there "
+                    "only and never written.",
+                ) from None
+            if exc.status == 404:
+                return None
+            raise self._not_mlflow(what, exc.status) from None
+        except NotJson:
+            raise self._not_mlflow(what) from None
+        if not isinstance(reply, dict):
+            raise self._not_mlflow(what)
         return reply
 
-    def _json(self, reply: Any, what: str) -> dict:
-        try:
-            body = reply.json()
-        except ValueError:
-            body = None
-        if reply.status_code != 200 or not isinstance(body, dict):
-            raise self._not_mlflow(what, reply.status_code)
-        return body
+    def _auth_headers(self) -> dict[str, str]:
+        """As MLflow's client sends them: a bearer token, else a user and password (the environment's, or the
+        tracking URI's)."""
+        if self._token or os.environ.get(TOKEN_ENV):
+            return {"Authorization": f"Bearer {self._token or os.environ[TOKEN_ENV]}"}
+        parts = urllib.parse.urlsplit(self.tracking_uri)
+        user = os.environ.get("MLFLOW_TRACKING_USERNAME") or parts.username
+        password = os.environ.get("MLFLOW_TRACKING_PASSWORD") or parts.password
+        if user and password:
+            return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+        return {}
 
     def _not_mlflow(self, what: str, status: int | None = None) -> InputError:
         return InputError(
@@ -245,24 +256,6 @@ class MlflowSource(TraceSource):
             + "; is it one?",
             fix="set tracking_uri= to the MLflow server's address (its UI's, e.g. http://localhost:5000).",
         )
-
-    @contextlib.contextmanager
-    def _client_env(self) -> Iterator[None]:
-        """MLflow's client reads its timeout, retries and token from the environment at each request, and
-        resolves mlflow-artifacts: locations (spans a client uploaded as a trace's artifact, when the server
-        refused them over OTLP) against the global tracking URI, not the client's: set them all for our requests
-        only, and put them back after."""
-        from mlflow.tracking._tracking_service.utils import _use_tracking_uri
-
-        wanted = {  # MLFLOW_TRACKING_URI: _use_tracking_uri unsets it on the way out; put back as it was
-            "MLFLOW_TRACKING_URI": self.tracking_uri,
-            "MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, math.ceil(self.timeout))),
-            "MLFLOW_HTTP_REQUEST_MAX_RETRIES": str(RETRIES),
-        }
-        if self._token:
-            wanted[TOKEN_ENV] = self._token
-        with environment(wanted), _use_tracking_uri(self.tracking_uri):
-            yield
 
     @property
     def _first_wait(self) -> float:
@@ -277,35 +270,36 @@ class MlflowSource(TraceSource):
         )
 
 
-def _error_code(reply: Any) -> str:
-    try:
-        body = reply.json()
-    except ValueError:
-        return ""
-    return str(body.get("error_code") or "") if isinstance(body, dict) else ""
-
-
-def _reason(exc: Exception, waited: float) -> str:
-    """Why a request failed, in a few words: the network error under MLflow's wrapping."""
-    cause = exc.__cause__ or exc.__context__
-    while cause is not None and (cause.__cause__ or cause.__context__) is not None:
-        inner = cause.__cause__ or cause.__context__
-        if inner is cause:
-            break
-        cause = inner
-    text = _first_line(cause or exc)
+def _reason(text: str, waited: float) -> str:
+    """Why a request failed, in a few words."""
     if "refused" in text.lower():
         return "connection refused"
-    if "timed out" in text.lower() or "timeout" in type(cause).__name__.lower():
+    if "timed out" in text.lower() or "timeout" in text.lower():
         return f"no answer within {waited:g} s"
     if "name or service not known" in text.lower() or "nodename nor servname" in text.lower():
         return "unknown host"
     return text[:200]
 
 
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return (text.splitlines() or [type(exc).__name__])[0].rstrip(".")
+def _cause(exc: BaseException) -> str:
+    """The first line of the innermost error under MLflow's wrapping (the network's own words)."""
+    cause = exc.__cause__ or exc.__context__
+    while cause is not None and (cause.__cause__ or cause.__context__) is not None:
+        inner = cause.__cause__ or cause.__context__
+        if inner is cause:
+            break
+        cause = inner
+    text = str(cause or exc).strip()
+    return (text.splitlines() or [type(cause or exc).__name__])[0].rstrip(".")
+
+
+def _without_user(uri: str) -> str:
+    """The URI without user and password (they travel in the authorization header)."""
+    parts = urllib.parse.urlsplit(uri)
+    if parts.username is None and parts.password is None:
+        return uri
+    host = (parts.hostname or "") + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=host))
 
 
 def _without_password(uri: str) -> str:
@@ -346,9 +340,16 @@ def _require_mlflow() -> None:
 
 
 @contextlib.contextmanager
-def environment(wanted: Mapping[str, str]) -> Iterator[None]:
-    """These environment variables set for the block, and put back as they were after it (MLflow's client reads
-    its timeout, retries and credentials from the environment at each request)."""
+def _client_settings(token: str | None, timeout: float) -> Iterator[None]:
+    """MLflow's client takes its request timeout, its retries and a bearer token from environment variables only
+    (MLFLOW_HTTP_REQUEST_TIMEOUT, MLFLOW_HTTP_REQUEST_MAX_RETRIES, MLFLOW_TRACKING_TOKEN: no argument of the public
+    `MlflowClient` takes them), read at each request. Its defaults (7 retries, waits doubling to two minutes) would
+    hold an import for minutes on a server that went away, so these are set for our requests only and put back
+    after: the one place the import touches process state (with `_artifacts_of`). The token is set only when
+    token_env= names another variable than MLflow's own."""
+    wanted = {"MLFLOW_HTTP_REQUEST_TIMEOUT": str(max(1, math.ceil(timeout))), "MLFLOW_HTTP_REQUEST_MAX_RETRIES": "3"}
+    if token:
+        wanted[TOKEN_ENV] = token
     saved = {k: os.environ.get(k) for k in wanted}
     os.environ.update(wanted)
     try:
@@ -359,3 +360,20 @@ def environment(wanted: Mapping[str, str]) -> Iterator[None]:
                 os.environ.pop(key, None)
             else:
                 os.environ[key] = value
+
+
+@contextlib.contextmanager
+def _artifacts_of(tracking_uri: str) -> Iterator[None]:
+    """MLflow's tracing client downloads the spans a client uploaded as a trace's artifact (when the server
+    refused them over OTLP) from an mlflow-artifacts: location, which it resolves against the global tracking
+    URI, not the client's own (mlflow 3: `get_artifact_repository(uri)` in mlflow/tracing/client.py): so the
+    global URI is set, through MLflow's public `set_tracking_uri`, for our requests only, and put back after
+    (None: unset, as it was)."""
+    import mlflow
+
+    before = mlflow.get_tracking_uri() if mlflow.is_tracking_uri_set() else None
+    mlflow.set_tracking_uri(tracking_uri)
+    try:
+        yield
+    finally:
+        mlflow.set_tracking_uri(before)  # type: ignore[arg-type]  # None unsets it (MLflow's own way back)

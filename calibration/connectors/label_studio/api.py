@@ -1,4 +1,5 @@
-"""Label Studio's REST API over plain HTTP (the standard library's urllib: no SDK, no extra dependency).
+"""Label Studio's REST API through rubric/transport/rest.py's `RestClient` (proxies except loopback, timeouts,
+safe retries; no SDK, no extra dependency).
 
 The API token is read by the caller from an environment variable and held only in this client's request
 header: it is never printed, logged or written, and any text that echoes it is masked before it is shown.
@@ -9,16 +10,12 @@ again whenever the server refuses an expired one mid-import), and a legacy token
 
 from __future__ import annotations
 
-import ipaddress
-import json
 import os
-import urllib.error
-import urllib.parse
-import urllib.request
 from typing import Any
 
 from rubric.errors import InputError
 from rubric.responses import looks_like_secret, mask_secrets
+from rubric.transport.rest import HttpRefused, NotJson, RestClient
 
 PAGE = 500  # tasks per request when listing or adding tasks
 
@@ -31,7 +28,13 @@ class LabelStudio:
         self._token = token
         self._secrets = [token]  # masked out of every message, with the access tokens made from it
         self.timeout = timeout
-        self._opener = _opener(self.url)
+        self._rest = RestClient(
+            self.url,
+            service="Label Studio",
+            timeout=timeout,
+            secrets=self._secrets,
+            start_fix="start Label Studio or correct url= (e.g. http://localhost:8080).",
+        )
         self._auth = ""
         self._auth = self._authorization(token)
 
@@ -130,62 +133,44 @@ class LabelStudio:
                 fix="check url= (a Label Studio server of version 1.13 or later) and the token.",
             )
         self._secrets.append(access)
+        self._rest.secrets.append(access)
         return f"Bearer {access}"
 
     def _call(
         self, method: str, path: str, body: Any = None, *, what: str, auth: str | None = None, renew: bool = True
     ) -> Any:
-        headers = {"Accept": "application/json"}
-        if auth if auth is not None else self._auth:
-            headers["Authorization"] = auth if auth is not None else self._auth
-        data = None
-        if body is not None:
-            headers["Content-Type"] = "application/json"
-            data = json.dumps(body).encode()
-        request = urllib.request.Request(self.url + path, data=data, method=method, headers=headers)
+        authorization = auth if auth is not None else self._auth
         try:
-            with self._opener.open(request, timeout=self.timeout) as reply:
-                text = reply.read()
-        except urllib.error.HTTPError as exc:
-            if exc.code == 401 and auth is None and self._auth.startswith("Bearer ") and renew:
+            reply = self._rest.request(
+                method, path, what=what, body=body, headers={"Authorization": authorization} if authorization else {}
+            )
+        except HttpRefused as exc:
+            if exc.status == 401 and auth is None and self._auth.startswith("Bearer ") and renew:
                 self._auth = self._authorization(self._token)  # the access token expired: a new one, once per request
                 return self._call(method, path, body, what=what, renew=False)
             raise self._refused(exc, what) from None
-        except (urllib.error.URLError, OSError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise InputError(
-                f"cannot reach Label Studio at {self.url} ({self._mask(str(reason))}).",
-                fix="start Label Studio or correct url= (e.g. http://localhost:8080).",
-            ) from None
-        try:
-            return json.loads(text) if text else {}
-        except json.JSONDecodeError:
+        except NotJson:
             raise InputError(
                 f"{self.url}{path.split('?')[0]} did not answer JSON; is it Label Studio?",
                 fix="set url= to the address Label Studio runs at (e.g. http://localhost:8080).",
             ) from None
+        return {} if reply is None else reply
 
-    def _refused(self, exc: urllib.error.HTTPError, what: str) -> InputError:
-        detail = ""
-        try:
-            payload = json.loads(exc.read() or b"{}")
-            detail = str(payload.get("validation_errors") or payload.get("detail") or "")[:200].rstrip(".")
-        except (json.JSONDecodeError, AttributeError, OSError):
-            pass
-        detail = f": {self._mask(detail)}" if detail else ""
-        if exc.code in (401, 403):
+    def _refused(self, exc: HttpRefused, what: str) -> InputError:
+        detail = f": {exc.detail}" if exc.detail else ""
+        if exc.status in (401, 403):
             return InputError(
-                f"Label Studio at {self.url} refused the API token for {what} (HTTP {exc.code}){detail}.",
+                f"Label Studio at {self.url} refused the API token for {what} (HTTP {exc.status}){detail}.",
                 fix="put your personal access token (Label Studio: Account & Settings -> Personal "
                 "Access Token) in the environment variable named by token_env=.",
             )
-        if exc.code == 404:
+        if exc.status == 404:
             return InputError(
                 f"Label Studio at {self.url} has no {what} (HTTP 404).",
                 fix="check project= (the number in the project's address) and url=.",
             )
         return InputError(
-            f"Label Studio at {self.url} refused {what} (HTTP {exc.code}){detail}.",
+            f"Label Studio at {self.url} refused {what} (HTTP {exc.status}){detail}.",
             fix="check the server's log; the request is as its API documents.",
         )
 
@@ -218,13 +203,3 @@ def api_token(token_env: str) -> str:
 def is_personal_access_token(token: str) -> bool:
     """A personal access token is a JWT (three base64url parts, the first `eyJ`); a legacy token is hex."""
     return token.count(".") == 2 and token.startswith("eyJ")
-
-
-def _opener(url: str) -> urllib.request.OpenerDirector:
-    """The environment's proxies, except for a server on this machine (a proxy cannot reach our loopback)."""
-    host = urllib.parse.urlsplit(url).hostname or ""
-    try:
-        local = host == "localhost" or ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        local = False
-    return urllib.request.build_opener(urllib.request.ProxyHandler({} if local else None))

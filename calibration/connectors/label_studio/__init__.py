@@ -1,0 +1,1 @@
+"""Label Studio: what role-rubric reads from it and writes to it."""
