@@ -34,7 +34,7 @@ _EXPORTS = {
     "search": "calibration.evaluation.search",
     "run_report": "calibration.report.build",
     "RoleAdherence": "calibration.api",
-    "results_frames": "calibration.score",
+    "results_frames": "calibration.api.frames",
     "estimate_release": "calibration.release.estimate",
 }
 

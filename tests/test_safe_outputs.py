@@ -20,7 +20,7 @@ import pytest
 from calibration.cli import main
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
-from rubric.responses import mask_secrets
+from rubric.secrets import mask_secrets
 from tests.calibration.conftest import make_native_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -32,7 +32,7 @@ def test_a_second_run_into_a_locked_folder_names_the_holder(tmp_path, capsys):
     conversations.write_text(
         '{"conversation_id": "a", "chatbot_role": "r", "turns": [{"user": "u", "assistant": "a"}]}\n'
     )
-    holder = subprocess.Popen(  # another run: a lock is re-entrant within one process (calibration/run_lock.py)
+    holder = subprocess.Popen(  # another run: a lock is re-entrant within one process (calibration/schema/out_locks.py)
         [
             sys.executable,
             "-c",
@@ -238,7 +238,7 @@ def test_gather_rerun_into_its_own_earlier_output_is_allowed(tmp_path):
     hand-written files are protected."""
 
     from rubric.conversations import load_conversations, save_conversations
-    from rubric.outputs import refuse_overwriting_inputs
+    from rubric.judge.outputs import refuse_overwriting_inputs
     from rubric.schema import load_rubric
 
     src = tmp_path / "src.jsonl"

@@ -18,7 +18,7 @@ import urllib.request
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.responses import looks_like_secret, mask_secrets
+from rubric.secrets import looks_like_secret, mask_secrets
 
 PAGE = 500  # tasks per request when listing or adding tasks
 

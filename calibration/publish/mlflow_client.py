@@ -39,7 +39,7 @@ def connected(uri: str, timeout: float) -> Iterator[None]:
 
 
 def masked(text: Any) -> str:
-    from rubric.responses import mask_secrets
+    from rubric.secrets import mask_secrets
 
     return mask_secrets(str(text), os.environ.get("MLFLOW_TRACKING_TOKEN"), os.environ.get("MLFLOW_TRACKING_PASSWORD"))
 

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from calibration.schema.base import Command, KeyRule, excludes, given, needs
 from calibration.schema.keys import OVERWRITE, PROGRESS, required
-from rubric.config_types import choice, env_name, http_url, number, path, setting, text
+from rubric.config.settings import choice, env_name, http_url, number, path, setting, text
 
 
 @dataclass(frozen=True)

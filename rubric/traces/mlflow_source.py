@@ -27,7 +27,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.responses import looks_like_secret, mask_secrets
+from rubric.secrets import looks_like_secret, mask_secrets
 from rubric.traces.mlflow_trace import spans_of_trace
 from rubric.traces.spans import Annotation, Span, TraceSource
 

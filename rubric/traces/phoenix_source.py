@@ -32,7 +32,7 @@ from typing import Any
 
 from rubric.errors import InputError
 from rubric.notices import warn_data
-from rubric.responses import looks_like_secret, mask_secrets
+from rubric.secrets import looks_like_secret, mask_secrets
 from rubric.traces.phoenix_spans import annotation_of, span_of
 from rubric.traces.spans import Annotation, Span, TraceSource
 

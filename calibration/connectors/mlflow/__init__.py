@@ -1,0 +1,1 @@
+"""MLflow: what role-rubric reads from it and writes to it."""
