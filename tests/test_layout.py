@@ -25,11 +25,11 @@ LAYERS = {
     "rubric.transport": 0.1,  # JSON over HTTP for the connectors
     "rubric.servers": 0.1,  # fake and local judges: the client side names them, they import no client code
     "rubric.traces": 0.2,  # decoding traces into conversations (OTLP JSON, span conventions): the foundations only
-    # rubric/judge/, the judge client, from the bottom: its settings, wire, prompts, cache and answer reading
+    # rubric/judge/, the judge client, from the bottom: its settings, the backends' registry (names only, the
+    # backends imported on first use), wire, prompts, cache and answer reading
     "rubric.judge": 0.3,
     "rubric.judge.backends": 0.4,  # the OpenAI-compatible backend
     "rubric.judge.embedding": 0.4,  # the offline embedding judge
-    "rubric.judge.registry": 0.45,  # the backends by name (rubric/plugins.py's Registry)
     "rubric.scorers": 0.45,  # reference-based scorers (their encoder is the embedding judge's)
     "rubric.judge.outputs": 0.5,  # what a gather writes, from the backends' answers
     "rubric.judge.workers": 0.5,  # workers over a backend in this process

@@ -95,7 +95,7 @@ class EmbeddingBackend:
 
     batch = True
 
-    def __init__(self, cfg: JudgeConfig):
+    def __init__(self, cfg: JudgeConfig, *, log: Any = None):  # log: as every backend takes (unused here)
         self.cfg = cfg
         unknown = sorted(set(cfg.params) - set(DEFAULTS))
         if unknown:

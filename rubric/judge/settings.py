@@ -31,6 +31,7 @@ from rubric.config.settings import (
 )
 from rubric.errors import InputError
 from rubric.judge.http import HTTP_CLIENTS
+from rubric.judge.registry import BACKENDS
 
 
 @dataclass(frozen=True)
@@ -40,7 +41,7 @@ class JudgeConfig:
     backend: str = setting(
         "chat",
         'chat | completions (a prompt ending in "Answer:") | embedding (offline, weak)',
-        choice("chat", "completions", "embedding"),
+        choice(*BACKENDS.names()),  # the registered backends (rubric/judge/registry.py)
     )
     model: str = setting("gpt-4o-mini", "the model the endpoint serves", text())
     base_url: str | None = setting(
