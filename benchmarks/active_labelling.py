@@ -44,7 +44,7 @@ from calibration import (
     mean_nll,
     train_ensemble,
 )
-from calibration.suggest import rank_pairs
+from calibration.labelling.suggest import rank_pairs
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"

@@ -2,7 +2,7 @@
 
 Every item gets an out-of-fold adherence probability (5 folds grouped by conversation; each fold's
 ensemble trains on the other four, then predicts its items for every training judge, averaged). Then, 20
-times, a random half of the conversations calibrates the threshold (Learn-then-Test, calibration/decide.py)
+times, a random half of the conversations calibrates the threshold (Learn-then-Test, calibration/release/decide.py)
 and the other half measures the disagreement on the turns it decides and the share it decides. The
 guarantee asks the realised disagreement to be <= risk in at least 1 - delta of the splits (finite test
 halves add their own noise, so this is a check of the method, not the exact promise).
@@ -23,8 +23,8 @@ from _anchors import load_llm_rubric  # noqa: E402  (benchmarks/_anchors.py)
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration import Settings, load_dataset, train_ensemble
-from calibration.decide import adherence_probability, default_adheres_at, jsonable, turn_votes
 from calibration.evaluation.risk_control import RISK_LEVELS, validate
+from calibration.release.decide import adherence_probability, default_adheres_at, jsonable, turn_votes
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"

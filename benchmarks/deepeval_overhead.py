@@ -49,7 +49,7 @@ def main(argv: list[str] | None = None) -> dict:
 
     import_s = time.perf_counter() - started
     from calibration.api import RoleAdherence
-    from calibration.integrations.deepeval import RoleRubricMetric
+    from calibration.connectors.deepeval.metric import RoleRubricMetric
     from rubric import load_conversations
 
     convs = load_conversations(ROOT / "data" / "role_adherence" / "conversations.jsonl")[: args.limit]

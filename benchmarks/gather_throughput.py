@@ -4,8 +4,8 @@
         [--processes auto] [--http-client aiohttp] [--repeats 3]
 
 1,000 turns x 5 questions by default. For each setting (concurrency x --processes x --http-client;
-processes: auto, or a number of worker processes, see rubric/transport/parallel.py; http_client: see
-rubric/transport/http.py), run --repeats times, interleaved: the processes used, the median wall time (and each
+processes: auto, or a number of worker processes, see rubric/judge/parallel.py; http_client: see
+rubric/judge/http.py), run --repeats times, interleaved: the processes used, the median wall time (and each
 one), the ideal (requests x latency / concurrency) and their ratio. Then a rerun from the SQLite cache (0 requests expected) and
 the share of each turn's prompt that its five questions have in common (what a server prefix cache can
 reuse).
@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parents[1]
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from rubric import Conversation, Turn, gather, iter_items, load_rubric, render_prompt  # noqa: E402
-from rubric.transport.http import HTTP_CLIENTS  # noqa: E402
+from rubric.judge.http import HTTP_CLIENTS  # noqa: E402
 
 USER = "Hi, I have a question about a payment of {n} pounds to a shop on my statement from last week. Can you check it?"
 REPLY = (

@@ -32,10 +32,10 @@ from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_resu
 
 from calibration.cli import main as cli
 from rubric.conversations import iter_items, load_conversations
-from rubric.gather import gather
-from rubric.judge_settings import judge_config
-from rubric.outputs import write_outputs
-from rubric.prompts import render_context, render_prompt
+from rubric.judge.gather import gather
+from rubric.judge.outputs import write_outputs
+from rubric.judge.prompts import render_context, render_prompt
+from rubric.judge.settings import judge_config
 from rubric.schema import load_rubric
 
 BENCHMARK = Path(__file__).resolve().parents[1] / "data/role_adherence"
@@ -98,7 +98,7 @@ def prefix_reuse(preset: str, conversations, rubric, turns: int) -> dict:
     (a turn's questions back to back: the server reuses the evaluated prompt up to the question) and
     interleaved (question 1 of every turn, then question 2...: consecutive requests share only the
     instructions)."""
-    from rubric.backends import OpenAIBackend
+    from rubric.judge.backends import OpenAIBackend
 
     items = [next(iter_items([c], "turn")) for c in conversations[:turns]]
     per_item = []

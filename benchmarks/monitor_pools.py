@@ -117,12 +117,12 @@ def oof_rates(ds, probs_by_judge: dict[str, np.ndarray], seed: int = 0) -> dict[
     import torch
 
     from calibration.data.splits import group_folds
-    from calibration.decide import default_adheres_at
     from calibration.evaluation.out_of_fold import oof_members
     from calibration.model.ensemble import member_logproba, target_recalibration
     from calibration.model.recalibrate import pool
     from calibration.model.settings import Settings
     from calibration.model.train import model_inputs
+    from calibration.release.decide import default_adheres_at
 
     settings = dataclasses.replace(Settings(), ensemble=ENSEMBLE).checked()
     t = ds.target_index
@@ -168,7 +168,7 @@ def _per_conversation(ds, item_values: np.ndarray) -> tuple[np.ndarray, np.ndarr
 def oracle_rates(ds) -> tuple[np.ndarray, np.ndarray]:
     """(conversation ids, reviewers' rate): per labelled turn the reviewers' mean of 1[answer >= adheres_at],
     averaged over the conversation's labelled turns."""
-    from calibration.decide import default_adheres_at
+    from calibration.release.decide import default_adheres_at
 
     t = ds.target_index
     rows = np.flatnonzero(ds.answers[:, t] >= 0)

@@ -1,10 +1,13 @@
 """Calibration of LLM-judge answer distributions to human judges (the LLM-Rubric network).
 
-Sub-packages, each importing only the ones before it: `data` (dataset dirs -> arrays, splits, importers),
-`model` (network, settings, training loop, ensemble, model files, predict), `evaluation` (metrics, baselines,
-significance, cross-validation, search, adherence), `report` (the report page and its sections), `release` (release estimates); on top the
-entry points `api` (RoleAdherence), `demo` and `cli` (the dispatcher). The public names below are
-re-exported here and imported on first use, so `import calibration` stays fast.
+Sub-packages, each importing only the ones below it in docs/design.md's drawing (tests/test_layout.py holds
+the order): `data` (dataset dirs -> arrays, splits, importers), `pages` (page templating), `schema` (each
+command's keys), `labelling`, `model` (network, settings, training loop, ensemble, model files, predict),
+`evaluation` (metrics, baselines, significance, cross-validation, search, adherence), `release` (release
+estimates, decisions at a guaranteed risk), `report` and `compare` (their pages), `judges`, `publish`,
+`connectors` (one folder per backend); on top the entry points `api` (RoleAdherence), `monitor`, `demo`,
+`commands` and `cli` (the dispatcher). The public names below are re-exported here and imported on first
+use, so `import calibration` stays fast.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ _EXPORTS = {
     "search": "calibration.evaluation.search",
     "run_report": "calibration.report.build",
     "RoleAdherence": "calibration.api",
-    "results_frames": "calibration.score",
+    "results_frames": "calibration.api.frames",
     "estimate_release": "calibration.release.estimate",
 }
 

@@ -18,8 +18,8 @@ from collections.abc import Sequence
 from types import ModuleType
 
 from calibration.commands import COMMANDS as MODULES
-from calibration.compose import compose_config
 from calibration.schema.build import command_config
+from calibration.schema.compose import compose_config
 from rubric.errors import InputError
 
 __all__ = ["COMMANDS", "command_config", "compose_config", "main"]
@@ -88,7 +88,7 @@ def _main(argv: Sequence[str] | None) -> int:
         from calibration.schema.build import build_config
 
         config = build_config(command, cfg)  # checked and typed (calibration/schema/build.py), before any work
-        from calibration.run_lock import locked_outputs
+        from calibration.schema.out_locks import locked_outputs
         from rubric.notices import cli_notices
 
         # one run per output, until its last write; the library's notices printed as they always were

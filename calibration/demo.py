@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from calibration.evaluation.adherence import item_adherence, oof_item_adherence, per_role, violation_aucs
-from rubric.command_line import override
+from rubric.config.command_line import override
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv
 from rubric.jsonfile import write_json
@@ -61,7 +61,7 @@ def prepare_dataset(
     """Gather the judge's distributions for the benchmark into out/dataset (cached in out/cache.sqlite).
     Returns (dataset dir, GatherSummary)."""
     from rubric import a_gather, judge_config, load_conversations, load_rubric, write_outputs
-    from rubric.gather import run_sync
+    from rubric.judge.gather import run_sync
 
     src = bundled_data() if data is None else Path(data)
     for name in ("conversations.jsonl", "labels.csv", "rubric.yaml"):
@@ -160,7 +160,7 @@ def _run_demo(cfg: Demo) -> dict[str, Any]:
     """The steps of the module docstring, each timed; the summary printed and written at the end."""
     from calibration.data.dataset import load_dataset
     from calibration.evaluation.crossval import format_table
-    from rubric.identity import stand_in_note
+    from rubric.judge.identity import stand_in_note
 
     start = time.perf_counter()
     out = cfg.out
@@ -241,7 +241,7 @@ def _final_model(ds: Any, settings: Any, dataset: Path, out: Path, *, seed: int,
     """Step 3: the final calibrator on every label -> out/model/ (replacing an earlier one)."""
     from calibration.model.ensemble import train_ensemble
     from calibration.model.files import save_model
-    from rubric.identity import dataset_judge_identity
+    from rubric.judge.identity import dataset_judge_identity
 
     net, spec, plan = train_ensemble(ds, settings, seed=seed, progress=progress)
     model_dir = out / "model"
@@ -265,7 +265,7 @@ def _score_through_the_api(model_dir: Path, judge: Any, dataset: Path, out: Path
     """Step 5: every conversation scored by the final model through RoleAdherence -> out/scores.csv and
     out/scores_turns.csv; returns the adherence cut it used (adheres_at)."""
     from calibration.api import RoleAdherence
-    from calibration.score import results_frames
+    from calibration.api.frames import results_frames
     from rubric import load_conversations
 
     metric = RoleAdherence(model_dir, judge=judge, cache=out / "cache.sqlite")

@@ -1,4 +1,12 @@
-"""Rubrics, conversations, prompt rendering, judge backends and the gather stage.
+"""Rubrics, conversations, the judge client and the gather stage.
+
+Packages, each importing only the ones listed before it (tests/test_layout.py holds the order; docs/design.md
+draws it): the foundations at the top level of rubric/ (errors, files, jsonfile, ids, notices, progress,
+extras, lifetime, secrets, plugins; the rubric schema and the conversations), `config` (what a config value
+must be; printing one for the shell), `transport` (JSON over HTTP for the connectors), `servers` (the judges
+role-rubric runs itself: fake and local), `judge` (the judge client: settings, prompts, backends, reading
+answers, cache, workers, batch files and the gather stage), `traces` (decoding traces into conversations) and
+`scorers` (reference-based scorers over the judge's encoder).
 
 Public API (the openai client is imported only when an LLM judge is built)::
 
@@ -10,47 +18,45 @@ Public API (the openai client is imported only when an LLM judge is built)::
 from __future__ import annotations
 
 import importlib
-import sys
-import types
 from typing import Any
 
 # name -> the module that defines it, imported on first use: `import rubric` (and `role-rubric --help`)
 # loads neither pandas nor the HTTP clients
 _EXPORTS = {
-    "LLM_COLUMNS": "rubric.outputs",
-    "BatchSettings": "rubric.batch.lines",
+    "LLM_COLUMNS": "rubric.judge.outputs",
+    "BatchSettings": "rubric.judge.batch.lines",
     "Conversation": "rubric.conversations",
-    "Distribution": "rubric.extraction",
-    "GatherResult": "rubric.outputs",
-    "GatherSummary": "rubric.outputs",
+    "Distribution": "rubric.judge.extraction",
+    "GatherResult": "rubric.judge.outputs",
+    "GatherSummary": "rubric.judge.outputs",
     "InputError": "rubric.errors",
     "Item": "rubric.conversations",
-    "JudgeConfig": "rubric.judge_settings",
+    "JudgeConfig": "rubric.judge.settings",
     "Option": "rubric.schema",
-    "Prompt": "rubric.prompts",
+    "Prompt": "rubric.judge.prompts",
     "Question": "rubric.schema",
-    "RequestCache": "rubric.cache",
+    "RequestCache": "rubric.judge.cache",
     "Rubric": "rubric.schema",
-    "TokenLogprob": "rubric.extraction",
+    "TokenLogprob": "rubric.judge.extraction",
     "Turn": "rubric.conversations",
-    "a_gather": "rubric.gather",
+    "a_gather": "rubric.judge.gather",
     "conversations_from_records": "rubric.conversations",
     "format_value": "rubric.schema",
-    "from_top_logprobs": "rubric.extraction",
-    "gather": "rubric.gather",
-    "gather_batch": "rubric.batch.run",
+    "from_top_logprobs": "rubric.judge.extraction",
+    "gather": "rubric.judge.gather",
+    "gather_batch": "rubric.judge.batch.run",
     "iter_items": "rubric.conversations",
-    "judge_config": "rubric.judge_settings",
+    "judge_config": "rubric.judge.settings",
     "load_conversations": "rubric.conversations",
     "load_rubric": "rubric.schema",
-    "make_backend": "rubric.gather",
-    "render_prompt": "rubric.prompts",
-    "rubric_from_config": "rubric.gather",
+    "make_backend": "rubric.judge.gather",
+    "render_prompt": "rubric.judge.prompts",
+    "rubric_from_config": "rubric.judge.gather",
     "rubric_from_dict": "rubric.schema",
-    "run_gather": "rubric.gather",
+    "run_gather": "rubric.judge.gather",
     "save_conversations": "rubric.conversations",
     "save_rubric": "rubric.schema",
-    "write_outputs": "rubric.outputs",
+    "write_outputs": "rubric.judge.outputs",
 }
 
 __all__ = sorted(_EXPORTS)
@@ -62,16 +68,3 @@ def __getattr__(name: str) -> Any:
         globals()[name] = value  # found once
         return value
     raise AttributeError(f"module 'rubric' has no attribute {name!r}")
-
-
-class _Package(types.ModuleType):
-    """`rubric.gather` is the function (`from rubric import gather`), though rubric/gather.py, the module that
-    defines it, has the same name: the import system's binding of that module to the package is not kept."""
-
-    def __setattr__(self, name: str, value: Any) -> None:
-        if name in _EXPORTS and isinstance(value, types.ModuleType):
-            return
-        super().__setattr__(name, value)
-
-
-sys.modules[__name__].__class__ = _Package

@@ -4,7 +4,7 @@ Every output goes to a temporary file beside its destination and is renamed over
 (`os.replace` is atomic on one filesystem), so a kill during a write leaves the earlier file whole.
 `out_lock` takes an exclusive lock on an output folder (or file) for the length of a run; a second run
 into the same output fails at once with one clear line that names the holder's PID. The command line takes
-it for every command's outputs (calibration/run_lock.py); stages take it again for their Python callers.
+it for every command's outputs (calibration/schema/out_locks.py); stages take it again for their Python callers.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def ensure_out_dir(out: str | Path, *, key: str = "out") -> Path:
 
 
 # Locks this process holds, by lock-file path -> depth: a command's stage may take the lock the command line
-# already took for the whole run (calibration/run_lock.py) without refusing itself.
+# already took for the whole run (calibration/schema/out_locks.py) without refusing itself.
 _HELD: dict[tuple[int, str], int] = {}
 
 

@@ -1,5 +1,5 @@
 """A child process that ends with its parent: the one home of this for the gather workers
-(rubric/transport/parallel.py), the forked trainers (calibration/model/forked.py), the search workers
+(rubric/judge/parallel.py), the forked trainers (calibration/model/forked.py), the search workers
 (calibration/evaluation/search.py) and the local model server (rubric/servers/local.py)."""
 
 from __future__ import annotations

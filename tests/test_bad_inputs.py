@@ -291,7 +291,7 @@ def _gone(name: str) -> Callable[[Path, str], None]:
 
 
 def _earlier_cache(tmp: Path, good: Path) -> None:
-    from rubric.cache import RequestCache
+    from rubric.judge.cache import RequestCache
 
     (tmp / "bad.jsonl").write_text('{"conversation_id": "c0", "turns": [\n')
     store = RequestCache(tmp / "g" / "cache.sqlite")

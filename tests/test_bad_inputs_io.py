@@ -43,7 +43,7 @@ def _gather_two(url: str, out: Path, *extra: str) -> list[str]:
 
 # the judge endpoint (item 9) ---------------------------------------------------------------------------------
 def test_gather_against_an_address_where_nothing_listens_names_it(tmp_path, monkeypatch, capsys):
-    from rubric import backends
+    from rubric.judge import backends
 
     monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)  # 10 s by default: a judge started just before
     url = f"http://127.0.0.1:{_free_port()}/v1"
@@ -133,7 +133,7 @@ def test_model_weights_get_the_mode_of_every_other_output(tmp_path):
 
 
 def test_score_against_a_judge_that_is_not_there_or_fails_names_it(tmp_path, monkeypatch, capsys):
-    from rubric import backends
+    from rubric.judge import backends
     from rubric.servers.fake import FakeOpenAI
 
     monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)

@@ -12,7 +12,7 @@ import pytest
 
 from calibration.cli import COMMANDS, compose_config
 from calibration.schema import GROUPS, SCHEMAS, flat_settings
-from rubric.config_types import default_of
+from rubric.config.settings import default_of
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -116,7 +116,7 @@ def test_no_judge_preset_repeats_a_judge_default():
     """conf/judge/NAME.yaml extends judge/base (JudgeConfig's defaults) with what it changes, and only that."""
     import yaml
 
-    from rubric.judge_settings import JudgeConfig
+    from rubric.judge.settings import JudgeConfig
 
     base = {f.name: default_of(f) for f in dataclasses.fields(JudgeConfig)}
     for path in sorted((ROOT / "conf" / "judge").glob("*.yaml")):

@@ -136,7 +136,7 @@ def test_results_render_the_numbers_the_json_holds(tmp_path):
 
 def test_score_columns_are_all_documented():
     from calibration.api import AdherenceResult, TurnResult
-    from calibration.score import results_frames
+    from calibration.api.frames import results_frames
 
     dist = {"overall": {1.0: 0.2, 4.0: 0.8}}
     turn = TurnResult(0, dist, {"overall": 3.4}, 0.8, True, 0.8, dist, reason="ok")

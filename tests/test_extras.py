@@ -90,7 +90,7 @@ def test_the_local_judge_without_its_extra_is_one_line_before_any_work(tmp_path)
 
 @pytest.mark.parametrize(
     ("extra", "module"),
-    [("mlflow", "calibration.integrations.mlflow"), ("deepeval", "calibration.integrations.deepeval")],
+    [("mlflow", "calibration.connectors.mlflow.scorer"), ("deepeval", "calibration.connectors.deepeval.metric")],
 )
 def test_an_integration_without_its_extra_fails_to_import_naming_the_install_command(tmp_path, extra, module):
     done = run_without(extra, ["-c", f"import {module}"], tmp_path)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import ast
 import importlib
-import sys
 from pathlib import Path
 
 import pytest
@@ -19,29 +18,37 @@ PACKAGES = ("rubric", "calibration")
 # Lower layers never import higher ones: each module gets the rank of the longest prefix below that names it,
 # and may import modules of its own rank or lower (circles within a rank are caught by the cycle test).
 LAYERS = {
-    # rubric/ from the bottom: the foundations (errors, ids, files, schema, conversations, prompts, cache,
-    # extraction, responses, judge_settings, ...), the judges role-rubric runs itself and the wire
+    # rubric/ from the bottom: the foundations at its top level (errors, files, jsonfile, ids, notices, progress,
+    # extras, lifetime, secrets, plugins; the rubric schema and the conversations)
     "rubric": 0,
-    "rubric.servers": 0,  # fake and local judges: the client side names them, they import no client code
-    "rubric.transport.http": 0,  # one POST and its reply; judge_settings checks its client names
-    "rubric.backends": 0.1,  # the judges' client side: OpenAI-compatible and embedding backends
-    "rubric.traces": 0.1,  # the trace sources `import` reads (OTLP JSON, MLflow, Phoenix): the foundations only
-    "rubric.embedding_judge": 0.1,
-    "rubric.transport": 0.2,  # workers over a backend, in this process or spread over processes
-    "rubric.outputs": 0.2,  # what a gather writes, from the backends' answers
-    "rubric.scorers": 0.2,  # reference-based scorers (their encoder is the embedding judge's)
-    "rubric.batch": 0.3,  # gathering through batch files: writes the same outputs
-    "rubric.batch_run": 0.3,  # old path of rubric/batch/run.py: warns
-    "rubric.long_turns": 0.3,
-    "rubric.gather": 0.5,  # the stage, over all of the above
+    "rubric.config": 0.1,  # what a config value must be, and printing one for the shell: the foundations only
+    "rubric.transport": 0.1,  # JSON over HTTP for the connectors
+    "rubric.servers": 0.1,  # fake and local judges: the client side names them, they import no client code
+    "rubric.traces": 0.2,  # decoding traces into conversations (OTLP JSON, span conventions): the foundations only
+    # rubric/judge/, the judge client, from the bottom: its settings, the backends' registry (names only, the
+    # backends imported on first use), wire, prompts, cache and answer reading
+    "rubric.judge": 0.3,
+    "rubric.judge.backends": 0.4,  # the OpenAI-compatible backend
+    "rubric.judge.embedding": 0.4,  # the offline embedding judge
+    "rubric.scorers": 0.45,  # reference-based scorers (their encoder is the embedding judge's)
+    "rubric.judge.outputs": 0.5,  # what a gather writes, from the backends' answers
+    "rubric.judge.workers": 0.5,  # workers over a backend in this process
+    "rubric.judge.parallel": 0.5,  # the same workers spread over processes
+    "rubric.judge.batch": 0.6,  # gathering through batch files: writes the same outputs
+    "rubric.judge.long_turns": 0.6,
+    "rubric.judge.gather": 0.7,  # the stage, over all of the above
+    "rubric.judge.__init__": 0.3,  # a docstring: the package's map
     "rubric.__init__": 0.9,  # the package's re-exports (see rank)
     "calibration.data": 1,
     "calibration.data.union": 2,  # several training directories: checks them with calibration.model.provenance
-    "calibration.path_checks": 1,  # the checks of the path keys (out=, inputs, data=[...])
+    "calibration.pages": 1,  # page templating and the parts every page draws (figures, tables)
+    "calibration.schema.paths": 1,  # the checks of the path keys (out=, inputs, data=[...])
     "calibration.schema": 3,  # each command's keys (types, defaults, ranges); the network's are Settings'
     "calibration.schema.help": 10,  # --help and docs/reference/commands.md, written from the schemas
-    "calibration.compose": 3,  # composing a command's config; the CLI and its help both use it  # types and ranges of settings; model files and cv folders check theirs with it
+    "calibration.schema.compose": 3,  # composing a command's config; the CLI and its help both use it
+    "calibration.schema.out_locks": 3,  # one run at a time per output, from the path keys
     "calibration.labelling": 2,  # Label Studio and the labelling sheet: reads and writes dataset folders
+    "calibration.labelling.suggest": 7,  # which pairs to label next: over the model's predictions
     "calibration.model": 2,
     "calibration.model.network": 2,
     "calibration.model.recalibrate": 2,
@@ -53,7 +60,7 @@ LAYERS = {
     "calibration.model.files": 6,
     "calibration.model.predict": 7,
     "calibration.evaluation": 8,
-    "calibration.decide": 8.2,  # decisions at a guaranteed risk (evaluation.risk_control)
+    "calibration.release.decide": 8.2,  # decisions at a guaranteed risk (evaluation.risk_control)
     "calibration.release": 8.5,  # `estimate`, its plan and gate: over the model, evaluation and decide
     "calibration.release.inference": 1,  # the estimators: numpy and scipy only
     "calibration.release.intervals": 1,  # their arithmetic, vectorised over samples
@@ -68,9 +75,12 @@ LAYERS = {
     "calibration.connectors.phoenix": 9.7,
     "calibration.connectors.otel": 9.7,
     "calibration.connectors.label_studio": 9.7,
-    "calibration": 10,  # the entry points: api, score, suggest, demo and the package's (lazy) re-exports
-    "calibration.monitor": 10,  # `monitor`: over release, report's page and the package's re-exports
-    "calibration.integrations": 11,  # deepeval's metric and MLflow's scorer: over the api
+    "calibration.connectors.mlflow.scorer": 10.5,  # MLflow's scorers: over the api
+    "calibration.connectors.deepeval": 10.5,  # deepeval's metric: over the api
+    "calibration.api": 10,  # RoleAdherence, its results and the frames `score` writes
+    "calibration": 10,  # the entry points: api, demo and the package's (lazy) re-exports
+    "calibration.monitor": 10,  # `monitor`: over release, the pages and the package's re-exports
+    "calibration.integrations": 11,  # the documented paths of deepeval's metric and MLflow's scorers
     "calibration.commands": 11,  # one module per command, over every stage
     "calibration.cli": 12,  # the dispatcher: composes, checks, locks and calls calibration.commands
 }
@@ -164,7 +174,7 @@ def upward_imports(graph: dict[str, set[str]]) -> list[str]:
 
 def test_no_import_cycles():
     graph = import_graph()
-    assert {"calibration.model.train", "rubric.gather"} <= set(graph)  # the walk found the packages
+    assert {"calibration.model.train", "rubric.judge.gather"} <= set(graph)  # the walk found the packages
     stale = [edge for edge in KNOWN_CIRCLES if edge[1] not in graph.get(edge[0], ())]
     assert not stale, f"remove these from KNOWN_CIRCLES, the imports are gone: {stale}"
     for a, b in KNOWN_CIRCLES:
@@ -191,10 +201,19 @@ def unplaced(names: list[str]) -> list[str]:
 
 def test_every_package_has_its_own_layer():
     found = packages()
-    assert {"rubric.traces", "calibration.publish", "calibration.monitor", "calibration.integrations"} <= set(found)
-    assert {"calibration.connectors", "calibration.connectors.mlflow", "calibration.connectors.label_studio"} <= set(
-        found
-    )
+    assert {
+        "rubric.traces",
+        "rubric.judge",
+        "rubric.config",
+        "calibration.api",
+        "calibration.pages",
+        "calibration.publish",
+        "calibration.monitor",
+        "calibration.integrations",
+        "calibration.connectors",
+        "calibration.connectors.mlflow",
+        "calibration.connectors.label_studio",
+    } <= set(found)
     missing = unplaced(found)
     assert not missing, f"give these packages a layer in LAYERS (tests/test_layout.py): {missing}"
 
@@ -206,60 +225,15 @@ def test_cli_commands_name_existing_modules():
         assert module.__name__ in project_modules() and callable(module.run), f"{command}: {module.__name__}"
 
 
-# Modules that moved into rubric's sub-packages, by old path: each old path still imports the same objects,
-# so code written before the move runs, and warns (nothing in role-rubric imports an old path).
-MOVED = {
-    "rubric.batch_run": ("rubric.batch.run", ["gather_batch"]),
-    "rubric.http": ("rubric.transport.http", ["HTTP_CLIENTS", "env_proxy", "ssl_context_for", "refused_at"]),
-    "rubric.local_server": ("rubric.servers.local", ["LocalServer", "served_model_name"]),
-    "rubric.fake_server": (
-        "rubric.servers.fake",
-        ["FakeOpenAI", "codes_in", "judge_distribution", "main", "run_serve"],
-    ),
-}
-
-
-@pytest.mark.parametrize("old", sorted(MOVED))
-def test_old_import_paths_still_work_and_warn(old: str, monkeypatch):
-    new, names = MOVED[old]
-    monkeypatch.delitem(sys.modules, old, raising=False)
-    with pytest.warns(DeprecationWarning, match=f"{old} is deprecated: import {new}"):
-        module = importlib.import_module(old)
-    for name in names:
-        assert getattr(module, name) is getattr(importlib.import_module(new), name), name
-
-
-def test_nothing_imports_an_old_path():
-    """The project's own modules, tests and benchmarks import the modules that define the names."""
-    found = []
-    for path in sorted(
-        [
-            *ROOT.joinpath("calibration").rglob("*.py"),
-            *ROOT.joinpath("rubric").rglob("*.py"),
-            *ROOT.joinpath("tests").rglob("*.py"),
-            *ROOT.joinpath("benchmarks").rglob("*.py"),
-        ]
-    ):
-        if path.stem in {"test_layout"} or path.relative_to(ROOT).as_posix() in {
-            f"{o.replace('.', '/')}.py" for o in MOVED
-        }:
-            continue
-        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            names = [node.module] if isinstance(node, ast.ImportFrom) and node.module else []
-            names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
-            found += [f"{path.relative_to(ROOT)}:{node.lineno} {n}" for n in names if n in MOVED]
-    assert not found, found
-
-
 def test_rubric_batch_names_its_modules_names():
-    import rubric.batch
+    import rubric.judge.batch
 
     for name, module in (
-        ("BatchSettings", "rubric.batch.lines"),
-        ("split_lines", "rubric.batch.lines"),
-        ("gather_batch", "rubric.batch.run"),
+        ("BatchSettings", "rubric.judge.batch.lines"),
+        ("split_lines", "rubric.judge.batch.lines"),
+        ("gather_batch", "rubric.judge.batch.run"),
     ):
-        assert getattr(rubric.batch, name) is getattr(importlib.import_module(module), name)
+        assert getattr(rubric.judge.batch, name) is getattr(importlib.import_module(module), name)
 
 
 def test_the_checks_can_fail():

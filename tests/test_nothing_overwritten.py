@@ -1,5 +1,5 @@
 """A file a command writes never replaces one of its inputs, nor an existing file it did not write, unless
-overwrite=true (calibration/path_checks.py, one rule for every command that writes files): checked before
+overwrite=true (calibration/schema/paths.py, one rule for every command that writes files): checked before
 anything is read or sent, one line, exit 2, the file left as it was."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import json
 import pytest
 
 from calibration.cli import main
-from calibration.path_checks import INPUT_KEYS, OWN_FILES, written_files
+from calibration.schema.paths import INPUT_KEYS, OWN_FILES, written_files
 from calibration.schema.store import SCHEMAS, flat_settings
 
 UNRELATED = "conversation_id,turn,judge_id,question_id,answer\nc1,0,J1,overall,3\n"  # someone's labels

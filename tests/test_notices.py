@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 PRINTS = ("calibration/cli.py", "calibration/cli_help.py", "rubric/servers/")
 # A print the caller asked for by name: deepeval's `verbose_mode=True` prints the metric's log, as every deepeval
 # metric does.
-ASKED = {("calibration/integrations/deepeval.py", "verbose_mode")}
+ASKED = {("calibration/connectors/deepeval/metric.py", "verbose_mode")}
 
 
 def test_the_command_line_prints_status_lines_on_stdout_and_data_warnings_on_stderr(capsys) -> None:
@@ -28,7 +28,7 @@ def test_the_command_line_prints_status_lines_on_stdout_and_data_warnings_on_std
         log.info("report: reusing cv/predictions.csv (5 folds, seed 0)")
         warn_data("report", ["only 3 labelled turns per fold"])
         warn_data("report", ["only 3 labelled turns per fold"])  # each one, not once per place
-        logging.getLogger("rubric.gather").info("gather: wrote out/llm.csv")
+        logging.getLogger("rubric.judge.gather").info("gather: wrote out/llm.csv")
     out, err = capsys.readouterr()
     assert out == "report: reusing cv/predictions.csv (5 folds, seed 0)\ngather: wrote out/llm.csv\n"
     assert err == "report: warning: only 3 labelled turns per fold\n" * 2
@@ -101,7 +101,7 @@ def test_size_warnings_are_data_warnings_the_command_line_prints(capsys) -> None
 
 def test_a_warning_about_the_run_goes_to_standard_error(capsys) -> None:
     with cli_notices():
-        logging.getLogger("rubric.long_turns").warning("warning: 2 of 9 turns are longer than long_turn_tokens=8")
+        logging.getLogger("rubric.judge.long_turns").warning("warning: 2 of 9 turns are longer than long_turn_tokens=8")
         logging.getLogger("rubric.progress").info("gather: 5/10 requests (50%)")
     out, err = capsys.readouterr()
     assert (out, err) == ("gather: 5/10 requests (50%)\n", "warning: 2 of 9 turns are longer than long_turn_tokens=8\n")

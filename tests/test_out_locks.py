@@ -1,6 +1,6 @@
 """Every command that writes an output holds it for the whole run, final writes included: a second run
 into the same output is refused with the first one's PID, and an output path that cannot be created is
-one line and exit 2 (calibration/run_lock.py). Parametrised over the command table, so a new command is
+one line and exit 2 (calibration/schema/out_locks.py). Parametrised over the command table, so a new command is
 covered the day it is added."""
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import pytest
 
 from calibration import cli
 from calibration.cli import COMMANDS, main
-from calibration.compose import compose_config
-from calibration.run_lock import FILE_OUTPUTS
+from calibration.schema.compose import compose_config
+from calibration.schema.out_locks import FILE_OUTPUTS
 from rubric.files import LOCK_NAME, lock_path
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -20,7 +20,7 @@ import pytest
 from calibration.cli import main
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
-from rubric.responses import mask_secrets
+from rubric.secrets import mask_secrets
 from tests.calibration.conftest import make_native_dataset
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 # -- the out-folder lock ----------------------------------------------------------------------------------------------
 def _lock_holder(folder: Path) -> subprocess.Popen:
-    """Another process holding FOLDER's out-folder lock (calibration/run_lock.py), once it says so."""
+    """Another process holding FOLDER's out-folder lock (calibration/schema/out_locks.py), once it says so."""
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -233,7 +233,7 @@ def test_gather_rerun_into_its_own_earlier_output_is_allowed(tmp_path):
     hand-written files are protected."""
 
     from rubric.conversations import load_conversations, save_conversations
-    from rubric.outputs import refuse_overwriting_inputs
+    from rubric.judge.outputs import refuse_overwriting_inputs
     from rubric.schema import load_rubric
 
     src = tmp_path / "src.jsonl"

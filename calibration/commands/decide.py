@@ -1,7 +1,7 @@
 """`role-rubric decide`: per-turn decisions (adheres / violates / escalate) at a guaranteed risk.
 
 Its keys: calibration.schema.commands_release `Decide` (`role-rubric decide --help`); the library it calls:
-calibration.decide (the calibration turns, the adherence probability), calibration.evaluation.risk_control
+calibration.release.decide (the calibration turns, the adherence probability), calibration.evaluation.risk_control
 (the threshold and the decisions).
 """
 
@@ -26,8 +26,8 @@ def run(cfg: Schema) -> Path:
     turns; threshold null where no threshold passes and every turn is escalated) and, given data=DIR,
     decisions.csv (one row per turn). Imports inside, so that `role-rubric --help` loads no stage."""
     from calibration import load_model
-    from calibration.decide import CALIBRATION_FILE, calibration_table, default_adheres_at
     from calibration.release.checks import check_adheres_at
+    from calibration.release.decide import CALIBRATION_FILE, calibration_table, default_adheres_at
     from rubric.files import atomic_to_csv
 
     model = load_model(cfg.model)
@@ -53,7 +53,7 @@ def _check_judges(cfg: Schema, model: Any) -> None:
     """Refuse a calibration set (or turns to decide) from another judge than the model's: a threshold
     calibrated on another judge's distributions promises nothing about this model's turns."""
     from rubric.errors import InputError
-    from rubric.identity import check_same_judge, dataset_judge_identity, identity_differences
+    from rubric.judge.identity import check_same_judge, dataset_judge_identity, identity_differences
     from rubric.notices import warn_data
 
     allow = cfg.allow_judge_mismatch
@@ -110,8 +110,8 @@ def _write_threshold(cfg: Schema, table: Any, adheres_at: float, out: Path) -> A
     curve, and log what it decides: the chosen `Threshold`."""
     from dataclasses import asdict
 
-    from calibration.decide import threshold_from
     from calibration.evaluation.risk_control import RISK_LEVELS
+    from calibration.release.decide import threshold_from
     from rubric.jsonfile import write_json
 
     risk, delta, against = cfg.risk, cfg.delta, cfg.against
@@ -136,8 +136,8 @@ def _write_threshold(cfg: Schema, table: Any, adheres_at: float, out: Path) -> A
 def _decide_turns(data: str, model: Any, adheres_at: float, threshold: float, out: Path) -> None:
     """Decide every turn of data=DIR at the threshold: OUT/decisions.csv, one row per turn."""
     from calibration import load_dataset
-    from calibration.decide import adherence_probability
     from calibration.evaluation.risk_control import decide
+    from calibration.release.decide import adherence_probability
     from rubric.files import atomic_to_csv
 
     ds = load_dataset(data, rubric=model.check_rubric(Path(data) / "rubric.yaml"), require_labels=False)

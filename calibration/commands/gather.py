@@ -1,7 +1,7 @@
 """`role-rubric gather`: ask the LLM judge every rubric question about every turn -> llm.csv.
 
 Its keys: calibration.schema.commands_data `Gather` (`role-rubric gather --help`);
-the work: rubric.gather `run_gather` (imported when the command runs, so that `role-rubric --help` loads no stage).
+the work: rubric.judge.gather `run_gather` (imported when the command runs, so that `role-rubric --help` loads no stage).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ __all__ = ["Schema", "run"]
 def run(cfg: Schema) -> Any:
     """Run `gather` on its checked object (calibration.cli builds it and locks its outputs): the rubric from
     rubric_file= or the `rubric` group, then the judge (or scorer=NAME's reference scorer) on every turn."""
-    from rubric.gather import rubric_from_config, run_gather
+    from rubric.judge.gather import rubric_from_config, run_gather
 
     rubric = rubric_from_config(cfg.rubric, rubric_file=cfg.rubric_file, target=cfg.target)
     if cfg.scorer:  # a reference-based scorer instead of a judge (rubric/scorers/features.py)
@@ -41,11 +41,11 @@ def run(cfg: Schema) -> Any:
 
 
 def _batch_settings(cfg: Schema) -> Any:
-    """mode=batch's settings (rubric/batch/lines.py), or None for an online gather (results= without
+    """mode=batch's settings (rubric/judge/batch/lines.py), or None for an online gather (results= without
     mode=batch is refused by the schema's rule)."""
     if cfg.mode != "batch":
         return None
-    from rubric.batch.lines import BatchSettings
+    from rubric.judge.batch.lines import BatchSettings
 
     return BatchSettings(
         submit=cfg.submit,

@@ -1,7 +1,7 @@
 """`role-rubric score`: score a conversations file per conversation -> CSV.
 
 Its keys: calibration.schema.commands_release `Score` (`role-rubric score --help`); the library it calls:
-calibration.api `RoleAdherence` (the measurement), calibration.score (the frames and the table).
+calibration.api `RoleAdherence` (the measurement), calibration.api.frames (the frames and the table).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 def run(cfg: Schema) -> Any:
     """CLI: `role-rubric score conversations=FILE [calibrator=DIR] [judge=embedding] out=FILE.csv`: the
     per-conversation frame. Imports inside, so that `role-rubric --help` loads no stage."""
-    from calibration.score import results_frames
+    from calibration.api.frames import results_frames
     from rubric.conversations import load_conversations
     from rubric.errors import InputError
 
@@ -54,7 +54,7 @@ def _metric(cfg: Schema, out: Path) -> tuple[Any, Any]:
         judges = clean_id_list(judges)
     rubric = None
     if cfg.calibrator is None:
-        from rubric.gather import rubric_from_config
+        from rubric.judge.gather import rubric_from_config
 
         rubric = rubric_from_config(cfg.rubric, rubric_file=cfg.rubric_file, target=cfg.target, command="score")
     cache = cfg.cache or gathered_cache(cfg.calibrator) or out.with_suffix(".cache.sqlite")
@@ -136,8 +136,8 @@ def _scored_with(cfg: Schema, metric: Any, conversations: Any) -> dict[str, Any]
 
 def _log_summary(cfg: Schema, metric: Any, conv_frame: Any) -> None:
     """The table (its first show= rows), the mean score and pass count, and the notes about the judges."""
-    from calibration.score import format_results
-    from rubric.identity import stand_in_note
+    from calibration.api.frames import format_results
+    from rubric.judge.identity import stand_in_note
 
     log.info(format_results(conv_frame, limit=cfg.show))
     mean = conv_frame["score"].mean()

@@ -1,7 +1,7 @@
 """`role-rubric suggest`: which labels to ask for next.
 
 purpose=learn ranks unlabelled (turn, reviewer) pairs by what a label would teach the calibrator
-(calibration/suggest.py); purpose=estimate draws a random sample of conversations for `role-rubric estimate`,
+(calibration/labelling/suggest.py); purpose=estimate draws a random sample of conversations for `role-rubric estimate`,
 as many as a width or a gate needs when asked (calibration/release/sampling.py, planning.py), with
 sample_plan.csv beside the sheet (calibration/release/plan.py). Its keys: calibration.schema.commands_release
 `Suggest` (`role-rubric suggest --help`).
@@ -38,7 +38,7 @@ def _rank_for_learning(cfg: Schema) -> Path:
     import numpy as np
     import torch
 
-    from calibration.suggest import (
+    from calibration.labelling.suggest import (
         conversations_by_id,
         judges_to_ask,
         model_and_data,
@@ -87,7 +87,7 @@ def _rank_for_learning(cfg: Schema) -> Path:
 
 
 def _write_ranked(cfg: Schema, frame: Any, picked: int, candidates: int, budget: int, seconds: float) -> Path:
-    from rubric.command_line import override
+    from rubric.config.command_line import override
     from rubric.files import atomic_to_csv
 
     out = cfg.out

@@ -28,7 +28,7 @@ def run(cfg: Schema) -> Path:
     from calibration.model.provenance import training_records
     from calibration.model.shift import roles_of
     from rubric.files import out_lock
-    from rubric.identity import describe
+    from rubric.judge.identity import describe
 
     settings, model = cfg.settings, cfg.model
     data = training_data_of(cfg)

@@ -15,8 +15,8 @@ import pandas as pd  # noqa: E402
 
 from calibration.compare.metrics import METRICS  # noqa: E402
 from calibration.compare.tables import per_type_table, unified_table  # noqa: E402
-from calibration.report.page import encode_png, html_table, interval_column  # noqa: E402
-from calibration.report.templating import Markup, render_page, section  # noqa: E402
+from calibration.pages.parts import encode_png, html_table, interval_column  # noqa: E402
+from calibration.pages.templating import Markup, render_page, section  # noqa: E402
 from rubric.files import atomic_write_text  # noqa: E402
 
 

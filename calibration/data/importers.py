@@ -61,9 +61,9 @@ def import_llm_rubric(evaluations: str | Path, judgments: str | Path, out: str |
 
 
 def llm_rubric_judge(rubric: Rubric) -> dict[str, str]:
-    """The judge of LLM-Rubric's llm_evaluations.tsv as an identity (rubric/identity.py): not gathered here, but
+    """The judge of LLM-Rubric's llm_evaluations.tsv as an identity (rubric/judge/identity.py): not gathered here, but
     known, so that a calibrator trained on it is refused on another judge's distributions and the reverse."""
-    from rubric.identity import rubric_hash
+    from rubric.judge.identity import rubric_hash
 
     return {
         "backend": "imported",

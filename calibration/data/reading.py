@@ -16,8 +16,8 @@ import numpy as np
 import pandas as pd
 
 from rubric.errors import InputError
-from rubric.health import health_of_llm
 from rubric.ids import clean_id_columns
+from rubric.judge.health import health_of_llm
 from rubric.schema import Rubric, format_value
 
 log = logging.getLogger(__name__)  # warnings about the run (stderr); calibration/cli.py prints them (rubric/notices.py)
@@ -29,7 +29,7 @@ PROB_SUM_TOLERANCE = 1e-3
 
 def warn_if_unreliable(llm: pd.DataFrame, path: Path) -> None:
     """A judge that mostly named no option (median coverage < 0.5 or > 5% fallbacks) gives distributions that
-    are renormalised noise: train, cv and the rest say so (rubric/health.py), and go on."""
+    are renormalised noise: train, cv and the rest say so (rubric/judge/health.py), and go on."""
     health = health_of_llm(llm)
     if health is not None and health.warning():
         log.warning(f"{path}: {health.warning()} ({health.describe()})")

@@ -29,7 +29,7 @@ from calibration.data.dataset import Dataset, load_dataset
 from calibration.model.provenance import shared_conversation
 from rubric.errors import InputError
 from rubric.files import file_sha256
-from rubric.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
+from rubric.judge.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
 from rubric.notices import warn_data
 from rubric.schema import load_rubric
 

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from rubric.command_line import override
+from rubric.config.command_line import override
 from rubric.errors import InputError
 from rubric.ids import clean_id_columns
 

@@ -305,7 +305,7 @@ def _interval(last: dict, method: str) -> str:
 def previous_model(rmse: float, data: Any, target: str | None, weights: Any) -> dict[str, Any]:
     """The deploy choice's dict for the network trained without the last directory of `data` (a list of
     several), with the `role-rubric train` command that trains it."""
-    from rubric.command_line import override
+    from rubric.config.command_line import override
 
     kept = list(data)[:-1]
     where = override("data", kept[0] if len(kept) == 1 else kept)

@@ -1,6 +1,6 @@
 """Selective decisions with a guarantee (risk control): `adheres`, `violates` or `escalate`.
 
-Pure functions on arrays; `role-rubric decide` (calibration/decide.py) applies them to a model.
+Pure functions on arrays; `role-rubric decide` (calibration/release/decide.py) applies them to a model.
 
 Definitions (what is promised):
 - p(turn) = the adherence probability: P(target answer >= adheres_at) under the calibrator's predicted

@@ -14,8 +14,8 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from calibration.report.page import encode_png, html_table  # noqa: E402
-from calibration.report.templating import Markup, escape, render_page, section  # noqa: E402
+from calibration.pages.parts import encode_png, html_table  # noqa: E402
+from calibration.pages.templating import Markup, escape, render_page, section  # noqa: E402
 from rubric.files import atomic_write_text  # noqa: E402
 
 TOP_DISAGREEMENTS = 20

@@ -25,7 +25,7 @@ from rubric.files import atomic_to_csv, ensure_out_dir, out_lock
 from rubric.schema import Question, Rubric, format_value
 
 # gather_summary.json holds the judge's identity: without it the imported labels' distributions have no judge,
-# and a calibrator of another judge could not be refused on them (rubric/identity.py).
+# and a calibrator of another judge could not be refused on them (rubric/judge/identity.py).
 COPIED = ("rubric.yaml", "conversations.jsonl", "llm.csv", "llm.parquet", "gather_summary.json")
 KEY = ["conversation_id", "turn", "judge_id", "question_id"]
 

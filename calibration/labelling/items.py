@@ -2,7 +2,7 @@
 
 An item is `(conversation_id, turn)` with `turn` as written in labels.csv: the 0-based index of the assistant
 reply as text, or "" for a whole conversation. A reviewer judges a reply in the light of everything said
-before it, as the LLM judge does (rubric/prompts.py), so every labelling path shows the earlier turns too.
+before it, as the LLM judge does (rubric/judge/prompts.py), so every labelling path shows the earlier turns too.
 """
 
 from __future__ import annotations

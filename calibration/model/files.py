@@ -87,9 +87,9 @@ class LoadedModel:
         self, folder: str | Path, *, command: str, model_dir: str | Path | None, allow_judge_mismatch: bool
     ) -> Rubric:
         """The model's rubric, after checking a dataset folder against the model: the same rubric first (the
-        more basic mismatch), then the same judge (`rubric.identity.check_same_judge`: refused unless
+        more basic mismatch), then the same judge (`rubric.judge.identity.check_same_judge`: refused unless
         allow_judge_mismatch, naming the folder and model_dir's model.json)."""
-        from rubric.identity import check_same_judge, dataset_judge_identity
+        from rubric.judge.identity import check_same_judge, dataset_judge_identity
 
         rubric = self.check_rubric(Path(folder) / "rubric.yaml")
         check_same_judge(
@@ -117,7 +117,7 @@ def save_model(
     trained_on: list[dict] | None = None,
     roles: dict[str, str] | None = None,
 ) -> Path:
-    """judge: the identity of the judge whose distributions it was trained on (rubric.identity), or None;
+    """judge: the identity of the judge whose distributions it was trained on (rubric.judge.identity), or None;
     data: the dataset directory `ds` was read from, recorded with its conversations' fingerprints;
     trained_on: instead, the records of the directories it was read from (`TrainingData.records`);
     roles: conversation id -> chatbot role, for the per-role shift check (default: data's conversations.jsonl)."""
@@ -177,7 +177,7 @@ def _provenance(
         "judges": list(ds.judges),
         "rubric": ds.rubric.to_dict(),
         "rubric_fingerprint": ds.rubric.fingerprint(),
-        "judge": judge,  # predict and score refuse distributions from another judge (rubric/identity.py)
+        "judge": judge,  # predict and score refuse distributions from another judge (rubric/judge/identity.py)
         # estimate and decide refuse labelled samples the model trained on (calibration/model/provenance.py)
         "trained_on": trained_on if trained_on is not None else [training_record(ds, data)],
         # score, predict and estimate compare new data with this sample (calibration/model/shift.py)

@@ -7,7 +7,7 @@ a linear model's block and feature spec, the recalibration's sizes, and its own 
 only writer: the same keys, in the order `train` has always written them, with `json.dumps(..., indent=2)` and
 numbers as they were given (3 stays 3, 3.0 stays 3.0), so model.json's bytes and checksums are what they were
 before this module. Fields older files lack (`model`, `shift_reference`, `integrity`, ...) are optional and
-stay absent when written back; the judge identity is kept as gather wrote it (rubric/identity.py reads it).
+stay absent when written back; the judge identity is kept as gather wrote it (rubric/judge/identity.py reads it).
 """
 
 from __future__ import annotations
@@ -158,7 +158,7 @@ class ModelRecord(_Record):
     judges: list[str]
     rubric: dict[str, Any]
     rubric_fingerprint: str | None = None
-    judge: dict[str, Any] | None = None  # rubric/identity.py, copied from gather_summary.json as it was written
+    judge: dict[str, Any] | None = None  # rubric/judge/identity.py, copied from gather_summary.json as it was written
     trained_on: list[TrainingRecord] | None = None
     shift_reference: ShiftReference | None = None
     history: dict[str, PhaseHistory] | None = None

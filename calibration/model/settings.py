@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from rubric.config_types import (
+from rubric.config.settings import (
     boolean,
     check_values,
     choice,
@@ -224,7 +224,7 @@ def training_workers(n: int | None) -> int:
             raise InputError(
                 f"ROLE_RUBRIC_WORKERS={raw!r} is not a whole number.", fix="set it to 1, 2, ... or unset it."
             )
-        from rubric.transport.parallel import available_cpus
+        from rubric.judge.parallel import available_cpus
 
         n = int(raw) or min(available_cpus(), 4)
     return max(1, int(n))

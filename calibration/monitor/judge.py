@@ -25,7 +25,7 @@ from pathlib import Path
 from calibration.monitor.canary import canary_test
 from calibration.monitor.evidence import role_shares
 from rubric.errors import InputError
-from rubric.identity import IDENTITY_KEYS, dataset_judge_identity, describe
+from rubric.judge.identity import IDENTITY_KEYS, dataset_judge_identity, describe
 
 __all__ = ["canary_run", "window_judge"]
 

@@ -110,8 +110,8 @@ def write_page(out: Path, windows: list[dict], alarms: list[dict], reference: di
     """monitor.html (and monitor.png beside it) in OUT."""
     import pandas as pd
 
-    from calibration.report.page import encode_png, html_table
-    from calibration.report.templating import Markup, render_page, section
+    from calibration.pages.parts import encode_png, html_table
+    from calibration.pages.templating import Markup, render_page, section
     from rubric.files import atomic_write_text
 
     prepared = prepare_monitor(windows, alarms, reference)

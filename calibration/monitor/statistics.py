@@ -112,9 +112,9 @@ def score_directory(
     is the model's; labelled conversations are none the model trained on). model_dir: the model's folder,
     named in an error."""
     from calibration import load_dataset
-    from calibration.decide import default_adheres_at
     from calibration.model.provenance import refuse_overlap
     from calibration.model.shift import roles_of
+    from calibration.release.decide import default_adheres_at
     from calibration.release.turns import reviewer_predictions
 
     rubric = model.check_data(root, command="monitor", model_dir=model_dir, allow_judge_mismatch=allow_mismatch)

@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
-from rubric.responses import mask_secrets
+from rubric.secrets import mask_secrets
 
 
 def mask_url(url: str) -> str:

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from calibration.path_checks import DATASET_FILES
+from calibration.schema.paths import DATASET_FILES
 from rubric.errors import InputError, read_text_file
 from rubric.files import file_sha256
 
@@ -75,7 +75,7 @@ def check_target_answered(ds, labels: Path, *, minimum: int = 1) -> None:
 def check_baseline(release: Path, baseline: Path, *, allow_judge_mismatch: bool) -> None:
     """A baseline is another release: not the release's folder, not a copy of it, and its distributions
     from the release's judge (a difference between two judges measures the judges, not the chatbot)."""
-    from rubric.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
+    from rubric.judge.identity import NO_RECORD, dataset_judge_identity, describe, identity_differences
 
     if not baseline.is_dir():
         raise InputError(

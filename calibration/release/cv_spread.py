@@ -116,7 +116,7 @@ def read_cv_agreement(folder: str | Path, model, adheres_at: float) -> CvAgreeme
     """cv's out-of-fold agreement for `model`'s target, from a `role-rubric cv` folder: refuses a folder for
     another question, rubric or judge, and a predictions.csv without usable calibrated rows."""
     from calibration.evaluation.cv_predictions import REFERENCE, read_cv_folder
-    from rubric.identity import identity_differences
+    from rubric.judge.identity import identity_differences
 
     folder = Path(folder)
     target = model.rubric.target

@@ -85,7 +85,7 @@ def estimate_release(
     (calibration/release/crossfit.py; model must be a folder), the adapted model written to adapted_out."""
     from calibration.model.files import load_model
     from calibration.schema.commands_release import Estimate
-    from rubric.config_types import check_values
+    from rubric.config.settings import check_values
 
     # the command's own declarations (types and ranges), so Python and the command line refuse the same values
     given = {"alpha": alpha, "population": population, "bias_margin": bias_margin, "width": width}
@@ -215,7 +215,7 @@ def _checked_release(root: Path, model, allow_mismatch: bool, *, what: str, mode
 
 def _cuts(rubric, adheres_at: float | None) -> dict[str, float]:
     """Each question's adherence threshold: its default, the target's overridden by adheres_at."""
-    from calibration.decide import default_adheres_at
+    from calibration.release.decide import default_adheres_at
 
     cut = {q.id: default_adheres_at(q) for q in rubric.questions}
     if adheres_at is not None:

@@ -32,8 +32,8 @@ def planned_budget(
     """`width=W` / `decide_at=X` (one of them, checked by suggest's schema): the conversations the rate's
     interval needs (calibration/release/planning.py) with the calibrator in `model`, at most `budget`; the
     plan's lines printed. data: the release's folder (of `ds`); cv: a `role-rubric cv` folder to plan from."""
-    from calibration.decide import default_adheres_at
     from calibration.model.files import load_model
+    from calibration.release.decide import default_adheres_at
     from calibration.release.planning import (
         plan_lines,
         predicted_rate,

@@ -23,6 +23,7 @@ from calibration.evaluation.cv_predictions import REFERENCE, method_rows, previo
 from calibration.evaluation.releases import metrics_by_dataset
 from calibration.evaluation.reviewers import agreement_from_predictions
 from calibration.evaluation.sizes import check_folds, reliability_warnings, size_warnings
+from calibration.pages.templating import Markup, escape, render_page
 from calibration.report.decisions import decision_sections
 from calibration.report.page import section_html
 from calibration.report.pool import prefetching_pool, report_threads, run_cvs
@@ -39,7 +40,6 @@ from calibration.report.sections import (
     targets_section,
 )
 from calibration.report.shipped import as_shipped, shipped_html, shipped_model, shipped_shift, shipped_verdict
-from calibration.report.templating import Markup, escape, render_page
 from calibration.report.turns import turn_sections
 from calibration.report.turns_html import TURNS_CSS
 from calibration.report.variants import ablation_variants

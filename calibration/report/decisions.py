@@ -3,7 +3,7 @@
 Decisions: from the out-of-fold predictions of the calibrated model, each turn's adherence probability
 is the mean over its (held-out) reviewers of the predicted P(answer >= adheres_at); `decide` itself averages
 over every training judge, since a new turn has no reviewers yet. Per risk level, 20 times, half of the
-conversations calibrate the threshold (calibration/decide.py) and the other half measure the share decided
+conversations calibrate the threshold (calibration/release/decide.py) and the other half measure the share decided
 and the disagreement on it.
 
 Labels: reads the JSON of benchmarks/active_labelling.py (a simulation too long for the report itself).
@@ -21,7 +21,8 @@ import pandas as pd
 
 from calibration.evaluation.metrics import jsonable
 from calibration.evaluation.risk_control import RISK_LEVELS, validate
-from calibration.report.page import encode_png, html_table, section_html
+from calibration.pages.parts import encode_png, html_table
+from calibration.report.page import section_html
 
 
 def turn_table(rows: pd.DataFrame, adheres_at: float) -> pd.DataFrame:

@@ -14,8 +14,9 @@ import numpy as np
 import pandas as pd
 
 from calibration.evaluation.adherence import item_adherence
+from calibration.pages.parts import html_table
 from calibration.release.inference import ClusterSample, classical_mean, effective_labels, ppi_mean
-from calibration.report.page import html_table, section_html
+from calibration.report.page import section_html
 
 N_VALUES = (10, 20, 40, 80)
 

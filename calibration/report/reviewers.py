@@ -5,7 +5,8 @@ from __future__ import annotations
 import pandas as pd
 
 from calibration.evaluation.reviewers import MIN_REVIEWERS, MIN_SHARED_TURNS
-from calibration.report.page import html_table, prose_html, section_html
+from calibration.pages.parts import html_table, prose_html
+from calibration.report.page import section_html
 
 
 def _fmt(x) -> str:

@@ -12,14 +12,9 @@ import pandas as pd
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, method_arrays
 from calibration.evaluation.significance import METRICS
-from calibration.report.page import (
-    encode_png,
-    html_table,
-    interval_column,
-    metrics_for_html,
-    per_judge_for_html,
-    section_html,
-)
+from calibration.pages.parts import encode_png, html_table, interval_column
+from calibration.pages.templating import escape
+from calibration.report.page import metrics_for_html, per_judge_for_html, section_html
 from calibration.report.reliability import plot_reliability, prepare_reliability
 from calibration.report.tables import (
     plot_distributions,
@@ -29,7 +24,6 @@ from calibration.report.tables import (
     prepare_metrics_table,
     prepare_per_judge,
 )
-from calibration.report.templating import escape
 from calibration.report.variants import (
     plot_ablations,
     plot_learning_curve,

@@ -229,7 +229,8 @@ def turn_sections(
     (when the data has roles / turn_designs.csv), the drill-down section). data_dir: the dataset directory,
     or the directories `ds` was read from (its conversation ids then prefixed by theirs, "new/c001")."""
     from calibration.data.union import dataset_labels
-    from calibration.report.page import html_table, section_html
+    from calibration.pages.parts import html_table
+    from calibration.report.page import section_html
 
     dirs = [Path(d) for d in data_dir] if isinstance(data_dir, list) else [Path(data_dir)]
     labels = dataset_labels(dirs) if len(dirs) > 1 else [""]

@@ -16,7 +16,7 @@ import pandas as pd
 
 from calibration.evaluation.cv_predictions import METHOD_LABELS, REFERENCE, TRAINABLE, best_trainable
 from calibration.evaluation.releases import PREVIOUS, deploy_basis, deploy_choice, deploy_rmse
-from rubric.identity import stand_in_note
+from rubric.judge.identity import stand_in_note
 
 SMECE_GOOD = 0.05
 ALPHA = 0.05
@@ -186,8 +186,8 @@ COLOURS = {"trust": "#2a7a2a", "use with care": "#b07800", "do not trust": "#b00
 
 def verdict_html(v: Mapping[str, Any]) -> str:
     """The verdict box (first thing on the page)."""
-    from calibration.report.page import prose_html
-    from rubric.identity import describe
+    from calibration.pages.parts import prose_html
+    from rubric.judge.identity import describe
 
     colour = COLOURS[v["trust"]]
     best = html.escape(str(v["best_baseline_label"] or "none"))

@@ -2,7 +2,7 @@
 
 A command's keys are a frozen dataclass (calibration/schema/commands_*.py; shared keys in keys.py) with the
 rules between them (`rules`), the `network` and `train` groups are `Settings` (calibration/model/settings.py),
-the `judge` group `JudgeConfig` (rubric/judge_settings.py). `register()` stores them in Hydra's ConfigStore,
+the `judge` group `JudgeConfig` (rubric/judge/settings.py). `register()` stores them in Hydra's ConfigStore,
 so `compose_config` composes from them; `check_config` checks a composed config; `build_config`
 (calibration/schema/build.py) checks it and builds the object the command runs on; `role-rubric COMMAND
 --help` and docs/reference/commands.md are written from them (calibration/schema/help.py).

@@ -1,4 +1,4 @@
-"""How a command's schema is written: a frozen dataclass of settings (rubric/config_types.py `setting`),
+"""How a command's schema is written: a frozen dataclass of settings (rubric/config/settings.py `setting`),
 nested blocks (`report.n_boot`), the config groups it composes (`judge=openai` reads conf/judge/openai.yaml)
 and the rules between its keys (`fail_if_worse` needs `baseline`). calibration/schema/build.py checks a
 composed config against them and builds the schema's object, which the command runs on."""
@@ -9,7 +9,7 @@ import dataclasses
 from collections.abc import Callable, Mapping
 from typing import Any, ClassVar
 
-from rubric.config_types import MISSING
+from rubric.config.settings import MISSING
 
 
 def block(cls: type, doc: str, **defaults: Any) -> Any:
@@ -32,7 +32,7 @@ _OWN = object()
 def like(owner: type, name: str, default: Any = _OWN) -> Any:
     """The setting `name` of `owner` (its description and rule, and its default unless another is given):
     demo's trimmed report."""
-    from rubric.config_types import default_of, setting
+    from rubric.config.settings import default_of, setting
 
     f = next(f for f in dataclasses.fields(owner) if f.name == name)
     return setting(default_of(f) if default is _OWN else default, f.metadata["doc"], f.metadata["rule"], shared=True)

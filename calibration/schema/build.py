@@ -1,6 +1,6 @@
 """A composed config -> the command's object: checked, then built, before any file is read.
 
-Hydra composes a command's config (calibration/compose.py) as a mapping; `build_config` checks it against
+Hydra composes a command's config (calibration/schema/compose.py) as a mapping; `build_config` checks it against
 the command's schema (a required key not given, each value's type and range, the rules between keys, the
 path keys) and builds the schema's dataclass from it: nested blocks as their dataclasses, the `network` and
 `train` groups as one `Settings`, `search` as `SearchOptions`, `judge` as `JudgeConfig`, each value of the
@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from calibration.schema.store import SCHEMAS, check_config, plain_config
-from rubric.config_types import MISSING, default_of
+from rubric.config.settings import MISSING, default_of
 from rubric.errors import InputError
 
 __all__ = ["MissingKey", "build_config", "command_config", "missing_keys"]
@@ -29,7 +29,7 @@ class MissingKey(InputError):
 def command_config(command: str, overrides: Sequence[str] = ()) -> Any:
     """The object `command` runs on, from its overrides as the command line gives them (Python callers and
     tests: `run_train(command_config("train", ["data=DIR", "out=MODEL"]))`)."""
-    from calibration.compose import compose_config
+    from calibration.schema.compose import compose_config
 
     return build_config(command, compose_config(command, overrides))
 
@@ -123,7 +123,7 @@ def _group(names: tuple[str, ...], values: Mapping[str, Any]) -> Any:
 
         return _build(SearchOptions, node or {})
     if name == "judge":
-        from rubric.judge_settings import JudgeConfig
+        from rubric.judge.settings import JudgeConfig
 
         return None if node is None else JudgeConfig.from_mapping(node)
     return None if node is None else dict(node)

@@ -1,5 +1,5 @@
 """The schemas of the commands that make and label datasets: gather, label-studio, compare and serve-fake-judge
-(the `judge` group is rubric/judge_settings.py `JudgeConfig`; `rubric` and `scorer` are data, in conf/);
+(the `judge` group is rubric/judge/settings.py `JudgeConfig`; `rubric` and `scorer` are data, in conf/);
 import's is commands_import.py."""
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from calibration.schema.keys import (
     PROGRESS,
     required,
 )
-from rubric.batch.lines import BatchSettings
-from rubric.config_types import (
+from rubric.config.settings import (
     anything,
     boolean,
     choice,
@@ -29,8 +28,9 @@ from rubric.config_types import (
     setting,
     text,
 )
-from rubric.judge_settings import JudgeConfig
-from rubric.long_turns import LONG_TURN_TOKENS
+from rubric.judge.batch.lines import BatchSettings
+from rubric.judge.long_turns import LONG_TURN_TOKENS
+from rubric.judge.settings import JudgeConfig
 
 
 @dataclass(frozen=True)

@@ -29,7 +29,7 @@ from calibration.schema.source_keys import (
     SourceKeys,
     TraceKeys,
 )
-from rubric.config_types import MISSING, Rule, choice, default_of, either, setting, settings_of
+from rubric.config.settings import MISSING, Rule, choice, default_of, either, setting, settings_of
 
 __all__ = [
     "SOURCE_KEYS",

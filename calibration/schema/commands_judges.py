@@ -10,7 +10,7 @@ from calibration.model.settings import Settings
 from calibration.schema.base import Command, config_group
 from calibration.schema.commands_train import TRAINING_GROUPS
 from calibration.schema.keys import FOLD_SEED, FOLDS, SEED, UNMATCHED_LABELS, required
-from rubric.config_types import boolean, choice, integer, number, paths, setting, text_list
+from rubric.config.settings import boolean, choice, integer, number, paths, setting, text_list
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Any
 
 from calibration.schema.base import Command
 from calibration.schema.keys import ADHERES_AT, ALLOW_JUDGE_MISMATCH, MODEL_DIR, required
-from rubric.config_types import boolean, integer, number, paths, setting, text
+from rubric.config.settings import boolean, integer, number, paths, setting, text
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 
 from calibration.schema.base import Command, KeyRule, excludes, given, needs
 from calibration.schema.keys import OVERWRITE, PROGRESS, required
-from rubric.config_types import choice, default_of, env_name, http_url, integer, number, path, setting, text
+from rubric.config.settings import choice, default_of, env_name, http_url, integer, number, path, setting, text
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,7 @@ from calibration.schema.keys import (
     WIDTH,
     required,
 )
-from rubric.config_types import (
+from rubric.config.settings import (
     boolean,
     choice,
     integer,
@@ -33,7 +33,7 @@ from rubric.config_types import (
     setting,
     text,
 )
-from rubric.judge_settings import JudgeConfig
+from rubric.judge.settings import JudgeConfig
 
 
 @dataclass(frozen=True)
@@ -85,7 +85,7 @@ class Score(Command):
 @dataclass(frozen=True)
 class Suggest(Command):
     """Ranks the unlabelled (turn, reviewer) pairs of data=DIR by what a label would teach the calibrator
-    (calibration/suggest.py): random | entropy | bald | variance, spread over conversations by diversity in [0, 1].
+    (calibration/labelling/suggest.py): random | entropy | bald | variance, spread over conversations by diversity in [0, 1].
     Default random: on the LLM-Rubric data and the bundled benchmark no strategy measurably beat it
     (benchmarks/active_labelling.py, docs/results.md "Active labelling"); bald with diversity=0.5 came closest.
     Writes out (to_label.csv): one row per (turn, reviewer) pair and question, best first, with an empty
@@ -262,7 +262,7 @@ class Estimate(Command):
 class Decide(Command):
     """calibration: labelled turns the model never trained on (held out); their turns are stored beside the model.
     Decide a turn (adheres / violates) only where, with probability 1 - delta over the calibration draw, the
-    disagreement with the reviewers on decided turns stays <= risk; escalate the rest (calibration/decide.py).
+    disagreement with the reviewers on decided turns stays <= risk; escalate the rest (calibration/release/decide.py).
     Writes out/threshold.json (the certified threshold, the share decided, other risk levels), and with data=
     out/decisions.csv (one row per turn: adherence, confidence, decision); columns: docs/reference/files.md."""
 

@@ -29,7 +29,7 @@ from calibration.schema.keys import (
     WEIGHTS,
     required,
 )
-from rubric.config_types import (
+from rubric.config.settings import (
     anything,
     boolean,
     choice,
@@ -41,7 +41,7 @@ from rubric.config_types import (
     storage_url,
     text,
 )
-from rubric.judge_settings import JudgeConfig
+from rubric.judge.settings import JudgeConfig
 
 TRAINING_GROUPS = (
     ("network", "default", "The calibration network (docs/concepts.md)"),

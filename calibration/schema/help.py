@@ -67,7 +67,7 @@ def command_help(command: str, cfg: Any | None = None) -> str:
     """The --help text of a command: what it does, required keys, config groups and every key."""
     from omegaconf import OmegaConf
 
-    from calibration.compose import compose_config
+    from calibration.schema.compose import compose_config
 
     cls = SCHEMAS[command]
     flat = _flatten(OmegaConf.to_container(cfg if cfg is not None else compose_config(command), resolve=False))
@@ -126,7 +126,7 @@ def diagnose_overrides(command: str, overrides: Sequence[str]) -> str | None:
     """
     from omegaconf import OmegaConf
 
-    from calibration.compose import compose_config
+    from calibration.schema.compose import compose_config
 
     groups = [g for g, _, _ in SCHEMAS[command].groups]
     all_groups = sorted(

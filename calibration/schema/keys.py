@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rubric.config_types import (
+from rubric.config.settings import (
     MISSING,
     anything,
     boolean,
@@ -112,7 +112,7 @@ def OVERWRITE(
     doc: str = "true: replace an existing out= file that this command did not write (its own earlier output is "
     "replaced anyway; the command's inputs never are)",
 ) -> Any:  # noqa: N802
-    """calibration/path_checks.py's one rule for files a command writes over (suggest: its own sheets)."""
+    """calibration/schema/paths.py's one rule for files a command writes over (suggest: its own sheets)."""
     return shared(False, doc, boolean())
 
 

@@ -15,7 +15,7 @@ from typing import Any, ClassVar
 
 from calibration.schema.base import KeyRule, given
 from calibration.schema.keys import required
-from rubric.config_types import Rule, env_name, http_url, integer, number, path, setting, text
+from rubric.config.settings import Rule, env_name, http_url, integer, number, path, setting, text
 
 __all__ = [
     "SOURCE_KEYS",

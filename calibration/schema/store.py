@@ -33,9 +33,9 @@ from calibration.schema.commands_train import (
     SearchOptions,
     Train,
 )
-from rubric.config_types import MISSING, check_values, default_of, settings_of
+from rubric.config.settings import MISSING, check_values, default_of, settings_of
 from rubric.errors import InputError
-from rubric.judge_settings import JudgeConfig
+from rubric.judge.settings import JudgeConfig
 
 SCHEMAS: dict[str, type[Command]] = {
     cls.name: cls
@@ -135,8 +135,8 @@ def field_of(command: str, key: str) -> dataclasses.Field | None:
 
 def check_config(command: str, cfg: Mapping[str, Any]) -> None:
     """Raise InputError (one line: the key, its value, what it must be) on the first bad value, then on the
-    first broken rule between keys (the schema's `rules`), then check the path keys (calibration/path_checks.py)."""
-    from calibration.path_checks import check_paths
+    first broken rule between keys (the schema's `rules`), then check the path keys (calibration/schema/paths.py)."""
+    from calibration.schema.paths import check_paths
 
     plain = plain_config(cfg)
     cls = SCHEMAS[command]

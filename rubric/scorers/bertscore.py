@@ -13,7 +13,7 @@ import json
 
 import numpy as np
 
-from rubric.cache import cache_key, identity_json
+from rubric.judge.cache import cache_key, identity_json
 from rubric.scorers.base import Reference, Scorer, as_list
 
 

@@ -4,7 +4,7 @@ One forward pass of all-MiniLM-L6-v2 gives both views a scorer needs: the token 
 (6th) transformer layer, which BERTScore matches, and the sentence embedding (their attention-masked
 mean, unit-normalised: exactly the model's own pooling), which cosine, kNN, Mahalanobis and PCA use.
 
-Sentence embeddings go to the same kind of SQLite cache as gather (rubric/cache.py: the key hashes the
+Sentence embeddings go to the same kind of SQLite cache as gather (rubric/judge/cache.py: the key hashes the
 encoder's identity and the text), so a rerun embeds nothing it has seen. Token embeddings are ~100x
 larger and are only needed for pairs whose BERTScore is not cached yet, so they stay in memory.
 """
@@ -18,7 +18,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from rubric.cache import RequestCache, cache_key, identity_json
+from rubric.judge.cache import RequestCache, cache_key, identity_json
 
 
 class TokenEncoder(Protocol):
@@ -40,7 +40,7 @@ class MiniLMEncoder:
         self.batch_size = batch_size
 
     def token_embeddings(self, texts: Sequence[str]) -> list[np.ndarray]:
-        from rubric.embedding_judge import load_encoder
+        from rubric.judge.embedding import load_encoder
 
         out = load_encoder().encode(
             list(texts), batch_size=self.batch_size, output_value="token_embeddings", convert_to_numpy=False

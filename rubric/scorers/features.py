@@ -20,10 +20,10 @@ from typing import Any
 
 import pandas as pd
 
-from rubric.cache import RequestCache
 from rubric.conversations import Conversation, load_conversations, save_conversations
 from rubric.errors import InputError
 from rubric.files import atomic_to_csv, atomic_write_text, out_lock
+from rubric.judge.cache import RequestCache
 from rubric.schema import Option, Question, Rubric, load_rubric, save_rubric
 from rubric.scorers import EmbeddingStore, Scorer, make_scorer
 

@@ -18,7 +18,7 @@ from typing import Any
 
 import numpy as np
 
-from rubric.cache import cache_key, identity_json
+from rubric.judge.cache import cache_key, identity_json
 from rubric.scorers.base import Reference, Scorer, ScorerUnavailable, as_list
 from rubric.scorers.encoder import EmbeddingStore
 

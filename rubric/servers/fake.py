@@ -43,7 +43,7 @@ from typing import Any
 from rubric.servers.fake_chatbot import chatbot_completion, chatbot_response, text_of, usage
 
 _CODES_RE = re.compile(r"option code \(([^)]*)\)")
-_JUDGE_CONTEXT = "</role>\n<conversation>"  # every judge request carries it (rubric/prompts.py render_context)
+_JUDGE_CONTEXT = "</role>\n<conversation>"  # every judge request carries it (rubric/judge/prompts.py render_context)
 
 
 def codes_in(prompt: str) -> list[str]:

@@ -5,7 +5,7 @@
 
 The server (`python -m llama_cpp.server`) is started on a free loopback port when the first request is
 due, so a rerun from the cache starts nothing; role-rubric waits until it answers, gathers through it like
-any OpenAI-compatible endpoint (`base_url: local` in conf/judge/local*.yaml; rubric/backends.py starts it
+any OpenAI-compatible endpoint (`base_url: local` in conf/judge/local*.yaml; rubric/judge/backends.py starts it
 with its client) and stops it when the gather ends, however it ends. The server process also exits by itself when the process that started it dies
 (a watchdog thread in it), so a killed gather leaves no model in memory.
 

@@ -1,6 +1,6 @@
 """One MLflow trace (as MLflow's client returns it: `trace.info`, `trace.data.spans`) -> `Span`s, and the
 reviewers' `Annotation`s on it. calibration/connectors/mlflow/source.py reads an experiment's traces with it; the MLflow scorers
-(calibration/integrations/mlflow.py) read the traces they are given with it, so both rebuild a conversation
+(calibration/connectors/mlflow/scorer.py) read the traces they are given with it, so both rebuild a conversation
 alike.
 
 Conversations are MLflow sessions: the trace metadata `mlflow.trace.session` (set by

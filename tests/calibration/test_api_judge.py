@@ -87,7 +87,7 @@ def test_bad_python_arguments_name_the_argument_before_any_request(call, match):
 @pytest.mark.parametrize("threshold", [None, "high", float("nan"), 1.5])
 def test_a_deepeval_metric_names_a_bad_threshold(threshold):
     pytest.importorskip("deepeval", reason="deepeval is not installed: pip install 'role-rubric[deepeval]'")
-    from calibration.integrations.deepeval import RoleRubricMetric
+    from calibration.connectors.deepeval.metric import RoleRubricMetric
 
     with pytest.raises(InputError, match=r"^threshold=.* Fix: set threshold to a number >= 0 and <= 1"):
         RoleRubricMetric(threshold=threshold)

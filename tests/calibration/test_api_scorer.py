@@ -56,7 +56,7 @@ def test_bad_scorer_arguments(kwargs, match):
 def test_a_calibrator_must_match_the_scorer_and_judge(spec, with_judge, match):
     from types import SimpleNamespace
 
-    from calibration.api_inputs import check_scorer_calibrator
+    from calibration.api.inputs import check_scorer_calibrator
 
     model = SimpleNamespace(spec=spec)
     if match is None:

@@ -130,7 +130,7 @@ def test_decide_without_labels_is_one_clear_error(tiny_model, tmp_path, capsys):
 
 def test_role_adherence_with_risk_uses_the_stored_calibration(tiny_model, held_out_dir, tmp_path):
     from calibration.api import RoleAdherence
-    from calibration.decide import load_calibration, threshold_from
+    from calibration.release.decide import load_calibration, threshold_from
 
     assert main(["decide", f"model={tiny_model}", f"calibration={held_out_dir}", f"out={tmp_path}"]) == 0
     metric = RoleAdherence(calibrator=tiny_model, risk=0.3, delta=0.2)

@@ -34,8 +34,8 @@ from deepeval.test_case import ConversationalTestCase, Turn  # noqa: E402
 
 import calibration.api  # noqa: E402
 from calibration.api import RoleAdherence  # noqa: E402
+from calibration.connectors.deepeval.metric import RoleRubricMetric, conversation_from_test_case  # noqa: E402
 from calibration.data.dataset import load_dataset  # noqa: E402
-from calibration.integrations.deepeval import RoleRubricMetric, conversation_from_test_case  # noqa: E402
 from calibration.model.ensemble import train_ensemble  # noqa: E402
 from calibration.model.files import save_model  # noqa: E402
 from calibration.model.settings import Settings  # noqa: E402
@@ -314,7 +314,7 @@ def test_deepeval_test_run(fake_judge, convs, tmp_path):
             import json
             from deepeval import assert_test
             from deepeval.test_case import ConversationalTestCase, Turn
-            from calibration.integrations.deepeval import RoleRubricMetric
+            from calibration.connectors.deepeval.metric import RoleRubricMetric
 
             METRIC = RoleRubricMetric(judge={judge!r}, threshold={threshold!r})
             CASES = json.load(open("cases.json"))

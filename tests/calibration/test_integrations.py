@@ -38,10 +38,10 @@ def test_missing_deepeval_names_the_extra(monkeypatch):
     # what an environment without deepeval sees, also where this session imported it already
     for name in [m for m in sys.modules if m == "deepeval" or m.startswith("deepeval.")] or ["deepeval"]:
         monkeypatch.setitem(sys.modules, name, None)
-    monkeypatch.delitem(sys.modules, "calibration.integrations.deepeval", raising=False)
+    monkeypatch.delitem(sys.modules, "calibration.connectors.deepeval.metric", raising=False)
     needs = r"needs the optional extra \[deepeval\].*pip install 'role-rubric\[deepeval\]'"
     with pytest.raises(ModuleNotFoundError, match=needs):
-        importlib.import_module("calibration.integrations.deepeval")
+        importlib.import_module("calibration.connectors.deepeval.metric")
     import calibration.integrations
 
     with pytest.raises(ModuleNotFoundError, match=needs):

@@ -17,8 +17,8 @@ from calibration.commands.train import run as run_train
 from calibration.model.files import load_model
 from calibration.schema.build import command_config
 from rubric.errors import InputError
-from rubric.identity import IDENTITY_KEYS, check_same_judge, judge_identity
-from rubric.judge_settings import judge_config
+from rubric.judge.identity import IDENTITY_KEYS, check_same_judge, judge_identity
+from rubric.judge.settings import judge_config
 from rubric.notices import cli_notices
 from rubric.schema import load_rubric
 

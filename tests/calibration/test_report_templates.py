@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from calibration.pages.templating import Markup, render_page
 from calibration.report.page import PAGE, section_html
 from calibration.report.sections import agreement_section
-from calibration.report.templating import Markup, render_page
 from tests.calibration.test_report import _predictions
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -52,8 +52,8 @@ def test_the_target_id_in_the_agreement_note_is_escaped(tmp_path: Path) -> None:
 def test_the_templates_ship_as_package_data() -> None:
     tomllib = pytest.importorskip("tomllib")
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
-    templates = sorted((ROOT / "calibration" / "report" / "templates").iterdir())
+    templates = sorted((ROOT / "calibration" / "pages" / "templates").iterdir())
     assert templates
     for path in templates:
-        rel = path.relative_to(ROOT / "calibration" / "report").as_posix()
-        assert any(fnmatch.fnmatch(rel, p) for p in patterns["calibration.report"]), rel
+        rel = path.relative_to(ROOT / "calibration" / "pages").as_posix()
+        assert any(fnmatch.fnmatch(rel, p) for p in patterns["calibration.pages"]), rel

@@ -11,7 +11,8 @@ import subprocess
 import pandas as pd
 import pytest
 
-from calibration.report.page import PAGE, prose_html
+from calibration.pages.parts import prose_html
+from calibration.report.page import PAGE
 from calibration.report.reviewers import reviewer_section
 from calibration.report.turns import read_conversations, turns_html
 from calibration.report.turns_html import TURNS_CSS

@@ -10,7 +10,7 @@ import yaml
 from calibration.cli import main
 from calibration.data.dataset import load_dataset
 from rubric.errors import InputError
-from rubric.gather import rubric_from_config
+from rubric.judge.gather import rubric_from_config
 from rubric.notices import cli_notices
 from rubric.schema import load_rubric
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from calibration.api import AdherenceResult, TurnResult
-from calibration.score import results_frames
+from calibration.api.frames import results_frames
 from rubric.conversations import conversations_from_records
 
 

@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 
 from calibration.cli import main
-from calibration.suggest import acquisition, entropy, select
+from calibration.labelling.suggest import acquisition, entropy, select
 from rubric.errors import InputError
 
 VALUES = np.array([1.0, 2.0, 3.0, 4.0])

@@ -21,7 +21,7 @@ from calibration.connectors.trace_import import import_traces
 from calibration.schema.build import command_config
 from calibration.schema.commands_import import SOURCE_KEYS, Import, SourceKeys, TraceKeys, source_settings
 from calibration.schema.keys import required
-from rubric.config_types import path, settings_of
+from rubric.config.settings import path, settings_of
 from rubric.errors import InputError
 from rubric.plugins import Plugin, Registry
 from rubric.traces.assemble import TraceSelection

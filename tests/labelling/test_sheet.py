@@ -14,7 +14,7 @@ from calibration.cli import main
 from calibration.data.dataset import load_dataset
 from calibration.labelling.items import dataset_conversations
 from calibration.labelling.sheet import sheet_frame
-from calibration.suggest import suggestions_frame
+from calibration.labelling.suggest import suggestions_frame
 from rubric.schema import load_rubric
 
 

@@ -1,4 +1,4 @@
-"""calibration.integrations.mlflow: `mlflow.genai.evaluate(data=mlflow.search_traces(...), scorers=[...])` with
+"""calibration.connectors.mlflow.scorer: `mlflow.genai.evaluate(data=mlflow.search_traces(...), scorers=[...])` with
 the per-trace and the session-level scorer gives the values `score` writes, on traces in a real MLflow server."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from tests.publish.scored import mlflow_traces, write_conversations
 def test_evaluate_with_the_scorers_gives_scores_values(mlflow_scored, tmp_path, monkeypatch):
     import mlflow
 
-    from calibration.integrations.mlflow import RoleAdherenceScorer, SessionAdherenceScorer
+    from calibration.connectors.mlflow.scorer import RoleAdherenceScorer, SessionAdherenceScorer
     from rubric.servers.fake import FakeOpenAI
 
     url, model = mlflow_scored["url"], mlflow_scored["model"]

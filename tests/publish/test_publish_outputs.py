@@ -1,5 +1,5 @@
 """What publish reads and writes, checked before anything is sent: its out= never replaces the scores it
-publishes or a file it did not write (calibration/path_checks.py), the two score tables are joined by
+publishes or a file it did not write (calibration/schema/paths.py), the two score tables are joined by
 conversation and turn and refused naming the row that does not line up, the conversations file must be the
 one `score` read (its checksum), and a server that answers with something other than JSON is one line naming
 it."""

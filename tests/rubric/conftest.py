@@ -25,7 +25,7 @@ def server():
 
 @pytest.fixture
 def http_client():
-    """How requests are sent (rubric/transport/http.py); test_gather.py runs every test with each."""
+    """How requests are sent (rubric/judge/http.py); test_gather.py runs every test with each."""
     return "aiohttp"
 
 

@@ -10,10 +10,10 @@ import pytest
 from conftest import make_conversations
 from openai_server import FakeOpenAI, codes_in, judge_distribution
 
-from rubric.extraction import AnswerStep, TokenLogprob, from_answer_steps, from_samples, with_floor
-from rubric.gather import gather
+from rubric.judge.extraction import AnswerStep, TokenLogprob, from_answer_steps, from_samples, with_floor
+from rubric.judge.gather import gather
+from rubric.judge.prompts import SYSTEM
 from rubric.notices import cli_notices
-from rubric.prompts import SYSTEM
 
 N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
 

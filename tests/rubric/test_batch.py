@@ -17,8 +17,8 @@ import pytest
 from conftest import ROOT, make_conversations
 
 from calibration.cli import main
-from rubric.batch.lines import ID_SUFFIX, split_lines
 from rubric.conversations import save_conversations
+from rubric.judge.batch.lines import ID_SUFFIX, split_lines
 
 BENCH = ROOT / "data" / "role_adherence"
 
@@ -352,7 +352,7 @@ def test_changed_inputs_or_files_are_refused_before_any_request(server, tmp_path
 
 
 def test_only_the_address_may_change_between_writing_and_reading_results(server, tmp_path, convs, capsys):
-    """The judge's address is no part of its identity (rubric/identity.py): results of files written for one
+    """The judge's address is no part of its identity (rubric/judge/identity.py): results of files written for one
     judge.base_url are read under another; any other setting still matches nothing."""
     out, online = tmp_path / "out", tmp_path / "online"
     assert main(["gather", *args(server, online)]) == 0

@@ -7,7 +7,7 @@ import hashlib
 import json
 import random
 
-from rubric.cache import RequestCache, cache_key, identity_json
+from rubric.judge.cache import RequestCache, cache_key, identity_json
 
 
 def reference_key(identity, payload) -> str:

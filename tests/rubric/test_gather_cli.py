@@ -67,7 +67,7 @@ def test_every_judge_config_composes():
     GlobalHydra.instance().clear()
     names = sorted(p.stem for p in (ROOT / "conf/judge").glob("*.yaml"))
     assert {"openai", "vllm", "ollama", "llamacpp", "tgi", "embedding"} <= set(names)
-    from rubric.judge_settings import JudgeConfig
+    from rubric.judge.settings import JudgeConfig
 
     with initialize_config_module(config_module="conf", version_base="1.3"):
         for name in names:

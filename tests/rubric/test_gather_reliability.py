@@ -49,8 +49,8 @@ def test_a_long_turn_is_warned_about_with_its_count_and_cost(server, tmp_path, c
 
 
 def test_the_cost_estimate_uses_the_judges_price():
-    from rubric.judge_settings import JudgeConfig
-    from rubric.long_turns import _cost
+    from rubric.judge.long_turns import _cost
+    from rubric.judge.settings import JudgeConfig
 
     priced = JudgeConfig(base_url="https://api.example.com/v1", price_input_per_mtok=2.5)
     assert _cost(400_000, priced) == " (~$1.0000 at judge.price_input_per_mtok=2.5)"

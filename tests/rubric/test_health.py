@@ -13,8 +13,8 @@ from openai_server import FakeOpenAI
 
 from calibration.cli import main
 from rubric.conversations import save_conversations
-from rubric.gather import gather
-from rubric.health import health_of, health_of_llm
+from rubric.judge.gather import gather
+from rubric.judge.health import health_of, health_of_llm
 from rubric.notices import cli_notices
 
 

@@ -10,8 +10,8 @@ import pytest
 from conftest import ROOT
 
 from rubric.conversations import load_conversations
-from rubric.gather import gather
-from rubric.judge_settings import judge_config
+from rubric.judge.gather import gather
+from rubric.judge.settings import judge_config
 from rubric.schema import load_rubric
 
 pytestmark = pytest.mark.llm

@@ -17,8 +17,8 @@ import pytest
 from conftest import make_conversations
 
 from rubric.errors import InputError
-from rubric.gather import gather
-from rubric.judge_settings import JudgeConfig, judge_config
+from rubric.judge.gather import gather
+from rubric.judge.settings import JudgeConfig, judge_config
 from rubric.servers.local import LocalServer
 
 TESTS = Path(__file__).resolve().parent

@@ -1,4 +1,4 @@
-"""A gather whose HTTP work runs in worker processes (rubric/transport/parallel.py), against the real HTTP server."""
+"""A gather whose HTTP work runs in worker processes (rubric/judge/parallel.py), against the real HTTP server."""
 
 from __future__ import annotations
 
@@ -8,12 +8,12 @@ import os
 import pytest
 from conftest import make_conversations
 
-from rubric.cache import RequestCache
 from rubric.errors import InputError
-from rubric.gather import gather
-from rubric.judge_settings import JudgeConfig
+from rubric.judge import parallel
+from rubric.judge.cache import RequestCache
+from rubric.judge.gather import gather
+from rubric.judge.settings import JudgeConfig
 from rubric.notices import cli_notices
-from rubric.transport import parallel
 
 N_PAIRS = 4 * 3 * 5  # conversations x turns x questions
 
@@ -117,7 +117,7 @@ def test_an_error_in_the_parent_stops_the_children(server, judge, convs, rubric,
 
 def test_shards_keep_items_whole_and_in_order(rubric):
     from rubric.conversations import iter_items
-    from rubric.prompts import render_prompt
+    from rubric.judge.prompts import render_prompt
 
     asks = [render_prompt(i, q) for i in iter_items(make_conversations(3, 2)) for q in rubric.questions]
     pending = [(str(n), p) for n, p in enumerate(asks)]
@@ -179,7 +179,7 @@ def test_a_refused_port_is_waited_for_once_before_any_worker_starts(
     from pathlib import Path
 
     from calibration.cli import main
-    from rubric import backends
+    from rubric.judge import backends
 
     def no_workers(*args):
         raise AssertionError("worker processes started against a closed port")

@@ -7,7 +7,7 @@ import re
 import pytest
 
 from rubric.conversations import Conversation, Item, Turn
-from rubric.prompts import SYSTEM, answer_codes, render_prompt, render_reason_prompt
+from rubric.judge.prompts import SYSTEM, answer_codes, render_prompt, render_reason_prompt
 from rubric.schema import load_rubric, rubric_from_dict
 
 RUBRIC = load_rubric("conf/rubric/role_adherence.yaml")

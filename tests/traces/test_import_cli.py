@@ -9,7 +9,7 @@ import json
 
 from calibration.cli import main
 from rubric.conversations import Conversation, Item, Turn, load_conversations
-from rubric.prompts import render_context, render_prompt
+from rubric.judge.prompts import render_context, render_prompt
 from rubric.schema import load_rubric
 from rubric.servers.fake import FakeOpenAI
 from tests.traces.otlp_json import EXCHANGES, SYSTEM, conversation_spans, jsonl, request

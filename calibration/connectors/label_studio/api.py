@@ -14,7 +14,7 @@ import os
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.responses import looks_like_secret, mask_secrets
+from rubric.secrets import looks_like_secret, mask_secrets
 from rubric.transport.rest import HttpRefused, NotJson, RestClient
 
 PAGE = 500  # tasks per request when listing or adding tasks

@@ -37,7 +37,7 @@ def probe(uri: str, timeout: float) -> None:
 
 
 def masked(text: Any) -> str:
-    from rubric.responses import mask_secrets
+    from rubric.secrets import mask_secrets
 
     return mask_secrets(str(text), os.environ.get("MLFLOW_TRACKING_TOKEN"), os.environ.get("MLFLOW_TRACKING_PASSWORD"))
 

@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from calibration.connectors.trace_import import import_traces
 from calibration.schema.commands_import import MlflowKeys
 from rubric.errors import InputError
-from rubric.responses import looks_like_secret, mask_secrets
+from rubric.secrets import looks_like_secret, mask_secrets
 from rubric.traces.assemble import TraceSelection
 from rubric.traces.mlflow_trace import spans_of_trace
 from rubric.traces.spans import Annotation, Span

@@ -279,7 +279,7 @@ class _ExporterLines(logging.Handler):
         logger.propagate = self._propagate
 
     def last(self) -> str:
-        from rubric.responses import mask_secrets
+        from rubric.secrets import mask_secrets
 
         return f": {mask_secrets(self.lines[-1])[:200].rstrip('.')}" if self.lines and self.lines[-1] else ""
 

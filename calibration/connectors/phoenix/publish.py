@@ -242,7 +242,7 @@ def _send(url: str, key: str | None, call: Callable[[], Any], path: Path | None)
 
 
 def _refused(url: str, key: str | None, exc: Exception) -> InputError:
-    from rubric.responses import mask_secrets
+    from rubric.secrets import mask_secrets
 
     response = getattr(exc, "response", None)
     detail = f"HTTP {response.status_code}: {response.text[:200]}" if response is not None else str(exc)

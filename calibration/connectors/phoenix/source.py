@@ -32,7 +32,7 @@ from calibration.connectors.trace_import import import_traces
 from calibration.schema.commands_import import PhoenixKeys
 from rubric.errors import InputError
 from rubric.notices import warn_data
-from rubric.responses import looks_like_secret
+from rubric.secrets import looks_like_secret
 from rubric.traces.assemble import TraceSelection
 from rubric.traces.spans import Annotation, Span
 from rubric.transport.rest import HttpRefused, NotJson, RestClient, base_url

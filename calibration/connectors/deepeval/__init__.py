@@ -1,0 +1,1 @@
+"""deepeval: what role-rubric reads from it and writes to it."""
