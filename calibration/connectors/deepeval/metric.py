@@ -93,7 +93,6 @@ class RoleRubricMetric(BaseConversationalMetric):
     score_breakdown: dict[str, float] | None
     verbose_logs: str | None
 
-
     _requires_chatbot_role = True
 
     def __init__(
