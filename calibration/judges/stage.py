@@ -69,15 +69,22 @@ def compare_loaded(
     width: float | None = None,
     release: int = 10_000,
     combine: bool = False,
+    calibrated: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
-    subsets of their labelled conversations: `Judge.subset`)."""
+    subsets of their labelled conversations: `Judge.subset`). calibrated: judge name -> question -> (R, K)
+    out-of-fold distributions already computed on these judges' shared folds (`calibrate_all` with
+    `shared_folds(judges, folds, fold_seed)`), so that a benchmark comparing several pairs of judges
+    calibrates each judge once; None calibrates here."""
     started = time.perf_counter()
     if combine:  # one more candidate: every judge's distributions as one calibrator's inputs
         judges = [*judges, combined_judge(judges)]
     questions = _questions(judges[0], questions)
     fold, conversation = shared_folds(judges, folds, fold_seed)
-    probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
+    if calibrated is None:
+        probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
+    else:
+        probs = {j.name: {q: calibrated[j.name][q] for q in questions} for j in judges}
     calibrated_s = time.perf_counter() - started
     ref = judges[0].ds
     counts = conversation_weights(np.arange(conversation.max() + 1), n_boot, seed)  # (1 + B, C)
