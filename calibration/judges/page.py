@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from calibration.judges.page_alpha import alpha_sections  # noqa: E402
 from calibration.report.page import encode_png, html_table  # noqa: E402
 from calibration.report.templating import Markup, escape, render_page, section  # noqa: E402
 from rubric.files import atomic_write_text  # noqa: E402
@@ -140,7 +141,12 @@ def plot_rmse(result: dict[str, Any], ax=None):
     return fig, ax
 
 
-def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | None = None) -> Path:
+def write_page(
+    result: dict[str, Any],
+    out: Path,
+    disagreements: pd.DataFrame | None = None,
+    second_reviewer: pd.DataFrame | None = None,
+) -> Path:
     lines = "".join(f"<li>{escape(b['recommendation']['line'])}</li>" for b in result["questions"].values())
     sections = [
         (
@@ -174,6 +180,7 @@ def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | 
             html_table(kappa_table(result)),
         )
     )
+    sections += alpha_sections(result, second_reviewer)
     sections.append(
         (
             "Can a calibrated judge stand in for a reviewer?",

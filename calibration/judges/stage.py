@@ -23,10 +23,18 @@ import pandas as pd
 from calibration.evaluation.reviewers import reviewer_agreement
 from calibration.judges import choice, kappa
 from calibration.judges.agreement import METRICS, conversation_weights, interval, metric_replicates
+from calibration.judges.alpha import question_alpha
 from calibration.judges.calibrate import answered_questions, calibrate_all, raw_expected
 from calibration.judges.combine import combined_judge
 from calibration.judges.data import Judge, cost_per_1000_turns, load_judges, shared_folds
-from calibration.judges.disagreements import judge_disagreements, reviewer_disagreements, roles_of, trace_ids
+from calibration.judges.disagreements import (
+    judge_disagreements,
+    reviewer_disagreements,
+    roles_of,
+    trace_ids,
+    with_traces,
+)
+from calibration.judges.planner import plan_second_reviewer
 from calibration.model.settings import Settings
 from rubric.errors import InputError
 
@@ -69,10 +77,12 @@ def compare_loaded(
     width: float | None = None,
     release: int = 10_000,
     combine: bool = False,
+    agreement_width: float | None = None,
     calibrated: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
-    subsets of their labelled conversations: `Judge.subset`). calibrated: judge name -> question -> (R, K)
+    subsets of their labelled conversations: `Judge.subset`). agreement_width: plan the turns for a second
+    reviewer (calibration/judges/planner.py), the frame `_second_reviewer`. calibrated: judge name -> question -> (R, K)
     out-of-fold distributions already computed on these judges' shared folds (`calibrate_all` with
     `shared_folds(judges, folds, fold_seed)`), so that a benchmark comparing several pairs of judges
     calibrates each judge once; None calibrates here."""
@@ -109,16 +119,10 @@ def compare_loaded(
             "data": [str(j.path) for j in judges],
             "judges": [j.name for j in judges],
             "model": model,
-            "folds": folds,
-            "fold_seed": fold_seed,
-            "seed": seed,
-            "n_boot": n_boot,
-            "epsilon": epsilon,
-            "width": width,
-            "release": release,
-            "combine": combine,
             "settings": None if settings is None or model != "network" else settings.to_dict(),
-        },
+        }
+        | dict(folds=folds, fold_seed=fold_seed, seed=seed, n_boot=n_boot, epsilon=epsilon, width=width)
+        | dict(release=release, combine=combine, agreement_width=agreement_width),
         "data": {
             "label_rows": len(conversation),
             "conversations": int(conversation.max() + 1),
@@ -136,6 +140,9 @@ def compare_loaded(
         "_disagreements": judge_disagreements(pd.concat(rows, ignore_index=True), traces),
         "_reviewer_disagreements": _reviewer_frame(judges[0], questions, traces),
     }
+    if agreement_width is not None:
+        plan, result["second_reviewer"] = _plan(judges[0], questions, blocks, agreement_width, traces, seed)
+        result["_second_reviewer"] = plan
     return result
 
 
@@ -231,29 +238,44 @@ def _question(
 
     confirmation = choice.confirm_on_held_out(rmse_of, conv, names, seed)
     expected_of = {n: probs[n][qid][rows][:, : len(values)] @ values for n in names}
-    per_role = _per_role(ref, keys["conversation_id"], ds.label_item[ref.rows[rows]], expected_of, answer, values, Wq)
+    item = ds.label_item[ref.rows[rows]]
+    role = _roles(ref, keys["conversation_id"])
+    per_role = None if role is None else kappa.per_role_kappa(item, expected_of, answer, values, role, Wq)
     block = {
         "options": values.tolist(),
         "label_rows": len(rows),
         "conversations": len(used),
         "base_rate": kappa.base_rate(answer, values),
-        "reviewers_kappa": kappa.reviewer_kappa(ds.label_item[ref.rows[rows]], answer, len(values), Wq),
+        "reviewers_kappa": kappa.reviewer_kappa(item, answer, len(values), Wq),
         "judges": judge_block,
         "recommendation": chosen | {"line": _line(qid, chosen, multiplier, confirmation)},
         "paired_vs_pick": paired,
         "held_out_confirmation": confirmation,
         "kappa_per_role": per_role,
+        "alpha": question_alpha(item, answer, values, Wq, expected_of, reviewer, ds.judges, role),
     }
     return block, pd.concat(frames, ignore_index=True)
 
 
-def _per_role(ref: Judge, conversation: pd.Series, item, expected_of, answer, values, W) -> dict | None:
-    """kappa.per_role_kappa where the first directory's conversations.jsonl names each conversation's role."""
+def _plan(judge: Judge, questions: list[str], blocks: dict, target: float, traces: pd.DataFrame, seed: int):
+    """second_reviewer.csv's frame and the plan's summary per question (calibration/judges/planner.py)."""
+    ds = judge.ds
+    keys = ds.items.iloc[ds.label_item[judge.rows]][["conversation_id", "turn"]].astype(str).reset_index(drop=True)
+    keys["judge_id"] = [ds.judges[j] for j in ds.label_judge[judge.rows]]
+    role = _roles(judge, keys["conversation_id"])
+    keys["role"] = "" if role is None else role
+    answered = ds.answers[judge.rows][:, [ds.rubric.ids.index(q) for q in questions]] >= 0
+    current = {q: blocks[q]["alpha"]["reviewers"] for q in questions}
+    plan, summary = plan_second_reviewer(keys, answered, questions, current, target, seed=seed)
+    return with_traces(plan, traces), {"agreement_width": target, "questions": summary, "turns": len(plan)}
+
+
+def _roles(ref: Judge, conversation: pd.Series) -> np.ndarray | None:
+    """(R,) each label row's chatbot role, where the first directory's conversations.jsonl names them."""
     role_of = roles_of(ref.path)
     if not role_of:
         return None
-    role = conversation.map(role_of).fillna("(unknown)").to_numpy()
-    return kappa.per_role_kappa(item, expected_of, answer, values, role, W)
+    return conversation.map(role_of).fillna("(unknown)").to_numpy()
 
 
 def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict]:
