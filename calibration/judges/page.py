@@ -141,6 +141,25 @@ def plot_rmse(result: dict[str, Any], ax=None):
     return fig, ax
 
 
+def _intro(result: dict[str, Any]) -> str:
+    """The page's first lines: what was compared, on what, how."""
+    d = result["data"]
+    intro = (
+        f"{len(result['settings']['judges'])} judges, {d['conversations']} labelled conversations, "
+        f"{d['label_rows']} label rows, {d['reviewers']} reviewers; calibrator {result['settings']['model']}, "
+        f"{result['settings']['folds']} shared folds of conversations, {result['settings']['n_boot']} bootstrap "
+        f"resamples (seed {result['settings']['seed']})."
+    )
+    skipped = {n: sum(r.values()) for n, r in d.get("skipped", {}).items() if sum(r.values())}
+    if skipped:
+        intro += (
+            " Labels left out (no distribution for their turn): "
+            + ", ".join(f"{n} {k}" for n, k in skipped.items())
+            + "."
+        )
+    return intro
+
+
 def write_page(
     result: dict[str, Any],
     out: Path,
@@ -210,20 +229,7 @@ def write_page(
             )
         )
     parts = [section("compare_section", title, note, image, Markup(body)) for title, note, image, body in sections]
-    d = result["data"]
-    intro = (
-        f"{len(result['settings']['judges'])} judges, {d['conversations']} labelled conversations, "
-        f"{d['label_rows']} label rows, {d['reviewers']} reviewers; calibrator {result['settings']['model']}, "
-        f"{result['settings']['folds']} shared folds of conversations, {result['settings']['n_boot']} bootstrap "
-        f"resamples (seed {result['settings']['seed']})."
-    )
-    skipped = {n: sum(r.values()) for n, r in d.get("skipped", {}).items() if sum(r.values())}
-    if skipped:
-        intro += (
-            " Labels left out (no distribution for their turn): "
-            + ", ".join(f"{n} {k}" for n, k in skipped.items())
-            + "."
-        )
+    intro = _intro(result)
     return atomic_write_text(
         out / "compare-judges.html", render_page("compare-judges.html.j2", intro=intro, sections=parts)
     )

@@ -104,15 +104,7 @@ def compare_loaded(
         block, q_rows = _question(judges, probs, qid, W, counts, conversation, width=width, release=release, seed=seed)
         blocks[qid] = block
         rows.append(q_rows)
-    expected = {
-        j.name: {ref.rubric.ids.index(q): _full_expected(j, probs[j.name][q], q) for q in questions} for j in judges
-    }
-    alt = {j.name: reviewer_agreement(_shared_ds(judges[0]), expected[j.name], epsilon=epsilon) for j in judges}
-    for qid in questions:
-        blocks[qid]["alt_test"] = {
-            n: {k: a["questions"][qid][k] for k in ("alt_test", "verdict", "calibrated")} for n, a in alt.items()
-        }
-        blocks[qid]["reviewer_ceiling"] = alt[judges[0].name]["questions"][qid]["reviewers"]
+    _add_alt_tests(blocks, judges, probs, questions, epsilon)
     traces = trace_ids(judges[0].path)
     result = {
         "settings": {
@@ -144,6 +136,20 @@ def compare_loaded(
         plan, result["second_reviewer"] = _plan(judges[0], questions, blocks, agreement_width, traces, seed)
         result["_second_reviewer"] = plan
     return result
+
+
+def _add_alt_tests(blocks: dict, judges: list[Judge], probs: dict, questions: list[str], epsilon: float) -> None:
+    """Each question's alternative annotator test per judge, and the reviewers' ceiling, into its block."""
+    ref = judges[0].ds
+    expected = {
+        j.name: {ref.rubric.ids.index(q): _full_expected(j, probs[j.name][q], q) for q in questions} for j in judges
+    }
+    alt = {j.name: reviewer_agreement(_shared_ds(judges[0]), expected[j.name], epsilon=epsilon) for j in judges}
+    for qid in questions:
+        blocks[qid]["alt_test"] = {
+            n: {k: a["questions"][qid][k] for k in ("alt_test", "verdict", "calibrated")} for n, a in alt.items()
+        }
+        blocks[qid]["reviewer_ceiling"] = alt[judges[0].name]["questions"][qid]["reviewers"]
 
 
 def _questions(judge: Judge, asked: Sequence[str] | None) -> list[str]:
