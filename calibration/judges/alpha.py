@@ -153,22 +153,22 @@ def question_alpha(
     -> (R,) its calibrated expected answers), overall, per reviewer and, where role is given ((R,) each label
     row's chatbot role), per role; each with its 95% interval over resampled conversations and base rate."""
 
-    def both(mine: np.ndarray, only: np.ndarray | None = None) -> dict:
+    def judges_on(mine: np.ndarray) -> dict:
         return {
-            "reviewers": reviewer_alpha(item[mine], answer[mine], values, W[:, mine], only=only, level=level),
-            "judges": {
-                name: judge_alpha(e[mine], answer[mine], values, W[:, mine], level=level)
-                for name, e in expected.items()
-            },
+            name: judge_alpha(e[mine], answer[mine], values, W[:, mine], level=level) for name, e in expected.items()
         }
 
-    everything = np.ones(len(answer), bool)
-    out = {"level": level} | both(everything)
-    out["per_reviewer"] = {reviewer_names[j]: both(everything, only=reviewer == j) for j in np.unique(reviewer)}
-    for block, j in zip(out["per_reviewer"].values(), np.unique(reviewer), strict=True):
-        block["judges"] = {
-            name: judge_alpha(e[reviewer == j], answer[reviewer == j], values, W[:, reviewer == j], level=level)
-            for name, e in expected.items()
+    def both(mine: np.ndarray) -> dict:
+        rev = reviewer_alpha(item[mine], answer[mine], values, W[:, mine], level=level)
+        return {"reviewers": rev, "judges": judges_on(mine)}
+
+    out = {"level": level} | both(np.ones(len(answer), bool))
+    out["per_reviewer"] = {
+        reviewer_names[j]: {
+            "reviewers": reviewer_alpha(item, answer, values, W, only=reviewer == j, level=level),
+            "judges": judges_on(reviewer == j),
         }
+        for j in np.unique(reviewer)
+    }
     out["per_role"] = None if role is None else {name: both(role == name) for name in sorted(set(role))}
     return out
