@@ -17,6 +17,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from calibration.judges.agreement import interval
@@ -86,7 +88,7 @@ def label_spread(
     answer_value: np.ndarray,
     conversation: np.ndarray,
     counts: np.ndarray,
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """(1 + B,) replicates of the humans-only and ppi residual variances of the conversation totals and the
     cross-fitted R2 = 1 - ppi / humans (`spread_from_sample`); counts: (1 + B, C) how often each labelled
     conversation (in np.unique order) is drawn in each replicate (row 0: once each)."""

@@ -167,7 +167,7 @@ def write_page(
     second_reviewer: pd.DataFrame | None = None,
 ) -> Path:
     lines = "".join(f"<li>{escape(b['recommendation']['line'])}</li>" for b in result["questions"].values())
-    sections = [
+    sections: list[tuple[str, str, tuple[str, str] | None, str]] = [
         (
             "Recommendation per question",
             "Pick = lowest calibrated out-of-fold RMSE; the difference is paired (the same label rows, "

@@ -68,7 +68,8 @@ def plan_second_reviewer(
     turn_keys = ["conversation_id", "turn"]
     per_turn = frame.groupby(turn_keys, sort=True)
     reviewers = per_turn["judge_id"].transform("nunique").to_numpy()
-    now, need = {}, np.zeros(len(questions), int)
+    now: dict[str, tuple[float | None, int]] = {}
+    need = np.zeros(len(questions), int)
     for q, qid in enumerate(questions):
         block = current.get(qid)
         width = None if block is None or block["alpha"] is None else block["high"] - block["low"]
@@ -89,9 +90,9 @@ def plan_second_reviewer(
     worst = []
     for k in range(len(order)):
         widths = [
-            projected_width(now[qid][0], now[qid][1], gained[k, q])
-            for q, qid in enumerate(questions)
-            if now[qid][0] is not None and now[qid][1] >= MIN_PILOT and need[q] > 0
+            projected_width(width, turns, gained[k, q])
+            for q, (width, turns) in enumerate(now[qid] for qid in questions)
+            if width is not None and turns >= MIN_PILOT and need[q] > 0
         ]
         worst.append(round(float(max(widths)), 4) if widths else None)
     plan["projected_width"] = worst

@@ -297,8 +297,8 @@ def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict
     return out
 
 
-def _metric_summary(reps: dict[str, np.ndarray]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
+def _metric_summary(reps: dict[str, np.ndarray]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for m in METRICS:
         v = reps[m]
         out[m] = None if not np.isfinite(v[0]) else float(v[0])
