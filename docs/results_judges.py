@@ -15,7 +15,7 @@ def _table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _cell(s: dict) -> str:
-    return f"{s['picks_real']:.2f} · {s['within_noise']:.2f} · {s['label_multiplier']:.2f}x"
+    return f"{s['picks_real']:.2f} · {s['within_noise']:.2f} · {s['label_multiplier']:.2f}x · {s['real_better_held_out']:.2f}"
 
 
 def _acceptance(acc: dict) -> str:
@@ -59,7 +59,8 @@ def compare_judges(record: dict[str, Any]) -> str:
     header = ["labelled dialogues", "question", *copies]
     out = (
         f"Each cell: the share of {r['draws_per_size']} draws in which the recommendation picks the real judge · the "
-        "share flagged within noise · the copy's label multiplier (median over the draws).\n\n" + _table(header, rows)
+        "share flagged within noise · the copy's label multiplier (median over the draws) · the share in which the "
+        "real judge is better on the held-out dialogues (the truth the pick is after).\n\n" + _table(header, rows)
     )
     out += "\n\n" + _acceptance(r["acceptance"])
     if "bundled" in r:
