@@ -99,11 +99,15 @@ def compare_loaded(
     ref = judges[0].ds
     counts = conversation_weights(np.arange(conversation.max() + 1), n_boot, seed)  # (1 + B, C)
     W = counts[:, conversation]  # (1 + B, R): the same resamples for every judge and question
-    blocks, rows = {}, []
+    blocks, rows, rmse_reps = {}, [], {}
     for qid in questions:
         block, q_rows = _question(judges, probs, qid, W, counts, conversation, width=width, release=release, seed=seed)
+        rmse_reps[qid] = block.pop("_rmse_replicates")
         blocks[qid] = block
         rows.append(q_rows)
+    if len(questions) > 1:  # the evidence pooled across questions, on the same resamples (choice.pooled_picks)
+        for qid, pooled in choice.pooled_picks(rmse_reps).items():
+            blocks[qid]["recommendation_pooled"] = pooled
     _add_alt_tests(blocks, judges, probs, questions, epsilon)
     traces = trace_ids(judges[0].path)
     result = {
@@ -259,6 +263,7 @@ def _question(
         "held_out_confirmation": confirmation,
         "kappa_per_role": per_role,
         "alpha": question_alpha(item, answer, values, Wq, expected_of, reviewer, ds.judges, role),
+        "_rmse_replicates": {n: reps[n]["rmse"] for n in names},
     }
     return block, pd.concat(frames, ignore_index=True)
 
