@@ -15,11 +15,16 @@ Each copy is compared with the real judge pairwise, as a team compares two set-u
 calibrator, so that many draws fit in minutes; 5 shared folds) and `compare_loaded` (the stage of
 `role-rubric compare-judges`) compares the real judge with each copy. The truth of that draw: each judge's
 calibrator trained on the same n dialogues and scored (RMSE) on the held-out ones (the other 223 - n).
-Reported per size, question and copy: how often the recommendation picks the real judge, how often the pick
-is flagged within noise, how often the real judge is better held out, and the label multiplier (the copy's
+Reported per size, question and copy, under two rules computed on the same draws and bootstrap resamples:
+the per-question rule (each question's own paired RMSE difference) and the pooled one (the differences shrunk
+toward the pair's mean over the questions, normal-normal empirical Bayes with the between-question variance
+estimated from the data: choice.py `shrink`): how often the recommendation picks the real judge, how often the
+pick is flagged within noise, how often the real judge is better held out, and the label multiplier (the copy's
 labelled conversations for the same release-estimate width, as a multiple of the real judge's). The
 acceptance (issue 62): the recommendation picks the real judge in most draws on every question and against
-every copy from 50 labelled conversations on; `acceptance` says where it holds and where it does not.
+every copy from 50 labelled conversations on; `acceptance` (and `acceptance_pooled`) says where it holds and
+where it does not. The one-question scenario (ONE_QUESTION, SCENARIO) checks that pooling still finds a judge
+better on one question only.
 
 The bundled part (benchmarks/_bundled_judges.py): the offline judges of data/role_adherence compared as the
 how-to compares them, on every conversation, with the recommendation and its noise as measured.
@@ -51,15 +56,22 @@ from calibration.judges.stage import compare_loaded
 
 SIZES = (20, 50, 100)
 COPIES = {"shuffled-25": ("shuffled", 0.25), "shuffled-50": ("shuffled", 0.5), "mixed-50": ("mixed", 0.5)}
+ONE_QUESTION = "Q7"
+SCENARIO = f"{ONE_QUESTION}-real"
+"""The one-question scenario: SCENARIO is shuffled-50's kind of copy (another permutation) on every question but
+ONE_QUESTION, where it keeps the real distributions; against shuffled-50 its distributions are better on
+ONE_QUESTION alone (a calibrator reads every question's distributions, so they help the others a little)."""
+PAIRS = [("real", c) for c in COPIES] + [(SCENARIO, "shuffled-50")]
 ACCEPT_FROM = 50
 ACCEPT_SHARE = 0.5
 """The acceptance: from ACCEPT_FROM labelled conversations on, the real judge is the pick in more than this
 share of the draws, on every question and against every copy."""
 
 
-def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int) -> pd.DataFrame:
+def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int, keep: tuple[str, ...] = ()) -> pd.DataFrame:
     """A copy of the long llm.csv frame with the whole judge degraded (module docstring): every question's
-    distributions of a dialogue move together, as rows of a (dialogues, dialogues) mixing matrix."""
+    distributions of a dialogue move together, as rows of a (dialogues, dialogues) mixing matrix; the
+    questions in keep keep their real distributions."""
     rng = np.random.default_rng(seed)
     wide = llm.pivot_table(index="conversation_id", columns=["question_id", "option"], values="prob")
     n = len(wide)
@@ -71,6 +83,8 @@ def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int) -> pd.DataFr
         other = (np.arange(n) + rng.integers(1, n, size=n)) % n
         mix = (1 - amount) * mix + amount * np.eye(n)[other]
     new = pd.DataFrame(mix @ wide.to_numpy(), index=wide.index, columns=wide.columns)
+    kept = wide.columns.get_level_values("question_id").isin(keep)
+    new.loc[:, kept] = wide.loc[:, kept].to_numpy()
     long = new.stack(["question_id", "option"], future_stack=True).rename("prob").reset_index()
     out = llm.drop(columns="prob").merge(long, on=["conversation_id", "question_id", "option"], how="left")
     if out["prob"].isna().any():
@@ -91,6 +105,12 @@ def write_judges(anchors: Path, work: Path, seed: int) -> list[Path]:
             (d / f).write_bytes((real / f).read_bytes())
         degrade(llm, kind, amount, seed + 1 + i).to_csv(d / "llm.csv", index=False)
         dirs.append(d)
+    d = work / SCENARIO
+    d.mkdir()
+    for f in ("rubric.yaml", "labels.csv"):
+        (d / f).write_bytes((real / f).read_bytes())
+    degrade(llm, "shuffled", 0.5, seed + 1 + len(COPIES), keep=(ONE_QUESTION,)).to_csv(d / "llm.csv", index=False)
+    dirs.append(d)
     return dirs
 
 
@@ -106,30 +126,43 @@ def held_out_rmse(judge, question: str, selected: np.ndarray, seed: int) -> floa
     return float(np.sqrt(np.mean((expected - values[ds.answers[rows, q]]) ** 2)))
 
 
+def pair_name(ref: str, other: str) -> str:
+    return other if ref == "real" else f"{ref} vs {other}"
+
+
 def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5) -> dict[str, dict[str, dict]]:
-    """copy -> question -> the real judge against that copy alone: the pick, within noise, the paired RMSE
-    difference (copy - real) and the copy's label multiplier against the real judge. Every judge is
-    calibrated once on the shared folds; `compare_loaded` compares each pair from those distributions."""
+    """pair -> question -> the reference judge against the other alone (PAIRS; a copy's name stands for real
+    against it), under both rules on the same resamples: the per-question pick and within noise, the pooled
+    pick and within noise, the paired RMSE differences (other - reference; the question's own and the pooled)
+    and the other's label multiplier against the reference. Every judge is calibrated once on the shared
+    folds; `compare_loaded` compares each pair from those distributions."""
     questions = answered_questions(judges[0])
     fold, _ = shared_folds(judges, folds, 0)
     probs = calibrate_all(judges, questions, fold, folds=folds, model="linear", settings=None, seed=seed)
-    real = judges[0].name
+    by_name = {j.name: j for j in judges}
     out: dict[str, dict[str, dict]] = {}
-    for copy in judges[1:]:
+    for ref, other in PAIRS:
         result = compare_loaded(
-            [judges[0], copy], model="linear", folds=folds, n_boot=n_boot, seed=seed, calibrated=probs
+            [by_name[ref], by_name[other]], model="linear", folds=folds, n_boot=n_boot, seed=seed, calibrated=probs
         )
-        out[copy.name] = {}
+        name = pair_name(ref, other)
+        out[name] = {}
         for qid, block in result["questions"].items():
-            r, js = block["recommendation"], block["judges"]
-            sign = 1.0 if r["pick"] == real else -1.0  # the difference as copy - real
-            out[copy.name][qid] = {
-                "pick": r["pick"],
+            r, p, js = block["recommendation"], block["recommendation_pooled"], block["judges"]
+            sign = 1.0 if r["pick"] == ref else -1.0  # the difference as other - reference
+            psign = 1.0 if p["pick"] == ref else -1.0
+            out[name][qid] = {
+                "picks_ref": r["pick"] == ref,
                 "within_noise": r["within_noise"],
-                "rmse_copy_minus_real": -sign * r["rmse_difference"],
+                "pooled_picks_ref": p["pick"] == ref,
+                "pooled_within_noise": p["within_noise"],
+                "rmse_other_minus_ref": -sign * r["rmse_difference"],
                 "interval": sorted([-sign * r["rmse_difference_low"], -sign * r["rmse_difference_high"]]),
-                "label_multiplier": js[copy.name]["label_multiplier"]["multiplier"]
-                / js[real]["label_multiplier"]["multiplier"],
+                "pooled_other_minus_ref": -psign * p["rmse_difference"],
+                "pooled_interval": sorted([-psign * p["rmse_difference_low"], -psign * p["rmse_difference_high"]]),
+                "shrinkage": p["shrinkage"],
+                "label_multiplier": js[other]["label_multiplier"]["multiplier"]
+                / js[ref]["label_multiplier"]["multiplier"],
             }
     return out
 
@@ -143,41 +176,49 @@ def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int) -
     found = pairwise(subset, n_boot=n_boot, seed=seed)
     questions = {q for per_q in found.values() for q in per_q}
     held = {q: {j.name: held_out_rmse(j, q, selected, seed) for j in judges} for q in sorted(questions)}
-    for name, per_q in found.items():
-        for q, rec in per_q.items():
-            rec["real_better_held_out"] = held[q]["real"] < held[q][name]
+    for ref, other in PAIRS:
+        for q, rec in found[pair_name(ref, other)].items():
+            rec["ref_better_held_out"] = held[q][ref] < held[q][other]
     return found
 
 
 def summarise(draws: list[dict]) -> dict[str, dict[str, dict]]:
-    """copy -> question -> the shares of draws in which the recommendation picks the real judge, is flagged
-    within noise, picks it clear of noise, in which the real judge is better held out, and in which the pick
-    agrees with the held-out truth; the label multiplier's median (and quartiles) over the draws."""
+    """pair -> question -> under each rule (per question, pooled) the shares of draws in which the
+    recommendation picks the reference judge (the real one against a copy), is flagged within noise, picks it
+    clear of noise, and agrees with the held-out truth; the share in which the reference is better held out;
+    the label multiplier's median (and quartiles) over the draws."""
     out: dict[str, dict[str, dict]] = {}
     for name in draws[0]:
         out[name] = {}
         for q in sorted({q for d in draws for q in d[name]}):
             rows = [d[name][q] for d in draws if q in d[name]]
-            real = np.array([r["pick"] == "real" for r in rows])
-            noise = np.array([r["within_noise"] for r in rows])
-            truth = np.array([r["real_better_held_out"] for r in rows])
+            truth = np.array([r["ref_better_held_out"] for r in rows])
             mult = np.array([r["label_multiplier"] for r in rows])
-            out[name][q] = {
-                "picks_real": round(float(real.mean()), 3),
-                "within_noise": round(float(noise.mean()), 3),
-                "picks_real_clear_of_noise": round(float((real & ~noise).mean()), 3),
+            cell: dict = {}
+            for prefix in ("", "pooled_"):
+                ref = np.array([r[f"{prefix}picks_ref"] for r in rows])
+                noise = np.array([r[f"{prefix}within_noise"] for r in rows])
+                cell |= {
+                    f"{prefix}picks_real": round(float(ref.mean()), 3),
+                    f"{prefix}within_noise": round(float(noise.mean()), 3),
+                    f"{prefix}picks_real_clear_of_noise": round(float((ref & ~noise).mean()), 3),
+                    f"{prefix}pick_agrees_with_held_out": round(float((ref == truth).mean()), 3),
+                }
+            cell |= {
                 "real_better_held_out": round(float(truth.mean()), 3),
-                "pick_agrees_with_held_out": round(float((real == truth).mean()), 3),
+                "shrinkage_median": round(float(np.median([r["shrinkage"] for r in rows])), 3),
                 "label_multiplier": round(float(np.nanmedian(mult)), 3),
                 "label_multiplier_quartiles": [round(float(v), 3) for v in np.nanpercentile(mult, [25, 75])],
                 "draws": len(rows),
             }
+            out[name][q] = cell
     return out
 
 
-def acceptance(by_size: dict[str, dict]) -> dict:
-    """Where the acceptance holds: per size from ACCEPT_FROM on, the (copy, question) pairs whose share of
-    draws picking the real judge is not above ACCEPT_SHARE."""
+def acceptance(by_size: dict[str, dict], prefix: str = "") -> dict:
+    """Where the acceptance holds under one rule (prefix "" per question, "pooled_"): per size from ACCEPT_FROM
+    on, the (copy, question) pairs whose share of draws picking the real judge is not above ACCEPT_SHARE (the
+    copies of COPIES only; the one-question scenario is reported beside it)."""
     out = {
         "criterion": f"from {ACCEPT_FROM} labelled conversations on, the real judge is the pick in more than "
         f"{ACCEPT_SHARE:.0%} of the draws on every question, against every copy"
@@ -186,10 +227,11 @@ def acceptance(by_size: dict[str, dict]) -> dict:
     for size, per_copy in by_size.items():
         if int(size) >= ACCEPT_FROM:
             failing[size] = [
-                {"copy": c, "question": q, "picks_real": s["picks_real"]}
+                {"copy": c, "question": q, "picks_real": s[f"{prefix}picks_real"]}
                 for c, per_q in per_copy.items()
+                if c in COPIES
                 for q, s in per_q.items()
-                if not s["picks_real"] > ACCEPT_SHARE
+                if not s[f"{prefix}picks_real"] > ACCEPT_SHARE
             ]
     out["failing"] = failing
     out["holds"] = bool(failing) and not any(failing.values())
@@ -197,15 +239,19 @@ def acceptance(by_size: dict[str, dict]) -> dict:
 
 
 def full_data(judges, n_boot: int, seed: int) -> dict:
-    """The pairwise comparison on all 223 dialogues (no held-out truth: every dialogue is labelled)."""
+    """The pairwise comparison on all 223 dialogues (no held-out truth: every dialogue is labelled), both rules."""
     found = pairwise(judges, n_boot=n_boot, seed=seed)
     return {
         name: {
             q: {
-                "pick": r["pick"],
+                "picks_ref": r["picks_ref"],
                 "within_noise": r["within_noise"],
-                "rmse_copy_minus_real": round(r["rmse_copy_minus_real"], 4),
+                "rmse_other_minus_ref": round(r["rmse_other_minus_ref"], 4),
                 "interval": [round(v, 4) for v in r["interval"]],
+                "pooled_picks_ref": r["pooled_picks_ref"],
+                "pooled_within_noise": r["pooled_within_noise"],
+                "pooled_other_minus_ref": round(r["pooled_other_minus_ref"], 4),
+                "pooled_interval": [round(v, 4) for v in r["pooled_interval"]],
                 "label_multiplier": round(r["label_multiplier"], 3),
             }
             for q, r in per_q.items()
@@ -246,6 +292,15 @@ def main() -> None:
         "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",
         "by_size": by_size,
         "acceptance": acceptance(by_size),
+        "acceptance_pooled": acceptance(by_size, "pooled_"),
+        "pooling": "the pooled rule (calibration/judges/choice.py `shrink`): each pair's per-question RMSE "
+        "differences shrunk toward their mean over the questions (normal-normal empirical Bayes, the "
+        "between-question variance estimated from the data), its interval and within-noise flag from the same "
+        "bootstrap resamples as the per-question rule's",
+        "one_question_scenario": f"{SCENARIO}: shuffled-50's kind of copy (another permutation) on every question "
+        f"but {ONE_QUESTION}, where it keeps the real judge's distributions; compared with shuffled-50 it is "
+        f"better on {ONE_QUESTION}'s own distributions alone; the calibrator of every question reads every question's "
+        f"distributions, so {ONE_QUESTION}'s also help the others a little (the held-out truth says how much)",
         "full_data": full_data(judges, args.n_boot, args.seed),
     }
     if not args.no_bundled:
