@@ -53,7 +53,8 @@ def test_exact_ties_are_left_out_of_the_pooling():
 def test_pooled_intervals_cover_in_a_small_simulation():
     """Questions' true differences drawn around a judge-level one, seen with noise: the pooled 95% intervals
     cover the truths at about their level (averaged over questions, as empirical-Bayes intervals do), and are
-    narrower than the questions' own."""
+    narrower than the questions' own. Measured by between-question sd (seed 4): 0.96 at 0, 0.88 at 0.005 (about
+    the noise: tau2's own uncertainty is not carried), 0.92 at 0.02; the mix here asserted within [0.9, 0.99]."""
     rng = np.random.default_rng(4)
     covered, own_width, pooled_width, n = 0, 0.0, 0.0, 0
     for _ in range(150):
