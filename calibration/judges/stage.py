@@ -234,8 +234,7 @@ def _question(
         )
     names = [j.name for j in judges]
     chosen = choice.pick({n: reps[n]["rmse"] for n in names})
-    best = chosen["pick"]
-    multiplier = choice.multipliers(spreads, best)
+    multiplier = choice.multipliers(spreads, best := chosen["pick"])
     for n in names:
         judge_block[n]["label_multiplier"] = multiplier[n]
         if width is not None:
