@@ -62,6 +62,9 @@ SCENARIO = f"{ONE_QUESTION}-real"
 ONE_QUESTION, where it keeps the real distributions; against shuffled-50 its distributions are better on
 ONE_QUESTION alone (a calibrator reads every question's distributions, so they help the others a little)."""
 PAIRS = [("real", c) for c in COPIES] + [(SCENARIO, "shuffled-50")]
+SPOILED = f"{ONE_QUESTION}-spoiled"
+"""--spoil-one-question: the real judge against SPOILED, the real judge with ONE_QUESTION's distributions alone
+permuted across every dialogue (the real judge is better on ONE_QUESTION, the others only through it)."""
 ACCEPT_FROM = 50
 ACCEPT_SHARE = 0.5
 """The acceptance: from ACCEPT_FROM labelled conversations on, the real judge is the pick in more than this
@@ -92,11 +95,20 @@ def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int, keep: tuple[
     return out[llm.columns]
 
 
-def write_judges(anchors: Path, work: Path, seed: int) -> list[Path]:
-    """The real judge's directory and one per degraded copy (the same labels and rubric)."""
+def write_judges(anchors: Path, work: Path, seed: int, spoil_one: bool = False) -> list[Path]:
+    """The real judge's directory and one per degraded copy (the same labels and rubric); with spoil_one, the
+    real judge and SPOILED only."""
     real = work / "real"
     import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", real)
     llm = pd.read_csv(real / "llm.csv", dtype={"conversation_id": str, "turn": str}, keep_default_na=False)
+    if spoil_one:
+        d = work / SPOILED
+        d.mkdir()
+        for f in ("rubric.yaml", "labels.csv"):
+            (d / f).write_bytes((real / f).read_bytes())
+        others = tuple(q for q in llm["question_id"].unique() if q != ONE_QUESTION)
+        degrade(llm, "shuffled", 1.0, seed + 1, keep=others).to_csv(d / "llm.csv", index=False)
+        return [real, d]
     dirs = [real]
     for i, (name, (kind, amount)) in enumerate(COPIES.items()):
         d = work / name
@@ -130,7 +142,7 @@ def pair_name(ref: str, other: str) -> str:
     return other if ref == "real" else f"{ref} vs {other}"
 
 
-def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5) -> dict[str, dict[str, dict]]:
+def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5, pairs=PAIRS) -> dict[str, dict[str, dict]]:
     """pair -> question -> the reference judge against the other alone (PAIRS; a copy's name stands for real
     against it), under both rules on the same resamples: the per-question pick and within noise, the pooled
     pick and within noise, the paired RMSE differences (other - reference; the question's own and the pooled)
@@ -141,7 +153,7 @@ def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5) -> dict[str, dic
     probs = calibrate_all(judges, questions, fold, folds=folds, model="linear", settings=None, seed=seed)
     by_name = {j.name: j for j in judges}
     out: dict[str, dict[str, dict]] = {}
-    for ref, other in PAIRS:
+    for ref, other in pairs:
         result = compare_loaded(
             [by_name[ref], by_name[other]], model="linear", folds=folds, n_boot=n_boot, seed=seed, calibrated=probs
         )
@@ -167,16 +179,16 @@ def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5) -> dict[str, dic
     return out
 
 
-def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int) -> dict:
+def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int, pairs=PAIRS) -> dict:
     """The pairwise recommendations from n labelled dialogues, and the held-out truth, per copy and question."""
     rng = np.random.default_rng([seed, n])
     chosen = rng.choice(conversation.max() + 1, size=n, replace=False)
     selected = np.isin(conversation, chosen)
     subset = [j.subset(np.flatnonzero(selected)) for j in judges]
-    found = pairwise(subset, n_boot=n_boot, seed=seed)
+    found = pairwise(subset, n_boot=n_boot, seed=seed, pairs=pairs)
     questions = {q for per_q in found.values() for q in per_q}
     held = {q: {j.name: held_out_rmse(j, q, selected, seed) for j in judges} for q in sorted(questions)}
-    for ref, other in PAIRS:
+    for ref, other in pairs:
         for q, rec in found[pair_name(ref, other)].items():
             rec["ref_better_held_out"] = held[q][ref] < held[q][other]
     return found
@@ -238,9 +250,9 @@ def acceptance(by_size: dict[str, dict], prefix: str = "") -> dict:
     return out
 
 
-def full_data(judges, n_boot: int, seed: int) -> dict:
+def full_data(judges, n_boot: int, seed: int, pairs=PAIRS) -> dict:
     """The pairwise comparison on all 223 dialogues (no held-out truth: every dialogue is labelled), both rules."""
-    found = pairwise(judges, n_boot=n_boot, seed=seed)
+    found = pairwise(judges, n_boot=n_boot, seed=seed, pairs=pairs)
     return {
         name: {
             q: {
@@ -260,6 +272,35 @@ def full_data(judges, n_boot: int, seed: int) -> dict:
     }
 
 
+def spoiled_one(args: argparse.Namespace, started: float) -> None:
+    """The real judge against SPOILED alone, under both rules on the same draws: does pooling still find a judge
+    better on one question?"""
+    with tempfile.TemporaryDirectory() as tmp:
+        judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed, spoil_one=True))
+    ds = judges[0].ds
+    conversation = pd.factorize(ds.items["conversation_id"].to_numpy()[ds.label_item[judges[0].rows]], sort=True)[0]
+    pairs = [("real", SPOILED)]
+    by_size = {}
+    for n in args.sizes:
+        draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot, pairs) for d in range(args.draws)]
+        by_size[str(n)] = summarise(draws)
+        print(f"compare_judges: n={n}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    result = {
+        "data": f"LLM-Rubric synthetic anchors: the real judge against {SPOILED}, the real judge with "
+        f"{ONE_QUESTION}'s distributions alone permuted across every dialogue (the calibrator of every question "
+        f"reads every question's distributions, so the other questions lose a little through {ONE_QUESTION})",
+        "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw",
+        "draws_per_size": args.draws,
+        "n_boot": args.n_boot,
+        "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",
+        "by_size": by_size,
+        "full_data": full_data(judges, args.n_boot, args.seed, pairs),
+        "seconds": round(time.perf_counter() - started, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+    emit(args.results_name, result)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_anchors_argument(parser)
@@ -268,9 +309,15 @@ def main() -> None:
     parser.add_argument("--n-boot", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-bundled", action="store_true", help="leave out the bundled data's comparison")
+    parser.add_argument(
+        "--spoil-one-question", action="store_true", help=f"only the real judge against {SPOILED} (SPOILED)"
+    )
     add_results_argument(parser, "compare_judges")
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.spoil_one_question:
+        spoiled_one(args, started)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed))
     ds = judges[0].ds
