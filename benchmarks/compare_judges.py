@@ -1,23 +1,35 @@
-"""Does `compare-judges` pick the better judge? The LLM-Rubric anchors' real GPT-3.5 answer distributions
-against degraded copies of themselves, with the real reviewers, at 20, 50 and 100 labelled conversations.
+"""Does `compare-judges` prefer the better judge? The LLM-Rubric anchors' real GPT-3.5 answer distributions
+against degraded copies of the whole judge, with the real reviewers, at 20, 50 and 100 labelled conversations.
 
-The copies are the real distributions resampled, nothing invented (per question, independently):
-  - shuffled-50: half of the dialogues (drawn at random) get another of those dialogues' distribution
-    (a random permutation among them);
-  - mixed-50: every distribution is averaged 50/50 with that of a random other dialogue;
-  - shuffled-100: every dialogue gets another's (the judge's answers tell nothing about the dialogue; its
-    other questions' answers still do, as the calibrator reads them all).
-Per draw, n dialogues (seeded) are the labelled ones: `compare_loaded` (the stage of `role-rubric
-compare-judges`, model=linear: the simple calibrator, so that many draws fit in minutes) recommends a judge
-per question from them alone. The truth of that draw: each judge's calibrator trained on the same n
-dialogues and scored (RMSE) on the held-out dialogues (the other 223 - n). Reported per size and question:
-how often the pick is the held-out best, how often it is the real judge, how often the pick is flagged
-within noise, and how often a pick not flagged is right, and the regret (held-out RMSE of the pick minus the best's); and
-pairwise, the real judge against each copy alone: how often the lower out-of-fold RMSE is the real judge's,
-and how often that agrees with the held-out comparison. The label multiplier (how many times the real
-judge's labelled conversations each copy needs for the same release-estimate width) from the whole data.
+A degraded copy is the whole judge made worse, every question's distributions together, as a worse model or
+prompt would be, and nothing in it is invented: it is the real distributions resampled across dialogues.
+  - shuffled-25 / shuffled-50: a quarter / half of the dialogues (drawn at random) get the distributions of
+    another of those dialogues, for every question at once (a random permutation among them);
+  - mixed-50: every dialogue's distributions are averaged 50/50 with those of one random other dialogue
+    (the same other dialogue for every question).
+Flattening toward uniform (a temperature) is left out: it can be undone, so a calibrator loses little by it
+and a copy that is not worse would only measure ties.
 
-    python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 5]
+Each copy is compared with the real judge pairwise, as a team compares two set-ups. Per draw, n dialogues
+(seeded) are the labelled ones; every judge is calibrated out of fold on them once (model=linear, the simple
+calibrator, so that many draws fit in minutes; 5 shared folds) and `compare_loaded` (the stage of
+`role-rubric compare-judges`) compares the real judge with each copy. The truth of that draw: each judge's
+calibrator trained on the same n dialogues and scored (RMSE) on the held-out ones (the other 223 - n).
+Reported per size, question and copy, under two rules computed on the same draws and bootstrap resamples:
+the per-question rule (each question's own paired RMSE difference) and the pooled one (the differences shrunk
+toward the pair's mean over the questions, normal-normal empirical Bayes with the between-question variance
+estimated from the data: choice.py `shrink`): how often the recommendation picks the real judge, how often the
+pick is flagged within noise, how often the real judge is better held out, and the label multiplier (the copy's
+labelled conversations for the same release-estimate width, as a multiple of the real judge's). The
+acceptance (issue 62): the recommendation picks the real judge in most draws on every question and against
+every copy from 50 labelled conversations on; `acceptance` (and `acceptance_pooled`) says where it holds and
+where it does not. The one-question scenario (ONE_QUESTION, SCENARIO) checks that pooling still finds a judge
+better on one question only.
+
+The bundled part (benchmarks/_bundled_judges.py): the offline judges of data/role_adherence compared as the
+how-to compares them, on every conversation, with the recommendation and its noise as measured.
+
+    python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 6] [--no-bundled]
 """
 
 from __future__ import annotations
@@ -31,52 +43,86 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from _anchors import add_anchors_argument  # noqa: E402  (benchmarks/_anchors.py)
+from _bundled_judges import bundled_comparison  # noqa: E402
 from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_results.py)
 
 from calibration.data.importers import import_llm_rubric
 from calibration.data.union import retargeted
 from calibration.evaluation.baselines import linear
-from calibration.judges.data import fold_of_rows, load_judges
+from calibration.judges.calibrate import answered_questions, calibrate_all
+from calibration.judges.data import fold_of_rows, load_judges, shared_folds
 from calibration.judges.stage import compare_loaded
 
 SIZES = (20, 50, 100)
-COPIES = {"shuffled-50": 0.5, "mixed-50": 0.5, "shuffled-100": 1.0}
+COPIES = {"shuffled-25": ("shuffled", 0.25), "shuffled-50": ("shuffled", 0.5), "mixed-50": ("mixed", 0.5)}
+ONE_QUESTION = "Q7"
+SCENARIO = f"{ONE_QUESTION}-real"
+"""The one-question scenario: SCENARIO is shuffled-50's kind of copy (another permutation) on every question but
+ONE_QUESTION, where it keeps the real distributions; against shuffled-50 its distributions are better on
+ONE_QUESTION alone (a calibrator reads every question's distributions, so they help the others a little)."""
+PAIRS = [("real", c) for c in COPIES] + [(SCENARIO, "shuffled-50")]
+SPOILED = f"{ONE_QUESTION}-spoiled"
+"""--spoil-one-question: the real judge against SPOILED, the real judge with ONE_QUESTION's distributions alone
+permuted across every dialogue (the real judge is better on ONE_QUESTION, the others only through it)."""
+ACCEPT_FROM = 50
+ACCEPT_SHARE = 0.5
+"""The acceptance: from ACCEPT_FROM labelled conversations on, the real judge is the pick in more than this
+share of the draws, on every question and against every copy."""
 
 
-def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int) -> pd.DataFrame:
-    """A copy of the long llm.csv frame whose distributions are the real ones resampled across dialogues
-    (module docstring), independently per question."""
+def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int, keep: tuple[str, ...] = ()) -> pd.DataFrame:
+    """A copy of the long llm.csv frame with the whole judge degraded (module docstring): every question's
+    distributions of a dialogue move together, as rows of a (dialogues, dialogues) mixing matrix; the
+    questions in keep keep their real distributions."""
     rng = np.random.default_rng(seed)
-    out = []
-    for _, part in llm.groupby("question_id", sort=False):
-        wide = part.pivot(index="conversation_id", columns="option", values="prob")
-        probs = wide.to_numpy()
-        n = len(probs)
-        if kind == "shuffled":
-            chosen = np.flatnonzero(rng.random(n) < amount)
-            new = probs.copy()
-            new[chosen] = probs[rng.permutation(chosen)]
-        else:  # mixed: with a random other dialogue's distribution
-            other = (np.arange(n) + rng.integers(1, n, size=n)) % n
-            new = (1 - amount) * probs + amount * probs[other]
-        frame = pd.DataFrame(new, index=wide.index, columns=wide.columns).stack().rename("prob").reset_index()
-        out.append(part.drop(columns="prob").merge(frame, on=["conversation_id", "option"], how="left"))
-    return pd.concat(out, ignore_index=True)[llm.columns]
+    wide = llm.pivot_table(index="conversation_id", columns=["question_id", "option"], values="prob")
+    n = len(wide)
+    mix = np.eye(n)
+    if kind == "shuffled":
+        chosen = np.flatnonzero(rng.random(n) < amount)
+        mix[chosen] = mix[rng.permutation(chosen)]
+    else:  # mixed: every question of a dialogue with the same random other dialogue's
+        other = (np.arange(n) + rng.integers(1, n, size=n)) % n
+        mix = (1 - amount) * mix + amount * np.eye(n)[other]
+    new = pd.DataFrame(mix @ wide.to_numpy(), index=wide.index, columns=wide.columns)
+    kept = wide.columns.get_level_values("question_id").isin(keep)
+    new.loc[:, kept] = wide.loc[:, kept].to_numpy()
+    long = new.stack(["question_id", "option"], future_stack=True).rename("prob").reset_index()
+    out = llm.drop(columns="prob").merge(long, on=["conversation_id", "question_id", "option"], how="left")
+    if out["prob"].isna().any():
+        raise ValueError("a degraded copy took a distribution its source dialogue does not have")
+    return out[llm.columns]
 
 
-def write_judges(anchors: Path, work: Path, seed: int) -> list[Path]:
-    """The real judge's directory and one per degraded copy (the same labels and rubric)."""
+def write_judges(anchors: Path, work: Path, seed: int, spoil_one: bool = False) -> list[Path]:
+    """The real judge's directory and one per degraded copy (the same labels and rubric); with spoil_one, the
+    real judge and SPOILED only."""
     real = work / "real"
     import_llm_rubric(anchors / "llm_evaluations.tsv", anchors / "human_judgments.tsv", real)
     llm = pd.read_csv(real / "llm.csv", dtype={"conversation_id": str, "turn": str}, keep_default_na=False)
+    if spoil_one:
+        d = work / SPOILED
+        d.mkdir()
+        for f in ("rubric.yaml", "labels.csv"):
+            (d / f).write_bytes((real / f).read_bytes())
+        others = tuple(q for q in llm["question_id"].unique() if q != ONE_QUESTION)
+        degrade(llm, "shuffled", 1.0, seed + 1, keep=others).to_csv(d / "llm.csv", index=False)
+        return [real, d]
     dirs = [real]
-    for i, (name, amount) in enumerate(COPIES.items()):
+    for i, (name, (kind, amount)) in enumerate(COPIES.items()):
         d = work / name
         d.mkdir()
         for f in ("rubric.yaml", "labels.csv"):
             (d / f).write_bytes((real / f).read_bytes())
-        degrade(llm, name.split("-")[0], amount, seed + i).to_csv(d / "llm.csv", index=False)
+        degrade(llm, kind, amount, seed + 1 + i).to_csv(d / "llm.csv", index=False)
         dirs.append(d)
+    d = work / SCENARIO
+    d.mkdir()
+    for f in ("rubric.yaml", "labels.csv"):
+        (d / f).write_bytes((real / f).read_bytes())
+    degrade(llm, "shuffled", 0.5, seed + 1 + len(COPIES), keep=(ONE_QUESTION,)).to_csv(d / "llm.csv", index=False)
+    dirs.append(d)
     return dirs
 
 
@@ -92,128 +138,223 @@ def held_out_rmse(judge, question: str, selected: np.ndarray, seed: int) -> floa
     return float(np.sqrt(np.mean((expected - values[ds.answers[rows, q]]) ** 2)))
 
 
-def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int) -> dict:
-    """The recommendation from n labelled dialogues, and the held-out truth, per question."""
+def pair_name(ref: str, other: str) -> str:
+    return other if ref == "real" else f"{ref} vs {other}"
+
+
+def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5, pairs=PAIRS) -> dict[str, dict[str, dict]]:
+    """pair -> question -> the reference judge against the other alone (PAIRS; a copy's name stands for real
+    against it), under both rules on the same resamples: the per-question pick and within noise, the pooled
+    pick and within noise, the paired RMSE differences (other - reference; the question's own and the pooled)
+    and the other's label multiplier against the reference. Every judge is calibrated once on the shared
+    folds; `compare_loaded` compares each pair from those distributions."""
+    questions = answered_questions(judges[0])
+    fold, _ = shared_folds(judges, folds, 0)
+    probs = calibrate_all(judges, questions, fold, folds=folds, model="linear", settings=None, seed=seed)
+    by_name = {j.name: j for j in judges}
+    out: dict[str, dict[str, dict]] = {}
+    for ref, other in pairs:
+        result = compare_loaded(
+            [by_name[ref], by_name[other]], model="linear", folds=folds, n_boot=n_boot, seed=seed, calibrated=probs
+        )
+        name = pair_name(ref, other)
+        out[name] = {}
+        for qid, block in result["questions"].items():
+            r, p, js = block["recommendation"], block["recommendation_pooled"], block["judges"]
+            sign = 1.0 if r["pick"] == ref else -1.0  # the difference as other - reference
+            psign = 1.0 if p["pick"] == ref else -1.0
+            out[name][qid] = {
+                "picks_ref": r["pick"] == ref,
+                "within_noise": r["within_noise"],
+                "pooled_picks_ref": p["pick"] == ref,
+                "pooled_within_noise": p["within_noise"],
+                "rmse_other_minus_ref": -sign * r["rmse_difference"],
+                "interval": sorted([-sign * r["rmse_difference_low"], -sign * r["rmse_difference_high"]]),
+                "pooled_other_minus_ref": -psign * p["rmse_difference"],
+                "pooled_interval": sorted([-psign * p["rmse_difference_low"], -psign * p["rmse_difference_high"]]),
+                "shrinkage": p["shrinkage"],
+                "label_multiplier": js[other]["label_multiplier"]["multiplier"]
+                / js[ref]["label_multiplier"]["multiplier"],
+            }
+    return out
+
+
+def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int, pairs=PAIRS) -> dict:
+    """The pairwise recommendations from n labelled dialogues, and the held-out truth, per copy and question."""
     rng = np.random.default_rng([seed, n])
     chosen = rng.choice(conversation.max() + 1, size=n, replace=False)
     selected = np.isin(conversation, chosen)
     subset = [j.subset(np.flatnonzero(selected)) for j in judges]
-    result = compare_loaded(subset, model="linear", n_boot=n_boot, seed=seed)
-    out = {}
-    for qid, block in result["questions"].items():
-        held = {j.name: held_out_rmse(j, qid, selected, seed) for j in judges}
-        r = block["recommendation"]
-        oof = {name: j["rmse"] for name, j in block["judges"].items()}
-        out[qid] = {
-            "pairwise": {  # real against each copy alone: (picked by out-of-fold RMSE, better held out)
-                name: [oof["real"] < oof[name], held["real"] < held[name]] for name in oof if name != "real"
-            },
-            "pick": r["pick"],
-            "within_noise": r["within_noise"],
-            "held_out_best": min(held, key=held.get),
-            "held_out_rmse": held,
-        }
+    found = pairwise(subset, n_boot=n_boot, seed=seed, pairs=pairs)
+    questions = {q for per_q in found.values() for q in per_q}
+    held = {q: {j.name: held_out_rmse(j, q, selected, seed) for j in judges} for q in sorted(questions)}
+    for ref, other in pairs:
+        for q, rec in found[pair_name(ref, other)].items():
+            rec["ref_better_held_out"] = held[q][ref] < held[q][other]
+    return found
+
+
+def summarise(draws: list[dict]) -> dict[str, dict[str, dict]]:
+    """pair -> question -> under each rule (per question, pooled) the shares of draws in which the
+    recommendation picks the reference judge (the real one against a copy), is flagged within noise, picks it
+    clear of noise, and agrees with the held-out truth; the share in which the reference is better held out;
+    the label multiplier's median (and quartiles) over the draws."""
+    out: dict[str, dict[str, dict]] = {}
+    for name in draws[0]:
+        out[name] = {}
+        for q in sorted({q for d in draws for q in d[name]}):
+            rows = [d[name][q] for d in draws if q in d[name]]
+            truth = np.array([r["ref_better_held_out"] for r in rows])
+            mult = np.array([r["label_multiplier"] for r in rows])
+            cell: dict = {}
+            for prefix in ("", "pooled_"):
+                ref = np.array([r[f"{prefix}picks_ref"] for r in rows])
+                noise = np.array([r[f"{prefix}within_noise"] for r in rows])
+                cell |= {
+                    f"{prefix}picks_real": round(float(ref.mean()), 3),
+                    f"{prefix}within_noise": round(float(noise.mean()), 3),
+                    f"{prefix}picks_real_clear_of_noise": round(float((ref & ~noise).mean()), 3),
+                    f"{prefix}pick_agrees_with_held_out": round(float((ref == truth).mean()), 3),
+                }
+            cell |= {
+                "real_better_held_out": round(float(truth.mean()), 3),
+                "shrinkage_median": round(float(np.median([r["shrinkage"] for r in rows])), 3),
+                "label_multiplier": round(float(np.nanmedian(mult)), 3),
+                "label_multiplier_quartiles": [round(float(v), 3) for v in np.nanpercentile(mult, [25, 75])],
+                "draws": len(rows),
+            }
+            out[name][q] = cell
     return out
 
 
-def summarise(draws: list[dict], questions: list[str]) -> dict:
-    """Per question and overall: the shares of draws in which the pick is the held-out best, is the real
-    judge, is flagged within noise, and is right when not flagged; the mean regret (the pick's held-out RMSE
-    minus the held-out best's)."""
-
-    def rates(rows: list[dict]) -> dict:
-        clear = [r for r in rows if not r["within_noise"]]
-        return {
-            "picks_held_out_best": round(float(np.mean([r["pick"] == r["held_out_best"] for r in rows])), 3),
-            "picks_real": round(float(np.mean([r["pick"] == "real" for r in rows])), 3),
-            "real_is_held_out_best": round(float(np.mean([r["held_out_best"] == "real" for r in rows])), 3),
-            "within_noise": round(float(np.mean([r["within_noise"] for r in rows])), 3),
-            "held_out_regret": round(
-                float(np.mean([r["held_out_rmse"][r["pick"]] - r["held_out_rmse"][r["held_out_best"]] for r in rows])),
-                4,
-            ),
-            "right_when_clear": None
-            if not clear
-            else round(float(np.mean([r["pick"] == r["held_out_best"] for r in clear])), 3),
-            "clear_picks": len(clear),
-            "draws": len(rows),
-        }
-
-    per_q = {q: rates([d[q] for d in draws]) for q in questions}
-    copies = list(draws[0][questions[0]]["pairwise"])
-    pairwise = {}
-    for name in copies:
-        got = np.array([d[q]["pairwise"][name] for d in draws for q in questions], dtype=float)  # (draws*Q, 2)
-        per = {q: round(float(np.mean([d[q]["pairwise"][name][0] for d in draws])), 3) for q in questions}
-        pairwise[name] = {
-            "picks_real": round(float(got[:, 0].mean()), 3),
-            "real_better_held_out": round(float(got[:, 1].mean()), 3),
-            "pick_agrees_with_held_out": round(float((got[:, 0] == got[:, 1]).mean()), 3),
-            "picks_real_per_question": per,
-        }
-    return {
-        "overall": rates([d[q] for d in draws for q in questions]),
-        "per_question": per_q,
-        "pairwise_real_vs_copy": pairwise,
+def acceptance(by_size: dict[str, dict], prefix: str = "") -> dict:
+    """Where the acceptance holds under one rule (prefix "" per question, "pooled_"): per size from ACCEPT_FROM
+    on, the (copy, question) pairs whose share of draws picking the real judge is not above ACCEPT_SHARE (the
+    copies of COPIES only; the one-question scenario is reported beside it)."""
+    out = {
+        "criterion": f"from {ACCEPT_FROM} labelled conversations on, the real judge is the pick in more than "
+        f"{ACCEPT_SHARE:.0%} of the draws on every question, against every copy"
     }
+    failing = {}
+    for size, per_copy in by_size.items():
+        if int(size) >= ACCEPT_FROM:
+            failing[size] = [
+                {"copy": c, "question": q, "picks_real": s[f"{prefix}picks_real"]}
+                for c, per_q in per_copy.items()
+                if c in COPIES
+                for q, s in per_q.items()
+                if not s[f"{prefix}picks_real"] > ACCEPT_SHARE
+            ]
+    out["failing"] = failing
+    out["holds"] = bool(failing) and not any(failing.values())
+    return out
+
+
+def full_data(judges, n_boot: int, seed: int, pairs=PAIRS) -> dict:
+    """The pairwise comparison on all 223 dialogues (no held-out truth: every dialogue is labelled), both rules."""
+    found = pairwise(judges, n_boot=n_boot, seed=seed, pairs=pairs)
+    return {
+        name: {
+            q: {
+                "picks_ref": r["picks_ref"],
+                "within_noise": r["within_noise"],
+                "rmse_other_minus_ref": round(r["rmse_other_minus_ref"], 4),
+                "interval": [round(v, 4) for v in r["interval"]],
+                "pooled_picks_ref": r["pooled_picks_ref"],
+                "pooled_within_noise": r["pooled_within_noise"],
+                "pooled_other_minus_ref": round(r["pooled_other_minus_ref"], 4),
+                "pooled_interval": [round(v, 4) for v in r["pooled_interval"]],
+                "label_multiplier": round(r["label_multiplier"], 3),
+            }
+            for q, r in per_q.items()
+        }
+        for name, per_q in found.items()
+    }
+
+
+def spoiled_one(args: argparse.Namespace, started: float) -> None:
+    """The real judge against SPOILED alone, under both rules on the same draws: does pooling still find a judge
+    better on one question?"""
+    with tempfile.TemporaryDirectory() as tmp:
+        judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed, spoil_one=True))
+    ds = judges[0].ds
+    conversation = pd.factorize(ds.items["conversation_id"].to_numpy()[ds.label_item[judges[0].rows]], sort=True)[0]
+    pairs = [("real", SPOILED)]
+    by_size = {}
+    for n in args.sizes:
+        draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot, pairs) for d in range(args.draws)]
+        by_size[str(n)] = summarise(draws)
+        print(f"compare_judges: n={n}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    result = {
+        "data": f"LLM-Rubric synthetic anchors: the real judge against {SPOILED}, the real judge with "
+        f"{ONE_QUESTION}'s distributions alone permuted across every dialogue (the calibrator of every question "
+        f"reads every question's distributions, so the other questions lose a little through {ONE_QUESTION})",
+        "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw",
+        "draws_per_size": args.draws,
+        "n_boot": args.n_boot,
+        "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",
+        "by_size": by_size,
+        "full_data": full_data(judges, args.n_boot, args.seed, pairs),
+        "seconds": round(time.perf_counter() - started, 1),
+        "load_avg_1m": round(os.getloadavg()[0], 2),
+    }
+    emit(args.results_name, result)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument(
-        "--anchors", default=str(Path(__file__).resolve().parents[2] / "shared/anchors/llm_rubric_synth")
-    )
-    parser.add_argument("--draws", type=int, default=5, help="draws of labelled dialogues per size")
+    add_anchors_argument(parser)
+    parser.add_argument("--draws", type=int, default=6, help="draws of labelled dialogues per size")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--n-boot", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--no-bundled", action="store_true", help="leave out the bundled data's comparison")
+    parser.add_argument(
+        "--spoil-one-question", action="store_true", help=f"only the real judge against {SPOILED} (SPOILED)"
+    )
     add_results_argument(parser, "compare_judges")
     args = parser.parse_args()
     started = time.perf_counter()
+    if args.spoil_one_question:
+        spoiled_one(args, started)
+        return
     with tempfile.TemporaryDirectory() as tmp:
         judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed))
-        full = compare_loaded(judges, model="linear", n_boot=args.n_boot, seed=args.seed)
-    questions = list(full["questions"])
-    conversation = pd.factorize(
-        judges[0].ds.items["conversation_id"].to_numpy()[judges[0].ds.label_item[judges[0].rows]], sort=True
-    )[0]
+    ds = judges[0].ds
+    conversation = pd.factorize(ds.items["conversation_id"].to_numpy()[ds.label_item[judges[0].rows]], sort=True)[0]
     by_size = {}
     for n in args.sizes:
         draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot) for d in range(args.draws)]
-        by_size[str(n)] = summarise(draws, questions)
-        print(f"compare_judges: n={n}: {by_size[str(n)]['overall']}", file=sys.stderr, flush=True)
-    multiplier = {
-        q: {
-            name: {k: round(v, 3) for k, v in block["judges"][name]["label_multiplier"].items()}
-            for name in block["judges"]
-        }
-        for q, block in full["questions"].items()
+        by_size[str(n)] = summarise(draws)
+        print(f"compare_judges: n={n}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
+    result = {
+        "data": "LLM-Rubric synthetic anchors: 223 dialogues, the real reviewers; the real GPT-3.5 distributions "
+        "against whole-judge copies resampled across dialogues (shuffled-25 / shuffled-50: a quarter / half of "
+        "the dialogues permuted among themselves, every question together; mixed-50: each dialogue averaged 50/50 "
+        "with one random other dialogue's, every question together)",
+        "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw; each copy against the real "
+        "judge alone (pairwise)",
+        "draws_per_size": args.draws,
+        "n_boot": args.n_boot,
+        "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",
+        "by_size": by_size,
+        "acceptance": acceptance(by_size),
+        "acceptance_pooled": acceptance(by_size, "pooled_"),
+        "pooling": "the pooled rule (calibration/judges/choice.py `shrink`): each pair's per-question RMSE "
+        "differences shrunk toward their mean over the questions (normal-normal empirical Bayes, the "
+        "between-question variance estimated from the data), its interval and within-noise flag from the same "
+        "bootstrap resamples as the per-question rule's",
+        "one_question_scenario": f"{SCENARIO}: shuffled-50's kind of copy (another permutation) on every question "
+        f"but {ONE_QUESTION}, where it keeps the real judge's distributions; compared with shuffled-50 it is "
+        f"better on {ONE_QUESTION}'s own distributions alone; the calibrator of every question reads every question's "
+        f"distributions, so {ONE_QUESTION}'s also help the others a little (the held-out truth says how much)",
+        "full_data": full_data(judges, args.n_boot, args.seed),
     }
-    emit(
-        args.results_name,
-        {
-            "data": "LLM-Rubric synthetic anchors: 223 dialogues, 9 questions, the real reviewers; the real "
-            "GPT-3.5 distributions against copies resampled across dialogues (shuffled-50: half the dialogues "
-            "permuted among themselves; mixed-50: each averaged 50/50 with a random other dialogue's; "
-            "shuffled-100: every dialogue permuted), per question independently",
-            "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw",
-            "draws_per_size": args.draws,
-            "n_boot": args.n_boot,
-            "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",
-            "by_size": by_size,
-            "full_data": {
-                "pick": {q: b["recommendation"]["pick"] for q, b in full["questions"].items()},
-                "within_noise": {q: b["recommendation"]["within_noise"] for q, b in full["questions"].items()},
-                "rmse": {
-                    q: {name: round(j["rmse"], 4) for name, j in b["judges"].items()}
-                    for q, b in full["questions"].items()
-                },
-                "label_multiplier_vs_pick": multiplier,
-            },
-            "seconds": round(time.perf_counter() - started, 1),
-            "load_avg_1m": round(os.getloadavg()[0], 2),
-        },
-    )
+    if not args.no_bundled:
+        result["bundled"] = bundled_comparison(n_boot=args.n_boot, seed=args.seed)
+    result["seconds"] = round(time.perf_counter() - started, 1)
+    result["load_avg_1m"] = round(os.getloadavg()[0], 2)
+    emit(args.results_name, result)
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import results_judges  # docs/results_judges.py
 import results_monitor  # docs/results_monitor.py
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -1021,6 +1022,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "estimate_cvplan_4000": estimate_cvplan,  # benchmarks/estimate.py --results-name estimate_cvplan_4000
     "batch_gather": batch_gather,
     "monitor": results_monitor.monitor,
+    "compare_judges": results_judges.compare_judges,
 }
 
 

@@ -42,6 +42,7 @@ def run(cfg: Schema) -> dict[str, Any]:
             width=cfg.width,
             release=cfg.release,
             combine=cfg.combine_judges,
+            agreement_width=cfg.agreement_width,
             unmatched_labels=cfg.unmatched_labels,
         )
         _write(result, Path(out))
@@ -51,7 +52,10 @@ def run(cfg: Schema) -> dict[str, Any]:
     if "combination" in result["overall"]:
         log.info(f"compare-judges: {result['overall']['combination']}")
     log.info(f"compare-judges: {result['winners_curse']}")
-    log.info(f"compare-judges: wrote {', '.join(str(Path(out) / name) for name in FILES)}")
+    if "second_reviewer" in result:
+        log.info(f"compare-judges: {_plan_line(result['second_reviewer'])}")
+    written = [*FILES, "second_reviewer.csv"] if "second_reviewer" in result else FILES
+    log.info(f"compare-judges: wrote {', '.join(str(Path(out) / name) for name in written)}")
     return result
 
 
@@ -64,8 +68,24 @@ def _write(result: dict[str, Any], out: Path) -> None:
     disagreements = result.pop("_disagreements")
     atomic_to_csv(disagreements, out / "disagreements.csv")
     atomic_to_csv(result.pop("_reviewer_disagreements"), out / "reviewer_disagreements.csv")
+    second = result.pop("_second_reviewer", None)
+    if second is not None:
+        atomic_to_csv(second, out / "second_reviewer.csv")
     write_json(out / "compare-judges.json", result, indent=1, newline=True, digits=6)
-    write_page(result, out, disagreements)
+    write_page(result, out, disagreements, second)
+
+
+def _plan_line(plan: dict[str, Any]) -> str:
+    """The second-reviewer plan in one line: how many turns, and per question the width now and projected."""
+    parts = []
+    for qid, q in plan["questions"].items():
+        now = "-" if q["width_now"] is None else f"{q['width_now']:.2f}"
+        then = "after a pilot" if q["projected_width"] is None else f"{q['projected_width']:.2f}"
+        parts.append(f"{qid} {now} -> {then}" + (f" (short by {q['short_by']})" if q["short_by"] else ""))
+    return (
+        f"second reviewer: {plan['turns']} turn(s) ranked in second_reviewer.csv for a reviewers' alpha interval "
+        f"{plan['agreement_width']:g} wide; width now -> projected: " + "; ".join(parts)
+    )
 
 
 def _log_table(result: dict[str, Any]) -> None:

@@ -46,7 +46,7 @@ def oof_probabilities(
     ds = retargeted(judge.ds, question)
     own_fold = fold_of_rows(judge, fold)
     if model == "network":
-        probs = oof_network(ds, settings, own_fold, folds, seed)
+        probs = oof_network(ds, settings or Settings(), own_fold, folds, seed)
     elif model == "linear":
         probs = linear(ds, own_fold, folds, seed)
     elif model == "ordinal":

@@ -3,6 +3,11 @@
 - The pick: the judge whose calibrated prediction has the lowest out-of-fold RMSE against the reviewers
   (the headline metric of `cv`). Within noise where the paired 95% bootstrap interval of its RMSE minus
   the runner-up's (conversations resampled) reaches 0.
+- The pooled pick (`pooled_picks`, an option beside `pick`): a judge or prompt is one set-up, usually better or
+  worse broadly, so each question's paired difference is shrunk toward the pair's mean over the questions
+  (`shrink`, normal-normal empirical Bayes, the between-question variance estimated from the data: a judge
+  better on one question only is shrunk little when the differences are heterogeneous); its interval and
+  within-noise flag come from the same resamples.
 - The winner's curse: the pick's figures are the best of several on the same labels, so they flatter it;
   `p_best` (the share of resamples in which each judge is best) says how often another sample would have
   picked another, and with enough conversations a held-out confirmation picks on one half of the
@@ -17,12 +22,14 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 
 from calibration.judges.agreement import interval
 from calibration.release.planning import PPI_LAM_DF, labels_needed, spread_from_sample
 
-__all__ = ["MIN_CONFIRM_CONVERSATIONS", "confirm_on_held_out", "label_spread", "pick"]
+__all__ = ["MIN_CONFIRM_CONVERSATIONS", "confirm_on_held_out", "label_spread", "pick", "pooled_picks", "shrink"]
 
 MIN_CONFIRM_CONVERSATIONS = 20
 """Labelled conversations per half for the held-out confirmation (with fewer, none is made)."""
@@ -86,7 +93,7 @@ def label_spread(
     answer_value: np.ndarray,
     conversation: np.ndarray,
     counts: np.ndarray,
-) -> dict[str, np.ndarray]:
+) -> dict[str, Any]:
     """(1 + B,) replicates of the humans-only and ppi residual variances of the conversation totals and the
     cross-fitted R2 = 1 - ppi / humans (`spread_from_sample`); counts: (1 + B, C) how often each labelled
     conversation (in np.unique order) is drawn in each replicate (row 0: once each)."""
@@ -121,3 +128,79 @@ def labels_for_width(spread: dict, width: float, release: int, alpha: float = 0.
     ppi = labels_needed(float(spread["ppi"][0]), spread["m_bar"], release, width, alpha, df=df, lam_df=PPI_LAM_DF)
     humans = labels_needed(float(spread["humans"][0]), spread["m_bar"], release, width, alpha, df=df)
     return {"ppi": ppi, "humans": humans}
+
+
+def shrink(diff: np.ndarray) -> dict[str, Any]:
+    """Empirical-Bayes (normal-normal) pooling of one pair of judges' per-question differences toward their
+    judge-level mean. diff: (Q, 1 + B), each question's difference (the sample, then the bootstrap replicates
+    on the same conversation resamples for every question). Per question: the sampling variance s2 is the
+    replicates' variance; the between-question variance tau2 is estimated from the data (DerSimonian-Laird
+    moments, weights 1 / s2); the judge-level mean mu is the weighted mean with weights 1 / (s2 + tau2); the
+    pooled difference is mu + (1 - b) (d - mu) with b = s2 / (s2 + tau2). The pooled replicates are
+    approximate posterior draws made from the same resamples: pooled + sqrt(1 - b) (d_rep - d) + b (mu_rep - mu),
+    whose spread is the normal-normal posterior's, (1 - b) s2 + b^2 var(mu) (Morris 1983; the uncertainty of
+    tau2 itself is not carried). Questions with no spread (an exact tie on every resample) are left as they are
+    and out of mu and tau2. With heterogeneous differences tau2 is large and a question moves little; with
+    differences that agree up to noise they are pulled to mu."""
+    diff = np.asarray(diff, float)
+    d, reps = diff[:, 0], diff[:, 1:]
+    s2 = np.nanvar(reps, axis=1, ddof=1) if reps.shape[1] > 1 else np.zeros(len(d))
+    use = np.isfinite(d) & np.isfinite(s2) & (s2 > 0)
+    out = diff.copy()
+    b = np.zeros(len(d))
+    if use.sum() < 3:  # too few questions to estimate a between-question variance: nothing is pooled
+        return {"pooled": out, "mu": float("nan"), "tau2": float("nan"), "shrinkage": b, "pooled_questions": []}
+    du, s2u, ru = d[use], s2[use], reps[use]
+    w = 1.0 / s2u
+    mu_fixed = np.sum(w * du) / w.sum()
+    q_stat = np.sum(w * (du - mu_fixed) ** 2)
+    tau2 = max(0.0, (q_stat - (len(du) - 1)) / (w.sum() - np.sum(w**2) / w.sum()))
+    v = 1.0 / (s2u + tau2)
+    mu = np.sum(v * du) / v.sum()
+    mu_reps = np.nansum(v[:, None] * ru, axis=0) / v.sum()  # (B,): the same mean on each resample
+    bu = s2u / (s2u + tau2)
+    centre = mu + (1.0 - bu) * (du - mu)
+    out[use, 0] = centre
+    out[use, 1:] = (
+        centre[:, None] + np.sqrt(1.0 - bu)[:, None] * (ru - du[:, None]) + bu[:, None] * (mu_reps - mu)[None, :]
+    )
+    b[use] = bu
+    return {
+        "pooled": out,
+        "mu": float(mu),
+        "tau2": float(tau2),
+        "shrinkage": b,
+        "pooled_questions": [int(i) for i in np.flatnonzero(use)],
+    }
+
+
+def pooled_picks(rmse: dict[str, dict[str, np.ndarray]]) -> dict[str, dict]:
+    """The pick per question with the evidence pooled across questions: rmse question -> judge -> (1 + B,)
+    replicates (the same resamples for every question). Each judge's RMSE minus the first judge's is pooled
+    across questions (`shrink`); the pick is the lowest pooled offset, within noise where the 95% interval of
+    its pooled difference with the runner-up's reaches 0 (the same replicates)."""
+    questions = list(rmse)
+    names = list(rmse[questions[0]])
+    ref = names[0]
+    offsets = {ref: np.zeros((len(questions), len(rmse[questions[0]][ref])))}
+    meta: dict[str, dict] = {}
+    for n in names[1:]:
+        s = shrink(np.stack([rmse[q][n] - rmse[q][ref] for q in questions]))
+        offsets[n] = s["pooled"]
+        meta[n] = {"mu": s["mu"], "tau2": s["tau2"], "shrinkage": s["shrinkage"]}
+    out = {}
+    for i, q in enumerate(questions):
+        chosen = pick({n: offsets[n][i] for n in names})
+        best, runner = chosen["pick"], chosen["runner_up"]
+        own = rmse[q][best] - rmse[q][runner]
+        other = best if best != ref else runner
+        chosen.update(
+            rule="pooled",
+            own_difference=float(own[0]),
+            own_interval=list(interval(own[1:])),
+            judge_level_difference=meta[other]["mu"] * (1.0 if other == best else -1.0),
+            between_question_variance=meta[other]["tau2"],
+            shrinkage=float(meta[other]["shrinkage"][i]),
+        )
+        out[q] = chosen
+    return out

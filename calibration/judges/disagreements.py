@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-__all__ = ["judge_disagreements", "reviewer_disagreements", "roles_of", "trace_ids"]
+__all__ = ["judge_disagreements", "reviewer_disagreements", "roles_of", "trace_ids", "with_traces"]
 
 
 def roles_of(data: Path) -> dict[str, str]:
@@ -49,7 +49,8 @@ def trace_ids(data: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["conversation_id", "turn", "trace_id", "span_id"])
 
 
-def _with_traces(frame: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:
+def with_traces(frame: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFrame:
+    """frame (with conversation_id and turn) with each turn's trace_id and span_id appended (empty where none)."""
     if traces.empty:
         return frame.assign(trace_id="", span_id="")
     return frame.merge(traces, on=["conversation_id", "turn"], how="left").fillna({"trace_id": "", "span_id": ""})
@@ -67,7 +68,7 @@ def judge_disagreements(rows: pd.DataFrame, traces: pd.DataFrame) -> pd.DataFram
         kind="stable",
     )
     frame.insert(1, "rank", frame.groupby("llm_judge").cumcount() + 1)
-    return _with_traces(frame.reset_index(drop=True), traces)
+    return with_traces(frame.reset_index(drop=True), traces)
 
 
 def reviewer_disagreements(
@@ -86,4 +87,4 @@ def reviewer_disagreements(
     out = out[out["reviewers"] > 1]
     out = out.assign(question_id=question, spread_share=((out["high"] - out["low"]) / scale).round(6))
     out = out[out["spread_share"] > 0].drop(columns=["low", "high"])
-    return _with_traces(out, traces)
+    return with_traces(out, traces)

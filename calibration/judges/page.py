@@ -14,6 +14,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from calibration.judges.page_alpha import alpha_sections  # noqa: E402
 from calibration.pages.parts import encode_png, html_table  # noqa: E402
 from calibration.pages.templating import Markup, escape, render_page, section  # noqa: E402
 from rubric.files import atomic_write_text  # noqa: E402
@@ -140,9 +141,33 @@ def plot_rmse(result: dict[str, Any], ax=None):
     return fig, ax
 
 
-def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | None = None) -> Path:
+def _intro(result: dict[str, Any]) -> str:
+    """The page's first lines: what was compared, on what, how."""
+    d = result["data"]
+    intro = (
+        f"{len(result['settings']['judges'])} judges, {d['conversations']} labelled conversations, "
+        f"{d['label_rows']} label rows, {d['reviewers']} reviewers; calibrator {result['settings']['model']}, "
+        f"{result['settings']['folds']} shared folds of conversations, {result['settings']['n_boot']} bootstrap "
+        f"resamples (seed {result['settings']['seed']})."
+    )
+    skipped = {n: sum(r.values()) for n, r in d.get("skipped", {}).items() if sum(r.values())}
+    if skipped:
+        intro += (
+            " Labels left out (no distribution for their turn): "
+            + ", ".join(f"{n} {k}" for n, k in skipped.items())
+            + "."
+        )
+    return intro
+
+
+def write_page(
+    result: dict[str, Any],
+    out: Path,
+    disagreements: pd.DataFrame | None = None,
+    second_reviewer: pd.DataFrame | None = None,
+) -> Path:
     lines = "".join(f"<li>{escape(b['recommendation']['line'])}</li>" for b in result["questions"].values())
-    sections = [
+    sections: list[tuple[str, str, tuple[str, str] | None, str]] = [
         (
             "Recommendation per question",
             "Pick = lowest calibrated out-of-fold RMSE; the difference is paired (the same label rows, "
@@ -174,6 +199,7 @@ def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | 
             html_table(kappa_table(result)),
         )
     )
+    sections += alpha_sections(result, second_reviewer)
     sections.append(
         (
             "Can a calibrated judge stand in for a reviewer?",
@@ -203,20 +229,7 @@ def write_page(result: dict[str, Any], out: Path, disagreements: pd.DataFrame | 
             )
         )
     parts = [section("compare_section", title, note, image, Markup(body)) for title, note, image, body in sections]
-    d = result["data"]
-    intro = (
-        f"{len(result['settings']['judges'])} judges, {d['conversations']} labelled conversations, "
-        f"{d['label_rows']} label rows, {d['reviewers']} reviewers; calibrator {result['settings']['model']}, "
-        f"{result['settings']['folds']} shared folds of conversations, {result['settings']['n_boot']} bootstrap "
-        f"resamples (seed {result['settings']['seed']})."
-    )
-    skipped = {n: sum(r.values()) for n, r in d.get("skipped", {}).items() if sum(r.values())}
-    if skipped:
-        intro += (
-            " Labels left out (no distribution for their turn): "
-            + ", ".join(f"{n} {k}" for n, k in skipped.items())
-            + "."
-        )
+    intro = _intro(result)
     return atomic_write_text(
         out / "compare-judges.html", render_page("compare-judges.html.j2", intro=intro, sections=parts)
     )

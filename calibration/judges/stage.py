@@ -23,10 +23,18 @@ import pandas as pd
 from calibration.evaluation.reviewers import reviewer_agreement
 from calibration.judges import choice, kappa
 from calibration.judges.agreement import METRICS, conversation_weights, interval, metric_replicates
+from calibration.judges.alpha import question_alpha
 from calibration.judges.calibrate import answered_questions, calibrate_all, raw_expected
 from calibration.judges.combine import combined_judge
 from calibration.judges.data import Judge, cost_per_1000_turns, load_judges, shared_folds
-from calibration.judges.disagreements import judge_disagreements, reviewer_disagreements, roles_of, trace_ids
+from calibration.judges.disagreements import (
+    judge_disagreements,
+    reviewer_disagreements,
+    roles_of,
+    trace_ids,
+    with_traces,
+)
+from calibration.judges.planner import plan_second_reviewer
 from calibration.model.settings import Settings
 from rubric.errors import InputError
 
@@ -69,49 +77,48 @@ def compare_loaded(
     width: float | None = None,
     release: int = 10_000,
     combine: bool = False,
+    agreement_width: float | None = None,
+    calibrated: dict[str, dict[str, np.ndarray]] | None = None,
 ) -> dict[str, Any]:
     """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
-    subsets of their labelled conversations: `Judge.subset`)."""
+    subsets of their labelled conversations: `Judge.subset`). agreement_width: plan the turns for a second
+    reviewer (calibration/judges/planner.py), the frame `_second_reviewer`. calibrated: judge name -> question -> (R, K)
+    out-of-fold distributions already computed on these judges' shared folds (`calibrate_all` with
+    `shared_folds(judges, folds, fold_seed)`), so that a benchmark comparing several pairs of judges
+    calibrates each judge once; None calibrates here."""
     started = time.perf_counter()
     if combine:  # one more candidate: every judge's distributions as one calibrator's inputs
         judges = [*judges, combined_judge(judges)]
     questions = _questions(judges[0], questions)
     fold, conversation = shared_folds(judges, folds, fold_seed)
-    probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
+    if calibrated is None:
+        probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
+    else:
+        probs = {j.name: {q: calibrated[j.name][q] for q in questions} for j in judges}
     calibrated_s = time.perf_counter() - started
     ref = judges[0].ds
     counts = conversation_weights(np.arange(conversation.max() + 1), n_boot, seed)  # (1 + B, C)
     W = counts[:, conversation]  # (1 + B, R): the same resamples for every judge and question
-    blocks, rows = {}, []
+    blocks, rows, rmse_reps = {}, [], {}
     for qid in questions:
         block, q_rows = _question(judges, probs, qid, W, counts, conversation, width=width, release=release, seed=seed)
+        rmse_reps[qid] = block.pop("_rmse_replicates")
         blocks[qid] = block
         rows.append(q_rows)
-    expected = {
-        j.name: {ref.rubric.ids.index(q): _full_expected(j, probs[j.name][q], q) for q in questions} for j in judges
-    }
-    alt = {j.name: reviewer_agreement(_shared_ds(judges[0]), expected[j.name], epsilon=epsilon) for j in judges}
-    for qid in questions:
-        blocks[qid]["alt_test"] = {
-            n: {k: a["questions"][qid][k] for k in ("alt_test", "verdict", "calibrated")} for n, a in alt.items()
-        }
-        blocks[qid]["reviewer_ceiling"] = alt[judges[0].name]["questions"][qid]["reviewers"]
+    if len(questions) > 1:  # the evidence pooled across questions, on the same resamples (choice.pooled_picks)
+        for qid, pooled in choice.pooled_picks(rmse_reps).items():
+            blocks[qid]["recommendation_pooled"] = pooled
+    _add_alt_tests(blocks, judges, probs, questions, epsilon)
     traces = trace_ids(judges[0].path)
     result = {
         "settings": {
             "data": [str(j.path) for j in judges],
             "judges": [j.name for j in judges],
             "model": model,
-            "folds": folds,
-            "fold_seed": fold_seed,
-            "seed": seed,
-            "n_boot": n_boot,
-            "epsilon": epsilon,
-            "width": width,
-            "release": release,
-            "combine": combine,
             "settings": None if settings is None or model != "network" else settings.to_dict(),
-        },
+        }
+        | dict(folds=folds, fold_seed=fold_seed, seed=seed, n_boot=n_boot, epsilon=epsilon, width=width)
+        | dict(release=release, combine=combine, agreement_width=agreement_width),
         "data": {
             "label_rows": len(conversation),
             "conversations": int(conversation.max() + 1),
@@ -129,7 +136,24 @@ def compare_loaded(
         "_disagreements": judge_disagreements(pd.concat(rows, ignore_index=True), traces),
         "_reviewer_disagreements": _reviewer_frame(judges[0], questions, traces),
     }
+    if agreement_width is not None:
+        plan, result["second_reviewer"] = _plan(judges[0], questions, blocks, agreement_width, traces, seed)
+        result["_second_reviewer"] = plan
     return result
+
+
+def _add_alt_tests(blocks: dict, judges: list[Judge], probs: dict, questions: list[str], epsilon: float) -> None:
+    """Each question's alternative annotator test per judge, and the reviewers' ceiling, into its block."""
+    ref = judges[0].ds
+    expected = {
+        j.name: {ref.rubric.ids.index(q): _full_expected(j, probs[j.name][q], q) for q in questions} for j in judges
+    }
+    alt = {j.name: reviewer_agreement(_shared_ds(judges[0]), expected[j.name], epsilon=epsilon) for j in judges}
+    for qid in questions:
+        blocks[qid]["alt_test"] = {
+            n: {k: a["questions"][qid][k] for k in ("alt_test", "verdict", "calibrated")} for n, a in alt.items()
+        }
+        blocks[qid]["reviewer_ceiling"] = alt[judges[0].name]["questions"][qid]["reviewers"]
 
 
 def _questions(judge: Judge, asked: Sequence[str] | None) -> list[str]:
@@ -210,8 +234,7 @@ def _question(
         )
     names = [j.name for j in judges]
     chosen = choice.pick({n: reps[n]["rmse"] for n in names})
-    best = chosen["pick"]
-    multiplier = choice.multipliers(spreads, best)
+    multiplier = choice.multipliers(spreads, best := chosen["pick"])
     for n in names:
         judge_block[n]["label_multiplier"] = multiplier[n]
         if width is not None:
@@ -224,29 +247,45 @@ def _question(
 
     confirmation = choice.confirm_on_held_out(rmse_of, conv, names, seed)
     expected_of = {n: probs[n][qid][rows][:, : len(values)] @ values for n in names}
-    per_role = _per_role(ref, keys["conversation_id"], ds.label_item[ref.rows[rows]], expected_of, answer, values, Wq)
+    item = ds.label_item[ref.rows[rows]]
+    role = _roles(ref, keys["conversation_id"])
+    per_role = None if role is None else kappa.per_role_kappa(item, expected_of, answer, values, role, Wq)
     block = {
         "options": values.tolist(),
         "label_rows": len(rows),
         "conversations": len(used),
         "base_rate": kappa.base_rate(answer, values),
-        "reviewers_kappa": kappa.reviewer_kappa(ds.label_item[ref.rows[rows]], answer, len(values), Wq),
+        "reviewers_kappa": kappa.reviewer_kappa(item, answer, len(values), Wq),
         "judges": judge_block,
         "recommendation": chosen | {"line": _line(qid, chosen, multiplier, confirmation)},
         "paired_vs_pick": paired,
         "held_out_confirmation": confirmation,
         "kappa_per_role": per_role,
+        "alpha": question_alpha(item, answer, values, Wq, expected_of, reviewer, ds.judges, role),
+        "_rmse_replicates": {n: reps[n]["rmse"] for n in names},
     }
     return block, pd.concat(frames, ignore_index=True)
 
 
-def _per_role(ref: Judge, conversation: pd.Series, item, expected_of, answer, values, W) -> dict | None:
-    """kappa.per_role_kappa where the first directory's conversations.jsonl names each conversation's role."""
+def _plan(judge: Judge, questions: list[str], blocks: dict, target: float, traces: pd.DataFrame, seed: int):
+    """second_reviewer.csv's frame and the plan's summary per question (calibration/judges/planner.py)."""
+    ds = judge.ds
+    keys = ds.items.iloc[ds.label_item[judge.rows]][["conversation_id", "turn"]].astype(str).reset_index(drop=True)
+    keys["judge_id"] = [ds.judges[j] for j in ds.label_judge[judge.rows]]
+    role = _roles(judge, keys["conversation_id"])
+    keys["role"] = "" if role is None else role
+    answered = ds.answers[judge.rows][:, [ds.rubric.ids.index(q) for q in questions]] >= 0
+    current = {q: blocks[q]["alpha"]["reviewers"] for q in questions}
+    plan, summary = plan_second_reviewer(keys, answered, questions, current, target, seed=seed)
+    return with_traces(plan, traces), {"agreement_width": target, "questions": summary, "turns": len(plan)}
+
+
+def _roles(ref: Judge, conversation: pd.Series) -> np.ndarray | None:
+    """(R,) each label row's chatbot role, where the first directory's conversations.jsonl names them."""
     role_of = roles_of(ref.path)
     if not role_of:
         return None
-    role = conversation.map(role_of).fillna("(unknown)").to_numpy()
-    return kappa.per_role_kappa(item, expected_of, answer, values, role, W)
+    return conversation.map(role_of).fillna("(unknown)").to_numpy()
 
 
 def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict]:
@@ -262,8 +301,8 @@ def _paired(reps: dict[str, dict[str, np.ndarray]], best: str) -> dict[str, dict
     return out
 
 
-def _metric_summary(reps: dict[str, np.ndarray]) -> dict[str, float | None]:
-    out: dict[str, float | None] = {}
+def _metric_summary(reps: dict[str, np.ndarray]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
     for m in METRICS:
         v = reps[m]
         out[m] = None if not np.isfinite(v[0]) else float(v[0])

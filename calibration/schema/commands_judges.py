@@ -19,8 +19,9 @@ class CompareJudges(Command):
     folds of conversations, compared question by question by their agreement with the reviewers: RMSE, log
     loss and kappa with intervals over resampled conversations, the paired difference, the label multiplier
     for a release estimate, the alternative annotator test, kappa beside the reviewers' own, a recommendation
-    per question. Writes out/compare-judges.json, out/compare-judges.html, out/disagreements.csv and
-    out/reviewer_disagreements.csv; see docs/reference/files.md and docs/how-to/choose-a-judge.md."""
+    per question, Krippendorff's alpha per question, role and reviewer. Writes out/compare-judges.json,
+    out/compare-judges.html, out/disagreements.csv, out/reviewer_disagreements.csv and, with agreement_width=,
+    out/second_reviewer.csv; see docs/reference/files.md and docs/how-to/choose-a-judge.md."""
 
     name = "compare-judges"
     summary = "judges of the same labelled turns, calibrated on shared folds -> which judge per question"
@@ -60,6 +61,13 @@ class CompareJudges(Command):
     )
     release: int = setting(
         10000, "with width=: conversations in the release the estimate is for (its finite-population term)", integer(2)
+    )
+    agreement_width: float | None = setting(
+        None,
+        "also plan which turns to give a second reviewer so that the reviewers' agreement with each other "
+        "(Krippendorff's alpha, ordinal) reaches a 95% interval this wide (high - low) on every question: "
+        "out/second_reviewer.csv, ranked; null = no plan",
+        number(above=0, optional=True),
     )
     combine_judges: bool = setting(
         False,

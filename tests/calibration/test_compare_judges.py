@@ -212,3 +212,38 @@ def test_width_plans_more_labelled_conversations_for_the_shuffled_judge(judges, 
     # a judge that tells nothing saves nothing: ppi's lam then only costs its degree of freedom and its noise
     assert abs(need["shuffled"]["ppi"] - need["shuffled"]["humans"]) <= 0.1 * need["shuffled"]["humans"]
     assert need["real"]["humans"] == need["shuffled"]["humans"]  # humans-only does not read the judge
+
+
+def test_alpha_sits_beside_kappa_and_a_second_reviewer_plan_ranks_singly_labelled_turns(judges, tmp_path):
+    labels = pd.read_csv(judges[0] / "labels.csv", dtype=str)
+    turns = labels[["conversation_id", "turn"]].drop_duplicates()
+    thin = turns.sample(frac=0.6, random_state=0)  # these turns keep their first reviewer only
+    first = labels.merge(thin, on=["conversation_id", "turn"]).groupby(["conversation_id", "turn"])["judge_id"].min()
+    drop = labels.set_index(["conversation_id", "turn"]).index.isin(first.index) & ~labels.set_index(
+        ["conversation_id", "turn", "judge_id"]
+    ).index.isin(first.reset_index().set_index(["conversation_id", "turn", "judge_id"]).index)
+    labels = labels[~drop]
+    real, shuffled = (shutil.copytree(d, tmp_path / d.name) for d in judges)
+    for d in (real, shuffled):
+        labels.to_csv(d / "labels.csv", index=False)
+    out = tmp_path / "plan"
+    args = [f"data=[{real},{shuffled}]", f"out={out}", "agreement_width=0.15", *FAST]
+    assert main(["compare-judges", *args]) == 0
+    result = json.loads((out / "compare-judges.json").read_text())
+    per_turn = labels.groupby(["conversation_id", "turn"])["judge_id"].nunique()
+    for qid, block in result["questions"].items():
+        a = block["alpha"]
+        assert a["level"] == "ordinal" and set(a["per_reviewer"]) == set(labels["judge_id"])
+        real_a, shuffled_a = a["judges"]["real"], a["judges"]["shuffled"]
+        assert real_a["low"] <= real_a["alpha"] <= real_a["high"] and real_a["alpha"] > shuffled_a["high"]
+        assert a["reviewers"]["turns"] == int((per_turn > 1).sum())
+        plan = result["second_reviewer"]["questions"][qid]
+        assert plan["turns_planned"] + plan["short_by"] >= plan["turns_needed"]
+    plan = pd.read_csv(out / "second_reviewer.csv", dtype={"turn": str, "conversation_id": str})
+    assert list(plan.columns[:4]) == ["rank", "conversation_id", "turn", "first_reviewer"]
+    assert plan["rank"].tolist() == list(range(1, len(plan) + 1)) and len(plan) == result["second_reviewer"]["turns"]
+    singly = per_turn[per_turn == 1].index
+    assert set(zip(plan["conversation_id"], plan["turn"], strict=True)) <= set(singly)
+    widths = plan["projected_width"].dropna().to_numpy()
+    assert len(widths) and (np.diff(widths) <= 1e-9).all()
+    assert "Krippendorff" in (out / "compare-judges.html").read_text()
