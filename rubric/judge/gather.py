@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 from rubric.conversations import Conversation, iter_items, load_conversations
 from rubric.errors import IncompleteRun, InputError
 from rubric.files import out_lock
-from rubric.judge.backends import Answer, OpenAIBackend
+from rubric.judge.backends import Answer
 from rubric.judge.cache import RequestCache, identity_json
 from rubric.judge.health import check_gather
 from rubric.judge.long_turns import LONG_TURN_TOKENS, check_long_turns
@@ -44,6 +44,7 @@ from rubric.judge.parallel import run_sharded, worker_processes
 from rubric.judge.prompts import Prompt
 from rubric.judge.prompts import prompt_chunks as _prompt_chunks  # shared with batch mode (rubric/judge/batch/run.py)
 from rubric.judge.prompts import prompt_keys as _keys
+from rubric.judge.registry import BACKENDS
 from rubric.judge.settings import JudgeConfig
 from rubric.judge.workers import TickWriter, WorkerPool, progress_bar, recorders, run_in_process
 from rubric.schema import Rubric, load_rubric, note_default_target, rubric_from_dict
@@ -55,11 +56,8 @@ log = logging.getLogger(__name__)  # status lines; calibration/cli.py prints the
 
 
 def make_backend(judge: JudgeConfig, *, log: Callable[[str], None] | None = None) -> Any:
-    if judge.backend == "embedding":
-        from rubric.judge.embedding import EmbeddingBackend
-
-        return EmbeddingBackend(judge)
-    return OpenAIBackend(judge, log=log)
+    """The backend `judge.backend` names (rubric/judge/registry.py), built for `judge`; its extra checked first."""
+    return BACKENDS.load(judge.backend, by=f"judge={judge.backend}")(judge, log=log)
 
 
 def gather(
