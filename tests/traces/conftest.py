@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.traces.servers import MlflowServer, PhoenixServer, ServerUnavailable, phoenix_server, shared_mlflow_server
+from tests.processes import ServerUnavailable
+from tests.traces.servers import MlflowServer, PhoenixServer, phoenix_server, shared_mlflow_server
 
 
 @pytest.fixture(scope="session")
