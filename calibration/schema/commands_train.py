@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from calibration.model.settings import Settings
 from calibration.schema.base import Command, block, config_group, like
@@ -105,16 +105,22 @@ class SearchOptions:
 
 
 @dataclass(frozen=True)
-class Train(Command):
+class OnTrainingData(Command):
+    """The first keys of the commands that learn from labelled dataset dirs (train, cv, search, report)."""
+
+    groups: ClassVar[tuple[tuple[str, str | None, str], ...]] = TRAINING_GROUPS
+    data: str | list[str] = TRAINING_DATA()
+    weights: list[float] | None = WEIGHTS()
+    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
+
+
+@dataclass(frozen=True)
+class Train(OnTrainingData):
     """Writes the model dir: out/weights.safetensors and out/model.json (settings, rubric, judge map, the
     judge that produced the training data, checksums); see docs/reference/files.md."""
 
     name = "train"
     summary = "train the calibration network on a dataset dir -> model dir"
-    groups = TRAINING_GROUPS
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("model dir to write (weights.safetensors + model.json)")
     model: str = setting(
         "network",
@@ -130,7 +136,7 @@ class Train(Command):
 
 
 @dataclass(frozen=True)
-class CrossValidate(Command):
+class CrossValidate(OnTrainingData):
     """nested=true adds `calibrated_nested`: per outer fold, `search` on the other folds picks the settings
     (search.trials, search.inner_folds), so the estimate never sees its own test folds.
     Writes out/predictions.csv (every method's out-of-fold predictions, one row per label row) and
@@ -139,9 +145,6 @@ class CrossValidate(Command):
     name = "cv"
     summary = "cross-validate the calibrator and the baselines -> predictions + metrics"
     groups = (*TRAINING_GROUPS, SEARCH_GROUP)
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("folder for predictions.csv (out of fold) and metrics.json")
     folds: int = FOLDS()
     seed: int = SEED()
@@ -161,16 +164,13 @@ class CrossValidate(Command):
 
 
 @dataclass(frozen=True)
-class Search(Command):
+class Search(OnTrainingData):
     """Writes out/best.yaml (the recommended overrides, empty when the current settings win), out/search.json
     (every trial) and the study (out/search.db unless search.storage); see docs/reference/files.md."""
 
     name = "search"
     summary = "Optuna search of hyperparameters by inner cross-validation"
     groups = (*TRAINING_GROUPS, SEARCH_GROUP)
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: Path = setting("runs/search", "folder for the study (search.db) and the best settings", path())
     seed: int = SEED()
     target: str | None = TARGET()
@@ -223,17 +223,13 @@ class ReportOptions:
 
 
 @dataclass(frozen=True)
-class Report(Command):
+class Report(OnTrainingData):
     """Reliability diagrams, metrics with CIs and permutation tests, ablations, every question as the target,
     learning curve and per-judge metrics -> out/report.html, out/*.png, out/metrics.json.
     Columns of metrics.json: docs/reference/files.md."""
 
     name = "report"
     summary = "reliability diagrams, baselines, ablations -> report.html"
-    groups = TRAINING_GROUPS
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: Path = required("folder for report.html, its figures and metrics.json")
     cv: Path | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
     model: str | None = setting(
