@@ -8,7 +8,7 @@ import json
 import pytest
 
 from calibration.connectors.trace_import import selection_of
-from calibration.schema.commands_import import OtelKeys
+from calibration.schema.source_keys import OtelKeys
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.otlp import OtlpFiles

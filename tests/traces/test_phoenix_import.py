@@ -25,7 +25,7 @@ import pytest
 from calibration.cli import main
 from calibration.connectors.phoenix.source import PhoenixSource, PhoenixTraces
 from calibration.connectors.phoenix.spans import otlp_attributes
-from calibration.schema.commands_import import PhoenixKeys
+from calibration.schema.source_keys import PhoenixKeys
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
 from tests.processes import free_port
