@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.processes import ServerUnavailable, executable, free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -130,6 +132,15 @@ def shared_mlflow_server(config: Any, tmp_path_factory: Any) -> MlflowServer:
     if isinstance(known, ServerUnavailable):
         raise known
     return known
+
+
+def shared_mlflow_or_skip(config: Any, tmp_path_factory: Any) -> MlflowServer:
+    """shared_mlflow_server() for a fixture: the test that asks for it skips, with the reason, where the server
+    is not installed or did not start."""
+    try:
+        return shared_mlflow_server(config, tmp_path_factory)
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 # Phoenix ------------------------------------------------------------------------------------------------------
@@ -244,3 +255,13 @@ def phoenix_server(home: Path, *, auth: bool = False) -> Iterator[PhoenixServer]
         yield PhoenixServer(url, url + "/v1/traces", home, log, PHOENIX_AUTH["PHOENIX_ADMIN_SECRET"] if auth else None)
     finally:
         stop(proc)
+
+
+def phoenix_or_skip(home: Path, *, auth: bool = False) -> Iterator[PhoenixServer]:
+    """phoenix_server() for a session fixture (`yield from`): the tests that ask for it skip, with the reason,
+    where Phoenix is not installed or did not start."""
+    try:
+        with phoenix_server(home, auth=auth) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
