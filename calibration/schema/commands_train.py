@@ -27,6 +27,7 @@ from calibration.schema.keys import (
     UNMATCHED_LABELS,
     USE_OTHER_JUDGE,
     WEIGHTS,
+    optional,
     required,
 )
 from rubric.config.settings import (
@@ -67,8 +68,7 @@ class SearchOptions:
     inner_folds: int = setting(
         3, "inner cross-validation folds of the objective (3 keeps 100 trials within minutes)", integer(2, 100)
     )
-    storage: str | None = setting(
-        None,
+    storage: str | None = optional(
         "default sqlite:///OUT/search.db; a postgresql:// URL "
         "(role-rubric[postgres]) lets several machines share a study",
         storage_url(),
@@ -79,7 +79,7 @@ class SearchOptions:
         integer(1, 3600),
     )
     study: str = setting("role-rubric", "the study's name in the storage", text())
-    timeout: float | None = setting(None, "seconds; the study can be resumed later", number(above=0, optional=True))
+    timeout: float | None = optional("seconds; the study can be resumed later", number(above=0, optional=True))
     workers: int = setting(
         2, "processes sharing the study (one core each); needs a storage (the default SQLite is)", integer(1, 256)
     )
@@ -151,8 +151,7 @@ class CrossValidate(OnTrainingData):
     fold_seed: int = FOLD_SEED()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
-    group: str | None = setting(
-        None,
+    group: str | None = optional(
         "a conversation-level field of conversations.jsonl (e.g. role) whose values "
         "stay in one fold; null = conversation_id",
         text(optional=True),
@@ -216,8 +215,8 @@ class ReportOptions:
     )
     ablations: bool = setting(True, "the ablations section (each part of the network left out)", boolean())
     targets: bool = setting(True, "the section with every question as the target", boolean())
-    active_labelling: str | None = setting(
-        None, "a JSON of benchmarks/active_labelling.py: adds 'How many labels are enough'", path(optional=True)
+    active_labelling: str | None = optional(
+        "a JSON of benchmarks/active_labelling.py: adds 'How many labels are enough'"
     )
     learning_curve: LearningCurve = block(LearningCurve, "the learning curve")
 
@@ -232,12 +231,10 @@ class Report(OnTrainingData):
     summary = "reliability diagrams, baselines, ablations -> report.html"
     out: Path = required("folder for report.html, its figures and metrics.json")
     cv: Path | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
-    model: str | None = setting(
-        None,
+    model: str | None = optional(
         "the model dir you will ship (train's out=, any model=network|linear|ordinal): "
         "the verdict, reliability and per-turn table report that kind (a network's own "
-        "settings)",
-        path(optional=True),
+        "settings)"
     )
     folds: int = FOLDS()
     seed: int = SEED()
@@ -317,9 +314,7 @@ class Demo(Command):
         ("judge", "embedding", "the offline judge; any conf/judge/NAME works (then it needs its endpoint)"),
         *TRAINING_GROUPS,
     )
-    data: str | None = setting(
-        None, "benchmark dir; null = the bundled data/role_adherence of this checkout", path(optional=True)
-    )
+    data: str | None = optional("benchmark dir; null = the bundled data/role_adherence of this checkout")
     out: Path = setting("runs/demo", "folder for everything the demo writes", path())
     folds: int = FOLDS()
     seed: int = SEED()
