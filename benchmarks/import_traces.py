@@ -230,7 +230,7 @@ def run_import(export: Path, out: Path) -> dict:
         "import resource, sys, time\n"
         "from pathlib import Path\n"
         "from calibration.connectors.otel.source import OtelTraces\n"
-        "from calibration.schema.commands_import import OtelKeys\n"
+        "from calibration.schema.source_keys import OtelKeys\n"
         "import rubric.traces.assemble, rubric.traces.otlp, rubric.conversations, rubric.files\n"
         "t, cpu = time.perf_counter(), time.process_time()\n"
         "counts = OtelTraces(OtelKeys(files=sys.argv[1])).import_into(Path(sys.argv[2]), progress=False)\n"

@@ -17,7 +17,6 @@ Public API (the openai client is imported only when an LLM judge is built)::
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 # name -> the module that defines it, imported on first use: `import rubric` (and `role-rubric --help`)
@@ -63,8 +62,8 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        value = getattr(importlib.import_module(_EXPORTS[name]), name)
-        globals()[name] = value  # found once
-        return value
-    raise AttributeError(f"module 'rubric' has no attribute {name!r}")
+    from rubric.plugins import lazy_attribute  # here, so that importing the package imports nothing more
+
+    value = lazy_attribute(__name__, _EXPORTS, name)
+    globals()[name] = value  # found once
+    return value

@@ -19,14 +19,14 @@ rubric.errors.InputError: no demo plug-in is named 'yaml' (the names are: json).
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar, cast
 
 from rubric.errors import InputError
 from rubric.extras import check
 
-__all__ = ["Plugin", "Registry"]
+__all__ = ["Plugin", "Registry", "lazy_attribute"]
 
 T = TypeVar("T")
 
@@ -84,3 +84,11 @@ class Registry(Generic[T]):
             check(plugin.extra, by=by or f"the {self.kind} {name!r}")
         module: Any = importlib.import_module(plugin.module)
         return cast(T, getattr(module, plugin.attribute))
+
+
+def lazy_attribute(package: str, exports: Mapping[str, str], name: str) -> Any:
+    """A package's public `name`, from the module `exports` gives for it, imported on first use: the body of
+    the package's module `__getattr__` (PEP 562), so that importing the package imports none of them."""
+    if name in exports:
+        return getattr(importlib.import_module(exports[name]), name)
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")

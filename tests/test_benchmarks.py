@@ -8,13 +8,12 @@ cached rerun makes no request), not for the README's values, which need the full
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.benchmark_runs import run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"
@@ -29,17 +28,7 @@ def _run(script: str, *args: str, **flags: object) -> dict:
     for name, value in flags.items():
         args += (f"--{name.replace('_', '-')}", *map(str, value if isinstance(value, list) else [value]))
     with tempfile.TemporaryDirectory() as results:
-        env = {**os.environ, "ROLE_RUBRIC_RESULTS": results}
-        done = subprocess.run(
-            [sys.executable, str(ROOT / "benchmarks" / script), *args],
-            cwd=ROOT,
-            capture_output=True,
-            text=True,
-            timeout=600,
-            env=env,
-        )
-        assert done.returncode == 0, done.stderr[-2000:]
-        printed = json.loads(done.stdout)
+        printed = run_benchmark(script, *args, results=Path(results), timeout=600)
         saved = json.loads((Path(results) / f"{Path(script).stem}.json").read_text())
     assert saved["result"] == printed
     assert saved["command"].startswith(f"python benchmarks/{script}") and saved["machine"]["cores"] >= 1

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.benchmark_runs import run_benchmark
 
 ROOT = Path(__file__).resolve().parents[1]
 ANCHORS = ROOT.parent / "shared" / "anchors" / "llm_rubric_synth"
@@ -18,16 +16,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(not ANCHORS.exists(), reason=
 
 
 def _run(script: str, *args: str) -> dict:
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / script), "--anchors", str(ANCHORS), *args],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=900,
-        env={**os.environ, "ROLE_RUBRIC_RESULTS": tempfile.mkdtemp()},  # never over benchmarks/results/
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return json.loads(done.stdout)
+    return run_benchmark(script, "--anchors", str(ANCHORS), *args, results=Path(tempfile.mkdtemp()), timeout=900)
 
 
 def test_active_labelling_quick_prints_curves_and_savings():

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from calibration.connectors.labels_import import import_labels
-from calibration.schema.commands_import import LlmRubricKeys, SheetKeys
+from calibration.schema.source_keys import LlmRubricKeys, SheetKeys
 
 __all__ = ["LlmRubricFiles", "SheetLabels"]
 

@@ -29,7 +29,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from calibration.schema.commands_import import Import, SourceKeys, source_settings
+from calibration.schema.commands_import import Import, source_settings
+from calibration.schema.source_keys import SourceKeys
 from rubric.plugins import Plugin, Registry
 from rubric.traces.spans import Annotation, Span
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from calibration.connectors.sources import SpanReader
-    from calibration.schema.commands_import import TraceKeys
+    from calibration.schema.source_keys import TraceKeys
     from rubric.schema import Rubric
     from rubric.traces.assemble import TraceSelection
 

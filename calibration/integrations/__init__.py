@@ -10,7 +10,6 @@ a framework until its integration is used, so `import calibration` never pays fo
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 _EXPORTS = {
@@ -23,6 +22,6 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from rubric.plugins import lazy_attribute  # here, so that importing the package imports nothing more
+
+    return lazy_attribute(__name__, _EXPORTS, name)

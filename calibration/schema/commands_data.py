@@ -15,6 +15,7 @@ from calibration.schema.keys import (
     LABEL_STUDIO_TOKEN_ENV,
     LIMIT,
     PROGRESS,
+    optional,
     required,
 )
 from rubric.config.settings import (
@@ -80,8 +81,8 @@ class Gather(Command):
         ("scorer", None, "conf/scorer/NAME.yaml: a reference-based scorer instead of the judge (cosine, knn, ...)"),
     )
     conversations: str = required("conversations.jsonl (or a dataset dir holding one)")
-    rubric_file: str | None = setting(None, "a rubric.yaml of your own; overrides rubric=", path(optional=True))
-    target: str | None = setting(None, "training target question; null keeps the rubric's own", text(optional=True))
+    rubric_file: str | None = optional("a rubric.yaml of your own; overrides rubric=")
+    target: str | None = optional("training target question; null keeps the rubric's own", text(optional=True))
     out: str = setting("outputs/gather", "the dataset dir to write", path())
     cache: str = setting("${out}/cache.sqlite", "SQLite request cache; reruns and resumed runs read it", path())
     granularity: str = GRANULARITY()
@@ -109,10 +110,8 @@ class Gather(Command):
         "mode=batch: send the files to the judge's Batch API and wait; false: write them to OUT/batch/ only",
         boolean(),
     )
-    results: str | None = setting(
-        None,
-        "mode=batch: a results file (or a folder of them) made elsewhere, e.g. by vLLM's run_batch",
-        path(optional=True),
+    results: str | None = optional(
+        "mode=batch: a results file (or a folder of them) made elsewhere, e.g. by vLLM's run_batch"
     )
     batch: BatchOptions = block(BatchOptions, "mode=batch: the batch files")
     judge: JudgeConfig = config_group("judge")
@@ -140,24 +139,17 @@ class LabelStudio(Command):
         ),
     )
     data: Path = required("dataset folder with rubric.yaml and conversations.jsonl")
-    select: Path | None = setting(
-        None,
-        "null: every turn | a CSV naming the turns: a suggest sheet, an estimate sheet, a sample_plan.csv",
-        path(optional=True),
+    select: Path | None = optional(
+        "null: every turn | a CSV naming the turns: a suggest sheet, an estimate sheet, a sample_plan.csv"
     )
-    predictions: str | None = setting(
-        None,
-        "null | predictions.csv from `predict judges=population`: its most probable option per question is pre-filled",
-        path(optional=True),
+    predictions: str | None = optional(
+        "null | predictions.csv from `predict judges=population`: its most probable option per question is pre-filled"
     )
-    out: Path | None = setting(
-        None, "folder for label_config.xml and tasks.json (needed unless url= is given)", path(optional=True)
+    out: Path | None = optional("folder for label_config.xml and tasks.json (needed unless url= is given)")
+    url: str | None = optional(
+        "Label Studio's address, e.g. http://localhost:8080: add the tasks to a project there", http_url()
     )
-    url: str | None = setting(
-        None, "Label Studio's address, e.g. http://localhost:8080: add the tasks to a project there", http_url()
-    )
-    project: int | None = setting(
-        None,
+    project: int | None = optional(
         "with url=: null makes a new project; an id adds the turns not already in that project",
         integer(1, optional=True),
     )

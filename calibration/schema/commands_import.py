@@ -18,32 +18,10 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from calibration.schema.base import Command, KeyRule, needs
 from calibration.schema.keys import PROGRESS, required
-from calibration.schema.source_keys import (
-    SOURCE_KEYS,
-    LabelStudioKeys,
-    LlmRubricKeys,
-    MlflowKeys,
-    OtelKeys,
-    PhoenixKeys,
-    SheetKeys,
-    SourceKeys,
-    TraceKeys,
-)
+from calibration.schema.source_keys import SOURCE_KEYS, SourceKeys
 from rubric.config.settings import MISSING, Rule, choice, default_of, either, setting, settings_of
 
-__all__ = [
-    "SOURCE_KEYS",
-    "Import",
-    "LabelStudioKeys",
-    "LlmRubricKeys",
-    "MlflowKeys",
-    "OtelKeys",
-    "PhoenixKeys",
-    "SheetKeys",
-    "SourceKeys",
-    "TraceKeys",
-    "source_settings",
-]
+__all__ = ["Import", "source_settings"]
 
 COMMON = ("source", "out", "progress")
 """The keys every source takes (the command's own)."""

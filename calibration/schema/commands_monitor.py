@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from calibration.schema.base import Command
-from calibration.schema.keys import ADHERES_AT, ALLOW_JUDGE_MISMATCH, MODEL_DIR, required
+from calibration.schema.keys import ADHERES_AT, ALLOW_JUDGE_MISMATCH, MODEL_DIR, optional, required
 from rubric.config.settings import boolean, integer, number, paths, setting, text
 
 
@@ -40,15 +40,12 @@ class Monitor(Command):
         "the windows' length: Nh | Nd | Nw (by started_at, from origin), or directory: one window per data dir",
         text(),
     )
-    origin: str | None = setting(
-        None,
+    origin: str | None = optional(
         "ISO 8601 start of the first window (default: midnight UTC of the earliest started_at on the first run)",
         text(optional=True),
     )
-    until: str | None = setting(
-        None,
-        "ISO 8601: windows that end at or before this are complete and computed (default: now)",
-        text(optional=True),
+    until: str | None = optional(
+        "ISO 8601: windows that end at or before this are complete and computed (default: now)", text(optional=True)
     )
     alpha: float = setting(
         0.05,
@@ -64,11 +61,10 @@ class Monitor(Command):
         "drop that can be caught: docs/how-to/monitor.md)",
         integer(1),
     )
-    fail_under: float | None = setting(
-        None, "alarm when a window's calibrated rate is significantly below this", number(0, 1, optional=True)
+    fail_under: float | None = optional(
+        "alarm when a window's calibrated rate is significantly below this", number(0, 1, optional=True)
     )
-    drop: float | None = setting(
-        None,
+    drop: float | None = optional(
         "alarm when a window's calibrated rate is significantly more than this below the reference's "
         "(0: any significant drop)",
         number(0, 1, optional=True),
@@ -85,8 +81,7 @@ class Monitor(Command):
         "an alarm's advice: label as many conversations of the window as a rate half-width of this needs",
         number(above=0, below=0.5),
     )
-    canary: str | None = setting(
-        None,
+    canary: str | None = optional(
         "a gathered folder of fixed conversations (e.g. labelled training ones): kept on the first run; gather "
         "the same conversations into it again (after a judge change, or on a schedule) and the monitor tests "
         "whether the judge's answers moved (docs/how-to/monitor.md)",

@@ -16,8 +16,8 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from calibration.schema.base import Command, KeyRule, excludes, given, needs
-from calibration.schema.keys import OVERWRITE, PROGRESS, required
-from rubric.config.settings import choice, default_of, env_name, http_url, integer, number, path, setting, text
+from calibration.schema.keys import OVERWRITE, PROGRESS, optional, required
+from rubric.config.settings import choice, default_of, env_name, http_url, integer, number, setting, text
 
 
 @dataclass(frozen=True)
@@ -35,9 +35,9 @@ class OtelKeys(TargetKeys):
     (headers such as an API key from OTEL_EXPORTER_OTLP_HEADERS)."""
 
     publishes = ("scores", "estimate")
-    out: Path | None = setting(None, "the OTLP JSON file to write", path(optional=True))
-    endpoint: str | None = setting(
-        None, "an OTLP/HTTP logs endpoint to post to, e.g. http://localhost:4318/v1/logs", http_url()
+    out: Path | None = optional("the OTLP JSON file to write")
+    endpoint: str | None = optional(
+        "an OTLP/HTTP logs endpoint to post to, e.g. http://localhost:4318/v1/logs", http_url()
     )
 
 
@@ -47,15 +47,14 @@ class MlflowKeys(TargetKeys):
     by MLflow's client)."""
 
     publishes = ("scores", "estimate", "cv", "disagreements")
-    tracking_uri: str | None = setting(
-        None, "the tracking server, e.g. http://localhost:5000 (token: MLFLOW_TRACKING_TOKEN)", http_url()
+    tracking_uri: str | None = optional(
+        "the tracking server, e.g. http://localhost:5000 (token: MLFLOW_TRACKING_TOKEN)", http_url()
     )
-    experiment: str | None = setting(
-        None,
+    experiment: str | None = optional(
         "the experiment of the estimate= and cv= runs (default: the one the traces were imported from)",
         text(optional=True),
     )
-    run_name: str | None = setting(None, "the run's name (default: the folder's)", text(optional=True))
+    run_name: str | None = optional("the run's name (default: the folder's)", text(optional=True))
 
 
 @dataclass(frozen=True)
@@ -63,7 +62,7 @@ class PhoenixKeys(TargetKeys):
     """target=phoenix: span and session annotations (the API key from the variable token_env= names)."""
 
     publishes = ("scores", "disagreements")
-    url: str | None = setting(None, "the Phoenix server, e.g. http://localhost:6006", http_url())
+    url: str | None = optional("the Phoenix server, e.g. http://localhost:6006", http_url())
     token_env: str = setting(
         "PHOENIX_API_KEY", "environment variable holding the API key (never written anywhere)", env_name()
     )
@@ -202,34 +201,22 @@ class Publish(Command):
         *_foreign_key_rules(),
     )
     target: str = required("otel | mlflow | phoenix", choice(*TARGET_KEYS))
-    scores: Path | None = setting(
-        None, "the out= of `role-rubric score` (its _turns.csv and _shift.json beside it)", path(optional=True)
+    scores: Path | None = optional("the out= of `role-rubric score` (its _turns.csv and _shift.json beside it)")
+    conversations: Path | None = optional(
+        "the conversations.jsonl that `score` read; default: the one the scores record"
     )
-    conversations: Path | None = setting(
-        None, "the conversations.jsonl that `score` read; default: the one the scores record", path(optional=True)
-    )
-    model: Path | None = setting(
-        None, "the calibrator that `score` used; default: the one the scores record (checked)", path(optional=True)
-    )
-    estimate: Path | None = setting(
-        None,
+    model: Path | None = optional("the calibrator that `score` used; default: the one the scores record (checked)")
+    estimate: Path | None = optional(
         "the out= folder of `role-rubric estimate`: target=mlflow -> one run; target=otel -> the release's rate "
-        "and interval as events",
-        path(optional=True),
+        "and interval as events"
     )
-    cv: Path | None = setting(
-        None, "target=mlflow: the out= folder of `role-rubric cv` -> one run", path(optional=True)
-    )
-    disagreements: Path | None = setting(
-        None,
+    cv: Path | None = optional("target=mlflow: the out= folder of `role-rubric cv` -> one run")
+    disagreements: Path | None = optional(
         "the out= folder of `role-rubric compare-judges` (or its disagreements.csv): each row on its turn's span "
-        "(target=mlflow: feedback; target=phoenix: span annotation); rows without trace ids are counted and named",
-        path(optional=True),
+        "(target=mlflow: feedback; target=phoenix: span annotation); rows without trace ids are counted and named"
     )
-    top: int | None = setting(
-        None,
-        "disagreements=: the first N rows of each LLM judge by rank (default: every row)",
-        integer(1, optional=True),
+    top: int | None = optional(
+        "disagreements=: the first N rows of each LLM judge by rank (default: every row)", integer(1, optional=True)
     )
     out: Path | None = target_key("out")
     overwrite: bool = OVERWRITE()

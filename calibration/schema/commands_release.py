@@ -22,6 +22,7 @@ from calibration.schema.keys import (
     TARGET,
     USE_OTHER_JUDGE,
     WIDTH,
+    optional,
     required,
 )
 from rubric.config.settings import (
@@ -51,19 +52,15 @@ class Score(Command):
         ("rubric", "role_adherence", "used only without a calibrator (a calibrator carries its rubric)"),
     )
     conversations: Path = required("conversations.jsonl")
-    calibrator: str | None = setting(
-        None, "model dir from `role-rubric train` or `role-rubric demo` (runs/demo/model)", path(optional=True)
-    )
+    calibrator: str | None = optional("model dir from `role-rubric train` or `role-rubric demo` (runs/demo/model)")
     out: Path = setting("scores.csv", "the per-conversation table to write", path())
-    turns_out: Path | None = setting(None, "default: <out stem>_turns.csv next to out", path(optional=True))
+    turns_out: Path | None = optional("default: <out stem>_turns.csv next to out")
     overwrite: bool = OVERWRITE()
-    cache: str | None = setting(
-        None,
+    cache: str | None = optional(
         "SQLite request cache; default: the gathered folder's cache.sqlite the calibrator was trained on (no judge "
-        "asked twice), else <out stem>.cache.sqlite next to out",
-        path(optional=True),
+        "asked twice), else <out stem>.cache.sqlite next to out"
     )
-    rubric_file: str | None = setting(None, "your own rubric.yaml (without a calibrator)", path(optional=True))
+    rubric_file: str | None = optional("your own rubric.yaml (without a calibrator)")
     target: str | None = TARGET()
     threshold: float = setting(0.5, "a turn adheres if its adherence probability >= threshold", number(0, 1))
     strict_mode: bool = setting(False, "success = every turn adheres (else: score >= threshold)", boolean())
@@ -71,7 +68,7 @@ class Score(Command):
         "continuous", "continuous | binary (turn score 1/0 at threshold)", choice("continuous", "binary")
     )
     granularity: str = GRANULARITY()
-    judges: Any = setting(None, "null = average over all training judges | population | [J01,J02]", JUDGES)
+    judges: Any = optional("null = average over all training judges | population | [J01,J02]", JUDGES)
     adheres_at: float | None = ADHERES_AT()
     include_reason: bool = setting(False, "LLM judges only: a short justification per turn", boolean())
     show: int | None = setting(40, "rows of the printed table (null = all)", integer(0, optional=True))
@@ -136,16 +133,14 @@ class Suggest(Command):
         choice("learn", "estimate"),
     )
     data: str = required("the dataset dir whose unlabelled turns are ranked")
-    model: str | None = setting(
-        None, "the calibrator (purpose=learn; not needed for purpose=estimate)", path(optional=True)
-    )
+    model: str | None = optional("the calibrator (purpose=learn; not needed for purpose=estimate)")
     budget: int = required(
         "purpose=learn: (turn, reviewer) pairs to ask for, each one sheet row per question | "
         "purpose=estimate: conversations to sample",
         integer(1),
     )
     out: Path = required("the sheet to write (to_label.csv)")
-    judges: Any = setting(None, "null: every training judge of the model, or [id, ...]", JUDGES)
+    judges: Any = optional("null: every training judge of the model, or [id, ...]", JUDGES)
     strategy: str = setting(
         "random",
         "random | entropy | bald (expected information gain) | variance (expected "
@@ -169,8 +164,7 @@ class Suggest(Command):
         "purpose=estimate with model=: label as many conversations as a rate half-width of W "
         "needs (budget= is the most)"
     )
-    decide_at: float | None = setting(
-        None,
+    decide_at: float | None = optional(
         "purpose=estimate with model=: as many as deciding a gate at this rate "
         "needs (80% of the time, if the rate is as the calibrator expects)",
         number(0, 1, optional=True),
@@ -180,8 +174,7 @@ class Suggest(Command):
         "purpose=estimate with width= or decide_at=: plan from the model's out-of-fold agreement "
         "with the reviewers in this `role-rubric cv` folder (of the model's training data)"
     )
-    strata: str | None = setting(
-        None,
+    strata: str | None = optional(
         "purpose=estimate: role (or a conversations.jsonl field): a sample "
         "stratified by it, proportional to the strata's sizes; estimate combines the "
         "strata",
@@ -211,19 +204,15 @@ class Estimate(Command):
         choice("finite", "process"),
     )
     adheres_at: float | None = ADHERES_AT()
-    plan: str | None = setting(
-        None,
+    plan: str | None = optional(
         "sampling plan (sample_plan.csv from `suggest purpose=estimate`); default "
-        "DATA/sample_plan.csv if present, else a uniform sample",
-        path(optional=True),
+        "DATA/sample_plan.csv if present, else a uniform sample"
     )
-    baseline: str | None = setting(
-        None,
-        "another release dir (its own labelled sample, same rubric): the difference, with interval and p-value",
-        path(optional=True),
+    baseline: str | None = optional(
+        "another release dir (its own labelled sample, same rubric): the difference, with interval and p-value"
     )
-    fail_under: float | None = setting(
-        None, "CI gate: exit 1 when the adherence rate's lower bound is below this", number(0, 1, optional=True)
+    fail_under: float | None = optional(
+        "CI gate: exit 1 when the adherence rate's lower bound is below this", number(0, 1, optional=True)
     )
     fail_if_worse: bool = setting(
         False, "CI gate (needs baseline): exit 1 when the difference's upper bound is below 0", boolean()
@@ -240,8 +229,7 @@ class Estimate(Command):
     width: float | None = WIDTH(
         "the rate's half-width wanted: when the interval is wider, says how many more conversations to label"
     )
-    crossfit: int | None = setting(
-        None,
+    crossfit: int | None = optional(
         "K: adapt the calibrator on the labels and estimate from the same ones "
         "(K fold calibrators; writes OUT/adapted_model)",
         integer(2, optional=True),
@@ -270,7 +258,7 @@ class Decide(Command):
     summary = "adheres / violates / escalate per turn at a guaranteed disagreement risk"
     model: Path = MODEL_DIR()
     calibration: Path = required("labelled turns (a dataset dir) the model never trained on")
-    data: str | None = setting(None, "turns to decide (llm.csv); omit to only calibrate", path(optional=True))
+    data: str | None = optional("turns to decide (llm.csv); omit to only calibrate")
     out: Path = required("folder for threshold.json and decisions.csv")
     risk: float = setting(0.1, "the disagreement allowed on decided turns", number(above=0, below=1))
     delta: float = setting(0.1, "the chance the guarantee may fail over the calibration draw", number(above=0, below=1))

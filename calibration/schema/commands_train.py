@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar
 
 from calibration.model.settings import Settings
 from calibration.schema.base import Command, block, config_group, like
@@ -27,6 +27,7 @@ from calibration.schema.keys import (
     UNMATCHED_LABELS,
     USE_OTHER_JUDGE,
     WEIGHTS,
+    optional,
     required,
 )
 from rubric.config.settings import (
@@ -67,8 +68,7 @@ class SearchOptions:
     inner_folds: int = setting(
         3, "inner cross-validation folds of the objective (3 keeps 100 trials within minutes)", integer(2, 100)
     )
-    storage: str | None = setting(
-        None,
+    storage: str | None = optional(
         "default sqlite:///OUT/search.db; a postgresql:// URL "
         "(role-rubric[postgres]) lets several machines share a study",
         storage_url(),
@@ -79,7 +79,7 @@ class SearchOptions:
         integer(1, 3600),
     )
     study: str = setting("role-rubric", "the study's name in the storage", text())
-    timeout: float | None = setting(None, "seconds; the study can be resumed later", number(above=0, optional=True))
+    timeout: float | None = optional("seconds; the study can be resumed later", number(above=0, optional=True))
     workers: int = setting(
         2, "processes sharing the study (one core each); needs a storage (the default SQLite is)", integer(1, 256)
     )
@@ -105,16 +105,22 @@ class SearchOptions:
 
 
 @dataclass(frozen=True)
-class Train(Command):
+class OnTrainingData(Command):
+    """The first keys of the commands that learn from labelled dataset dirs (train, cv, search, report)."""
+
+    groups: ClassVar[tuple[tuple[str, str | None, str], ...]] = TRAINING_GROUPS
+    data: str | list[str] = TRAINING_DATA()
+    weights: list[float] | None = WEIGHTS()
+    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
+
+
+@dataclass(frozen=True)
+class Train(OnTrainingData):
     """Writes the model dir: out/weights.safetensors and out/model.json (settings, rubric, judge map, the
     judge that produced the training data, checksums); see docs/reference/files.md."""
 
     name = "train"
     summary = "train the calibration network on a dataset dir -> model dir"
-    groups = TRAINING_GROUPS
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("model dir to write (weights.safetensors + model.json)")
     model: str = setting(
         "network",
@@ -130,7 +136,7 @@ class Train(Command):
 
 
 @dataclass(frozen=True)
-class CrossValidate(Command):
+class CrossValidate(OnTrainingData):
     """nested=true adds `calibrated_nested`: per outer fold, `search` on the other folds picks the settings
     (search.trials, search.inner_folds), so the estimate never sees its own test folds.
     Writes out/predictions.csv (every method's out-of-fold predictions, one row per label row) and
@@ -139,17 +145,13 @@ class CrossValidate(Command):
     name = "cv"
     summary = "cross-validate the calibrator and the baselines -> predictions + metrics"
     groups = (*TRAINING_GROUPS, SEARCH_GROUP)
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: str = required("folder for predictions.csv (out of fold) and metrics.json")
     folds: int = FOLDS()
     seed: int = SEED()
     fold_seed: int = FOLD_SEED()
     target: str | None = TARGET()
     unmatched_labels: str = UNMATCHED_LABELS()
-    group: str | None = setting(
-        None,
+    group: str | None = optional(
         "a conversation-level field of conversations.jsonl (e.g. role) whose values "
         "stay in one fold; null = conversation_id",
         text(optional=True),
@@ -161,16 +163,13 @@ class CrossValidate(Command):
 
 
 @dataclass(frozen=True)
-class Search(Command):
+class Search(OnTrainingData):
     """Writes out/best.yaml (the recommended overrides, empty when the current settings win), out/search.json
     (every trial) and the study (out/search.db unless search.storage); see docs/reference/files.md."""
 
     name = "search"
     summary = "Optuna search of hyperparameters by inner cross-validation"
     groups = (*TRAINING_GROUPS, SEARCH_GROUP)
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: Path = setting("runs/search", "folder for the study (search.db) and the best settings", path())
     seed: int = SEED()
     target: str | None = TARGET()
@@ -216,32 +215,26 @@ class ReportOptions:
     )
     ablations: bool = setting(True, "the ablations section (each part of the network left out)", boolean())
     targets: bool = setting(True, "the section with every question as the target", boolean())
-    active_labelling: str | None = setting(
-        None, "a JSON of benchmarks/active_labelling.py: adds 'How many labels are enough'", path(optional=True)
+    active_labelling: str | None = optional(
+        "a JSON of benchmarks/active_labelling.py: adds 'How many labels are enough'"
     )
     learning_curve: LearningCurve = block(LearningCurve, "the learning curve")
 
 
 @dataclass(frozen=True)
-class Report(Command):
+class Report(OnTrainingData):
     """Reliability diagrams, metrics with CIs and permutation tests, ablations, every question as the target,
     learning curve and per-judge metrics -> out/report.html, out/*.png, out/metrics.json.
     Columns of metrics.json: docs/reference/files.md."""
 
     name = "report"
     summary = "reliability diagrams, baselines, ablations -> report.html"
-    groups = TRAINING_GROUPS
-    data: str | list[str] = TRAINING_DATA()
-    weights: list[float] | None = WEIGHTS()
-    allow_judge_mismatch: bool = ALLOW_JUDGE_MISMATCH()
     out: Path = required("folder for report.html, its figures and metrics.json")
     cv: Path | None = CV_FOLDER("a `role-rubric cv` output folder to reuse (its settings, folds and seed are used)")
-    model: str | None = setting(
-        None,
+    model: str | None = optional(
         "the model dir you will ship (train's out=, any model=network|linear|ordinal): "
         "the verdict, reliability and per-turn table report that kind (a network's own "
-        "settings)",
-        path(optional=True),
+        "settings)"
     )
     folds: int = FOLDS()
     seed: int = SEED()
@@ -321,9 +314,7 @@ class Demo(Command):
         ("judge", "embedding", "the offline judge; any conf/judge/NAME works (then it needs its endpoint)"),
         *TRAINING_GROUPS,
     )
-    data: str | None = setting(
-        None, "benchmark dir; null = the bundled data/role_adherence of this checkout", path(optional=True)
-    )
+    data: str | None = optional("benchmark dir; null = the bundled data/role_adherence of this checkout")
     out: Path = setting("runs/demo", "folder for everything the demo writes", path())
     folds: int = FOLDS()
     seed: int = SEED()

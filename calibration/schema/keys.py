@@ -30,6 +30,11 @@ def required(doc: str, rule: Any = None, **meta: Any) -> Any:
     return setting(MISSING, doc, rule or path(), **meta)
 
 
+def optional(doc: str, rule: Any = None) -> Any:
+    """A key that may stay unset (null, its default): a path unless `rule` says what else it is."""
+    return setting(None, doc, rule or path(optional=True))
+
+
 def shared(default: Any, doc: str, rule: Any) -> Any:
     """A key several commands have, declared here once (tests/test_configs.py tells it from a copy)."""
     return setting(default, doc, rule, shared=True)

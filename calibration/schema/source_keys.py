@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from calibration.schema.base import KeyRule, given
-from calibration.schema.keys import required
+from calibration.schema.keys import optional, required
 from rubric.config.settings import Rule, env_name, http_url, integer, number, path, setting, text
 
 __all__ = [
@@ -99,21 +99,19 @@ class LabelStudioKeys(SourceKeys):
     data: Path = _needed(
         "the dataset folder the tasks were made from", path(), "pass data=DIR, the folder the tasks were made from."
     )
-    export: Path | None = setting(None, "the project's JSON export (Label Studio: Export -> JSON)", path(optional=True))
-    url: str | None = setting(
-        None, "pull the export from this Label Studio server instead, e.g. http://localhost:8080", http_url()
+    export: Path | None = optional("the project's JSON export (Label Studio: Export -> JSON)")
+    url: str | None = optional(
+        "pull the export from this Label Studio server instead, e.g. http://localhost:8080", http_url()
     )
-    project: int | None = setting(None, "with url=: the project's id (the number in its address)", integer(1))
+    project: int | None = optional("with url=: the project's id (the number in its address)", integer(1))
     token_env: str = setting(
         "LABEL_STUDIO_API_KEY", "with url=: environment variable holding the API token (never written)", env_name()
     )
     timeout: float = setting(60, "with url=: seconds to wait for each request", number(above=0))
-    judge_map: Path | None = setting(
-        None,
-        "CSV annotator,judge_id renaming reviewers (email or user id); null: judge_id = email",
-        path(optional=True),
+    judge_map: Path | None = optional(
+        "CSV annotator,judge_id renaming reviewers (email or user id); null: judge_id = email"
     )
-    plan: str | None = setting(None, PLAN_DOC, path(optional=True))
+    plan: str | None = optional(PLAN_DOC)
 
 
 @dataclass(frozen=True)
@@ -129,46 +127,37 @@ class SheetKeys(SourceKeys):
         path(),
         "pass sheet=FILLED.csv (the sheet with its answer column filled).",
     )
-    plan: str | None = setting(None, PLAN_DOC, path(optional=True))
+    plan: str | None = optional(PLAN_DOC)
 
 
 @dataclass(frozen=True)
 class TraceKeys(SourceKeys):
     """What every trace source takes: which conversations, how they are named, the rubric and the labels."""
 
-    conversation_key: str | None = setting(
-        None,
+    conversation_key: str | None = optional(
         "the span or resource attribute that names a conversation; null: the conventions' own "
         "(gen_ai.conversation.id, session.id, MLflow's mlflow.trace.session)",
         text(optional=True),
     )
-    role: str | None = setting(
-        None, "the chatbot's role for every conversation; null: its system message or instructions", text(optional=True)
+    role: str | None = optional(
+        "the chatbot's role for every conversation; null: its system message or instructions", text(optional=True)
     )
-    role_from: str | None = setting(
-        None,
-        "a span or resource attribute holding the chatbot's role (instead of the system message)",
-        text(optional=True),
+    role_from: str | None = optional(
+        "a span or resource attribute holding the chatbot's role (instead of the system message)", text(optional=True)
     )
-    roles: Path | None = setting(
-        None, "CSV text,role: a short name per role whose prompt is or holds `text` (kept as role)", path(optional=True)
+    roles: Path | None = optional("CSV text,role: a short name per role whose prompt is or holds `text` (kept as role)")
+    since: str | None = optional(
+        "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
     )
-    since: str | None = setting(
-        None, "only conversations that started at or after this time (ISO 8601, e.g. 2026-11-01)", text(optional=True)
-    )
-    until: str | None = setting(
-        None, "only conversations that started before this time (ISO 8601)", text(optional=True)
-    )
-    service: str | None = setting(None, "only spans of this service.name", text(optional=True))
-    sample: int | None = setting(
-        None, "a random sample of this many conversations (seeded by seed=)", integer(1, optional=True)
+    until: str | None = optional("only conversations that started before this time (ISO 8601)", text(optional=True))
+    service: str | None = optional("only spans of this service.name", text(optional=True))
+    sample: int | None = optional(
+        "a random sample of this many conversations (seeded by seed=)", integer(1, optional=True)
     )
     seed: int = setting(0, "seeds sample=", integer(0, 2**32 - 1))
-    rubric_file: Path | None = setting(
-        None,
+    rubric_file: Path | None = optional(
         "the rubric.yaml written into out= (reviewers' labels are checked against it); null: the packaged "
-        "role-adherence rubric",
-        path(optional=True),
+        "role-adherence rubric"
     )
 
 
@@ -209,7 +198,7 @@ class MlflowKeys(TraceKeys):
         env_name(),
     )
     timeout: float = setting(60, "seconds to wait for each request", number(above=0))
-    label_map: Path | None = setting(None, LABEL_MAP_DOC, path(optional=True))
+    label_map: Path | None = optional(LABEL_MAP_DOC)
 
 
 @dataclass(frozen=True)
@@ -227,7 +216,7 @@ class PhoenixKeys(TraceKeys):
         env_name(),
     )
     timeout: float = setting(60, "seconds to wait for each request", number(above=0))
-    label_map: Path | None = setting(None, LABEL_MAP_DOC, path(optional=True))
+    label_map: Path | None = optional(LABEL_MAP_DOC)
 
 
 SOURCE_KEYS: dict[str, type[SourceKeys]] = {

@@ -103,3 +103,15 @@ def train_quick(data: Path, out: Path, *, steps: int, ensemble: int = 1, extra: 
 
     steps_keys = [f"train.pretrain_steps={steps}", f"train.finetune_steps={steps}"]
     return main(["train", f"data={data}", f"out={out}", *steps_keys, f"train.ensemble={ensemble}", *extra])
+
+
+def png_bytes(fig, *, dpi: int) -> bytes:
+    """The figure as PNG bytes without the writer's version (so equal figures give equal bytes); closes it."""
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=dpi, metadata={"Software": None})
+    plt.close(fig)
+    return buffer.getvalue()

@@ -42,6 +42,7 @@ from calibration.model.settings import Settings  # noqa: E402
 from rubric import gather, judge_config, load_conversations, load_rubric, write_outputs  # noqa: E402
 from rubric.errors import InputError  # noqa: E402
 from rubric.servers.fake import FakeOpenAI  # noqa: E402
+from tests.rubric.conftest import fake_judge_settings  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 BENCH = ROOT / "data" / "role_adherence"
@@ -211,21 +212,7 @@ def test_assert_test_passes_and_fails(calibrated, scores, convs):
 @pytest.fixture
 def fake_judge():
     with FakeOpenAI() as server:
-        yield (
-            server,
-            {
-                "backend": "chat",
-                "model": "fake-judge",
-                "base_url": server.base_url,
-                "api_key": "EMPTY",
-                "base_url_env": None,
-                "api_key_env": None,
-                "concurrency": 4,
-                "timeout": 5.0,
-                "max_retries": 1,
-                "backoff": 0.01,
-            },
-        )
+        yield server, fake_judge_settings(server.base_url, timeout=5.0, max_retries=1)
 
 
 def test_a_measure_is_the_async_gather(fake_judge, convs, monkeypatch, tmp_path):

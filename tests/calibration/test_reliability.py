@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import io
-
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
 
 from calibration.report.reliability import plot_reliability, prepare_reliability
+from tests.calibration.conftest import png_bytes
 
 VALUES = [1, 2, 3, 4]
 FAST = {"n_boot": 20, "band_bootstrap": 20}
@@ -78,13 +77,6 @@ def test_column_labels_are_accepted() -> None:
     assert [c["smece"] for c in flat["curves"]] == [c["smece"] for c in column["curves"]]
 
 
-def _png(fig: plt.Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=60, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 def test_plot_draws_one_panel_per_curve_and_is_repeatable() -> None:
     probs, labels = _calibrated(4, n=300)
     data = prepare_reliability(probs, labels, values=VALUES, threshold=3, **FAST)
@@ -92,8 +84,8 @@ def test_plot_draws_one_panel_per_curve_and_is_repeatable() -> None:
     fig, axes = plot_reliability(data)
     assert len(axes) == 2
     assert "smECE" in axes[0].get_title() and "answer >= 3" in axes[1].get_title()
-    first = _png(fig)
-    second = _png(plot_reliability(data)[0])
+    first = png_bytes(fig, dpi=60)
+    second = png_bytes(plot_reliability(data)[0], dpi=60)
     assert first == second and first.startswith(b"\x89PNG")
 
 

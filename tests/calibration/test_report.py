@@ -4,7 +4,6 @@ dataset (twice, for repeatability), and the page opened in headless Chromium."""
 from __future__ import annotations
 
 import html
-import io
 import json
 import re
 import time
@@ -19,6 +18,7 @@ from calibration import report
 from calibration.schema.build import command_config
 from rubric.errors import InputError
 from tests.calibration.browser import chromium, console, dom_check, load_check, needs_chromium
+from tests.calibration.conftest import png_bytes
 
 VALUES = [1, 2, 3, 4]
 ANCHORS = Path(__file__).resolve().parents[3] / "shared" / "anchors" / "llm_rubric_synth"
@@ -70,13 +70,6 @@ def _predictions(seed: int = 0, conversations: int = 60) -> pd.DataFrame:
     return pd.concat(frames, ignore_index=True)[columns]
 
 
-def _png(fig: plt.Figure) -> bytes:
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=50, metadata={"Software": None})
-    plt.close(fig)
-    return buffer.getvalue()
-
-
 # ----------------------------------------------------------------------------- prepare / plot pairs
 
 
@@ -94,7 +87,7 @@ def test_metrics_table_has_intervals_and_tests_against_the_calibrated_model() ->
     pd.testing.assert_frame_equal(table, again)
     fig, axes = report.plot_metrics_table(table)
     assert len(axes) == 4 and axes[1].get_title() == "pearson"
-    assert _png(fig) == _png(report.plot_metrics_table(again)[0])
+    assert png_bytes(fig, dpi=50) == png_bytes(report.plot_metrics_table(again)[0], dpi=50)
 
 
 def test_methods_on_different_rows_are_refused() -> None:

@@ -19,8 +19,9 @@ from calibration.cli import main
 from calibration.connectors.sources import SOURCES, SpanReader, TraceSource, open_source
 from calibration.connectors.trace_import import import_traces
 from calibration.schema.build import command_config
-from calibration.schema.commands_import import SOURCE_KEYS, Import, SourceKeys, TraceKeys, source_settings
+from calibration.schema.commands_import import Import, source_settings
 from calibration.schema.keys import required
+from calibration.schema.source_keys import SOURCE_KEYS, SourceKeys, TraceKeys
 from rubric.config.settings import path, settings_of
 from rubric.errors import InputError
 from rubric.plugins import Plugin, Registry

@@ -14,15 +14,15 @@ import base64
 import contextlib
 import itertools
 import json
-import os
 import shutil
-import signal
 import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import aiohttp
+
+from tests.processes import stop
 
 SHIFTED_DIGITS = "!@#$%^&*()"  # shift and 1, 2, ... 0 on a US keyboard
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser") or shutil.which("google-chrome")
@@ -145,12 +145,4 @@ async def chromium_page(profile: Path, *, width: int, height: int):
                 await page.resize(width, height)
                 yield page
     finally:
-        if proc.poll() is None:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                with contextlib.suppress(ProcessLookupError):
-                    os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait(timeout=10)
+        stop(proc)

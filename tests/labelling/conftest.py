@@ -9,14 +9,10 @@ need it skip with one reason.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shutil
-import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +20,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+
+from tests.processes import ServerUnavailable, executable, free_port, stop, wait_healthy
 
 ROOT = Path(__file__).resolve().parents[2]
 TOKEN = "rr-test-token-6f1d2c9a8b"  # the admin's legacy API token: must never appear in an output
@@ -82,25 +80,7 @@ class Server:
 
 
 def label_studio_executable() -> Path | None:
-    named = os.environ.get("ROLE_RUBRIC_LABEL_STUDIO")
-    for candidate in ([Path(named)] if named else []) + [ROOT / ".venv-label-studio"]:
-        exe = candidate / "bin" / "label-studio" if candidate.is_dir() else candidate
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return exe
-    return None
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _healthy(url: str) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with contextlib.suppress(OSError), opener.open(url + "/health", timeout=2) as reply:
-        return reply.status == 200
-    return False
+    return executable("ROLE_RUBRIC_LABEL_STUDIO", ROOT / ".venv-label-studio", "label-studio")
 
 
 @pytest.fixture(scope="session")
@@ -112,7 +92,7 @@ def label_studio(tmp_path_factory) -> Server:
             "label-studio (.ci/run makes .venv-label-studio)"
         )
     home = tmp_path_factory.mktemp("label_studio")
-    port = _free_port()
+    port = free_port()
     env = {
         **os.environ,
         "LATEST_VERSION_CHECK": "false",
@@ -142,27 +122,12 @@ def label_studio(tmp_path_factory) -> Server:
     with open(log, "wb") as sink:
         proc = subprocess.Popen(cmd, env=env, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + START_TIMEOUT
-    while not _healthy(url):
-        if proc.poll() is not None or time.monotonic() > deadline:
-            _stop(proc)
-            tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-            pytest.skip(f"Label Studio did not start within {START_TIMEOUT:.0f} s ({tail[0][:200]})")
-        time.sleep(1.0)
+    try:
+        wait_healthy(proc, url, log, name="Label Studio", timeout=START_TIMEOUT, every=1.0)
+    except ServerUnavailable as exc:
+        stop(proc)
+        pytest.skip(str(exc))
     try:
         yield Server(url, TOKEN, log)
     finally:
-        _stop(proc)
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    """Stop the server and the workers it started (its own process group)."""
-    if proc.poll() is None:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=10)
+        stop(proc)

@@ -7,6 +7,7 @@ import base64
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
 
 
 def _jwt(kind: str, n: int) -> str:
@@ -111,3 +112,10 @@ def annotated_tasks(labelling_dir) -> list[dict]:
             ],
         )
     return tasks
+
+
+def import_labels(data: Any, out: Any, *keys: str) -> int:
+    """The exit status of `role-rubric import source=label-studio data=DATA KEYS... out=OUT`."""
+    from calibration.cli import main
+
+    return main(["import", "source=label-studio", f"data={data}", *keys, f"out={out}"])

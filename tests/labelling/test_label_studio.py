@@ -19,6 +19,7 @@ from calibration.connectors.label_studio.tasks import label_config, make_tasks
 from calibration.labelling.items import dataset_conversations
 from rubric.errors import InputError
 from rubric.schema import load_rubric, rubric_from_dict
+from tests.labelling.ls_protocol import import_labels
 
 TOKEN = "sekret-token-4242"
 
@@ -215,15 +216,7 @@ def test_bad_exports_are_one_clear_error(labelling_dir, change, message):
 )
 def test_a_file_that_is_not_a_label_studio_json_export(labelling_dir, tmp_path, capsys, content, message):
     (tmp_path / "export.json").write_text(content)
-    code = main(
-        [
-            "import",
-            "source=label-studio",
-            f"data={labelling_dir}",
-            f"export={tmp_path / 'export.json'}",
-            f"out={tmp_path / 'o'}",
-        ]
-    )
+    code = import_labels(labelling_dir, tmp_path / "o", f"export={tmp_path / 'export.json'}")
     err = capsys.readouterr().err
     assert code == 2 and err.count("\n") == 1
     assert re.search(message, err), err
@@ -234,19 +227,7 @@ def test_url_without_a_token_stops_before_any_work(labelling_dir, tmp_path, monk
     assert main(["label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9"]) == 2
     err = capsys.readouterr().err
     assert "needs Label Studio's API token in the environment variable LABEL_STUDIO_API_KEY" in err
-    assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={labelling_dir}",
-                "url=http://127.0.0.1:9",
-                "project=1",
-                f"out={tmp_path / 'o'}",
-            ]
-        )
-        == 2
-    )
+    assert import_labels(labelling_dir, tmp_path / "o", "url=http://127.0.0.1:9", "project=1") == 2
     assert "LABEL_STUDIO_API_KEY" in capsys.readouterr().err
     assert main(["label-studio", f"data={labelling_dir}", "url=http://127.0.0.1:9", "token_env=my token"]) == 2
     assert "token_env='my token' is not the name of an environment variable" in capsys.readouterr().err

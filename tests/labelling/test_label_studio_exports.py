@@ -11,7 +11,7 @@ import re
 import pytest
 
 from calibration.cli import main
-from tests.labelling.ls_protocol import LEGACY, LabelStudioLike, annotated_tasks, serve
+from tests.labelling.ls_protocol import LEGACY, LabelStudioLike, annotated_tasks, import_labels, serve
 
 
 def _ann(tasks, i=0):
@@ -141,18 +141,7 @@ def test_a_reviewer_id_that_starts_like_a_formula_is_refused(labelling_dir, tmp_
     for task in tasks:
         task["annotations"][0]["completed_by"] = {"id": 1, "email": who}
     (tmp_path / "export.json").write_text(json.dumps(tasks))
-    assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={labelling_dir}",
-                f"export={tmp_path / 'export.json'}",
-                f"out={tmp_path / 'o'}",
-            ]
-        )
-        == 2
-    )
+    assert import_labels(labelling_dir, tmp_path / "o", f"export={tmp_path / 'export.json'}") == 2
     err = capsys.readouterr().err
     assert "task 10, annotation 1: the reviewer id" in err and "starts like a spreadsheet formula" in err
     assert not (tmp_path / "o").exists()
@@ -167,16 +156,7 @@ def test_a_server_reply_of_the_wrong_shape_is_one_line(labelling_dir, tmp_path, 
     server = serve(LabelStudioLike(tasks))
     server.users = users
     try:
-        code = main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={labelling_dir}",
-                f"url={server.url}",
-                "project=1",
-                f"out={tmp_path / 'o'}",
-            ]
-        )
+        code = import_labels(labelling_dir, tmp_path / "o", f"url={server.url}", "project=1")
     finally:
         server.shutdown()
     err = capsys.readouterr().err
@@ -190,15 +170,8 @@ def test_a_judge_map_that_cannot_be_read_is_one_line(labelling_dir, tmp_path, ca
     (tmp_path / "export.json").write_text(json.dumps(annotated_tasks(labelling_dir)))
     (tmp_path / "judges.csv").write_bytes(content)
     assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={labelling_dir}",
-                f"export={tmp_path / 'export.json'}",
-                f"judge_map={tmp_path / 'judges.csv'}",
-                f"out={tmp_path / 'o'}",
-            ]
+        import_labels(
+            labelling_dir, tmp_path / "o", f"export={tmp_path / 'export.json'}", f"judge_map={tmp_path / 'judges.csv'}"
         )
         == 2
     )

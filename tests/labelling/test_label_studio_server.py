@@ -17,6 +17,7 @@ import pytest
 
 from calibration.cli import main
 from tests.labelling.conftest import TOKEN, make_labelling_dataset
+from tests.labelling.ls_protocol import import_labels
 
 pytestmark = pytest.mark.labelstudio
 
@@ -137,40 +138,17 @@ def test_round_trip_through_a_real_label_studio(label_studio, tmp_path, monkeypa
 
     # 5. the same from export files: the saved pull, and Label Studio's own export (user ids only)
     again = tmp_path / "again"
-    assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={data}",
-                f"export={out / 'label-studio-export.json'}",
-                f"out={again}",
-            ]
-        )
-        == 0
-    )
+    assert import_labels(data, again, f"export={out / 'label-studio-export.json'}") == 0
     assert _labels(again / "labels.csv") == want
     raw = tmp_path / "export.json"
     raw.write_text(json.dumps(server.call("GET", f"/api/projects/{project}/export?exportType=JSON")))
-    assert main(["import", "source=label-studio", f"data={data}", f"export={raw}", f"out={tmp_path / 'ids'}"]) == 2
+    assert import_labels(data, tmp_path / "ids", f"export={raw}") == 2
     assert "names its annotator by user id" in read().err
     names = tmp_path / "judges.csv"
     pd.DataFrame({"annotator": [str(users[e]) for e in REVIEWERS], "judge_id": ["A", "B", "C"]}).to_csv(
         names, index=False
     )
-    assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={data}",
-                f"export={raw}",
-                f"judge_map={names}",
-                f"out={tmp_path / 'mapped'}",
-            ]
-        )
-        == 0
-    )
+    assert import_labels(data, tmp_path / "mapped", f"export={raw}", f"judge_map={names}") == 0
     renamed = {(c, t, "ABC"[REVIEWERS.index(j)], q, a) for c, t, j, q, a in want}
     assert _labels(tmp_path / "mapped" / "labels.csv") == renamed
 
@@ -216,33 +194,9 @@ def test_a_project_with_another_rubric_is_refused(label_studio, tmp_path, monkey
     capsys.readouterr()
     assert main(["label-studio", f"data={data}", f"url={server.url}", f"project={project}"]) == 2
     assert "asks other questions or options" in capsys.readouterr().err
-    assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={data}",
-                f"url={server.url}",
-                f"project={project}",
-                f"out={tmp_path / 'o'}",
-            ]
-        )
-        == 2
-    )
+    assert import_labels(data, tmp_path / "o", f"url={server.url}", f"project={project}") == 2
     err = capsys.readouterr().err
     assert "question 'manner' is not in rubric.yaml" in err and "Fix:" in err
     monkeypatch.setenv("LABEL_STUDIO_API_KEY", "not-the-token")
-    assert (
-        main(
-            [
-                "import",
-                "source=label-studio",
-                f"data={data}",
-                f"url={server.url}",
-                f"project={project}",
-                f"out={tmp_path / 'o'}",
-            ]
-        )
-        == 2
-    )
+    assert import_labels(data, tmp_path / "o", f"url={server.url}", f"project={project}") == 2
     assert "refused the API token" in capsys.readouterr().err

@@ -49,27 +49,20 @@ def mlflow_server(request, tmp_path_factory):
     """The session's `mlflow server` (tests/traces/servers.py: SQLite, a free port, shared with the import
     tests); skips where it is not installed."""
     try:
-        from tests.traces.servers import ServerUnavailable, shared_mlflow_server
+        from tests.traces.servers import shared_mlflow_or_skip
     except ImportError as exc:  # the import tests' server helpers
         pytest.skip(f"tests/traces/servers.py is not there ({exc})")
-    try:
-        return shared_mlflow_server(request.config, tmp_path_factory)
-    except ServerUnavailable as exc:
-        pytest.skip(str(exc))
+    return shared_mlflow_or_skip(request.config, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def phoenix_server(tmp_path_factory):
     """A running `phoenix serve` (tests/traces/servers.py: SQLite working folder, a free port)."""
     try:
-        from tests.traces.servers import ServerUnavailable, phoenix_server
+        from tests.traces.servers import phoenix_or_skip
     except ImportError as exc:
         pytest.skip(f"tests/traces/servers.py is not there ({exc})")
-    try:
-        with phoenix_server(tmp_path_factory.mktemp("phoenix_server")) as server:
-            yield server
-    except ServerUnavailable as exc:
-        pytest.skip(str(exc))
+    yield from phoenix_or_skip(tmp_path_factory.mktemp("phoenix_server"))
 
 
 @pytest.fixture(scope="session")

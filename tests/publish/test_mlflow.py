@@ -184,7 +184,7 @@ def test_traces_deleted_since_the_import_stop_the_publish_before_anything_is_wri
 
 
 def test_an_unreachable_server_is_one_line_within_seconds(mlflow_scored, capsys):
-    from tests.traces.servers import free_port
+    from tests.processes import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     start = time.monotonic()

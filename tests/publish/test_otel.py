@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import base64
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pandas as pd
 import pytest
 
 from calibration.cli import main
 from rubric.conversations import load_conversations
+from tests.loopback import LoopbackServer, QuietHandler
 
 SECRET = "Bearer s3cret-token-do-not-print"
 
@@ -104,7 +103,7 @@ def test_file_is_otlp_json_that_protobuf_reads_back_and_a_second_publish_writes_
         assert len(request.resource_logs[0].scope_logs[0].log_records[0].trace_id) == 16
 
 
-class Collector:
+class Collector(LoopbackServer):
     """A tiny OTLP/HTTP logs receiver: decodes each protobuf request; `fail_after` requests, answers 400."""
 
     def __init__(self, fail_after: int | None = None) -> None:
@@ -113,7 +112,7 @@ class Collector:
         self.fail_after = fail_after
         collector = self
 
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_POST(self):  # noqa: N802 (http.server's name)
                 from opentelemetry.proto.collector.logs.v1.logs_service_pb2 import (
                     ExportLogsServiceRequest,
@@ -135,19 +134,8 @@ class Collector:
                 self.end_headers()
                 self.wfile.write(reply)
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.endpoint = f"http://127.0.0.1:{self.server.server_port}/v1/logs"
-
-    def __enter__(self):
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
+        self.endpoint = f"{self.url}/v1/logs"
 
 
 def keys_of(records) -> list[tuple[str, object]]:

@@ -114,7 +114,7 @@ def test_a_span_deleted_since_the_import_writes_nothing_of_its_batch(phoenix_sco
 
 
 def test_an_unreachable_phoenix_is_one_line(phoenix_scored, capsys):
-    from tests.traces.servers import free_port
+    from tests.processes import free_port
 
     url = f"http://127.0.0.1:{free_port()}"
     assert main(["publish", "target=phoenix", f"scores={phoenix_scored['scores']}", f"url={url}", "timeout=2"]) == 2

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from calibration.cli import main
+from tests.loopback import LoopbackServer, QuietHandler
 
 
 def _refused(capsys, path, before: bytes) -> str:
@@ -88,13 +89,11 @@ def test_conversations_changed_since_score_are_refused(scored_copy, tmp_path, ca
     assert "these conversations changed since `score` read them" in err and str(edited) in err
 
 
-class TextServer:
+class TextServer(LoopbackServer):
     """A real HTTP server that answers every request 200 with text (a proxy's page, another service)."""
 
     def __init__(self) -> None:
-        from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-
-        class Handler(BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def _answer(self):  # the body read, then "OK" as text, whatever was asked
                 self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 self.send_response(200)
@@ -105,21 +104,7 @@ class TextServer:
 
             do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = _answer  # noqa: N815 (http.server's names)
 
-            def log_message(self, *args):
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_port}"
-
-    def __enter__(self):
-        import threading
-
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 def test_a_server_answering_text_is_one_line_naming_it(scored_copy, capsys):

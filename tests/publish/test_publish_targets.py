@@ -16,6 +16,7 @@ from calibration.cli import main
 from calibration.connectors.targets import TARGETS, PublishTarget
 from calibration.schema.build import command_config
 from calibration.schema.commands_publish import TARGET_KEYS, MlflowKeys, OtelKeys, PhoenixKeys, Publish
+from tests.loopback import LoopbackServer, QuietHandler
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -118,16 +119,13 @@ def test_rows_without_trace_ids_are_kept_apart_and_named(tmp_path):
     assert [r.rank for r in read_disagreements(tmp_path, top=2).rows] == [1]
 
 
-class _Proxy:
+class _Proxy(LoopbackServer):
     """A forward proxy on this machine that answers every request with 200 "OK" and records what it was asked."""
 
-    def __enter__(self) -> _Proxy:
-        import http.server
-        import threading
-
+    def __init__(self) -> None:
         seen = self.seen = []
 
-        class Handler(http.server.BaseHTTPRequestHandler):
+        class Handler(QuietHandler):
             def do_GET(self):  # noqa: N802
                 seen.append(self.path)  # a proxy is asked for the whole URL
                 self.send_response(200)
@@ -135,17 +133,7 @@ class _Proxy:
                 self.end_headers()
                 self.wfile.write(b"OK")
 
-            def log_message(self, *args):
-                pass
-
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
 
 @pytest.mark.parametrize("target", ["mlflow", "phoenix"])

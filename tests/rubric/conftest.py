@@ -34,18 +34,23 @@ def judge(server, http_client):
     """A judge config pointing at the fake server, with fast retries."""
     return {
         "http_client": http_client,
+        **fake_judge_settings(server.base_url, timeout=1.0, max_retries=3, max_backoff=1.0, samples=8),
+    }
+
+
+def fake_judge_settings(base_url: str, **settings) -> dict:
+    """A judge config for the fake server at `base_url` (no address or key from the environment, four requests
+    at once, short backoff), with `settings` over those."""
+    return {
         "backend": "chat",
         "model": "fake-judge",
-        "base_url": server.base_url,
+        "base_url": base_url,
         "api_key": "EMPTY",
         "base_url_env": None,
         "api_key_env": None,
         "concurrency": 4,
-        "timeout": 1.0,
-        "max_retries": 3,
         "backoff": 0.01,
-        "max_backoff": 1.0,
-        "samples": 8,
+        **settings,
     }
 
 

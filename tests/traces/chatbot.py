@@ -185,3 +185,20 @@ def _respond(
             tools.append({"role": "tool", "tool_call_id": call.call_id, "content": result})
             new.append({"type": "function_call_output", "call_id": call.call_id, "output": result})
     raise RuntimeError("the model kept calling tools")
+
+
+def chat_with_fake_server(
+    api: str = "chat", *, scope: Callable[[str], contextlib.AbstractContextManager[Any]] = no_scope
+) -> list[dict[str, Any]]:
+    """chat() (api="chat") or chat_responses() (api="responses") with the fake server's chatbot, tool calls on,
+    each turn inside `scope` (a tracing span, a session)."""
+    import openai
+
+    from rubric.servers.fake import FakeOpenAI
+
+    with FakeOpenAI() as server:
+        server.modes.add("tools")
+        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
+        conversations = (chat_responses if api == "responses" else chat)(client, scope=scope)
+        client.close()
+    return conversations

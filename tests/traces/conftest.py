@@ -5,35 +5,24 @@ from __future__ import annotations
 
 import pytest
 
-from tests.traces.servers import MlflowServer, PhoenixServer, ServerUnavailable, phoenix_server, shared_mlflow_server
+from tests.traces.servers import MlflowServer, PhoenixServer, phoenix_or_skip, shared_mlflow_or_skip
 
 
 @pytest.fixture(scope="session")
 def mlflow_tracking(request, tmp_path_factory) -> MlflowServer:
     """A running `mlflow server` (SQLite, a free port): its `url` is the tracking URI. One per session, shared
     with every other directory's tests that ask through `shared_mlflow_server`."""
-    try:
-        return shared_mlflow_server(request.config, tmp_path_factory)
-    except ServerUnavailable as exc:
-        pytest.skip(str(exc))
+    return shared_mlflow_or_skip(request.config, tmp_path_factory)
 
 
 @pytest.fixture(scope="session")
 def phoenix(tmp_path_factory) -> PhoenixServer:
     """A running `phoenix serve` (SQLite, a free port): its `url` is what import source=phoenix url= takes."""
-    try:
-        with phoenix_server(tmp_path_factory.mktemp("phoenix_server")) as server:
-            yield server
-    except ServerUnavailable as exc:
-        pytest.skip(str(exc))
+    yield from phoenix_or_skip(tmp_path_factory.mktemp("phoenix_server"))
 
 
 @pytest.fixture(scope="session")
 def phoenix_with_auth(tmp_path_factory) -> PhoenixServer:
     """A running `phoenix serve` with authentication on: every request needs an API key (`admin_key`, or a
     user's from `user_key(name)`)."""
-    try:
-        with phoenix_server(tmp_path_factory.mktemp("phoenix_auth"), auth=True) as server:
-            yield server
-    except ServerUnavailable as exc:
-        pytest.skip(str(exc))
+    yield from phoenix_or_skip(tmp_path_factory.mktemp("phoenix_auth"), auth=True)

@@ -42,10 +42,8 @@ def feed(
     session: bool = True,
 ) -> None:
     import mlflow
-    import openai
 
-    from rubric.servers.fake import FakeOpenAI
-    from tests.traces.chatbot import chat, chat_responses
+    from tests.traces.chatbot import chat_with_fake_server
 
     if spans_as_artifacts:
         from mlflow.tracing.export.mlflow_v3 import MlflowV3SpanExporter
@@ -64,11 +62,7 @@ def feed(
             trace_ids.append(span.trace_id)
             yield
 
-    with FakeOpenAI() as server:
-        server.modes.add("tools")
-        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
-        conversations = (chat_responses if api == "responses" else chat)(client, scope=traced_turn)
-        client.close()
+    conversations = chat_with_fake_server(api, scope=traced_turn)
     mlflow.flush_trace_async_logging()
     turns = [turn for conversation in conversations for turn in conversation["turns"]]
     for turn, trace_id in zip(turns, trace_ids, strict=True):

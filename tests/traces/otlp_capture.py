@@ -72,14 +72,12 @@ def capture(instrumentor: str, out: Path, api: str = "chat", *, session: bool = 
     """Have the chatbot's conversations under `instrumentor` (on `api`: chat or responses); write the spans
     (and log records) to `out`."""
     os.environ.update(ENVIRONMENT[instrumentor])
-    import openai
     from opentelemetry.sdk.resources import Resource
     from opentelemetry.sdk.trace import TracerProvider
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from rubric.servers.fake import FakeOpenAI
-    from tests.traces.chatbot import chat, chat_responses, no_scope
+    from tests.traces.chatbot import chat_with_fake_server, no_scope
 
     resource = Resource.create({"service.name": "support-bot"})
     spans = InMemorySpanExporter()
@@ -91,11 +89,7 @@ def capture(instrumentor: str, out: Path, api: str = "chat", *, session: bool = 
     scope = _instrument(instrumentor, provider, logger_provider)
     scope = scope if session else no_scope
 
-    with FakeOpenAI() as server:
-        server.modes.add("tools")
-        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
-        conversations = (chat_responses if api == "responses" else chat)(client, scope=scope)
-        client.close()
+    conversations = chat_with_fake_server(api, scope=scope)
     provider.force_flush()
 
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans

@@ -20,7 +20,6 @@ from pathlib import Path
 
 
 def feed(endpoint: str, project: str, out: Path, api: str = "chat") -> None:
-    import openai
     from openinference.instrumentation import using_session
     from openinference.instrumentation.openai import OpenAIInstrumentor
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
@@ -29,8 +28,7 @@ def feed(endpoint: str, project: str, out: Path, api: str = "chat") -> None:
     from opentelemetry.sdk.trace.export import SimpleSpanProcessor
     from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-    from rubric.servers.fake import FakeOpenAI
-    from tests.traces.chatbot import chat, chat_responses
+    from tests.traces.chatbot import chat_with_fake_server
 
     provider = TracerProvider(
         resource=Resource.create({"service.name": "support-bot", "openinference.project.name": project})
@@ -42,10 +40,7 @@ def feed(endpoint: str, project: str, out: Path, api: str = "chat") -> None:
     provider.add_span_processor(SimpleSpanProcessor(sent))
     OpenAIInstrumentor().instrument(tracer_provider=provider)
 
-    with FakeOpenAI() as server:
-        server.modes.add("tools")
-        client = openai.OpenAI(base_url=server.base_url, api_key="test", max_retries=0, timeout=30)
-        conversations = (chat_responses if api == "responses" else chat)(client, scope=using_session)
+    conversations = chat_with_fake_server(api, scope=using_session)
     provider.force_flush()
     calls = [
         {

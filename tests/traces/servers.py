@@ -17,24 +17,21 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import signal
-import socket
 import subprocess
-import time
 import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import pytest
+
+from tests.processes import ServerUnavailable, executable, free_port, stop, wait_healthy
+
 ROOT = Path(__file__).resolve().parents[2]
 MLFLOW_START_TIMEOUT = 240.0  # 19 s measured on 2 idle cores; several times that while other tests run
 OFFLINE_ENV = {"MLFLOW_DISABLE_TELEMETRY": "true", "DO_NOT_TRACK": "true"}
 """Environment for every MLflow process of the tests, server and clients: nothing tries to reach outside."""
-
-
-class ServerUnavailable(RuntimeError):
-    """The server is not installed or did not start: the tests that need it skip with this reason."""
 
 
 @dataclass
@@ -63,19 +60,6 @@ def mlflow_venv() -> Path | None:
         if (candidate / "bin" / "mlflow").is_file() and os.access(candidate / "bin" / "mlflow", os.X_OK):
             return candidate
     return None
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def healthy(url: str) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with contextlib.suppress(OSError), opener.open(url + "/health", timeout=2) as reply:
-        return reply.status == 200
-    return False
 
 
 @contextlib.contextmanager
@@ -123,14 +107,7 @@ def mlflow_server(home: Path, *, auth: bool = False) -> Iterator[MlflowServer]:
         proc = subprocess.Popen(cmd, env=env, cwd=home, stdout=sink, stderr=subprocess.STDOUT, start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + MLFLOW_START_TIMEOUT
-        while not healthy(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                raise ServerUnavailable(
-                    f"mlflow server did not start within {MLFLOW_START_TIMEOUT:.0f} s ({tail[0][:200]})"
-                )
-            time.sleep(0.5)
+        wait_healthy(proc, url, log, name="mlflow server", timeout=MLFLOW_START_TIMEOUT, every=0.5)
         yield MlflowServer(url, venv / "bin" / "python", home, log, MLFLOW_ADMIN if auth else None, proc)
     finally:
         stop(proc)
@@ -157,17 +134,13 @@ def shared_mlflow_server(config: Any, tmp_path_factory: Any) -> MlflowServer:
     return known
 
 
-def stop(proc: subprocess.Popen) -> None:
-    """Stop a server and the workers it started (its own process group: also when the server itself has died,
-    which would leave its workers running)."""
-    with contextlib.suppress(ProcessLookupError):
-        os.killpg(proc.pid, signal.SIGTERM)
+def shared_mlflow_or_skip(config: Any, tmp_path_factory: Any) -> MlflowServer:
+    """shared_mlflow_server() for a fixture: the test that asks for it skips, with the reason, where the server
+    is not installed or did not start."""
     try:
-        proc.wait(timeout=20)
-    except subprocess.TimeoutExpired:
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
+        return shared_mlflow_server(config, tmp_path_factory)
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))
 
 
 # Phoenix ------------------------------------------------------------------------------------------------------
@@ -235,12 +208,7 @@ class PhoenixServer:
 
 def phoenix_executable() -> Path | None:
     """`phoenix` of the environment ROLE_RUBRIC_PHOENIX names (or that executable), else of ROOT/.venv-phoenix."""
-    named = os.environ.get("ROLE_RUBRIC_PHOENIX")
-    for candidate in ([Path(named)] if named else []) + [ROOT / ".venv-phoenix"]:
-        exe = candidate / "bin" / "phoenix" if candidate.is_dir() else candidate
-        if exe.is_file() and os.access(exe, os.X_OK):
-            return exe
-    return None
+    return executable("ROLE_RUBRIC_PHOENIX", ROOT / ".venv-phoenix", "phoenix")
 
 
 def phoenix_environment(home: Path, port: int, grpc_port: int, **settings: str) -> dict[str, str]:
@@ -259,13 +227,6 @@ def phoenix_environment(home: Path, port: int, grpc_port: int, **settings: str) 
         "PHOENIX_DISABLE_AGENT_ASSISTANT": "true",
         **settings,
     }
-
-
-def _phoenix_healthy(url: str) -> bool:
-    opener = urllib.request.build_opener(urllib.request.ProxyHandler({}))
-    with contextlib.suppress(OSError), opener.open(url + "/healthz", timeout=2) as reply:
-        return reply.status == 200
-    return False
 
 
 @contextlib.contextmanager
@@ -290,14 +251,17 @@ def phoenix_server(home: Path, *, auth: bool = False) -> Iterator[PhoenixServer]
         )
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + PHOENIX_START_TIMEOUT
-        while not _phoenix_healthy(url):
-            if proc.poll() is not None or time.monotonic() > deadline:
-                tail = log.read_text(errors="replace").strip().splitlines()[-1:] or ["no output"]
-                raise ServerUnavailable(
-                    f"phoenix serve did not start within {PHOENIX_START_TIMEOUT:.0f} s ({tail[0][:200]})"
-                )
-            time.sleep(0.5)
+        wait_healthy(proc, url, log, name="phoenix serve", timeout=PHOENIX_START_TIMEOUT, probe="/healthz", every=0.5)
         yield PhoenixServer(url, url + "/v1/traces", home, log, PHOENIX_AUTH["PHOENIX_ADMIN_SECRET"] if auth else None)
     finally:
         stop(proc)
+
+
+def phoenix_or_skip(home: Path, *, auth: bool = False) -> Iterator[PhoenixServer]:
+    """phoenix_server() for a session fixture (`yield from`): the tests that ask for it skip, with the reason,
+    where Phoenix is not installed or did not start."""
+    try:
+        with phoenix_server(home, auth=auth) as server:
+            yield server
+    except ServerUnavailable as exc:
+        pytest.skip(str(exc))

@@ -3,8 +3,10 @@ asked, and the judge's requests answered exactly as before (a judge request is n
 
 from __future__ import annotations
 
+import contextlib
 import json
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -19,6 +21,19 @@ from tests.traces.chatbot import SCRIPTS, chat, chat_responses, track_parcel
 ROOT = Path(__file__).resolve().parents[2]
 
 
+@contextlib.contextmanager
+def chatbot_server() -> Iterator[tuple[FakeOpenAI, openai.OpenAI]]:
+    """The fake server with its chatbot's tool calls on, keeping the request bodies, and a client of it."""
+    with FakeOpenAI() as server:
+        server.modes.add("tools")
+        server.keep_bodies = True
+        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=10)
+        try:
+            yield server, client
+        finally:
+            client.close()
+
+
 def _post(server: FakeOpenAI, body: dict) -> dict:
     request = urllib.request.Request(
         server.base_url + "/chat/completions", data=json.dumps(body).encode(), headers={"Content-Type": "x"}
@@ -29,10 +44,7 @@ def _post(server: FakeOpenAI, body: dict) -> dict:
 
 
 def test_the_chatbot_has_its_conversations_and_the_agent_calls_its_tool_once_per_message():
-    with FakeOpenAI() as server:
-        server.modes.add("tools")
-        server.keep_bodies = True
-        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=10)
+    with chatbot_server() as (server, client):
         first = chat(client)
         again = chat(client)
     assert first == again  # the replies are fixed by the conversation
@@ -70,13 +82,9 @@ def test_judge_requests_are_answered_as_a_judge_would_not_as_a_chatbot():
 def test_the_responses_api_answers_after_the_stored_history_as_chat_completions_would():
     """/v1/responses: the same replies as Chat Completions for the same conversation (the server keeps each
     response's history for previous_response_id), a function_call item for the agent, then its answer."""
-    with FakeOpenAI() as server:
-        server.modes.add("tools")
-        server.keep_bodies = True
-        client = openai.OpenAI(base_url=server.base_url, api_key="x", max_retries=0, timeout=10)
+    with chatbot_server() as (server, client):
         on_chat = chat(client)
         on_responses = chat_responses(client)
-        client.close()
     for a, b in zip(on_chat, on_responses, strict=True):
         assert [t["user"] for t in a["turns"]] == [t["user"] for t in b["turns"]]
         assert [t["assistant"] for t in a["turns"]] == [t["assistant"] for t in b["turns"]]

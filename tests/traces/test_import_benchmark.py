@@ -4,26 +4,12 @@ every conversation back, and prints (and saves) spans per second and peak memory
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.benchmark_runs import run_benchmark
 
 
 def test_the_import_benchmark_runs_small(tmp_path):
-    env = {**os.environ, "ROLE_RUBRIC_RESULTS": str(tmp_path)}  # never over benchmarks/results/
-    done = subprocess.run(
-        [sys.executable, str(ROOT / "benchmarks" / "import_traces.py"), "--spans", "3000", "--files", "2"],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    printed = json.loads(done.stdout)
+    printed = run_benchmark("import_traces.py", "--spans", "3000", "--files", "2", results=tmp_path, timeout=300)
     assert printed["spans"] >= 3000 and printed["bytes"] > 1000 * printed["spans"] // 2
     assert printed["conversations"] >= 50 and printed["turns"] > 2 * printed["conversations"]
     assert printed["llm_calls"] >= printed["turns"]  # a tool turn takes two calls

@@ -92,22 +92,32 @@ def imported(files: Path, out: Path) -> list[dict[str, Any]]:
 @pytest.mark.parametrize("instrumentor", CASES)
 def test_the_import_gives_back_the_conversations_the_chatbot_had(tmp_path, instrumentor):
     files, expected = capture(instrumentor, tmp_path)
-    records = {r["conversation_id"]: r for r in imported(files, tmp_path / "imported")}
+    records, spans = assert_comes_back(files, expected, tmp_path / "imported")
+    for got in records.values():
+        first_reply = int(spans[got["turns"][0]["span_id"]]["startTimeUnixNano"])
+        started = datetime.fromisoformat(got["started_at"].replace("Z", "+00:00")).timestamp()
+        assert first_reply / 1e9 - 60 < started <= first_reply / 1e9 + 1e-6
+
+
+def assert_comes_back(
+    files: Path, expected: list[dict[str, Any]], out: Path, *, call_ids: bool = True
+) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The import of the captured `files` gives back the conversations the chatbot had: its roles, one turn per
+    user message, in order, the text as said (an agent's two calls are one turn), the tools kept with their turn
+    and ids naming the call that wrote the reply. Returns the imported records by conversation id, and the spans."""
+    records = {r["conversation_id"]: r for r in imported(files, out)}
     assert sorted(records) == sorted(c["conversation_id"] for c in expected)
     spans = spans_of(files)
     for want in expected:
         got = records[want["conversation_id"]]
         assert got["chatbot_role"] == want["chatbot_role"]
-        # one turn per user message, in order, the text as said: an agent's two calls are one turn
         assert [(t["user"], t["assistant"]) for t in got["turns"]] == [
             (t["user"], t["assistant"]) for t in want["turns"]
         ]
         for got_turn, want_turn in zip(got["turns"], want["turns"], strict=True):
-            assert_tools_kept(got_turn, want_turn)
+            assert_tools_kept(got_turn, want_turn, call_ids=call_ids)
             assert_ids_name_the_reply(got_turn, spans)
-        first_reply = int(spans[got["turns"][0]["span_id"]]["startTimeUnixNano"])
-        started = datetime.fromisoformat(got["started_at"].replace("Z", "+00:00")).timestamp()
-        assert first_reply / 1e9 - 60 < started <= first_reply / 1e9 + 1e-6
+    return records, spans
 
 
 def assert_tools_kept(got: dict[str, Any], want: dict[str, Any], *, call_ids: bool = True) -> None:
@@ -150,18 +160,7 @@ def test_a_responses_api_chatbot_comes_back_exactly(tmp_path, instrumentor):
     under each instrumentor that records it: roles from `instructions`, turns from input items and output
     text, function calls and their outputs as tool steps, ids naming the call that wrote the reply."""
     files, expected = capture(instrumentor, tmp_path, "responses")
-    records = {r["conversation_id"]: r for r in imported(files, tmp_path / "imported")}
-    assert sorted(records) == sorted(c["conversation_id"] for c in expected)
-    spans = spans_of(files)
-    for want in expected:
-        got = records[want["conversation_id"]]
-        assert got["chatbot_role"] == want["chatbot_role"]
-        assert [(t["user"], t["assistant"]) for t in got["turns"]] == [
-            (t["user"], t["assistant"]) for t in want["turns"]
-        ]
-        for got_turn, want_turn in zip(got["turns"], want["turns"], strict=True):
-            assert_tools_kept(got_turn, want_turn, call_ids=instrumentor not in ITEM_IDS)
-            assert_ids_name_the_reply(got_turn, spans)
+    assert_comes_back(files, expected, tmp_path / "imported", call_ids=instrumentor not in ITEM_IDS)
 
 
 def test_responses_chained_by_previous_response_id_are_one_conversation_without_a_session(tmp_path):

@@ -31,7 +31,8 @@ from rubric.errors import InputError
 from rubric.servers.fake import FakeOpenAI
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.spans import Annotation, Span
-from tests.traces.servers import OFFLINE_ENV, MlflowServer, ServerUnavailable, mlflow_server, stop
+from tests.processes import ServerUnavailable, stop
+from tests.traces.servers import OFFLINE_ENV, MlflowServer, mlflow_server
 
 ROOT = Path(__file__).resolve().parents[2]
 mlflow = pytest.importorskip("mlflow", reason="source=mlflow needs mlflow-skinny (the [mlflow] extra)")

@@ -8,7 +8,7 @@ import json
 import pytest
 
 from calibration.connectors.trace_import import selection_of
-from calibration.schema.commands_import import OtelKeys
+from calibration.schema.source_keys import OtelKeys
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.otlp import OtlpFiles
@@ -34,6 +34,14 @@ def strip(spans, *keys):
     for s in spans:
         s["attributes"] = [a for a in s["attributes"] if a["key"] not in keys]
     return spans
+
+
+def without(convention, *prefixes):
+    """A conversation's export in `convention` without the attributes whose keys start with one of `prefixes`."""
+    spans = conversation_spans(convention, 1, "c1")
+    return jsonl(
+        [request(strip(spans, *[a["key"] for s in spans for a in s["attributes"] if a["key"].startswith(prefixes)]))]
+    )
 
 
 def good_lines(n=1):
@@ -76,39 +84,11 @@ CASES = {
         r".*OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true",
     ),
     "no content, OpenInference": (
-        lambda: jsonl(
-            [
-                request(
-                    strip(
-                        conversation_spans("openinference", 1, "c1"),
-                        *[
-                            a["key"]
-                            for s in conversation_spans("openinference", 1, "c1")
-                            for a in s["attributes"]
-                            if a["key"].startswith("llm.")
-                        ],
-                    )
-                )
-            ]
-        ),
+        lambda: without("openinference", "llm."),
         r"hold no message content.*OPENINFERENCE_HIDE_INPUTS=false",
     ),
     "no content, OpenLLMetry": (
-        lambda: jsonl(
-            [
-                request(
-                    strip(
-                        conversation_spans("openllmetry", 1, "c1"),
-                        *[
-                            a["key"]
-                            for s in conversation_spans("openllmetry", 1, "c1")
-                            for a in s["attributes"]
-                            if a["key"].startswith(("gen_ai.prompt", "gen_ai.completion"))
-                        ],
-                    )
-                )
-            ]
-        ),
+        lambda: without("openllmetry", "gen_ai.prompt", "gen_ai.completion"),
         r"hold no message content.*TRACELOOP_TRACE_CONTENT=true",
     ),
     "no conversation id": (

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import gzip
 import json
-import tracemalloc
 
 import pytest
 from google.protobuf.json_format import ParseDict
@@ -16,7 +15,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
 from rubric.traces.otlp import OtlpFiles
-from tests.traces.otlp_json import conversation_spans, jsonl, request, span
+from tests.traces.otlp_json import conversation_spans, jsonl, request
 
 
 def requests(n: int = 3) -> list[dict]:
@@ -70,37 +69,6 @@ def test_a_folder_finds_gzipped_and_protobuf_exports_beside_json(tmp_path):
     source = OtlpFiles(tmp_path)
     assert [p.name for p in source.paths] == ["a.jsonl", "b.jsonl.gz", "c.pb.gz"]
     assert [r["conversation_id"] for r in imported(tmp_path)] == ["c0", "c1", "c2"]
-
-
-def _write_gz(path, extra_per_line: int) -> None:
-    lines = []
-    for i in range(20):
-        lines.append(request(conversation_spans("genai", 1 + 10 * i, f"c{i}", start=100 * i)))
-        for k in range(extra_per_line // 100):  # the other spans of those traces: most of an export
-            lines.append(request([span(1 + 10 * i, 10_000 * (i + 1) + 100 * k + n, 100 * i, {"db.query.text": "SELECT 1" * 20}, name="SELECT") for n in range(100)]))  # fmt: skip
-    with gzip.open(path, "wt") as f:
-        f.write(jsonl(lines))
-
-
-def _peak(path) -> tuple[int, list]:
-    tracemalloc.start()
-    try:
-        selection = TraceSelection()
-        out = assemble(OtlpFiles(path, only=selection.read_keys()).spans(), selection, source={}, description="t")
-        return tracemalloc.get_traced_memory()[1], out.records
-    finally:
-        tracemalloc.stop()
-
-
-def test_a_gzipped_export_is_read_as_a_stream(tmp_path):
-    small, big = tmp_path / "small.jsonl.gz", tmp_path / "big.jsonl.gz"
-    _write_gz(small, 100)
-    _write_gz(big, 2000)
-    assert len(gzip.decompress(big.read_bytes())) > 10 * len(gzip.decompress(small.read_bytes()))
-    small_peak, small_records = _peak(small)
-    big_peak, big_records = _peak(big)
-    assert big_records == small_records
-    assert big_peak < 1.5 * small_peak, (small_peak, big_peak)
 
 
 def _cut(data: bytes) -> bytes:

@@ -25,10 +25,11 @@ import pytest
 from calibration.cli import main
 from calibration.connectors.phoenix.source import PhoenixSource, PhoenixTraces
 from calibration.connectors.phoenix.spans import otlp_attributes
-from calibration.schema.commands_import import PhoenixKeys
+from calibration.schema.source_keys import PhoenixKeys
 from rubric.errors import InputError
 from rubric.traces.assemble import TraceSelection, assemble
-from tests.traces.servers import ROOT, free_port
+from tests.processes import free_port
+from tests.traces.servers import ROOT
 
 QUESTIONS = ("scope", "tone", "prohibited", "next_step", "overall")  # conf/rubric/role_adherence.yaml
 LLM_CALLS = 9  # 3 + 2 user messages answered in one call each, 2 answered by the agent in two calls each

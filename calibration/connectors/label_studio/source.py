@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from calibration.connectors.labels_import import import_labels
-from calibration.schema.commands_import import LabelStudioKeys
+from calibration.schema.source_keys import LabelStudioKeys
 
 __all__ = ["EXPORT_NAME", "LabelStudioLabels"]
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from calibration.connectors.trace_import import import_traces
-from calibration.schema.commands_import import MlflowKeys
+from calibration.schema.source_keys import MlflowKeys
 from rubric.errors import InputError
 from rubric.secrets import looks_like_secret, mask_secrets
 from rubric.traces.assemble import TraceSelection

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 from calibration.connectors.trace_import import import_traces
-from calibration.schema.commands_import import OtelKeys
+from calibration.schema.source_keys import OtelKeys
 from rubric.traces.assemble import TraceSelection
 from rubric.traces.spans import Annotation, Span
 

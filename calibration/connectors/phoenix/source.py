@@ -29,7 +29,7 @@ from typing import Any, ClassVar
 
 from calibration.connectors.phoenix.spans import annotation_of, span_of
 from calibration.connectors.trace_import import import_traces
-from calibration.schema.commands_import import PhoenixKeys
+from calibration.schema.source_keys import PhoenixKeys
 from rubric.errors import InputError
 from rubric.notices import warn_data
 from rubric.secrets import looks_like_secret

@@ -12,7 +12,6 @@ settings, which the command's schema names, do not).
 
 from __future__ import annotations
 
-import importlib
 from typing import Any
 
 _EXPORTS = {
@@ -25,6 +24,6 @@ __all__ = sorted(_EXPORTS)
 
 
 def __getattr__(name: str) -> Any:
-    if name in _EXPORTS:
-        return getattr(importlib.import_module(_EXPORTS[name]), name)
-    raise AttributeError(f"module 'rubric.judge.batch' has no attribute {name!r}")
+    from rubric.plugins import lazy_attribute  # here, so that importing the package imports nothing more
+
+    return lazy_attribute(__name__, _EXPORTS, name)
