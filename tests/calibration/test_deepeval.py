@@ -32,7 +32,7 @@ from deepeval.errors import MismatchedTestCaseInputsError, MissingTestCaseParams
 from deepeval.evaluate.configs import AsyncConfig, DisplayConfig, ErrorConfig  # noqa: E402
 from deepeval.test_case import ConversationalTestCase, Turn  # noqa: E402
 
-import calibration.api  # noqa: E402
+import calibration.api.role_adherence  # noqa: E402
 from calibration.api import RoleAdherence  # noqa: E402
 from calibration.connectors.deepeval.metric import RoleRubricMetric, conversation_from_test_case  # noqa: E402
 from calibration.data.dataset import load_dataset  # noqa: E402
@@ -225,7 +225,7 @@ def test_a_measure_is_the_async_gather(fake_judge, convs, monkeypatch, tmp_path)
         coro.close()
         raise AssertionError("a_measure went through the sync path")
 
-    monkeypatch.setattr(calibration.api, "run_sync", no_sync)
+    monkeypatch.setattr(calibration.api.role_adherence, "run_sync", no_sync)  # where RoleAdherence looks it up
     metric = RoleRubricMetric(judge=judge, cache=tmp_path / "requests.sqlite")
     for _ in range(2):  # four test cases at once on one cache file; the second run asks nothing
         result = evaluate(
