@@ -1,12 +1,16 @@
 """Secrets kept out of what role-rubric shows: `mask_secrets` removes API keys and tokens from text a server
 sent back (an error body that echoes the request's headers) or a URL, and `looks_like_secret` tells a key
 given where a variable's name belongs. One home for the judge client, the REST client, the trace readers
-and the config checks alike.
+and the config checks alike. `secret_in_env` reads a token from the variable token_env= names, for every
+service that takes one.
 """
 
 from __future__ import annotations
 
+import os
 import re
+
+from rubric.errors import InputError
 
 _SECRET_PATTERNS = (
     re.compile(r"(?i)(bearer\s+)[^\s\"',;]+"),
@@ -49,3 +53,16 @@ def looks_like_secret(text: str) -> bool:
         and bool(re.search(r"[a-z]", text))
         and bool(re.search(r"[A-Z]", text))
     )
+
+
+def secret_in_env(name: str, *, what: str, fix: str) -> str:
+    """The value of the environment variable `name` (stripped; "" where it is unset), after refusing a `name`
+    that looks like the secret itself, which must never be echoed (what: "token", "API key"; fix: how to pass
+    it instead). Whether an empty value is an error is the caller's: some services need no authentication."""
+    if looks_like_secret(name):
+        raise InputError(
+            f"token_env= is given what looks like the {what} itself (not shown here); it takes the name of an "
+            "environment variable.",
+            fix=fix,
+        )
+    return os.environ.get(name, "").strip()

@@ -10,11 +10,10 @@ again whenever the server refuses an expired one mid-import), and a legacy token
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from rubric.errors import InputError
-from rubric.secrets import looks_like_secret, mask_secrets
+from rubric.secrets import mask_secrets, secret_in_env
 from rubric.transport.rest import HttpRefused, NotJson, RestClient
 
 PAGE = 500  # tasks per request when listing or adding tasks
@@ -183,14 +182,12 @@ def api_token(token_env: str) -> str:
     """Label Studio's API token from the environment variable named `token_env` (the key token_env=), or one
     clear error: the variable unset or empty, or token_env= given what looks like the token itself."""
     name = str(token_env)
-    if looks_like_secret(name):
-        raise InputError(
-            "token_env= is given what looks like the token itself (not shown here); it takes the name "
-            "of an environment variable.",
-            fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that "
-            "variable); the token never goes on the command line.",
-        )
-    token = os.environ.get(name, "").strip()
+    token = secret_in_env(
+        name,
+        what="token",
+        fix="export LABEL_STUDIO_API_KEY=<your token> and leave token_env= out (or name that variable); the token "
+        "never goes on the command line.",
+    )
     if not token:
         raise InputError(
             f"url= needs Label Studio's API token in the environment variable {name}, which is not set.",

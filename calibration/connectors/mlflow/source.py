@@ -34,7 +34,7 @@ from typing import Any, ClassVar
 from calibration.connectors.trace_import import import_traces
 from calibration.schema.source_keys import MlflowKeys
 from rubric.errors import InputError
-from rubric.secrets import looks_like_secret, mask_secrets
+from rubric.secrets import mask_secrets, secret_in_env
 from rubric.traces.assemble import TraceSelection
 from rubric.traces.mlflow_trace import spans_of_trace
 from rubric.traces.spans import Annotation, Span
@@ -317,13 +317,11 @@ def _token(token_env: str | None) -> str | None:
     a variable named on purpose must be set, and a name that looks like the token itself is refused."""
     if not token_env:
         return None
-    if looks_like_secret(token_env):
-        raise InputError(
-            "token_env= is given what looks like the token itself (not shown here); it takes the name of an "
-            "environment variable.",
-            fix=f"export {TOKEN_ENV}=<your token> and leave token_env= out; the token never goes on the command line.",
-        )
-    token = os.environ.get(token_env, "").strip()
+    token = secret_in_env(
+        token_env,
+        what="token",
+        fix=f"export {TOKEN_ENV}=<your token> and leave token_env= out; the token never goes on the command line.",
+    )
     if not token:
         raise InputError(
             f"token_env={token_env} names an environment variable that is not set.",

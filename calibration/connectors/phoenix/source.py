@@ -21,7 +21,6 @@ token_env= names another; it is sent as a bearer token and never shown: every me
 from __future__ import annotations
 
 import base64
-import os
 import urllib.parse
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -32,7 +31,7 @@ from calibration.connectors.trace_import import import_traces
 from calibration.schema.source_keys import PhoenixKeys
 from rubric.errors import InputError
 from rubric.notices import warn_data
-from rubric.secrets import looks_like_secret
+from rubric.secrets import secret_in_env
 from rubric.traces.assemble import TraceSelection
 from rubric.traces.spans import Annotation, Span
 from rubric.transport.rest import HttpRefused, NotJson, RestClient, base_url
@@ -306,13 +305,11 @@ def api_key(token_env: str | None) -> str | None:
     """The API key from `token_env` (None: PHOENIX_API_KEY, optional: a Phoenix without authentication needs
     none); a variable named on purpose must be set, and a name that looks like the key itself is refused."""
     name = token_env or TOKEN_ENV
-    if looks_like_secret(name):
-        raise InputError(
-            "token_env= is given what looks like the API key itself (not shown here); it takes the name of an "
-            "environment variable.",
-            fix=f"export {TOKEN_ENV}=<your key> and leave token_env= out; the key never goes on the command line.",
-        )
-    key = os.environ.get(name, "").strip()
+    key = secret_in_env(
+        name,
+        what="API key",
+        fix=f"export {TOKEN_ENV}=<your key> and leave token_env= out; the key never goes on the command line.",
+    )
     if not key and token_env:
         raise InputError(
             f"token_env={name} names an environment variable that is not set.",
