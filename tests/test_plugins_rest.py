@@ -3,15 +3,15 @@ HTTP server on this machine."""
 
 from __future__ import annotations
 
+import contextlib
 import json
-import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
 from rubric.errors import InputError
 from rubric.plugins import Plugin, Registry
 from rubric.transport.rest import HttpRefused, RestClient, opener_for
+from tests.loopback import LoopbackServer, QuietHandler
 
 
 def test_registry_loads_lazily_and_names_the_choices():
@@ -33,48 +33,35 @@ def test_registry_checks_the_extra_before_importing(monkeypatch):
         registry.load("mlflow", by="publish target=mlflow")
 
 
-class _Server:
-    """A real HTTP server answering from a script of (status, body) per request, recording what it got."""
+def _scripted(script, seen):
+    """A handler answering each request with the next (status, body) of `script`, recording what it got."""
 
-    def __init__(self, script):
-        self.script = list(script)
-        self.seen: list[tuple[str, str, bytes, str]] = []
-        outer = self
+    class Handler(QuietHandler):
+        def _answer(self):
+            length = int(self.headers.get("Content-Length") or 0)
+            seen.append((self.command, self.path, self.rfile.read(length), self.headers.get("Authorization")))
+            status, body = script.pop(0) if script else (200, b"{}")
+            self.send_response(status)
+            self.end_headers()
+            self.wfile.write(body)
 
-        class Handler(BaseHTTPRequestHandler):
-            def _answer(self):
-                length = int(self.headers.get("Content-Length") or 0)
-                outer.seen.append((self.command, self.path, self.rfile.read(length), self.headers.get("Authorization")))
-                status, body = outer.script.pop(0) if outer.script else (200, b"{}")
-                self.send_response(status)
-                self.end_headers()
-                self.wfile.write(body)
+        do_GET = do_POST = _answer
 
-            do_GET = do_POST = _answer
-
-            def log_message(self, *args):
-                pass
-
-        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
-        threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.httpd.shutdown()
-        self.httpd.server_close()
+    return Handler
 
 
 @pytest.fixture
-def server(request):
-    made = []
+def server():
+    """start(*script): a real HTTP server on the loopback answering from the script; `.seen` what it got."""
+    with contextlib.ExitStack() as stack:
 
-    def start(*script):
-        made.append(_Server(script))
-        return made[-1]
+        def start(*script):
+            seen: list[tuple[str, str, bytes, str]] = []
+            running = stack.enter_context(LoopbackServer(_scripted(list(script), seen)))
+            running.seen = seen
+            return running
 
-    yield start
-    for s in made:
-        s.close()
+        yield start
 
 
 def _client(url, **kw):
