@@ -2,11 +2,15 @@
 against degraded copies of the whole judge, with the real reviewers, at 20, 50 and 100 labelled conversations.
 
 A degraded copy is the whole judge made worse, every question's distributions together, as a worse model or
-prompt would be, and nothing in it is invented: it is the real distributions resampled across dialogues.
-  - shuffled-25 / shuffled-50: a quarter / half of the dialogues (drawn at random) get the distributions of
-    another of those dialogues, for every question at once (a random permutation among them);
+prompt would be, and nothing in it is invented: it is the real distributions resampled across dialogues, or the
+anchors' own sampled answers.
+  - shuffled-25 / shuffled-50 / shuffled-100: a quarter / half / all of the dialogues (drawn at random) get the
+    distributions of another of those dialogues, for every question at once (a random permutation among them);
+    shuffled-100 is a judge that reads the wrong conversation, one with no information at all;
   - mixed-50: every dialogue's distributions are averaged 50/50 with those of one random other dialogue
-    (the same other dialogue for every question).
+    (the same other dialogue for every question);
+  - no-logprobs: the judge without its log-probabilities, its one sampled answer per question (the anchors'
+    `sample_llm` column, a real GPT-3.5 sample) as a one-hot distribution.
 Flattening toward uniform (a temperature) is left out: it can be undone, so a calibrator loses little by it
 and a copy that is not worse would only measure ties.
 
@@ -15,21 +19,28 @@ Each copy is compared with the real judge pairwise, as a team compares two set-u
 calibrator, so that many draws fit in minutes; 5 shared folds) and `compare_loaded` (the stage of
 `role-rubric compare-judges`) compares the real judge with each copy. The truth of that draw: each judge's
 calibrator trained on the same n dialogues and scored (RMSE) on the held-out ones (the other 223 - n).
-Reported per size, question and copy, under two rules computed on the same draws and bootstrap resamples:
-the per-question rule (each question's own paired RMSE difference) and the pooled one (the differences shrunk
+Reported per size, question and copy, under three rules computed on the same draws and bootstrap resamples:
+the per-question rule (each question's own paired RMSE difference), the pooled one (the differences shrunk
 toward the pair's mean over the questions, normal-normal empirical Bayes with the between-question variance
-estimated from the data: choice.py `shrink`): how often the recommendation picks the real judge, how often the
-pick is flagged within noise, how often the real judge is better held out, and the label multiplier (the copy's
-labelled conversations for the same release-estimate width, as a multiple of the real judge's). The
-acceptance (issue 62): the recommendation picks the real judge in most draws on every question and against
-every copy from 50 labelled conversations on; `acceptance` (and `acceptance_pooled`) says where it holds and
-where it does not. The one-question scenario (ONE_QUESTION, SCENARIO) checks that pooling still finds a judge
-better on one question only.
+estimated from the data: choice.py `shrink`) and the whole judge (the RMSE averaged over the questions:
+choice.py `whole_judge`): how often the recommendation picks the real judge, how often the pick is flagged
+within noise, how often the real judge is better held out, and the label multiplier (the copy's labelled
+conversations for the same release-estimate width, as a multiple of the real judge's).
+
+The information ceiling (`information`): on all 223 dialogues, the real judge against shuffled-100 per question.
+Where even a judge with no information at all is within noise of the real one with every dialogue labelled,
+the real judge tells the reviewers' answers to that question little beyond what each reviewer's habits
+already do, and no rule can prefer it reliably from 50 labelled conversations. The acceptance (issue 62): the
+recommendation picks the real judge in most draws on every question and against every copy from 50 labelled
+conversations on; `acceptance` (per-question rule) and `acceptance_pooled` say where it holds as written,
+`acceptance_informative` on the questions the ceiling finds informative, and `acceptance_whole_judge` for the
+verdict on the whole judge. The one-question scenario (ONE_QUESTION, SCENARIO) checks that pooling still finds a
+judge better on one question only.
 
 The bundled part (benchmarks/_bundled_judges.py): the offline judges of data/role_adherence compared as the
 how-to compares them, on every conversation, with the recommendation and its noise as measured.
 
-    python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 6] [--no-bundled]
+    python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 10] [--no-bundled]
 """
 
 from __future__ import annotations
@@ -55,7 +66,15 @@ from calibration.judges.data import fold_of_rows, load_judges, shared_folds
 from calibration.judges.stage import compare_loaded
 
 SIZES = (20, 50, 100)
-COPIES = {"shuffled-25": ("shuffled", 0.25), "shuffled-50": ("shuffled", 0.5), "mixed-50": ("mixed", 0.5)}
+COPIES = {
+    "shuffled-25": ("shuffled", 0.25),
+    "shuffled-50": ("shuffled", 0.5),
+    "shuffled-100": ("shuffled", 1.0),
+    "mixed-50": ("mixed", 0.5),
+    "no-logprobs": ("sampled", 1.0),
+}
+NO_INFORMATION = "shuffled-100"
+"""The copy with no information about any dialogue: the information ceiling compares the real judge with it."""
 ONE_QUESTION = "Q7"
 SCENARIO = f"{ONE_QUESTION}-real"
 """The one-question scenario: SCENARIO is shuffled-50's kind of copy (another permutation) on every question but
@@ -69,6 +88,21 @@ ACCEPT_FROM = 50
 ACCEPT_SHARE = 0.5
 """The acceptance: from ACCEPT_FROM labelled conversations on, the real judge is the pick in more than this
 share of the draws, on every question and against every copy."""
+
+
+def sampled_only(llm: pd.DataFrame, evaluations: Path) -> pd.DataFrame:
+    """The long llm.csv frame with each distribution replaced by the anchors' one sampled answer (`sample_llm`,
+    llm_evaluations.tsv) as a one-hot distribution: the judge as it would be without log-probabilities."""
+    tsv = pd.read_csv(evaluations, sep="\t", dtype={"text_id": str, "criterion": str})
+    sample = tsv.set_index(["text_id", "criterion"])["sample_llm"]
+    drawn = sample.reindex(pd.MultiIndex.from_arrays([llm["conversation_id"], llm["question_id"]])).to_numpy()
+    if pd.isna(drawn).any():
+        raise ValueError(f"{evaluations}: a (dialogue, question) of llm.csv has no sample_llm")
+    out = llm.copy()
+    out["prob"] = (out["option"].astype(int).to_numpy() == drawn.astype(int)).astype(float)
+    if not np.allclose(out.groupby(["conversation_id", "question_id"])["prob"].sum(), 1.0):
+        raise ValueError(f"{evaluations}: a sample_llm is not one of its question's options")
+    return out
 
 
 def degrade(llm: pd.DataFrame, kind: str, amount: float, seed: int, keep: tuple[str, ...] = ()) -> pd.DataFrame:
@@ -115,7 +149,9 @@ def write_judges(anchors: Path, work: Path, seed: int, spoil_one: bool = False) 
         d.mkdir()
         for f in ("rubric.yaml", "labels.csv"):
             (d / f).write_bytes((real / f).read_bytes())
-        degrade(llm, kind, amount, seed + 1 + i).to_csv(d / "llm.csv", index=False)
+        copy = sampled_only(llm, anchors / "llm_evaluations.tsv") if kind == "sampled" else None
+        copy = degrade(llm, kind, amount, seed + 1 + i) if copy is None else copy
+        copy.to_csv(d / "llm.csv", index=False)
         dirs.append(d)
     d = work / SCENARIO
     d.mkdir()
@@ -159,6 +195,14 @@ def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5, pairs=PAIRS) -> 
         )
         name = pair_name(ref, other)
         out[name] = {}
+        whole = result["overall"]["whole_judge"]
+        wsign = 1.0 if whole["pick"] == ref else -1.0
+        whole_record = {
+            "whole_picks_ref": whole["pick"] == ref,
+            "whole_within_noise": whole["within_noise"],
+            "whole_other_minus_ref": -wsign * whole["rmse_difference"],
+            "whole_interval": sorted([-wsign * whole["rmse_difference_low"], -wsign * whole["rmse_difference_high"]]),
+        }
         for qid, block in result["questions"].items():
             r, p, js = block["recommendation"], block["recommendation_pooled"], block["judges"]
             sign = 1.0 if r["pick"] == ref else -1.0  # the difference as other - reference
@@ -175,7 +219,7 @@ def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5, pairs=PAIRS) -> 
                 "shrinkage": p["shrinkage"],
                 "label_multiplier": js[other]["label_multiplier"]["multiplier"]
                 / js[ref]["label_multiplier"]["multiplier"],
-            }
+            } | whole_record  # the same whole-judge verdict on every question's record
     return out
 
 
@@ -189,8 +233,11 @@ def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int, p
     questions = {q for per_q in found.values() for q in per_q}
     held = {q: {j.name: held_out_rmse(j, q, selected, seed) for j in judges} for q in sorted(questions)}
     for ref, other in pairs:
+        mean_ref = np.mean([held[q][ref] for q in held])
+        mean_other = np.mean([held[q][other] for q in held])
         for q, rec in found[pair_name(ref, other)].items():
             rec["ref_better_held_out"] = held[q][ref] < held[q][other]
+            rec["whole_ref_better_held_out"] = bool(mean_ref < mean_other)
     return found
 
 
@@ -216,6 +263,16 @@ def summarise(draws: list[dict]) -> dict[str, dict[str, dict]]:
                     f"{prefix}picks_real_clear_of_noise": round(float((ref & ~noise).mean()), 3),
                     f"{prefix}pick_agrees_with_held_out": round(float((ref == truth).mean()), 3),
                 }
+            whole_truth = np.array([r["whole_ref_better_held_out"] for r in rows])
+            whole = np.array([r["whole_picks_ref"] for r in rows])
+            whole_noise = np.array([r["whole_within_noise"] for r in rows])
+            cell |= {
+                "whole_picks_real": round(float(whole.mean()), 3),
+                "whole_within_noise": round(float(whole_noise.mean()), 3),
+                "whole_picks_real_clear_of_noise": round(float((whole & ~whole_noise).mean()), 3),
+                "whole_pick_agrees_with_held_out": round(float((whole == whole_truth).mean()), 3),
+                "whole_real_better_held_out": round(float(whole_truth.mean()), 3),
+            }
             cell |= {
                 "real_better_held_out": round(float(truth.mean()), 3),
                 "shrinkage_median": round(float(np.median([r["shrinkage"] for r in rows])), 3),
@@ -227,13 +284,17 @@ def summarise(draws: list[dict]) -> dict[str, dict[str, dict]]:
     return out
 
 
-def acceptance(by_size: dict[str, dict], prefix: str = "") -> dict:
-    """Where the acceptance holds under one rule (prefix "" per question, "pooled_"): per size from ACCEPT_FROM
-    on, the (copy, question) pairs whose share of draws picking the real judge is not above ACCEPT_SHARE (the
-    copies of COPIES only; the one-question scenario is reported beside it)."""
+def acceptance(by_size: dict[str, dict], prefix: str = "", questions: list[str] | None = None) -> dict:
+    """Where the acceptance holds under one rule (prefix "" per question, "pooled_", "whole_"): per size from
+    ACCEPT_FROM on, the (copy, question) pairs whose share of draws picking the real judge is not above
+    ACCEPT_SHARE (the copies of COPIES only; the one-question scenario is reported beside it); questions: only
+    these (None: every question; the whole judge's verdict is one per copy, reported once)."""
+    where = "on every question" if questions is None else f"on the questions {', '.join(questions)}"
+    if prefix == "whole_":
+        where = "on the whole judge (its RMSE averaged over the questions)"
     out = {
         "criterion": f"from {ACCEPT_FROM} labelled conversations on, the real judge is the pick in more than "
-        f"{ACCEPT_SHARE:.0%} of the draws on every question, against every copy"
+        f"{ACCEPT_SHARE:.0%} of the draws {where}, against every copy"
     }
     failing = {}
     for size, per_copy in by_size.items():
@@ -242,12 +303,37 @@ def acceptance(by_size: dict[str, dict], prefix: str = "") -> dict:
                 {"copy": c, "question": q, "picks_real": s[f"{prefix}picks_real"]}
                 for c, per_q in per_copy.items()
                 if c in COPIES
-                for q, s in per_q.items()
-                if not s[f"{prefix}picks_real"] > ACCEPT_SHARE
+                for q, s in (list(per_q.items())[:1] if prefix == "whole_" else per_q.items())
+                if (questions is None or q in questions or prefix == "whole_")
+                and not s[f"{prefix}picks_real"] > ACCEPT_SHARE
             ]
+            if prefix == "whole_":
+                for f in failing[size]:
+                    f.pop("question")
     out["failing"] = failing
     out["holds"] = bool(failing) and not any(failing.values())
     return out
+
+
+def information(full: dict) -> dict:
+    """The information ceiling from the full-data comparison: per question, the real judge against
+    NO_INFORMATION (a judge reading the wrong conversation), the RMSE difference with its 95% interval; a
+    question is informative where that interval is clear of 0 with every dialogue labelled."""
+    per_q = full[NO_INFORMATION]
+    first = next(iter(per_q.values()))  # the whole-judge verdict, the same on every question's record
+    return {
+        "what": f"all 223 dialogues labelled: the real judge against {NO_INFORMATION}, a judge with no information; "
+        "informative where the paired 95% interval of the RMSE difference is clear of 0",
+        "questions": {
+            q: {"rmse_no_information_minus_real": r["rmse_other_minus_ref"], "interval": r["interval"]}
+            for q, r in per_q.items()
+        },
+        "informative": [q for q, r in per_q.items() if r["interval"][0] > 0],
+        "whole_judge": {
+            "rmse_no_information_minus_real": first["whole_other_minus_ref"],
+            "interval": first["whole_interval"],
+        },
+    }
 
 
 def full_data(judges, n_boot: int, seed: int, pairs=PAIRS) -> dict:
@@ -264,6 +350,10 @@ def full_data(judges, n_boot: int, seed: int, pairs=PAIRS) -> dict:
                 "pooled_within_noise": r["pooled_within_noise"],
                 "pooled_other_minus_ref": round(r["pooled_other_minus_ref"], 4),
                 "pooled_interval": [round(v, 4) for v in r["pooled_interval"]],
+                "whole_picks_ref": r["whole_picks_ref"],
+                "whole_within_noise": r["whole_within_noise"],
+                "whole_other_minus_ref": round(r["whole_other_minus_ref"], 4),
+                "whole_interval": [round(v, 4) for v in r["whole_interval"]],
                 "label_multiplier": round(r["label_multiplier"], 3),
             }
             for q, r in per_q.items()
@@ -304,7 +394,7 @@ def spoiled_one(args: argparse.Namespace, started: float) -> None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_anchors_argument(parser)
-    parser.add_argument("--draws", type=int, default=6, help="draws of labelled dialogues per size")
+    parser.add_argument("--draws", type=int, default=10, help="draws of labelled dialogues per size")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--n-boot", type=int, default=200)
     parser.add_argument("--seed", type=int, default=0)
@@ -322,6 +412,9 @@ def main() -> None:
         judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed))
     ds = judges[0].ds
     conversation = pd.factorize(ds.items["conversation_id"].to_numpy()[ds.label_item[judges[0].rows]], sort=True)[0]
+    full = full_data(judges, args.n_boot, args.seed)
+    ceiling = information(full)
+    print(f"compare_judges: full data: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     by_size = {}
     for n in args.sizes:
         draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot) for d in range(args.draws)]
@@ -329,9 +422,10 @@ def main() -> None:
         print(f"compare_judges: n={n}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     result = {
         "data": "LLM-Rubric synthetic anchors: 223 dialogues, the real reviewers; the real GPT-3.5 distributions "
-        "against whole-judge copies resampled across dialogues (shuffled-25 / shuffled-50: a quarter / half of "
-        "the dialogues permuted among themselves, every question together; mixed-50: each dialogue averaged 50/50 "
-        "with one random other dialogue's, every question together)",
+        "against whole-judge copies resampled across dialogues (shuffled-25 / shuffled-50 / shuffled-100: a "
+        "quarter / half / all of the dialogues permuted among themselves, every question together; mixed-50: "
+        "each dialogue averaged 50/50 with one random other dialogue's, every question together) and the judge "
+        "without log-probabilities (no-logprobs: its one sampled answer per question, the anchors' sample_llm)",
         "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw; each copy against the real "
         "judge alone (pairwise)",
         "draws_per_size": args.draws,
@@ -340,6 +434,10 @@ def main() -> None:
         "by_size": by_size,
         "acceptance": acceptance(by_size),
         "acceptance_pooled": acceptance(by_size, "pooled_"),
+        "acceptance_informative": acceptance(by_size, "", ceiling["informative"]),
+        "acceptance_informative_pooled": acceptance(by_size, "pooled_", ceiling["informative"]),
+        "acceptance_whole_judge": acceptance(by_size, "whole_"),
+        "information": ceiling,
         "pooling": "the pooled rule (calibration/judges/choice.py `shrink`): each pair's per-question RMSE "
         "differences shrunk toward their mean over the questions (normal-normal empirical Bayes, the "
         "between-question variance estimated from the data), its interval and within-noise flag from the same "
@@ -348,7 +446,7 @@ def main() -> None:
         f"but {ONE_QUESTION}, where it keeps the real judge's distributions; compared with shuffled-50 it is "
         f"better on {ONE_QUESTION}'s own distributions alone; the calibrator of every question reads every question's "
         f"distributions, so {ONE_QUESTION}'s also help the others a little (the held-out truth says how much)",
-        "full_data": full_data(judges, args.n_boot, args.seed),
+        "full_data": full,
     }
     if not args.no_bundled:
         result["bundled"] = bundled_comparison(n_boot=args.n_boot, seed=args.seed)

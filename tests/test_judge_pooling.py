@@ -1,12 +1,13 @@
 """calibration/judges/choice.py `shrink` and `pooled_picks`: the per-question differences of two judges pooled
-across questions (normal-normal empirical Bayes), their replicates from the same resamples."""
+across questions (normal-normal empirical Bayes), their replicates from the same resamples; `whole_judge`: the
+verdict on each judge as a whole (its RMSE averaged over the questions)."""
 
 from __future__ import annotations
 
 import numpy as np
 
 from calibration.judges.agreement import interval
-from calibration.judges.choice import pick, pooled_picks, shrink
+from calibration.judges.choice import pick, pooled_picks, shrink, whole_judge, whole_judge_line
 
 
 def _replicates(d: np.ndarray, s: np.ndarray, n_boot: int, rng: np.random.Generator) -> np.ndarray:
@@ -86,3 +87,30 @@ def test_pooled_picks_name_the_judge_better_on_most_questions_and_keep_the_own_d
     assert pick(rmse["Q0"])["pick"] == "copy"
     assert np.isclose(pooled["Q0"]["own_difference"], rmse["Q0"]["real"][0] - rmse["Q0"]["copy"][0])
     assert 0 < pooled["Q0"]["shrinkage"] <= 1
+
+
+def test_the_whole_judge_is_the_mean_over_questions_and_finds_a_broad_edge_no_question_shows_alone():
+    rng = np.random.default_rng(11)
+    B = 400
+    d = np.full(9, 0.01)  # the copy is worse by 0.01 on every question, each within its own noise (sd 0.01)
+    diff = _replicates(d, np.full(9, 0.01), B, rng)
+    base = 0.5 + 0.01 * rng.standard_normal((9, 1 + B))
+    rmse = {f"Q{i}": {"real": base[i], "copy": base[i] + diff[i]} for i in range(9)}
+    whole = whole_judge(rmse)
+    assert whole["pick"] == "real" and whole["questions"] == list(rmse)
+    assert np.isclose(whole["rmse_difference"], -np.mean(diff[:, 0]))  # the mean of the questions' differences
+    # nine independent questions: the mean's noise is a third of one question's, so 0.01 clears it
+    assert not whole["within_noise"] and whole["rmse_difference_high"] < 0
+    assert sum(not pick(rmse[q])["within_noise"] for q in rmse) < 9
+    assert whole_judge_line(whole).startswith("whole judge (over 9 question(s)): real, better than copy by")
+
+
+def test_the_whole_judge_within_noise_says_so_and_is_symmetric_in_the_judges():
+    rng = np.random.default_rng(12)
+    same = 0.5 + 0.01 * rng.standard_normal((3, 201))
+    other = same + 0.02 * rng.standard_normal((3, 201))
+    rmse = {f"Q{i}": {"a": same[i], "b": other[i]} for i in range(3)}
+    flipped = {q: {"b": r["b"], "a": r["a"]} for q, r in rmse.items()}
+    one, two = whole_judge(rmse), whole_judge(flipped)
+    assert one["pick"] == two["pick"] and np.isclose(one["rmse_difference"], two["rmse_difference"])
+    assert one["within_noise"] and "within noise" in whole_judge_line(one)

@@ -49,6 +49,7 @@ def run(cfg: Schema) -> dict[str, Any]:
     _log_table(result)
     for block in result["questions"].values():
         log.info(f"compare-judges: {block['recommendation']['line']}")
+    log.info(f"compare-judges: {result['overall']['whole_judge']['line']}")
     if "combination" in result["overall"]:
         log.info(f"compare-judges: {result['overall']['combination']}")
     log.info(f"compare-judges: {result['winners_curse']}")

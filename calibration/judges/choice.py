@@ -8,6 +8,11 @@
   (`shrink`, normal-normal empirical Bayes, the between-question variance estimated from the data: a judge
   better on one question only is shrunk little when the differences are heterogeneous); its interval and
   within-noise flag come from the same resamples.
+- The whole judge (`whole_judge`): a team pays for one judge or prompt, not one per question, so beside the
+  per-question picks one verdict on the set-up as a whole: each judge's RMSE averaged over the questions (the
+  same resamples for every question, so the mean's replicates are the resamples' means), picked and flagged
+  within noise as a question is. Where a judge carries little information about most questions, this is the
+  verdict that labels can still support (benchmarks/compare_judges.py measures both).
 - The winner's curse: the pick's figures are the best of several on the same labels, so they flatter it;
   `p_best` (the share of resamples in which each judge is best) says how often another sample would have
   picked another, and with enough conversations a held-out confirmation picks on one half of the
@@ -29,7 +34,15 @@ import numpy as np
 from calibration.judges.agreement import interval
 from calibration.release.planning import PPI_LAM_DF, labels_needed, spread_from_sample
 
-__all__ = ["MIN_CONFIRM_CONVERSATIONS", "confirm_on_held_out", "label_spread", "pick", "pooled_picks", "shrink"]
+__all__ = [
+    "MIN_CONFIRM_CONVERSATIONS",
+    "confirm_on_held_out",
+    "label_spread",
+    "pick",
+    "pooled_picks",
+    "shrink",
+    "whole_judge",
+]
 
 MIN_CONFIRM_CONVERSATIONS = 20
 """Labelled conversations per half for the held-out confirmation (with fewer, none is made)."""
@@ -204,3 +217,29 @@ def pooled_picks(rmse: dict[str, dict[str, np.ndarray]]) -> dict[str, dict]:
         )
         out[q] = chosen
     return out
+
+
+def whole_judge(rmse: dict[str, dict[str, np.ndarray]]) -> dict:
+    """The verdict on each judge as a whole: rmse question -> judge -> (1 + B,) replicates on the same
+    resamples for every question; each judge's RMSE averaged over the questions, then `pick` on those means
+    (the pick, the runner-up, the paired difference of the means with its interval, within noise, p_best)."""
+    questions = list(rmse)
+    names = list(rmse[questions[0]])
+    means = {n: np.mean(np.stack([rmse[q][n] for q in questions]), axis=0) for n in names}
+    return pick(means) | {"questions": questions}
+
+
+def whole_judge_line(chosen: dict) -> str:
+    """The whole-judge verdict in words."""
+    best, runner = chosen["pick"], chosen["runner_up"]
+    diff = (
+        f"mean RMSE {chosen['rmse_difference']:+.3f} "
+        f"[{chosen['rmse_difference_low']:+.3f}, {chosen['rmse_difference_high']:+.3f}]"
+    )
+    over = f"over {len(chosen['questions'])} question(s)"
+    if chosen["within_noise"]:
+        return (
+            f"whole judge ({over}): {best} (within noise: {diff} against {runner}, p_best "
+            f"{chosen['p_best'][best]:.2f}; label more conversations or choose on cost)."
+        )
+    return f"whole judge ({over}): {best}, better than {runner} by {diff} (p_best {chosen['p_best'][best]:.2f})."

@@ -167,12 +167,14 @@ def write_page(
     second_reviewer: pd.DataFrame | None = None,
 ) -> Path:
     lines = "".join(f"<li>{escape(b['recommendation']['line'])}</li>" for b in result["questions"].values())
+    lines += f"<li>{escape(result['overall']['whole_judge']['line'])}</li>"
     sections: list[tuple[str, str, tuple[str, str] | None, str]] = [
         (
             "Recommendation per question",
             "Pick = lowest calibrated out-of-fold RMSE; the difference is paired (the same label rows, "
             "conversations resampled); within noise where its 95% interval reaches 0. The last column: how many "
-            "times the pick's labelled conversations the runner-up needs for a release estimate as narrow.",
+            "times the pick's labelled conversations the runner-up needs for a release estimate as narrow. The last "
+            "line: each judge as a whole (its RMSE averaged over the questions, the same resamples).",
             None,
             f"<ul>{lines}</ul>" + html_table(recommendation_table(result)),
         ),

@@ -130,7 +130,7 @@ def compare_loaded(
             j.name: {"path": str(j.path), "cost_per_1000_turns": cost_per_1000_turns(j.summary)} for j in judges
         },
         "questions": blocks,
-        "overall": _overall(blocks, [j.name for j in judges], judges[-1].name if combine else None),
+        "overall": _overall(blocks, rmse_reps, [j.name for j in judges], judges[-1].name if combine else None),
         "winners_curse": WINNERS_CURSE,
         "timing_s": {"calibration": round(calibrated_s, 2), "total": round(time.perf_counter() - started, 2)},
         "_disagreements": judge_disagreements(pd.concat(rows, ignore_index=True), traces),
@@ -335,8 +335,9 @@ def _line(qid: str, chosen: dict, multiplier: dict, confirmation: dict | None) -
     return f"{qid}: {best}, better than {runner} by {diff} (p_best {chosen['p_best'][best]:.2f}); {labels}{held}."
 
 
-def _overall(blocks: dict[str, dict], names: list[str], combined: str | None) -> dict:
-    """How many questions each judge is picked on, and on how many of them the pick is clear of noise."""
+def _overall(blocks: dict[str, dict], rmse_reps: dict, names: list[str], combined: str | None) -> dict:
+    """How many questions each judge is picked on, on how many of them the pick is clear of noise, and the
+    verdict on each judge as a whole (choice.whole_judge: the mean RMSE over the questions)."""
     picks = {n: 0 for n in names}
     clear = {n: 0 for n in names}
     for block in blocks.values():
@@ -344,7 +345,9 @@ def _overall(blocks: dict[str, dict], names: list[str], combined: str | None) ->
         picks[r["pick"]] += 1
         clear[r["pick"]] += int(not r["within_noise"])
     mean_rmse = {n: float(np.mean([b["judges"][n]["rmse"] for b in blocks.values()])) for n in names}
-    out = {"picked_on": picks, "clear_on": clear, "mean_rmse": mean_rmse}
+    whole = choice.whole_judge(rmse_reps)
+    whole["line"] = choice.whole_judge_line(whole)
+    out = {"picked_on": picks, "clear_on": clear, "mean_rmse": mean_rmse, "whole_judge": whole}
     if combined is not None:
         out["combination"] = (
             f"{combined} (every judge's distributions into one calibrator) is the pick on {picks[combined]} of "

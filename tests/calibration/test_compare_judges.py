@@ -68,9 +68,15 @@ def test_the_real_judge_is_picked_on_every_question_and_the_shuffled_copy_needs_
         assert block["base_rate"]["majority"] >= max(block["base_rate"]["shares"].values()) - 1e-12
         assert block["alt_test"]["real"]["alt_test"]["tested"] >= 0
     assert result["overall"]["picked_on"] == {"real": 3, "shuffled": 0}
+    whole = result["overall"]["whole_judge"]
+    assert whole["pick"] == "real" and not whole["within_noise"] and whole["questions"] == ["scope", "tone", "overall"]
+    assert whole["rmse_difference"] == pytest.approx(
+        np.mean([b["recommendation"]["rmse_difference"] for b in result["questions"].values()]), abs=2e-6
+    )
     assert "winner's curse" in result["winners_curse"]
     page = (compared / "compare-judges.html").read_text()
     assert "Recommendation per question" in page and "real" in page and "<img" in page
+    assert "whole judge (over 3 question(s)): real, better than shuffled" in page
 
 
 def test_the_comparison_does_not_depend_on_the_order_of_the_judges(judges, compared, tmp_path):
