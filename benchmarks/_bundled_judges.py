@@ -1,7 +1,10 @@
 """The bundled part of benchmarks/compare_judges.py: the offline judges of data/role_adherence compared as
 docs/how-to/choose-a-judge.md compares them, on every conversation and with the recommendation and its noise as
-measured. The embedding judge as it comes against the same judge with `relevance_weight=0` (a stand-in for a
-prompt variant), both gathered by `role-rubric gather judge=embedding`, calibrated with model=linear."""
+measured. Three set-ups, each gathered by `role-rubric gather`, calibrated with model=linear: the embedding judge
+as it comes, the same judge with `relevance_weight=0` (a stand-in for a prompt variant), and the embedding judge
+with the KL reference scorer beside it (`gather scorer=kl scorer.beside=`: one more input the calibrator reads,
+the role-adherence paper's reference scorers; on the bundled data its references share words with the replies
+by construction, docs/how-to/reference-scorers.md, so its gain there is an upper bound)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,23 @@ from calibration.judges import compare_judges
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "role_adherence"
 VARIANTS = {"embedding": [], "no-relevance": ["judge.params.relevance_weight=0"]}
+
+
+def with_reference_scorer(judge: Path, out: Path) -> Path:
+    """The judge's directory with the KL reference scorer's answers beside its own (`gather scorer=kl
+    scorer.beside=`), and the same labels."""
+    argv = [
+        "gather",
+        "scorer=kl",
+        f"conversations={DATA / 'conversations.jsonl'}",
+        f"scorer.beside={judge}",
+        f"out={out}",
+        "progress=false",
+    ]
+    if role_rubric(argv) != 0:
+        raise RuntimeError("gather scorer=kl failed")
+    shutil.copy(DATA / "labels.csv", out / "labels.csv")
+    return out
 
 
 def bundled_comparison(*, n_boot: int, seed: int) -> dict:
@@ -38,8 +58,13 @@ def bundled_comparison(*, n_boot: int, seed: int) -> dict:
                 raise RuntimeError(f"gather of {name} failed")
             shutil.copy(DATA / "labels.csv", out / "labels.csv")
             dirs.append(out)
+        dirs.append(with_reference_scorer(dirs[0], Path(tmp) / "embedding+kl"))
         result = compare_judges(dirs, model="linear", n_boot=n_boot, seed=seed)
-    out = {"data": "data/role_adherence: every conversation, its labels; model=linear", "questions": {}}
+    out = {
+        "data": "data/role_adherence: every conversation, its labels; model=linear; embedding, no-relevance "
+        "(relevance_weight=0) and embedding+kl (the KL reference scorer beside the embedding judge)",
+        "questions": {},
+    }
     for qid, block in result["questions"].items():
         r = block["recommendation"]
         runner = block["judges"][r["runner_up"]]
@@ -57,6 +82,15 @@ def bundled_comparison(*, n_boot: int, seed: int) -> dict:
             "kappa": {n: None if j["kappa"] is None else round(j["kappa"], 3) for n, j in block["judges"].items()},
             "line": r["line"],
         }
+    whole = result["overall"]["whole_judge"]
+    out["whole_judge"] = {
+        "pick": whole["pick"],
+        "runner_up": whole["runner_up"],
+        "within_noise": whole["within_noise"],
+        "rmse_difference": round(whole["rmse_difference"], 4),
+        "interval": [round(whole["rmse_difference_low"], 4), round(whole["rmse_difference_high"], 4)],
+        "line": whole["line"],
+    }
     out["conversations"] = result["data"]["conversations"]
     out["label_rows"] = result["data"]["label_rows"]
     return out

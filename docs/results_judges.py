@@ -2,7 +2,9 @@
 for docs/how-to/choose-a-judge.md: per size and question, how often the recommendation picks the real judge over
 each degraded copy (and the one-question scenario's judge over shuffled-50), under the per-question rule and the
 pooled one side by side, how often each is flagged within noise, the copy's label multiplier and the held-out
-truth; then the acceptance under each rule, and the bundled data's offline judges as measured."""
+truth; the verdict on the whole judge per size and copy; the information ceiling (per question, the real judge
+against one with no information, every dialogue labelled); then the acceptance under each rule, and the bundled
+data's offline judges as measured."""
 
 from __future__ import annotations
 
@@ -32,12 +34,56 @@ def _acceptance(acc: dict, rule: str = "") -> str:
         if failing:
             parts.append(
                 f"at {size}: "
-                + ", ".join(f"{f['question']} against {f['copy']} ({f['picks_real']:.2f})" for f in failing)
+                + ", ".join(
+                    f"{f['question'] + ' ' if 'question' in f else ''}against {f['copy']} ({f['picks_real']:.2f})"
+                    for f in failing
+                )
             )
     return (
         f"**Acceptance does not hold**{rule} ({acc['criterion']}); the real judge is not preferred "
         + "; ".join(parts)
         + "."
+    )
+
+
+def _whole_judge(by_size: dict, draws: int) -> str:
+    copies = list(next(iter(by_size.values())))
+    rows = []
+    for size, per_copy in by_size.items():
+        cells = []
+        for c in copies:
+            s = next(iter(per_copy[c].values()))  # the whole-judge shares are the same on every question's record
+            cells.append(
+                f"{s['whole_picks_real']:.2f} · {s['whole_within_noise']:.2f} · {s['whole_real_better_held_out']:.2f}"
+            )
+        rows.append([size, *cells])
+    return (
+        f"The whole judge (its RMSE averaged over the questions, `overall.whole_judge` in compare-judges.json). Each "
+        f"cell: the share of {draws} draws in which it picks the real judge · the share flagged within noise · the "
+        "share in which the real judge's mean RMSE is lower on the held-out dialogues.\n\n"
+        + _table(["labelled dialogues", *copies], rows)
+    )
+
+
+def _information(info: dict) -> str:
+    rows = [
+        [
+            q,
+            f"{v['rmse_no_information_minus_real']:+.4f} [{v['interval'][0]:+.4f}, {v['interval'][1]:+.4f}]",
+            "yes" if q in info["informative"] else "no",
+        ]
+        for q, v in info["questions"].items()
+    ]
+    w = info["whole_judge"]
+    rows.append(
+        [
+            "whole judge",
+            f"{w['rmse_no_information_minus_real']:+.4f} [{w['interval'][0]:+.4f}, {w['interval'][1]:+.4f}]",
+            "yes" if w["interval"][0] > 0 else "no",
+        ]
+    )
+    return f"The information ceiling ({info['what']}):\n\n" + _table(
+        ["question", "RMSE no-information - real [95%]", "informative"], rows
     )
 
 
@@ -54,7 +100,10 @@ def _bundled(b: dict) -> str:
         for qid, q in b["questions"].items()
     ]
     header = ["question", "pick", "within noise", "RMSE pick - runner-up", "runner-up's labels", "held-out half"]
-    return f"Bundled data ({b['data']}; {b['conversations']} conversations):\n\n" + _table(header, rows)
+    out = f"Bundled data ({b['data']}; {b['conversations']} conversations):\n\n" + _table(header, rows)
+    if "whole_judge" in b:
+        out += f"\n\nThe verdict on the whole judge: {b['whole_judge']['line']}"
+    return out
 
 
 def compare_judges(record: dict[str, Any]) -> str:
@@ -85,9 +134,20 @@ def compare_judges(record: dict[str, Any]) -> str:
         + "\n\n"
         + _table(header, rows)
     )
+    if "acceptance_whole_judge" in r:
+        out += "\n\n" + _whole_judge(r["by_size"], r["draws_per_size"])
+    if "information" in r:
+        out += "\n\n" + _information(r["information"])
     out += "\n\n" + _acceptance(r["acceptance"], " (per-question rule)" if pooled else "")
     if pooled:
         out += "\n\n" + _acceptance(r["acceptance_pooled"], " (pooled rule)")
+    for key, rule in (
+        ("acceptance_informative", " (per-question rule, informative questions)"),
+        ("acceptance_informative_pooled", " (pooled rule, informative questions)"),
+        ("acceptance_whole_judge", " (whole judge)"),
+    ):
+        if key in r:
+            out += "\n\n" + _acceptance(r[key], rule)
     if "bundled" in r:
         out += "\n\n" + _bundled(r["bundled"])
     return out

@@ -45,7 +45,8 @@ def combined_judge(judges: list[Judge]) -> Judge:
         present.append(judge.ds.present[at])
         coverage.append(_coverage(judge.ds)[at])
         questions += [dataclasses.replace(q, id=f"{q.id}@{judge.name}") for q in judge.ds.rubric.questions]
-    unanswered = np.full((len(base.answers), base.answers.shape[1] * (len(judges) - 1)), -1, dtype=base.answers.dtype)
+    extra = sum(j.ds.answers.shape[1] for j in judges[1:])  # another judge may carry an input-only question more
+    unanswered = np.full((len(base.answers), extra), -1, dtype=base.answers.dtype)
     ds = dataclasses.replace(
         base,
         rubric=dataclasses.replace(base.rubric, questions=tuple(questions)),

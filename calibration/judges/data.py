@@ -72,11 +72,12 @@ def load_judges(paths: list[Path], names: list[str] | None = None, *, unmatched_
     first = sets[0]
     for path, ds in zip(paths[1:], sets[1:], strict=True):
         _check_rubric(first, ds, paths[0], path)
-    reference = _label_frame(first)
+    compared = [qid for qid in first.rubric.ids if qid in labelled_questions(first)]
+    reference = _label_frame(first, compared)
     order = reference.sort_values(KEY).index.to_numpy()  # the shared order: label rows by their keys
     judges = []
     for name, path, ds in zip(names, paths, sets, strict=True):
-        frame = _label_frame(ds)
+        frame = _label_frame(ds, compared)
         rows = frame.sort_values(KEY).index.to_numpy()
         if len(rows) != len(order) or not _same_labels(frame.loc[rows], reference.loc[order]):
             raise InputError(
@@ -89,22 +90,37 @@ def load_judges(paths: list[Path], names: list[str] | None = None, *, unmatched_
 
 
 def _check_rubric(first: Dataset, ds: Dataset, first_path: Path, path: Path) -> None:
-    mine = [(q.id, tuple(q.values)) for q in ds.rubric.questions]
-    theirs = [(q.id, tuple(q.values)) for q in first.rubric.questions]
-    if mine != theirs:
+    """The same labelled questions (ids and options, in order); a question only one of them has must be an input
+    no reviewer answers (a reference scorer's, `gather scorer= scorer.beside=`), so it is read, never compared."""
+    mine = [(q.id, tuple(q.values)) for q in ds.rubric.questions if q.id in labelled_questions(ds)]
+    theirs = [(q.id, tuple(q.values)) for q in first.rubric.questions if q.id in labelled_questions(first)]
+    inputs_only = set(ds.rubric.ids) ^ set(first.rubric.ids)
+    answered_extra = sorted(inputs_only & (labelled_questions(ds) | labelled_questions(first)))
+    if mine != theirs or answered_extra:
         raise InputError(
-            f"its rubric's questions or options differ from {first_path}'s.",
+            f"its rubric's questions or options differ from {first_path}'s"
+            + (
+                f" (the reviewers answer {', '.join(answered_extra)}, which only one of them has)."
+                if answered_extra
+                else "."
+            ),
             path=path / "rubric.yaml",
-            fix="compare judges of one rubric: gather each with the same rubric.yaml.",
+            fix="compare judges of one rubric: gather each with the same rubric.yaml (a question only one judge "
+            "has is allowed where no reviewer answers it, such as a reference scorer's).",
         )
 
 
-def _label_frame(ds: Dataset) -> pd.DataFrame:
-    """(R,) the label rows' keys and their answers (one column per question, -1: not answered)."""
+def labelled_questions(ds: Dataset) -> set[str]:
+    """The questions some reviewer answered."""
+    return {qid for q, qid in enumerate(ds.rubric.ids) if (ds.answers[:, q] >= 0).any()}
+
+
+def _label_frame(ds: Dataset, questions: list[str]) -> pd.DataFrame:
+    """(R,) the label rows' keys and their answers to `questions` (one column each, -1: not answered)."""
     frame = ds.items.iloc[ds.label_item][["conversation_id", "turn"]].astype(str).reset_index(drop=True)
     frame["judge_id"] = [ds.judges[j] for j in ds.label_judge]
-    for q, qid in enumerate(ds.rubric.ids):
-        frame[f"a:{qid}"] = ds.answers[:, q]
+    for qid in questions:
+        frame[f"a:{qid}"] = ds.answers[:, ds.rubric.ids.index(qid)]
     return frame
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pytest
+import yaml
 
 from calibration.cli import main
 from calibration.judges.agreement import conversation_weights
@@ -172,6 +173,48 @@ def test_another_rubric_is_refused(judges, tmp_path, capsys):
     text = (other / "rubric.yaml").read_text().replace("label: t3", "label: t3\n  - value: 4\n    label: t4")
     (other / "rubric.yaml").write_text(text)
     assert "rubric" in _bad(tmp_path, [f"data=[{judges[0]},{other}]"], capsys)
+
+
+def with_input_question(src: Path, dst: Path, *, source: Path) -> Path:
+    """src with one more question, `hint`, that no reviewer answers (as a reference scorer's, `gather scorer=
+    scorer.beside=`): its distributions are `source`'s real overall distributions (an informative input)."""
+    shutil.copytree(src, dst)
+    rubric = yaml.safe_load((dst / "rubric.yaml").read_text())
+    rubric["questions"].append(
+        {"id": "hint", "text": "A scorer's input", "options": [{"value": v, "label": f"h{v}"} for v in (1, 2, 3, 4)]}
+    )
+    (dst / "rubric.yaml").write_text(yaml.safe_dump(rubric, sort_keys=False))
+    llm = pd.read_csv(dst / "llm.csv")
+    real = pd.read_csv(source / "llm.csv")
+    hint = real[real["question_id"] == "overall"].assign(question_id="hint")
+    pd.concat([llm, hint[llm.columns]], ignore_index=True).to_csv(dst / "llm.csv", index=False)
+    return dst
+
+
+def test_a_question_no_reviewer_answers_is_read_as_an_input_and_combined(judges, tmp_path):
+    """The shuffled judge with an input-only question carrying the real overall distributions: compared on the
+    labelled questions only, it beats the shuffled judge alone on overall; combined, every judge's inputs are read
+    whatever their number of questions."""
+    real, shuffled = judges
+    hinted = with_input_question(shuffled, tmp_path / "hinted", source=real)
+    out = tmp_path / "out"
+    argv = ["compare-judges", f"data=[{shuffled},{hinted},{real}]", f"out={out}", "combine_judges=true", *FAST]
+    assert main(argv) == 0
+    result = json.loads((out / "compare-judges.json").read_text())
+    assert result["data"]["questions"] == ["scope", "tone", "overall"]  # hint is an input, never a target
+    overall = result["questions"]["overall"]["judges"]
+    assert overall["hinted"]["rmse"] < overall["shuffled"]["rmse"] - 0.05
+    assert set(overall) == {"shuffled", "hinted", "real", "shuffled+hinted+real"}
+
+
+def test_an_extra_question_the_reviewers_answer_is_refused(judges, tmp_path, capsys):
+    real, shuffled = judges
+    hinted = with_input_question(shuffled, tmp_path / "hinted", source=real)
+    labels = pd.read_csv(hinted / "labels.csv")
+    extra = labels[labels["question_id"] == "overall"].head(5).assign(question_id="hint")
+    pd.concat([labels, extra], ignore_index=True).to_csv(hinted / "labels.csv", index=False)
+    err = _bad(tmp_path, [f"data=[{real},{hinted}]"], capsys)
+    assert "rubric.yaml" in err and "the reviewers answer hint, which only one of them has" in err
 
 
 def test_an_unanswered_question_is_refused(judges, tmp_path, capsys):
