@@ -43,7 +43,7 @@ def bundled_comparison(*, n_boot: int, seed: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         dirs = []
         for name, overrides in VARIANTS.items():
-            out = Path(tmp) / name
+            where = Path(tmp) / name
             argv = [
                 "gather",
                 f"conversations={DATA / 'conversations.jsonl'}",
@@ -51,16 +51,16 @@ def bundled_comparison(*, n_boot: int, seed: int) -> dict:
                 "judge=embedding",
                 "judge.params.threads=1",
                 *overrides,
-                f"out={out}",
+                f"out={where}",
                 "progress=false",
             ]
             if role_rubric(argv) != 0:
                 raise RuntimeError(f"gather of {name} failed")
-            shutil.copy(DATA / "labels.csv", out / "labels.csv")
-            dirs.append(out)
+            shutil.copy(DATA / "labels.csv", where / "labels.csv")
+            dirs.append(where)
         dirs.append(with_reference_scorer(dirs[0], Path(tmp) / "embedding+kl"))
         result = compare_judges(dirs, model="linear", n_boot=n_boot, seed=seed)
-    out = {
+    out: dict = {
         "data": "data/role_adherence: every conversation, its labels; model=linear; embedding, no-relevance "
         "(relevance_weight=0) and embedding+kl (the KL reference scorer beside the embedding judge)",
         "questions": {},
