@@ -25,7 +25,7 @@ def run(cfg: Schema) -> dict[str, Any]:
     """CLI: `role-rubric publish target=otel|mlflow|phoenix ...` (the keys' rules, checked before: which
     target needs and takes which key): what was published, per kind."""
     from calibration.connectors.targets import TARGETS, Job
-    from calibration.publish.disagreements import read_disagreements
+    from calibration.publish.disagreements import read_disagreements, read_reviewer_disagreements
     from calibration.publish.results import read_scored
 
     # a missing extra is one line with its install command, before anything is read or sent
@@ -39,6 +39,9 @@ def run(cfg: Schema) -> dict[str, Any]:
         estimate=cfg.estimate,
         cv=cfg.cv,
         disagreements=None if cfg.disagreements is None else read_disagreements(cfg.disagreements, top=cfg.top),
+        reviewer_disagreements=None
+        if cfg.disagreements is None
+        else read_reviewer_disagreements(cfg.disagreements, top=cfg.top),
         model=cfg.model,
     )
     with not_json_is_one_line(target.address_key, getattr(cfg, target.address_key)):

@@ -49,6 +49,13 @@ class Job:
     """The out= folder of `cv`: the reviewers' agreement."""
     disagreements: Disagreements | None = None
     """compare-judges' ranked rows where a calibrated judge and a reviewer disagree."""
+    reviewer_disagreements: Disagreements | None = None
+    """compare-judges' ranked turns whose reviewers disagree with each other."""
+
+    def disagreement_lists(self) -> list[Disagreements]:
+        """The disagreement lists to publish, judge against reviewer first."""
+        return [d for d in (self.disagreements, self.reviewer_disagreements) if d is not None]
+
     model: Path | None = None
     """The calibrator an estimate used (its checksum recorded beside it)."""
 

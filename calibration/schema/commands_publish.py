@@ -137,8 +137,9 @@ class Publish(Command):
     judged turn on the span of its reply (MLflow feedback, Phoenix span annotation, OTel gen_ai.evaluation.result
     event) and one per conversation (MLflow feedback on its first trace, Phoenix annotation of its `session.id`).
     Publishing again updates the same values; an interrupted publish resumes. target=mlflow also logs an
-    `estimate` output or a `cv` output as a run. disagreements= (compare-judges' disagreements.csv) puts each
-    ranked row where a calibrated judge and a reviewer disagree on its turn's span, for the reviewer to open.
+    `estimate` output or a `cv` output as a run. disagreements= (compare-judges' out= folder) puts each ranked
+    row where a calibrated judge and a reviewer disagree, and each turn whose reviewers disagree with each other
+    (reviewer_disagreements.csv), on its turn's span, for the reviewers to open.
     Each target takes its own keys (below: target=NAME: ...). Tokens come from the environment
     (MLFLOW_TRACKING_TOKEN, token_env=, OTEL_EXPORTER_OTLP_HEADERS) and are never printed: docs/how-to/traces.md."""
 
@@ -212,11 +213,13 @@ class Publish(Command):
     )
     cv: Path | None = optional("target=mlflow: the out= folder of `role-rubric cv` -> one run")
     disagreements: Path | None = optional(
-        "the out= folder of `role-rubric compare-judges` (or its disagreements.csv): each row on its turn's span "
-        "(target=mlflow: feedback; target=phoenix: span annotation); rows without trace ids are counted and named"
+        "the out= folder of `role-rubric compare-judges` (or its disagreements.csv alone): each row of "
+        "disagreements.csv and of reviewer_disagreements.csv on its turn's span (target=mlflow: feedback; "
+        "target=phoenix: span annotation); rows without trace ids are counted and named"
     )
     top: int | None = optional(
-        "disagreements=: the first N rows of each LLM judge by rank (default: every row)", integer(1, optional=True)
+        "disagreements=: the first N rows of each LLM judge by rank, and of the reviewers' list (default: every row)",
+        integer(1, optional=True),
     )
     out: Path | None = target_key("out")
     overwrite: bool = OVERWRITE()

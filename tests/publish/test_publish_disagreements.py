@@ -6,7 +6,8 @@ The list is real: conversations traced into the server by the backend's own clie
 (tests/publish/conftest.py), then `compare-judges` of that judge against a degraded copy of itself (its
 distributions half-way to uniform). Each published entry is read back with the backend's public client and
 compared with its row of disagreements.csv: the trace (the one its conversation's turn was imported from), the
-span, the gap, the rank, both answers."""
+span, the gap, the rank, both answers; and each row of reviewer_disagreements.csv (the turns whose three
+reviewers disagree with each other) likewise, with the spread and the answers."""
 
 from __future__ import annotations
 
@@ -57,6 +58,14 @@ def turn_ids(run: dict) -> dict[tuple[str, int], dict]:
     """(conversation, turn) -> the turn's id fields, as the import wrote them."""
     convs = [json.loads(line) for line in run["conversations"].read_text().splitlines()]
     return {(c["conversation_id"], j): t for c in convs for j, t in enumerate(c["turns"])}
+
+
+def reviewers_listed(out: Path) -> pd.DataFrame:
+    """The reviewers' rows publish top=TOP writes: the first TOP by rank."""
+    rows = pd.read_csv(
+        out / "reviewer_disagreements.csv", dtype={"conversation_id": str, "trace_id": str, "span_id": str}
+    )
+    return rows[rows["rank"] <= TOP].reset_index(drop=True)
 
 
 # ---- MLflow ------------------------------------------------------------------------------------------------
@@ -134,6 +143,33 @@ def test_a_second_publish_changes_nothing_and_a_new_list_updates_the_same_entrie
     assert publish_mlflow(run, run["compare"]) == 0  # back as the list says
 
 
+def test_each_reviewer_disagreement_is_feedback_on_its_turn_and_a_second_publish_changes_nothing(
+    mlflow_compared, capsys
+):
+    run = mlflow_compared
+    rows = reviewers_listed(run["compare"])
+    assert len(rows) == TOP and (rows["trace_id"].str.len() == 32).all() and (rows["spread_share"] > 0).all()
+    assert publish_mlflow(run, run["compare"]) == 0 and publish_mlflow(run, run["compare"]) == 0
+    said = capsys.readouterr().out
+    assert f"{TOP} reviewer disagreement feedbacks" in said and f"0 created, 0 updated, {TOP} unchanged" in said
+    ids = turn_ids(run)
+    found = [
+        a
+        for t in traces_of(run["url"], run["experiment_id"])
+        for a in t.info.assessments
+        if a.name.startswith("role_rubric/reviewer_disagreement/") and a.valid is not False
+    ]
+    assert len(found) == len(rows)  # one entry per row, however often it is published
+    for row in rows.itertuples():
+        turn = ids[(row.conversation_id, int(row.turn))]
+        (fb,) = [a for a in found if a.name.endswith(f"/{row.question_id}") and a.span_id == turn["span_id"]]
+        assert fb.trace_id == turn["mlflow_trace_id"] and row.span_id == turn["span_id"]
+        assert fb.source.source_type == "CODE" and fb.source.source_id == "role-rubric/compare-judges/reviewers"
+        assert fb.value == pytest.approx(row.spread_share)
+        assert fb.metadata["answers"] == row.answers and fb.metadata["reviewers"] == str(row.reviewers)
+        assert f"{row.reviewers} reviewers answered {row.answers} to {row.question_id}" in fb.rationale
+
+
 def test_rows_without_a_trace_id_are_counted_and_named(mlflow_compared, tmp_path, capsys):
     run = mlflow_compared
     rows = pd.read_csv(run["compare"] / "disagreements.csv", dtype=str, keep_default_na=False)
@@ -185,3 +221,27 @@ def test_each_disagreement_is_a_span_annotation_of_its_turn_replaced_by_a_second
         assert a["span_id"] == ids[(row.conversation_id, int(row.turn))]["span_id"]
         assert a["result"]["score"] == pytest.approx(row.gap) and a["result"]["label"] == f"rank {row.rank}"
         assert a["metadata"]["reviewer_id"] == row.reviewer_id and a["metadata"]["rank"] == str(row.rank)
+
+
+def test_each_reviewer_disagreement_is_a_span_annotation_of_its_turn(phoenix_compared, capsys):
+    from phoenix.client import Client
+
+    run = phoenix_compared
+    rows = reviewers_listed(run["compare"])
+    args = ["publish", "target=phoenix", f"disagreements={run['compare']}", f"url={run['url']}", f"top={TOP}"]
+    assert main(args) == 0 and main(args) == 0  # the second replaces the first
+    assert f"{TOP} reviewer disagreement span annotations" in capsys.readouterr().out
+    ids = turn_ids(run)
+    span_ids = sorted({t["span_id"] for t in ids.values()})
+    found = [
+        a
+        for a in Client(base_url=run["url"]).spans.get_span_annotations(span_ids=span_ids, project_identifier=PROJECT)
+        if a["name"].startswith("role_rubric/reviewer_disagreement/")
+    ]
+    assert len(found) == len(rows)
+    for row in rows.itertuples():
+        span = ids[(row.conversation_id, int(row.turn))]["span_id"]
+        (a,) = [a for a in found if a["name"].endswith(f"/{row.question_id}") and a["span_id"] == span]
+        assert a["identifier"] == "role-rubric/reviewers" and a["annotator_kind"] == "CODE"
+        assert a["result"]["score"] == pytest.approx(row.spread_share) and a["result"]["label"] == f"rank {row.rank}"
+        assert a["metadata"]["answers"] == row.answers

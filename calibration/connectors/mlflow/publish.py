@@ -74,9 +74,9 @@ class MlflowTarget(PublishTarget[MlflowKeys]):
                 out["cv_run"] = publish_cv(
                     uri, Path(job.cv), experiment=keys.experiment, run_name=keys.run_name, say=self.say
                 )
-            if job.disagreements is not None:
-                out["disagreements"] = publish_disagreements(
-                    uri, job.disagreements, say=self.say, progress=self.progress
+            for rows in job.disagreement_lists():
+                out[rows.kind.replace(" ", "_") + "s"] = publish_disagreements(
+                    uri, rows, say=self.say, progress=self.progress
                 )
         finally:
             rest.setLevel(level)

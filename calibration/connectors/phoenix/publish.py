@@ -81,14 +81,16 @@ def score_annotations(scored: Scored) -> tuple[list[dict], list[dict]]:
 
 def disagreement_annotations(rows: Disagreements) -> list[dict]:
     """compare-judges' rows on a span as Phoenix span annotations: name `role_rubric/disagreement/<question>`,
-    identifier the judge and the reviewer (so a second publish replaces each), score the gap."""
+    identifier the judge and the reviewer (so a second publish replaces each), score the gap; the reviewers'
+    own rows `role_rubric/reviewer_disagreement/<question>`, identifier `role-rubric/reviewers`, score the
+    spread."""
     return [
         {
             "name": r.name,
-            "annotator_kind": "LLM",
+            "annotator_kind": r.annotator_kind,
             "span_id": r.span_id,
             "identifier": r.identifier,
-            "result": {"score": r.gap, "label": f"rank {r.rank}", "explanation": r.rationale()},
+            "result": {"score": r.value, "label": r.label, "explanation": r.rationale()},
             "metadata": r.metadata(),
         }
         for r in rows.rows
@@ -117,8 +119,8 @@ class PhoenixTarget(PublishTarget[PhoenixKeys]):
             out: dict[str, Any] = {}
             if job.scored is not None:
                 out |= self._scores(client, url, key, job.scored)
-            if job.disagreements is not None:
-                out["disagreements"] = self._disagreements(client, url, key, job.disagreements)
+            for rows in job.disagreement_lists():
+                out[rows.kind.replace(" ", "_") + "s"] = self._disagreements(client, url, key, rows)
             return out
         except PhoenixException as exc:  # its client asks the server's version first: another server has none
             raise InputError(
@@ -156,7 +158,7 @@ class PhoenixTarget(PublishTarget[PhoenixKeys]):
         from rubric.progress import progress_bar
 
         found = disagreement_annotations(rows)
-        with progress_bar(len(found), self.progress, desc="publish: disagreements", unit="annotation") as bar:
+        with progress_bar(len(found), self.progress, desc=f"publish: {rows.kind}s", unit="annotation") as bar:
             for start in range(0, len(found), BATCH):
                 batch = found[start : start + BATCH]
                 _send(url, key, partial(client.spans.log_span_annotations, span_annotations=batch, sync=True),
@@ -165,7 +167,7 @@ class PhoenixTarget(PublishTarget[PhoenixKeys]):
         no_span = [r.where for r in rows.rows if not r.span_id]
         untraced = rows.untraced_line()
         self.say(
-            f"publish: {len(found)} disagreement span annotations on {mask_url(url)} (a later publish replaces them)"
+            f"publish: {len(found)} {rows.kind} span annotations on {mask_url(url)} (a later publish replaces them)"
             + (f"; {len(no_span)} rows have a trace but no span id, not published: {', '.join(no_span[:3])}"
                if no_span else "")
             + (f"; {untraced}" if untraced else "")
