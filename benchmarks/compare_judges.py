@@ -41,6 +41,7 @@ The bundled part (benchmarks/_bundled_judges.py): the offline judges of data/rol
 how-to compares them, on every conversation, with the recommendation and its noise as measured.
 
     python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 10] [--no-bundled]
+    python benchmarks/compare_judges.py --local-llm 20 --results-name compare_judges_local_llm   # role-rubric[local]
 """
 
 from __future__ import annotations
@@ -402,11 +403,25 @@ def main() -> None:
     parser.add_argument(
         "--spoil-one-question", action="store_true", help=f"only the real judge against {SPOILED} (SPOILED)"
     )
+    parser.add_argument(
+        "--local-llm",
+        type=int,
+        default=0,
+        metavar="N",
+        help="only Gemma 3 270M (judge=local, role-rubric[local]) against the embedding judge on N bundled "
+        "conversations (benchmarks/_local_judge.py)",
+    )
     add_results_argument(parser, "compare_judges")
     args = parser.parse_args()
     started = time.perf_counter()
     if args.spoil_one_question:
         spoiled_one(args, started)
+        return
+    if args.local_llm:
+        from _local_judge import local_llm_comparison  # noqa: E402  (benchmarks/_local_judge.py)
+
+        result = local_llm_comparison(args.local_llm, n_boot=args.n_boot, seed=args.seed)
+        emit(args.results_name, result | {"seconds": round(time.perf_counter() - started, 1)})
         return
     with tempfile.TemporaryDirectory() as tmp:
         judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed))

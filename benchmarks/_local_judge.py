@@ -1,0 +1,88 @@
+"""The real-LLM part of benchmarks/compare_judges.py (--local-llm N): Gemma 3 270M, served by llama-cpp-python
+(`judge=local`, role-rubric[local]), against the offline embedding judge, on N conversations of data/role_adherence
+spread over its roles, with its labels, compared by `compare-judges model=linear` as the how-to compares judges:
+per question and on the whole judge, with the recommendation and its noise as measured, and what each gather cost
+in time. The 270M model is far too small to judge roles: the measurement is whether compare-judges says so."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from calibration.cli import main as role_rubric
+from calibration.judges import compare_judges
+
+ROOT = Path(__file__).resolve().parents[1]
+DATA = ROOT / "data" / "role_adherence"
+JUDGES = {"gemma-270m": ["judge=local"], "embedding": ["judge=embedding", "judge.params.threads=1"]}
+
+
+def spread_lines(path: Path, n: int) -> list[str]:
+    """n lines spread evenly over the file (its conversations are grouped by role)."""
+    lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [lines[i * len(lines) // n] for i in range(min(n, len(lines)))]
+
+
+def gather_judge(name: str, overrides: list[str], conversations: Path, out: Path) -> dict:
+    """`role-rubric gather` of one judge on the conversations, the labels copied beside: its wall time and
+    what gather_summary.json recorded."""
+    started = time.perf_counter()
+    argv = ["gather", f"conversations={conversations}", "rubric=role_adherence", *overrides, f"out={out}",
+            "progress=false"]  # fmt: skip
+    if role_rubric(argv) != 0:
+        raise RuntimeError(f"gather of {name} failed")
+    shutil.copy(DATA / "labels.csv", out / "labels.csv")
+    summary = json.loads((out / "gather_summary.json").read_text())
+    return {"wall_s": round(time.perf_counter() - started, 1), "summary": summary}
+
+
+def local_llm_comparison(n: int, *, n_boot: int, seed: int) -> dict:
+    """Gemma 3 270M against the embedding judge on n spread conversations (module docstring)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        conversations = Path(tmp) / "conversations.jsonl"
+        chosen = spread_lines(DATA / "conversations.jsonl", n)
+        conversations.write_text("\n".join(chosen) + "\n", encoding="utf-8")
+        gathered = {name: gather_judge(name, o, conversations, Path(tmp) / name) for name, o in JUDGES.items()}
+        dirs = [Path(tmp) / name for name in JUDGES]
+        result = compare_judges(dirs, model="linear", n_boot=n_boot, seed=seed, unmatched_labels="skip")
+    questions = {}
+    for qid, block in result["questions"].items():
+        r = block["recommendation"]
+        questions[qid] = {
+            "pick": r["pick"],
+            "within_noise": r["within_noise"],
+            "rmse_difference": round(r["rmse_difference"], 4),
+            "interval": [round(r["rmse_difference_low"], 4), round(r["rmse_difference_high"], 4)],
+            "rmse": {name: round(j["rmse"], 4) for name, j in block["judges"].items()},
+            "raw_rmse": {
+                name: None if j["raw_rmse"] is None else round(j["raw_rmse"], 4) for name, j in block["judges"].items()
+            },
+            "line": r["line"],
+        }
+    whole = result["overall"]["whole_judge"]
+    return {
+        "data": f"data/role_adherence: {len(chosen)} conversations spread over its roles, their labels; model=linear",
+        "conversations": result["data"]["conversations"],
+        "label_rows": result["data"]["label_rows"],
+        "gather": {
+            name: {
+                "wall_s": g["wall_s"],
+                "requests": g["summary"].get("http_requests"),
+                "pairs": g["summary"].get("pairs"),
+                "sources": g["summary"].get("sources"),
+                "coverage": g["summary"].get("coverage"),
+            }
+            for name, g in gathered.items()
+        },
+        "questions": questions,
+        "whole_judge": {
+            "pick": whole["pick"],
+            "within_noise": whole["within_noise"],
+            "rmse_difference": round(whole["rmse_difference"], 4),
+            "interval": [round(whole["rmse_difference_low"], 4), round(whole["rmse_difference_high"], 4)],
+            "line": whole["line"],
+        },
+    }
