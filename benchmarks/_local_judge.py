@@ -17,7 +17,10 @@ from calibration.judges import compare_judges
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = ROOT / "data" / "role_adherence"
-JUDGES = {"gemma-270m": ["judge=local"], "embedding": ["judge=embedding", "judge.params.threads=1"]}
+JUDGES = {
+    "gemma-270m": ["judge=local", "judge.allow_low_coverage=true"],
+    "embedding": ["judge=embedding", "judge.params.threads=1"],
+}
 
 
 def spread_lines(path: Path, n: int) -> list[str]:

@@ -16,7 +16,8 @@ and a copy that is not worse would only measure ties.
 
 Each copy is compared with the real judge pairwise, as a team compares two set-ups. Per draw, n dialogues
 (seeded) are the labelled ones; every judge is calibrated out of fold on them once (model=linear, the simple
-calibrator, so that many draws fit in minutes; 5 shared folds) and `compare_loaded` (the stage of
+calibrator, so that many draws fit in minutes; 5 shared folds, the out-of-fold predictions averaged over 3 splits
+as compare-judges does by default) and `compare_loaded` (the stage of
 `role-rubric compare-judges`) compares the real judge with each copy. The truth of that draw: each judge's
 calibrator trained on the same n dialogues and scored (RMSE) on the held-out ones (the other 223 - n).
 Reported per size, question and copy, under three rules computed on the same draws and bootstrap resamples:
@@ -62,8 +63,8 @@ from _results import add_results_argument, emit  # noqa: E402  (benchmarks/_resu
 from calibration.data.importers import import_llm_rubric
 from calibration.data.union import retargeted
 from calibration.evaluation.baselines import linear
-from calibration.judges.calibrate import answered_questions, calibrate_all
-from calibration.judges.data import fold_of_rows, load_judges, shared_folds
+from calibration.judges.calibrate import answered_questions, calibrate_repeated
+from calibration.judges.data import fold_of_rows, load_judges
 from calibration.judges.stage import compare_loaded
 
 SIZES = (20, 50, 100)
@@ -179,21 +180,24 @@ def pair_name(ref: str, other: str) -> str:
     return other if ref == "real" else f"{ref} vs {other}"
 
 
-def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5, pairs=PAIRS) -> dict[str, dict[str, dict]]:
+def pairwise(
+    judges, *, n_boot: int, seed: int, repeats: int, folds: int = 5, pairs=PAIRS
+) -> dict[str, dict[str, dict]]:
     """pair -> question -> the reference judge against the other alone (PAIRS; a copy's name stands for real
     against it), under both rules on the same resamples: the per-question pick and within noise, the pooled
     pick and within noise, the paired RMSE differences (other - reference; the question's own and the pooled)
     and the other's label multiplier against the reference. Every judge is calibrated once on the shared
     folds; `compare_loaded` compares each pair from those distributions."""
     questions = answered_questions(judges[0])
-    fold, _ = shared_folds(judges, folds, 0)
-    probs = calibrate_all(judges, questions, fold, folds=folds, model="linear", settings=None, seed=seed)
+    probs = calibrate_repeated(judges, questions, folds=folds, fold_seed=0, repeats=repeats, model="linear",
+                               settings=None, seed=seed)  # fmt: skip
     by_name = {j.name: j for j in judges}
     out: dict[str, dict[str, dict]] = {}
     for ref, other in pairs:
         result = compare_loaded(
-            [by_name[ref], by_name[other]], model="linear", folds=folds, n_boot=n_boot, seed=seed, calibrated=probs
-        )
+            [by_name[ref], by_name[other]], model="linear", folds=folds, repeats=repeats, n_boot=n_boot, seed=seed,
+            calibrated=probs,
+        )  # fmt: skip
         name = pair_name(ref, other)
         out[name] = {}
         whole = result["overall"]["whole_judge"]
@@ -224,13 +228,13 @@ def pairwise(judges, *, n_boot: int, seed: int, folds: int = 5, pairs=PAIRS) -> 
     return out
 
 
-def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int, pairs=PAIRS) -> dict:
+def one_draw(judges, conversation: np.ndarray, n: int, seed: int, n_boot: int, repeats: int, pairs=PAIRS) -> dict:
     """The pairwise recommendations from n labelled dialogues, and the held-out truth, per copy and question."""
     rng = np.random.default_rng([seed, n])
     chosen = rng.choice(conversation.max() + 1, size=n, replace=False)
     selected = np.isin(conversation, chosen)
     subset = [j.subset(np.flatnonzero(selected)) for j in judges]
-    found = pairwise(subset, n_boot=n_boot, seed=seed, pairs=pairs)
+    found = pairwise(subset, n_boot=n_boot, seed=seed, repeats=repeats, pairs=pairs)
     questions = {q for per_q in found.values() for q in per_q}
     held = {q: {j.name: held_out_rmse(j, q, selected, seed) for j in judges} for q in sorted(questions)}
     for ref, other in pairs:
@@ -337,9 +341,9 @@ def information(full: dict) -> dict:
     }
 
 
-def full_data(judges, n_boot: int, seed: int, pairs=PAIRS) -> dict:
+def full_data(judges, n_boot: int, seed: int, repeats: int, pairs=PAIRS) -> dict:
     """The pairwise comparison on all 223 dialogues (no held-out truth: every dialogue is labelled), both rules."""
-    found = pairwise(judges, n_boot=n_boot, seed=seed, pairs=pairs)
+    found = pairwise(judges, n_boot=n_boot, seed=seed, repeats=repeats, pairs=pairs)
     return {
         name: {
             q: {
@@ -373,19 +377,22 @@ def spoiled_one(args: argparse.Namespace, started: float) -> None:
     pairs = [("real", SPOILED)]
     by_size = {}
     for n in args.sizes:
-        draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot, pairs) for d in range(args.draws)]
+        draws = [
+            one_draw(judges, conversation, n, args.seed + d, args.n_boot, args.repeats, pairs)
+            for d in range(args.draws)
+        ]
         by_size[str(n)] = summarise(draws)
         print(f"compare_judges: n={n}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     result = {
         "data": f"LLM-Rubric synthetic anchors: the real judge against {SPOILED}, the real judge with "
         f"{ONE_QUESTION}'s distributions alone permuted across every dialogue (the calibrator of every question "
         f"reads every question's distributions, so the other questions lose a little through {ONE_QUESTION})",
-        "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw",
+        "calibrator": f"linear (compare-judges model=linear), 5 shared folds per draw, repeats={args.repeats}",
         "draws_per_size": args.draws,
         "n_boot": args.n_boot,
         "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",
         "by_size": by_size,
-        "full_data": full_data(judges, args.n_boot, args.seed, pairs),
+        "full_data": full_data(judges, args.n_boot, args.seed, args.repeats, pairs),
         "seconds": round(time.perf_counter() - started, 1),
         "load_avg_1m": round(os.getloadavg()[0], 2),
     }
@@ -398,6 +405,7 @@ def main() -> None:
     parser.add_argument("--draws", type=int, default=10, help="draws of labelled dialogues per size")
     parser.add_argument("--sizes", type=int, nargs="+", default=list(SIZES))
     parser.add_argument("--n-boot", type=int, default=200)
+    parser.add_argument("--repeats", type=int, default=3, help="compare-judges repeats= (splits into folds averaged)")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--no-bundled", action="store_true", help="leave out the bundled data's comparison")
     parser.add_argument(
@@ -427,12 +435,12 @@ def main() -> None:
         judges = load_judges(write_judges(Path(args.anchors), Path(tmp), args.seed))
     ds = judges[0].ds
     conversation = pd.factorize(ds.items["conversation_id"].to_numpy()[ds.label_item[judges[0].rows]], sort=True)[0]
-    full = full_data(judges, args.n_boot, args.seed)
+    full = full_data(judges, args.n_boot, args.seed, args.repeats)
     ceiling = information(full)
     print(f"compare_judges: full data: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     by_size = {}
     for n in args.sizes:
-        draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot) for d in range(args.draws)]
+        draws = [one_draw(judges, conversation, n, args.seed + d, args.n_boot, args.repeats) for d in range(args.draws)]
         by_size[str(n)] = summarise(draws)
         print(f"compare_judges: n={n}: done ({time.perf_counter() - started:.0f} s)", file=sys.stderr, flush=True)
     result = {
@@ -441,8 +449,8 @@ def main() -> None:
         "quarter / half / all of the dialogues permuted among themselves, every question together; mixed-50: "
         "each dialogue averaged 50/50 with one random other dialogue's, every question together) and the judge "
         "without log-probabilities (no-logprobs: its one sampled answer per question, the anchors' sample_llm)",
-        "calibrator": "linear (compare-judges model=linear), 5 shared folds per draw; each copy against the real "
-        "judge alone (pairwise)",
+        "calibrator": f"linear (compare-judges model=linear), 5 shared folds per draw, out-of-fold predictions averaged "
+        f"over {args.repeats} splits (repeats={args.repeats}); each copy against the real judge alone (pairwise)",
         "draws_per_size": args.draws,
         "n_boot": args.n_boot,
         "truth": "per draw, each judge calibrated on the same n dialogues and scored on the held-out ones",

@@ -36,6 +36,7 @@ def run(cfg: Schema) -> dict[str, Any]:
             settings=cfg.settings,
             folds=cfg.folds,
             fold_seed=cfg.fold_seed,
+            repeats=cfg.repeats,
             seed=cfg.seed,
             n_boot=cfg.n_boot,
             epsilon=cfg.epsilon,

@@ -147,7 +147,13 @@ def _intro(result: dict[str, Any]) -> str:
     intro = (
         f"{len(result['settings']['judges'])} judges, {d['conversations']} labelled conversations, "
         f"{d['label_rows']} label rows, {d['reviewers']} reviewers; calibrator {result['settings']['model']}, "
-        f"{result['settings']['folds']} shared folds of conversations, {result['settings']['n_boot']} bootstrap "
+        f"{result['settings']['folds']} shared folds of conversations"
+        + (
+            f" (out-of-fold predictions averaged over {reps} splits)"
+            if (reps := result["settings"].get("repeats", 1)) > 1
+            else ""
+        )
+        + f", {result['settings']['n_boot']} bootstrap "
         f"resamples (seed {result['settings']['seed']})."
     )
     skipped = {n: sum(r.values()) for n, r in d.get("skipped", {}).items() if sum(r.values())}

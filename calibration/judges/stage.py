@@ -24,7 +24,7 @@ from calibration.evaluation.reviewers import reviewer_agreement
 from calibration.judges import choice, kappa
 from calibration.judges.agreement import METRICS, conversation_weights, interval, metric_replicates
 from calibration.judges.alpha import question_alpha
-from calibration.judges.calibrate import answered_questions, calibrate_all, raw_expected
+from calibration.judges.calibrate import answered_questions, calibrate_repeated, raw_expected
 from calibration.judges.combine import combined_judge
 from calibration.judges.data import Judge, cost_per_1000_turns, load_judges, shared_folds
 from calibration.judges.disagreements import (
@@ -71,6 +71,7 @@ def compare_loaded(
     settings: Settings | None = None,
     folds: int = 5,
     fold_seed: int = 0,
+    repeats: int = 3,
     seed: int = 0,
     n_boot: int = 1000,
     epsilon: float = 0.1,
@@ -82,17 +83,19 @@ def compare_loaded(
 ) -> dict[str, Any]:
     """`compare_judges` of judges already loaded (calibration/judges/data.py `load_judges`; a benchmark's
     subsets of their labelled conversations: `Judge.subset`). agreement_width: plan the turns for a second
-    reviewer (calibration/judges/planner.py), the frame `_second_reviewer`. calibrated: judge name -> question -> (R, K)
-    out-of-fold distributions already computed on these judges' shared folds (`calibrate_all` with
-    `shared_folds(judges, folds, fold_seed)`), so that a benchmark comparing several pairs of judges
-    calibrates each judge once; None calibrates here."""
+    reviewer (calibration/judges/planner.py), the frame `_second_reviewer`. repeats: splits into folds whose
+    out-of-fold distributions are averaged (calibration/judges/calibrate.py `calibrate_repeated`). calibrated:
+    judge name -> question -> (R, K) out-of-fold distributions already computed on these judges
+    (`calibrate_repeated` with the same folds, fold_seed and repeats), so that a benchmark comparing several
+    pairs of judges calibrates each judge once; None calibrates here."""
     started = time.perf_counter()
     if combine:  # one more candidate: every judge's distributions as one calibrator's inputs
         judges = [*judges, combined_judge(judges)]
     questions = _questions(judges[0], questions)
-    fold, conversation = shared_folds(judges, folds, fold_seed)
+    _, conversation = shared_folds(judges, folds, fold_seed)
     if calibrated is None:
-        probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed)
+        probs = calibrate_repeated(judges, questions, folds=folds, fold_seed=fold_seed, repeats=repeats, model=model,
+                                   settings=settings, seed=seed)  # fmt: skip
     else:
         probs = {j.name: {q: calibrated[j.name][q] for q in questions} for j in judges}
     calibrated_s = time.perf_counter() - started
@@ -117,7 +120,8 @@ def compare_loaded(
             "model": model,
             "settings": None if settings is None or model != "network" else settings.to_dict(),
         }
-        | dict(folds=folds, fold_seed=fold_seed, seed=seed, n_boot=n_boot, epsilon=epsilon, width=width)
+        | dict(folds=folds, fold_seed=fold_seed, repeats=repeats, seed=seed, n_boot=n_boot, epsilon=epsilon)
+        | dict(width=width)
         | dict(release=release, combine=combine, agreement_width=agreement_width),
         "data": {
             "label_rows": len(conversation),

@@ -46,6 +46,12 @@ class CompareJudges(Command):
     folds: int = FOLDS()
     seed: int = SEED()
     fold_seed: int = FOLD_SEED()
+    repeats: int = setting(
+        3,
+        "splits of the conversations into folds; each label row's out-of-fold prediction is averaged over them "
+        "(less noise from one split; the calibration takes this many times as long)",
+        integer(1),
+    )
     n_boot: int = setting(1000, "bootstrap resamples of conversations for every interval", integer(1))
     epsilon: float = setting(
         0.1,
