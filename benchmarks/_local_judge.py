@@ -29,11 +29,13 @@ def spread_lines(path: Path, n: int) -> list[str]:
     return [lines[i * len(lines) // n] for i in range(min(n, len(lines)))]
 
 
-def gather_judge(name: str, overrides: list[str], conversations: Path, out: Path) -> dict:
+def gather_judge(name: str, overrides: list[str], conversations: Path, out: Path, cache_dir: Path | None) -> dict:
     """`role-rubric gather` of one judge on the conversations, the labels copied beside: its wall time and
-    what gather_summary.json recorded."""
+    what gather_summary.json recorded. cache_dir: keep the judge's request cache there (NAME.sqlite), so that a
+    rerun asks the model nothing twice."""
     started = time.perf_counter()
-    argv = ["gather", f"conversations={conversations}", "rubric=role_adherence", *overrides, f"out={out}",
+    cache = [] if cache_dir is None else [f"cache={cache_dir / (name + '.sqlite')}"]
+    argv = ["gather", f"conversations={conversations}", "rubric=role_adherence", *overrides, *cache, f"out={out}",
             "progress=false"]  # fmt: skip
     if role_rubric(argv) != 0:
         raise RuntimeError(f"gather of {name} failed")
@@ -42,15 +44,19 @@ def gather_judge(name: str, overrides: list[str], conversations: Path, out: Path
     return {"wall_s": round(time.perf_counter() - started, 1), "summary": summary}
 
 
-def local_llm_comparison(n: int, *, n_boot: int, seed: int) -> dict:
+def local_llm_comparison(n: int, *, n_boot: int, seed: int, repeats: int, cache_dir: Path | None = None) -> dict:
     """Gemma 3 270M against the embedding judge on n spread conversations (module docstring)."""
     with tempfile.TemporaryDirectory() as tmp:
         conversations = Path(tmp) / "conversations.jsonl"
         chosen = spread_lines(DATA / "conversations.jsonl", n)
         conversations.write_text("\n".join(chosen) + "\n", encoding="utf-8")
-        gathered = {name: gather_judge(name, o, conversations, Path(tmp) / name) for name, o in JUDGES.items()}
+        gathered = {
+            name: gather_judge(name, o, conversations, Path(tmp) / name, cache_dir) for name, o in JUDGES.items()
+        }
         dirs = [Path(tmp) / name for name in JUDGES]
-        result = compare_judges(dirs, model="linear", n_boot=n_boot, seed=seed, unmatched_labels="skip")
+        result = compare_judges(
+            dirs, model="linear", repeats=repeats, n_boot=n_boot, seed=seed, unmatched_labels="skip"
+        )
     questions = {}
     for qid, block in result["questions"].items():
         r = block["recommendation"]
@@ -67,7 +73,8 @@ def local_llm_comparison(n: int, *, n_boot: int, seed: int) -> dict:
         }
     whole = result["overall"]["whole_judge"]
     return {
-        "data": f"data/role_adherence: {len(chosen)} conversations spread over its roles, their labels; model=linear",
+        "data": f"data/role_adherence: {len(chosen)} conversations spread over its roles, their labels; "
+        f"model=linear, repeats={repeats}",
         "conversations": result["data"]["conversations"],
         "label_rows": result["data"]["label_rows"],
         "gather": {

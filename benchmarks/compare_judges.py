@@ -42,7 +42,7 @@ The bundled part (benchmarks/_bundled_judges.py): the offline judges of data/rol
 how-to compares them, on every conversation, with the recommendation and its noise as measured.
 
     python benchmarks/compare_judges.py [--anchors ../shared/anchors/llm_rubric_synth] [--draws 10] [--no-bundled]
-    python benchmarks/compare_judges.py --local-llm 20 --results-name compare_judges_local_llm   # role-rubric[local]
+    python benchmarks/compare_judges.py --local-llm 20 --results-name compare_judges_local_llm [--cache-dir DIR]
 """
 
 from __future__ import annotations
@@ -419,6 +419,7 @@ def main() -> None:
         help="only Gemma 3 270M (judge=local, role-rubric[local]) against the embedding judge on N bundled "
         "conversations (benchmarks/_local_judge.py)",
     )
+    parser.add_argument("--cache-dir", default=None, help="--local-llm: keep each judge's request cache here")
     add_results_argument(parser, "compare_judges")
     args = parser.parse_args()
     started = time.perf_counter()
@@ -428,7 +429,9 @@ def main() -> None:
     if args.local_llm:
         from _local_judge import local_llm_comparison  # noqa: E402  (benchmarks/_local_judge.py)
 
-        result = local_llm_comparison(args.local_llm, n_boot=args.n_boot, seed=args.seed)
+        cache = None if args.cache_dir is None else Path(args.cache_dir)
+        result = local_llm_comparison(args.local_llm, n_boot=args.n_boot, seed=args.seed, repeats=args.repeats,
+                                      cache_dir=cache)  # fmt: skip
         emit(args.results_name, result | {"seconds": round(time.perf_counter() - started, 1)})
         return
     with tempfile.TemporaryDirectory() as tmp:
