@@ -18,7 +18,7 @@ COPIES = {"shuffled-25", "shuffled-50", "shuffled-100", "mixed-50", "no-logprobs
 def test_compare_judges_compares_the_real_judge_with_each_whole_judge_copy():
     out = _run(
         "compare_judges.py", "--anchors", str(ANCHORS), "--draws", "1", "--sizes", "20", "50", "--n-boot", "50",
-        "--no-bundled",
+        "--no-bundled", "--repeats", "2",
     )  # fmt: skip
     at = out["by_size"]["20"]
     assert set(at) == COPIES | {"Q7-real vs shuffled-50"} and len(at["mixed-50"]) == 9
