@@ -151,3 +151,30 @@ def compare_judges(record: dict[str, Any]) -> str:
     if "bundled" in r:
         out += "\n\n" + _bundled(r["bundled"])
     return out
+
+
+def local_llm(record: dict[str, Any]) -> str:
+    """benchmarks/compare_judges.py --local-llm: Gemma 3 270M against the embedding judge on bundled conversations."""
+    r = record["result"]
+    names = list(r["gather"])
+    rows = [
+        [
+            qid,
+            q["pick"],
+            "yes" if q["within_noise"] else "no",
+            f"{q['rmse_difference']:+.3f} [{q['interval'][0]:+.3f}, {q['interval'][1]:+.3f}]",
+            *(f"{q['rmse'][n]:.3f}" for n in names),
+        ]
+        for qid, q in r["questions"].items()
+    ]
+    header = ["question", "pick", "within noise", "RMSE pick - runner-up", *(f"{n} calibrated RMSE" for n in names)]
+    cover = ", ".join(
+        f"{n}: median coverage {g['coverage']['median']:.3f}, {g['pairs']} pairs, {g['requests']} requests"
+        for n, g in r["gather"].items()
+    )
+    return (
+        f"{r['data']}; {r['conversations']} conversations, {r['label_rows']} label rows. Gather: {cover} (coverage: "
+        "the probability the judge put on the options at all).\n\n"
+        + _table(header, rows)
+        + f"\n\nThe verdict on the whole judge: {r['whole_judge']['line']}"
+    )

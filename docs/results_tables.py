@@ -1023,6 +1023,7 @@ RENDERERS: dict[str, Callable[[dict], str]] = {
     "batch_gather": batch_gather,
     "monitor": results_monitor.monitor,
     "compare_judges": results_judges.compare_judges,
+    "compare_judges_local_llm": results_judges.local_llm,  # benchmarks/compare_judges.py --local-llm 20
 }
 
 
