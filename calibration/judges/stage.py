@@ -100,19 +100,13 @@ def compare_loaded(
         probs = {j.name: {q: calibrated[j.name][q] for q in questions} for j in judges}
     calibrated_s = time.perf_counter() - started
     ref = judges[0].ds
-    counts = conversation_weights(np.arange(conversation.max() + 1), n_boot, seed)  # (1 + B, C)
-    W = counts[:, conversation]  # (1 + B, R): the same resamples for every judge and question
-    blocks, rows, rmse_reps = {}, [], {}
-    for qid in questions:
-        block, q_rows = _question(judges, probs, qid, W, counts, conversation, width=width, release=release, seed=seed)
-        rmse_reps[qid] = block.pop("_rmse_replicates")
-        blocks[qid] = block
-        rows.append(q_rows)
-    if len(questions) > 1:  # the evidence pooled across questions, on the same resamples (choice.pooled_picks)
-        for qid, pooled in choice.pooled_picks(rmse_reps).items():
-            blocks[qid]["recommendation_pooled"] = pooled
+    blocks, rows, rmse_reps = _questions_compared(
+        judges, probs, questions, conversation, n_boot=n_boot, width=width, release=release, seed=seed
+    )
     _add_alt_tests(blocks, judges, probs, questions, epsilon)
     traces = trace_ids(judges[0].path)
+    options: dict[str, Any] = dict(folds=folds, fold_seed=fold_seed, repeats=repeats, seed=seed, n_boot=n_boot)
+    options |= dict(epsilon=epsilon, width=width, release=release, combine=combine, agreement_width=agreement_width)
     result = {
         "settings": {
             "data": [str(j.path) for j in judges],
@@ -120,9 +114,7 @@ def compare_loaded(
             "model": model,
             "settings": None if settings is None or model != "network" else settings.to_dict(),
         }
-        | dict(folds=folds, fold_seed=fold_seed, repeats=repeats, seed=seed, n_boot=n_boot, epsilon=epsilon)
-        | dict(width=width)
-        | dict(release=release, combine=combine, agreement_width=agreement_width),
+        | options,
         "data": {
             "label_rows": len(conversation),
             "conversations": int(conversation.max() + 1),
@@ -144,6 +136,33 @@ def compare_loaded(
         plan, result["second_reviewer"] = _plan(judges[0], questions, blocks, agreement_width, traces, seed)
         result["_second_reviewer"] = plan
     return result
+
+
+def _questions_compared(
+    judges: list[Judge],
+    probs: dict,
+    questions: list[str],
+    conversation: np.ndarray,
+    *,
+    n_boot: int,
+    width: float | None,
+    release: int,
+    seed: int,
+) -> tuple[dict, list[pd.DataFrame], dict]:
+    """Every question's block (`_question`) on the same conversation resamples, the pooled recommendation beside
+    each where there are several questions, the disagreement rows, and each question's RMSE replicates."""
+    counts = conversation_weights(np.arange(conversation.max() + 1), n_boot, seed)  # (1 + B, C)
+    W = counts[:, conversation]  # (1 + B, R): the same resamples for every judge and question
+    blocks, rows, rmse_reps = {}, [], {}
+    for qid in questions:
+        block, q_rows = _question(judges, probs, qid, W, counts, conversation, width=width, release=release, seed=seed)
+        rmse_reps[qid] = block.pop("_rmse_replicates")
+        blocks[qid] = block
+        rows.append(q_rows)
+    if len(questions) > 1:  # the evidence pooled across questions, on the same resamples (choice.pooled_picks)
+        for qid, pooled in choice.pooled_picks(rmse_reps).items():
+            blocks[qid]["recommendation_pooled"] = pooled
+    return blocks, rows, rmse_reps
 
 
 def _add_alt_tests(blocks: dict, judges: list[Judge], probs: dict, questions: list[str], epsilon: float) -> None:
