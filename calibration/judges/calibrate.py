@@ -8,8 +8,9 @@ same for every judge (calibration/judges/data.py `shared_folds`), so the judges'
 `calibrate_repeated` does it over several splits of the conversations into folds and averages each row's
 out-of-fold distributions (repeated cross-fitting): every prediction is still made without the row's own
 conversation, and the comparison loses most of the noise one split adds. On the LLM-Rubric anchors with 50
-labelled dialogues, 3 splits raised the share of draws whose whole-judge verdict picks the real judge over its
-half-shuffled copy from 0.6 to 0.8 (benchmarks/compare_judges.py measures it).
+labelled dialogues, 3 splits rather than 1 raised the share of draws whose whole-judge verdict picks the real
+judge over its half-shuffled copy from 0.6 to 0.8 (benchmarks/results/compare_judges.json against
+compare_judges-repeats1.json, the same draws).
 """
 
 from __future__ import annotations
