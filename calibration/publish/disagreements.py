@@ -12,6 +12,7 @@ silently.
 from __future__ import annotations
 
 import math
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, ClassVar
@@ -42,8 +43,24 @@ REVIEWER_COLUMNS = ("rank", "conversation_id", "turn", "reviewers", "answers", "
 """The columns of reviewer_disagreements.csv that publish reads."""
 
 
+class _RankedTurn:
+    """What both lists' rows share: a rank and the turn it is about."""
+
+    rank: int
+    conversation_id: str
+    turn: int | None
+
+    @property
+    def label(self) -> str:
+        return f"rank {self.rank}"
+
+    @property
+    def where(self) -> str:
+        return f"{self.conversation_id}/{'' if self.turn is None else self.turn}"
+
+
 @dataclass(frozen=True)
-class Disagreement:
+class Disagreement(_RankedTurn):
     """One row of disagreements.csv: a reviewer's answer against the calibrated judge's expected answer."""
 
     llm_judge: str
@@ -78,10 +95,6 @@ class Disagreement:
         """The published value: the gap."""
         return self.gap
 
-    @property
-    def label(self) -> str:
-        return f"rank {self.rank}"
-
     def same_entry(self, metadata: dict[str, str]) -> bool:
         """Whether an entry of this name, source and span with this metadata is this row's (one per reviewer)."""
         return metadata.get("reviewer_id") == self.reviewer_id
@@ -95,10 +108,6 @@ class Disagreement:
     def identifier(self) -> str:
         """The judge and the reviewer: with the name and the span, what identifies the row (Phoenix)."""
         return f"role-rubric/{self.llm_judge}/{self.reviewer_id}"
-
-    @property
-    def where(self) -> str:
-        return f"{self.conversation_id}/{'' if self.turn is None else self.turn}"
 
     def rationale(self) -> str:
         return (
@@ -124,7 +133,7 @@ class Disagreement:
 
 
 @dataclass(frozen=True)
-class ReviewerDisagreement:
+class ReviewerDisagreement(_RankedTurn):
     """One row of reviewer_disagreements.csv: a turn whose reviewers answered a question differently."""
 
     rank: int
@@ -156,14 +165,6 @@ class ReviewerDisagreement:
     def value(self) -> float:
         """The published value: the spread."""
         return self.spread_share
-
-    @property
-    def label(self) -> str:
-        return f"rank {self.rank}"
-
-    @property
-    def where(self) -> str:
-        return f"{self.conversation_id}/{'' if self.turn is None else self.turn}"
 
     def same_entry(self, metadata: dict[str, str]) -> bool:
         """One entry per name, source and span: any such entry is this row's."""
@@ -203,6 +204,11 @@ class Disagreements:
     kind: str = "disagreement"
     """What a row is, in the status lines: "disagreement" (judge against reviewer) or "reviewer disagreement"."""
 
+    @property
+    def result_key(self) -> str:
+        """Its key in what publish returns: disagreements, reviewer_disagreements."""
+        return self.kind.replace(" ", "_") + "s"
+
     def untraced_line(self) -> str:
         """'' where every row is on a trace; else how many are not, naming the first few."""
         if not self.untraced:
@@ -217,59 +223,56 @@ class Disagreements:
 def read_disagreements(path: str | Path, *, top: int | None = None) -> Disagreements:
     """compare-judges' disagreements.csv (`path`: the file or the out= folder holding it); top: the first N
     rows of each LLM judge by rank. One line naming the file where it is missing or not compare-judges'."""
-    import pandas as pd
-
     path = Path(path)
     file = path / "disagreements.csv" if path.is_dir() else path
     fix = "pass disagreements= the out= folder of `role-rubric compare-judges` (or its disagreements.csv)."
     if not file.is_file():
         raise InputError("no disagreements.csv here.", path=path, fix=fix)
-    try:
-        frame = pd.read_csv(file, dtype=str, keep_default_na=False)
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InputError(f"not a CSV file ({str(exc).splitlines()[0]}).", path=file, fix=fix) from None
-    missing = [c for c in COLUMNS if c not in frame.columns]
-    if missing:
-        raise InputError(
-            f"not the disagreements.csv that compare-judges writes (no column {', '.join(missing)}).",
-            path=file,
-            fix=fix,
-        )
-    rows = [_row(record, file, n) for n, record in enumerate(frame.to_dict("records"), start=2)]
-    if top is not None:
-        rows = [r for r in rows if r.rank <= top]
-    traced = tuple(r for r in rows if r.trace_id and r.turn is not None)
-    untraced = tuple(r for r in rows if not (r.trace_id and r.turn is not None))
-    return Disagreements(path=file, rows=traced, untraced=untraced)
+    return _read_list(file, COLUMNS, _row, name="disagreements.csv", fix=fix, top=top, kind="disagreement")
 
 
 def read_reviewer_disagreements(path: str | Path, *, top: int | None = None) -> Disagreements | None:
     """compare-judges' reviewer_disagreements.csv beside disagreements.csv (`path`: the out= folder; None where it
     is a file or the folder has none, as before compare-judges wrote it); top: its first N rows by rank."""
-    import pandas as pd
-
     path = Path(path)
     file = path / "reviewer_disagreements.csv"
     if not path.is_dir() or not file.is_file():
         return None
     fix = "run compare-judges again (its out= folder holds reviewer_disagreements.csv)."
+    return _read_list(
+        file, REVIEWER_COLUMNS, _reviewer_row, name=file.name, fix=fix, top=top, kind="reviewer disagreement"
+    )
+
+
+def _read_list(
+    file: Path,
+    columns: tuple[str, ...],
+    make_row: Callable[[dict[str, Any], Path, int], Row],
+    *,
+    name: str,
+    fix: str,
+    top: int | None,
+    kind: str,
+) -> Disagreements:
+    """One of compare-judges' lists (name: the file compare-judges writes): read, its columns checked, each row made (line numbers as a spreadsheet
+    shows them), the first `top` by rank kept, split into the rows on a trace and the rest."""
+    import pandas as pd
+
     try:
         frame = pd.read_csv(file, dtype=str, keep_default_na=False)
     except (ValueError, UnicodeDecodeError) as exc:
         raise InputError(f"not a CSV file ({str(exc).splitlines()[0]}).", path=file, fix=fix) from None
-    missing = [c for c in REVIEWER_COLUMNS if c not in frame.columns]
+    missing = [c for c in columns if c not in frame.columns]
     if missing:
         raise InputError(
-            f"not the reviewer_disagreements.csv that compare-judges writes (no column {', '.join(missing)}).",
-            path=file,
-            fix=fix,
+            f"not the {name} that compare-judges writes (no column {', '.join(missing)}).", path=file, fix=fix
         )
-    rows = [_reviewer_row(record, file, n) for n, record in enumerate(frame.to_dict("records"), start=2)]
+    rows = [make_row(record, file, n) for n, record in enumerate(frame.to_dict("records"), start=2)]
     if top is not None:
         rows = [r for r in rows if r.rank <= top]
     traced = tuple(r for r in rows if r.trace_id and r.turn is not None)
     untraced = tuple(r for r in rows if not (r.trace_id and r.turn is not None))
-    return Disagreements(path=file, rows=traced, untraced=untraced, kind="reviewer disagreement")
+    return Disagreements(path=file, rows=traced, untraced=untraced, kind=kind)
 
 
 def _reviewer_row(record: dict[str, Any], file: Path, line: int) -> ReviewerDisagreement:

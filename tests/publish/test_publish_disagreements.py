@@ -71,12 +71,13 @@ def reviewers_listed(out: Path) -> pd.DataFrame:
 # ---- MLflow ------------------------------------------------------------------------------------------------
 
 
-def disagreements_on(run: dict) -> list:
+def disagreements_on(run: dict, prefix: str = "role_rubric/disagreement/") -> list:
+    """The valid assessments on the run's traces whose name starts with prefix."""
     return [
         a
         for t in traces_of(run["url"], run["experiment_id"])
         for a in t.info.assessments
-        if a.name.startswith("role_rubric/disagreement/") and a.valid is not False
+        if a.name.startswith(prefix) and a.valid is not False
     ]
 
 
@@ -153,12 +154,7 @@ def test_each_reviewer_disagreement_is_feedback_on_its_turn_and_a_second_publish
     said = capsys.readouterr().out
     assert f"{TOP} reviewer disagreement feedbacks" in said and f"0 created, 0 updated, {TOP} unchanged" in said
     ids = turn_ids(run)
-    found = [
-        a
-        for t in traces_of(run["url"], run["experiment_id"])
-        for a in t.info.assessments
-        if a.name.startswith("role_rubric/reviewer_disagreement/") and a.valid is not False
-    ]
+    found = disagreements_on(run, "role_rubric/reviewer_disagreement/")
     assert len(found) == len(rows)  # one entry per row, however often it is published
     for row in rows.itertuples():
         turn = ids[(row.conversation_id, int(row.turn))]
@@ -194,21 +190,28 @@ def phoenix_compared(phoenix_scored, tmp_path_factory) -> dict:
     return {**phoenix_scored, "compare": compare_judges(phoenix_scored, root)}
 
 
-def test_each_disagreement_is_a_span_annotation_of_its_turn_replaced_by_a_second_publish(phoenix_compared, capsys):
+def publish_phoenix_twice(run: dict) -> None:
+    """publish the compare-judges folder to Phoenix twice (the second replaces the first)."""
+    args = ["publish", "target=phoenix", f"disagreements={run['compare']}", f"url={run['url']}", f"top={TOP}"]
+    assert main(args) == 0 and main(args) == 0
+
+
+def annotations_on(run: dict, ids: dict, prefix: str) -> list:
+    """The span annotations on the run's turns whose name starts with prefix, read with Phoenix's client."""
     from phoenix.client import Client
 
+    span_ids = sorted({t["span_id"] for t in ids.values()})
+    annotations = Client(base_url=run["url"]).spans.get_span_annotations(span_ids=span_ids, project_identifier=PROJECT)
+    return [a for a in annotations if a["name"].startswith(prefix)]
+
+
+def test_each_disagreement_is_a_span_annotation_of_its_turn_replaced_by_a_second_publish(phoenix_compared, capsys):
     run = phoenix_compared
     rows = listed(run["compare"])
-    args = ["publish", "target=phoenix", f"disagreements={run['compare']}", f"url={run['url']}", f"top={TOP}"]
-    assert main(args) == 0 and main(args) == 0  # the second replaces the first
+    publish_phoenix_twice(run)
     assert f"{len(rows)} disagreement span annotations" in capsys.readouterr().out
     ids = turn_ids(run)
-    span_ids = sorted({t["span_id"] for t in ids.values()})
-    found = [
-        a
-        for a in Client(base_url=run["url"]).spans.get_span_annotations(span_ids=span_ids, project_identifier=PROJECT)
-        if a["name"].startswith("role_rubric/disagreement/")
-    ]
+    found = annotations_on(run, ids, "role_rubric/disagreement/")
     assert len(found) == len(rows)
     for row in rows.itertuples():
         (a,) = [
@@ -224,20 +227,12 @@ def test_each_disagreement_is_a_span_annotation_of_its_turn_replaced_by_a_second
 
 
 def test_each_reviewer_disagreement_is_a_span_annotation_of_its_turn(phoenix_compared, capsys):
-    from phoenix.client import Client
-
     run = phoenix_compared
     rows = reviewers_listed(run["compare"])
-    args = ["publish", "target=phoenix", f"disagreements={run['compare']}", f"url={run['url']}", f"top={TOP}"]
-    assert main(args) == 0 and main(args) == 0  # the second replaces the first
+    publish_phoenix_twice(run)
     assert f"{TOP} reviewer disagreement span annotations" in capsys.readouterr().out
     ids = turn_ids(run)
-    span_ids = sorted({t["span_id"] for t in ids.values()})
-    found = [
-        a
-        for a in Client(base_url=run["url"]).spans.get_span_annotations(span_ids=span_ids, project_identifier=PROJECT)
-        if a["name"].startswith("role_rubric/reviewer_disagreement/")
-    ]
+    found = annotations_on(run, ids, "role_rubric/reviewer_disagreement/")
     assert len(found) == len(rows)
     for row in rows.itertuples():
         span = ids[(row.conversation_id, int(row.turn))]["span_id"]

@@ -120,7 +120,7 @@ class PhoenixTarget(PublishTarget[PhoenixKeys]):
             if job.scored is not None:
                 out |= self._scores(client, url, key, job.scored)
             for rows in job.disagreement_lists():
-                out[rows.kind.replace(" ", "_") + "s"] = self._disagreements(client, url, key, rows)
+                out[rows.result_key] = self._disagreements(client, url, key, rows)
             return out
         except PhoenixException as exc:  # its client asks the server's version first: another server has none
             raise InputError(
