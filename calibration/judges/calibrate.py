@@ -22,7 +22,7 @@ import numpy as np
 from calibration.data.union import retargeted
 from calibration.evaluation.baselines import linear, ordinal
 from calibration.evaluation.out_of_fold import oof_network
-from calibration.judges.data import Judge, fold_of_rows, shared_folds
+from calibration.judges.data import Judge, fold_of_rows, labelled_questions, shared_folds
 from calibration.model.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -34,8 +34,7 @@ judge's expected answers (`train model=linear|ordinal`), much faster, for many j
 
 def answered_questions(judge: Judge) -> list[str]:
     """The questions with at least one reviewer answer, in rubric order."""
-    ds = judge.ds
-    return [qid for q, qid in enumerate(ds.rubric.ids) if (ds.answers[:, q] >= 0).any()]
+    return labelled_questions(judge.ds)
 
 
 def oof_probabilities(
@@ -108,11 +107,9 @@ def calibrate_repeated(
 ) -> dict[str, dict[str, np.ndarray]]:
     """`calibrate_all` on `repeats` splits into shared folds (fold seeds fold_seed, fold_seed + 1, ...), each
     row's out-of-fold distributions averaged over the splits (module docstring)."""
-    total: dict[str, dict[str, np.ndarray]] = {}
-    for r in range(repeats):
-        fold, _ = shared_folds(judges, folds, fold_seed + r)
-        probs = calibrate_all(judges, questions, fold, folds=folds, model=model, settings=settings, seed=seed + r)
-        for name, per_q in probs.items():
-            for qid, p in per_q.items():
-                total.setdefault(name, {})[qid] = total.get(name, {}).get(qid, 0.0) + p / repeats
-    return total
+    runs = [
+        calibrate_all(judges, questions, shared_folds(judges, folds, fold_seed + r)[0], folds=folds, model=model,
+                      settings=settings, seed=seed + r)
+        for r in range(repeats)
+    ]  # fmt: skip
+    return {j.name: {q: np.mean([run[j.name][q] for run in runs], axis=0) for q in questions} for j in judges}

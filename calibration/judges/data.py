@@ -72,7 +72,7 @@ def load_judges(paths: list[Path], names: list[str] | None = None, *, unmatched_
     first = sets[0]
     for path, ds in zip(paths[1:], sets[1:], strict=True):
         _check_rubric(first, ds, paths[0], path)
-    compared = [qid for qid in first.rubric.ids if qid in labelled_questions(first)]
+    compared = labelled_questions(first)
     reference = _label_frame(first, compared)
     order = reference.sort_values(KEY).index.to_numpy()  # the shared order: label rows by their keys
     judges = []
@@ -92,10 +92,11 @@ def load_judges(paths: list[Path], names: list[str] | None = None, *, unmatched_
 def _check_rubric(first: Dataset, ds: Dataset, first_path: Path, path: Path) -> None:
     """The same labelled questions (ids and options, in order); a question only one of them has must be an input
     no reviewer answers (a reference scorer's, `gather scorer= scorer.beside=`), so it is read, never compared."""
-    mine = [(q.id, tuple(q.values)) for q in ds.rubric.questions if q.id in labelled_questions(ds)]
-    theirs = [(q.id, tuple(q.values)) for q in first.rubric.questions if q.id in labelled_questions(first)]
+    labelled_mine, labelled_theirs = set(labelled_questions(ds)), set(labelled_questions(first))
+    mine = [(q.id, tuple(q.values)) for q in ds.rubric.questions if q.id in labelled_mine]
+    theirs = [(q.id, tuple(q.values)) for q in first.rubric.questions if q.id in labelled_theirs]
     inputs_only = set(ds.rubric.ids) ^ set(first.rubric.ids)
-    answered_extra = sorted(inputs_only & (labelled_questions(ds) | labelled_questions(first)))
+    answered_extra = sorted(inputs_only & (labelled_mine | labelled_theirs))
     if mine != theirs or answered_extra:
         raise InputError(
             f"its rubric's questions or options differ from {first_path}'s"
@@ -110,9 +111,9 @@ def _check_rubric(first: Dataset, ds: Dataset, first_path: Path, path: Path) -> 
         )
 
 
-def labelled_questions(ds: Dataset) -> set[str]:
-    """The questions some reviewer answered."""
-    return {qid for q, qid in enumerate(ds.rubric.ids) if (ds.answers[:, q] >= 0).any()}
+def labelled_questions(ds: Dataset) -> list[str]:
+    """The questions some reviewer answered, in rubric order."""
+    return [qid for q, qid in enumerate(ds.rubric.ids) if (ds.answers[:, q] >= 0).any()]
 
 
 def _label_frame(ds: Dataset, questions: list[str]) -> pd.DataFrame:
