@@ -6,13 +6,11 @@ in time. The 270M model is far too small to judge roles: the measurement is whet
 
 from __future__ import annotations
 
-import json
-import shutil
 import tempfile
-import time
 from pathlib import Path
 
-from calibration.cli import main as role_rubric
+from _bundled_judges import gather_judge, verdict  # noqa: E402  (benchmarks/_bundled_judges.py)
+
 from calibration.judges import compare_judges
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -27,21 +25,6 @@ def spread_lines(path: Path, n: int) -> list[str]:
     """n lines spread evenly over the file (its conversations are grouped by role)."""
     lines = [line for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
     return [lines[i * len(lines) // n] for i in range(min(n, len(lines)))]
-
-
-def gather_judge(name: str, overrides: list[str], conversations: Path, out: Path, cache_dir: Path | None) -> dict:
-    """`role-rubric gather` of one judge on the conversations, the labels copied beside: its wall time and
-    what gather_summary.json recorded. cache_dir: keep the judge's request cache there (NAME.sqlite), so that a
-    rerun asks the model nothing twice."""
-    started = time.perf_counter()
-    cache = [] if cache_dir is None else [f"cache={cache_dir / (name + '.sqlite')}"]
-    argv = ["gather", f"conversations={conversations}", "rubric=role_adherence", *overrides, *cache, f"out={out}",
-            "progress=false"]  # fmt: skip
-    if role_rubric(argv) != 0:
-        raise RuntimeError(f"gather of {name} failed")
-    shutil.copy(DATA / "labels.csv", out / "labels.csv")
-    summary = json.loads((out / "gather_summary.json").read_text())
-    return {"wall_s": round(time.perf_counter() - started, 1), "summary": summary}
 
 
 def local_llm_comparison(n: int, *, n_boot: int, seed: int, repeats: int, cache_dir: Path | None = None) -> dict:
@@ -60,18 +43,12 @@ def local_llm_comparison(n: int, *, n_boot: int, seed: int, repeats: int, cache_
     questions = {}
     for qid, block in result["questions"].items():
         r = block["recommendation"]
-        questions[qid] = {
-            "pick": r["pick"],
-            "within_noise": r["within_noise"],
-            "rmse_difference": round(r["rmse_difference"], 4),
-            "interval": [round(r["rmse_difference_low"], 4), round(r["rmse_difference_high"], 4)],
+        questions[qid] = verdict(r) | {
             "rmse": {name: round(j["rmse"], 4) for name, j in block["judges"].items()},
             "raw_rmse": {
                 name: None if j["raw_rmse"] is None else round(j["raw_rmse"], 4) for name, j in block["judges"].items()
             },
-            "line": r["line"],
         }
-    whole = result["overall"]["whole_judge"]
     return {
         "data": f"data/role_adherence: {len(chosen)} conversations spread over its roles, their labels; "
         f"model=linear, repeats={repeats}",
@@ -88,11 +65,5 @@ def local_llm_comparison(n: int, *, n_boot: int, seed: int, repeats: int, cache_
             for name, g in gathered.items()
         },
         "questions": questions,
-        "whole_judge": {
-            "pick": whole["pick"],
-            "within_noise": whole["within_noise"],
-            "rmse_difference": round(whole["rmse_difference"], 4),
-            "interval": [round(whole["rmse_difference_low"], 4), round(whole["rmse_difference_high"], 4)],
-            "line": whole["line"],
-        },
+        "whole_judge": verdict(result["overall"]["whole_judge"]),
     }
