@@ -75,9 +75,7 @@ class MlflowTarget(PublishTarget[MlflowKeys]):
                     uri, Path(job.cv), experiment=keys.experiment, run_name=keys.run_name, say=self.say
                 )
             for rows in job.disagreement_lists():
-                out[rows.result_key] = publish_disagreements(
-                    uri, rows, say=self.say, progress=self.progress
-                )
+                out[rows.result_key] = publish_disagreements(uri, rows, say=self.say, progress=self.progress)
         finally:
             rest.setLevel(level)
         return out
